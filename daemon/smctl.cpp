@@ -1,0 +1,22 @@
+// smctl: the operator's command-line tool. Thin: parses argv and dispatches.
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "smctl_commands.hpp"
+
+int main(int argc, char** argv) {
+  using namespace smha::smctl;
+  CLI::App app{"smctl - control and inspect smha (InfiniBand SM high availability)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("smctl ") + SMHA_VERSION);
+  int exit_code = kExitOk;
+  register_sminfo(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return (rc == 0) ? 0 : kExitUsage;
+  }
+  return exit_code;
+}

@@ -1,0 +1,9 @@
+#include "smha/core/clock.hpp"
+
+namespace smha {
+
+TimePoint SteadyClock::now() const {
+  return std::chrono::time_point_cast<Duration>(std::chrono::steady_clock::now());
+}
+
+}  // namespace smha

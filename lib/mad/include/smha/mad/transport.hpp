@@ -1,0 +1,62 @@
+// MadTransport: the seam through which smha sends SubnGet/SubnSet(SMInfo).
+// Real implementation: UmadTransport (libibumad). Test implementations: the
+// in-process simulated fabric (lib/sim) and scripted fakes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <variant>
+
+#include "smha/core/clock.hpp"
+#include "smha/core/result.hpp"
+#include "smha/core/sminfo.hpp"
+#include "smha/core/types.hpp"
+
+namespace smha::mad {
+
+// Where a request goes: LID-routed (class 0x01) or directed route (class 0x81).
+// An empty DrPath is the local port's own SM (hop count 0).
+using Target = std::variant<Lid, DrPath>;
+
+struct RequestOptions {
+  Duration timeout = std::chrono::milliseconds(200);  // per attempt
+  int retries = 0;                                     // extra attempts after the first
+  std::uint64_t m_key = 0;                             // M_Key carried in the SMP
+};
+
+struct SmInfoReply {
+  SmInfo info;      // decoded payload of the GetResp
+  Duration rtt{};   // send of the answered attempt -> receipt
+  int attempts = 1; // attempts used, 1 = first try answered
+};
+
+// Error codes a transport reports in Error::code:
+//   "timeout"     no answer within timeout x (retries + 1)
+//   "mad_status"  answered with a non-zero MAD status (message names it)
+//   "send"        the request could not be sent (message names errno)
+//   "decode"      the answer was malformed (message says how)
+//   "cancelled"   the transport was closed before an answer
+inline constexpr const char* kErrTimeout = "timeout";
+inline constexpr const char* kErrMadStatus = "mad_status";
+inline constexpr const char* kErrSend = "send";
+inline constexpr const char* kErrDecode = "decode";
+inline constexpr const char* kErrCancelled = "cancelled";
+
+using SmInfoCallback = std::function<void(Result<SmInfoReply>)>;
+
+class MadTransport {
+ public:
+  virtual ~MadTransport() = default;
+
+  // SubnGet(SMInfo). `done` is called exactly once, on the transport owner's
+  // event loop, never from inside this call.
+  virtual void get_sminfo(const Target& target, const RequestOptions& opts,
+                          SmInfoCallback done) = 0;
+
+  // SubnSet(SMInfo) with attribute modifier `mod` and `payload` (OpenSM only
+  // accepts a payload whose state is MASTER). Same callback contract.
+  virtual void set_sminfo(const Target& target, SmInfoModifier mod, const SmInfo& payload,
+                          const RequestOptions& opts, SmInfoCallback done) = 0;
+};
+
+}  // namespace smha::mad
