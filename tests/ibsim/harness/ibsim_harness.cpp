@@ -137,6 +137,13 @@ std::string umad_timeout_shim_path() {
 #endif
 }
 
+std::string umad_timeout_shim_preload() {
+  const std::string shim = umad_timeout_shim_path();
+  if (shim.empty() || access(shim.c_str(), R_OK) != 0)
+    throw error("umad timeout shim not built: '" + shim + "'");
+  return shim + ":" + kUmad2sim;
+}
+
 IbsimFabric::IbsimFabric(const std::string& topology) {
   // ibsim's console pipe: a write to a dead ibsim must fail, not kill us.
   std::signal(SIGPIPE, SIG_IGN);
@@ -337,7 +344,29 @@ int IbsimFabric::spawn_process(const std::string& name, const std::vector<std::s
 
 std::vector<std::pair<std::string, std::string>> IbsimFabric::client_env(
     const std::string& node) const {
-  return {{"LD_PRELOAD", kUmad2sim}, {"SIM_HOST", node}, {"IBSIM_SOCKNAME", sockname_}};
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  std::string asan_options = asan && *asan ? std::string(asan) + ":" : std::string();
+  asan_options += "verify_asan_link_order=0";
+  return {{"LD_PRELOAD", kUmad2sim},
+          {"SIM_HOST", node},
+          {"IBSIM_SOCKNAME", sockname_},
+          {"ASAN_OPTIONS", asan_options}};
+}
+
+std::vector<std::pair<std::string, std::string>> IbsimFabric::env_for(
+    const std::string& node, std::vector<std::pair<std::string, std::string>> extra) const {
+  auto env = client_env(node);
+  for (auto& [k, v] : extra) {
+    bool replaced = false;
+    for (auto& kv : env) {
+      if (kv.first == k) {
+        kv.second = v;
+        replaced = true;
+      }
+    }
+    if (!replaced) env.emplace_back(k, v);
+  }
+  return env;
 }
 
 int IbsimFabric::start_opensm(const std::string& node, int priority,
@@ -366,10 +395,7 @@ int IbsimFabric::start_opensm(const OpensmSpec& spec) {
   env.emplace_back("OSM_CACHE_DIR", dir);
   env.emplace_back("OSM_TMP_DIR", dir);
   if (spec.timeout_shim.value_or(timeout_shim_default_)) {
-    const std::string shim = umad_timeout_shim_path();
-    if (shim.empty() || access(shim.c_str(), R_OK) != 0)
-      throw error("umad timeout shim not built: '" + shim + "'");
-    env[0].second = shim + ":" + kUmad2sim;
+    env[0].second = umad_timeout_shim_preload();
   }
   std::vector<std::string> argv{"opensm", "-F", conf, "-f", log, "-p",
                                 std::to_string(spec.priority)};
@@ -424,8 +450,15 @@ int IbsimFabric::opensm_process(int idx) const { return osm(idx).process; }
 
 CommandResult IbsimFabric::run(const std::string& node, const std::vector<std::string>& argv,
                                milliseconds timeout) {
+  return run(node, argv, timeout, {});
+}
+
+CommandResult IbsimFabric::run(const std::string& node, const std::vector<std::string>& argv,
+                               milliseconds timeout,
+                               std::vector<std::pair<std::string, std::string>> extra_env) {
   const std::string cwd_name = "run" + std::to_string(run_count_++);
-  const int pidx = spawn_process("run@" + node, argv, client_env(node), cwd_name);
+  const int pidx =
+      spawn_process("run@" + node, argv, env_for(node, std::move(extra_env)), cwd_name);
   Process& p = procs_[static_cast<std::size_t>(pidx)];
   const bool done = poll_until(timeout, [&] { return reap(p, false); });
   if (!done) stop(p, SIGKILL);
@@ -435,17 +468,7 @@ CommandResult IbsimFabric::run(const std::string& node, const std::vector<std::s
 
 int IbsimFabric::spawn(const std::string& node, const std::vector<std::string>& argv,
                        std::vector<std::pair<std::string, std::string>> extra_env) {
-  auto env = client_env(node);
-  for (auto& [k, v] : extra_env) {
-    bool replaced = false;
-    for (auto& kv : env) {
-      if (kv.first == k) {
-        kv.second = v;
-        replaced = true;
-      }
-    }
-    if (!replaced) env.emplace_back(k, v);
-  }
+  const auto env = env_for(node, std::move(extra_env));
   const std::string base = argv.empty() ? "proc" : fs::path(argv[0]).filename().string();
   return spawn_process(base + "@" + node, argv, env,
                        base + std::to_string(procs_.size()) + "-" + node);

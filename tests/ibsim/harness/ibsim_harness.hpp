@@ -100,13 +100,20 @@ class IbsimFabric {
   int opensm_pid(int idx) const;
   int opensm_process(int idx) const;  // its index for the process_* members
 
-  // The environment a libibumad client needs to attach at `node`.
+  // The environment a libibumad client needs to attach at `node`: LD_PRELOAD
+  // (umad2sim), SIM_HOST, IBSIM_SOCKNAME, and ASAN_OPTIONS with
+  // verify_asan_link_order=0 so sanitizer builds run under the preload.
   std::vector<std::pair<std::string, std::string>> client_env(const std::string& node) const;
 
   // Runs a client attached at `node` in a fresh scratch cwd and waits for it;
   // on timeout kills it by PID (exit_code -1) and frees its ibsim slot.
   CommandResult run(const std::string& node, const std::vector<std::string>& argv,
                     std::chrono::milliseconds timeout);
+  // The same with `extra_env` overriding the client environment (e.g. an
+  // LD_PRELOAD that adds the timeout shim).
+  CommandResult run(const std::string& node, const std::vector<std::string>& argv,
+                    std::chrono::milliseconds timeout,
+                    std::vector<std::pair<std::string, std::string>> extra_env);
 
   // Long-running processes attached at `node` (smhad, a probe ...). `argv[0]`
   // is resolved through PATH. `extra_env` overrides the client environment.
@@ -160,6 +167,8 @@ class IbsimFabric {
   bool reap(Process& p, bool block);
   void stop(Process& p, int sig);
   void free_client_slot(pid_t pid);
+  std::vector<std::pair<std::string, std::string>> env_for(
+      const std::string& node, std::vector<std::pair<std::string, std::string>> extra) const;
   const Process& proc(int pidx) const;
   Process& proc(int pidx);
   const Opensm& osm(int idx) const;
@@ -180,7 +189,9 @@ class IbsimFabric {
 
 // Absolute path of topologies/<name> in the source tree.
 std::string topology_path(const std::string& name);
-// Absolute path of the built umad timeout shim (empty if not built).
+// Absolute path of the built umad timeout shim (empty if not built), and an
+// LD_PRELOAD value loading it together with libumad2sim.
+std::string umad_timeout_shim_preload();
 std::string umad_timeout_shim_path();
 // Reads a whole file ("" if it does not exist).
 std::string read_file(const std::string& path);
