@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
+#include <iostream>
 #include <regex>
 
 #include "ibsim_harness.hpp"
@@ -103,4 +104,23 @@ TEST_CASE("a SIGKILLed OpenSM is reaped and a new one can start on its node", "[
 TEST_CASE("a bad topology is a clear error and leaves nothing running", "[ibsim][harness]") {
   CHECK_THROWS_WITH(IbsimFabric(topology_path("does-not-exist.net")),
                     Catch::Contains("does-not-exist.net"));
+}
+
+TEST_CASE("fattree-324 parses and OpenSM sweeps it", "[ibsim][harness][topology]") {
+  IbsimFabric fabric(topology_path("fattree-324.net"));
+  const auto t0 = std::chrono::steady_clock::now();
+  const int head01 = fabric.start_opensm("head01", 15);
+  REQUIRE(fabric.wait_subnet_up(head01, 60s));
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - t0);
+  std::cout << "fattree-324: OpenSM start -> SUBNET UP " << took.count() << " ms\n";
+  // The heads are Hca1/Hca2 by id and head01/head02 by node description,
+  // on different leaves; the last HCA got a LID too.
+  const auto h2 = fabric.node_port("head02");
+  const auto last = fabric.node_port("Hca324");
+  REQUIRE(h2);
+  REQUIRE(last);
+  CHECK(h2->lid != 0);
+  CHECK(last->lid != 0);
+  CHECK(last->sm_lid == fabric.node_port("Hca1")->lid);
 }
