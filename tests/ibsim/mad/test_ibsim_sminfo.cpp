@@ -272,3 +272,26 @@ TEST_CASE("smctl sminfo honours its timeout; the transport sets and multiplexes"
     for (int i = 0; i < 4; ++i) CHECK(lines[i]["ok"] == true);
   }
 }
+
+TEST_CASE("umad2sim: a umad fd cannot be waited on by epoll or with a wake-up fd; umad_recv can",
+          "[ibsim][mad]") {
+  // Why UmadTransport blocks in umad_recv() on its own thread (doc/mad-transport.md).
+  // If this starts failing, umad2sim changed and the design may be simplified.
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  auto r = fabric.run("Hca3", {SMHA_UMAD_WAIT_PROBE}, kRunTimeout);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  int epoll_rc = 0, epoll_errno = 0, poll_rc = 0, poll_revents = 0, recv_rc = 0;
+  long long poll_ms = 0, recv_ms = 0;
+  REQUIRE(std::sscanf(r.out.c_str(), "epoll_add %d %d\npoll_mixed %d %d %lld\numad_recv %d %lld",
+                      &epoll_rc, &epoll_errno, &poll_rc, &poll_revents, &poll_ms, &recv_rc,
+                      &recv_ms) == 7);
+  CHECK(epoll_rc == -1);
+  CHECK(epoll_errno == EBADF);
+  CHECK(poll_rc == 0);        // the readable eventfd was ignored ...
+  CHECK(poll_revents == 0);
+  CHECK(poll_ms >= 300);      // ... for the whole timeout
+  CHECK(recv_rc == -ETIMEDOUT);
+  CHECK(recv_ms >= 200);
+  CHECK(recv_ms < 1000);
+}
