@@ -191,7 +191,7 @@ TEST_CASE("smctl sminfo agrees with infiniband-diags sminfo by LID, DR and local
   }
 }
 
-TEST_CASE("smctl sminfo honours its timeout; the transport sets and multiplexes",
+TEST_CASE("smctl sminfo honours its timeout, and the transport sets and multiplexes",
           "[ibsim][mad]") {
   TwoSms f;
   auto& fabric = f.fabric;
@@ -273,7 +273,7 @@ TEST_CASE("smctl sminfo honours its timeout; the transport sets and multiplexes"
   }
 }
 
-TEST_CASE("umad2sim: a umad fd cannot be waited on by epoll or with a wake-up fd; umad_recv can",
+TEST_CASE("umad2sim: a umad fd cannot be waited on by epoll or with a wake-up fd, but umad_recv can",
           "[ibsim][mad]") {
   // Why UmadTransport blocks in umad_recv() on its own thread (doc/mad-transport.md).
   // If this starts failing, umad2sim changed and the design may be simplified.

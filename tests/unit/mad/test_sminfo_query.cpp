@@ -83,7 +83,7 @@ TEST_CASE("Text output hides the SM_Key unless asked", "[mad][smctl]") {
         std::string::npos);
 }
 
-TEST_CASE("JSON output has every field; sm_key null unless asked", "[mad][smctl]") {
+TEST_CASE("JSON output has every field, sm_key null unless asked", "[mad][smctl]") {
   auto j = nlohmann::json::parse(format_sminfo_json(sample_report(DrPath{{1, 1}}), false));
   CHECK(j["target"]["dr"] == "0,1,1");
   CHECK(j["guid"] == "0x0000000000100001");
