@@ -1,0 +1,31 @@
+// libFuzzer: the SMP and SMInfo decoders take any bytes without UB or crash,
+// and whatever decodes re-encodes to the same header fields.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <span>
+
+#include "smha/mad/smp.hpp"
+
+using namespace smha::mad;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::span<const std::uint8_t> bytes(data, size);
+  auto smp = decode_smp(bytes);
+  auto info = decode_sminfo_response(bytes);
+  if (info.ok() && !smp.ok()) std::abort();  // a response is an SMP first
+  if (smp.ok()) {
+    MadBytes again = encode_smp(*smp);
+    auto back = decode_smp(again);
+    if (!back.ok() || !(*back == *smp)) std::abort();  // decode . encode is the identity on Smp
+  }
+  if (size >= kSmpDataSize) {
+    auto payload = decode_sminfo(bytes.first(kSmpDataSize));
+    if (payload.ok()) {
+      auto re = decode_sminfo(encode_sminfo(*payload));
+      if (!re.ok() || !(*re == *payload)) std::abort();
+    }
+  }
+  (void)describe_mad_status(size >= 2 ? static_cast<std::uint16_t>(data[0] << 8 | data[1]) : 0);
+  return 0;
+}

@@ -1,0 +1,163 @@
+// Subnet Management Packets (IBA 1.3 section 14.2.1) and the SMInfo attribute
+// (section 14.2.5.13) on the wire. Pure functions over bytes: no I/O, no state.
+//
+// Every multi-byte field is big-endian on the wire and is read and written one
+// byte at a time here, so host byte order never matters. Decoders accept any
+// byte sequence: malformed input gives an Error (code "decode", or "mad_status"
+// for a well-formed answer carrying a non-zero status), never undefined behaviour.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "smha/core/result.hpp"
+#include "smha/core/sminfo.hpp"
+#include "smha/core/types.hpp"
+#include "smha/mad/transport.hpp"
+
+namespace smha::mad {
+
+// "MADs are 256 bytes" (IBA 13.4.2); SMPs never use RMPP.
+inline constexpr std::size_t kMadSize = 256;
+using MadBytes = std::array<std::uint8_t, kMadSize>;
+
+inline constexpr std::uint8_t kBaseVersion = 1;
+inline constexpr std::uint8_t kSmpClassVersion = 1;
+// Management classes (IBA Table 105; OpenSM IB_MCLASS_SUBN_LID / _DIR).
+inline constexpr std::uint8_t kClassSubnLid = 0x01;
+inline constexpr std::uint8_t kClassSubnDirected = 0x81;
+// Methods (IBA Table 106). Bit 7 of the method byte is the R (response) bit.
+inline constexpr std::uint8_t kMethodGet = 0x01;
+inline constexpr std::uint8_t kMethodSet = 0x02;
+inline constexpr std::uint8_t kMethodGetResp = 0x81;
+// SMInfo attribute ID (IBA Table 145; OpenSM IB_MAD_ATTR_SM_INFO).
+inline constexpr std::uint16_t kAttrSmInfo = 0x0020;
+// "Permissive LID" used as DrSLID/DrDLID while a DR SMP travels directed.
+inline constexpr std::uint16_t kPermissiveDrLid = 0xffff;
+// The D bit is bit 15 of the DR SMP's status word (IBA Figure 150).
+inline constexpr std::uint16_t kDirectionBit = 0x8000;
+
+// The SMP layout (IBA Figures 149 and 150), one byte array per field, so the
+// compiler adds no padding and offsetof gives the wire offsets. Directed-route
+// fields (hop pointer/count, DrSLID/DrDLID, paths) are reserved in LID-routed SMPs.
+struct SmpWire {
+  std::uint8_t base_version;
+  std::uint8_t mgmt_class;
+  std::uint8_t class_version;
+  std::uint8_t method;           // R bit | method
+  std::uint8_t status[2];        // DR: D bit | 15-bit status
+  std::uint8_t hop_pointer;      // DR only
+  std::uint8_t hop_count;        // DR only
+  std::uint8_t tid[8];
+  std::uint8_t attr_id[2];
+  std::uint8_t reserved1[2];
+  std::uint8_t attr_mod[4];
+  std::uint8_t m_key[8];
+  std::uint8_t dr_slid[2];       // DR only
+  std::uint8_t dr_dlid[2];       // DR only
+  std::uint8_t reserved2[28];
+  std::uint8_t data[64];
+  std::uint8_t initial_path[64]; // DR only; byte i is the out-port of hop i, byte 0 unused
+  std::uint8_t return_path[64];  // DR only
+};
+static_assert(sizeof(SmpWire) == kMadSize);
+static_assert(offsetof(SmpWire, status) == 4);
+static_assert(offsetof(SmpWire, hop_pointer) == 6);
+static_assert(offsetof(SmpWire, hop_count) == 7);
+static_assert(offsetof(SmpWire, tid) == 8);
+static_assert(offsetof(SmpWire, attr_id) == 16);
+static_assert(offsetof(SmpWire, attr_mod) == 20);
+static_assert(offsetof(SmpWire, m_key) == 24);
+static_assert(offsetof(SmpWire, dr_slid) == 32);
+static_assert(offsetof(SmpWire, dr_dlid) == 34);
+static_assert(offsetof(SmpWire, data) == 64);           // libibmad IB_SMP_DATA_OFFS
+static_assert(offsetof(SmpWire, initial_path) == 128);
+static_assert(offsetof(SmpWire, return_path) == 192);
+
+inline constexpr std::size_t kSmpDataOffset = offsetof(SmpWire, data);
+inline constexpr std::size_t kSmpDataSize = sizeof(SmpWire::data);
+inline constexpr std::size_t kDrPathSize = sizeof(SmpWire::initial_path);
+// "Hop Count ... range 0 to 63" (IBA 14.2.2.1).
+inline constexpr std::uint8_t kMaxHopCount = 63;
+
+// The SMInfo attribute layout (IBA Table 152; libibmad IB_SMINFO_*_F).
+struct SmInfoWire {
+  std::uint8_t guid[8];
+  std::uint8_t sm_key[8];
+  std::uint8_t act_count[4];
+  std::uint8_t priority_state;   // priority << 4 | SMState
+  std::uint8_t reserved[43];
+};
+static_assert(sizeof(SmInfoWire) == kSmpDataSize);
+static_assert(offsetof(SmInfoWire, sm_key) == 8);
+static_assert(offsetof(SmInfoWire, act_count) == 16);
+static_assert(offsetof(SmInfoWire, priority_state) == 20);
+
+// A decoded SMP. For LID-routed SMPs the DR-only fields are zero on encode and
+// ignored on decode.
+struct Smp {
+  std::uint8_t mgmt_class = kClassSubnLid;
+  std::uint8_t method = kMethodGet;
+  std::uint16_t status = 0;      // 15 bits for DR, 16 for LID-routed; D bit excluded
+  bool direction = false;        // DR D bit: false outbound, true returning
+  std::uint8_t hop_pointer = 0;
+  std::uint8_t hop_count = 0;
+  std::uint64_t tid = 0;
+  std::uint16_t attr_id = 0;
+  std::uint32_t attr_mod = 0;
+  std::uint64_t m_key = 0;
+  std::uint16_t dr_slid = 0;
+  std::uint16_t dr_dlid = 0;
+  std::array<std::uint8_t, kSmpDataSize> data{};
+  std::array<std::uint8_t, kDrPathSize> initial_path{};
+  std::array<std::uint8_t, kDrPathSize> return_path{};
+
+  bool directed() const { return mgmt_class == kClassSubnDirected; }
+  friend bool operator==(const Smp&, const Smp&) = default;
+};
+
+// Writes `smp` as 256 wire bytes. Reserved bytes are zero. Total: never fails
+// (the caller's hop count is written as given; encode_sminfo_* validate paths).
+MadBytes encode_smp(const Smp& smp);
+
+// Parses and checks the SMP header of `mad`: exactly kMadSize bytes, base
+// version 1, class 0x01 or 0x81, class version 1, and for DR a hop count <= 63
+// and a hop pointer <= hop count + 1. Says what is wrong and at which offset.
+Result<Smp> decode_smp(std::span<const std::uint8_t> mad);
+
+// The 64-byte SMInfo attribute. Decoding rejects an SMState above 3 (IBA
+// defines 0..3), naming the value; reserved bytes are not checked.
+std::array<std::uint8_t, kSmpDataSize> encode_sminfo(const SmInfo& info);
+Result<SmInfo> decode_sminfo(std::span<const std::uint8_t> data);
+
+// SubnGet(SMInfo) to `target`: class 0x01 for a Lid (the LID itself goes into
+// the umad address, not the MAD), class 0x81 with hop count = path length,
+// hop pointer 0, D = 0, DrSLID = DrDLID = 0xffff and the initial path for a
+// DrPath. The payload is zero. Fails with code kErrInvalid if a Lid is 0 or
+// the permissive LID, or a path has more than 63 hops or a port 0 on a hop.
+Result<MadBytes> encode_sminfo_get(std::uint64_t tid, const Target& target, std::uint64_t m_key);
+
+// SubnSet(SMInfo) with attribute modifier `mod` and `payload`, addressed as in
+// encode_sminfo_get.
+Result<MadBytes> encode_sminfo_set(std::uint64_t tid, const Target& target, SmInfoModifier mod,
+                                   const SmInfo& payload, std::uint64_t m_key);
+
+// Decodes a GetResp(SMInfo): decode_smp plus method 0x81, attribute 0x0020,
+// D bit set for DR, status 0 and a valid payload. A non-zero status gives code
+// kErrMadStatus with the status in hex; everything else code kErrDecode.
+Result<SmInfo> decode_sminfo_response(std::span<const std::uint8_t> mad);
+
+// The MAD status of a decoded SMP as text ("0x0007: invalid attribute or
+// attribute modifier value", ...), for error messages and smctl.
+std::string describe_mad_status(std::uint16_t status);
+
+// Lower-case hex of `bytes`, 16 bytes per line with the offset first (logs, tests).
+std::string hex_dump(std::span<const std::uint8_t> bytes);
+
+// Error code for arguments the encoders refuse.
+inline constexpr const char* kErrInvalid = "invalid";
+
+}  // namespace smha::mad

@@ -1,0 +1,250 @@
+#include "smha/mad/smp.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+namespace smha::mad {
+namespace {
+
+constexpr std::size_t kOffBaseVersion = offsetof(SmpWire, base_version);
+constexpr std::size_t kOffClass = offsetof(SmpWire, mgmt_class);
+constexpr std::size_t kOffClassVersion = offsetof(SmpWire, class_version);
+constexpr std::size_t kOffMethod = offsetof(SmpWire, method);
+constexpr std::size_t kOffStatus = offsetof(SmpWire, status);
+constexpr std::size_t kOffHopPointer = offsetof(SmpWire, hop_pointer);
+constexpr std::size_t kOffHopCount = offsetof(SmpWire, hop_count);
+constexpr std::size_t kOffTid = offsetof(SmpWire, tid);
+constexpr std::size_t kOffAttrId = offsetof(SmpWire, attr_id);
+constexpr std::size_t kOffAttrMod = offsetof(SmpWire, attr_mod);
+constexpr std::size_t kOffMKey = offsetof(SmpWire, m_key);
+constexpr std::size_t kOffDrSlid = offsetof(SmpWire, dr_slid);
+constexpr std::size_t kOffDrDlid = offsetof(SmpWire, dr_dlid);
+constexpr std::size_t kOffInitialPath = offsetof(SmpWire, initial_path);
+constexpr std::size_t kOffReturnPath = offsetof(SmpWire, return_path);
+
+constexpr std::size_t kOffGuid = offsetof(SmInfoWire, guid);
+constexpr std::size_t kOffSmKey = offsetof(SmInfoWire, sm_key);
+constexpr std::size_t kOffActCount = offsetof(SmInfoWire, act_count);
+constexpr std::size_t kOffPriState = offsetof(SmInfoWire, priority_state);
+
+// Big-endian field access; callers have checked the span's size.
+std::uint64_t get_be(std::span<const std::uint8_t> b, std::size_t off, std::size_t n) {
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < n; ++i) v = (v << 8) | b[off + i];
+  return v;
+}
+
+template <std::size_t N>
+void put_be(std::array<std::uint8_t, N>& b, std::size_t off, std::size_t n, std::uint64_t v) {
+  for (std::size_t i = 0; i < n; ++i) b[off + n - 1 - i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+
+std::string hex(std::uint64_t v, int digits) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%0*llx", digits, static_cast<unsigned long long>(v));
+  return buf;
+}
+
+Error decode_error(std::string what) { return make_error(kErrDecode, std::move(what)); }
+
+// Fills the addressing part of an SMInfo request. Validates the target.
+Result<Smp> sminfo_request(std::uint8_t method, std::uint64_t tid, const Target& target,
+                           std::uint64_t m_key) {
+  Smp smp;
+  smp.method = method;
+  smp.tid = tid;
+  smp.attr_id = kAttrSmInfo;
+  smp.m_key = m_key;
+  if (const Lid* lid = std::get_if<Lid>(&target)) {
+    if (lid->value == 0 || *lid == kPermissiveLid)
+      return make_error(kErrInvalid, "LID " + std::to_string(lid->value) +
+                                         " cannot address a LID-routed SMP (use 1..65534)");
+    smp.mgmt_class = kClassSubnLid;
+    return smp;
+  }
+  const DrPath& path = std::get<DrPath>(target);
+  if (path.hops.size() > kMaxHopCount)
+    return make_error(kErrInvalid, "directed route has " + std::to_string(path.hops.size()) +
+                                       " hops; at most 63 are allowed");
+  smp.mgmt_class = kClassSubnDirected;
+  smp.hop_count = static_cast<std::uint8_t>(path.hops.size());
+  smp.hop_pointer = 0;
+  smp.dr_slid = kPermissiveDrLid;
+  smp.dr_dlid = kPermissiveDrLid;
+  for (std::size_t i = 0; i < path.hops.size(); ++i) {
+    if (path.hops[i] == 0)
+      return make_error(kErrInvalid,
+                        "directed route hop " + std::to_string(i + 1) + " names port 0");
+    smp.initial_path[i + 1] = path.hops[i];
+  }
+  return smp;
+}
+
+}  // namespace
+
+MadBytes encode_smp(const Smp& smp) {
+  MadBytes b{};
+  b[kOffBaseVersion] = kBaseVersion;
+  b[kOffClass] = smp.mgmt_class;
+  b[kOffClassVersion] = kSmpClassVersion;
+  b[kOffMethod] = smp.method;
+  std::uint16_t status = smp.status;
+  if (smp.directed()) {
+    status = static_cast<std::uint16_t>((status & ~kDirectionBit) | (smp.direction ? kDirectionBit : 0));
+    b[kOffHopPointer] = smp.hop_pointer;
+    b[kOffHopCount] = smp.hop_count;
+    put_be(b, kOffDrSlid, 2, smp.dr_slid);
+    put_be(b, kOffDrDlid, 2, smp.dr_dlid);
+    std::copy(smp.initial_path.begin(), smp.initial_path.end(), b.begin() + kOffInitialPath);
+    std::copy(smp.return_path.begin(), smp.return_path.end(), b.begin() + kOffReturnPath);
+  }
+  put_be(b, kOffStatus, 2, status);
+  put_be(b, kOffTid, 8, smp.tid);
+  put_be(b, kOffAttrId, 2, smp.attr_id);
+  put_be(b, kOffAttrMod, 4, smp.attr_mod);
+  put_be(b, kOffMKey, 8, smp.m_key);
+  std::copy(smp.data.begin(), smp.data.end(), b.begin() + kSmpDataOffset);
+  return b;
+}
+
+Result<Smp> decode_smp(std::span<const std::uint8_t> mad) {
+  if (mad.size() != kMadSize)
+    return decode_error("MAD is " + std::to_string(mad.size()) + " bytes; an SMP is exactly 256");
+  if (mad[kOffBaseVersion] != kBaseVersion)
+    return decode_error("base version " + std::to_string(mad[kOffBaseVersion]) +
+                        " at offset 0; expected 1");
+  Smp smp;
+  smp.mgmt_class = mad[kOffClass];
+  if (smp.mgmt_class != kClassSubnLid && smp.mgmt_class != kClassSubnDirected)
+    return decode_error("management class " + hex(smp.mgmt_class, 2) +
+                        " at offset 1 is not an SMP class (0x01 or 0x81)");
+  if (mad[kOffClassVersion] != kSmpClassVersion)
+    return decode_error("class version " + std::to_string(mad[kOffClassVersion]) +
+                        " at offset 2; expected 1");
+  smp.method = mad[kOffMethod];
+  auto status = static_cast<std::uint16_t>(get_be(mad, kOffStatus, 2));
+  smp.tid = get_be(mad, kOffTid, 8);
+  smp.attr_id = static_cast<std::uint16_t>(get_be(mad, kOffAttrId, 2));
+  smp.attr_mod = static_cast<std::uint32_t>(get_be(mad, kOffAttrMod, 4));
+  smp.m_key = get_be(mad, kOffMKey, 8);
+  std::copy_n(mad.begin() + kSmpDataOffset, kSmpDataSize, smp.data.begin());
+  if (smp.directed()) {
+    smp.direction = (status & kDirectionBit) != 0;
+    smp.status = static_cast<std::uint16_t>(status & ~kDirectionBit);
+    smp.hop_pointer = mad[kOffHopPointer];
+    smp.hop_count = mad[kOffHopCount];
+    if (smp.hop_count > kMaxHopCount)
+      return decode_error("hop count " + std::to_string(smp.hop_count) +
+                          " at offset 7 exceeds 63");
+    if (smp.hop_pointer > smp.hop_count + 1)
+      return decode_error("hop pointer " + std::to_string(smp.hop_pointer) +
+                          " at offset 6 exceeds hop count + 1 (" +
+                          std::to_string(smp.hop_count + 1) + ")");
+    smp.dr_slid = static_cast<std::uint16_t>(get_be(mad, kOffDrSlid, 2));
+    smp.dr_dlid = static_cast<std::uint16_t>(get_be(mad, kOffDrDlid, 2));
+    std::copy_n(mad.begin() + kOffInitialPath, kDrPathSize, smp.initial_path.begin());
+    std::copy_n(mad.begin() + kOffReturnPath, kDrPathSize, smp.return_path.begin());
+  } else {
+    smp.status = status;
+  }
+  return smp;
+}
+
+std::array<std::uint8_t, kSmpDataSize> encode_sminfo(const SmInfo& info) {
+  std::array<std::uint8_t, kSmpDataSize> b{};
+  put_be(b, kOffGuid, 8, info.guid.value);
+  put_be(b, kOffSmKey, 8, info.sm_key);
+  put_be(b, kOffActCount, 4, info.act_count);
+  b[kOffPriState] = static_cast<std::uint8_t>(((info.priority & 0x0f) << 4) |
+                                              (static_cast<std::uint8_t>(info.state) & 0x0f));
+  return b;
+}
+
+Result<SmInfo> decode_sminfo(std::span<const std::uint8_t> data) {
+  if (data.size() != kSmpDataSize)
+    return decode_error("SMInfo attribute is " + std::to_string(data.size()) +
+                        " bytes; expected 64");
+  SmInfo info;
+  info.guid = Guid{get_be(data, kOffGuid, 8)};
+  info.sm_key = get_be(data, kOffSmKey, 8);
+  info.act_count = static_cast<std::uint32_t>(get_be(data, kOffActCount, 4));
+  std::uint8_t pri_state = data[kOffPriState];
+  info.priority = static_cast<std::uint8_t>(pri_state >> 4);
+  std::uint8_t state = pri_state & 0x0f;
+  if (state > static_cast<std::uint8_t>(SmState::Master))
+    return decode_error("SMInfo SMState " + std::to_string(state) + " at SMP data offset " +
+                        std::to_string(kOffPriState) + " (low nibble) is not 0..3");
+  info.state = static_cast<SmState>(state);
+  return info;
+}
+
+Result<MadBytes> encode_sminfo_get(std::uint64_t tid, const Target& target, std::uint64_t m_key) {
+  auto smp = sminfo_request(kMethodGet, tid, target, m_key);
+  if (!smp) return smp.error();
+  return encode_smp(*smp);
+}
+
+Result<MadBytes> encode_sminfo_set(std::uint64_t tid, const Target& target, SmInfoModifier mod,
+                                   const SmInfo& payload, std::uint64_t m_key) {
+  auto smp = sminfo_request(kMethodSet, tid, target, m_key);
+  if (!smp) return smp.error();
+  smp->attr_mod = static_cast<std::uint32_t>(mod);
+  smp->data = encode_sminfo(payload);
+  return encode_smp(*smp);
+}
+
+Result<SmInfo> decode_sminfo_response(std::span<const std::uint8_t> mad) {
+  auto smp = decode_smp(mad);
+  if (!smp) return smp.error();
+  if (smp->method != kMethodGetResp)
+    return decode_error("method " + hex(smp->method, 2) + " at offset 3 is not GetResp (0x81)");
+  if (smp->attr_id != kAttrSmInfo)
+    return decode_error("attribute " + hex(smp->attr_id, 4) +
+                        " at offset 16 is not SMInfo (0x0020)");
+  if (smp->directed() && !smp->direction)
+    return decode_error("directed-route GetResp without the D bit (offset 4, bit 15)");
+  if (smp->status != 0)
+    return make_error(kErrMadStatus, "MAD status " + describe_mad_status(smp->status));
+  return decode_sminfo(smp->data);
+}
+
+std::string describe_mad_status(std::uint16_t status) {
+  // IBA Table 108 (MAD status field): bit 0 busy, bit 1 redirect, bits 2-4 the
+  // invalid-field code, bits 8-14 class specific. OpenSM's SMInfo rejections
+  // arrive as 0x0700 (a host-order 7 it does not byte-swap).
+  std::string text = hex(status, 4);
+  if (status == 0) return text + ": success";
+  std::string what;
+  auto add = [&what](const char* s) { what += what.empty() ? s : std::string("; ") + s; };
+  if (status & 0x0001) add("busy");
+  if (status & 0x0002) add("redirect required");
+  switch ((status >> 2) & 0x7) {
+    case 0: break;
+    case 1: add("bad base or class version"); break;
+    case 2: add("method not supported"); break;
+    case 3: add("method/attribute combination not supported"); break;
+    case 7: add("invalid attribute or modifier value"); break;
+    default: add("reserved invalid-field code"); break;
+  }
+  if (status & 0x7f00) add("class-specific bits set (OpenSM's SMInfo rejection is 0x0700)");
+  return text + ": " + what;
+}
+
+std::string hex_dump(std::span<const std::uint8_t> bytes) {
+  std::string out;
+  char buf[24];
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    if (i % 16 == 0) {
+      if (i) out += '\n';
+      std::snprintf(buf, sizeof buf, "%04zx:", i);
+      out += buf;
+    }
+    std::snprintf(buf, sizeof buf, " %02x", bytes[i]);
+    out += buf;
+  }
+  if (!bytes.empty()) out += '\n';
+  return out;
+}
+
+}  // namespace smha::mad

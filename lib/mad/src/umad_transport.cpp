@@ -1,0 +1,396 @@
+#include "smha/mad/umad_transport.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <endian.h>
+#include <infiniband/umad.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "smha/mad/smp.hpp"
+
+namespace smha::mad {
+namespace {
+
+namespace asio = boost::asio;
+
+// How long the receive thread blocks in one umad_recv() before it looks at its
+// stop flag again; bounds the destructor's wait.
+constexpr int kRecvSliceMs = 50;
+// QP0 carries SMPs; it needs no Q_Key.
+constexpr int kQp0 = 0;
+
+std::string errno_text(int err) { return std::string(std::strerror(err)); }
+
+PortState port_state_from(unsigned v) {
+  return v >= 1 && v <= 4 ? static_cast<PortState>(v) : PortState::Unknown;
+}
+
+LocalPortInfo info_from(const umad_port_t& p) {
+  LocalPortInfo info;
+  info.ca = p.ca_name;
+  info.port = p.portnum;
+  info.port_guid = Guid{be64toh(p.port_guid)};
+  info.lid = Lid{static_cast<std::uint16_t>(p.base_lid)};
+  info.sm_lid = Lid{static_cast<std::uint16_t>(p.sm_lid)};
+  info.state = port_state_from(p.state);
+  return info;
+}
+
+std::string describe(const PortSelector& s) {
+  if (s.guid) return "port GUID " + to_string(*s.guid);
+  if (s.ca.empty() && s.port == 0) return "the default port";
+  return "CA " + (s.ca.empty() ? std::string("(default)") : s.ca) + " port " +
+         (s.port == 0 ? std::string("(default)") : std::to_string(s.port));
+}
+
+// Finds the CA name and port number of `guid` on any CA.
+Result<std::pair<std::string, int>> find_port_by_guid(Guid guid) {
+  char names[UMAD_MAX_DEVICES][UMAD_CA_NAME_LEN];
+  int n = umad_get_cas_names(names, UMAD_MAX_DEVICES);
+  if (n < 0) return make_error(kErrNoPort, "cannot list InfiniBand CAs: " + errno_text(-n));
+  for (int i = 0; i < n; ++i) {
+    umad_ca_t ca;
+    if (umad_get_ca(names[i], &ca) < 0) continue;
+    std::optional<std::pair<std::string, int>> found;
+    for (int p = 0; p < UMAD_CA_MAX_PORTS && !found; ++p) {
+      if (ca.ports[p] && be64toh(ca.ports[p]->port_guid) == guid.value)
+        found = std::make_pair(std::string(names[i]), ca.ports[p]->portnum);
+    }
+    umad_release_ca(&ca);
+    if (found) return *found;
+  }
+  return make_error(kErrNoPort, "no local port has GUID " + to_string(guid) + " (" +
+                                    std::to_string(n) + " CA(s) searched)");
+}
+
+Result<LocalPortInfo> read_port(const std::string& ca, int port) {
+  umad_port_t p;
+  int rc = umad_get_port(ca.empty() ? nullptr : ca.c_str(), port, &p);
+  if (rc < 0)
+    return make_error(kErrNoPort, "no InfiniBand port " +
+                                      describe(PortSelector{ca, port, std::nullopt}) + ": " +
+                                      errno_text(-rc));
+  LocalPortInfo info = info_from(p);
+  umad_release_port(&p);
+  return info;
+}
+
+}  // namespace
+
+std::string_view to_string(PortState state) {
+  switch (state) {
+    case PortState::Down: return "DOWN";
+    case PortState::Init: return "INIT";
+    case PortState::Armed: return "ARMED";
+    case PortState::Active: return "ACTIVE";
+    case PortState::Unknown: break;
+  }
+  return "unknown";
+}
+
+Result<LocalPortInfo> query_local_port(const PortSelector& selector) {
+  if (selector.guid) {
+    if (!selector.ca.empty() || selector.port != 0)
+      return make_error(kErrNoPort, "give either a port GUID or a CA and port, not both");
+    auto where = find_port_by_guid(*selector.guid);
+    if (!where) return where.error();
+    return read_port(where->first, where->second);
+  }
+  return read_port(selector.ca, selector.port);
+}
+
+// The state shared between the transport, its timers and the receive thread's
+// posted handlers. Touched only on the io_context thread, except `stop_` and the
+// constants `io_` and `port_id_`, which the receive thread reads.
+class UmadTransport::Core : public std::enable_shared_from_this<Core> {
+ public:
+  Core(asio::io_context& io, const Clock& clock, int port_id, int agent_lid, int agent_dr,
+       LocalPortInfo info)
+      : io_(io), clock_(clock), port_id_(port_id), agent_lid_(agent_lid), agent_dr_(agent_dr),
+        info_(std::move(info)) {
+    std::random_device rd;
+    next_tid_ = rd();
+  }
+
+  ~Core() { close(); }
+
+  void start() {
+    std::weak_ptr<Core> weak = weak_from_this();
+    thread_ = std::thread([this, weak] { receive_loop(weak); });
+  }
+
+  // Idempotent. Joins the receive thread, cancels pending requests (their
+  // callbacks are posted), releases the port.
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+    auto pending = std::move(pending_);
+    pending_.clear();
+    tid_owner_.clear();
+    for (auto& [id, p] : pending) {
+      if (p.timer) p.timer->cancel();
+      asio::post(io_, [done = std::move(p.done)] {
+        done(make_error(kErrCancelled, "the MAD transport was closed before an answer"));
+      });
+    }
+    if (agent_dr_ >= 0) umad_unregister(port_id_, agent_dr_);
+    if (agent_lid_ >= 0) umad_unregister(port_id_, agent_lid_);
+    umad_close_port(port_id_);
+  }
+
+  const LocalPortInfo& info() const { return info_; }
+
+  Result<LocalPortInfo> refresh() {
+    auto fresh = read_port(info_.ca, info_.port);
+    if (fresh) info_ = *fresh;
+    return fresh;
+  }
+
+  std::size_t pending() const { return pending_.size(); }
+
+  // Starts a request whose MAD (minus TID) is `build(tid)`.
+  void submit(std::function<Result<MadBytes>(std::uint64_t)> build, const Target& target,
+              const RequestOptions& opts, SmInfoCallback done) {
+    auto fail = [this, &done](Error e) {
+      asio::post(io_, [done = std::move(done), e = std::move(e)] { done(e); });
+    };
+    if (closed_) return fail(make_error(kErrCancelled, "the MAD transport is closed"));
+    if (opts.timeout <= Duration::zero() || opts.retries < 0)
+      return fail(make_error(kErrSend, "timeout must be > 0 and retries >= 0"));
+    auto first = build(0);
+    if (!first) return fail(first.error());
+    std::uint64_t id = next_request_++;
+    Request& r = pending_[id];
+    r.build = std::move(build);
+    r.opts = opts;
+    r.done = std::move(done);
+    if (const Lid* lid = std::get_if<Lid>(&target)) {
+      r.dlid = lid->value;
+      r.agent = agent_lid_;
+    } else {
+      r.dlid = kPermissiveDrLid;
+      r.agent = agent_dr_;
+    }
+    r.timer = std::make_unique<asio::steady_timer>(io_);
+    send_attempt(id);
+  }
+
+ private:
+  struct Request {
+    std::function<Result<MadBytes>(std::uint64_t)> build;
+    RequestOptions opts;
+    SmInfoCallback done;
+    std::uint16_t dlid = 0;
+    int agent = -1;
+    int attempts = 0;
+    std::uint32_t current_tid = 0;
+    std::vector<std::uint32_t> tids;  // every attempt's TID (an answer to any of them counts)
+    std::map<std::uint32_t, TimePoint> sent_at;
+    std::unique_ptr<asio::steady_timer> timer;
+  };
+
+  std::uint32_t fresh_tid() {
+    std::uint32_t tid;
+    do {
+      tid = next_tid_++;
+    } while (tid == 0 || tid_owner_.count(tid));
+    return tid;
+  }
+
+  void send_attempt(std::uint64_t id) {
+    Request& r = pending_.at(id);
+    std::uint32_t tid = fresh_tid();
+    auto mad = r.build(tid);  // validated in submit(); only the TID differs
+    r.attempts++;
+    r.current_tid = tid;
+    r.tids.push_back(tid);
+    tid_owner_[tid] = id;
+    r.sent_at[tid] = clock_.now();
+
+    std::vector<std::uint8_t> umad(umad_size() + kMadSize, 0);
+    std::memcpy(umad_get_mad(umad.data()), mad->data(), kMadSize);
+    umad_set_addr(umad.data(), r.dlid, kQp0, 0, 0);
+    auto timeout_ms = std::chrono::ceil<std::chrono::milliseconds>(r.opts.timeout).count();
+    // The kernel's own timeout matches ours (so a lost answer is reported by
+    // either, whichever is first); the kernel never retries: we do.
+    int rc = umad_send(port_id_, r.agent, umad.data(), static_cast<int>(kMadSize),
+                       static_cast<int>(timeout_ms), 0);
+    if (rc < 0) {
+      int err = errno ? errno : -rc;
+      auto self = shared_from_this();
+      asio::post(io_, [self, id, err] {
+        self->complete(id, make_error(kErrSend, "umad_send failed: " + errno_text(err)));
+      });
+      return;
+    }
+    r.timer->expires_after(r.opts.timeout);
+    std::weak_ptr<Core> weak = weak_from_this();
+    r.timer->async_wait([weak, id, tid](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (auto self = weak.lock()) self->attempt_failed(id, tid);
+    });
+  }
+
+  // The attempt with TID `tid` of request `id` got no answer in time.
+  void attempt_failed(std::uint64_t id, std::uint32_t tid) {
+    auto it = pending_.find(id);
+    if (it == pending_.end() || it->second.current_tid != tid) return;
+    Request& r = it->second;
+    if (r.attempts <= r.opts.retries) {
+      r.timer->cancel();
+      send_attempt(id);
+      return;
+    }
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%g", to_ms(r.opts.timeout));
+    complete(id, make_error(kErrTimeout, "no answer after " + std::to_string(r.attempts) +
+                                             " attempt(s) of " + ms + " ms"));
+  }
+
+  void complete(std::uint64_t id, Result<SmInfoReply> result) {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return;
+    Request r = std::move(it->second);
+    pending_.erase(it);
+    for (auto tid : r.tids) tid_owner_.erase(tid);
+    r.timer->cancel();
+    r.done(std::move(result));  // last: it may destroy the transport
+  }
+
+  // On the io_context thread: one MAD from the receive thread.
+  void on_receive(std::vector<std::uint8_t> mad, int umad_status) {
+    if (closed_ || mad.size() < 16) return;
+    // TID low 32 bits sit at MAD offset 12..15.
+    std::uint32_t tid = (std::uint32_t{mad[12]} << 24) | (std::uint32_t{mad[13]} << 16) |
+                        (std::uint32_t{mad[14]} << 8) | std::uint32_t{mad[15]};
+    auto owner = tid_owner_.find(tid);
+    if (owner == tid_owner_.end()) return;  // late answer to a finished request
+    std::uint64_t id = owner->second;
+    Request& r = pending_.at(id);
+    if (umad_status != 0) {
+      // A send completion: the request came back unanswered.
+      if (umad_status == ETIMEDOUT) {
+        if (tid == r.current_tid) attempt_failed(id, tid);
+        return;
+      }
+      complete(id, make_error(kErrSend, "send completed with status " +
+                                            std::to_string(umad_status) + " (" +
+                                            errno_text(umad_status) + ")"));
+      return;
+    }
+    auto info = decode_sminfo_response(mad);
+    if (!info) {
+      // A well-formed answer with a non-zero status ends the request; garbage is
+      // ignored (it may be a stray) and the deadline still runs.
+      if (info.error().code == kErrMadStatus) complete(id, info.error());
+      return;
+    }
+    SmInfoReply reply;
+    reply.info = *info;
+    reply.rtt = clock_.now() - r.sent_at.at(tid);
+    reply.attempts = r.attempts;
+    complete(id, std::move(reply));
+  }
+
+  void receive_loop(std::weak_ptr<Core> weak) {
+    std::vector<std::uint8_t> buf(umad_size() + kMadSize);
+    while (!stop_.load()) {
+      int length = static_cast<int>(kMadSize);
+      int rc = umad_recv(port_id_, buf.data(), &length, kRecvSliceMs);
+      if (rc < 0) {
+        if (rc == -ETIMEDOUT || rc == -EWOULDBLOCK || rc == -EINTR || rc == -ENOSPC) continue;
+        // An unexpected error: do not spin on it.
+        std::this_thread::sleep_for(std::chrono::milliseconds(kRecvSliceMs));
+        continue;
+      }
+      int status = umad_status(buf.data());
+      auto* mad = static_cast<std::uint8_t*>(umad_get_mad(buf.data()));
+      std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(length), kMadSize);
+      std::vector<std::uint8_t> bytes(mad, mad + n);
+      asio::post(io_, [weak, bytes = std::move(bytes), status]() mutable {
+        if (auto self = weak.lock()) self->on_receive(std::move(bytes), status);
+      });
+    }
+  }
+
+  asio::io_context& io_;
+  const Clock& clock_;
+  const int port_id_;
+  const int agent_lid_;
+  const int agent_dr_;
+  LocalPortInfo info_;
+  std::atomic<bool> stop_{false};
+  bool closed_ = false;
+  std::thread thread_;
+  std::uint32_t next_tid_ = 1;
+  std::uint64_t next_request_ = 1;
+  std::map<std::uint64_t, Request> pending_;
+  std::map<std::uint32_t, std::uint64_t> tid_owner_;
+};
+
+Result<std::unique_ptr<UmadTransport>> UmadTransport::open(asio::io_context& io,
+                                                           const PortSelector& selector,
+                                                           const Clock& clock) {
+  auto info = query_local_port(selector);
+  if (!info) return info.error();
+  umad_init();
+  int port_id = umad_open_port(info->ca.c_str(), info->port);
+  if (port_id < 0)
+    return make_error(kErrOpen, "umad_open_port(" + info->ca + ", " + std::to_string(info->port) +
+                                    ") failed: " + errno_text(-port_id));
+  int agent_dr = umad_register(port_id, kClassSubnDirected, kSmpClassVersion, 0, nullptr);
+  int agent_lid = agent_dr < 0 ? -1
+                               : umad_register(port_id, kClassSubnLid, kSmpClassVersion, 0, nullptr);
+  if (agent_dr < 0 || agent_lid < 0) {
+    int err = errno;
+    if (agent_dr >= 0) umad_unregister(port_id, agent_dr);
+    umad_close_port(port_id);
+    return make_error(kErrOpen, "umad_register(class " +
+                                    std::string(agent_dr < 0 ? "0x81" : "0x01") + ") on " +
+                                    info->ca + " port " + std::to_string(info->port) +
+                                    " failed: " + errno_text(err));
+  }
+  auto core = std::make_shared<Core>(io, clock, port_id, agent_lid, agent_dr, *info);
+  core->start();
+  return std::unique_ptr<UmadTransport>(new UmadTransport(std::move(core)));
+}
+
+UmadTransport::UmadTransport(std::shared_ptr<Core> core) : core_(std::move(core)) {}
+
+UmadTransport::~UmadTransport() { core_->close(); }
+
+const LocalPortInfo& UmadTransport::local_port() const { return core_->info(); }
+
+Result<LocalPortInfo> UmadTransport::refresh_local_port() { return core_->refresh(); }
+
+std::size_t UmadTransport::pending() const { return core_->pending(); }
+
+void UmadTransport::get_sminfo(const Target& target, const RequestOptions& opts,
+                               SmInfoCallback done) {
+  std::uint64_t m_key = opts.m_key;
+  core_->submit([target, m_key](std::uint64_t tid) { return encode_sminfo_get(tid, target, m_key); },
+                target, opts, std::move(done));
+}
+
+void UmadTransport::set_sminfo(const Target& target, SmInfoModifier mod, const SmInfo& payload,
+                               const RequestOptions& opts, SmInfoCallback done) {
+  std::uint64_t m_key = opts.m_key;
+  core_->submit(
+      [target, mod, payload, m_key](std::uint64_t tid) {
+        return encode_sminfo_set(tid, target, mod, payload, m_key);
+      },
+      target, opts, std::move(done));
+}
+
+}  // namespace smha::mad

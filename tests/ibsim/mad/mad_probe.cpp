@@ -1,0 +1,114 @@
+// mad_probe: a UmadTransport client for the ibsim tier, for what `smctl sminfo`
+// cannot do: SubnSet(SMInfo) and several requests in flight at once.
+//
+//   mad_probe set <lid|0,dr...> <modifier 1..5> <payload state 0..3> <timeout ms>
+//   mad_probe multi <timeout ms> <target> <target> ...   (Gets, all sent at once)
+//
+// Targets: a decimal LID, or a directed path starting with "0" ("0", "0,1,3").
+// Prints one JSON line per request, in request order:
+//   {"target":"...","ok":true,"guid":"0x...","priority":N,"state":N,"act_count":N,"attempts":N}
+//   {"target":"...","ok":false,"code":"...","message":"..."}
+// and exits 0 if the port opened (whatever the answers), 5 if it did not.
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <nlohmann/json.hpp>
+
+#include "smha/mad/umad_transport.hpp"
+
+using namespace smha;
+using namespace smha::mad;
+
+namespace {
+
+std::optional<Target> parse_target(const std::string& s) {
+  if (s.find(',') != std::string::npos || s == "0") {
+    auto p = parse_dr_path(s);
+    if (!p) return std::nullopt;
+    return Target{*p};
+  }
+  char* end = nullptr;
+  long v = std::strtol(s.c_str(), &end, 10);
+  if (*end || v < 1 || v > 0xfffe) return std::nullopt;
+  return Target{Lid{static_cast<std::uint16_t>(v)}};
+}
+
+nlohmann::json to_json(const std::string& target, const Result<SmInfoReply>& r) {
+  nlohmann::json j{{"target", target}, {"ok", r.ok()}};
+  if (r) {
+    j["guid"] = to_string(r->info.guid);
+    j["priority"] = r->info.priority;
+    j["state"] = static_cast<int>(r->info.state);
+    j["act_count"] = r->info.act_count;
+    j["attempts"] = r->attempts;
+  } else {
+    j["code"] = r.error().code;
+    j["message"] = r.error().message;
+  }
+  return j;
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: mad_probe set <target> <mod> <state> <timeout_ms>\n"
+               "       mad_probe multi <timeout_ms> <target>...\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() < 2) return usage();
+  boost::asio::io_context io;
+  SteadyClock clock;
+  auto transport = UmadTransport::open(io, PortSelector{}, clock);
+  if (!transport) {
+    std::fprintf(stderr, "mad_probe: %s\n", transport.error().message.c_str());
+    return 5;
+  }
+  std::vector<std::string> names;
+  std::vector<std::optional<Result<SmInfoReply>>> results;
+  auto record = [&results](std::size_t i) {
+    return [&results, i](Result<SmInfoReply> r) { results[i] = std::move(r); };
+  };
+  if (args[0] == "set" && args.size() == 5) {
+    auto target = parse_target(args[1]);
+    if (!target) return usage();
+    SmInfo payload;
+    payload.state = static_cast<SmState>(std::atoi(args[3].c_str()));
+    RequestOptions opts{std::chrono::milliseconds(std::atoi(args[4].c_str())), 0, 0};
+    names.push_back(args[1]);
+    results.resize(1);
+    (*transport)->set_sminfo(*target, static_cast<SmInfoModifier>(std::atoi(args[2].c_str())),
+                             payload, opts, record(0));
+  } else if (args[0] == "multi" && args.size() >= 3) {
+    RequestOptions opts{std::chrono::milliseconds(std::atoi(args[1].c_str())), 0, 0};
+    results.resize(args.size() - 2);
+    for (std::size_t i = 2; i < args.size(); ++i) {
+      auto target = parse_target(args[i]);
+      if (!target) return usage();
+      names.push_back(args[i]);
+      (*transport)->get_sminfo(*target, opts, record(i - 2));
+    }
+  } else {
+    return usage();
+  }
+  auto all_done = [&results] {
+    for (const auto& r : results)
+      if (!r) return false;
+    return true;
+  };
+  while (!all_done() && io.run_one() > 0) {
+  }
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    auto j = results[i] ? to_json(names[i], *results[i])
+                        : nlohmann::json{{"target", names[i]}, {"ok", false}, {"code", "lost"}};
+    std::printf("%s\n", j.dump().c_str());
+  }
+  return 0;
+}

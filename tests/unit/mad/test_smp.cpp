@@ -1,0 +1,334 @@
+// The SMP/SMInfo codec against bytes captured from infiniband-diags `sminfo`
+// under ibsim (data/README.md), plus every error path of the decoders.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "smha/mad/smp.hpp"
+
+using namespace smha;
+using namespace smha::mad;
+
+namespace {
+
+struct Capture {
+  std::vector<std::vector<std::uint8_t>> sent;
+  std::vector<std::vector<std::uint8_t>> received;
+};
+
+std::vector<std::uint8_t> from_hex(const std::string& hex) {
+  std::vector<std::uint8_t> out;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<std::uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
+  return out;
+}
+
+Capture load(const std::string& name) {
+  std::ifstream in(std::string(SMHA_MAD_TESTDATA) + "/" + name);
+  if (!in) throw std::runtime_error("cannot open test data " + name);
+  Capture c;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    auto space = line.find(' ');
+    auto bytes = from_hex(line.substr(space + 1));
+    (line.compare(0, space, "send") == 0 ? c.sent : c.received).push_back(bytes);
+  }
+  return c;
+}
+
+std::uint64_t tid_of(const std::vector<std::uint8_t>& mad) {
+  auto smp = decode_smp(mad);
+  REQUIRE(smp.ok());
+  return smp->tid;
+}
+
+MadBytes to_array(const std::vector<std::uint8_t>& v) {
+  MadBytes a{};
+  REQUIRE(v.size() == a.size());
+  std::copy(v.begin(), v.end(), a.begin());
+  return a;
+}
+
+// A valid GetResp(SMInfo) to mutate in the error-path tests.
+MadBytes good_response(std::uint8_t mgmt_class) {
+  Smp smp;
+  smp.mgmt_class = mgmt_class;
+  smp.method = kMethodGetResp;
+  smp.attr_id = kAttrSmInfo;
+  smp.tid = 0x1234;
+  if (mgmt_class == kClassSubnDirected) {
+    smp.direction = true;
+    smp.hop_count = 2;
+    smp.hop_pointer = 2;
+    smp.dr_slid = smp.dr_dlid = kPermissiveDrLid;
+  }
+  smp.data = encode_sminfo(SmInfo{Guid{0x100001}, 1, 76, 15, SmState::Master});
+  return encode_smp(smp);
+}
+
+}  // namespace
+
+TEST_CASE("Layout constants match IBA figures 149/150", "[mad]") {
+  CHECK(kMadSize == 256);
+  CHECK(kSmpDataOffset == 64);
+  CHECK(kSmpDataSize == 64);
+  CHECK(offsetof(SmpWire, initial_path) == 128);
+  CHECK(offsetof(SmpWire, return_path) == 192);
+  CHECK(offsetof(SmInfoWire, priority_state) == 20);
+}
+
+TEST_CASE("SMInfo payload is big-endian with priority in the high nibble", "[mad]") {
+  SmInfo info{Guid{0x0102030405060708}, 0x1112131415161718, 0x21222324, 9, SmState::Standby};
+  auto b = encode_sminfo(info);
+  std::vector<std::uint8_t> head(b.begin(), b.begin() + 21);
+  CHECK(head == std::vector<std::uint8_t>{1, 2, 3, 4, 5, 6, 7, 8, 0x11, 0x12, 0x13, 0x14, 0x15,
+                                          0x16, 0x17, 0x18, 0x21, 0x22, 0x23, 0x24, 0x92});
+  for (std::size_t i = 21; i < b.size(); ++i) CHECK(b[i] == 0);
+  auto back = decode_sminfo(b);
+  REQUIRE(back.ok());
+  CHECK(*back == info);
+}
+
+TEST_CASE("Golden: LID-routed GetResp from the MASTER decodes as sminfo printed it", "[mad][golden]") {
+  auto c = load("lid_master.txt");
+  REQUIRE(c.received.size() == 1);
+  auto info = decode_sminfo_response(c.received[0]);
+  REQUIRE(info.ok());
+  CHECK(info->guid == Guid{0x100001});
+  CHECK(info->act_count == 76);
+  CHECK(info->priority == 15);
+  CHECK(info->state == SmState::Master);
+  CHECK(info->sm_key == 1);  // OpenSM's default sm_key, revealed because M_Key is 0
+}
+
+TEST_CASE("Golden: LID-routed and DR GetResps from the STANDBY", "[mad][golden]") {
+  auto lid = decode_sminfo_response(load("lid_standby.txt").received.at(0));
+  REQUIRE(lid.ok());
+  CHECK(lid->guid == Guid{0x100004});
+  CHECK(lid->act_count == 158);
+  CHECK(lid->priority == 1);
+  CHECK(lid->state == SmState::Standby);
+
+  auto dr = decode_sminfo_response(load("dr_standby.txt").received.at(0));
+  REQUIRE(dr.ok());
+  CHECK(dr->guid == Guid{0x100004});
+  CHECK(dr->act_count == 159);
+  CHECK(dr->state == SmState::Standby);
+}
+
+TEST_CASE("Golden: DR GetResp carries the D bit, hop count and paths", "[mad][golden]") {
+  auto c = load("dr_master.txt");
+  auto smp = decode_smp(c.received.at(0));
+  REQUIRE(smp.ok());
+  CHECK(smp->directed());
+  CHECK(smp->direction);
+  CHECK(smp->status == 0);
+  CHECK(smp->hop_count == 2);
+  CHECK(smp->initial_path[1] == 1);
+  CHECK(smp->initial_path[2] == 1);
+  auto info = decode_sminfo(smp->data);
+  REQUIRE(info.ok());
+  CHECK(info->guid == Guid{0x100001});
+  CHECK(info->act_count == 77);
+  CHECK(info->priority == 15);
+  CHECK(info->state == SmState::Master);
+  // Every captured SMP survives decode -> encode unchanged.
+  for (const auto& mad : c.sent) CHECK(encode_smp(*decode_smp(mad)) == to_array(mad));
+  for (const auto& mad : c.received) CHECK(encode_smp(*decode_smp(mad)) == to_array(mad));
+}
+
+TEST_CASE("Golden: the local SM by DR hop count 0", "[mad][golden]") {
+  auto c = load("dr0_local_master.txt");
+  auto sent = decode_smp(c.sent.at(0));
+  REQUIRE(sent.ok());
+  CHECK(sent->hop_count == 0);
+  auto info = decode_sminfo_response(c.received.at(0));
+  REQUIRE(info.ok());
+  CHECK(info->guid == Guid{0x100001});
+  CHECK(info->act_count == 83);
+  CHECK(info->state == SmState::Master);
+}
+
+TEST_CASE("Golden: our Get requests equal sminfo's except its STANDBY payload byte", "[mad][golden]") {
+  struct Case {
+    const char* file;
+    Target target;
+  };
+  std::vector<Case> cases{{"lid_master.txt", Lid{3}},
+                          {"lid_standby.txt", Lid{1}},
+                          {"dr_master.txt", DrPath{{1, 1}}},
+                          {"dr_standby.txt", DrPath{{1, 3, 1}}},
+                          {"dr0_local_master.txt", DrPath{}}};
+  for (const auto& k : cases) {
+    INFO(k.file);
+    auto theirs = load(k.file).sent.at(0);
+    auto ours = encode_sminfo_get(tid_of(theirs), k.target, 0);
+    REQUIRE(ours.ok());
+    // sminfo encodes its -s default (2 = STANDBY) into a Get's payload; smha sends zeros.
+    CHECK(theirs[kSmpDataOffset + 20] == 0x02);
+    theirs[kSmpDataOffset + 20] = 0;
+    CHECK(*ours == to_array(theirs));
+  }
+}
+
+TEST_CASE("Golden: our SubnSet(DISCOVER) equals sminfo -s 3 <lid> 5 byte for byte", "[mad][golden]") {
+  auto c = load("set_discover_standby.txt");
+  auto theirs = c.sent.at(0);
+  SmInfo payload;
+  payload.state = SmState::Master;
+  auto ours = encode_sminfo_set(tid_of(theirs), Lid{1}, SmInfoModifier::Discover, payload, 0);
+  REQUIRE(ours.ok());
+  CHECK(*ours == to_array(theirs));
+  auto answer = decode_sminfo_response(c.received.at(0));
+  REQUIRE(answer.ok());
+  CHECK(answer->state == SmState::Standby);  // OpenSM answers with its pre-transition state
+}
+
+TEST_CASE("Golden: OpenSM's rejection is status 0x0700, reported as mad_status", "[mad][golden]") {
+  auto c = load("set_rejected_master.txt");
+  auto r = decode_sminfo_response(c.received.at(0));
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == kErrMadStatus);
+  CHECK(r.error().message.find("0x0700") != std::string::npos);
+}
+
+TEST_CASE("Golden: an unanswered request returned by ibsim is not a GetResp", "[mad][golden]") {
+  for (const char* file : {"lid_no_sm.txt", "dr0_no_sm.txt"}) {
+    INFO(file);
+    auto c = load(file);
+    CHECK(c.sent.size() == 3);  // libibmad's default retries
+    REQUIRE(c.received.size() == 3);
+    auto r = decode_sminfo_response(c.received[0]);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == kErrDecode);
+    CHECK(r.error().message.find("not GetResp") != std::string::npos);
+  }
+}
+
+TEST_CASE("DR requests: hop pointer 0, D clear, permissive DrSLID/DrDLID, path from byte 1", "[mad]") {
+  auto mad = encode_sminfo_get(0xabcdef01, DrPath{{4, 7, 9}}, 0x1122334455667788);
+  REQUIRE(mad.ok());
+  const MadBytes& b = *mad;
+  CHECK(b[0] == 1);
+  CHECK(b[1] == 0x81);
+  CHECK(b[2] == 1);
+  CHECK(b[3] == kMethodGet);
+  CHECK(b[4] == 0);
+  CHECK(b[5] == 0);
+  CHECK(b[6] == 0);
+  CHECK(b[7] == 3);
+  CHECK(b[12] == 0xab);
+  CHECK(b[15] == 0x01);
+  CHECK(b[16] == 0x00);
+  CHECK(b[17] == 0x20);
+  CHECK(b[24] == 0x11);
+  CHECK(b[31] == 0x88);
+  CHECK(b[32] == 0xff);
+  CHECK(b[35] == 0xff);
+  CHECK(b[128] == 0);
+  CHECK(b[129] == 4);
+  CHECK(b[130] == 7);
+  CHECK(b[131] == 9);
+  CHECK(b[132] == 0);
+}
+
+TEST_CASE("Encoders refuse targets that cannot be addressed", "[mad]") {
+  auto check_invalid = [](const Result<MadBytes>& r, const char* needle) {
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == kErrInvalid);
+    CHECK(r.error().message.find(needle) != std::string::npos);
+  };
+  check_invalid(encode_sminfo_get(1, Lid{0}, 0), "LID 0");
+  check_invalid(encode_sminfo_get(1, kPermissiveLid, 0), "LID 65535");
+  DrPath long_path;
+  long_path.hops.assign(64, 1);
+  check_invalid(encode_sminfo_get(1, long_path, 0), "64 hops");
+  check_invalid(encode_sminfo_set(1, DrPath{{1, 0, 2}}, SmInfoModifier::Discover, SmInfo{}, 0),
+                "hop 2 names port 0");
+  DrPath max_path;
+  max_path.hops.assign(63, 1);
+  CHECK(encode_sminfo_get(1, max_path, 0).ok());
+}
+
+TEST_CASE("Malformed SMPs give a decode error naming what and where", "[mad]") {
+  auto expect = [](std::span<const std::uint8_t> mad, const char* code, const char* needle) {
+    auto r = decode_sminfo_response(mad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == code);
+    INFO(r.error().message);
+    CHECK(r.error().message.find(needle) != std::string::npos);
+  };
+  for (std::uint8_t cls : {kClassSubnLid, kClassSubnDirected}) {
+    INFO("class " << int(cls));
+    REQUIRE(decode_sminfo_response(good_response(cls)).ok());
+
+    MadBytes m = good_response(cls);
+    expect(std::span(m).first(255), kErrDecode, "255 bytes");
+    expect(std::span<const std::uint8_t>(), kErrDecode, "0 bytes");
+    std::vector<std::uint8_t> longer(m.begin(), m.end());
+    longer.push_back(0);
+    expect(longer, kErrDecode, "257 bytes");
+
+    m = good_response(cls);
+    m[0] = 2;
+    expect(m, kErrDecode, "base version 2 at offset 0");
+    m = good_response(cls);
+    m[1] = 0x04;
+    expect(m, kErrDecode, "class 0x04 at offset 1");
+    m = good_response(cls);
+    m[2] = 2;
+    expect(m, kErrDecode, "class version 2 at offset 2");
+    m = good_response(cls);
+    m[3] = kMethodGet;
+    expect(m, kErrDecode, "method 0x01 at offset 3");
+    m = good_response(cls);
+    m[3] = kMethodSet;
+    expect(m, kErrDecode, "method 0x02");
+    m = good_response(cls);
+    m[17] = 0x15;  // PortInfo
+    expect(m, kErrDecode, "attribute 0x0015 at offset 16");
+    m = good_response(cls);
+    m[4] = static_cast<std::uint8_t>(m[4] | 0x07);
+    expect(m, kErrMadStatus, "0x07");
+    m = good_response(cls);
+    m[5] = 0x1c;
+    expect(m, kErrMadStatus, "invalid attribute or modifier value");
+    for (std::uint8_t state = 4; state < 16; ++state) {
+      m = good_response(cls);
+      m[kSmpDataOffset + 20] = static_cast<std::uint8_t>(0xf0 | state);
+      expect(m, kErrDecode, "SMState");
+    }
+  }
+  MadBytes dr = good_response(kClassSubnDirected);
+  dr[4] = 0;  // D bit cleared
+  expect(dr, kErrDecode, "D bit");
+  dr = good_response(kClassSubnDirected);
+  dr[7] = 64;
+  expect(dr, kErrDecode, "hop count 64 at offset 7");
+  dr = good_response(kClassSubnDirected);
+  dr[6] = 4;  // hop count 2: pointer may be 0..3
+  expect(dr, kErrDecode, "hop pointer 4 at offset 6");
+  dr[6] = 3;
+  CHECK(decode_sminfo_response(dr).ok());
+
+  // LID-routed SMPs have no D bit: the same status bit there is a status bit.
+  MadBytes lid = good_response(kClassSubnLid);
+  lid[4] = 0x80;
+  expect(lid, kErrMadStatus, "0x8000");
+
+  CHECK_FALSE(decode_sminfo(std::span(dr).first(63)).ok());
+}
+
+TEST_CASE("MAD status text names the IBA fields and OpenSM's quirk", "[mad]") {
+  CHECK(describe_mad_status(0) == "0x0000: success");
+  CHECK(describe_mad_status(0x0001) == "0x0001: busy");
+  CHECK(describe_mad_status(0x0004) == "0x0004: bad base or class version");
+  CHECK(describe_mad_status(0x000c) == "0x000c: method/attribute combination not supported");
+  CHECK(describe_mad_status(0x0700).find("OpenSM") != std::string::npos);
+  CHECK(hex_dump(std::vector<std::uint8_t>{0xde, 0xad}) == "0000: de ad\n");
+}
