@@ -24,6 +24,11 @@ std::string Diagnostic::to_string() const {
   return out;
 }
 
+Position Config::position_of(const std::string& key_path) const {
+  auto it = positions.find(key_path);
+  return it == positions.end() ? Position{} : it->second;
+}
+
 std::string ConfigResult::error_text() const {
   std::string out;
   for (const auto& d : errors_) out += d.to_string() + '\n';
@@ -194,6 +199,7 @@ class Loader {
 
   std::string file_;
   std::vector<Diagnostic> errors_;
+  std::map<std::string, Position> positions_;
 };
 
 std::optional<CheckedMap> Loader::check_map(const YAML::Node& node, const std::string& path,
@@ -230,6 +236,7 @@ std::optional<CheckedMap> Loader::check_map(const YAML::Node& node, const std::s
 }
 
 std::optional<std::string> Loader::scalar(const YAML::Node& n, const std::string& path) {
+  positions_[path] = position_of(n);
   if (!n.IsScalar()) {
     error(n, path, "must be a single value (got " + kind_of(n) + ")");
     return std::nullopt;
@@ -557,6 +564,7 @@ void Loader::load_extra(const Entry& e, Config& c) {
       continue;
     }
     if (!conf_safe(v, path, value)) continue;
+    positions_[path] = position_of(k);
     c.opensm.extra.push_back({key, value, position_of(k)});
   }
   std::sort(c.opensm.extra.begin(), c.opensm.extra.end(),
@@ -781,6 +789,7 @@ ConfigResult Loader::load(std::string_view text) {
     });
     return ConfigResult(std::move(errors_));
   }
+  c.positions = std::move(positions_);
   return ConfigResult(std::move(c));
 }
 

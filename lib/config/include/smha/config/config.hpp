@@ -113,6 +113,10 @@ struct Config {
   std::map<std::string, std::vector<std::string>> hooks;  // event -> executables (absolute)
   std::chrono::seconds hook_timeout{10};
   std::string state_dir = "/var/lib/smha";
+  // Where each key given in the YAML sits ("opensm.sharp" -> line/column of its
+  // value), so later checks (e.g. against the installed OpenSM) can point at it.
+  std::map<std::string, Position> positions;
+  Position position_of(const std::string& key_path) const;
 };
 
 // The outcome of loading: a Config, or every error found. Never both.
