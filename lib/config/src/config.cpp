@@ -75,9 +75,10 @@ std::optional<std::string> did_you_mean(std::string_view word,
       best_distance = d;
     }
   }
-  // A likely typo: at most a third of the word changed, and never more than 3 edits.
-  std::size_t limit = std::min<std::size_t>(3, std::max<std::size_t>(1, word.size() / 3));
-  if (best && best_distance <= limit) return best;
+  // A likely typo: a few edits (2, or a third of a long word, at most 3), and
+  // fewer edits than the word has characters (not a different word altogether).
+  std::size_t limit = std::min<std::size_t>(3, std::max<std::size_t>(2, word.size() / 3));
+  if (best && best_distance <= limit && best_distance < word.size()) return best;
   return std::nullopt;
 }
 
