@@ -120,15 +120,10 @@ Result<ProbeOutput> ExecOpensmRunner::run(const std::string& binary,
   }
   args.insert(args.end(), {"-c", dump_path});
 
-  // Environment: inherited, with OpenSM's scratch directories pointed into ours.
+  // Environment: inherited unchanged. OSM_TMP_DIR would change the default of
+  // dump_files_dir that -c prints; -c writes nothing there (strace, 3.3.23).
   std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string_view kv(*e);
-    if (kv.rfind("OSM_TMP_DIR=", 0) == 0 || kv.rfind("OSM_CACHE_DIR=", 0) == 0) continue;
-    env.emplace_back(kv);
-  }
-  env.push_back("OSM_TMP_DIR=" + dir.path());
-  env.push_back("OSM_CACHE_DIR=" + dir.path());
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
   std::vector<char*> argv, envp;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -32,9 +32,9 @@ class OpensmRunner {
                                   std::optional<std::string_view> config_text) = 0;
 };
 
-// The real runner: posix_spawn without a shell, in its own process group and a
-// private temp directory (mode 0700, also its cwd, OSM_TMP_DIR and OSM_CACHE_DIR;
-// removed afterwards). If it has not exited within `timeout` its process group
+// The real runner: posix_spawn without a shell, in its own process group, with
+// stdin from /dev/null and a private temp directory (mode 0700, also its cwd;
+// removed afterwards) holding the config (0600) and the dump. If it has not exited within `timeout` its process group
 // is killed (SIGKILL, by pid) and reaped.
 class ExecOpensmRunner final : public OpensmRunner {
  public:
