@@ -177,6 +177,22 @@ std::vector<Diagnostic> verify_accepted(OpensmRunner& runner, const config::Conf
   return errors;
 }
 
+PreparedConf prepare_opensm_conf(const config::Config& c, const Capabilities& caps,
+                                 std::uint8_t sm_priority, std::optional<Guid> port_guid) {
+  PreparedConf out;
+  auto plan = plan_render(c, caps, sm_priority, port_guid);
+  out.inputs = plan.inputs;
+  out.warnings = std::move(plan.warnings);
+  if (!plan.ok()) {
+    out.errors = std::move(plan.errors);
+    return out;
+  }
+  std::string rendered = render_opensm_conf(c, out.inputs);
+  out.errors = check_rendered_keys(c, rendered, caps);
+  if (out.errors.empty()) out.rendered = std::move(rendered);
+  return out;
+}
+
 CheckReport check_loaded_config(const config::Config& c, OpensmRunner& runner) {
   CheckReport report;
   auto caps = probe_opensm(runner, c.opensm.binary);
@@ -185,15 +201,14 @@ CheckReport check_loaded_config(const config::Config& c, OpensmRunner& runner) {
     return report;
   }
   report.capabilities = *caps;
-  auto plan = plan_render(c, *caps, static_cast<std::uint8_t>(c.sm_priority), c.port.port_guid);
-  report.warnings = plan.warnings;
-  if (!plan.ok()) {
-    report.errors = plan.errors;
+  auto prepared = prepare_opensm_conf(c, *caps, static_cast<std::uint8_t>(c.sm_priority),
+                                      c.port.port_guid);
+  report.warnings = prepared.warnings;
+  if (!prepared.ok()) {
+    report.errors = prepared.errors;
     return report;
   }
-  report.rendered = render_opensm_conf(c, plan.inputs);
-  report.errors = check_rendered_keys(c, report.rendered, *caps);
-  if (!report.errors.empty()) return report;
+  report.rendered = prepared.rendered;
   report.errors = verify_accepted(runner, c, report.rendered, *caps);
   return report;
 }

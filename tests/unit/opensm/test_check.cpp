@@ -217,3 +217,24 @@ TEST_CASE("check_config: all stages on a file") {
                                         "/usr/sbin/opensm: No such file or directory"});
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("prepare_opensm_conf: plan, render and key check without running OpenSM") {
+  auto caps = caps_of("opensm-3.3.23");
+  auto good = prepare_opensm_conf(config_of(kNode), caps, 4, Guid{0x10});
+  REQUIRE(good.ok());
+  CHECK(good.inputs.sm_priority == 4);
+  CHECK(parse_opensm_conf(good.rendered).at("sm_priority") == "4");
+  CHECK(parse_opensm_conf(good.rendered).at("guid") == "0x0000000000000010");
+
+  auto unknown = prepare_opensm_conf(config_of(kNode + "opensm:\n  extra:\n    foo: 1\n"), caps, 4,
+                                     std::nullopt);
+  CHECK(unknown.rendered.empty());
+  REQUIRE(unknown.errors.size() == 1);
+  CHECK(unknown.errors[0].key_path == "opensm.extra.foo");
+
+  auto ar = prepare_opensm_conf(config_of(kNode + "opensm:\n  adaptive_routing: true\n"), caps, 4,
+                                std::nullopt);
+  CHECK(ar.rendered.empty());
+  REQUIRE(ar.errors.size() == 1);
+  CHECK(ar.errors[0].key_path == "opensm.adaptive_routing");
+}

@@ -45,6 +45,20 @@ std::vector<Diagnostic> check_rendered_keys(const config::Config& config,
 std::vector<Diagnostic> verify_accepted(OpensmRunner& runner, const config::Config& config,
                                         std::string_view rendered, const Capabilities& caps);
 
+// What the daemon calls before each write of opensm.conf (start, reload, priority
+// change), with the capabilities probed once at start: plan_render, render and
+// check_rendered_keys, without running OpenSM. `rendered` is set only if there
+// are no errors.
+struct PreparedConf {
+  std::string rendered;
+  RenderInputs inputs;
+  std::vector<Diagnostic> errors;
+  std::vector<Diagnostic> warnings;
+  bool ok() const { return errors.empty(); }
+};
+PreparedConf prepare_opensm_conf(const config::Config& config, const Capabilities& caps,
+                                 std::uint8_t sm_priority, std::optional<Guid> port_guid);
+
 struct CheckReport {
   std::vector<Diagnostic> errors;
   std::vector<Diagnostic> warnings;
