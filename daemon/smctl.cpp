@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("smctl ") + SMHA_VERSION);
   int exit_code = kExitOk;
   register_sminfo(app, exit_code);
+  register_render_config(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

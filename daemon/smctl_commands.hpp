@@ -18,5 +18,6 @@ enum ExitCode : int {
 };
 
 void register_sminfo(CLI::App& app, int& exit_code);
+void register_render_config(CLI::App& app, int& exit_code);
 
 }  // namespace smha::smctl

@@ -1,0 +1,45 @@
+// smhad: the smha daemon. Thin: parses argv and hands over to lib/.
+// For now it supports the configuration checks; the run path comes with the
+// supervisor and HA engine.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "smha/config/config.hpp"
+#include "smha/opensm/cli.hpp"
+#include "smha/opensm/probe.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"smhad - InfiniBand subnet manager high availability daemon"};
+  app.set_version_flag("--version", std::string("smhad ") + SMHA_VERSION);
+  std::string config_path = smha::config::kDefaultConfigPath;
+  bool check_config = false;
+  bool print_conf = false;
+  app.add_option("-c,--config", config_path, "configuration file")->capture_default_str();
+  auto* check = app.add_flag("--check-config", check_config,
+                             "validate the configuration against the installed OpenSM, print "
+                             "every error, exit 0 (valid) or 1");
+  app.add_flag("--print-opensm-conf", print_conf, "print the opensm.conf smhad would write")
+      ->excludes(check);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    smha::opensm::ExecOpensmRunner runner;
+    if (check_config) {
+      return smha::opensm::run_check_config(config_path, runner, std::cout, std::cerr);
+    }
+    if (print_conf) {
+      smha::opensm::ReadOnlyFileSystem fs;
+      return smha::opensm::run_render_config(config_path, runner, fs, false, std::cout, std::cerr);
+    }
+  } catch (const std::exception& ex) {
+    std::cerr << "smhad: " << ex.what() << '\n';
+    return 1;
+  }
+  std::cerr << "smhad: running the daemon is not implemented yet; use --check-config or "
+               "--print-opensm-conf\n";
+  return 2;
+}

@@ -1,0 +1,153 @@
+// smha configuration: one YAML file (default /etc/smha/smha.yaml) -> a validated
+// Config. Every key is documented in doc/configuration.md; config/smha.yaml is a
+// commented example.
+//
+// Loading never stops at the first problem: every error is collected and carries
+// the file, line and column (yaml-cpp marks, printed 1-based) and the key path,
+// e.g. "smha.yaml:12:5: opensm.sweep_interval: must be > 0 (got -3)".
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "smha/core/types.hpp"
+
+namespace smha::config {
+
+inline constexpr const char* kDefaultConfigPath = "/etc/smha/smha.yaml";
+
+// A place in the YAML file. line/column are 1-based; 0 means "no position"
+// (e.g. a problem with the file as a whole).
+struct Position {
+  int line = 0;
+  int column = 0;
+};
+
+// One problem found while loading. to_string() gives
+// "<file>:<line>:<column>: <key_path>: <message>" (parts without a value left out).
+struct Diagnostic {
+  std::string file;
+  Position pos;
+  std::string key_path;  // dotted, with [i] for list items: "peers[1].port_guid"
+  std::string message;
+  std::string to_string() const;
+};
+
+enum class FailbackPolicy { Sticky, Preempt };
+enum class OpensmFlavor { Auto, Upstream, Nvidia };
+std::string_view to_string(FailbackPolicy policy);
+std::string_view to_string(OpensmFlavor flavor);
+
+// The local IB port smhad and OpenSM use: either a CA name and port number, or
+// a port GUID (exactly one of the two forms).
+struct PortSelector {
+  std::string ca;                 // e.g. "mlx5_0"; empty when port_guid is set
+  int port = 0;                   // 1-based; 0 when port_guid is set
+  std::optional<Guid> port_guid;  // set when the YAML gives node.port_guid
+};
+
+struct Peer {
+  std::string name;
+  Guid port_guid;
+};
+
+struct FailoverPolicy {
+  std::chrono::milliseconds poll_interval{100};
+  int misses_before_takeover = 3;
+  FailbackPolicy failback = FailbackPolicy::Sticky;
+  std::chrono::seconds preempt_holddown{30};
+  // OpenSM's own standby polling (sminfo_polling_timeout / polling_retry_number):
+  // a slow backstop for when smhad itself is gone. It must be much slower than
+  // smha's detection (validated), so OpenSM never races smhad.
+  std::chrono::milliseconds opensm_polling_timeout{2000};
+  int opensm_polling_retries = 4;
+};
+
+// A raw opensm.conf key from opensm.extra, kept with its YAML position so later
+// checks (e.g. against the installed OpenSM) can point at it.
+struct ExtraKey {
+  std::string key;
+  std::string value;  // as rendered: YAML true/false become TRUE/FALSE
+  Position pos;
+};
+
+struct OpensmSettings {
+  std::string binary = "/usr/sbin/opensm";
+  OpensmFlavor flavor = OpensmFlavor::Auto;
+  std::string routing_engine = "ftree,updn";
+  int sweep_interval_s = 10;
+  bool adaptive_routing = false;
+  bool sharp = false;
+  bool downgrade_unsupported = false;
+  std::string log_file = "/var/log/opensm.log";
+  std::string dump_files_dir = "/var/log/";
+  std::string cache_dir = "/var/cache/opensm";  // OSM_CACHE_DIR for the OpenSM process
+  std::string conf_path = "/var/lib/smha/opensm.conf";
+  bool honor_guid2lid_file = false;
+  bool sa_db_dump = true;
+  std::string sa_db_file;         // empty: not rendered
+  std::vector<ExtraKey> extra;    // sorted by key
+};
+
+struct ControlSettings {
+  std::string socket_path = "/run/smha/smhad.sock";
+  std::string group = "smha";
+};
+
+struct Config {
+  std::string source_path;  // the file (or name) it was loaded from
+  std::string node_name;
+  PortSelector port;
+  std::vector<Peer> peers;
+  int sm_priority = 0;  // 0..15
+  FailoverPolicy failover;
+  std::uint64_t sm_key = 1;  // OpenSM's default (OSM_DEFAULT_SM_KEY) when unset
+  bool sm_key_set = false;   // false: neither sm_key nor sm_key_file was given
+  OpensmSettings opensm;
+  ControlSettings control;
+  std::map<std::string, std::vector<std::string>> hooks;  // event -> executables (absolute)
+  std::chrono::seconds hook_timeout{10};
+  std::string state_dir = "/var/lib/smha";
+  // Where each key given in the YAML sits ("opensm.sharp" -> line/column of its
+  // value), so later checks (e.g. against the installed OpenSM) can point at it.
+  std::map<std::string, Position> positions;
+  Position position_of(const std::string& key_path) const;
+};
+
+// The outcome of loading: a Config, or every error found. Never both.
+class [[nodiscard]] ConfigResult {
+ public:
+  explicit ConfigResult(Config config) : config_(std::move(config)) {}
+  explicit ConfigResult(std::vector<Diagnostic> errors) : errors_(std::move(errors)) {}
+
+  bool ok() const { return config_.has_value(); }
+  explicit operator bool() const { return ok(); }
+  const Config& value() const& { return *config_; }
+  Config&& value() && { return std::move(*config_); }
+  const std::vector<Diagnostic>& errors() const { return errors_; }
+  // Every error, one per line.
+  std::string error_text() const;
+
+ private:
+  std::optional<Config> config_;
+  std::vector<Diagnostic> errors_;
+};
+
+// Reads and validates `path`. Reads sm_key_file if set. Touches nothing else.
+ConfigResult load_config(const std::string& path);
+// Same, from text; `name` is used as the file name in diagnostics and as
+// Config::source_path. sm_key_file paths are still read from disk.
+ConfigResult load_config_from_string(std::string_view text, const std::string& name);
+
+// Levenshtein distance (for did-you-mean suggestions).
+std::size_t edit_distance(std::string_view a, std::string_view b);
+// The closest of `candidates` to `word`, if it is close enough to be a likely typo.
+std::optional<std::string> did_you_mean(std::string_view word,
+                                        const std::vector<std::string>& candidates);
+
+}  // namespace smha::config

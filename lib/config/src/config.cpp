@@ -1,0 +1,813 @@
+#include "smha/config/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <fstream>
+#include <limits>
+#include <tuple>
+#include <set>
+#include <sstream>
+
+namespace smha::config {
+
+std::string Diagnostic::to_string() const {
+  std::string out = file;
+  if (pos.line > 0) {
+    out += ':' + std::to_string(pos.line) + ':' + std::to_string(pos.column);
+  }
+  if (!out.empty()) out += ": ";
+  if (!key_path.empty()) out += key_path + ": ";
+  out += message;
+  return out;
+}
+
+Position Config::position_of(const std::string& key_path) const {
+  auto it = positions.find(key_path);
+  return it == positions.end() ? Position{} : it->second;
+}
+
+std::string ConfigResult::error_text() const {
+  std::string out;
+  for (const auto& d : errors_) out += d.to_string() + '\n';
+  return out;
+}
+
+std::string_view to_string(FailbackPolicy policy) {
+  return policy == FailbackPolicy::Sticky ? "sticky" : "preempt";
+}
+
+std::string_view to_string(OpensmFlavor flavor) {
+  switch (flavor) {
+    case OpensmFlavor::Auto: return "auto";
+    case OpensmFlavor::Upstream: return "upstream";
+    case OpensmFlavor::Nvidia: return "nvidia";
+  }
+  return "unknown";
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t up = row[j];
+      std::size_t cost = (a[i - 1] == b[j - 1]) ? 0 : 1;
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + cost});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::optional<std::string> did_you_mean(std::string_view word,
+                                        const std::vector<std::string>& candidates) {
+  std::optional<std::string> best;
+  std::size_t best_distance = 0;
+  for (const auto& c : candidates) {
+    std::size_t d = edit_distance(word, c);
+    if (!best || d < best_distance) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  // A likely typo: a few edits (2, or a third of a long word, at most 3), and
+  // fewer edits than the word has characters (not a different word altogether).
+  std::size_t limit = std::min<std::size_t>(3, std::max<std::size_t>(2, word.size() / 3));
+  if (best && best_distance <= limit && best_distance < word.size()) return best;
+  return std::nullopt;
+}
+
+namespace {
+
+// opensm.conf keys smha renders itself; opensm.extra may not set them.
+// Value: the YAML key that controls it.
+const std::map<std::string, std::string>& managed_opensm_keys() {
+  static const std::map<std::string, std::string> keys = {
+      {"guid", "node.port_guid (or node.ca + node.port)"},
+      {"sm_priority", "sm_priority"},
+      {"sm_key", "sm_key or sm_key_file"},
+      {"routing_engine", "opensm.routing_engine"},
+      {"sweep_interval", "opensm.sweep_interval"},
+      {"sminfo_polling_timeout", "failover.opensm_polling_timeout_ms"},
+      {"polling_retry_number", "failover.opensm_polling_retries"},
+      {"log_file", "opensm.log_file"},
+      {"dump_files_dir", "opensm.dump_files_dir"},
+      {"honor_guid2lid_file", "opensm.honor_guid2lid_file"},
+      {"sa_db_dump", "opensm.sa_db_dump"},
+      {"sa_db_file", "opensm.sa_db_file"},
+      {"sharp_enabled", "opensm.sharp"},
+  };
+  return keys;
+}
+
+// opensm.conf keys that would break smha's supervision or HA; refused in extra.
+const std::map<std::string, std::string>& forbidden_opensm_keys() {
+  static const std::map<std::string, std::string> keys = {
+      {"priority", "not an OpenSM key (OpenSM ignores it); set the top-level key sm_priority"},
+      {"daemon", "smhad supervises OpenSM in the foreground; daemon mode would hide it"},
+      {"sm_inactive", "an inactive OpenSM never answers SMInfo, so smha could not steer it"},
+      {"ignore_other_sm", "OpenSMs that ignore each other can both become MASTER"},
+  };
+  return keys;
+}
+
+const std::vector<std::string> kHookEvents = {"master", "standby", "fault", "opensm_restart",
+                                              "reload"};
+
+Position position_of(const YAML::Node& node) {
+  YAML::Mark m = node.Mark();
+  if (m.is_null()) return {};
+  return {m.line + 1, m.column + 1};
+}
+
+std::string join_path(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+std::string trim(std::string_view s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string kind_of(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Null: return "nothing";
+    case YAML::NodeType::Scalar: return "a scalar";
+    default: return "an undefined node";
+  }
+}
+
+// One map of the YAML after its keys were checked: key -> (key node, value node).
+struct Entry {
+  YAML::Node key;
+  YAML::Node value;
+};
+using CheckedMap = std::map<std::string, Entry>;
+
+class Loader {
+ public:
+  explicit Loader(std::string file) : file_(std::move(file)) {}
+
+  ConfigResult load(std::string_view text);
+
+ private:
+  void error(const YAML::Node& at, const std::string& path, const std::string& message) {
+    errors_.push_back({file_, position_of(at), path, message});
+  }
+  void error_at(Position pos, const std::string& path, const std::string& message) {
+    errors_.push_back({file_, pos, path, message});
+  }
+
+  // Checks that `node` is a map whose keys are scalars, unique and in `allowed`.
+  // Unknown keys are reported with a did-you-mean. Returns the known entries.
+  std::optional<CheckedMap> check_map(const YAML::Node& node, const std::string& path,
+                                      const std::vector<std::string>& allowed);
+  std::optional<std::string> scalar(const YAML::Node& n, const std::string& path);
+  std::optional<long long> integer(const YAML::Node& n, const std::string& path);
+  // Integer in [min, max]; the message names the bound that was broken.
+  std::optional<long long> ranged(const YAML::Node& n, const std::string& path, long long min,
+                                  long long max);
+  std::optional<bool> boolean(const YAML::Node& n, const std::string& path);
+  std::optional<std::string> text(const YAML::Node& n, const std::string& path);
+  std::optional<std::string> absolute_path(const YAML::Node& n, const std::string& path);
+  std::optional<Guid> guid(const YAML::Node& n, const std::string& path);
+  // A value that goes into opensm.conf verbatim: one line, no '#', not too long.
+  bool conf_safe(const YAML::Node& n, const std::string& path, const std::string& value);
+
+  void load_node(const Entry& e, Config& c);
+  void load_peers(const Entry& e, Config& c);
+  void load_failover(const Entry& e, Config& c);
+  void load_sm_key(const CheckedMap& top, Config& c);
+  void load_opensm(const Entry& e, Config& c);
+  void load_extra(const Entry& e, Config& c);
+  void load_control(const Entry& e, Config& c);
+  void load_hooks(const Entry& e, Config& c);
+  void cross_checks(const CheckedMap& top, Config& c);
+
+  std::string file_;
+  std::vector<Diagnostic> errors_;
+  std::map<std::string, Position> positions_;
+};
+
+std::optional<CheckedMap> Loader::check_map(const YAML::Node& node, const std::string& path,
+                                            const std::vector<std::string>& allowed) {
+  if (!node.IsMap()) {
+    error(node, path, "must be a map (got " + kind_of(node) + ")");
+    return std::nullopt;
+  }
+  CheckedMap out;
+  std::map<std::string, Position> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const YAML::Node& k = it->first;
+    if (!k.IsScalar()) {
+      error(k, path, "keys must be plain words (got " + kind_of(k) + ")");
+      continue;
+    }
+    std::string name = k.Scalar();
+    std::string key_path = join_path(path, name);
+    if (auto prev = seen.find(name); prev != seen.end()) {
+      error(k, key_path,
+            "duplicate key (first set at line " + std::to_string(prev->second.line) + ")");
+      continue;
+    }
+    seen[name] = position_of(k);
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+      std::string msg = "unknown key";
+      if (auto s = did_you_mean(name, allowed)) msg += "; did you mean '" + *s + "'?";
+      error(k, key_path, msg);
+      continue;
+    }
+    out[name] = Entry{k, it->second};
+  }
+  return out;
+}
+
+std::optional<std::string> Loader::scalar(const YAML::Node& n, const std::string& path) {
+  positions_[path] = position_of(n);
+  if (!n.IsScalar()) {
+    error(n, path, "must be a single value (got " + kind_of(n) + ")");
+    return std::nullopt;
+  }
+  return n.Scalar();
+}
+
+std::optional<long long> Loader::integer(const YAML::Node& n, const std::string& path) {
+  auto s = scalar(n, path);
+  if (!s) return std::nullopt;
+  long long v = 0;
+  const char* first = s->data();
+  const char* last = s->data() + s->size();
+  auto [ptr, ec] = std::from_chars(first, last, v, 10);
+  if (s->empty() || ec == std::errc::invalid_argument || ptr != last) {
+    error(n, path, "must be an integer (got \"" + *s + "\")");
+    return std::nullopt;
+  }
+  if (ec == std::errc::result_out_of_range) {
+    error(n, path, "integer out of range (got " + *s + ")");
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<long long> Loader::ranged(const YAML::Node& n, const std::string& path,
+                                        long long min, long long max) {
+  auto v = integer(n, path);
+  if (!v) return std::nullopt;
+  if (*v < min || *v > max) {
+    std::string got = " (got " + std::to_string(*v) + ")";
+    std::string rule;
+    if (max - min <= 255) {
+      rule = "must be between " + std::to_string(min) + " and " + std::to_string(max);
+    } else if (*v < min) {
+      rule = (min == 1) ? "must be > 0" : "must be >= " + std::to_string(min);
+    } else {
+      rule = "must be <= " + std::to_string(max);
+    }
+    error(n, path, rule + got);
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<bool> Loader::boolean(const YAML::Node& n, const std::string& path) {
+  auto s = scalar(n, path);
+  if (!s) return std::nullopt;
+  std::string l = lower(*s);
+  if (l == "true") return true;
+  if (l == "false") return false;
+  error(n, path, "must be true or false (got \"" + *s + "\")");
+  return std::nullopt;
+}
+
+std::optional<std::string> Loader::text(const YAML::Node& n, const std::string& path) {
+  auto s = scalar(n, path);
+  if (!s) return std::nullopt;
+  if (s->empty()) {
+    error(n, path, "must not be empty");
+    return std::nullopt;
+  }
+  return s;
+}
+
+std::optional<std::string> Loader::absolute_path(const YAML::Node& n, const std::string& path) {
+  auto s = text(n, path);
+  if (!s) return std::nullopt;
+  if ((*s)[0] != '/') {
+    error(n, path, "must be an absolute path (got \"" + *s + "\")");
+    return std::nullopt;
+  }
+  return s;
+}
+
+std::optional<Guid> Loader::guid(const YAML::Node& n, const std::string& path) {
+  auto s = text(n, path);
+  if (!s) return std::nullopt;
+  auto g = parse_guid(*s);
+  if (!g) {
+    error(n, path, "must be a GUID: 0x followed by 1 to 16 hex digits (got \"" + *s + "\")");
+    return std::nullopt;
+  }
+  if (g->value == 0) {
+    error(n, path, "must not be 0 (OpenSM treats GUID 0 as \"ask which port\")");
+    return std::nullopt;
+  }
+  return g;
+}
+
+bool Loader::conf_safe(const YAML::Node& n, const std::string& path, const std::string& value) {
+  // osm_subn_parse_conf_file() reads lines with fgets(line, 1023) and cuts at the
+  // first '#', so such values would be silently truncated.
+  if (value.find('#') != std::string::npos) {
+    error(n, path, "must not contain '#' (opensm.conf treats it as a comment)");
+    return false;
+  }
+  if (value.find_first_of("\r\n") != std::string::npos) {
+    error(n, path, "must be a single line");
+    return false;
+  }
+  if (value.size() > 900) {
+    error(n, path, "too long for an opensm.conf line (" + std::to_string(value.size()) +
+                       " characters, at most 900)");
+    return false;
+  }
+  return true;
+}
+
+void Loader::load_node(const Entry& e, Config& c) {
+  auto m = check_map(e.value, "node", {"name", "ca", "port", "port_guid"});
+  if (!m) return;
+  if (auto it = m->find("name"); it != m->end()) {
+    if (auto s = text(it->second.value, "node.name")) c.node_name = *s;
+  } else {
+    error(e.key, "node", "missing required key 'name'");
+  }
+  bool has_ca = m->count("ca") != 0;
+  bool has_port = m->count("port") != 0;
+  bool has_guid = m->count("port_guid") != 0;
+  if (has_guid && (has_ca || has_port)) {
+    error(m->at("port_guid").key, "node.port_guid",
+          "give either port_guid or ca + port, not both");
+  } else if (!has_guid && !has_ca) {
+    error(e.key, "node", "missing the IB port: set 'port_guid', or 'ca' (and 'port')");
+  }
+  if (has_guid) {
+    if (auto g = guid(m->at("port_guid").value, "node.port_guid")) c.port.port_guid = *g;
+  }
+  if (has_ca) {
+    if (auto s = text(m->at("ca").value, "node.ca")) c.port.ca = *s;
+    c.port.port = 1;
+  }
+  if (has_port) {
+    if (!has_ca && !has_guid) {
+      error(m->at("port").key, "node.port", "needs 'ca' too");
+    }
+    if (auto v = ranged(m->at("port").value, "node.port", 1, 254)) c.port.port = static_cast<int>(*v);
+  }
+}
+
+void Loader::load_peers(const Entry& e, Config& c) {
+  const YAML::Node& seq = e.value;
+  if (!seq.IsSequence()) {
+    error(seq, "peers", "must be a list of {name, port_guid} (got " + kind_of(seq) + ")");
+    return;
+  }
+  std::map<std::string, int> names;
+  std::map<std::uint64_t, int> guids;
+  for (std::size_t i = 0; i < seq.size(); ++i) {
+    std::string path = "peers[" + std::to_string(i) + "]";
+    auto m = check_map(seq[i], path, {"name", "port_guid"});
+    if (!m) continue;
+    Peer p;
+    bool good = true;
+    if (auto it = m->find("name"); it != m->end()) {
+      auto s = text(it->second.value, path + ".name");
+      if (s) {
+        p.name = *s;
+        if (auto prev = names.find(p.name); prev != names.end()) {
+          error(it->second.value, path + ".name",
+                "peer name \"" + p.name + "\" already used by peers[" +
+                    std::to_string(prev->second) + "]");
+          good = false;
+        }
+        names.emplace(p.name, static_cast<int>(i));
+      } else {
+        good = false;
+      }
+    } else {
+      error(seq[i], path, "missing required key 'name'");
+      good = false;
+    }
+    if (auto it = m->find("port_guid"); it != m->end()) {
+      auto g = guid(it->second.value, path + ".port_guid");
+      if (g) {
+        p.port_guid = *g;
+        if (auto prev = guids.find(g->value); prev != guids.end()) {
+          error(it->second.value, path + ".port_guid",
+                "port GUID " + smha::to_string(*g) + " already used by peers[" +
+                    std::to_string(prev->second) + "]");
+          good = false;
+        }
+        guids.emplace(g->value, static_cast<int>(i));
+      } else {
+        good = false;
+      }
+    } else {
+      error(seq[i], path, "missing required key 'port_guid'");
+      good = false;
+    }
+    if (good) c.peers.push_back(p);
+  }
+}
+
+void Loader::load_failover(const Entry& e, Config& c) {
+  auto m = check_map(e.value, "failover",
+                     {"poll_interval_ms", "misses_before_takeover", "failback",
+                      "preempt_holddown_s", "opensm_polling_timeout_ms",
+                      "opensm_polling_retries"});
+  if (!m) return;
+  auto& f = c.failover;
+  constexpr long long kIntMax = std::numeric_limits<int>::max();
+  if (auto it = m->find("poll_interval_ms"); it != m->end()) {
+    if (auto v = ranged(it->second.value, "failover.poll_interval_ms", 1, 60000))
+      f.poll_interval = std::chrono::milliseconds(*v);
+  }
+  if (auto it = m->find("misses_before_takeover"); it != m->end()) {
+    if (auto v = ranged(it->second.value, "failover.misses_before_takeover", 1, 1000))
+      f.misses_before_takeover = static_cast<int>(*v);
+  }
+  if (auto it = m->find("failback"); it != m->end()) {
+    if (auto s = scalar(it->second.value, "failover.failback")) {
+      if (*s == "sticky") {
+        f.failback = FailbackPolicy::Sticky;
+      } else if (*s == "preempt") {
+        f.failback = FailbackPolicy::Preempt;
+      } else {
+        std::string msg = "must be sticky or preempt (got \"" + *s + "\")";
+        if (auto d = did_you_mean(*s, {"sticky", "preempt"})) msg += "; did you mean '" + *d + "'?";
+        error(it->second.value, "failover.failback", msg);
+      }
+    }
+  }
+  if (auto it = m->find("preempt_holddown_s"); it != m->end()) {
+    if (auto v = ranged(it->second.value, "failover.preempt_holddown_s", 0, 86400))
+      f.preempt_holddown = std::chrono::seconds(*v);
+  }
+  if (auto it = m->find("opensm_polling_timeout_ms"); it != m->end()) {
+    if (auto v = ranged(it->second.value, "failover.opensm_polling_timeout_ms", 1, kIntMax))
+      f.opensm_polling_timeout = std::chrono::milliseconds(*v);
+  }
+  if (auto it = m->find("opensm_polling_retries"); it != m->end()) {
+    if (auto v = ranged(it->second.value, "failover.opensm_polling_retries", 0, 100))
+      f.opensm_polling_retries = static_cast<int>(*v);
+  }
+}
+
+void Loader::load_sm_key(const CheckedMap& top, Config& c) {
+  auto inline_it = top.find("sm_key");
+  auto file_it = top.find("sm_key_file");
+  if (inline_it != top.end() && file_it != top.end()) {
+    error(file_it->second.key, "sm_key_file", "give either sm_key or sm_key_file, not both");
+    return;
+  }
+  auto parse_key = [&](const std::string& s, const YAML::Node& at, const std::string& path,
+                       const std::string& where) {
+    auto g = parse_guid(s);
+    if (!g) {
+      error(at, path,
+            where + "must be 0x followed by 1 to 16 hex digits (got \"" +
+                (s.size() > 40 ? s.substr(0, 40) + "..." : s) + "\")");
+      return;
+    }
+    c.sm_key = g->value;
+    c.sm_key_set = true;
+  };
+  if (inline_it != top.end()) {
+    if (auto s = text(inline_it->second.value, "sm_key"))
+      parse_key(*s, inline_it->second.value, "sm_key", "");
+  }
+  if (file_it != top.end()) {
+    auto p = absolute_path(file_it->second.value, "sm_key_file");
+    if (!p) return;
+    std::ifstream in(*p);
+    if (!in) {
+      error(file_it->second.value, "sm_key_file", "cannot read " + *p);
+      return;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    parse_key(trim(ss.str()), file_it->second.value, "sm_key_file",
+              "the key in " + *p + " ");
+  }
+}
+
+void Loader::load_extra(const Entry& e, Config& c) {
+  const YAML::Node& m = e.value;
+  if (m.IsNull()) return;
+  if (!m.IsMap()) {
+    error(m, "opensm.extra", "must be a map of opensm.conf key: value (got " + kind_of(m) + ")");
+    return;
+  }
+  std::set<std::string> seen;
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    const YAML::Node& k = it->first;
+    const YAML::Node& v = it->second;
+    if (!k.IsScalar()) {
+      error(k, "opensm.extra", "keys must be opensm.conf key names (got " + kind_of(k) + ")");
+      continue;
+    }
+    std::string key = k.Scalar();
+    std::string path = "opensm.extra." + key;
+    if (!seen.insert(key).second) {
+      error(k, path, "duplicate key");
+      continue;
+    }
+    bool name_ok = !key.empty() && std::all_of(key.begin(), key.end(), [](char ch) {
+      return std::islower(static_cast<unsigned char>(ch)) ||
+             std::isdigit(static_cast<unsigned char>(ch)) || ch == '_';
+    });
+    if (!name_ok) {
+      error(k, path, "not an opensm.conf key name (lower-case letters, digits and _)");
+      continue;
+    }
+    if (auto f = forbidden_opensm_keys().find(key); f != forbidden_opensm_keys().end()) {
+      error(k, path, "refused: " + f->second);
+      continue;
+    }
+    if (auto mk = managed_opensm_keys().find(key); mk != managed_opensm_keys().end()) {
+      error(k, path, "smha manages this key; set " + mk->second + " instead");
+      continue;
+    }
+    if (!v.IsScalar()) {
+      error(v, path, "must be a single value (got " + kind_of(v) + ")");
+      continue;
+    }
+    std::string value = v.Scalar();
+    std::string l = lower(value);
+    // OpenSM compares booleans with strcmp("TRUE"): "true" would mean FALSE.
+    if (l == "true") value = "TRUE";
+    if (l == "false") value = "FALSE";
+    if (value.empty()) {
+      error(v, path, "must not be empty");
+      continue;
+    }
+    if (!conf_safe(v, path, value)) continue;
+    positions_[path] = position_of(k);
+    c.opensm.extra.push_back({key, value, position_of(k)});
+  }
+  std::sort(c.opensm.extra.begin(), c.opensm.extra.end(),
+            [](const ExtraKey& a, const ExtraKey& b) { return a.key < b.key; });
+}
+
+void Loader::load_opensm(const Entry& e, Config& c) {
+  auto m = check_map(e.value, "opensm",
+                     {"binary", "flavor", "routing_engine", "sweep_interval", "adaptive_routing",
+                      "sharp", "downgrade_unsupported", "log_file", "dump_files_dir", "cache_dir",
+                      "conf_path", "honor_guid2lid_file", "sa_db_dump", "sa_db_file", "extra"});
+  if (!m) return;
+  auto& o = c.opensm;
+  auto path_key = [&](const char* key, std::string& out) {
+    if (auto it = m->find(key); it != m->end()) {
+      std::string p = std::string("opensm.") + key;
+      if (auto s = absolute_path(it->second.value, p)) {
+        if (conf_safe(it->second.value, p, *s)) out = *s;
+      }
+    }
+  };
+  auto bool_key = [&](const char* key, bool& out) {
+    if (auto it = m->find(key); it != m->end()) {
+      if (auto b = boolean(it->second.value, std::string("opensm.") + key)) out = *b;
+    }
+  };
+  path_key("binary", o.binary);
+  if (auto it = m->find("flavor"); it != m->end()) {
+    if (auto s = scalar(it->second.value, "opensm.flavor")) {
+      if (*s == "auto") {
+        o.flavor = OpensmFlavor::Auto;
+      } else if (*s == "upstream") {
+        o.flavor = OpensmFlavor::Upstream;
+      } else if (*s == "nvidia") {
+        o.flavor = OpensmFlavor::Nvidia;
+      } else {
+        std::string msg = "must be auto, upstream or nvidia (got \"" + *s + "\")";
+        if (auto d = did_you_mean(*s, {"auto", "upstream", "nvidia"}))
+          msg += "; did you mean '" + *d + "'?";
+        error(it->second.value, "opensm.flavor", msg);
+      }
+    }
+  }
+  if (auto it = m->find("routing_engine"); it != m->end()) {
+    const YAML::Node& v = it->second.value;
+    if (auto s = text(v, "opensm.routing_engine")) {
+      // A comma-separated chain of engine names, as OpenSM's routing_engine.
+      bool ok = true;
+      std::size_t pos = 0;
+      while (ok && pos <= s->size()) {
+        std::size_t comma = s->find(',', pos);
+        if (comma == std::string::npos) comma = s->size();
+        std::string name = s->substr(pos, comma - pos);
+        bool name_ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+          return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-';
+        });
+        if (!name_ok) {
+          error(v, "opensm.routing_engine",
+                "must be engine names separated by commas, without spaces (got \"" + *s + "\")");
+          ok = false;
+        }
+        pos = comma + 1;
+      }
+      if (ok) o.routing_engine = *s;
+    }
+  }
+  if (auto it = m->find("sweep_interval"); it != m->end()) {
+    if (auto v = ranged(it->second.value, "opensm.sweep_interval", 1, 86400))
+      o.sweep_interval_s = static_cast<int>(*v);
+  }
+  bool_key("adaptive_routing", o.adaptive_routing);
+  bool_key("sharp", o.sharp);
+  bool_key("downgrade_unsupported", o.downgrade_unsupported);
+  path_key("log_file", o.log_file);
+  path_key("dump_files_dir", o.dump_files_dir);
+  path_key("cache_dir", o.cache_dir);
+  path_key("conf_path", o.conf_path);
+  bool_key("honor_guid2lid_file", o.honor_guid2lid_file);
+  bool_key("sa_db_dump", o.sa_db_dump);
+  if (auto it = m->find("sa_db_file"); it != m->end() && !it->second.value.IsNull()) {
+    path_key("sa_db_file", o.sa_db_file);
+  }
+  if (auto it = m->find("extra"); it != m->end()) load_extra(it->second, c);
+
+  // AR engines (NVIDIA's ar_*) with adaptive_routing off contradict each other.
+  if (!o.adaptive_routing && o.routing_engine.find("ar_") != std::string::npos) {
+    if (auto it = m->find("routing_engine"); it != m->end()) {
+      error(it->second.value, "opensm.routing_engine",
+            "names an adaptive-routing engine but opensm.adaptive_routing is false; "
+            "use the plain engine (e.g. updn) and set adaptive_routing: true");
+    }
+  }
+}
+
+void Loader::load_control(const Entry& e, Config& c) {
+  auto m = check_map(e.value, "control", {"socket", "group"});
+  if (!m) return;
+  if (auto it = m->find("socket"); it != m->end()) {
+    if (auto s = absolute_path(it->second.value, "control.socket")) {
+      // sun_path holds 108 bytes including the terminating NUL.
+      if (s->size() > 107) {
+        error(it->second.value, "control.socket",
+              "too long for a unix socket path (" + std::to_string(s->size()) +
+                  " bytes, at most 107)");
+      } else {
+        c.control.socket_path = *s;
+      }
+    }
+  }
+  if (auto it = m->find("group"); it != m->end()) {
+    if (auto s = text(it->second.value, "control.group")) c.control.group = *s;
+  }
+}
+
+void Loader::load_hooks(const Entry& e, Config& c) {
+  if (e.value.IsNull()) return;
+  auto m = check_map(e.value, "hooks", kHookEvents);
+  if (!m) return;
+  for (const auto& [event, entry] : *m) {
+    std::string path = "hooks." + event;
+    std::vector<std::string> programs;
+    if (entry.value.IsSequence()) {
+      for (std::size_t i = 0; i < entry.value.size(); ++i) {
+        if (auto p = absolute_path(entry.value[i], path + "[" + std::to_string(i) + "]"))
+          programs.push_back(*p);
+      }
+    } else if (auto p = absolute_path(entry.value, path)) {
+      programs.push_back(*p);
+    }
+    c.hooks[event] = programs;
+  }
+}
+
+void Loader::cross_checks(const CheckedMap& top, Config& c) {
+  // Peers must differ from this node.
+  if (auto it = top.find("peers"); it != top.end() && it->second.value.IsSequence()) {
+    const YAML::Node& seq = it->second.value;
+    for (std::size_t i = 0; i < seq.size(); ++i) {
+      if (!seq[i].IsMap()) continue;
+      std::string path = "peers[" + std::to_string(i) + "]";
+      const YAML::Node name = seq[i]["name"];
+      if (name && name.IsScalar() && !c.node_name.empty() && name.Scalar() == c.node_name) {
+        error(name, path + ".name", "a peer cannot have this node's name (node.name)");
+      }
+      const YAML::Node g = seq[i]["port_guid"];
+      if (g && g.IsScalar() && c.port.port_guid) {
+        auto pg = parse_guid(g.Scalar());
+        if (pg && *pg == *c.port.port_guid) {
+          error(g, path + ".port_guid", "a peer cannot have this node's port GUID (node.port_guid)");
+        }
+      }
+    }
+  }
+  // OpenSM's own polling must stay a slow backstop: it gives up on the master after
+  // (polling_retry_number + 2) * sminfo_polling_timeout (osm_sm_state_mgr.c). It must
+  // not fire before smha has noticed the loss itself.
+  const auto& f = c.failover;
+  auto smha_detect = f.poll_interval * (f.misses_before_takeover + 1);
+  auto opensm_detect = f.opensm_polling_timeout * (f.opensm_polling_retries + 2);
+  if (opensm_detect <= 2 * smha_detect) {
+    auto it = top.find("failover");
+    Position pos = it != top.end() ? position_of(it->second.key) : Position{};
+    error_at(pos, "failover.opensm_polling_timeout_ms",
+             "OpenSM's own takeover after " + std::to_string(opensm_detect.count()) +
+                 " ms must be more than twice smha's detection time (" +
+                 std::to_string(smha_detect.count()) +
+                 " ms = poll_interval_ms * (misses_before_takeover + 1)); raise "
+                 "opensm_polling_timeout_ms or opensm_polling_retries");
+  }
+}
+
+ConfigResult Loader::load(std::string_view text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::ParserException& ex) {
+    Position pos;
+    if (!ex.mark.is_null()) pos = {ex.mark.line + 1, ex.mark.column + 1};
+    errors_.push_back({file_, pos, "", "YAML syntax error: " + ex.msg});
+    return ConfigResult(std::move(errors_));
+  } catch (const YAML::Exception& ex) {
+    errors_.push_back({file_, {}, "", std::string("cannot parse YAML: ") + ex.what()});
+    return ConfigResult(std::move(errors_));
+  }
+  if (root.IsNull()) {
+    errors_.push_back({file_, {}, "", "the file is empty; at least 'node' is required"});
+    return ConfigResult(std::move(errors_));
+  }
+  Config c;
+  c.source_path = file_;
+  auto top = check_map(root, "",
+                       {"node", "peers", "sm_priority", "failover", "sm_key", "sm_key_file",
+                        "opensm", "control", "hooks", "hook_timeout_s", "state_dir"});
+  if (!top) return ConfigResult(std::move(errors_));
+
+  if (auto it = top->find("node"); it != top->end()) {
+    load_node(it->second, c);
+  } else {
+    error(root, "node", "missing required key 'node' (this node's name and IB port)");
+  }
+  if (auto it = top->find("peers"); it != top->end()) load_peers(it->second, c);
+  if (auto it = top->find("sm_priority"); it != top->end()) {
+    if (auto v = ranged(it->second.value, "sm_priority", 0, 15)) c.sm_priority = static_cast<int>(*v);
+  }
+  if (auto it = top->find("failover"); it != top->end()) load_failover(it->second, c);
+  load_sm_key(*top, c);
+  if (auto it = top->find("opensm"); it != top->end()) load_opensm(it->second, c);
+  if (auto it = top->find("control"); it != top->end()) load_control(it->second, c);
+  if (auto it = top->find("hooks"); it != top->end()) load_hooks(it->second, c);
+  if (auto it = top->find("hook_timeout_s"); it != top->end()) {
+    if (auto v = ranged(it->second.value, "hook_timeout_s", 1, 3600))
+      c.hook_timeout = std::chrono::seconds(*v);
+  }
+  if (auto it = top->find("state_dir"); it != top->end()) {
+    if (auto s = absolute_path(it->second.value, "state_dir")) c.state_dir = *s;
+  }
+  cross_checks(*top, c);
+
+  if (!errors_.empty()) {
+    std::stable_sort(errors_.begin(), errors_.end(), [](const Diagnostic& a, const Diagnostic& b) {
+      return std::tie(a.pos.line, a.pos.column) < std::tie(b.pos.line, b.pos.column);
+    });
+    return ConfigResult(std::move(errors_));
+  }
+  c.positions = std::move(positions_);
+  return ConfigResult(std::move(c));
+}
+
+}  // namespace
+
+ConfigResult load_config_from_string(std::string_view text, const std::string& name) {
+  return Loader(name).load(text);
+}
+
+ConfigResult load_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return ConfigResult(std::vector<Diagnostic>{{path, {}, "", "cannot read the file"}});
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return load_config_from_string(ss.str(), path);
+}
+
+}  // namespace smha::config

@@ -1,0 +1,35 @@
+// The logic behind `smhad --check-config`, `smhad --print-opensm-conf` and
+// `smctl render-config`, kept out of the binaries so it is testable.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "smha/opensm/check.hpp"
+#include "smha/opensm/file_system.hpp"
+
+namespace smha::opensm {
+
+// A FileSystem that only reads (for `render-config --diff`, which must never
+// write). write_atomic fails with code "read_only" and changes nothing.
+class ReadOnlyFileSystem final : public FileSystem {
+ public:
+  Status write_atomic(const std::string& path, std::string_view content, unsigned mode) override;
+  Result<std::string> read(const std::string& path) const override;
+};
+
+// Prints every warning and error of `report` to `err`, one per line
+// ("warning: <file>:<line>:<col>: <key>: ..." / "error: ...").
+void print_report(const CheckReport& report, std::ostream& err);
+
+// --check-config: returns 0 if the config is valid for the installed OpenSM, 1 if not.
+int run_check_config(const std::string& path, OpensmRunner& runner, std::ostream& out,
+                     std::ostream& err);
+
+// --print-opensm-conf / render-config: prints the rendered file (0) or the errors (1).
+// With `diff`, prints what would change versus the file at opensm.conf_path
+// (read through `fs`; a missing file diffs against empty) instead.
+int run_render_config(const std::string& path, OpensmRunner& runner, const FileSystem& fs,
+                      bool diff, std::ostream& out, std::ostream& err);
+
+}  // namespace smha::opensm

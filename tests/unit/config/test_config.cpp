@@ -1,0 +1,425 @@
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "smha/config/config.hpp"
+
+using namespace smha;
+using namespace smha::config;
+
+namespace {
+
+std::vector<std::string> errors_of(const std::string& yaml) {
+  auto r = load_config_from_string(yaml, "t.yaml");
+  REQUIRE_FALSE(r.ok());
+  std::vector<std::string> out;
+  for (const auto& d : r.errors()) out.push_back(d.to_string());
+  return out;
+}
+
+Config load_ok(const std::string& yaml) {
+  auto r = load_config_from_string(yaml, "t.yaml");
+  INFO(r.error_text());
+  REQUIRE(r.ok());
+  return r.value();
+}
+
+const std::string kNode = "node:\n  name: head01\n  port_guid: 0x10\n";
+
+// A file in a fresh temp directory, removed at scope exit.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& content, std::filesystem::perms perms =
+                                                    std::filesystem::perms::owner_read |
+                                                    std::filesystem::perms::owner_write) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "smha-test-XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/file";
+    std::ofstream(path_) << content;
+    std::filesystem::permissions(path_, perms);
+  }
+  ~TempFile() { std::filesystem::remove_all(dir_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+};
+
+}  // namespace
+
+TEST_CASE("a minimal config gets every documented default") {
+  Config c = load_ok(kNode);
+  CHECK(c.source_path == "t.yaml");
+  CHECK(c.node_name == "head01");
+  CHECK(c.port.port_guid == Guid{0x10});
+  CHECK(c.port.ca.empty());
+  CHECK(c.peers.empty());
+  CHECK(c.sm_priority == 0);
+  CHECK(c.failover.poll_interval == std::chrono::milliseconds(100));
+  CHECK(c.failover.misses_before_takeover == 3);
+  CHECK(c.failover.failback == FailbackPolicy::Sticky);
+  CHECK(c.failover.preempt_holddown == std::chrono::seconds(30));
+  CHECK(c.failover.opensm_polling_timeout == std::chrono::milliseconds(2000));
+  CHECK(c.failover.opensm_polling_retries == 4);
+  CHECK(c.sm_key == 1);
+  CHECK_FALSE(c.sm_key_set);
+  CHECK(c.opensm.binary == "/usr/sbin/opensm");
+  CHECK(c.opensm.flavor == OpensmFlavor::Auto);
+  CHECK(c.opensm.routing_engine == "ftree,updn");
+  CHECK(c.opensm.sweep_interval_s == 10);
+  CHECK_FALSE(c.opensm.adaptive_routing);
+  CHECK_FALSE(c.opensm.sharp);
+  CHECK_FALSE(c.opensm.downgrade_unsupported);
+  CHECK(c.opensm.log_file == "/var/log/opensm.log");
+  CHECK(c.opensm.dump_files_dir == "/var/log/");
+  CHECK(c.opensm.cache_dir == "/var/cache/opensm");
+  CHECK(c.opensm.conf_path == "/var/lib/smha/opensm.conf");
+  CHECK_FALSE(c.opensm.honor_guid2lid_file);
+  CHECK(c.opensm.sa_db_dump);
+  CHECK(c.opensm.sa_db_file.empty());
+  CHECK(c.opensm.extra.empty());
+  CHECK(c.control.socket_path == "/run/smha/smhad.sock");
+  CHECK(c.control.group == "smha");
+  CHECK(c.hooks.empty());
+  CHECK(c.hook_timeout == std::chrono::seconds(10));
+  CHECK(c.state_dir == "/var/lib/smha");
+}
+
+TEST_CASE("the shipped example config loads") {
+  auto r = load_config(SMHA_EXAMPLE_CONFIG);
+  // The example reads its SM key from /etc/smha/sm_key, which a build machine
+  // does not have: that must be the only complaint, and it must say so.
+  if (!r.ok()) {
+    REQUIRE(r.errors().size() == 1);
+    CHECK(r.errors()[0].key_path == "sm_key_file");
+    CHECK(r.errors()[0].message == "cannot read /etc/smha/sm_key");
+  }
+}
+
+TEST_CASE("every key is read") {
+  TempFile hook("#!/bin/sh\n");
+  Config c = load_ok(R"(node:
+  name: head02
+  ca: mlx5_1
+  port: 2
+peers:
+  - name: head01
+    port_guid: 0x0002c90300a1b2c1
+  - name: head03
+    port_guid: 0x0002C90300A1B2C3
+sm_priority: 15
+failover:
+  poll_interval_ms: 50
+  misses_before_takeover: 5
+  failback: preempt
+  preempt_holddown_s: 120
+  opensm_polling_timeout_ms: 5000
+  opensm_polling_retries: 2
+sm_key: 0xdeadbeef
+opensm:
+  binary: /opt/opensm/bin/opensm
+  flavor: nvidia
+  routing_engine: ar_ftree
+  sweep_interval: 30
+  adaptive_routing: true
+  sharp: true
+  downgrade_unsupported: true
+  log_file: /var/log/smha/opensm.log
+  dump_files_dir: /var/log/smha/
+  cache_dir: /var/lib/smha/cache
+  conf_path: /run/smha/opensm.conf
+  honor_guid2lid_file: true
+  sa_db_dump: false
+  sa_db_file: /var/lib/smha/opensm-sa.dump
+  extra:
+    qos: true
+    lmc: 2
+    accum_log_file: FALSE
+control:
+  socket: /run/x/s.sock
+  group: ibadm
+hooks:
+  master: /etc/smha/hooks/a
+  standby: [/etc/smha/hooks/b, /etc/smha/hooks/c]
+hook_timeout_s: 3
+state_dir: /srv/smha
+)");
+  CHECK(c.node_name == "head02");
+  CHECK(c.port.ca == "mlx5_1");
+  CHECK(c.port.port == 2);
+  CHECK_FALSE(c.port.port_guid);
+  REQUIRE(c.peers.size() == 2);
+  CHECK(c.peers[0].name == "head01");
+  CHECK(c.peers[0].port_guid == Guid{0x0002c90300a1b2c1});
+  CHECK(c.peers[1].port_guid == Guid{0x0002c90300a1b2c3});
+  CHECK(c.sm_priority == 15);
+  CHECK(c.failover.poll_interval == std::chrono::milliseconds(50));
+  CHECK(c.failover.misses_before_takeover == 5);
+  CHECK(c.failover.failback == FailbackPolicy::Preempt);
+  CHECK(c.failover.preempt_holddown == std::chrono::seconds(120));
+  CHECK(c.failover.opensm_polling_timeout == std::chrono::milliseconds(5000));
+  CHECK(c.failover.opensm_polling_retries == 2);
+  CHECK(c.sm_key == 0xdeadbeef);
+  CHECK(c.sm_key_set);
+  CHECK(c.opensm.binary == "/opt/opensm/bin/opensm");
+  CHECK(c.opensm.flavor == OpensmFlavor::Nvidia);
+  CHECK(c.opensm.routing_engine == "ar_ftree");
+  CHECK(c.opensm.sweep_interval_s == 30);
+  CHECK(c.opensm.adaptive_routing);
+  CHECK(c.opensm.sharp);
+  CHECK(c.opensm.downgrade_unsupported);
+  CHECK(c.opensm.log_file == "/var/log/smha/opensm.log");
+  CHECK(c.opensm.dump_files_dir == "/var/log/smha/");
+  CHECK(c.opensm.cache_dir == "/var/lib/smha/cache");
+  CHECK(c.opensm.conf_path == "/run/smha/opensm.conf");
+  CHECK(c.opensm.honor_guid2lid_file);
+  CHECK_FALSE(c.opensm.sa_db_dump);
+  CHECK(c.opensm.sa_db_file == "/var/lib/smha/opensm-sa.dump");
+  // Sorted by key; YAML booleans become OpenSM's TRUE/FALSE.
+  REQUIRE(c.opensm.extra.size() == 3);
+  CHECK(c.opensm.extra[0].key == "accum_log_file");
+  CHECK(c.opensm.extra[0].value == "FALSE");
+  CHECK(c.opensm.extra[1].key == "lmc");
+  CHECK(c.opensm.extra[1].value == "2");
+  CHECK(c.opensm.extra[2].key == "qos");
+  CHECK(c.opensm.extra[2].value == "TRUE");
+  CHECK(c.opensm.extra[2].pos.line == 35);
+  CHECK(c.opensm.extra[2].pos.column == 5);
+  CHECK(c.control.socket_path == "/run/x/s.sock");
+  CHECK(c.control.group == "ibadm");
+  CHECK(c.hooks.at("master") == std::vector<std::string>{"/etc/smha/hooks/a"});
+  CHECK(c.hooks.at("standby") ==
+        std::vector<std::string>{"/etc/smha/hooks/b", "/etc/smha/hooks/c"});
+  CHECK(c.hook_timeout == std::chrono::seconds(3));
+  CHECK(c.state_dir == "/srv/smha");
+  // Positions of values are kept for later checks.
+  CHECK(c.position_of("opensm.sharp").line == 25);
+  CHECK(c.position_of("opensm.sharp").column == 10);
+  CHECK(c.position_of("no.such.key").line == 0);
+}
+
+TEST_CASE("ca without port means port 1") {
+  Config c = load_ok("node:\n  name: a\n  ca: mlx5_0\n");
+  CHECK(c.port.ca == "mlx5_0");
+  CHECK(c.port.port == 1);
+}
+
+TEST_CASE("sm_key_file: read, trimmed, parsed") {
+  TempFile key("  0x00000000C0FFEE01 \n");
+  Config c = load_ok(kNode + "sm_key_file: " + key.path() + "\n");
+  CHECK(c.sm_key == 0xc0ffee01);
+  CHECK(c.sm_key_set);
+}
+
+TEST_CASE("sm_key_file errors name the file and the key") {
+  TempFile key("not-a-key\n");
+  CHECK(errors_of(kNode + "sm_key_file: " + key.path() + "\n") ==
+        std::vector<std::string>{"t.yaml:4:14: sm_key_file: the key in " + key.path() +
+                                 " must be 0x followed by 1 to 16 hex digits (got \"not-a-key\")"});
+  CHECK(errors_of(kNode + "sm_key_file: /nonexistent/smha/key\n") ==
+        std::vector<std::string>{
+            "t.yaml:4:14: sm_key_file: cannot read /nonexistent/smha/key"});
+  CHECK(errors_of(kNode + "sm_key_file: relative/key\n") ==
+        std::vector<std::string>{
+            "t.yaml:4:14: sm_key_file: must be an absolute path (got \"relative/key\")"});
+  CHECK(errors_of(kNode + "sm_key: 0x1\nsm_key_file: /etc/smha/sm_key\n") ==
+        std::vector<std::string>{
+            "t.yaml:5:1: sm_key_file: give either sm_key or sm_key_file, not both"});
+}
+
+TEST_CASE("validation errors: exact file:line:column, key path and message") {
+  struct Case {
+    std::string yaml;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      // Structure and unknown keys.
+      {kNode + "sm_priorty: 3\n", "t.yaml:4:1: sm_priorty: unknown key; did you mean 'sm_priority'?"},
+      {kNode + "zzz: 3\n", "t.yaml:4:1: zzz: unknown key"},
+      {kNode + "opensm:\n  sweep_intervall: 5\n",
+       "t.yaml:5:3: opensm.sweep_intervall: unknown key; did you mean 'sweep_interval'?"},
+      {kNode + "sm_priority: 1\nsm_priority: 2\n",
+       "t.yaml:5:1: sm_priority: duplicate key (first set at line 4)"},
+      {kNode + "opensm: 3\n", "t.yaml:4:9: opensm: must be a map (got a scalar)"},
+      {"- a\n- b\n", "t.yaml:1:1: must be a map (got a list)"},
+      {"sm_priority: 3\n", "t.yaml:1:1: node: missing required key 'node' (this node's name and IB port)"},
+      // node
+      {"node:\n  port_guid: 0x10\n", "t.yaml:1:1: node: missing required key 'name'"},
+      {"node:\n  name: a\n", "t.yaml:1:1: node: missing the IB port: set 'port_guid', or 'ca' (and 'port')"},
+      {"node:\n  name: a\n  ca: mlx5_0\n  port_guid: 0x10\n",
+       "t.yaml:4:3: node.port_guid: give either port_guid or ca + port, not both"},
+      {"node:\n  name: a\n  ca: mlx5_0\n  port: 0\n",
+       "t.yaml:4:9: node.port: must be between 1 and 254 (got 0)"},
+      {"node:\n  name: a\n  port_guid: 0x0\n",
+       "t.yaml:3:14: node.port_guid: must not be 0 (OpenSM treats GUID 0 as \"ask which port\")"},
+      {"node:\n  name: a\n  port_guid: 12345\n",
+       "t.yaml:3:14: node.port_guid: must be a GUID: 0x followed by 1 to 16 hex digits (got \"12345\")"},
+      {"node:\n  name: a\n  port_guid: 0x00112233445566778\n",
+       "t.yaml:3:14: node.port_guid: must be a GUID: 0x followed by 1 to 16 hex digits (got \"0x00112233445566778\")"},
+      {"node:\n  name: ''\n  port_guid: 0x10\n", "t.yaml:2:9: node.name: must not be empty"},
+      // peers
+      {kNode + "peers: head02\n", "t.yaml:4:8: peers: must be a list of {name, port_guid} (got a scalar)"},
+      {kNode + "peers:\n  - name: head01\n    port_guid: 0x20\n",
+       "t.yaml:5:11: peers[0].name: a peer cannot have this node's name (node.name)"},
+      {kNode + "peers:\n  - name: b\n    port_guid: 0x10\n",
+       "t.yaml:6:16: peers[0].port_guid: a peer cannot have this node's port GUID (node.port_guid)"},
+      {kNode + "peers:\n  - name: b\n    port_guid: 0x20\n  - name: b\n    port_guid: 0x30\n",
+       "t.yaml:7:11: peers[1].name: peer name \"b\" already used by peers[0]"},
+      {kNode + "peers:\n  - name: b\n    port_guid: 0x20\n  - name: c\n    port_guid: 0x020\n",
+       "t.yaml:8:16: peers[1].port_guid: port GUID 0x0000000000000020 already used by peers[0]"},
+      {kNode + "peers:\n  - name: b\n", "t.yaml:5:5: peers[0]: missing required key 'port_guid'"},
+      {kNode + "peers:\n  - port_guid: 0x20\n", "t.yaml:5:5: peers[0]: missing required key 'name'"},
+      {kNode + "peers:\n  - name: b\n    port_guid: 0x20\n    prio: 3\n",
+       "t.yaml:7:5: peers[0].prio: unknown key"},
+      // ranges
+      {kNode + "sm_priority: 16\n", "t.yaml:4:14: sm_priority: must be between 0 and 15 (got 16)"},
+      {kNode + "sm_priority: -1\n", "t.yaml:4:14: sm_priority: must be between 0 and 15 (got -1)"},
+      {kNode + "sm_priority: high\n", "t.yaml:4:14: sm_priority: must be an integer (got \"high\")"},
+      {kNode + "sm_priority: 3.5\n", "t.yaml:4:14: sm_priority: must be an integer (got \"3.5\")"},
+      {kNode + "sm_priority: 99999999999999999999\n",
+       "t.yaml:4:14: sm_priority: integer out of range (got 99999999999999999999)"},
+      {kNode + "sm_priority: [1]\n", "t.yaml:4:14: sm_priority: must be a single value (got a list)"},
+      {kNode + "failover:\n  poll_interval_ms: 0\n",
+       "t.yaml:5:21: failover.poll_interval_ms: must be > 0 (got 0)"},
+      {kNode + "failover:\n  misses_before_takeover: 0\n",
+       "t.yaml:5:27: failover.misses_before_takeover: must be > 0 (got 0)"},
+      {kNode + "failover:\n  failback: stiky\n",
+       "t.yaml:5:13: failover.failback: must be sticky or preempt (got \"stiky\"); did you mean 'sticky'?"},
+      {kNode + "failover:\n  preempt_holddown_s: -1\n",
+       "t.yaml:5:23: failover.preempt_holddown_s: must be >= 0 (got -1)"},
+      {kNode + "failover:\n  opensm_polling_retries: 101\n",
+       "t.yaml:5:27: failover.opensm_polling_retries: must be between 0 and 100 (got 101)"},
+      // OpenSM's backstop must be slower than smha: (0+2)*100 ms vs 2*(100*(3+1)) ms.
+      {kNode + "failover:\n  opensm_polling_timeout_ms: 100\n  opensm_polling_retries: 0\n",
+       "t.yaml:4:1: failover.opensm_polling_timeout_ms: OpenSM's own takeover after 200 ms must "
+       "be more than twice smha's detection time (400 ms = poll_interval_ms * "
+       "(misses_before_takeover + 1)); raise opensm_polling_timeout_ms or opensm_polling_retries"},
+      {kNode + "sm_key: 0xnope\n",
+       "t.yaml:4:9: sm_key: must be 0x followed by 1 to 16 hex digits (got \"0xnope\")"},
+      // opensm
+      {kNode + "opensm:\n  sweep_interval: -3\n",
+       "t.yaml:5:19: opensm.sweep_interval: must be > 0 (got -3)"},
+      {kNode + "opensm:\n  sweep_interval: 0\n",
+       "t.yaml:5:19: opensm.sweep_interval: must be > 0 (got 0)"},
+      {kNode + "opensm:\n  flavor: nvida\n",
+       "t.yaml:5:11: opensm.flavor: must be auto, upstream or nvidia (got \"nvida\"); did you mean 'nvidia'?"},
+      {kNode + "opensm:\n  sharp: yes please\n",
+       "t.yaml:5:10: opensm.sharp: must be true or false (got \"yes please\")"},
+      {kNode + "opensm:\n  binary: opensm\n",
+       "t.yaml:5:11: opensm.binary: must be an absolute path (got \"opensm\")"},
+      {kNode + "opensm:\n  log_file: '/var/log/a#b'\n",
+       "t.yaml:5:13: opensm.log_file: must not contain '#' (opensm.conf treats it as a comment)"},
+      {kNode + "opensm:\n  routing_engine: ftree, updn\n",
+       "t.yaml:5:19: opensm.routing_engine: must be engine names separated by commas, without "
+       "spaces (got \"ftree, updn\")"},
+      {kNode + "opensm:\n  routing_engine: ar_updn\n",
+       "t.yaml:5:19: opensm.routing_engine: names an adaptive-routing engine but "
+       "opensm.adaptive_routing is false; use the plain engine (e.g. updn) and set "
+       "adaptive_routing: true"},
+      // opensm.extra
+      {kNode + "opensm:\n  extra:\n    priority: 3\n",
+       "t.yaml:6:5: opensm.extra.priority: refused: not an OpenSM key (OpenSM ignores it); set "
+       "the top-level key sm_priority"},
+      {kNode + "opensm:\n  extra:\n    sm_priority: 3\n",
+       "t.yaml:6:5: opensm.extra.sm_priority: smha manages this key; set sm_priority instead"},
+      {kNode + "opensm:\n  extra:\n    routing_engine: minhop\n",
+       "t.yaml:6:5: opensm.extra.routing_engine: smha manages this key; set opensm.routing_engine instead"},
+      {kNode + "opensm:\n  extra:\n    guid: 0x5\n",
+       "t.yaml:6:5: opensm.extra.guid: smha manages this key; set node.port_guid (or node.ca + node.port) instead"},
+      {kNode + "opensm:\n  extra:\n    daemon: TRUE\n",
+       "t.yaml:6:5: opensm.extra.daemon: refused: smhad supervises OpenSM in the foreground; "
+       "daemon mode would hide it"},
+      {kNode + "opensm:\n  extra:\n    ignore_other_sm: TRUE\n",
+       "t.yaml:6:5: opensm.extra.ignore_other_sm: refused: OpenSMs that ignore each other can "
+       "both become MASTER"},
+      {kNode + "opensm:\n  extra:\n    Lmc: 1\n",
+       "t.yaml:6:5: opensm.extra.Lmc: not an opensm.conf key name (lower-case letters, digits and _)"},
+      {kNode + "opensm:\n  extra:\n    lmc: [1]\n",
+       "t.yaml:6:10: opensm.extra.lmc: must be a single value (got a list)"},
+      {kNode + "opensm:\n  extra:\n    lmc: ''\n", "t.yaml:6:10: opensm.extra.lmc: must not be empty"},
+      {kNode + "opensm:\n  extra:\n    node_name_map_name: '/a#b'\n",
+       "t.yaml:6:25: opensm.extra.node_name_map_name: must not contain '#' (opensm.conf treats it as a comment)"},
+      {kNode + "opensm:\n  extra: [lmc]\n",
+       "t.yaml:5:10: opensm.extra: must be a map of opensm.conf key: value (got a list)"},
+      // control, hooks, state_dir
+      {kNode + "control:\n  socket: /run/" + std::string(120, 's') + "\n",
+       "t.yaml:5:11: control.socket: too long for a unix socket path (125 bytes, at most 107)"},
+      {kNode + "control:\n  grp: smha\n", "t.yaml:5:3: control.grp: unknown key; did you mean 'group'?"},
+      {kNode + "hooks:\n  mastr: /bin/true\n", "t.yaml:5:3: hooks.mastr: unknown key; did you mean 'master'?"},
+      {kNode + "hooks:\n  master: [/bin/true, notify]\n",
+       "t.yaml:5:23: hooks.master[1]: must be an absolute path (got \"notify\")"},
+      {kNode + "hook_timeout_s: 0\n", "t.yaml:4:17: hook_timeout_s: must be > 0 (got 0)"},
+      {kNode + "state_dir: var/lib\n", "t.yaml:4:12: state_dir: must be an absolute path (got \"var/lib\")"},
+      // YAML syntax.
+      {kNode + "opensm:\n  sweep_interval: [1\n",
+       "t.yaml:6:1: YAML syntax error: end of sequence flow not found"},
+      {"node: {name: a\n", "t.yaml:2:1: YAML syntax error: end of map flow not found"},
+      {"", "t.yaml: the file is empty; at least 'node' is required"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.yaml);
+    CHECK(errors_of(c.yaml) == std::vector<std::string>{c.error});
+  }
+}
+
+TEST_CASE("all errors are reported at once, in file order") {
+  auto errors = errors_of(R"(node:
+  name: head01
+  port_guid: 0x10
+sm_priority: 99
+failover:
+  misses_before_takeover: 0
+opensm:
+  sweep_interval: -3
+  flavr: auto
+  extra:
+    priority: 1
+peers:
+  - name: head01
+    port_guid: 0xZZ
+)");
+  CHECK(errors == std::vector<std::string>{
+                      "t.yaml:4:14: sm_priority: must be between 0 and 15 (got 99)",
+                      "t.yaml:6:27: failover.misses_before_takeover: must be > 0 (got 0)",
+                      "t.yaml:8:19: opensm.sweep_interval: must be > 0 (got -3)",
+                      "t.yaml:9:3: opensm.flavr: unknown key; did you mean 'flavor'?",
+                      "t.yaml:11:5: opensm.extra.priority: refused: not an OpenSM key (OpenSM "
+                      "ignores it); set the top-level key sm_priority",
+                      "t.yaml:13:11: peers[0].name: a peer cannot have this node's name (node.name)",
+                      "t.yaml:14:16: peers[0].port_guid: must be a GUID: 0x followed by 1 to 16 "
+                      "hex digits (got \"0xZZ\")",
+                  });
+}
+
+TEST_CASE("load_config names the path and reports an unreadable file") {
+  auto r = load_config("/nonexistent/smha.yaml");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error_text() == "/nonexistent/smha.yaml: cannot read the file\n");
+  TempFile f(kNode + "sm_priority: 77\n");
+  auto bad = load_config(f.path());
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error_text() == f.path() + ":4:14: sm_priority: must be between 0 and 15 (got 77)\n");
+  TempFile good(kNode);
+  auto ok = load_config(good.path());
+  REQUIRE(ok.ok());
+  CHECK(ok.value().source_path == good.path());
+}
+
+TEST_CASE("edit distance and did-you-mean") {
+  CHECK(edit_distance("", "") == 0);
+  CHECK(edit_distance("abc", "") == 3);
+  CHECK(edit_distance("kitten", "sitting") == 3);
+  CHECK(edit_distance("sm_priorty", "sm_priority") == 1);
+  CHECK(did_you_mean("sm_priorty", {"node", "sm_priority", "sm_key"}) == "sm_priority");
+  CHECK(did_you_mean("zzz", {"node", "peers"}) == std::nullopt);
+  CHECK(did_you_mean("grp", {"group", "socket"}) == "group");
+  CHECK(did_you_mean("nde", {"node"}) == "node");
+  // Not when the edits would replace the whole word.
+  CHECK(did_you_mean("ne", {"node"}) == std::nullopt);
+  CHECK(did_you_mean("ab", {"cd"}) == std::nullopt);
+}

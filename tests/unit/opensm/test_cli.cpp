@@ -1,0 +1,135 @@
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "smha/opensm/cli.hpp"
+#include "test_support.hpp"
+
+using namespace smha;
+using namespace smha::opensm;
+using namespace smha::opensm::test;
+
+namespace {
+
+class TempConfig {
+ public:
+  explicit TempConfig(const std::string& yaml) {
+    dir_ = (std::filesystem::temp_directory_path() / ("smha-cli-" + std::to_string(::getpid())))
+               .string();
+    std::filesystem::create_directories(dir_);
+    path_ = dir_ + "/smha.yaml";
+    std::ofstream(path_) << yaml;
+  }
+  ~TempConfig() { std::filesystem::remove_all(dir_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+};
+
+const std::string kYaml =
+    "node:\n  name: a\n  port_guid: 0x10\nopensm:\n  conf_path: /etc/opensm/smha.conf\n";
+
+}  // namespace
+
+TEST_CASE("check-config: exit 0 and a line naming the OpenSM") {
+  TempConfig cfg(kYaml);
+  FakeOpensm fake("opensm-3.3.23");
+  std::ostringstream out, err;
+  CHECK(run_check_config(cfg.path(), fake, out, err) == 0);
+  CHECK(out.str() == cfg.path() + ": OK for OpenSM 3.3.23 (upstream) at /usr/sbin/opensm\n");
+  CHECK(err.str().empty());
+}
+
+TEST_CASE("check-config: every error, then a count, exit 1") {
+  TempConfig cfg("node:\n  name: a\n  port_guid: 0x10\nsm_priority: 16\nopensm:\n  sweep_interval: 0\n");
+  FakeOpensm fake("opensm-3.3.23");
+  std::ostringstream out, err;
+  CHECK(run_check_config(cfg.path(), fake, out, err) == 1);
+  CHECK(out.str().empty());
+  CHECK(err.str() == "error: " + cfg.path() +
+                         ":4:14: sm_priority: must be between 0 and 15 (got 16)\n"
+                         "error: " + cfg.path() +
+                         ":6:19: opensm.sweep_interval: must be > 0 (got 0)\n" +
+                         cfg.path() + ": 2 error(s)\n");
+}
+
+TEST_CASE("check-config: warnings do not fail the check") {
+  TempConfig cfg(kYaml + "  sharp: true\n  downgrade_unsupported: true\n");
+  FakeOpensm fake("opensm-3.3.23");
+  std::ostringstream out, err;
+  CHECK(run_check_config(cfg.path(), fake, out, err) == 0);
+  CHECK(err.str() == "warning: " + cfg.path() +
+                         ":6:10: opensm.sharp: is true, but OpenSM 3.3.23 (upstream) at "
+                         "/usr/sbin/opensm cannot do SHARP; rendering without it "
+                         "(downgrade_unsupported)\n");
+}
+
+TEST_CASE("render-config prints the file; --diff compares with conf_path") {
+  TempConfig cfg(kYaml);
+  FakeOpensm fake("opensm-3.3.23");
+  MemoryFileSystem fs;
+  std::ostringstream out, err;
+  REQUIRE(run_render_config(cfg.path(), fake, fs, false, out, err) == 0);
+  const std::string rendered = out.str();
+  CHECK(parse_opensm_conf(rendered).at("guid") == "0x0000000000000010");
+  CHECK(err.str().empty());
+
+  SECTION("no file yet: everything is added") {
+    std::ostringstream d, e;
+    REQUIRE(run_render_config(cfg.path(), fake, fs, true, d, e) == 0);
+    CHECK(d.str().rfind("--- /etc/opensm/smha.conf\n+++ rendered from " + cfg.path() + "\n+#", 0) == 0);
+  }
+  SECTION("up to date") {
+    fs.files["/etc/opensm/smha.conf"] = rendered;
+    std::ostringstream d, e;
+    REQUIRE(run_render_config(cfg.path(), fake, fs, true, d, e) == 0);
+    CHECK(d.str() == "/etc/opensm/smha.conf is up to date\n");
+  }
+  SECTION("a changed key shows as -/+ lines") {
+    std::string old = rendered;
+    old.replace(old.find("sm_priority 0"), 13, "sm_priority 5");
+    fs.files["/etc/opensm/smha.conf"] = old;
+    std::ostringstream d, e;
+    REQUIRE(run_render_config(cfg.path(), fake, fs, true, d, e) == 0);
+    CHECK(d.str().find("\n-sm_priority 5\n+sm_priority 0\n") != std::string::npos);
+    CHECK(fs.writes.empty());  // --diff never writes
+  }
+  SECTION("an unreadable conf_path is an error") {
+    fs.read_error = make_error("io", "Permission denied");
+    std::ostringstream d, e;
+    CHECK(run_render_config(cfg.path(), fake, fs, true, d, e) == 1);
+    CHECK(e.str() == "error: cannot read /etc/opensm/smha.conf: Permission denied\n");
+  }
+}
+
+TEST_CASE("render-config with an invalid file prints errors only") {
+  TempConfig cfg("node:\n  name: a\n");
+  FakeOpensm fake("opensm-3.3.23");
+  MemoryFileSystem fs;
+  std::ostringstream out, err;
+  CHECK(run_render_config(cfg.path(), fake, fs, false, out, err) == 1);
+  CHECK(out.str().empty());
+  CHECK(err.str() == "error: " + cfg.path() +
+                         ":1:1: node: missing the IB port: set 'port_guid', or 'ca' (and 'port')\n");
+  CHECK(fake.runs == 0);
+}
+
+TEST_CASE("ReadOnlyFileSystem reads and refuses to write") {
+  TempConfig cfg("hello\n");
+  ReadOnlyFileSystem fs;
+  auto r = fs.read(cfg.path());
+  REQUIRE(r.ok());
+  CHECK(*r == "hello\n");
+  auto missing = fs.read("/nonexistent/smha/x");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().code == "not_found");
+  Status w = fs.write_atomic(cfg.path(), "x", 0600);
+  REQUIRE_FALSE(w.ok());
+  CHECK(w.error().code == "read_only");
+  CHECK(*fs.read(cfg.path()) == "hello\n");
+}

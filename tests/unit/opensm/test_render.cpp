@@ -1,0 +1,156 @@
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "smha/opensm/conf.hpp"
+#include "test_support.hpp"
+
+using namespace smha;
+using namespace smha::opensm;
+using namespace smha::opensm::test;
+
+namespace {
+
+struct GoldenCase {
+  std::string name;
+  RenderInputs inputs;
+};
+
+std::vector<GoldenCase> golden_cases() {
+  return {
+      {"head01", {14, Guid{0x0002c90300a1b2c1}, Flavor::Upstream, false, false}},
+      {"head02", {13, Guid{0x0002c90300a1b2c2}, Flavor::Upstream, false, false}},
+      {"nvidia_ar_sharp", {14, Guid{0x0002c90300a1b2c1}, Flavor::Nvidia, true, true}},
+      // ca + port in the YAML: the daemon resolves the GUID and passes it in.
+      {"extra_keys", {7, Guid{0x0002c90300a1b2c9}, Flavor::Upstream, false, false}},
+  };
+}
+
+// Body = everything after the header's blank line.
+std::string body_of(const std::string& text) {
+  auto at = text.find("\n\n");
+  REQUIRE(at != std::string::npos);
+  return text.substr(at + 2);
+}
+
+}  // namespace
+
+TEST_CASE("rendered opensm.conf matches the golden files") {
+  // SMHA_UPDATE_GOLDEN=1 rewrites them (then review the diff before committing).
+  const bool update = std::getenv("SMHA_UPDATE_GOLDEN") != nullptr;
+  for (const auto& gc : golden_cases()) {
+    INFO(gc.name);
+    std::string rendered = render_opensm_conf(load_data_config(gc.name), gc.inputs);
+    std::string golden_path = data_path("render/" + gc.name + ".conf");
+    if (update) std::ofstream(golden_path) << rendered;
+    CHECK(rendered == read_data("render/" + gc.name + ".conf"));
+  }
+}
+
+TEST_CASE("rendering is deterministic and the header hash covers the body") {
+  for (const auto& gc : golden_cases()) {
+    INFO(gc.name);
+    auto config = load_data_config(gc.name);
+    std::string a = render_opensm_conf(config, gc.inputs);
+    std::string b = render_opensm_conf(config, gc.inputs);
+    CHECK(a == b);
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx",
+                  static_cast<unsigned long long>(fnv1a64(body_of(a))));
+    CHECK(header_hash(a) == std::string(hex));
+    CHECK(a.rfind("# opensm.conf rendered by smha from " + gc.name + ".yaml\n", 0) == 0);
+  }
+}
+
+TEST_CASE("a priority change changes only sm_priority and the hash") {
+  auto config = load_data_config("head01");
+  RenderInputs in{14, Guid{0x10}, Flavor::Upstream, false, false};
+  std::string a = render_opensm_conf(config, in);
+  in.sm_priority = 3;
+  std::string b = render_opensm_conf(config, in);
+  CHECK(header_hash(a) != header_hash(b));
+  auto pa = parse_opensm_conf(a);
+  auto pb = parse_opensm_conf(b);
+  CHECK(pa.at("sm_priority") == "14");
+  CHECK(pb.at("sm_priority") == "3");
+  pa.erase("sm_priority");
+  pb.erase("sm_priority");
+  CHECK(pa == pb);
+}
+
+TEST_CASE("guid is rendered only when the port GUID is known") {
+  auto config = load_data_config("extra_keys");
+  auto without = parse_opensm_conf(render_opensm_conf(config, RenderInputs{}));
+  CHECK(without.count("guid") == 0);
+  RenderInputs in;
+  in.port_guid = Guid{0xabc};
+  CHECK(parse_opensm_conf(render_opensm_conf(config, in)).at("guid") == "0x0000000000000abc");
+}
+
+TEST_CASE("managed keys follow the config") {
+  auto conf = parse_opensm_conf(
+      render_opensm_conf(load_data_config("extra_keys"), {7, std::nullopt, Flavor::Upstream, false, false}));
+  CHECK(conf.at("sm_priority") == "7");
+  CHECK(conf.at("sm_key") == "0x0123456789abcdef");
+  CHECK(conf.at("routing_engine") == "updn");
+  CHECK(conf.at("sweep_interval") == "15");
+  CHECK(conf.at("sminfo_polling_timeout") == "3000");
+  CHECK(conf.at("polling_retry_number") == "3");
+  CHECK(conf.at("log_file") == "/var/log/smha/opensm.log");
+  CHECK(conf.at("dump_files_dir") == "/var/lib/smha/dump/");
+  CHECK(conf.at("honor_guid2lid_file") == "TRUE");
+  CHECK(conf.at("sa_db_dump") == "TRUE");
+  CHECK(conf.at("sa_db_file") == "/var/lib/smha/opensm-sa.dump");
+  CHECK(conf.at("qos") == "TRUE");
+  CHECK(conf.at("drop_event_subscriptions") == "FALSE");
+  CHECK(conf.at("packet_life_time") == "0x12");
+  CHECK(conf.count("sharp_enabled") == 0);
+}
+
+TEST_CASE("NVIDIA keys appear only for the nvidia flavor with the feature on") {
+  auto config = load_data_config("nvidia_ar_sharp");
+  auto up = parse_opensm_conf(render_opensm_conf(config, {14, std::nullopt, Flavor::Upstream, false, false}));
+  CHECK(up.at("routing_engine") == "ftree,updn");
+  CHECK(up.count("sharp_enabled") == 0);
+  auto nv_plain = parse_opensm_conf(render_opensm_conf(config, {14, std::nullopt, Flavor::Nvidia, false, false}));
+  CHECK(nv_plain.at("routing_engine") == "ftree,updn");
+  CHECK(nv_plain.count("sharp_enabled") == 0);
+  auto nv = parse_opensm_conf(render_opensm_conf(config, {14, std::nullopt, Flavor::Nvidia, true, true}));
+  CHECK(nv.at("routing_engine") == "ar_ftree,ar_updn");
+  CHECK(nv.at("sharp_enabled") == "2");
+}
+
+TEST_CASE("AR routing engine mapping") {
+  CHECK(rendered_routing_engine("ftree,updn", false) == "ftree,updn");
+  CHECK(rendered_routing_engine("ftree,updn", true) == "ar_ftree,ar_updn");
+  CHECK(rendered_routing_engine("updn", true) == "ar_updn");
+  CHECK(rendered_routing_engine("ar_updn", true) == "ar_updn");
+  CHECK(rendered_routing_engine("dor,minhop", true) == "dor,minhop");
+  CHECK(rendered_routing_engine("ftree,minhop", true) == "ar_ftree,minhop");
+}
+
+TEST_CASE("FNV-1a 64 reference values") {
+  CHECK(fnv1a64("") == 0xcbf29ce484222325ULL);
+  CHECK(fnv1a64("a") == 0xaf63dc4c8601ec8cULL);
+  CHECK(fnv1a64("foobar") == 0x85944171f73967e8ULL);
+}
+
+TEST_CASE("parse_opensm_conf reads like OpenSM") {
+  auto m = parse_opensm_conf(
+      "# comment\n"
+      "\n"
+      "sm_priority 3   # trailing comment\n"
+      "  log_file\t/var/log/x.log  \n"
+      "node_name_map_name \"/etc/with space\"\n"
+      "sa_db_file '/x'\n"
+      "sm_priority 5\n"
+      "lonely\n");
+  CHECK(m.size() == 5);
+  CHECK(m.at("sm_priority") == "5");
+  CHECK(m.at("log_file") == "/var/log/x.log");
+  CHECK(m.at("node_name_map_name") == "/etc/with space");
+  CHECK(m.at("sa_db_file") == "/x");
+  CHECK(m.at("lonely").empty());
+  CHECK(header_hash("sm_priority 1\n") == std::nullopt);
+}
