@@ -47,10 +47,11 @@ constexpr PermanentLine kPermanentLines[] = {
     {"Permission denied", "permission denied"},
 };
 
-// SYS lines printed once OpenSM is bound and running its state machine: fatal
-// start-up messages after one of these are not start-up failures.
-constexpr std::string_view kCameUpLines[] = {"Entering DISCOVERING state", "Entering STANDBY state",
-                                             "Entering MASTER state", "SUBNET UP"};
+// SYS lines printed only once OpenSM is bound and has swept: fatal start-up
+// messages after one of these are not start-up failures. Not "Entering
+// DISCOVERING state": OpenSM 3.3.23 prints that in osm_opensm_init, before the
+// bind (measured under ibsim: DISCOVERING, then "Error from osm_opensm_bind").
+constexpr std::string_view kCameUpLines[] = {"Entering STANDBY state", "Entering MASTER state", "SUBNET UP"};
 
 constexpr std::size_t kRecentLines = 5;
 
@@ -284,8 +285,10 @@ void OpensmSupervisor::on_output(std::uint64_t run, OutputStream stream, std::st
         permanent_ = std::string(*meaning) + " (OpenSM: \"" + std::string(line) + "\")";
     }
   }
-  recent_lines_.emplace_back(line);
-  if (recent_lines_.size() > kRecentLines) recent_lines_.pop_front();
+  if (line.find_first_not_of(" \t") != std::string_view::npos) {
+    recent_lines_.emplace_back(line);
+    if (recent_lines_.size() > kRecentLines) recent_lines_.pop_front();
+  }
   if (options_.on_line) options_.on_line(status_.pid, line);
 }
 

@@ -244,6 +244,34 @@ TEST_CASE("adopt watches a process spawned by an earlier runner, and a stranger"
   CHECK(second.adopt(999999999, capture_exit(s)).error().code == "not_found");
 }
 
+TEST_CASE("a child whose output pipe broke gets EPIPE instead of dying of SIGPIPE", "[runner]") {
+  // An OpenSM left running by a smhad that went away must survive its next log line.
+  ScratchDir dir;
+  boost::asio::io_context io;
+  ProcessGuard guard;
+  auto script = write_script(dir, "orphan",
+                             "echo ready\n"
+                             "while [ ! -e go ]; do sleep 0.02; done\n"
+                             "i=0; while [ $i -lt 100 ]; do echo \"line $i\"; i=$((i+1)); done\n"
+                             "touch survived\n"
+                             "while :; do sleep 30; done\n");
+  Captured c;
+  int pid = 0;
+  {
+    PosixProcessRunner runner(io);
+    ProcessSpec spec{script, {"orphan"}, {}, dir.path()};
+    spec.parent_death_signal = 0;
+    auto r = runner.spawn(spec, capture_output(c), capture_exit(c));
+    REQUIRE(r.ok());
+    pid = *r;
+    guard.add(pid);
+    REQUIRE(run_until(io, [&] { return c.out.size() == 1; }));
+  }  // the runner closes its pipe ends
+  std::ofstream(dir / "go") << "";
+  REQUIRE(run_until(io, [&] { return std::filesystem::exists(dir / "survived"); }));
+  CHECK(alive(pid));
+}
+
 TEST_CASE("parent_death_signal fires when the spawning thread exits", "[runner]") {
   ProcessGuard guard;
   int with_signal = 0, without = 0;
