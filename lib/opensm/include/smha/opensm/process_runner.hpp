@@ -3,6 +3,7 @@
 // fabric (lib/sim) and FakeProcessRunner.
 #pragma once
 
+#include <csignal>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,9 @@ struct ProcessSpec {
   std::vector<std::string> argv;                             // argv[0] included; no shell
   std::vector<std::pair<std::string, std::string>> env;      // added to / overriding the inherited environment
   std::string cwd;                                           // empty: inherit
+  // Signal the child gets when the thread that spawned it exits (PR_SET_PDEATHSIG);
+  // 0: none. A supervisor that must survive its own restart (adoption) sets 0.
+  int parent_death_signal = SIGTERM;
 };
 
 struct ExitInfo {

@@ -1,0 +1,23 @@
+// PosixFileSystem: the real FileSystem. write_atomic() writes a temporary file in
+// the target's directory (O_EXCL, created with `mode` & 07777 so a secret is never
+// readable by others, not even briefly), fsyncs it, rename()s it over the target
+// and fsyncs the directory, so after a crash the file is either the old or the new
+// one, complete. The target's directory must exist. The umask does not apply: the
+// mode is set with fchmod.
+#pragma once
+
+#include "smha/opensm/file_system.hpp"
+
+namespace smha::opensm {
+
+class PosixFileSystem final : public FileSystem {
+ public:
+  // Errors: "io" naming the path and the failing call; `path` is unchanged and no
+  // temporary file is left behind. Exception: if only the final directory fsync
+  // fails, the new content is already in place (the message says "fsync directory").
+  Status write_atomic(const std::string& path, std::string_view content, unsigned mode) override;
+  // Errors: "not_found" if `path` does not exist, "io" otherwise.
+  Result<std::string> read(const std::string& path) const override;
+};
+
+}  // namespace smha::opensm

@@ -1,0 +1,212 @@
+// OpensmSupervisor: keeps one OpenSM process running with the rendered opensm.conf.
+//
+// It starts OpenSM (argv from the integrator's ProcessSpec factory, normally
+// `opensm -F <conf> -g <guid> ...`), logs its stdout/stderr attributed
+// (`opensm[<pid>]: <line>`, logger "osm"), sorts every exit into a class and acts:
+//   - requested (stop/restart/reload asked for it): nothing more;
+//   - permanent (OpenSM printed a fatal start-up message such as a bind failure,
+//     "No local ports detected!", "Permission denied" — OpenSM exits 0 on several
+//     of these — or exited 2/255 = bad command line, or could not be executed):
+//     no respawn, state Failed with the reason;
+//   - crash (anything else, including an unexpected exit 0 and death by signal):
+//     respawn after a backoff of initial, 2x, 4x ... up to max, the doubling reset
+//     once a run lasted `stable_uptime`; after `crash_loop_count` crashes within
+//     `crash_loop_window`, state Failed with a crash-loop reason.
+// It does not judge health: whether OpenSM answers SMInfo is the caller's business.
+// The caller can force a restart (`restart`) when OpenSM hangs, and observes the
+// process through `status()`, `on_change` and `on_line` (e.g. "SUBNET UP").
+//
+// Adoption: after each spawn it writes a pidfile (pid, /proc start time, exe).
+// start() first looks at that pidfile; if it names a live process with the same
+// start time whose exe is `expected_exe`, it adopts it (no new OpenSM, so a smhad
+// restart does not move mastership). Otherwise the pidfile is stale: it is ignored
+// and replaced after the spawn. Destroying the supervisor leaves OpenSM running
+// (when `keep_running_on_exit`, the default, OpenSM is also spawned without a
+// parent-death signal so it survives smhad's exit).
+//
+// All waiting is on asio::steady_timers on the io_context; durations are measured
+// with the injected Clock. One thread, no locks: use it from the io_context thread.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "smha/core/clock.hpp"
+#include "smha/core/result.hpp"
+#include "smha/opensm/file_system.hpp"
+#include "smha/opensm/process_identity.hpp"
+#include "smha/opensm/process_runner.hpp"
+
+namespace spdlog {
+class logger;
+}
+
+namespace smha::opensm {
+
+// How a new opensm.conf must be applied (helper "config" classifies the change from
+// the opensm_conf key table; the integrator maps its result to this).
+enum class ConfChangeKind {
+  None,     // nothing OpenSM reads changed (e.g. only the header comment)
+  Sighup,   // only keys OpenSM re-reads on SIGHUP (can_update=1) changed
+  Restart,  // a key OpenSM reads only at start changed
+};
+struct ConfChange {
+  ConfChangeKind kind = ConfChangeKind::None;
+  std::string restart_key;  // Restart: the (first) key that forced it, for the log
+};
+
+enum class SupervisorState {
+  Stopped,   // not started, or stopped on request
+  Running,   // a process is running (spawned or adopted)
+  Backoff,   // crashed; respawn scheduled at next_start_at
+  Stopping,  // SIGTERM sent, waiting (SIGKILL after stop_timeout)
+  Failed,    // permanent failure or crash loop: not restarting; see reason
+};
+std::string_view to_string(SupervisorState state);  // "stopped", "running", ...
+
+enum class ExitClass { Requested, Crash, Permanent };
+std::string_view to_string(ExitClass c);  // "requested", "crash", "permanent"
+
+// "exited with status 1", "killed by signal 11 (SEGV)", "exited (status unknown)".
+std::string describe_exit(const ExitInfo& exit);
+
+// Returns the permanent-failure description if `line` is one of OpenSM's fatal
+// start-up messages (main.c, libvendor/osm_vendor_ibumad.c), else nullopt.
+std::optional<std::string_view> match_permanent_line(std::string_view line);
+
+struct SupervisorStatus {
+  SupervisorState state = SupervisorState::Stopped;
+  int pid = 0;                       // running (or stopping) process, else 0
+  bool adopted = false;              // the running process was adopted, not spawned
+  std::optional<TimePoint> started_at;
+  std::optional<TimePoint> next_start_at;  // Backoff
+  int spawns = 0;                    // processes started by this supervisor
+  int crashes = 0;                   // crash exits seen by this supervisor
+  int consecutive_crashes = 0;       // drives the backoff; 0 after a stable run
+  Duration current_backoff{};        // delay used for the scheduled respawn
+  std::optional<ExitInfo> last_exit;
+  std::optional<ExitClass> last_exit_class;
+  std::string reason;                // Failed/Backoff: why; else the last exit, if any
+};
+
+struct SupervisorOptions {
+  std::string conf_path;                 // where opensm.conf is written (the spec must point at it)
+  unsigned conf_mode = 0600;             // it carries the SM key
+  std::string pidfile_path;              // empty: no pidfile, no adoption
+  std::string expected_exe;              // adoption check; empty: realpath(spec.path)
+  bool keep_running_on_exit = true;      // no parent-death signal; see doc/supervision.md
+  Duration backoff_initial = seconds(1);
+  Duration backoff_max = seconds(60);
+  Duration stable_uptime = seconds(60);  // a run this long resets the backoff
+  int crash_loop_count = 5;              // this many crashes ...
+  Duration crash_loop_window = seconds(300);  // ... within this window: Failed
+  Duration stop_timeout = seconds(10);   // SIGTERM -> SIGKILL (the whole group)
+  // Called after every state change (and each new pid), on the io_context.
+  std::function<void(const SupervisorStatus&)> on_change;
+  // Every OpenSM output line (after it was logged), for readiness cues.
+  std::function<void(int pid, std::string_view line)> on_line;
+  // Identity of a live process; default read_process_identity (tests/sim inject).
+  std::function<Result<ProcessIdentity>(int pid)> identify;
+};
+
+struct StartReport {
+  bool adopted = false;
+  // Adopted, and the running OpenSM's file differs from `conf_text`: the file was
+  // left alone; call reload(conf_text, change) with the change classified against
+  // the file on disk.
+  bool conf_differs = false;
+};
+
+enum class ReloadAction {
+  Unchanged,   // file content equal: nothing written, nothing signalled
+  Written,     // file rewritten; OpenSM not running or change kind None
+  Signalled,   // file rewritten and SIGHUP sent
+  Restarted,   // file rewritten and a restart begun
+  Retried,     // file rewritten while Failed: the failure was cleared and OpenSM started
+};
+std::string_view to_string(ReloadAction a);
+
+class OpensmSupervisor {
+ public:
+  using SpecFactory = std::function<ProcessSpec()>;
+
+  OpensmSupervisor(boost::asio::io_context& io, const Clock& clock, ProcessRunner& runner,
+                   FileSystem& fs, SpecFactory make_spec, SupervisorOptions options);
+  // Leaves OpenSM running (adoptable by the next supervisor); cancels timers.
+  ~OpensmSupervisor();
+
+  OpensmSupervisor(const OpensmSupervisor&) = delete;
+  OpensmSupervisor& operator=(const OpensmSupervisor&) = delete;
+
+  // Adopts the OpenSM named by the pidfile, or writes `conf_text` to conf_path (if it
+  // differs) and spawns OpenSM. Allowed in Stopped and Failed.
+  // Errors: "busy" (not Stopped/Failed), "io" (conf not written: nothing started),
+  // "exec"/"spawn" (OpenSM could not be started: state Failed, reason set).
+  Result<StartReport> start(std::string_view conf_text);
+
+  // Stops OpenSM: SIGTERM to its process group, SIGKILL to the group after
+  // stop_timeout. `done` runs on the io_context once the process is gone (at once,
+  // posted, if nothing runs). A pending respawn is cancelled. Ends in Stopped.
+  void stop(std::function<void()> done = {});
+
+  // Caller-detected trouble (e.g. the local SM stopped answering SMInfo): stops the
+  // process (TERM, then KILL) and respawns it. counts_as_crash: the exit goes through
+  // the crash accounting (backoff, crash loop); otherwise it respawns at once.
+  // Errors: "not_running" unless Running.
+  Status restart(std::string reason, bool counts_as_crash);
+
+  // Applies a new opensm.conf: writes it (atomically, conf_mode) only if it differs
+  // from the file on disk, then per `change`: Sighup -> SIGHUP to OpenSM; Restart ->
+  // restart (logging the key); None -> nothing. While Failed, a changed file clears
+  // the failure and starts OpenSM again (the fix may be in the new file).
+  // Errors: "io" (file not written; nothing else done).
+  Result<ReloadAction> reload(std::string_view conf_text, const ConfChange& change);
+
+  const SupervisorStatus& status() const { return status_; }
+
+ private:
+  enum class AfterStop { Nothing, Respawn, RespawnAsCrash };
+
+  Status write_conf_if_changed(std::string_view conf_text, bool& ret_changed);
+  Result<bool> try_adopt();
+  Status spawn_now();
+  void on_output(std::uint64_t run, OutputStream stream, std::string_view line);
+  void on_exit(std::uint64_t run, const ExitInfo& exit);
+  void handle_crash(const ExitInfo& exit, Duration uptime, const std::string& what);
+  void fail(std::string reason);
+  void begin_stop(AfterStop after);
+  void notify();
+  std::string expected_exe() const;
+
+  boost::asio::io_context& io_;
+  const Clock& clock_;
+  ProcessRunner& runner_;
+  FileSystem& fs_;
+  SpecFactory make_spec_;
+  SupervisorOptions options_;
+  std::shared_ptr<spdlog::logger> log_;
+
+  SupervisorStatus status_;
+  std::uint64_t run_ = 0;                  // generation of the current process
+  std::optional<std::string> permanent_;   // fatal start-up line seen in this run
+  bool came_up_ = false;                   // this run printed an SM state line
+  std::deque<std::string> recent_lines_;   // last few output lines of this run
+  std::deque<TimePoint> crash_times_;      // within crash_loop_window
+  AfterStop after_stop_ = AfterStop::Nothing;
+  std::string restart_reason_;
+  std::vector<std::function<void()>> stop_waiters_;
+  boost::asio::steady_timer backoff_timer_;
+  boost::asio::steady_timer kill_timer_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // handlers hold a weak_ptr
+};
+
+}  // namespace smha::opensm

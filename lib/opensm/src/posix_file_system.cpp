@@ -1,0 +1,95 @@
+#include "smha/opensm/posix_file_system.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <random>
+#include <system_error>
+
+namespace smha::opensm {
+
+namespace {
+
+std::string errno_text(int err) { return std::error_code(err, std::system_category()).message(); }
+
+Error io_error(const std::string& what, const std::string& path, int err) {
+  return make_error(err == ENOENT && what == "open" ? "not_found" : "io",
+                    what + " " + path + ": " + errno_text(err));
+}
+
+// Closes on scope exit.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+Status PosixFileSystem::write_atomic(const std::string& path, std::string_view content, unsigned mode) {
+  auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (base.empty()) return make_error("io", "write " + path + ": not a file name");
+
+  std::random_device rd;
+  std::string tmp;
+  Fd file;
+  for (int attempt = 0; attempt < 16 && file.fd < 0; ++attempt) {
+    tmp = dir + "/." + base + ".tmp" + std::to_string(rd());
+    file.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777);
+    if (file.fd < 0 && errno != EEXIST) return io_error("create", tmp, errno);
+  }
+  if (file.fd < 0) return make_error("io", "create a temporary file in " + dir + ": too many collisions");
+
+  auto fail = [&](const std::string& what, const std::string& p, int err) -> Status {
+    ::unlink(tmp.c_str());
+    return io_error(what, p, err);
+  };
+  if (::fchmod(file.fd, mode & 07777) != 0) return fail("chmod", tmp, errno);
+  const char* p = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    ssize_t n = ::write(file.fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail("write", tmp, errno);
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  if (::fsync(file.fd) != 0) return fail("fsync", tmp, errno);
+  int fd = file.fd;
+  file.fd = -1;
+  if (::close(fd) != 0) return fail("close", tmp, errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("rename to", path, errno);
+
+  Fd dirfd;
+  dirfd.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd.fd < 0 || ::fsync(dirfd.fd) != 0)
+    return io_error("fsync directory", dir, errno);  // the new file is in place, maybe not durable
+  return Status::Ok();
+}
+
+Result<std::string> PosixFileSystem::read(const std::string& path) const {
+  Fd file;
+  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (file.fd < 0) return io_error("open", path, errno);
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(file.fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return io_error("read", path, errno);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+}  // namespace smha::opensm

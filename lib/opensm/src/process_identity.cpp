@@ -1,0 +1,117 @@
+#include "smha/opensm/process_identity.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+namespace smha::opensm {
+
+namespace {
+
+std::string errno_text(int err) { return std::error_code(err, std::system_category()).message(); }
+
+template <typename T>
+bool parse_number(std::string_view s, T& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+constexpr std::string_view kDeletedSuffix = " (deleted)";
+
+}  // namespace
+
+Result<std::uint64_t> parse_proc_stat_start_time(std::string_view line) {
+  auto close = line.rfind(')');
+  if (close == std::string_view::npos) return make_error("parse", "/proc stat line has no ')'");
+  // After ')' come fields 3 (state), 4, ...; starttime is field 22.
+  std::string_view rest = line.substr(close + 1);
+  int field = 2;
+  std::size_t pos = 0;
+  while (pos < rest.size()) {
+    while (pos < rest.size() && rest[pos] == ' ') ++pos;
+    if (pos >= rest.size()) break;
+    auto end = rest.find(' ', pos);
+    if (end == std::string_view::npos) end = rest.size();
+    ++field;
+    if (field == 22) {
+      std::uint64_t v = 0;
+      std::string_view token = rest.substr(pos, end - pos);
+      if (!token.empty() && token.back() == '\n') token.remove_suffix(1);
+      if (!parse_number(token, v)) return make_error("parse", "/proc stat field 22 is not a number");
+      return v;
+    }
+    pos = end;
+  }
+  return make_error("parse", "/proc stat line has fewer than 22 fields");
+}
+
+Result<ProcessIdentity> read_process_identity(int pid, bool* ret_exe_deleted) {
+  if (pid <= 0) return make_error("not_found", "no process " + std::to_string(pid));
+  const std::string dir = "/proc/" + std::to_string(pid);
+  std::ifstream stat(dir + "/stat");
+  std::string line;
+  if (!stat || !std::getline(stat, line)) return make_error("not_found", "no process " + std::to_string(pid));
+  auto close = line.rfind(')');
+  if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z')
+    return make_error("not_found", "process " + std::to_string(pid) + " is a zombie");
+  auto start = parse_proc_stat_start_time(line);
+  if (!start) return make_error("io", dir + "/stat: " + start.error().message);
+
+  char buf[4096];
+  ssize_t n = ::readlink((dir + "/exe").c_str(), buf, sizeof buf - 1);
+  if (n < 0) {
+    int e = errno;
+    return make_error(e == ENOENT ? "not_found" : "io", "readlink " + dir + "/exe: " + errno_text(e));
+  }
+  std::string exe(buf, static_cast<std::size_t>(n));
+  bool deleted = exe.size() > kDeletedSuffix.size() && exe.ends_with(kDeletedSuffix);
+  if (deleted) exe.resize(exe.size() - kDeletedSuffix.size());
+  if (ret_exe_deleted) *ret_exe_deleted = deleted;
+  return ProcessIdentity{pid, *start, exe};
+}
+
+std::string format_pidfile(const ProcessIdentity& id) {
+  std::ostringstream out;
+  out << "pid=" << id.pid << "\nstart_time=" << id.start_time << "\nexe=" << id.exe << "\n";
+  return out.str();
+}
+
+Result<ProcessIdentity> parse_pidfile(std::string_view text) {
+  ProcessIdentity id;
+  bool have_pid = false, have_start = false, have_exe = false;
+  int lineno = 0;
+  while (!text.empty()) {
+    auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    ++lineno;
+    if (line.empty()) continue;
+    auto eq = line.find('=');
+    const std::string where = "pidfile line " + std::to_string(lineno);
+    if (eq == std::string_view::npos) return make_error("parse", where + ": expected key=value");
+    auto key = line.substr(0, eq), value = line.substr(eq + 1);
+    if (key == "pid") {
+      if (!parse_number(value, id.pid) || id.pid <= 0) return make_error("parse", where + ": bad pid");
+      have_pid = true;
+    } else if (key == "start_time") {
+      if (!parse_number(value, id.start_time)) return make_error("parse", where + ": bad start_time");
+      have_start = true;
+    } else if (key == "exe") {
+      if (value.empty() || value.front() != '/') return make_error("parse", where + ": exe must be absolute");
+      id.exe = std::string(value);
+      have_exe = true;
+    } else {
+      return make_error("parse", where + ": unknown key '" + std::string(key) + "'");
+    }
+  }
+  if (!have_pid || !have_start || !have_exe)
+    return make_error("parse", "pidfile lacks pid, start_time or exe");
+  return id;
+}
+
+}  // namespace smha::opensm

@@ -1,0 +1,475 @@
+#include "smha/opensm/supervisor.hpp"
+
+#include <signal.h>
+#include <string.h>
+
+#include <climits>
+#include <cstdlib>
+#include <utility>
+
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+namespace smha::opensm {
+
+namespace asio = boost::asio;
+
+namespace {
+
+std::shared_ptr<spdlog::logger> osm_logger() {
+  auto log = spdlog::get("osm");
+  if (!log) {
+    log = spdlog::default_logger()->clone("osm");
+    spdlog::register_logger(log);
+  }
+  return log;
+}
+
+// OpenSM's fatal start-up messages on stdout/stderr (opensm/main.c,
+// libvendor/osm_vendor_ibumad.c), with what they mean for an operator. Several of
+// these paths end in exit(0), so the exit status alone cannot tell. Order matters:
+// the first needle contained in a line wins.
+struct PermanentLine {
+  std::string_view needle;
+  std::string_view meaning;
+};
+constexpr PermanentLine kPermanentLines[] = {
+    {"Error from osm_opensm_bind", "cannot bind to the port (GUID not on this node, or another SM holds it)"},
+    {"Perhaps another instance of OpenSM is already running",
+     "cannot bind to the port (GUID not on this node, or another SM holds it)"},
+    {"Unable to register class", "cannot register the SM management class (another SM holds the port)"},
+    {"Unable to find requested CA guid", "the port GUID is not on this node"},
+    {"No local ports detected!", "no local InfiniBand port"},
+    {"Error from osm_vendor_get_all_port_attr", "cannot list the local InfiniBand ports"},
+    {"Error from osm_opensm_init_finish", "initialisation failed (e.g. corrupt guid2lid with exit_on_fatal)"},
+    {"Error from osm_opensm_init", "initialisation failed (umad device missing or not accessible)"},
+    {"Invalid GUID specified", "no port GUID given in daemon mode"},
+    {"Permission denied", "permission denied"},
+};
+
+// SYS lines printed only once OpenSM is bound and has swept: fatal start-up
+// messages after one of these are not start-up failures. Not "Entering
+// DISCOVERING state": OpenSM 3.3.23 prints that in osm_opensm_init, before the
+// bind (measured under ibsim: DISCOVERING, then "Error from osm_opensm_bind").
+constexpr std::string_view kCameUpLines[] = {"Entering STANDBY state", "Entering MASTER state", "SUBNET UP"};
+
+constexpr std::size_t kRecentLines = 5;
+
+std::string seconds_text(Duration d) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.3gs", to_ms(d) / 1000.0);
+  return buf;
+}
+
+}  // namespace
+
+std::string_view to_string(SupervisorState state) {
+  switch (state) {
+    case SupervisorState::Stopped: return "stopped";
+    case SupervisorState::Running: return "running";
+    case SupervisorState::Backoff: return "backoff";
+    case SupervisorState::Stopping: return "stopping";
+    case SupervisorState::Failed: return "failed";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(ExitClass c) {
+  switch (c) {
+    case ExitClass::Requested: return "requested";
+    case ExitClass::Crash: return "crash";
+    case ExitClass::Permanent: return "permanent";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(ReloadAction a) {
+  switch (a) {
+    case ReloadAction::Unchanged: return "unchanged";
+    case ReloadAction::Written: return "written";
+    case ReloadAction::Signalled: return "signalled";
+    case ReloadAction::Restarted: return "restarted";
+    case ReloadAction::Retried: return "retried";
+  }
+  return "unknown";
+}
+
+std::string describe_exit(const ExitInfo& exit) {
+  if (exit.signaled) {
+    const char* abbrev = sigabbrev_np(exit.status);
+    return "killed by signal " + std::to_string(exit.status) + " (" + (abbrev ? abbrev : "?") + ")";
+  }
+  if (exit.status < 0) return "exited (status unknown)";
+  return "exited with status " + std::to_string(exit.status);
+}
+
+std::optional<std::string_view> match_permanent_line(std::string_view line) {
+  for (const auto& p : kPermanentLines)
+    if (line.find(p.needle) != std::string_view::npos) return p.meaning;
+  return std::nullopt;
+}
+
+OpensmSupervisor::OpensmSupervisor(asio::io_context& io, const Clock& clock, ProcessRunner& runner,
+                                   FileSystem& fs, SpecFactory make_spec, SupervisorOptions options)
+    : io_(io),
+      clock_(clock),
+      runner_(runner),
+      fs_(fs),
+      make_spec_(std::move(make_spec)),
+      options_(std::move(options)),
+      log_(osm_logger()),
+      backoff_timer_(io),
+      kill_timer_(io) {
+  if (!options_.identify) options_.identify = [](int pid) { return read_process_identity(pid); };
+}
+
+OpensmSupervisor::~OpensmSupervisor() {
+  backoff_timer_.cancel();
+  kill_timer_.cancel();
+  if (status_.pid != 0 && status_.state != SupervisorState::Stopping)
+    log_->info("supervisor going away; OpenSM pid {} keeps running (adoptable)", status_.pid);
+}
+
+std::string OpensmSupervisor::expected_exe() const {
+  if (!options_.expected_exe.empty()) return options_.expected_exe;
+  auto spec = make_spec_();
+  char buf[PATH_MAX];
+  if (::realpath(spec.path.c_str(), buf) == nullptr) return spec.path;
+  return buf;
+}
+
+void OpensmSupervisor::notify() {
+  if (options_.on_change) options_.on_change(status_);
+}
+
+Status OpensmSupervisor::write_conf_if_changed(std::string_view conf_text, bool& ret_changed) {
+  auto current = fs_.read(options_.conf_path);
+  ret_changed = !(current.ok() && *current == conf_text);
+  if (!ret_changed) return Status::Ok();
+  auto st = fs_.write_atomic(options_.conf_path, conf_text, options_.conf_mode);
+  if (!st) {
+    log_->error("cannot write {}: {}", options_.conf_path, st.error().message);
+    return st;
+  }
+  log_->info("wrote {} ({} bytes)", options_.conf_path, conf_text.size());
+  return Status::Ok();
+}
+
+Result<StartReport> OpensmSupervisor::start(std::string_view conf_text) {
+  if (status_.state != SupervisorState::Stopped && status_.state != SupervisorState::Failed)
+    return make_error("busy", std::string("start: supervisor is ") + std::string(to_string(status_.state)));
+  crash_times_.clear();
+  status_.consecutive_crashes = 0;
+  status_.reason.clear();
+
+  auto adopted = try_adopt();
+  if (adopted.ok() && *adopted) {
+    auto current = fs_.read(options_.conf_path);
+    StartReport report{true, !(current.ok() && *current == conf_text)};
+    if (report.conf_differs)
+      log_->warn("adopted OpenSM pid {} runs the previous {}; the new one is not applied until reload",
+                 status_.pid, options_.conf_path);
+    return report;
+  }
+
+  bool changed = false;
+  if (auto st = write_conf_if_changed(conf_text, changed); !st) return st.error();
+  if (auto st = spawn_now(); !st) return st.error();
+  return StartReport{};
+}
+
+Result<bool> OpensmSupervisor::try_adopt() {
+  if (options_.pidfile_path.empty()) return false;
+  auto text = fs_.read(options_.pidfile_path);
+  if (!text) {
+    if (text.error().code != "not_found")
+      log_->warn("cannot read pidfile: {}; starting a new OpenSM", text.error().message);
+    return false;
+  }
+  auto recorded = parse_pidfile(*text);
+  if (!recorded) {
+    log_->warn("ignoring malformed pidfile {}: {}", options_.pidfile_path, recorded.error().message);
+    return false;
+  }
+  auto live = options_.identify(recorded->pid);
+  if (!live) {
+    log_->info("stale pidfile {}: pid {} is gone ({}); starting a new OpenSM", options_.pidfile_path,
+               recorded->pid, live.error().message);
+    return false;
+  }
+  if (live->start_time != recorded->start_time) {
+    log_->info("stale pidfile {}: pid {} is another process (start time {} != {}); starting a new OpenSM",
+               options_.pidfile_path, recorded->pid, live->start_time, recorded->start_time);
+    return false;
+  }
+  const std::string want = expected_exe();
+  if (live->exe != recorded->exe || live->exe != want) {
+    log_->info("stale pidfile {}: pid {} runs {}, expected {}; starting a new OpenSM", options_.pidfile_path,
+               recorded->pid, live->exe, want);
+    return false;
+  }
+  const std::uint64_t run = ++run_;
+  std::weak_ptr<int> alive = alive_;
+  auto st = runner_.adopt(recorded->pid, [this, alive, run](const ExitInfo& exit) {
+    if (!alive.expired()) on_exit(run, exit);
+  });
+  if (!st) {
+    log_->warn("cannot adopt OpenSM pid {}: {}; starting a new OpenSM", recorded->pid, st.error().message);
+    return false;
+  }
+  permanent_.reset();
+  came_up_ = true;  // it ran before we came: no start-up failure to classify
+  recent_lines_.clear();
+  status_.state = SupervisorState::Running;
+  status_.pid = recorded->pid;
+  status_.adopted = true;
+  status_.started_at = clock_.now();
+  status_.next_start_at.reset();
+  log_->info("adopted running OpenSM pid {} ({}), left running by an earlier smhad", status_.pid, live->exe);
+  notify();
+  return true;
+}
+
+Status OpensmSupervisor::spawn_now() {
+  auto spec = make_spec_();
+  if (options_.keep_running_on_exit) spec.parent_death_signal = 0;
+  const std::uint64_t run = ++run_;
+  permanent_.reset();
+  came_up_ = false;
+  recent_lines_.clear();
+  std::weak_ptr<int> alive = alive_;
+  auto pid = runner_.spawn(
+      spec,
+      [this, alive, run](OutputStream stream, std::string_view line) {
+        if (!alive.expired()) on_output(run, stream, line);
+      },
+      [this, alive, run](const ExitInfo& exit) {
+        if (!alive.expired()) on_exit(run, exit);
+      });
+  if (!pid) {
+    fail("cannot start " + spec.path + ": " + pid.error().message);
+    return pid.error();
+  }
+  status_.state = SupervisorState::Running;
+  status_.pid = *pid;
+  status_.adopted = false;
+  status_.started_at = clock_.now();
+  status_.next_start_at.reset();
+  ++status_.spawns;
+  std::string argv;
+  for (const auto& a : spec.argv) argv += (argv.empty() ? "" : " ") + a;
+  log_->info("started OpenSM pid {}: {}", *pid, argv);
+
+  if (!options_.pidfile_path.empty()) {
+    auto id = options_.identify(*pid);
+    Status st = id ? fs_.write_atomic(options_.pidfile_path, format_pidfile(*id), 0644) : Status(id.error());
+    if (!st)
+      log_->warn("cannot record OpenSM pid {} in {}: {} (a smhad restart will not adopt it)", *pid,
+                 options_.pidfile_path, st.error().message);
+  }
+  notify();
+  return Status::Ok();
+}
+
+void OpensmSupervisor::on_output(std::uint64_t run, OutputStream stream, std::string_view line) {
+  if (run != run_) return;
+  if (stream == OutputStream::Stderr)
+    log_->warn("opensm[{}]: {}", status_.pid, line);
+  else
+    log_->info("opensm[{}]: {}", status_.pid, line);
+  if (!came_up_) {
+    for (auto up : kCameUpLines)
+      if (line.find(up) != std::string_view::npos) came_up_ = true;
+    if (!came_up_ && !permanent_) {
+      if (auto meaning = match_permanent_line(line))
+        permanent_ = std::string(*meaning) + " (OpenSM: \"" + std::string(line) + "\")";
+    }
+  }
+  if (line.find_first_not_of(" \t") != std::string_view::npos) {
+    recent_lines_.emplace_back(line);
+    if (recent_lines_.size() > kRecentLines) recent_lines_.pop_front();
+  }
+  if (options_.on_line) options_.on_line(status_.pid, line);
+}
+
+void OpensmSupervisor::on_exit(std::uint64_t run, const ExitInfo& exit) {
+  if (run != run_) return;
+  const TimePoint now = clock_.now();
+  const Duration uptime = status_.started_at ? now - *status_.started_at : Duration{};
+  const std::string what = "OpenSM pid " + std::to_string(exit.pid) + " " + describe_exit(exit) + " after " +
+                           seconds_text(uptime);
+  status_.last_exit = exit;
+  status_.pid = 0;
+  status_.adopted = false;
+  status_.started_at.reset();
+
+  if (status_.state == SupervisorState::Stopping) {
+    kill_timer_.cancel();
+    status_.last_exit_class = ExitClass::Requested;
+    log_->info("{} (stop requested)", what);
+    auto after = std::exchange(after_stop_, AfterStop::Nothing);
+    if (after == AfterStop::Respawn) {
+      (void)spawn_now();  // on failure: Failed, reason set
+    } else if (after == AfterStop::RespawnAsCrash) {
+      status_.last_exit_class = ExitClass::Crash;
+      handle_crash(exit, uptime, what + " (restarted: " + restart_reason_ + ")");
+    } else {
+      status_.state = SupervisorState::Stopped;
+      status_.reason = what;
+      notify();
+    }
+    for (auto& waiter : std::exchange(stop_waiters_, {})) asio::post(io_, std::move(waiter));
+    return;
+  }
+
+  if (permanent_) {
+    status_.last_exit_class = ExitClass::Permanent;
+    fail("permanent failure: " + *permanent_ + "; " + describe_exit(exit) + "; not restarting");
+    return;
+  }
+  if (!exit.signaled && (exit.status == 2 || exit.status == 255)) {
+    status_.last_exit_class = ExitClass::Permanent;
+    std::string last = recent_lines_.empty() ? "" : "; last output: \"" + recent_lines_.back() + "\"";
+    fail("permanent failure: OpenSM rejected its command line or options (" + describe_exit(exit) + ")" + last +
+         "; not restarting");
+    return;
+  }
+  status_.last_exit_class = ExitClass::Crash;
+  handle_crash(exit, uptime, what);
+}
+
+void OpensmSupervisor::handle_crash(const ExitInfo& exit, Duration uptime, const std::string& what) {
+  (void)exit;
+  const TimePoint now = clock_.now();
+  ++status_.crashes;
+  if (uptime >= options_.stable_uptime) status_.consecutive_crashes = 0;
+  ++status_.consecutive_crashes;
+  crash_times_.push_back(now);
+  while (!crash_times_.empty() && now - crash_times_.front() > options_.crash_loop_window) crash_times_.pop_front();
+  std::string last = recent_lines_.empty() ? "" : "; last output: \"" + recent_lines_.back() + "\"";
+  if (static_cast<int>(crash_times_.size()) >= options_.crash_loop_count) {
+    fail("crash loop: " + std::to_string(crash_times_.size()) + " crashes within " +
+         seconds_text(options_.crash_loop_window) + "; last: " + what + last + "; not restarting");
+    return;
+  }
+  Duration delay = options_.backoff_initial;
+  for (int i = 1; i < status_.consecutive_crashes && delay < options_.backoff_max; ++i) delay *= 2;
+  if (delay > options_.backoff_max) delay = options_.backoff_max;
+  status_.current_backoff = delay;
+  status_.state = SupervisorState::Backoff;
+  status_.next_start_at = now + delay;
+  status_.reason = what + last + "; restarting in " + seconds_text(delay);
+  log_->warn("{}", status_.reason);
+  std::weak_ptr<int> alive = alive_;
+  backoff_timer_.expires_after(delay);
+  backoff_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
+    if (ec || alive.expired() || status_.state != SupervisorState::Backoff) return;
+    (void)spawn_now();
+  });
+  notify();
+}
+
+void OpensmSupervisor::fail(std::string reason) {
+  status_.state = SupervisorState::Failed;
+  status_.pid = 0;
+  status_.next_start_at.reset();
+  status_.reason = std::move(reason);
+  log_->error("{}", status_.reason);
+  notify();
+}
+
+void OpensmSupervisor::begin_stop(AfterStop after) {
+  after_stop_ = after;
+  status_.state = SupervisorState::Stopping;
+  const int pid = status_.pid;
+  if (auto st = runner_.kill(pid, SIGTERM); !st)
+    log_->debug("SIGTERM to OpenSM pid {}: {}", pid, st.error().message);
+  std::weak_ptr<int> alive = alive_;
+  const std::uint64_t run = run_;
+  kill_timer_.expires_after(options_.stop_timeout);
+  kill_timer_.async_wait([this, alive, run, pid](const boost::system::error_code& ec) {
+    if (ec || alive.expired() || run != run_ || status_.state != SupervisorState::Stopping) return;
+    log_->warn("OpenSM pid {} did not stop within {} of SIGTERM; sending SIGKILL to its process group", pid,
+               seconds_text(options_.stop_timeout));
+    if (auto st = runner_.kill(pid, SIGKILL); !st)
+      log_->debug("SIGKILL to OpenSM pid {}: {}", pid, st.error().message);
+  });
+  notify();
+}
+
+void OpensmSupervisor::stop(std::function<void()> done) {
+  switch (status_.state) {
+    case SupervisorState::Running:
+      log_->info("stopping OpenSM pid {}", status_.pid);
+      if (done) stop_waiters_.push_back(std::move(done));
+      begin_stop(AfterStop::Nothing);
+      return;
+    case SupervisorState::Stopping:
+      after_stop_ = AfterStop::Nothing;
+      if (done) stop_waiters_.push_back(std::move(done));
+      return;
+    case SupervisorState::Backoff:
+    case SupervisorState::Failed:
+    case SupervisorState::Stopped:
+      backoff_timer_.cancel();
+      if (status_.state != SupervisorState::Stopped) {
+        status_.state = SupervisorState::Stopped;
+        status_.next_start_at.reset();
+        notify();
+      }
+      if (done) asio::post(io_, std::move(done));
+      return;
+  }
+}
+
+Status OpensmSupervisor::restart(std::string reason, bool counts_as_crash) {
+  if (status_.state != SupervisorState::Running)
+    return make_error("not_running", std::string("restart: OpenSM is ") + std::string(to_string(status_.state)));
+  log_->warn("restarting OpenSM pid {}: {}", status_.pid, reason);
+  restart_reason_ = std::move(reason);
+  begin_stop(counts_as_crash ? AfterStop::RespawnAsCrash : AfterStop::Respawn);
+  return Status::Ok();
+}
+
+Result<ReloadAction> OpensmSupervisor::reload(std::string_view conf_text, const ConfChange& change) {
+  bool changed = false;
+  if (auto st = write_conf_if_changed(conf_text, changed); !st) return st.error();
+  if (!changed) {
+    log_->info("reload: {} unchanged; OpenSM left alone", options_.conf_path);
+    return ReloadAction::Unchanged;
+  }
+  switch (status_.state) {
+    case SupervisorState::Failed: {
+      log_->info("reload: {} changed while failed ({}); starting OpenSM again", options_.conf_path, status_.reason);
+      crash_times_.clear();
+      status_.consecutive_crashes = 0;
+      if (auto st = spawn_now(); !st) return st.error();
+      return ReloadAction::Retried;
+    }
+    case SupervisorState::Running:
+      switch (change.kind) {
+        case ConfChangeKind::None:
+          return ReloadAction::Written;
+        case ConfChangeKind::Sighup:
+          if (auto st = runner_.kill(status_.pid, SIGHUP); !st) {
+            log_->warn("reload: SIGHUP to OpenSM pid {} failed: {}", status_.pid, st.error().message);
+            return ReloadAction::Written;  // its exit, if that is why, is being handled
+          }
+          log_->info("reload: sent SIGHUP to OpenSM pid {} to re-read {}", status_.pid, options_.conf_path);
+          return ReloadAction::Signalled;
+        case ConfChangeKind::Restart:
+          log_->info("reload: opensm.conf key '{}' is read only at start; restarting OpenSM pid {}",
+                     change.restart_key, status_.pid);
+          begin_stop(AfterStop::Respawn);
+          return ReloadAction::Restarted;
+      }
+      return ReloadAction::Written;
+    case SupervisorState::Stopping:
+    case SupervisorState::Backoff:
+    case SupervisorState::Stopped:
+      return ReloadAction::Written;  // the next start reads the new file
+  }
+  return ReloadAction::Written;
+}
+
+}  // namespace smha::opensm

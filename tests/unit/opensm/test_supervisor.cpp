@@ -1,0 +1,470 @@
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <memory>
+#include <vector>
+
+#include "process_test_util.hpp"
+#include "smha/opensm/posix_file_system.hpp"
+#include "smha/opensm/posix_process_runner.hpp"
+#include "smha/opensm/supervisor.hpp"
+
+using namespace smha;
+using namespace smha::opensm;
+using namespace smha::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string real(const std::string& path) {
+  char buf[PATH_MAX];
+  REQUIRE(::realpath(path.c_str(), buf) != nullptr);
+  return buf;
+}
+
+// A fake "opensm" that stays up until TERM; HUP prints "got-HUP".
+constexpr const char* kServeScript =
+    "trap 'echo got-HUP' HUP\n"
+    "echo \"argv: $*\"\n"
+    "echo ready\n"
+    "while :; do sleep 30 & wait $!; done\n";
+
+struct Seen {
+  SupervisorStatus status;
+  std::chrono::steady_clock::time_point at;
+};
+
+// One smhad's worth of supervision: a runner and a supervisor on a shared io_context.
+struct Harness {
+  ScratchDir dir;
+  ProcessGuard guard;  // destroyed last: kills whatever is left, by PID
+  boost::asio::io_context io;
+  SteadyClock clock;
+  PosixFileSystem fs;
+  std::string path;  // the fake opensm
+  std::vector<std::string> argv_tail;
+  std::vector<Seen> seen;
+  std::vector<std::string> lines;
+  std::unique_ptr<PosixProcessRunner> runner;
+  std::unique_ptr<OpensmSupervisor> sup;
+
+  std::string conf() const { return dir / "opensm.conf"; }
+  std::string pidfile() const { return dir / "opensm.pid"; }
+
+  SupervisorOptions options() {
+    SupervisorOptions o;
+    o.conf_path = conf();
+    o.backoff_initial = 50ms;
+    o.backoff_max = 400ms;
+    o.stable_uptime = 60s;
+    o.crash_loop_count = 5;
+    o.crash_loop_window = 60s;
+    o.stop_timeout = 2s;
+    return o;
+  }
+
+  void make(SupervisorOptions o) {
+    sup.reset();
+    runner = std::make_unique<PosixProcessRunner>(io);
+    o.on_change = [this](const SupervisorStatus& s) {
+      guard.add(s.pid);
+      seen.push_back({s, std::chrono::steady_clock::now()});
+    };
+    o.on_line = [this](int, std::string_view line) { lines.emplace_back(line); };
+    sup = std::make_unique<OpensmSupervisor>(
+        io, clock, *runner, fs,
+        [this] {
+          ProcessSpec spec{path, {"opensm", "-F", conf(), "-g", "0x0002c90300000001"}, {}, dir.path()};
+          spec.argv.insert(spec.argv.end(), argv_tail.begin(), argv_tail.end());
+          return spec;
+        },
+        std::move(o));
+  }
+
+  // smhad goes away without stopping OpenSM.
+  void forget() {
+    sup.reset();
+    runner.reset();
+  }
+
+  bool wait_state(SupervisorState s, std::chrono::milliseconds timeout = 5000ms) {
+    return run_until(io, [&] { return sup->status().state == s; }, timeout);
+  }
+  std::size_t count_lines(const std::string& l) const { return std::count(lines.begin(), lines.end(), l); }
+  std::vector<Duration> backoffs() const {
+    std::vector<Duration> out;
+    for (const auto& s : seen)
+      if (s.status.state == SupervisorState::Backoff) out.push_back(s.status.current_backoff);
+    return out;
+  }
+};
+
+unsigned mode_of(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+}  // namespace
+
+TEST_CASE("start writes opensm.conf 0600 and a pidfile, and runs the factory's argv", "[supervisor]") {
+  Harness h;
+  h.path = write_script(h.dir, "opensm", kServeScript);
+  h.argv_tail = {"--log_file", "/dev/null"};
+  auto o = h.options();
+  o.pidfile_path = h.pidfile();
+  o.expected_exe = real("/bin/sh");
+  h.make(o);
+  auto r = h.sup->start("sm_key 0x1\n");
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->adopted);
+  const auto& st = h.sup->status();
+  REQUIRE(st.state == SupervisorState::Running);
+  REQUIRE(st.pid > 0);
+  CHECK(st.spawns == 1);
+  CHECK(read_text(h.conf()) == "sm_key 0x1\n");
+  CHECK(mode_of(h.conf()) == 0600);
+  auto id = parse_pidfile(read_text(h.pidfile()));
+  REQUIRE(id.ok());
+  CHECK(id->pid == st.pid);
+  CHECK(id->exe == real("/bin/sh"));
+  CHECK(id->start_time == read_process_identity(st.pid).value().start_time);
+  REQUIRE(run_until(h.io, [&] { return h.count_lines("ready") == 1; }));
+  CHECK(h.count_lines("argv: -F " + h.conf() + " -g 0x0002c90300000001 --log_file /dev/null") == 1);
+  CHECK(h.sup->start("x").error().code == "busy");
+  bool done = false;
+  h.sup->stop([&] { done = true; });
+  REQUIRE(run_until(h.io, [&] { return done; }));
+  CHECK(h.sup->status().state == SupervisorState::Stopped);
+  CHECK(h.sup->status().last_exit_class == ExitClass::Requested);
+}
+
+TEST_CASE("crashes restart with exponential backoff until a crash loop stops it", "[supervisor]") {
+  Harness h;
+  h.path = write_script(h.dir, "opensm", "echo about to crash\nkill -SEGV $$\n");
+  auto o = h.options();
+  o.backoff_initial = 50ms;
+  o.backoff_max = 150ms;
+  o.crash_loop_count = 5;
+  h.make(o);
+  REQUIRE(h.sup->start("conf\n").ok());
+  REQUIRE(h.wait_state(SupervisorState::Failed));
+  const auto& st = h.sup->status();
+  CHECK(st.spawns == 5);
+  CHECK(st.crashes == 5);
+  CHECK(h.backoffs() == std::vector<Duration>{50ms, 100ms, 150ms, 150ms});
+  // Each respawn waited at least its backoff.
+  for (std::size_t i = 0; i + 1 < h.seen.size(); ++i) {
+    if (h.seen[i].status.state != SupervisorState::Backoff) continue;
+    REQUIRE(h.seen[i + 1].status.state == SupervisorState::Running);
+    CHECK(h.seen[i + 1].at - h.seen[i].at >= h.seen[i].status.current_backoff);
+  }
+  CHECK(st.last_exit_class == ExitClass::Crash);
+  CHECK(st.reason.find("crash loop: 5 crashes within 60s") != std::string::npos);
+  CHECK(st.reason.find("killed by signal 11 (SEGV)") != std::string::npos);
+  CHECK(st.reason.find("about to crash") != std::string::npos);
+  CHECK(h.count_lines("about to crash") == 5);
+  // And it stays down.
+  run_for(h.io, 500ms);
+  CHECK(h.sup->status().spawns == 5);
+  CHECK(h.sup->status().state == SupervisorState::Failed);
+}
+
+TEST_CASE("a run that lasted stable_uptime resets the backoff", "[supervisor]") {
+  Harness h;
+  // Runs 1, 2, 4 crash at once; run 3 stays up 0.6 s (longer than stable_uptime) first.
+  h.path = write_script(h.dir, "opensm",
+                        "n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count\n"
+                        "echo run $n\n"
+                        "if [ $n = 3 ]; then sleep 0.6; fi\n"
+                        "if [ $n -ge 5 ]; then while :; do sleep 30 & wait $!; done; fi\n"
+                        "kill -SEGV $$\n");
+  auto o = h.options();
+  o.stable_uptime = 300ms;
+  h.make(o);
+  REQUIRE(h.sup->start("conf\n").ok());
+  REQUIRE(run_until(h.io, [&] { return h.count_lines("run 5") == 1; }));
+  CHECK(h.backoffs() == std::vector<Duration>{50ms, 100ms, 50ms, 100ms});
+  CHECK(h.sup->status().consecutive_crashes == 2);
+  CHECK(h.sup->status().state == SupervisorState::Running);
+}
+
+TEST_CASE("fatal start-up failures are permanent and not restarted", "[supervisor]") {
+  Harness h;
+  std::string body;
+  std::string expect;
+  SECTION("bind failure, exit 0") {
+    body = "echo 'Error from osm_opensm_bind (0x2A)'\necho 'Perhaps another instance of OpenSM is already running'\n"
+           "exit 0\n";
+    expect = "cannot bind to the port";
+  }
+  SECTION("Unable to register class, exit 0") {
+    body = "echo 'osm_vendor_bind: ERR 5426: Unable to register class 129 version 1'\nexit 0\n";
+    expect = "cannot register the SM management class";
+  }
+  SECTION("no local ports, exit 0") {
+    body = "echo\necho 'No local ports detected!'\nexit 0\n";
+    expect = "no local InfiniBand port";
+  }
+  SECTION("bad command line, exit 255") {
+    body = "echo 'ERROR: priority must be between 0 and 15' >&2\nexit 255\n";
+    expect = "rejected its command line";
+  }
+  h.path = write_script(h.dir, "opensm", body);
+  h.make(h.options());
+  REQUIRE(h.sup->start("conf\n").ok());
+  REQUIRE(h.wait_state(SupervisorState::Failed));
+  const auto& st = h.sup->status();
+  CHECK(st.last_exit_class == ExitClass::Permanent);
+  CHECK(st.reason.find(expect) != std::string::npos);
+  CHECK(st.reason.find("not restarting") != std::string::npos);
+  run_for(h.io, 200ms);  // longer than the first backoff
+  CHECK(h.sup->status().spawns == 1);
+  CHECK(h.sup->status().state == SupervisorState::Failed);
+}
+
+TEST_CASE("an unexplained exit 0, or a fatal line after start-up, is a crash", "[supervisor]") {
+  Harness h;
+  SECTION("exit 0 without a fatal line") { h.path = write_script(h.dir, "opensm", "echo bye\nexit 0\n"); }
+  SECTION("fatal-looking line after Entering MASTER state") {
+    h.path = write_script(h.dir, "opensm", "echo 'Entering MASTER state'\necho 'Permission denied'\nexit 1\n");
+  }
+  h.make(h.options());
+  REQUIRE(h.sup->start("conf\n").ok());
+  REQUIRE(run_until(h.io, [&] { return h.sup->status().spawns >= 2; }));
+  CHECK(h.seen.size() >= 2);
+  CHECK(h.backoffs().at(0) == 50ms);
+  CHECK(h.sup->status().crashes >= 1);
+  h.sup->stop();
+}
+
+TEST_CASE("stop sends SIGTERM, then SIGKILL to the whole group after stop_timeout", "[supervisor]") {
+  Harness h;
+  SECTION("OpenSM ignores SIGTERM") {
+    h.path = write_script(h.dir, "opensm", "trap '' TERM\nsleep 30 &\necho \"child $!\"\nwait\nwait\n");
+    auto o = h.options();
+    o.stop_timeout = 300ms;
+    h.make(o);
+    REQUIRE(h.sup->start("conf\n").ok());
+    REQUIRE(run_until(h.io, [&] { return h.lines.size() == 1; }));
+    const int grandchild = std::stoi(h.lines[0].substr(6));
+    bool done = false;
+    const auto t0 = std::chrono::steady_clock::now();
+    h.sup->stop([&] { done = true; });
+    CHECK(h.sup->status().state == SupervisorState::Stopping);
+    REQUIRE(run_until(h.io, [&] { return done; }));
+    const auto took = std::chrono::steady_clock::now() - t0;
+    const double took_ms = std::chrono::duration<double, std::milli>(took).count();
+    WARN("stop with SIGKILL escalation took " << took_ms << " ms");
+    CHECK(took >= 300ms);
+    CHECK(took < 1500ms);
+    const auto& st = h.sup->status();
+    CHECK(st.state == SupervisorState::Stopped);
+    REQUIRE(st.last_exit);
+    CHECK(st.last_exit->signaled);
+    CHECK(st.last_exit->status == SIGKILL);
+    CHECK(run_until(h.io, [&] { return !alive(grandchild); }));
+  }
+  SECTION("OpenSM honours SIGTERM") {
+    h.path = write_script(h.dir, "opensm", kServeScript);
+    h.make(h.options());
+    REQUIRE(h.sup->start("conf\n").ok());
+    REQUIRE(run_until(h.io, [&] { return h.count_lines("ready") == 1; }));
+    bool done = false;
+    const auto t0 = std::chrono::steady_clock::now();
+    h.sup->stop([&] { done = true; });
+    REQUIRE(run_until(h.io, [&] { return done; }));
+    CHECK(std::chrono::steady_clock::now() - t0 < 1s);
+    CHECK(h.sup->status().last_exit->status == SIGTERM);
+    CHECK(h.sup->status().last_exit_class == ExitClass::Requested);
+    CHECK(h.sup->status().state == SupervisorState::Stopped);
+  }
+}
+
+TEST_CASE("a restarted supervisor adopts the OpenSM it left running", "[supervisor]") {
+  Harness h;
+  // A real binary, so /proc/<pid>/exe is /usr/bin/sleep for the process's whole life.
+  auto o = h.options();
+  o.pidfile_path = h.pidfile();
+  auto make_supervisor = [&] {
+    auto oo = o;
+    oo.on_change = [&](const SupervisorStatus& s) { h.guard.add(s.pid); };
+    h.sup = std::make_unique<OpensmSupervisor>(
+        h.io, h.clock, *h.runner, h.fs, [] { return ProcessSpec{"/bin/sleep", {"sleep", "30"}, {}, ""}; }, oo);
+  };
+  h.runner = std::make_unique<PosixProcessRunner>(h.io);
+  make_supervisor();
+  REQUIRE(h.sup->start("conf\n").ok());
+  const int pid = h.sup->status().pid;
+  REQUIRE(pid > 0);
+  REQUIRE(parse_pidfile(read_text(h.pidfile())).value().exe == real("/bin/sleep"));
+
+  auto restart_smhad = [&] {
+    h.forget();
+    h.runner = std::make_unique<PosixProcessRunner>(h.io);
+    make_supervisor();
+  };
+
+  SECTION("live and matching: adopted, same PID") {
+    restart_smhad();
+    REQUIRE(alive(pid));
+    auto r = h.sup->start("conf\n");
+    REQUIRE(r.ok());
+    CHECK(r->adopted);
+    CHECK_FALSE(r->conf_differs);
+    CHECK(h.sup->status().pid == pid);
+    CHECK(h.sup->status().adopted);
+    CHECK(h.sup->status().spawns == 0);
+    // A new file is not applied behind the adopted OpenSM's back.
+    restart_smhad();
+    auto r2 = h.sup->start("conf v2\n");
+    REQUIRE(r2.ok());
+    CHECK(r2->adopted);
+    CHECK(r2->conf_differs);
+    CHECK(read_text(h.conf()) == "conf\n");
+    // The adopted process is stopped and its exit seen.
+    bool done = false;
+    h.sup->stop([&] { done = true; });
+    REQUIRE(run_until(h.io, [&] { return done; }));
+    CHECK_FALSE(alive(pid));
+    CHECK(h.sup->status().state == SupervisorState::Stopped);
+  }
+  SECTION("same PID, other start time (PID reused): not adopted") {
+    auto id = parse_pidfile(read_text(h.pidfile())).value();
+    id.start_time += 1;
+    REQUIRE(h.fs.write_atomic(h.pidfile(), format_pidfile(id), 0644).ok());
+    restart_smhad();
+    auto r = h.sup->start("conf\n");
+    REQUIRE(r.ok());
+    CHECK_FALSE(r->adopted);
+    CHECK(h.sup->status().pid != pid);
+    CHECK(h.sup->status().spawns == 1);
+    CHECK(parse_pidfile(read_text(h.pidfile())).value().pid == h.sup->status().pid);  // replaced
+  }
+  SECTION("live process, other executable: not adopted") {
+    auto me = read_process_identity(::getpid()).value();  // this test binary, not sleep
+    REQUIRE(h.fs.write_atomic(h.pidfile(), format_pidfile(me), 0644).ok());
+    restart_smhad();
+    auto r = h.sup->start("conf\n");
+    REQUIRE(r.ok());
+    CHECK_FALSE(r->adopted);
+    CHECK(h.sup->status().pid != ::getpid());
+  }
+  SECTION("dead PID or garbage: not adopted") {
+    const bool garbage = GENERATE(false, true);
+    REQUIRE(h.fs.write_atomic(h.pidfile(),
+                              garbage ? "nonsense\n" : format_pidfile({999999999, 1, real("/bin/sleep")}), 0644)
+                .ok());
+    restart_smhad();
+    auto r = h.sup->start("conf\n");
+    REQUIRE(r.ok());
+    CHECK_FALSE(r->adopted);
+    CHECK(h.sup->status().spawns == 1);
+  }
+}
+
+TEST_CASE("reload writes only a changed file, then SIGHUPs or restarts", "[supervisor]") {
+  Harness h;
+  h.path = write_script(h.dir, "opensm", kServeScript);
+  h.make(h.options());
+  REQUIRE(h.sup->start("sm_priority 1\n").ok());
+  const int pid = h.sup->status().pid;
+  REQUIRE(run_until(h.io, [&] { return h.count_lines("ready") == 1; }));
+
+  auto same = h.sup->reload("sm_priority 1\n", {ConfChangeKind::Sighup, ""});
+  REQUIRE(same.ok());
+  CHECK(*same == ReloadAction::Unchanged);
+
+  auto hup = h.sup->reload("sm_priority 2\n", {ConfChangeKind::Sighup, ""});
+  REQUIRE(hup.ok());
+  CHECK(*hup == ReloadAction::Signalled);
+  REQUIRE(run_until(h.io, [&] { return h.count_lines("got-HUP") == 1; }));
+  CHECK(read_text(h.conf()) == "sm_priority 2\n");
+  CHECK(mode_of(h.conf()) == 0600);
+  CHECK(h.sup->status().pid == pid);
+
+  auto none = h.sup->reload("# comment\nsm_priority 2\n", {ConfChangeKind::None, ""});
+  REQUIRE(none.ok());
+  CHECK(*none == ReloadAction::Written);
+  CHECK(read_text(h.conf()) == "# comment\nsm_priority 2\n");
+
+  auto restart = h.sup->reload("routing_engine updn\n", {ConfChangeKind::Restart, "routing_engine"});
+  REQUIRE(restart.ok());
+  CHECK(*restart == ReloadAction::Restarted);
+  REQUIRE(run_until(h.io, [&] {
+    return h.sup->status().state == SupervisorState::Running && h.sup->status().pid != pid;
+  }));
+  CHECK(h.sup->status().spawns == 2);
+  CHECK(h.sup->status().last_exit_class == ExitClass::Requested);
+  CHECK(h.sup->status().crashes == 0);
+  CHECK(h.count_lines("got-HUP") == 1);  // the unchanged reload sent nothing
+  REQUIRE(run_until(h.io, [&] { return h.count_lines("ready") == 2; }));
+}
+
+TEST_CASE("a changed file after a permanent failure starts OpenSM again", "[supervisor]") {
+  Harness h;
+  // $2 is the -F argument (argv: opensm -F <conf> -g <guid>).
+  h.path = write_script(h.dir, "opensm",
+                        "if grep -q good \"$2\"; then echo ready; while :; do sleep 30 & wait $!; done; fi\n"
+                        "echo 'Error from osm_opensm_bind (0x2A)'\nexit 0\n");
+  h.make(h.options());
+  REQUIRE(h.sup->start("guid bad\n").ok());
+  REQUIRE(h.wait_state(SupervisorState::Failed));
+  auto r = h.sup->reload("guid good\n", {ConfChangeKind::Restart, "guid"});
+  REQUIRE(r.ok());
+  CHECK(*r == ReloadAction::Retried);
+  REQUIRE(run_until(h.io, [&] { return h.count_lines("ready") == 1; }));
+  CHECK(h.sup->status().state == SupervisorState::Running);
+}
+
+TEST_CASE("the caller can force a restart, counted as a crash or not", "[supervisor]") {
+  Harness h;
+  h.path = write_script(h.dir, "opensm", kServeScript);
+  h.make(h.options());
+  CHECK(h.sup->restart("x", false).error().code == "not_running");
+  REQUIRE(h.sup->start("conf\n").ok());
+  const int first = h.sup->status().pid;
+  REQUIRE(h.sup->restart("local SM does not answer SMInfo", true).ok());
+  REQUIRE(h.wait_state(SupervisorState::Backoff));
+  CHECK(h.sup->status().reason.find("local SM does not answer SMInfo") != std::string::npos);
+  REQUIRE(h.wait_state(SupervisorState::Running));
+  const int second = h.sup->status().pid;
+  CHECK(second != first);
+  CHECK(h.sup->status().crashes == 1);
+  REQUIRE(h.sup->restart("operator asked", false).ok());
+  REQUIRE(run_until(h.io, [&] {
+    return h.sup->status().state == SupervisorState::Running && h.sup->status().pid != second;
+  }));
+  CHECK(h.sup->status().crashes == 1);
+  CHECK(h.backoffs().size() == 1);
+}
+
+TEST_CASE("an OpenSM that cannot be executed is a permanent failure", "[supervisor]") {
+  Harness h;
+  h.path = h.dir / "no-such-opensm";
+  h.make(h.options());
+  auto r = h.sup->start("conf\n");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == "exec");
+  CHECK(h.sup->status().state == SupervisorState::Failed);
+  CHECK(h.sup->status().reason.find("no-such-opensm") != std::string::npos);
+  CHECK(read_text(h.conf()) == "conf\n");
+}
+
+TEST_CASE("exit descriptions and the fatal-line table", "[supervisor]") {
+  CHECK(describe_exit({1, false, 1}) == "exited with status 1");
+  CHECK(describe_exit({1, true, 11}) == "killed by signal 11 (SEGV)");
+  CHECK(describe_exit({1, false, -1}) == "exited (status unknown)");
+  CHECK(match_permanent_line("Error from osm_opensm_init_finish: IB_ERROR.").value().find("guid2lid") !=
+        std::string_view::npos);
+  CHECK(match_permanent_line("Error from osm_opensm_init: IB_ERROR.").value().find("umad") !=
+        std::string_view::npos);
+  CHECK_FALSE(match_permanent_line("Entering MASTER state").has_value());
+}
