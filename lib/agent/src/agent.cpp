@@ -9,7 +9,10 @@ namespace {
 mad::RequestOptions request_for(const AgentConfig& cfg) {
   if (cfg.request) return *cfg.request;
   mad::RequestOptions o;
-  o.timeout = cfg.policy.poll_interval / 4;
+  // Short attempts: an SMInfo round trip takes microseconds on hardware and a
+  // few milliseconds under ibsim; a round of three attempts stays well inside
+  // the interval.
+  o.timeout = std::clamp<Duration>(cfg.policy.poll_interval / 10, milliseconds(5), milliseconds(25));
   o.retries = 2;
   return o;
 }
@@ -120,9 +123,10 @@ void Agent::finish_round() {
   round->obs.process = opensm_.state();
   round->obs.local_port = local_port_ ? local_port_() : sm::PortState::Up;
   for (auto& p : round->obs.peers) p.port = peer_port_ ? peer_port_(p.guid) : sm::PortState::Unknown;
-  step(round->obs);
+  const bool soon = step(round->obs);
   if (!running_ || poll_timer_) return;
-  const TimePoint next = std::max(sched_.now(), round_started_ + cfg_.policy.poll_interval);
+  const TimePoint next = soon ? sched_.now() + cfg_.policy.poll_interval / 10
+                              : std::max(sched_.now(), round_started_ + cfg_.policy.poll_interval);
   std::weak_ptr<int> alive = alive_;
   poll_timer_ = sched_.schedule_at(next, [this, alive] {
     if (alive.expired()) return;
@@ -130,8 +134,10 @@ void Agent::finish_round() {
   });
 }
 
-void Agent::step(const sm::Observation& obs) {
-  apply(machine_.step(obs, sched_.now()));
+bool Agent::step(const sm::Observation& obs) {
+  auto d = machine_.step(obs, sched_.now());
+  apply(d);
+  return d.poll_soon;
 }
 
 void Agent::arm_wakeup(std::optional<TimePoint> t) {

@@ -62,6 +62,20 @@ Status ProcessOpensmControl::start(std::uint8_t priority) {
   return Status::Ok();
 }
 
+Status ProcessOpensmControl::adopt(int pid, std::uint8_t priority) {
+  if (pid_) return make_error("running", "OpenSM already runs as pid " + std::to_string(*pid_));
+  std::weak_ptr<int> alive = alive_;
+  auto st = runner_.adopt(pid, [this, alive](const opensm::ExitInfo& e) {
+    if (!alive.expired()) exited(e.pid);
+  });
+  if (!st.ok()) return st;
+  pid_ = pid;
+  priority_ = priority;
+  stopping_ = false;
+  state_ = sm::ProcessState::Running;
+  return Status::Ok();
+}
+
 Status ProcessOpensmControl::stop(bool force) {
   start_after_exit_.reset();
   if (!pid_) {

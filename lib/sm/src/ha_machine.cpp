@@ -420,7 +420,10 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
     }
     return;
   }
-  if (!r.local.info) return;  // nothing more to decide without our own SM's view
+  if (!r.local.info) {  // nothing more to decide without our own SM's view
+    c.d.poll_soon = true;
+    return;
+  }
 
   const SmState ls = r.local.info->state;
   switch (role_) {
@@ -477,6 +480,7 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
     ++no_master_rounds_;
   }
 
+  c.d.poll_soon = !r.local.info || (!master_seen_ && role_ != Role::Master);
   if (role_ == Role::Standby) consider_takeover(r, now, c);
   if (role_ == Role::Master) consider_split_brain(r, now, c);
   else dual_since_.reset();

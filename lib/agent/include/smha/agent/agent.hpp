@@ -24,8 +24,8 @@ struct PeerAddress {
 struct AgentConfig {
   sm::HaPolicy policy;
   std::vector<PeerAddress> peers;
-  // Per query. Default (unset timeout): poll_interval / 4 per attempt, 2 retries,
-  // so a round ends before the next one starts.
+  // Per query. Default: poll_interval / 10 per attempt (5..25 ms), 2 retries,
+  // so a round ends well before the next one starts.
   std::optional<mad::RequestOptions> request;
 };
 
@@ -60,7 +60,7 @@ class Agent {
   struct Round;
   void begin_round();
   void finish_round();
-  void step(const sm::Observation& obs);
+  bool step(const sm::Observation& obs);  // true: poll again soon
   void apply(const sm::Decision& d);
   void arm_wakeup(std::optional<TimePoint> t);
 

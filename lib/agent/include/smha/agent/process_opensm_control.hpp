@@ -51,6 +51,9 @@ class ProcessOpensmControl final : public OpensmControl {
   Status stop(bool force) override;
   Status restart(std::uint8_t priority, bool force) override;
   Status set_priority(std::uint8_t priority) override;
+  // Takes over a running OpenSM this object did not start (smhad restarted),
+  // rendered at `priority`. Error if the runner does not know the pid.
+  Status adopt(int pid, std::uint8_t priority);
   sm::ProcessState state() const override { return state_; }
   void set_exit_handler(ExitHandler h) override { on_exit_ = std::move(h); }
 

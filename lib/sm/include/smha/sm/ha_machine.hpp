@@ -124,6 +124,11 @@ using Action = std::variant<SendDiscover, StartOpensm, StopOpensm, RestartOpensm
 struct Decision {
   std::vector<Action> actions;
   std::optional<TimePoint> next_wakeup;  // step(Tick{}) no later than this
+  // Set after a poll round in which the master (or our own SM) did not answer:
+  // the next round should start at once instead of after the poll interval, so
+  // the required rounds are collected quickly. Loss tolerance is unchanged: it
+  // is counted in rounds.
+  bool poll_soon = false;
 };
 
 // ---- The machine ----------------------------------------------------------
