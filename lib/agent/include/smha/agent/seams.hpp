@@ -1,0 +1,58 @@
+// The narrow seams the agent acts through. The daemon implements them on asio,
+// systemd and the real OpenSM supervisor; the simulated fabric on its virtual clock.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "smha/core/clock.hpp"
+#include "smha/core/result.hpp"
+#include "smha/sm/ha_machine.hpp"
+
+namespace smha::agent {
+
+// Timers. Callbacks run on the owner's single event loop, never from inside
+// schedule_at(). cancel() of an unknown or fired id is a no-op.
+class Scheduler {
+ public:
+  using TimerId = std::uint64_t;
+  virtual ~Scheduler() = default;
+  virtual TimePoint now() const = 0;
+  virtual TimerId schedule_at(TimePoint when, std::function<void()> fn) = 0;
+  virtual void cancel(TimerId id) = 0;
+};
+
+// The local OpenSM process. Every call returns at once; the effect shows in
+// state() and in SMInfo polls. On failure nothing changed and Error says why.
+class OpensmControl {
+ public:
+  using ExitHandler = std::function<void()>;
+  virtual ~OpensmControl() = default;
+  // Renders the config with `priority` and spawns OpenSM. Error "running" if it runs.
+  virtual Status start(std::uint8_t priority) = 0;
+  // SIGTERM (escalating to SIGKILL) or, with force, SIGKILL at once.
+  virtual Status stop(bool force) = 0;
+  // stop(force) then start(priority) once the old process is gone.
+  virtual Status restart(std::uint8_t priority, bool force) = 0;
+  // Renders the config with `priority` and SIGHUPs a running OpenSM.
+  virtual Status set_priority(std::uint8_t priority) = 0;
+  // Running from spawn until exit; Stopped after stop(); Exited after an exit
+  // nobody asked for.
+  virtual sm::ProcessState state() const = 0;
+  // Called (on the event loop) when OpenSM ends without stop()/restart().
+  virtual void set_exit_handler(ExitHandler on_unexpected_exit) = 0;
+};
+
+// Where events, alarms and hooks go (journal, metrics, hook runner).
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void event(const sm::RecordEvent& e, TimePoint at) = 0;
+  virtual void alarm(const sm::RaiseAlarm& a, TimePoint at) = 0;
+  virtual void clear(const sm::ClearAlarm& a, TimePoint at) = 0;
+  virtual void hook(const sm::RunHook& h, TimePoint at) = 0;
+  // Adapter failures (an action that could not be carried out).
+  virtual void error(const Error& e, TimePoint at) = 0;
+};
+
+}  // namespace smha::agent

@@ -1,0 +1,101 @@
+// Cluster: N head nodes, each running smhad (agent::Agent + ProcessOpensmControl)
+// beside a simulated OpenSM, plus one observer node (a third node that only
+// queries SMInfo), on one Fabric. The scenario and property tests drive it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "smha/agent/agent.hpp"
+#include "smha/agent/process_opensm_control.hpp"
+#include "smha/sim/fabric.hpp"
+
+namespace smha::sim {
+
+struct ClusterParams {
+  int heads = 2;
+  sm::FailbackMode failback = sm::FailbackMode::Sticky;
+  Duration poll_interval = milliseconds(100);
+  int misses = 3;
+  Duration takeover_bound = milliseconds(1000);
+  Duration preempt_hold_down = seconds(5);
+  Duration start_grace = seconds(2);
+  std::uint8_t base_priority = 10;
+  agent::MinimalConf opensm_conf;     // OpenSM's own polling stays at its defaults
+  FabricParams fabric;
+  Duration observer_interval = milliseconds(5);  // third-node SMInfo polling; 0: off
+};
+
+// One event, alarm or error an smhad reported.
+struct HeadRecord {
+  TimePoint at;
+  std::string what;    // "event", "alarm", "clear", "hook", "error"
+  std::string kind;
+  std::string detail;
+};
+
+class Cluster {
+ public:
+  Cluster(std::uint64_t seed, ClusterParams params = {});
+  ~Cluster();
+
+  Fabric& fabric() { return fabric_; }
+  const Fabric& fabric() const { return fabric_; }
+  EventQueue& queue() { return fabric_.queue(); }
+  TimePoint now() const;
+  const ClusterParams& params() const { return params_; }
+
+  int heads() const { return static_cast<int>(heads_.size()); }
+  NodeId head(int i) const;
+  NodeId observer() const { return observer_; }
+  // Head index whose node runs this GUID's OpenSM, or -1.
+  int head_of(Guid g) const;
+
+  void start_smhad(int i);
+  void start_all_smhad();
+  // smhad dies (its OpenSM keeps running, as with a real crash of smhad).
+  void crash_smhad(int i);
+  bool smhad_up(int i) const;
+  agent::Agent* agent(int i);
+  const std::vector<HeadRecord>& records(int i) const;
+  int count_events(int i, const std::string& kind) const;
+
+  void run_for(Duration d);
+  // Runs until pred() holds or `limit` passes; true if it held.
+  bool run_until(const std::function<bool()>& pred, Duration limit);
+
+  // The third node's view, refreshed every observer_interval by SMInfo Gets by
+  // LID to every head: GUIDs that answered MASTER in the latest complete sweep.
+  std::vector<Guid> observed_masters() const { return observed_; }
+  // First time (after `since`) the observer saw a MASTER other than `old`.
+  std::optional<TimePoint> first_new_master_seen(TimePoint since, std::optional<Guid> old) const;
+
+  // Invariant bookkeeping, updated after every event: total time with two or more
+  // active MASTERs, and the longest single stretch.
+  Duration dual_master_total() const { return dual_total_; }
+  Duration dual_master_longest() const { return dual_longest_; }
+  void reset_dual_master_stats() { dual_total_ = dual_longest_ = Duration{}; }
+
+ private:
+  struct Head;
+  struct Sink;
+  void observe_loop();
+  void track();
+
+  ClusterParams params_;
+  Fabric fabric_;
+  std::vector<std::unique_ptr<Head>> heads_;
+  NodeId observer_ = 0;
+  std::vector<Guid> observed_;
+  std::vector<std::pair<TimePoint, std::vector<Guid>>> observed_log_;
+  std::optional<TimePoint> dual_since_;
+  Duration dual_total_{};
+  Duration dual_longest_{};
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+};
+
+}  // namespace smha::sim

@@ -1,0 +1,118 @@
+// The in-process simulated fabric: nodes on one switch, each with one port (GUID,
+// LID, link state, MAD loss and delay), an in-memory file system, a process runner
+// that can run a simulated "opensm", and a MadTransport bound to the node.
+//
+// The simulated OpenSM behaves like OpenSM 3.3.x for SMInfo (internals §2-3):
+//   - start: DISCOVERING; a master that answers is found `discover_check` into the
+//     sweep (-> STANDBY, polling it), otherwise MASTER after `discover_full`;
+//   - STANDBY polls its master every sminfo_polling_timeout and gives up after
+//     polling_retry_number failures (-> DISCOVERING); it sends trap 144 to a
+//     master of lower priority;
+//   - MASTER light-sweeps every sweep_interval; a higher remote SM (or trap 144, a
+//     SIGHUP, a SIGCONT, a HANDOVER) makes it heavy-sweep and, if a higher SM
+//     exists, hand over (HANDOVER to it, itself STANDBY); its port going down makes
+//     it DISCOVERING until the port comes back;
+//   - SubnSet(SMInfo): payload state must be MASTER (else status 0x0700); per state
+//     DISCOVERING accepts HANDOVER, STANDBY accepts DISCOVER (sweep), HANDOVER
+//     (MASTER at once), DISABLE (NOTACTIVE), ACKNOWLEDGE; NOTACTIVE accepts STANDBY;
+//     MASTER accepts only HANDOVER (forced sweep, stays MASTER); all else 0x0700;
+//   - reads sm_priority, sm_key and the polling keys from its -F file at start and
+//     on SIGHUP/SIGCONT; SIGSTOP freezes it (no answers, timers held), SIGCONT
+//     resumes it, SIGTERM/SIGKILL end it (SIGTERM waits for SIGCONT if stopped).
+// Everything runs on one EventQueue; randomness comes from one seeded mt19937_64.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "smha/core/sminfo.hpp"
+#include "smha/core/types.hpp"
+#include "smha/mad/transport.hpp"
+#include "smha/opensm/file_system.hpp"
+#include "smha/opensm/process_runner.hpp"
+#include "smha/sim/event_queue.hpp"
+
+namespace smha::sim {
+
+// Calibrated on DESIGN.md's ibsim measurements: DISCOVER after a kill gives a
+// MASTER ~90 ms later; DISCOVER with a live master returns to STANDBY in ~45 ms.
+struct SmTiming {
+  Duration startup = milliseconds(10);         // spawn -> answers SMInfo
+  Duration discover_check = milliseconds(45);  // a live master is found by then
+  Duration discover_full = milliseconds(90);   // no master: MASTER after this
+  Duration handover_sweep = milliseconds(25);  // heavy sweep before HANDOVER
+  Duration link_retry = milliseconds(100);     // discovery with own port down: retry
+  int transaction_attempts = 4;                // OpenSM's own queries (1 + 3 retries)
+};
+
+struct FabricParams {
+  Duration hop_delay = microseconds(20);  // per port traversal
+  SmTiming sm;
+};
+
+using NodeId = int;
+
+class Fabric {
+ public:
+  explicit Fabric(std::uint64_t seed, FabricParams params = {});
+  ~Fabric();
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  EventQueue& queue();
+  const EventQueue& queue() const;
+  std::mt19937_64& rng();
+  const FabricParams& params() const;
+
+  // Attaches a node to the next switch port (node i is on port i + 1).
+  NodeId add_node(std::string name, Guid port_guid, Lid lid);
+  std::size_t node_count() const;
+  const std::string& name(NodeId n) const;
+  Guid guid(NodeId n) const;
+  Lid lid(NodeId n) const;
+  // Directed route from any node to `target`: out of the node's port, one hop
+  // through the switch, out of the switch port of `target`.
+  DrPath dr_path(NodeId target) const;
+
+  void set_link(NodeId n, bool up);
+  bool link_up(NodeId n) const;
+  // Probability that a MAD is lost at each traversal of this node's port.
+  void set_loss(NodeId n, double p);
+  void set_extra_delay(NodeId n, Duration d);
+
+  // Seams bound to a node. References live as long as the fabric.
+  mad::MadTransport& transport(NodeId n);
+  opensm::ProcessRunner& runner(NodeId n);
+  opensm::FileSystem& fs(NodeId n);
+
+  // Ground truth about the node's simulated OpenSM, if one runs there.
+  struct SmView {
+    int pid = 0;
+    Guid guid;
+    SmState state = SmState::NotActive;
+    std::uint8_t priority = 0;
+    bool stopped = false;
+    std::uint32_t act_count = 0;
+  };
+  std::optional<SmView> sm(NodeId n) const;
+  // Nodes whose OpenSM runs, is not stopped and is MASTER.
+  std::vector<NodeId> active_masters() const;
+  // Sends a signal to the node's OpenSM. False if none runs there.
+  bool signal_opensm(NodeId n, int sig);
+
+  // SubnSet(SMInfo) MADs that reached an SM in MASTER state from smha (not from
+  // another SM). smha must never send one.
+  std::uint64_t sets_to_master() const;
+  // Handovers OpenSM performed on its own (master -> higher SM).
+  std::uint64_t handovers() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace smha::sim

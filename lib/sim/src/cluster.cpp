@@ -1,0 +1,181 @@
+#include "smha/sim/cluster.hpp"
+
+#include <algorithm>
+
+namespace smha::sim {
+
+struct Cluster::Sink final : agent::EventSink {
+  std::vector<HeadRecord>* out;
+  void event(const sm::RecordEvent& e, TimePoint at) override {
+    out->push_back({at, "event", std::string(sm::to_string(e.kind)), e.reason + " | " + e.evidence});
+  }
+  void alarm(const sm::RaiseAlarm& a, TimePoint at) override {
+    out->push_back({at, "alarm", std::string(sm::to_string(a.kind)), a.detail});
+  }
+  void clear(const sm::ClearAlarm& a, TimePoint at) override {
+    out->push_back({at, "clear", std::string(sm::to_string(a.kind)), ""});
+  }
+  void hook(const sm::RunHook& h, TimePoint at) override {
+    out->push_back({at, "hook", h.event,
+                    std::string(to_string(h.old_state)) + "->" + std::string(to_string(h.new_state))});
+  }
+  void error(const Error& e, TimePoint at) override {
+    out->push_back({at, "error", e.code, e.message});
+  }
+};
+
+struct Cluster::Head {
+  NodeId node = 0;
+  agent::AgentConfig cfg;
+  std::unique_ptr<agent::ProcessOpensmControl> control;
+  std::unique_ptr<agent::Agent> agent;
+  Sink sink;
+  std::vector<HeadRecord> records;
+};
+
+Cluster::Cluster(std::uint64_t seed, ClusterParams params)
+    : params_(params), fabric_(seed, params.fabric) {
+  const int n = std::max(2, params_.heads);
+  for (int i = 0; i < n; ++i) {
+    auto h = std::make_unique<Head>();
+    h->node = fabric_.add_node("head" + std::string(i < 9 ? "0" : "") + std::to_string(i + 1),
+                               Guid{0x0002c90300000010ULL + 0x10ULL * static_cast<unsigned>(i)},
+                               Lid{static_cast<std::uint16_t>(i + 1)});
+    h->sink.out = &h->records;
+    heads_.push_back(std::move(h));
+  }
+  observer_ = fabric_.add_node("node01", Guid{0x0002c90300000900ULL}, Lid{100});
+  for (int i = 0; i < n; ++i) {
+    auto& h = *heads_[i];
+    sm::HaPolicy& p = h.cfg.policy;
+    p.node_name = fabric_.name(h.node);
+    p.own_guid = fabric_.guid(h.node);
+    p.poll_interval = params_.poll_interval;
+    p.misses = params_.misses;
+    p.failback = params_.failback;
+    p.takeover_bound = params_.takeover_bound;
+    p.preempt_hold_down = params_.preempt_hold_down;
+    p.start_grace = params_.start_grace;
+    p.base_priority = params_.base_priority;
+    for (int j = 0; j < n; ++j) {
+      if (j == i) continue;
+      const NodeId o = heads_[j]->node;
+      p.peers.push_back(sm::PeerSpec{fabric_.name(o), fabric_.guid(o)});
+      h.cfg.peers.push_back(agent::PeerAddress{fabric_.guid(o), fabric_.lid(o), fabric_.dr_path(o)});
+    }
+  }
+  if (params_.observer_interval > Duration{0}) observe_loop();
+}
+
+Cluster::~Cluster() {
+  alive_.reset();
+  for (auto& h : heads_) h->agent.reset();
+}
+
+TimePoint Cluster::now() const { return fabric_.queue().now(); }
+NodeId Cluster::head(int i) const { return heads_[i]->node; }
+bool Cluster::smhad_up(int i) const { return heads_[i]->agent != nullptr; }
+agent::Agent* Cluster::agent(int i) { return heads_[i]->agent.get(); }
+const std::vector<HeadRecord>& Cluster::records(int i) const { return heads_[i]->records; }
+
+int Cluster::head_of(Guid g) const {
+  for (std::size_t i = 0; i < heads_.size(); ++i)
+    if (fabric_.guid(heads_[i]->node) == g) return static_cast<int>(i);
+  return -1;
+}
+
+void Cluster::start_smhad(int i) {
+  auto& h = *heads_[i];
+  if (h.agent) return;
+  agent::OpensmLaunch launch;
+  launch.binary = "/usr/sbin/opensm";
+  launch.conf_path = "/etc/opensm/opensm.conf";
+  launch.guid = fabric_.guid(h.node);
+  const auto conf = params_.opensm_conf;
+  h.control = std::make_unique<agent::ProcessOpensmControl>(
+      fabric_.runner(h.node), fabric_.fs(h.node), fabric_.queue(), launch,
+      [conf](std::uint8_t prio) { return agent::render_minimal_conf(conf, prio); });
+  if (auto sm = fabric_.sm(h.node)) (void)h.control->adopt(sm->pid, sm->priority);
+  h.agent = std::make_unique<agent::Agent>(h.cfg, fabric_.queue(), fabric_.transport(h.node),
+                                           *h.control, h.sink);
+  const NodeId node = h.node;
+  Fabric* f = &fabric_;
+  h.agent->set_local_port([f, node] { return f->link_up(node) ? sm::PortState::Up : sm::PortState::Down; });
+  h.agent->start();
+}
+
+void Cluster::start_all_smhad() {
+  for (int i = 0; i < heads(); ++i) start_smhad(i);
+}
+
+void Cluster::crash_smhad(int i) {
+  auto& h = *heads_[i];
+  h.agent.reset();
+  h.control.reset();
+}
+
+int Cluster::count_events(int i, const std::string& kind) const {
+  return static_cast<int>(std::count_if(heads_[i]->records.begin(), heads_[i]->records.end(),
+                                        [&](const HeadRecord& r) { return r.kind == kind; }));
+}
+
+void Cluster::track() {
+  const bool dual = fabric_.active_masters().size() >= 2;
+  if (dual && !dual_since_) dual_since_ = now();
+  if (!dual && dual_since_) {
+    const auto d = now() - *dual_since_;
+    dual_total_ += d;
+    dual_longest_ = std::max(dual_longest_, d);
+    dual_since_.reset();
+  }
+}
+
+void Cluster::run_for(Duration d) {
+  run_until([] { return false; }, d);
+}
+
+bool Cluster::run_until(const std::function<bool()>& pred, Duration limit) {
+  return queue().run_until(now() + limit, [&] {
+    track();
+    return pred();
+  });
+}
+
+void Cluster::observe_loop() {
+  struct Sweep {
+    int outstanding = 0;
+    std::vector<Guid> masters;
+  };
+  auto sweep = std::make_shared<Sweep>();
+  sweep->outstanding = heads();
+  std::weak_ptr<int> alive = alive_;
+  mad::RequestOptions o;
+  o.timeout = params_.observer_interval;
+  o.retries = 0;
+  for (const auto& h : heads_) {
+    fabric_.transport(observer_).get_sminfo(
+        fabric_.lid(h->node), o, [this, alive, sweep](Result<mad::SmInfoReply> r) {
+          if (alive.expired()) return;
+          if (r.ok() && r->info.state == SmState::Master) sweep->masters.push_back(r->info.guid);
+          if (--sweep->outstanding > 0) return;
+          std::sort(sweep->masters.begin(), sweep->masters.end());
+          if (observed_log_.empty() || observed_log_.back().second != sweep->masters)
+            observed_log_.emplace_back(now(), sweep->masters);
+          observed_ = sweep->masters;
+        });
+  }
+  queue().schedule_in(params_.observer_interval, [this, alive] {
+    if (!alive.expired()) observe_loop();
+  });
+}
+
+std::optional<TimePoint> Cluster::first_new_master_seen(TimePoint since, std::optional<Guid> old) const {
+  for (const auto& [at, masters] : observed_log_) {
+    if (at < since) continue;
+    for (const auto& g : masters)
+      if (!old || g != *old) return at;
+  }
+  return std::nullopt;
+}
+
+}  // namespace smha::sim

@@ -1,0 +1,625 @@
+#include "smha/sim/fabric.hpp"
+
+#include <algorithm>
+#include <csignal>
+#include <map>
+#include <sstream>
+
+namespace smha::sim {
+
+namespace {
+
+// OpenSM's Set-rejection status as it goes on the wire (internals §2.1 quirk).
+constexpr std::uint16_t kStatusRejected = 0x0700;
+
+struct Conf {
+  std::uint8_t priority = 0;
+  std::uint64_t sm_key = 1;
+  Duration poll_timeout = milliseconds(10000);
+  int retry_number = 4;
+  Duration sweep_interval = seconds(10);
+};
+
+// Reads the keys the simulated OpenSM knows from an opensm.conf text; unknown
+// keys are ignored, as OpenSM does ("Unrecognized token").
+Conf parse_conf(const std::string& text) {
+  Conf c;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string key, value;
+    if (!(ls >> key >> value) || key[0] == '#') continue;
+    try {
+      if (key == "sm_priority") c.priority = static_cast<std::uint8_t>(std::min(15UL, std::stoul(value)));
+      else if (key == "sm_key") c.sm_key = std::stoull(value, nullptr, 0);
+      else if (key == "sminfo_polling_timeout") c.poll_timeout = milliseconds(std::stoul(value));
+      else if (key == "polling_retry_number") c.retry_number = std::stoi(value);
+      else if (key == "sweep_interval") c.sweep_interval = seconds(std::stoul(value));
+    } catch (...) {
+      // OpenSM keeps its default on a bad value.
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+struct Fabric::Impl {
+  struct Sm {
+    int pid = 0;
+    NodeId node = 0;
+    Guid guid;
+    std::string conf_path;
+    Conf conf;
+    SmState state = SmState::Discovering;
+    bool stopped = false;
+    bool term_pending = false;
+    bool alive = true;
+    TimePoint answers_from{};
+    std::uint32_t act_count = 0;
+    Guid master_guid;
+    int retries = 0;
+    std::uint64_t gen = 0;  // bumps on every state entry: stale timers do nothing
+    std::vector<std::function<void()>> deferred;  // timers that fired while stopped
+    opensm::ProcessRunner::ExitHandler on_exit;
+  };
+  using SmPtr = std::shared_ptr<Sm>;
+
+  struct Node;
+  struct Transport final : mad::MadTransport {
+    Impl* f;
+    NodeId self;
+    void get_sminfo(const mad::Target& t, const mad::RequestOptions& o, mad::SmInfoCallback done) override {
+      f->send(self, t, std::nullopt, SmInfo{}, o, std::move(done));
+    }
+    void set_sminfo(const mad::Target& t, SmInfoModifier mod, const SmInfo& payload,
+                    const mad::RequestOptions& o, mad::SmInfoCallback done) override {
+      f->send(self, t, mod, payload, o, std::move(done));
+    }
+  };
+  struct Runner final : opensm::ProcessRunner {
+    Impl* f;
+    NodeId self;
+    Result<int> spawn(const opensm::ProcessSpec& spec, OutputHandler, ExitHandler on_exit) override {
+      return f->spawn(self, spec, std::move(on_exit));
+    }
+    Status kill(int pid, int sig) override { return f->kill(self, pid, sig); }
+    Status adopt(int pid, ExitHandler on_exit) override {
+      auto& n = f->nodes[self];
+      if (!n->sm || n->sm->pid != pid) return make_error("esrch", "no process " + std::to_string(pid));
+      n->sm->on_exit = std::move(on_exit);
+      return Status::Ok();
+    }
+  };
+  struct Files final : opensm::FileSystem {
+    std::map<std::string, std::string> files;
+    Status write_atomic(const std::string& path, std::string_view content, unsigned) override {
+      if (path.empty()) return make_error("invalid", "empty path");
+      files[path] = std::string(content);
+      return Status::Ok();
+    }
+    Result<std::string> read(const std::string& path) const override {
+      auto it = files.find(path);
+      if (it == files.end()) return make_error("not_found", path + ": no such file");
+      return it->second;
+    }
+  };
+  struct Node {
+    std::string name;
+    Guid guid;
+    Lid lid;
+    bool link = true;
+    double loss = 0;
+    Duration delay{};
+    Transport transport;
+    Runner runner;
+    Files fs;
+    SmPtr sm;
+  };
+
+  FabricParams params;
+  EventQueue q;
+  std::mt19937_64 rng;
+  std::vector<std::unique_ptr<Node>> nodes;
+  int next_pid = 1000;
+  std::uint64_t sets_to_master = 0;
+  std::uint64_t handovers = 0;
+
+  Impl(std::uint64_t seed, FabricParams p) : params(p), rng(seed) {}
+
+  bool chance(double p) {
+    if (p <= 0) return false;
+    return std::uniform_real_distribution<double>(0, 1)(rng) < p;
+  }
+
+  // ---- reachability ------------------------------------------------------
+
+  std::optional<NodeId> resolve(NodeId from, const mad::Target& t) const {
+    if (const auto* lid = std::get_if<Lid>(&t)) {
+      for (std::size_t i = 0; i < nodes.size(); ++i)
+        if (nodes[i]->lid == *lid) return static_cast<NodeId>(i);
+      return std::nullopt;
+    }
+    const auto& dr = std::get<DrPath>(t);
+    if (dr.hops.empty()) return from;
+    // Out of our port (hop 1, our only port), then the switch's port.
+    if (dr.hops.size() != 2 || dr.hops[0] != 1) return std::nullopt;
+    const int idx = static_cast<int>(dr.hops[1]) - 1;
+    if (idx < 0 || idx >= static_cast<int>(nodes.size())) return std::nullopt;
+    return idx;
+  }
+
+  // One traversal from `a` to `b` (both ports): false if lost or a link is down.
+  bool path_ok(NodeId a, NodeId b) {
+    if (a == b) return true;
+    if (!nodes[a]->link || !nodes[b]->link) return false;
+    if (chance(nodes[a]->loss)) return false;
+    if (chance(nodes[b]->loss)) return false;
+    return true;
+  }
+  Duration one_way(NodeId a, NodeId b) const {
+    if (a == b) return params.hop_delay;
+    return params.hop_delay * 2 + nodes[a]->delay + nodes[b]->delay;
+  }
+
+  // An SM's own SMInfo query to another SM (its sweeps and polls), with OpenSM's
+  // transaction retries and no delay modelled. nullopt: no answer.
+  std::optional<SmInfo> sm_query(const Sm& from, NodeId to) {
+    const auto& target = nodes[to]->sm;
+    for (int i = 0; i < params.sm.transaction_attempts; ++i) {
+      if (!path_ok(from.node, to) || !path_ok(to, from.node)) continue;
+      if (!answering(target)) return std::nullopt;
+      ++target->act_count;
+      return info(*target);
+    }
+    return std::nullopt;
+  }
+  bool answering(const SmPtr& sm) const {
+    return sm && sm->alive && !sm->stopped && q.now() >= sm->answers_from;
+  }
+  static SmInfo info(const Sm& sm) {
+    SmInfo i;
+    i.guid = sm.guid;
+    i.sm_key = sm.conf.sm_key;
+    i.act_count = sm.act_count;
+    i.priority = sm.conf.priority;
+    i.state = sm.state;
+    return i;
+  }
+  static bool higher(const SmInfo& a, const Sm& b) {
+    return outranks(a.priority, a.guid, b.conf.priority, b.guid);
+  }
+
+  // ---- SM timers ---------------------------------------------------------
+
+  void sm_timer(const SmPtr& sm, Duration d, std::function<void()> fn) {
+    std::weak_ptr<Sm> w = sm;
+    q.schedule_in(d, [this, w, fn = std::move(fn)]() mutable {
+      auto s = w.lock();
+      if (!s || !s->alive) return;
+      if (s->stopped) {
+        s->deferred.push_back(std::move(fn));
+        return;
+      }
+      fn();
+    });
+  }
+
+  // ---- SM state machine --------------------------------------------------
+
+  void begin_discovery(const SmPtr& sm) {
+    sm->state = SmState::Discovering;
+    const auto g = ++sm->gen;
+    sm_timer(sm, params.sm.discover_check, [this, sm, g] {
+      if (sm->gen != g) return;
+      if (!nodes[sm->node]->link) {  // SM port down: DISCOVERING until it comes back
+        sm_timer(sm, params.sm.link_retry, [this, sm, g] {
+          if (sm->gen == g) begin_discovery(sm);
+        });
+        return;
+      }
+      sm->act_count += 2 * static_cast<std::uint32_t>(nodes.size());
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        if (static_cast<NodeId>(i) == sm->node || !nodes[i]->sm) continue;
+        auto r = sm_query(*sm, static_cast<NodeId>(i));
+        if (r && r->state == SmState::Master && r->sm_key == sm->conf.sm_key) {
+          enter_standby(sm, r->guid);  // MASTER_OR_HIGHER_SM_DETECTED
+          return;
+        }
+      }
+      sm_timer(sm, params.sm.discover_full - params.sm.discover_check, [this, sm, g] {
+        if (sm->gen == g) enter_master(sm);  // DISCOVERY_COMPLETED
+      });
+    });
+  }
+
+  void enter_standby(const SmPtr& sm, Guid master) {
+    sm->state = SmState::Standby;
+    sm->master_guid = master;
+    sm->retries = 0;
+    const auto g = ++sm->gen;
+    poll_master(sm, g);
+  }
+
+  std::optional<NodeId> node_of(Guid g) const {
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      if (nodes[i]->sm && nodes[i]->sm->guid == g) return static_cast<NodeId>(i);
+    return std::nullopt;
+  }
+
+  // osm_sm_state_mgr_polling_callback: retry_number > polling_retry_number -> POLLING_TIMEOUT.
+  void poll_master(const SmPtr& sm, std::uint64_t g) {
+    if (sm->gen != g || sm->state != SmState::Standby) return;
+    if (sm->retries > sm->conf.retry_number) {
+      begin_discovery(sm);
+      return;
+    }
+    std::optional<SmInfo> r;
+    if (auto n = node_of(sm->master_guid)) r = sm_query(*sm, *n);
+    ++sm->act_count;
+    if (r && r->state == SmState::Master) {
+      sm->retries = 0;
+      if (higher(*r, *sm) == false && r->priority < sm->conf.priority) trap144(*sm, r->guid);
+    } else {
+      ++sm->retries;
+    }
+    sm_timer(sm, sm->conf.poll_timeout, [this, sm, g] { poll_master(sm, g); });
+  }
+
+  void enter_master(const SmPtr& sm) {
+    sm->state = SmState::Master;
+    const auto g = ++sm->gen;
+    sm->act_count += 4 * static_cast<std::uint32_t>(nodes.size());
+    light_sweep_loop(sm, g);
+  }
+
+  void light_sweep_loop(const SmPtr& sm, std::uint64_t g) {
+    sm_timer(sm, sm->conf.sweep_interval, [this, sm, g] {
+      if (sm->gen != g || sm->state != SmState::Master) return;
+      light_sweep(sm);
+      light_sweep_loop(sm, g);
+    });
+  }
+
+  // Light sweep: query known SMs; a higher one (or another master) forces a heavy
+  // sweep; a lower master gets trap 144 (it then hands over to us).
+  void light_sweep(const SmPtr& sm) {
+    if (!nodes[sm->node]->link) {
+      begin_discovery(sm);  // state_mgr_is_sm_port_down -> DISCOVER
+      return;
+    }
+    bool heavy = false;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      if (static_cast<NodeId>(i) == sm->node || !nodes[i]->sm) continue;
+      auto r = sm_query(*sm, static_cast<NodeId>(i));
+      if (!r || r->sm_key != sm->conf.sm_key) continue;
+      if (r->state == SmState::Master && !higher(*r, *sm)) trap144(*sm, r->guid);
+      if ((r->state == SmState::Master || r->state == SmState::Standby) && higher(*r, *sm)) heavy = true;
+    }
+    if (heavy) heavy_sweep(sm);
+  }
+
+  void trap144(const Sm& from, Guid to) {
+    auto n = node_of(to);
+    if (!n) return;
+    auto target = nodes[*n]->sm;
+    if (!path_ok(from.node, *n) || !answering(target) || target->state != SmState::Master) return;
+    heavy_sweep(target);
+  }
+
+  // Heavy sweep on a master; at its end, hand over to the highest SM if it outranks us.
+  void heavy_sweep(const SmPtr& sm) {
+    const auto g = sm->gen;
+    sm_timer(sm, params.sm.handover_sweep, [this, sm, g] {
+      if (sm->gen != g || sm->state != SmState::Master) return;
+      sm->act_count += 2 * static_cast<std::uint32_t>(nodes.size());
+      if (!nodes[sm->node]->link) {
+        begin_discovery(sm);
+        return;
+      }
+      std::optional<std::pair<NodeId, SmInfo>> best;
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        if (static_cast<NodeId>(i) == sm->node || !nodes[i]->sm) continue;
+        auto r = sm_query(*sm, static_cast<NodeId>(i));
+        if (!r || r->sm_key != sm->conf.sm_key || r->state == SmState::NotActive) continue;
+        if (!higher(*r, *sm)) continue;
+        if (!best || outranks(r->priority, r->guid, best->second.priority, best->second.guid))
+          best = std::make_pair(static_cast<NodeId>(i), *r);
+      }
+      if (!best) return;
+      // state_mgr_send_handover: SubnSet(SMInfo, HANDOVER); then HANDOVER_SENT -> STANDBY.
+      auto target = nodes[best->first]->sm;
+      if (!path_ok(sm->node, best->first) || !answering(target)) return;
+      ++handovers;
+      receive_handover(target);
+      enter_standby(sm, target->guid);
+    });
+  }
+
+  void receive_handover(const SmPtr& sm) {
+    switch (sm->state) {
+      case SmState::Standby: enter_master(sm); break;
+      case SmState::Master: heavy_sweep(sm); break;     // forced first-time sweep; stays MASTER
+      case SmState::Discovering: break;                  // just sweeps
+      default: break;
+    }
+  }
+
+  // SubnSet(SMInfo) as osm_sminfo_rcv.c handles it. Returns the response payload
+  // (pre-transition) or a non-zero status.
+  std::variant<SmInfo, std::uint16_t> handle_set(const SmPtr& sm, SmInfoModifier mod,
+                                                 const SmInfo& payload) {
+    const SmInfo reply = info(*sm);
+    ++sm->act_count;
+    if (sm->state == SmState::Master) ++sets_to_master;
+    if (mod != SmInfoModifier::Acknowledge && payload.state != SmState::Master) return kStatusRejected;
+    if (mod == SmInfoModifier::Acknowledge && payload.state != SmState::Standby) return kStatusRejected;
+    std::function<void()> effect;
+    switch (sm->state) {
+      case SmState::Discovering:
+        if (mod != SmInfoModifier::Handover) return kStatusRejected;
+        break;
+      case SmState::Standby:
+        if (mod == SmInfoModifier::Discover) effect = [this, sm] { begin_discovery(sm); };
+        else if (mod == SmInfoModifier::Handover) effect = [this, sm] { enter_master(sm); };
+        else if (mod == SmInfoModifier::Disable)
+          effect = [sm] { sm->state = SmState::NotActive; ++sm->gen; };
+        else if (mod != SmInfoModifier::Acknowledge) return kStatusRejected;
+        break;
+      case SmState::NotActive:
+        if (mod != SmInfoModifier::Standby) return kStatusRejected;
+        effect = [this, sm, g = payload.guid] { enter_standby(sm, g); };
+        break;
+      case SmState::Master:
+        if (mod != SmInfoModifier::Handover) return kStatusRejected;
+        effect = [this, sm] { heavy_sweep(sm); };
+        break;
+    }
+    if (effect) {
+      std::weak_ptr<Sm> w = sm;
+      q.schedule_in(Duration{0}, [w, effect] {
+        if (auto s = w.lock(); s && s->alive) effect();
+      });
+    }
+    return reply;
+  }
+
+  // ---- MAD transport -----------------------------------------------------
+
+  struct Req {
+    NodeId from;
+    mad::Target target;
+    std::optional<SmInfoModifier> mod;
+    SmInfo payload;
+    mad::RequestOptions opts;
+    mad::SmInfoCallback done;
+    int attempt = 0;
+    bool finished = false;
+    TimePoint sent{};
+  };
+
+  void finish(const std::shared_ptr<Req>& r, Result<mad::SmInfoReply> res) {
+    if (r->finished) return;
+    r->finished = true;
+    auto done = std::move(r->done);
+    done(std::move(res));
+  }
+
+  void send(NodeId from, const mad::Target& t, std::optional<SmInfoModifier> mod,
+            const SmInfo& payload, const mad::RequestOptions& o, mad::SmInfoCallback done) {
+    auto r = std::make_shared<Req>(Req{from, t, mod, payload, o, std::move(done)});
+    attempt(r);
+  }
+
+  void attempt(const std::shared_ptr<Req>& r) {
+    const int a = ++r->attempt;
+    r->sent = q.now();
+    auto dest = resolve(r->from, r->target);
+    if (dest && path_ok(r->from, *dest)) {
+      const NodeId to = *dest;
+      q.schedule_in(one_way(r->from, to), [this, r, a, to] {
+        if (r->finished || r->attempt != a) return;
+        auto sm = nodes[to]->sm;
+        if (!answering(sm)) return;  // no SM agent bound, or frozen: no response
+        std::variant<SmInfo, std::uint16_t> answer;
+        if (r->mod) {
+          answer = handle_set(sm, *r->mod, r->payload);
+        } else {
+          ++sm->act_count;
+          answer = info(*sm);
+        }
+        if (!path_ok(to, r->from)) return;
+        q.schedule_in(one_way(to, r->from), [this, r, a, answer] {
+          if (r->finished || r->attempt != a) return;
+          if (const auto* st = std::get_if<std::uint16_t>(&answer)) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "0x%04x", *st);
+            finish(r, make_error(mad::kErrMadStatus, std::string("MAD status ") + buf));
+            return;
+          }
+          finish(r, mad::SmInfoReply{std::get<SmInfo>(answer), q.now() - r->sent, a});
+        });
+      });
+    }
+    q.schedule_in(r->opts.timeout, [this, r, a] {
+      if (r->finished || r->attempt != a) return;
+      if (r->attempt <= r->opts.retries) {
+        attempt(r);
+        return;
+      }
+      finish(r, make_error(mad::kErrTimeout, "no SMInfo answer after " +
+                                                 std::to_string(r->attempt) + " attempts"));
+    });
+  }
+
+  // ---- processes ---------------------------------------------------------
+
+  Result<int> spawn(NodeId n, const opensm::ProcessSpec& spec, opensm::ProcessRunner::ExitHandler on_exit) {
+    const auto slash = spec.path.find_last_of('/');
+    const std::string base = slash == std::string::npos ? spec.path : spec.path.substr(slash + 1);
+    if (base != "opensm") return make_error("spawn", spec.path + ": the simulated fabric runs only opensm");
+    std::string conf_path;
+    std::optional<Guid> guid;
+    for (std::size_t i = 1; i + 1 < spec.argv.size(); ++i) {
+      if (spec.argv[i] == "-F") conf_path = spec.argv[i + 1];
+      if (spec.argv[i] == "-g") guid = parse_guid(spec.argv[i + 1]);
+    }
+    auto sm = std::make_shared<Sm>();
+    sm->pid = next_pid++;
+    sm->node = n;
+    sm->on_exit = std::move(on_exit);
+    auto& node = *nodes[n];
+    if (node.sm || (guid && *guid != node.guid)) {
+      // Bind failure ("Perhaps another instance of OpenSM is already running"): exit 0.
+      const int pid = sm->pid;
+      auto handler = sm->on_exit;
+      q.schedule_in(milliseconds(5), [handler, pid] {
+        if (handler) handler(opensm::ExitInfo{pid, false, 0});
+      });
+      return pid;
+    }
+    if (!conf_path.empty()) {
+      auto text = node.fs.read(conf_path);
+      if (text.ok()) sm->conf = parse_conf(*text);
+    }
+    sm->conf_path = conf_path;
+    sm->guid = node.guid;
+    sm->answers_from = q.now() + params.sm.startup;
+    node.sm = sm;
+    begin_discovery(sm);
+    return sm->pid;
+  }
+
+  void end(const SmPtr& sm, bool signaled, int status) {
+    sm->alive = false;
+    ++sm->gen;
+    auto& node = *nodes[sm->node];
+    if (node.sm == sm) node.sm.reset();
+    auto handler = sm->on_exit;
+    const int pid = sm->pid;
+    q.schedule_in(Duration{0}, [handler, pid, signaled, status] {
+      if (handler) handler(opensm::ExitInfo{pid, signaled, status});
+    });
+  }
+
+  void reload(const SmPtr& sm) {
+    const auto old = sm->conf.priority;
+    if (!sm->conf_path.empty()) {
+      auto text = nodes[sm->node]->fs.read(sm->conf_path);
+      if (text.ok()) sm->conf = parse_conf(*text);
+    }
+    // osm_set_sm_priority: raising it in STANDBY sends trap 144 to the master.
+    if (sm->state == SmState::Standby && sm->conf.priority > old) trap144(*sm, sm->master_guid);
+    if (sm->state == SmState::Master) heavy_sweep(sm);  // HUP: heavy sweep
+  }
+
+  Status kill(NodeId n, int pid, int sig) {
+    auto sm = nodes[n]->sm;
+    if (!sm || sm->pid != pid) return make_error("esrch", "no process " + std::to_string(pid));
+    switch (sig) {
+      case SIGKILL: end(sm, true, SIGKILL); break;
+      case SIGTERM:
+      case SIGINT:
+        if (sm->stopped) sm->term_pending = true;
+        else end(sm, false, 0);
+        break;
+      case SIGHUP:
+        if (!sm->stopped) reload(sm);
+        break;
+      case SIGSTOP: sm->stopped = true; break;
+      case SIGCONT:
+        if (!sm->stopped) break;
+        sm->stopped = false;
+        if (sm->term_pending) {
+          end(sm, false, 0);
+          break;
+        }
+        {
+          auto deferred = std::move(sm->deferred);
+          sm->deferred.clear();
+          for (auto& fn : deferred) q.schedule_in(Duration{0}, [sm, fn] {
+            if (sm->alive && !sm->stopped) fn();
+          });
+        }
+        reload(sm);  // SIGCONT acts like SIGHUP in OpenSM
+        break;
+      default: return make_error("signal", "signal " + std::to_string(sig) + " not simulated");
+    }
+    return Status::Ok();
+  }
+
+  void link_changed(NodeId n) {
+    auto sm = nodes[n]->sm;
+    if (sm && !nodes[n]->link && sm->state == SmState::Master && !sm->stopped)
+      begin_discovery(sm);  // the master notices its port went down
+  }
+};
+
+Fabric::Fabric(std::uint64_t seed, FabricParams params)
+    : impl_(std::make_unique<Impl>(seed, params)) {}
+Fabric::~Fabric() = default;
+
+EventQueue& Fabric::queue() { return impl_->q; }
+const EventQueue& Fabric::queue() const { return impl_->q; }
+std::mt19937_64& Fabric::rng() { return impl_->rng; }
+const FabricParams& Fabric::params() const { return impl_->params; }
+
+NodeId Fabric::add_node(std::string name, Guid port_guid, Lid lid) {
+  auto n = std::make_unique<Impl::Node>();
+  n->name = std::move(name);
+  n->guid = port_guid;
+  n->lid = lid;
+  const auto id = static_cast<NodeId>(impl_->nodes.size());
+  n->transport.f = impl_.get();
+  n->transport.self = id;
+  n->runner.f = impl_.get();
+  n->runner.self = id;
+  impl_->nodes.push_back(std::move(n));
+  return id;
+}
+std::size_t Fabric::node_count() const { return impl_->nodes.size(); }
+const std::string& Fabric::name(NodeId n) const { return impl_->nodes[n]->name; }
+Guid Fabric::guid(NodeId n) const { return impl_->nodes[n]->guid; }
+Lid Fabric::lid(NodeId n) const { return impl_->nodes[n]->lid; }
+DrPath Fabric::dr_path(NodeId target) const {
+  return DrPath{{1, static_cast<std::uint8_t>(target + 1)}};
+}
+
+void Fabric::set_link(NodeId n, bool up) {
+  impl_->nodes[n]->link = up;
+  impl_->link_changed(n);
+}
+bool Fabric::link_up(NodeId n) const { return impl_->nodes[n]->link; }
+void Fabric::set_loss(NodeId n, double p) { impl_->nodes[n]->loss = p; }
+void Fabric::set_extra_delay(NodeId n, Duration d) { impl_->nodes[n]->delay = d; }
+
+mad::MadTransport& Fabric::transport(NodeId n) { return impl_->nodes[n]->transport; }
+opensm::ProcessRunner& Fabric::runner(NodeId n) { return impl_->nodes[n]->runner; }
+opensm::FileSystem& Fabric::fs(NodeId n) { return impl_->nodes[n]->fs; }
+
+std::optional<Fabric::SmView> Fabric::sm(NodeId n) const {
+  const auto& sm = impl_->nodes[n]->sm;
+  if (!sm) return std::nullopt;
+  return SmView{sm->pid, sm->guid, sm->state, sm->conf.priority, sm->stopped, sm->act_count};
+}
+
+std::vector<NodeId> Fabric::active_masters() const {
+  std::vector<NodeId> out;
+  for (std::size_t i = 0; i < impl_->nodes.size(); ++i) {
+    const auto& sm = impl_->nodes[i]->sm;
+    if (sm && !sm->stopped && sm->state == SmState::Master) out.push_back(static_cast<NodeId>(i));
+  }
+  return out;
+}
+
+bool Fabric::signal_opensm(NodeId n, int sig) {
+  const auto& sm = impl_->nodes[n]->sm;
+  if (!sm) return false;
+  return impl_->kill(n, sm->pid, sig).ok();
+}
+
+std::uint64_t Fabric::sets_to_master() const { return impl_->sets_to_master; }
+std::uint64_t Fabric::handovers() const { return impl_->handovers; }
+
+}  // namespace smha::sim

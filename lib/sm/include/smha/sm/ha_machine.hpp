@@ -1,0 +1,230 @@
+// HaMachine: the HA engine, a pure reactor (OpenSM osm_sm_state_mgr_process style).
+//
+//   Decision d = machine.step(observation, now);
+//
+// Observations are poll rounds (SMInfo of the local SM by DR hop 0 and of every
+// peer by LID and DR), local process changes, timer ticks and handover requests.
+// The Decision lists actions for the adapters (lib/agent) and the time the engine
+// wants to be stepped again. No I/O, no clock reads, no threads, no globals.
+// doc/ha-engine.md describes the states, decisions and invariants.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "smha/core/clock.hpp"
+#include "smha/core/sminfo.hpp"
+#include "smha/core/types.hpp"
+#include "smha/sm/policy.hpp"
+
+namespace smha::sm {
+
+// ---- Observations ---------------------------------------------------------
+
+// The local OpenSM process as the supervisor sees it.
+enum class ProcessState : std::uint8_t { Stopped, Running, Exited };
+std::string_view to_string(ProcessState s);
+
+enum class PortState : std::uint8_t { Unknown, Down, Up };
+std::string_view to_string(PortState s);
+
+// One SMInfo query. Unqueried probes carry no information.
+struct Probe {
+  bool queried = false;
+  std::optional<SmInfo> info;  // nullopt: no answer (timeout, error status, send failure)
+  int attempts = 0;            // attempts used; answered: 1..N, unanswered: N
+  static Probe answered(const SmInfo& i, int attempts = 1) { return Probe{true, i, attempts}; }
+  static Probe unanswered(int attempts) { return Probe{true, std::nullopt, attempts}; }
+};
+
+struct PeerProbe {
+  Guid guid;            // the configured peer this is about
+  Probe via_lid;
+  Probe via_dr;         // not queried when no DR path is known
+  PortState port = PortState::Unknown;  // the peer's port, where known
+};
+
+// One poll round: every query of the round has completed (answered or not).
+struct PollRound {
+  ProcessState process = ProcessState::Running;
+  Probe local;                          // local SM by DR hop 0
+  PortState local_port = PortState::Up;
+  std::vector<PeerProbe> peers;         // configured peers; missing ones count as unqueried
+  std::vector<SmInfo> other_sms;        // SMs seen on the fabric that are not configured heads
+};
+struct ProcessChanged {
+  ProcessState process;
+};
+struct Tick {};
+// Planned handover (smctl handover). target: the peer that should become master
+// (on the master) or this node / nullopt (on a standby: pull mastership here).
+struct HandoverRequest {
+  std::optional<Guid> target;
+};
+using Observation = std::variant<PollRound, ProcessChanged, Tick, HandoverRequest>;
+
+// ---- Actions --------------------------------------------------------------
+
+// SubnSet(SMInfo, DISCOVER, payload SMState MASTER) to the LOCAL SM (DR hop 0).
+// Only ever emitted in a step whose poll round showed the local SM in STANDBY.
+struct SendDiscover {};
+struct StartOpensm { std::uint8_t priority; };
+// force: SIGKILL at once (fencing a hung OpenSM); otherwise SIGTERM then SIGKILL.
+struct StopOpensm { bool force = false; };
+struct RestartOpensm { std::uint8_t priority; bool force = false; };
+// Render sm_priority and SIGHUP the running OpenSM.
+struct SetPriority { std::uint8_t priority; };
+
+enum class AlarmKind : std::uint8_t {
+  TwoMasters,        // two SMs answer MASTER
+  SmKeyMismatch,     // a head answers with another SM_Key: the SMs ignore each other
+  IgnoreOtherSm,     // two masters persist and neither yields (ignore_other_sm-like)
+  UnknownSm,         // an SM whose GUID is not a configured head
+  LocalSmHung,       // local OpenSM runs but does not answer SMInfo
+  NoMaster,          // takeover did not produce a master within its bounds
+  HandoverFailed,    // planned handover rolled back
+};
+std::string_view to_string(AlarmKind k);
+struct RaiseAlarm { AlarmKind kind; std::string detail; };
+struct ClearAlarm { AlarmKind kind; };
+
+enum class EventKind : std::uint8_t {
+  StateChanged,       // local SM state changed (reason "from->to")
+  TakeoverStarted,    // DISCOVER sent; evidence lists the signals
+  TakeoverDone,
+  TakeoverAborted,    // a master answered after all
+  TakeoverFallback,   // DISCOVER did not work in time: restart at master priority
+  LocalFailure,       // local OpenSM exited or was fenced
+  FenceLocal,         // local OpenSM hung: killed
+  OpensmStarted,
+  SplitBrainYield,    // we were one of two masters and restart as standby
+  HandoverStarted,
+  HandoverDone,
+  HandoverRolledBack,
+  HandoverRejected,
+  PriorityChanged,
+};
+std::string_view to_string(EventKind k);
+struct RecordEvent { EventKind kind; std::string reason; std::string evidence; };
+
+// keepalived-style hook: `hook EVENT NEW_STATE OLD_STATE PRIORITY`.
+struct RunHook {
+  std::string event;
+  SmState new_state;
+  SmState old_state;
+  std::uint8_t priority;
+};
+
+using Action = std::variant<SendDiscover, StartOpensm, StopOpensm, RestartOpensm, SetPriority,
+                            RaiseAlarm, ClearAlarm, RecordEvent, RunHook>;
+
+struct Decision {
+  std::vector<Action> actions;
+  std::optional<TimePoint> next_wakeup;  // step(Tick{}) no later than this
+  // Set after a poll round in which the master (or our own SM) did not answer:
+  // the next round should start at once instead of after the poll interval, so
+  // the required rounds are collected quickly. Loss tolerance is unchanged: it
+  // is counted in rounds.
+  bool poll_soon = false;
+};
+
+// ---- The machine ----------------------------------------------------------
+
+enum class Role : std::uint8_t {
+  Init,         // nothing observed yet
+  Starting,     // OpenSM (re)started or adopted; waiting for its first answer
+  Standby,
+  Master,
+  TakingOver,   // DISCOVER sent (or fallback restart), waiting for local MASTER
+  Recovering,   // local OpenSM down after a failure while master; restart deferred
+  HandingOver,  // planned handover in progress
+};
+std::string_view to_string(Role r);
+
+// What smctl status shows.
+struct EngineStatus {
+  Role role = Role::Init;
+  std::optional<SmState> local_state;  // last answered
+  std::uint8_t rendered_priority = 0;
+  std::optional<Guid> master;          // who answered MASTER last round (us included)
+  int required_rounds = 0;
+  double attempt_loss = 0;             // estimated per-attempt MAD loss
+  std::vector<AlarmKind> alarms;
+};
+
+class HaMachine {
+ public:
+  // `policy` must pass validate(); the constructor asserts it.
+  explicit HaMachine(HaPolicy policy);
+
+  Decision step(const Observation& obs, TimePoint now);
+
+  EngineStatus status() const;
+  const HaPolicy& policy() const { return policy_; }
+  // Rounds a master must miss before a standby acts, given the observed loss.
+  int required_rounds() const;
+
+ private:
+  struct PeerTrack {
+    PeerSpec spec;
+    int misses = 0;                 // consecutive rounds with no answer on any path
+    bool answered = false;          // this round
+    std::optional<SmInfo> last;     // last answer
+    PortState port = PortState::Unknown;
+  };
+  struct Ctx;
+
+  void on_round(const PollRound& r, TimePoint now, Ctx& c);
+  void on_process(ProcessState p, TimePoint now, Ctx& c);
+  void on_tick(TimePoint now, Ctx& c);
+  void on_handover(const HandoverRequest& h, TimePoint now, Ctx& c);
+
+  void update_loss(const PollRound& r);
+  void check_alarms(const PollRound& r, TimePoint now, Ctx& c);
+  void consider_takeover(const PollRound& r, TimePoint now, Ctx& c);
+  void consider_split_brain(const PollRound& r, TimePoint now, Ctx& c);
+  void consider_preempt(const PollRound& r, TimePoint now, Ctx& c);
+  void local_down(TimePoint now, Ctx& c, const std::string& why);
+  void start(TimePoint now, Ctx& c, const std::string& why);
+  void set_alarm(AlarmKind k, bool on, const std::string& detail, Ctx& c);
+  void sync_priority(Ctx& c);
+  std::uint8_t desired_priority() const;
+  bool peer_was_live_standby() const;
+  const PeerTrack* live_master_peer() const;
+  std::string peer_name(Guid g) const;
+
+  HaPolicy policy_;
+  Priorities prio_;
+  Role role_ = Role::Init;
+  ProcessState process_ = ProcessState::Stopped;
+  bool process_known_ = false;
+  std::optional<SmInfo> local_;       // last answer of the local SM
+  SmState local_state_ = SmState::NotActive;
+  int local_misses_ = 0;
+  TimePoint started_at_{};
+  std::uint8_t rendered_ = 0;
+  std::vector<PeerTrack> peers_;
+  int no_master_rounds_ = 0;
+  TimePoint no_master_since_{};
+  double loss_fail_ = 0, loss_total_ = 0;
+  // TakingOver
+  int takeover_stage_ = 0;
+  TimePoint deadline_{};
+  TimePoint takeover_started_{};
+  // Recovering
+  TimePoint restart_at_{};
+  // split brain
+  std::optional<TimePoint> dual_since_;
+  // HandingOver
+  bool handover_push_ = false;
+  Guid handover_target_{};
+  // Preempt
+  std::optional<TimePoint> healthy_since_;
+  std::vector<AlarmKind> alarms_;
+  std::optional<Guid> master_seen_;
+};
+
+}  // namespace smha::sm

@@ -1,0 +1,634 @@
+#include "smha/sm/ha_machine.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <sstream>
+
+namespace smha::sm {
+
+std::string_view to_string(ProcessState s) {
+  switch (s) {
+    case ProcessState::Stopped: return "stopped";
+    case ProcessState::Running: return "running";
+    case ProcessState::Exited: return "exited";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(PortState s) {
+  switch (s) {
+    case PortState::Unknown: return "unknown";
+    case PortState::Down: return "down";
+    case PortState::Up: return "up";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(AlarmKind k) {
+  switch (k) {
+    case AlarmKind::TwoMasters: return "two_masters";
+    case AlarmKind::SmKeyMismatch: return "sm_key_mismatch";
+    case AlarmKind::IgnoreOtherSm: return "ignore_other_sm";
+    case AlarmKind::UnknownSm: return "unknown_sm";
+    case AlarmKind::LocalSmHung: return "local_sm_hung";
+    case AlarmKind::NoMaster: return "no_master";
+    case AlarmKind::HandoverFailed: return "handover_failed";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(EventKind k) {
+  switch (k) {
+    case EventKind::StateChanged: return "state_changed";
+    case EventKind::TakeoverStarted: return "takeover_started";
+    case EventKind::TakeoverDone: return "takeover_done";
+    case EventKind::TakeoverAborted: return "takeover_aborted";
+    case EventKind::TakeoverFallback: return "takeover_fallback";
+    case EventKind::LocalFailure: return "local_failure";
+    case EventKind::FenceLocal: return "fence_local";
+    case EventKind::OpensmStarted: return "opensm_started";
+    case EventKind::SplitBrainYield: return "split_brain_yield";
+    case EventKind::HandoverStarted: return "handover_started";
+    case EventKind::HandoverDone: return "handover_done";
+    case EventKind::HandoverRolledBack: return "handover_rolled_back";
+    case EventKind::HandoverRejected: return "handover_rejected";
+    case EventKind::PriorityChanged: return "priority_changed";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(Role r) {
+  switch (r) {
+    case Role::Init: return "init";
+    case Role::Starting: return "starting";
+    case Role::Standby: return "standby";
+    case Role::Master: return "master";
+    case Role::TakingOver: return "taking_over";
+    case Role::Recovering: return "recovering";
+    case Role::HandingOver: return "handing_over";
+  }
+  return "unknown";
+}
+
+struct HaMachine::Ctx {
+  Decision& d;
+  template <typename T>
+  void act(T a) {
+    d.actions.emplace_back(std::in_place_type<T>, std::move(a));
+  }
+  void event(EventKind k, std::string reason, std::string evidence = {}) {
+    act(RecordEvent{k, std::move(reason), std::move(evidence)});
+  }
+  void wake(TimePoint t) {
+    if (!d.next_wakeup || t < *d.next_wakeup) d.next_wakeup = t;
+  }
+};
+
+namespace {
+
+bool answered(const PeerProbe& p) { return p.via_lid.info || p.via_dr.info; }
+
+const SmInfo* best_info(const PeerProbe& p) {
+  if (p.via_lid.info) return &*p.via_lid.info;
+  if (p.via_dr.info) return &*p.via_dr.info;
+  return nullptr;
+}
+
+std::string ms(Duration d) {
+  std::ostringstream o;
+  o << static_cast<long long>(std::chrono::duration_cast<milliseconds>(d).count()) << "ms";
+  return o.str();
+}
+
+}  // namespace
+
+HaMachine::HaMachine(HaPolicy policy) : policy_(std::move(policy)), prio_(priorities(policy_)) {
+  assert(validate(policy_).ok());
+  for (const auto& p : policy_.peers) {
+    PeerTrack t;
+    t.spec = p;
+    peers_.push_back(t);
+  }
+  rendered_ = prio_.standby;
+}
+
+int HaMachine::required_rounds() const {
+  const int base = policy_.misses;
+  if (loss_total_ < 1) return base;
+  const double a = loss_fail_ / loss_total_;
+  if (a <= 0) return base;
+  // Both paths (LID and DR) of every attempt must be lost for a round to miss.
+  const double q = std::pow(a, 2.0 * policy_.attempts_per_query);
+  if (q >= 1) return 4 * base;
+  if (q <= 0) return base;
+  const int n = static_cast<int>(std::ceil(std::log(policy_.false_alarm_target) / std::log(q)));
+  return std::clamp(n, base, 4 * base);
+}
+
+EngineStatus HaMachine::status() const {
+  EngineStatus s;
+  s.role = role_;
+  if (local_) s.local_state = local_state_;
+  s.rendered_priority = rendered_;
+  s.master = master_seen_;
+  s.required_rounds = required_rounds();
+  s.attempt_loss = loss_total_ > 0 ? loss_fail_ / loss_total_ : 0;
+  s.alarms = alarms_;
+  return s;
+}
+
+std::string HaMachine::peer_name(Guid g) const {
+  for (const auto& p : peers_)
+    if (p.spec.guid == g) return p.spec.name;
+  if (g == policy_.own_guid) return policy_.node_name;
+  return to_string(g);
+}
+
+Decision HaMachine::step(const Observation& obs, TimePoint now) {
+  Decision d;
+  Ctx c{d};
+  if (const auto* r = std::get_if<PollRound>(&obs)) {
+    on_round(*r, now, c);
+  } else if (const auto* p = std::get_if<ProcessChanged>(&obs)) {
+    on_process(p->process, now, c);
+  } else if (std::holds_alternative<Tick>(obs)) {
+    on_tick(now, c);
+  } else if (const auto* h = std::get_if<HandoverRequest>(&obs)) {
+    on_handover(*h, now, c);
+  }
+  sync_priority(c);
+  switch (role_) {
+    case Role::TakingOver:
+    case Role::HandingOver: c.wake(deadline_); break;
+    case Role::Recovering: c.wake(restart_at_); break;
+    default: break;
+  }
+  if (healthy_since_) c.wake(*healthy_since_ + policy_.preempt_hold_down);
+  return d;
+}
+
+void HaMachine::set_alarm(AlarmKind k, bool on, const std::string& detail, Ctx& c) {
+  auto it = std::find(alarms_.begin(), alarms_.end(), k);
+  if (on && it == alarms_.end()) {
+    alarms_.push_back(k);
+    c.act(RaiseAlarm{k, detail});
+  } else if (!on && it != alarms_.end()) {
+    alarms_.erase(it);
+    c.act(ClearAlarm{k});
+  }
+}
+
+std::uint8_t HaMachine::desired_priority() const {
+  switch (role_) {
+    case Role::Master: return prio_.master;
+    case Role::HandingOver: return handover_push_ ? prio_.yield : prio_.claim;
+    case Role::TakingOver: return takeover_stage_ > 0 ? prio_.master : prio_.standby;
+    default: return prio_.standby;
+  }
+}
+
+void HaMachine::sync_priority(Ctx& c) {
+  const auto want = desired_priority();
+  if (want == rendered_) return;
+  // A stopped OpenSM gets the right priority when it is started.
+  if (process_ != ProcessState::Running) return;
+  c.act(SetPriority{want});
+  c.event(EventKind::PriorityChanged,
+          std::to_string(rendered_) + "->" + std::to_string(want) + " as " +
+              std::string(to_string(role_)));
+  rendered_ = want;
+}
+
+void HaMachine::start(TimePoint now, Ctx& c, const std::string& why) {
+  rendered_ = desired_priority();
+  if (role_ == Role::Recovering || role_ == Role::Init) rendered_ = prio_.standby;
+  c.act(StartOpensm{rendered_});
+  c.event(EventKind::OpensmStarted, why, "priority " + std::to_string(rendered_));
+  process_ = ProcessState::Running;
+  started_at_ = now;
+  local_misses_ = 0;
+  role_ = Role::Starting;
+}
+
+bool HaMachine::peer_was_live_standby() const {
+  for (const auto& p : peers_)
+    if (p.misses == 0 && p.last && p.last->state == SmState::Standby) return true;
+  return false;
+}
+
+const HaMachine::PeerTrack* HaMachine::live_master_peer() const {
+  for (const auto& p : peers_)
+    if (p.answered && p.last && p.last->state == SmState::Master) return &p;
+  return nullptr;
+}
+
+// Local OpenSM is gone (exited) or was fenced. While master, the restart is
+// deferred so a live standby peer takes over cleanly instead of racing our own
+// restarted OpenSM through two concurrent discovery sweeps.
+void HaMachine::local_down(TimePoint now, Ctx& c, const std::string& why) {
+  const bool was_master = local_ && local_state_ == SmState::Master &&
+                          (role_ == Role::Master || role_ == Role::HandingOver ||
+                           role_ == Role::Starting);
+  c.event(EventKind::LocalFailure, why,
+          std::string("role ") + std::string(to_string(role_)) +
+              (was_master ? ", was MASTER" : ""));
+  local_.reset();
+  local_misses_ = 0;
+  process_ = ProcessState::Stopped;
+  if (was_master && peer_was_live_standby()) {
+    role_ = Role::Recovering;
+    restart_at_ = now + policy_.poll_interval * (required_rounds() + 2) + policy_.takeover_bound;
+    return;
+  }
+  role_ = Role::Recovering;
+  start(now, c, why + ": restart as standby");
+}
+
+void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
+  const bool was_known = process_known_;
+  process_known_ = true;
+  if (p == ProcessState::Running) {
+    if (process_ != ProcessState::Running) {
+      process_ = p;
+      started_at_ = now;
+      if (role_ == Role::Init) role_ = Role::Starting;
+    }
+    return;
+  }
+  if (role_ == Role::Init || !was_known) {
+    process_ = p;
+    role_ = Role::Recovering;
+    start(now, c, "smhad start: OpenSM not running");
+    return;
+  }
+  if (process_ != ProcessState::Running) return;  // already handled (our own stop)
+  local_down(now, c, std::string("OpenSM ") + std::string(to_string(p)));
+}
+
+void HaMachine::on_tick(TimePoint now, Ctx& c) {
+  if (role_ == Role::Recovering && process_ != ProcessState::Running && now >= restart_at_) {
+    start(now, c, "recovery delay over: restart as standby");
+    return;
+  }
+  if (role_ == Role::TakingOver && now >= deadline_) {
+    if (takeover_stage_ == 0) {
+      takeover_stage_ = 1;
+      deadline_ = now + policy_.takeover_bound + policy_.start_grace;
+      c.act(RestartOpensm{prio_.master, false});
+      rendered_ = prio_.master;
+      started_at_ = now;
+      local_misses_ = 0;
+      c.event(EventKind::TakeoverFallback,
+              "local SM not MASTER " + ms(now - takeover_started_) + " after DISCOVER",
+              "restart at priority " + std::to_string(prio_.master));
+    } else {
+      set_alarm(AlarmKind::NoMaster, true,
+                "takeover gave no MASTER within " + ms(now - takeover_started_), c);
+      role_ = Role::Standby;
+      takeover_stage_ = 0;
+    }
+    return;
+  }
+  if (role_ == Role::HandingOver && now >= deadline_) {
+    const bool local_master = local_ && local_state_ == SmState::Master;
+    set_alarm(AlarmKind::HandoverFailed, true,
+              "no new master within " + ms(policy_.handover_bound), c);
+    c.event(EventKind::HandoverRolledBack,
+            handover_push_ ? "target did not become MASTER" : "master did not hand over",
+            "target " + peer_name(handover_target_));
+    role_ = local_master ? Role::Master : Role::Standby;
+  }
+}
+
+void HaMachine::update_loss(const PollRound& r) {
+  loss_fail_ *= 0.98;
+  loss_total_ *= 0.98;
+  auto add = [&](const Probe& p, bool peer_alive) {
+    if (!p.queried) return;
+    if (p.info) {
+      loss_fail_ += std::max(0, p.attempts - 1);
+      loss_total_ += std::max(1, p.attempts);
+    } else if (peer_alive) {
+      loss_fail_ += std::max(1, p.attempts);
+      loss_total_ += std::max(1, p.attempts);
+    }
+  };
+  for (const auto& p : r.peers) {
+    const bool alive = answered(p);
+    add(p.via_lid, alive);
+    add(p.via_dr, alive);
+  }
+}
+
+void HaMachine::check_alarms(const PollRound& r, TimePoint, Ctx& c) {
+  // Unknown SMs: reported by the poller, or a configured LID answering with another GUID.
+  std::string unknown;
+  for (const auto& s : r.other_sms) unknown += to_string(s.guid) + " ";
+  for (const auto& p : r.peers)
+    if (const SmInfo* i = best_info(p); i && i->guid != p.guid)
+      unknown += to_string(i->guid) + " (at " + peer_name(p.guid) + "'s address) ";
+  set_alarm(AlarmKind::UnknownSm, !unknown.empty(), "SM not a configured head: " + unknown, c);
+
+  // SM_Key mismatch: heads with different keys ignore each other's SMInfo.
+  std::string mismatch;
+  if (r.local.info && r.local.info->sm_key != 0) {
+    for (const auto& p : r.peers)
+      if (const SmInfo* i = best_info(p); i && i->sm_key != 0 && i->sm_key != r.local.info->sm_key)
+        mismatch += peer_name(p.guid) + " ";
+  }
+  set_alarm(AlarmKind::SmKeyMismatch, !mismatch.empty(),
+            "SM_Key differs from ours on: " + mismatch, c);
+}
+
+void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
+  // Process state first: a round can reveal an exit the runner reported late.
+  if (!process_known_ || r.process != process_) {
+    on_process(r.process, now, c);
+    if (role_ == Role::Starting && r.process == ProcessState::Running && !r.local.info) {
+      // adopted or just started: fall through to update tracks
+    }
+  }
+
+  // Track peers.
+  for (auto& t : peers_) {
+    t.answered = false;
+    auto it = std::find_if(r.peers.begin(), r.peers.end(),
+                           [&](const PeerProbe& p) { return p.guid == t.spec.guid; });
+    if (it == r.peers.end()) continue;
+    t.port = it->port;
+    if (const SmInfo* i = best_info(*it)) {
+      t.answered = true;
+      t.misses = 0;
+      t.last = *i;
+    } else if (it->via_lid.queried || it->via_dr.queried) {
+      ++t.misses;
+    }
+  }
+  update_loss(r);
+  check_alarms(r, now, c);
+
+  // Local SM.
+  const std::optional<SmState> before =
+      local_ ? std::optional<SmState>(local_state_) : std::nullopt;
+  if (r.local.info) {
+    local_ = *r.local.info;
+    local_misses_ = 0;
+    if (!before || *before != r.local.info->state) {
+      const SmState old = before.value_or(SmState::NotActive);
+      local_state_ = r.local.info->state;
+      c.event(EventKind::StateChanged,
+              std::string(to_string(old)) + "->" + std::string(to_string(local_state_)));
+      c.act(RunHook{"transition", local_state_, old, rendered_});
+    }
+    local_state_ = r.local.info->state;
+  } else if (r.local.queried && process_ == ProcessState::Running) {
+    ++local_misses_;
+  }
+  if (r.local.info) set_alarm(AlarmKind::LocalSmHung, false, "", c);
+
+  master_seen_.reset();
+  if (r.local.info && r.local.info->state == SmState::Master) master_seen_ = policy_.own_guid;
+  else if (const auto* m = live_master_peer()) master_seen_ = m->last->guid;
+
+  if (role_ == Role::Recovering) {
+    if (process_ != ProcessState::Running &&
+        (live_master_peer() != nullptr || now >= restart_at_)) {
+      start(now, c, live_master_peer() ? "a peer is MASTER: restart as standby"
+                                       : "recovery delay over: restart as standby");
+    }
+    return;
+  }
+  if (process_ != ProcessState::Running) return;
+
+  // Hung local OpenSM: running, port up, DR hop 0 unanswered. Fence it.
+  if (!r.local.info && local_misses_ >= policy_.misses && now - started_at_ >= policy_.start_grace &&
+      r.local_port != PortState::Down) {
+    set_alarm(AlarmKind::LocalSmHung, true,
+              "no SMInfo answer from local OpenSM for " + std::to_string(local_misses_) + " rounds",
+              c);
+    const bool was_master = local_ && local_state_ == SmState::Master;
+    c.event(EventKind::FenceLocal, "local OpenSM unresponsive",
+            std::to_string(local_misses_) + " rounds unanswered by DR hop 0" +
+                (was_master ? ", was MASTER" : ""));
+    local_down(now, c, "local OpenSM hung");
+    if (role_ == Role::Recovering) c.act(StopOpensm{true});
+    else {
+      // local_down() emitted StartOpensm: make it a forced restart.
+      for (auto& a : c.d.actions)
+        if (auto* s = std::get_if<StartOpensm>(&a)) a = RestartOpensm{s->priority, true};
+    }
+    return;
+  }
+  if (!r.local.info) {  // nothing more to decide without our own SM's view
+    c.d.poll_soon = true;
+    return;
+  }
+
+  const SmState ls = r.local.info->state;
+  switch (role_) {
+    case Role::Init:
+    case Role::Starting:
+      if (ls == SmState::Master) role_ = Role::Master;
+      else if (ls == SmState::Standby) role_ = Role::Standby;
+      break;
+    case Role::Standby:
+      if (ls == SmState::Master) role_ = Role::Master;
+      break;
+    case Role::Master:
+      if (ls == SmState::Standby || ls == SmState::Discovering) role_ = Role::Standby;
+      break;
+    case Role::TakingOver:
+      if (ls == SmState::Master) {
+        role_ = Role::Master;
+        set_alarm(AlarmKind::NoMaster, false, "", c);
+        c.event(EventKind::TakeoverDone, "local SM is MASTER",
+                ms(now - takeover_started_) + " after DISCOVER");
+        takeover_stage_ = 0;
+      } else if (live_master_peer() != nullptr) {
+        role_ = Role::Standby;
+        c.event(EventKind::TakeoverAborted, "a master answered",
+                peer_name(live_master_peer()->spec.guid) + " is MASTER");
+        takeover_stage_ = 0;
+      } else if (now >= deadline_) {
+        on_tick(now, c);
+      }
+      break;
+    case Role::HandingOver:
+      if (handover_push_ && ls != SmState::Master && live_master_peer() != nullptr) {
+        role_ = Role::Standby;
+        set_alarm(AlarmKind::HandoverFailed, false, "", c);
+        c.event(EventKind::HandoverDone, "handed over",
+                peer_name(live_master_peer()->spec.guid) + " is MASTER");
+      } else if (!handover_push_ && ls == SmState::Master) {
+        role_ = Role::Master;
+        set_alarm(AlarmKind::HandoverFailed, false, "", c);
+        c.event(EventKind::HandoverDone, "took over by request", "local SM is MASTER");
+      } else if (now >= deadline_) {
+        on_tick(now, c);
+      }
+      break;
+    case Role::Recovering:
+      break;
+  }
+
+  // No-master bookkeeping (for the takeover decision).
+  if (master_seen_) {
+    no_master_rounds_ = 0;
+  } else {
+    if (no_master_rounds_ == 0) no_master_since_ = now;
+    ++no_master_rounds_;
+  }
+
+  c.d.poll_soon = !r.local.info || (!master_seen_ && role_ != Role::Master);
+  if (role_ == Role::Standby) consider_takeover(r, now, c);
+  if (role_ == Role::Master) consider_split_brain(r, now, c);
+  else dual_since_.reset();
+  if (role_ == Role::Standby) consider_preempt(r, now, c);
+  else healthy_since_.reset();
+  if (role_ != Role::Master && role_ != Role::HandingOver) {
+    set_alarm(AlarmKind::TwoMasters, false, "", c);
+    set_alarm(AlarmKind::IgnoreOtherSm, false, "", c);
+  }
+}
+
+void HaMachine::consider_takeover(const PollRound& r, TimePoint now, Ctx& c) {
+  if (master_seen_ || r.local.info->state != SmState::Standby) return;
+  if (r.local_port != PortState::Up) return;  // we cannot tell a dead master from our own isolation
+  // A peer that answers DISCOVERING is sweeping and decides for itself.
+  for (const auto& t : peers_)
+    if (t.answered && t.last->state == SmState::Discovering &&
+        now - no_master_since_ < policy_.takeover_bound)
+      return;
+
+  // The master we lost: the last peer seen MASTER. Its port state is a second
+  // signal: down confirms the loss; up means hung, whose own smhad fences it first.
+  int need = required_rounds();
+  std::string evidence;
+  for (const auto& t : peers_) {
+    if (!t.last || t.last->state != SmState::Master) continue;
+    if (t.answered) continue;  // answered as non-MASTER: it left the role itself
+    if (t.port == PortState::Down) need = policy_.misses;
+    else if (t.port == PortState::Up) need += 1;
+    evidence += peer_name(t.spec.guid) + " (last MASTER) unanswered on LID and DR for " +
+                std::to_string(t.misses) + " rounds, port " + std::string(to_string(t.port)) +
+                "; ";
+  }
+  // Rank among live standbys (OpenSM's order): the best acts first, the next one
+  // only if the best has not produced a master within the takeover bound.
+  int above = 0;
+  for (const auto& t : peers_)
+    if (t.answered && t.last->state == SmState::Standby &&
+        outranks(t.last->priority, t.last->guid, r.local.info->priority, policy_.own_guid))
+      ++above;
+  const auto bound_rounds = static_cast<int>(policy_.takeover_bound / policy_.poll_interval);
+  if (no_master_rounds_ < need + above * (bound_rounds + need)) return;
+
+  evidence += "no MASTER answered for " + std::to_string(no_master_rounds_) + " rounds (need " +
+              std::to_string(need) + ", loss est " +
+              std::to_string(loss_total_ > 0 ? loss_fail_ / loss_total_ : 0.0) +
+              "); local SM STANDBY answers; local port up; " + std::to_string(above) +
+              " higher-ranked live standbys";
+  c.act(SendDiscover{});
+  c.event(EventKind::TakeoverStarted, "master lost", evidence);
+  role_ = Role::TakingOver;
+  takeover_stage_ = 0;
+  takeover_started_ = now;
+  deadline_ = now + policy_.takeover_bound;
+}
+
+void HaMachine::consider_split_brain(const PollRound& r, TimePoint now, Ctx& c) {
+  const PeerTrack* other = nullptr;
+  for (const auto& t : peers_)
+    if (t.answered && t.last->state == SmState::Master) other = &t;
+  if (!other) {
+    dual_since_.reset();
+    set_alarm(AlarmKind::TwoMasters, false, "", c);
+    set_alarm(AlarmKind::IgnoreOtherSm, false, "", c);
+    return;
+  }
+  if (!dual_since_) dual_since_ = now;
+  const auto& me = *r.local.info;
+  const bool lower = outranks(other->last->priority, other->last->guid, me.priority, me.guid);
+  const std::string detail = peer_name(other->spec.guid) + " prio " +
+                             std::to_string(other->last->priority) + " and " + policy_.node_name +
+                             " prio " + std::to_string(me.priority) + " both MASTER";
+  set_alarm(AlarmKind::TwoMasters, true, detail, c);
+  if (now - *dual_since_ >= 5 * policy_.poll_interval)
+    set_alarm(AlarmKind::IgnoreOtherSm, true,
+              detail + " for " + ms(now - *dual_since_) +
+                  ": check sm_key and ignore_other_sm on both heads",
+              c);
+  // The lower-ranked master yields at once; the higher one only if the other
+  // has not yielded within a poll interval (its smhad may be down). Never a Set
+  // to a master: yielding is a restart of our own OpenSM as standby.
+  if (lower || now - *dual_since_ >= policy_.poll_interval) {
+    c.event(EventKind::SplitBrainYield, lower ? "lower-ranked of two masters" : "other master did not yield",
+            detail);
+    c.act(RestartOpensm{prio_.standby, false});
+    rendered_ = prio_.standby;
+    role_ = Role::Starting;
+    started_at_ = now;
+    local_.reset();
+    local_misses_ = 0;
+    dual_since_.reset();
+  }
+}
+
+void HaMachine::consider_preempt(const PollRound& r, TimePoint now, Ctx& c) {
+  Guid preferred = policy_.preferred_master.value_or(policy_.own_guid);
+  if (!policy_.preferred_master)
+    for (const auto& p : policy_.peers) preferred = std::min(preferred, p.guid);
+  const PeerTrack* m = live_master_peer();
+  const bool healthy = policy_.failback == FailbackMode::Preempt && preferred == policy_.own_guid &&
+                       r.local.info->state == SmState::Standby && m != nullptr && alarms_.empty();
+  if (!healthy) {
+    healthy_since_.reset();
+    return;
+  }
+  if (!healthy_since_) healthy_since_ = now;
+  if (now - *healthy_since_ < policy_.preempt_hold_down) return;
+  healthy_since_.reset();
+  handover_push_ = false;
+  handover_target_ = policy_.own_guid;
+  role_ = Role::HandingOver;
+  deadline_ = now + policy_.handover_bound;
+  c.event(EventKind::HandoverStarted, "preempt: preferred head takes mastership back",
+          "healthy for " + ms(policy_.preempt_hold_down) + "; master " +
+              peer_name(m->spec.guid));
+}
+
+void HaMachine::on_handover(const HandoverRequest& h, TimePoint now, Ctx& c) {
+  auto reject = [&](std::string why) { c.event(EventKind::HandoverRejected, std::move(why)); };
+  const bool local_master = role_ == Role::Master && local_ && local_state_ == SmState::Master;
+  if (local_master) {
+    // Push: drop below every standby; OpenSM's heavy sweep hands over to the
+    // highest-ranked standby, so the target must be that one.
+    const PeerTrack* best = nullptr;
+    for (const auto& t : peers_)
+      if (t.answered && t.last->state == SmState::Standby &&
+          (!best || outranks(t.last->priority, t.last->guid, best->last->priority, best->last->guid)))
+        best = &t;
+    if (!best) return reject("no live standby to hand over to");
+    if (h.target && *h.target != best->spec.guid)
+      return reject(peer_name(*h.target) + " is not the highest-ranked live standby (" +
+                    peer_name(best->spec.guid) + " is); run the handover on the target head");
+    handover_push_ = true;
+    handover_target_ = best->spec.guid;
+  } else if (role_ == Role::Standby && local_ && local_state_ == SmState::Standby) {
+    if (h.target && *h.target != policy_.own_guid)
+      return reject("this head is STANDBY: it can only pull mastership to itself");
+    const PeerTrack* m = live_master_peer();
+    if (!m) return reject("no live master to take over from");
+    handover_push_ = false;
+    handover_target_ = policy_.own_guid;
+  } else {
+    return reject(std::string("not in a steady role (") + std::string(to_string(role_)) + ")");
+  }
+  role_ = Role::HandingOver;
+  deadline_ = now + policy_.handover_bound;
+  c.event(EventKind::HandoverStarted, handover_push_ ? "by request: push" : "by request: pull",
+          "target " + peer_name(handover_target_));
+}
+
+}  // namespace smha::sm

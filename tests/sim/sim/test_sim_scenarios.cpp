@@ -1,0 +1,231 @@
+// The drills the ibsim tier runs, on the simulated fabric. Each ends with exactly
+// one MASTER seen from a third node; the takeover times are printed (virtual time).
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <cstdio>
+
+#include "smha/sim/cluster.hpp"
+
+using namespace smha;
+using namespace smha::sim;
+
+namespace {
+
+// Both smhad started; waits until exactly one MASTER is seen from the observer.
+Cluster& settle(Cluster& c) {
+  c.start_all_smhad();
+  REQUIRE(c.run_until([&] { return c.observed_masters().size() == 1; }, seconds(3)));
+  c.run_for(seconds(2));
+  REQUIRE(c.observed_masters().size() == 1);
+  c.reset_dual_master_stats();
+  return c;
+}
+
+int master_head(Cluster& c) {
+  auto m = c.observed_masters();
+  REQUIRE(m.size() == 1);
+  return c.head_of(m[0]);
+}
+
+void dump(const Cluster& c) {
+  for (int i = 0; i < c.heads(); ++i)
+    for (const auto& r : c.records(i))
+      UNSCOPED_INFO(c.fabric().name(c.head(i))
+                    << " " << to_ms(r.at.time_since_epoch()) << "ms " << r.what << " " << r.kind
+                    << " " << r.detail);
+}
+
+void report(const char* drill, double ms) {
+  std::printf("sim drill %-32s new MASTER seen from a third node %.1f ms after the fault\n", drill, ms);
+}
+
+// Fault at now; returns ms until the observer first saw a MASTER other than `old`.
+double takeover_ms(Cluster& c, TimePoint fault, Guid old, Duration limit = seconds(5)) {
+  const bool ok = c.run_until([&] { return c.first_new_master_seen(fault, old).has_value(); }, limit);
+  if (!ok) dump(c);
+  REQUIRE(ok);
+  return to_ms(*c.first_new_master_seen(fault, old) - fault);
+}
+
+void ends_with_one_master(Cluster& c) {
+  c.run_for(seconds(3));
+  if (c.observed_masters().size() != 1 || c.fabric().active_masters().size() != 1) dump(c);
+  CHECK(c.observed_masters().size() == 1);
+  CHECK(c.fabric().active_masters().size() == 1);
+  CHECK(c.fabric().sets_to_master() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("Drill: both smhad started at the same moment", "[sim][drill]") {
+  Cluster c(1);
+  c.start_all_smhad();
+  const auto t0 = c.now();
+  REQUIRE(c.run_until([&] { return c.observed_masters().size() == 1; }, seconds(3)));
+  report("both smhad started together", to_ms(c.now() - t0));
+  ends_with_one_master(c);
+  // The lowest GUID wins OpenSM's election and the winner renders the master priority.
+  CHECK(master_head(c) == 0);
+  CHECK(c.fabric().sm(c.head(0))->priority == 11);
+  CHECK(c.fabric().sm(c.head(1))->priority == 10);
+}
+
+TEST_CASE("Drill: kill -9 of the master OpenSM", "[sim][drill]") {
+  Cluster c(2);
+  settle(c);
+  const int m = master_head(c);
+  const Guid old = c.fabric().guid(c.head(m));
+  const auto fault = c.now();
+  REQUIRE(c.fabric().signal_opensm(c.head(m), SIGKILL));
+  const double ms = takeover_ms(c, fault, old);
+  report("kill -9 of master OpenSM", ms);
+  CHECK(ms < 600);
+  ends_with_one_master(c);
+  // Sticky: the killed head came back as STANDBY.
+  CHECK(master_head(c) != m);
+  CHECK(c.fabric().sm(c.head(m))->state == SmState::Standby);
+  CHECK(c.count_events(1 - m, "takeover_started") == 1);
+}
+
+TEST_CASE("Drill: SIGSTOP of the master, then SIGCONT", "[sim][drill]") {
+  Cluster c(3);
+  settle(c);
+  const int m = master_head(c);
+  const Guid old = c.fabric().guid(c.head(m));
+  const auto fault = c.now();
+  REQUIRE(c.fabric().signal_opensm(c.head(m), SIGSTOP));
+  const double ms = takeover_ms(c, fault, old);
+  report("SIGSTOP of master OpenSM", ms);
+  CHECK(ms < 1000);
+  c.fabric().signal_opensm(c.head(m), SIGCONT);  // fenced already: nothing to continue
+  ends_with_one_master(c);
+  CHECK(c.count_events(m, "fence_local") == 1);
+  CHECK(c.dual_master_longest() == Duration{0});
+}
+
+TEST_CASE("Drill: SIGSTOP of the master with its smhad down, then SIGCONT", "[sim][drill]") {
+  Cluster c(4);
+  settle(c);
+  const int m = master_head(c);
+  const Guid old = c.fabric().guid(c.head(m));
+  c.crash_smhad(m);
+  const auto fault = c.now();
+  REQUIRE(c.fabric().signal_opensm(c.head(m), SIGSTOP));
+  const double ms = takeover_ms(c, fault, old);
+  report("SIGSTOP, smhad beside it down", ms);
+  c.run_for(seconds(2));
+  c.fabric().signal_opensm(c.head(m), SIGCONT);  // wakes up as a second MASTER
+  c.start_smhad(m);
+  ends_with_one_master(c);
+  INFO("longest dual-master stretch " << to_ms(c.dual_master_longest()) << " ms");
+  CHECK(c.dual_master_longest() <= c.params().poll_interval + c.params().fabric.sm.discover_full);
+}
+
+TEST_CASE("Drill: master HCA link removed and restored", "[sim][drill]") {
+  Cluster c(5);
+  settle(c);
+  const int m = master_head(c);
+  const Guid old = c.fabric().guid(c.head(m));
+  const auto fault = c.now();
+  c.fabric().set_link(c.head(m), false);
+  const double ms = takeover_ms(c, fault, old);
+  report("master link removed", ms);
+  CHECK(ms < 800);
+  c.run_for(seconds(2));
+  c.fabric().set_link(c.head(m), true);
+  ends_with_one_master(c);
+  CHECK(master_head(c) != m);  // sticky: no failback
+}
+
+TEST_CASE("Drill: old master restarted under sticky stays STANDBY", "[sim][drill]") {
+  Cluster c(6);
+  settle(c);
+  const int m = master_head(c);
+  c.crash_smhad(m);
+  REQUIRE(c.fabric().signal_opensm(c.head(m), SIGKILL));
+  c.run_for(seconds(3));
+  REQUIRE(master_head(c) != m);
+  const auto handovers = c.fabric().handovers();
+  c.start_smhad(m);  // smhad and OpenSM come back on the old master
+  c.run_for(seconds(30));
+  ends_with_one_master(c);
+  CHECK(master_head(c) != m);
+  CHECK(c.fabric().handovers() == handovers);
+}
+
+TEST_CASE("Drill: old master restarted under preempt takes mastership back after the hold-down",
+          "[sim][drill]") {
+  ClusterParams p;
+  p.failback = sm::FailbackMode::Preempt;
+  Cluster c(7, p);
+  settle(c);
+  const int m = master_head(c);
+  REQUIRE(m == 0);  // the preferred head (lowest GUID)
+  c.crash_smhad(m);
+  REQUIRE(c.fabric().signal_opensm(c.head(m), SIGKILL));
+  c.run_for(seconds(3));
+  REQUIRE(master_head(c) == 1);
+  const auto back = c.now();
+  c.start_smhad(m);
+  REQUIRE(c.run_until([&] { return c.observed_masters().size() == 1 && master_head(c) == 0; },
+                      seconds(20)));
+  const double ms = to_ms(c.now() - back);
+  report("preempt: failback after restart", ms);
+  CHECK(ms >= to_ms(p.preempt_hold_down));
+  ends_with_one_master(c);
+  CHECK(master_head(c) == 0);
+  CHECK(c.dual_master_longest() == Duration{0});
+}
+
+TEST_CASE("Drill: a minute of 20% MAD loss on the heads' ports, no takeover", "[sim][drill]") {
+  Cluster c(8);
+  settle(c);
+  const int m = master_head(c);
+  for (int i = 0; i < c.heads(); ++i) c.fabric().set_loss(c.head(i), 0.20);
+  c.run_for(seconds(60));
+  for (int i = 0; i < c.heads(); ++i) c.fabric().set_loss(c.head(i), 0);
+  ends_with_one_master(c);
+  CHECK(master_head(c) == m);
+  CHECK(c.count_events(1 - m, "takeover_done") == 0);
+  CHECK(c.dual_master_total() == Duration{0});
+  std::printf("sim drill %-32s DISCOVER kicks: %d, takeovers: %d, required rounds now %d\n",
+              "20% loss for 60 s", c.count_events(1 - m, "takeover_started"),
+              c.count_events(1 - m, "takeover_done"), c.agent(1 - m)->status().required_rounds);
+}
+
+TEST_CASE("Drill: planned handover by request, and rollback when the peer cannot take over",
+          "[sim][drill]") {
+  Cluster c(9);
+  settle(c);
+  const int m = master_head(c);
+  const auto t = c.now();
+  c.agent(m)->request_handover(std::nullopt);
+  REQUIRE(c.run_until([&] { return c.observed_masters().size() == 1 && master_head(c) != m; },
+                      seconds(5)));
+  report("planned handover (push)", to_ms(c.now() - t));
+  ends_with_one_master(c);
+  CHECK(c.dual_master_longest() == Duration{0});
+  const int m2 = master_head(c);
+  c.fabric().signal_opensm(c.head(1 - m2), SIGSTOP);  // target frozen: cannot take over
+  c.crash_smhad(1 - m2);
+  c.agent(m2)->request_handover(std::nullopt);
+  c.run_for(seconds(8));
+  CHECK(master_head(c) == m2);
+  CHECK(c.count_events(m2, "handover_rolled_back") == 1);
+}
+
+TEST_CASE("Drill: three heads, master killed: the highest-ranked standby takes over", "[sim][drill]") {
+  ClusterParams p;
+  p.heads = 3;
+  Cluster c(10, p);
+  settle(c);
+  REQUIRE(master_head(c) == 0);
+  const auto fault = c.now();
+  c.fabric().signal_opensm(c.head(0), SIGKILL);
+  const double ms = takeover_ms(c, fault, c.fabric().guid(c.head(0)));
+  report("3 heads: kill -9 of master", ms);
+  ends_with_one_master(c);
+  CHECK(master_head(c) == 1);
+  CHECK(c.count_events(2, "takeover_started") == 0);
+}

@@ -1,0 +1,348 @@
+// HaMachine scenarios: sequences of rounds through takeover, fallback, local
+// failure, planned handover, failback policies, loss adaptation, alarms, N heads.
+#include <catch2/catch.hpp>
+
+#include "rig.hpp"
+
+using namespace smha;
+using namespace smha::sm;
+using namespace smha::sm::test;
+
+namespace {
+constexpr auto S = SmState::Standby;
+constexpr auto M = SmState::Master;
+constexpr auto D = SmState::Discovering;
+constexpr auto kSilent = std::nullopt;
+using P = PortState;
+}  // namespace
+
+TEST_CASE("Policy validation names the field and priorities bracket the base", "[sm]") {
+  CHECK(validate(policy()).ok());
+  auto p = policy();
+  p.base_priority = 14;
+  REQUIRE_FALSE(validate(p).ok());
+  CHECK(validate(p).error().message.find("base_priority") != std::string::npos);
+  p = policy();
+  p.peers.push_back({"dup", kOwn});
+  REQUIRE_FALSE(validate(p).ok());
+  CHECK(validate(p).error().message.find("used twice") != std::string::npos);
+  p = policy();
+  p.peers.clear();
+  CHECK_FALSE(validate(p).ok());
+  p = policy();
+  p.preferred_master = Guid{0x99};
+  CHECK_FALSE(validate(p).ok());
+  auto pr = priorities(policy());
+  CHECK(pr.yield == 9);
+  CHECK(pr.standby == 10);
+  CHECK(pr.master == 11);
+  CHECK(pr.claim == 12);
+}
+
+TEST_CASE("Start: a stopped OpenSM is started at the standby priority; a running one is adopted",
+          "[sm]") {
+  Rig rig;
+  auto d = rig.poll(round(Local{kSilent}, {Peer{M, 11}}, {}, ProcessState::Stopped));
+  auto s = first<StartOpensm>(d.actions);
+  REQUIRE(s);
+  CHECK(s->priority == 10);
+
+  Rig adopt;
+  auto acts = adopt.polls(3, round(Local{M, 11}, {Peer{S, 10}}));
+  CHECK(count<StartOpensm>(acts) == 0);
+  CHECK(count<RestartOpensm>(acts) == 0);
+  // Adopted master: rendered master priority (sticky).
+  auto sp = first<SetPriority>(acts);
+  REQUIRE(sp);
+  CHECK(sp->priority == 11);
+  CHECK(adopt.m.status().role == Role::Master);
+}
+
+TEST_CASE("Takeover: DISCOVER after the required rounds, then master priority", "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{S}, {Peer{M, 11, P::Up}}));
+  std::vector<Action> acts;
+  int rounds_to_discover = 0;
+  for (int i = 1; i <= 10 && count<SendDiscover>(acts) == 0; ++i) {
+    auto d = rig.poll(round(Local{S}, {Peer{kSilent, 11, P::Down}}));
+    acts.insert(acts.end(), d.actions.begin(), d.actions.end());
+    rounds_to_discover = i;
+  }
+  CHECK(rounds_to_discover == 3);
+  CHECK(has_event(acts, EventKind::TakeoverStarted));
+  CHECK(rig.m.status().role == Role::TakingOver);
+  auto after = rig.polls(1, round(Local{D}, {Peer{kSilent, 11, P::Down}}));
+  CHECK(count<SendDiscover>(after) == 0);
+  after = rig.polls(1, round(Local{M, 10}, {Peer{kSilent, 11, P::Down}}));
+  CHECK(has_event(after, EventKind::TakeoverDone));
+  auto sp = first<SetPriority>(after);
+  REQUIRE(sp);
+  CHECK(sp->priority == 11);
+  CHECK(rig.m.status().role == Role::Master);
+}
+
+TEST_CASE("Takeover: a hung master (port up) gets one extra round for its own smhad to fence it",
+          "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{S}, {Peer{M, 11, P::Up}}));
+  auto acts = rig.polls(3, round(Local{S}, {Peer{kSilent, 11, P::Up}}));
+  CHECK(count<SendDiscover>(acts) == 0);
+  acts = rig.polls(1, round(Local{S}, {Peer{kSilent, 11, P::Up}}));
+  CHECK(count<SendDiscover>(acts) == 1);
+}
+
+TEST_CASE("Takeover: DISCOVER finds the master alive and the takeover is aborted", "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{S}, {Peer{M, 11}}));
+  auto acts = rig.polls(3, round(Local{S}, {Peer{kSilent, 11}}));
+  REQUIRE(count<SendDiscover>(acts) == 1);
+  acts = rig.polls(1, round(Local{S}, {Peer{M, 11}}));
+  CHECK(has_event(acts, EventKind::TakeoverAborted));
+  CHECK(rig.m.status().role == Role::Standby);
+  CHECK(count<SetPriority>(acts) == 0);
+}
+
+TEST_CASE("Takeover: no MASTER within the bound falls back to a restart at master priority",
+          "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{S}, {Peer{M, 11}}));
+  auto acts = rig.polls(3, round(Local{S}, {Peer{kSilent, 11, P::Down}}));
+  REQUIRE(count<SendDiscover>(acts) == 1);
+  acts = rig.polls(10, round(Local{S}, {Peer{kSilent, 11, P::Down}}));
+  auto r = first<RestartOpensm>(acts);
+  REQUIRE(r);
+  CHECK(r->priority == 11);
+  CHECK(has_event(acts, EventKind::TakeoverFallback));
+  CHECK(count<SendDiscover>(acts) == 0);
+  // The tick path reaches the same deadline without a poll.
+  Rig tick;
+  tick.polls(5, round(Local{S}, {Peer{M, 11}}));
+  auto d = tick.polls(3, round(Local{S}, {Peer{kSilent, 11, P::Down}}));
+  REQUIRE(count<SendDiscover>(d) == 1);
+  auto dec = tick.m.step(Tick{}, tick.t + milliseconds(2000));
+  CHECK(first<RestartOpensm>(dec.actions).has_value());
+}
+
+TEST_CASE("Loss: a master answering on one path only is alive, and observed loss raises the bar",
+          "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{S}, {Peer{M, 11}}));
+  CHECK(rig.m.required_rounds() == 3);
+  // Heavy loss: DR lost every round while LID answers; answered LID queries needed 3 attempts.
+  PollRound lossy = round(Local{S}, {Peer{M, 11, P::Up, kPeer, false}});
+  lossy.peers[0].via_lid.attempts = 3;
+  auto acts = rig.polls(50, lossy);
+  CHECK(count<SendDiscover>(acts) == 0);
+  CHECK(rig.m.required_rounds() > 3);
+  const int need = rig.m.required_rounds();
+  acts = rig.polls(need - 1, round(Local{S}, {Peer{kSilent, 11}}));
+  CHECK(count<SendDiscover>(acts) == 0);
+  acts = rig.polls(1, round(Local{S}, {Peer{kSilent, 11}}));
+  CHECK(count<SendDiscover>(acts) == 1);
+}
+
+TEST_CASE("Local OpenSM exit while master: restart deferred until the peer is MASTER", "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{M, 11}, {Peer{S, 10}}));
+  auto d = rig.step(ProcessChanged{ProcessState::Exited});
+  CHECK(has_event(d.actions, EventKind::LocalFailure));
+  CHECK(count<StartOpensm>(d.actions) == 0);
+  REQUIRE(d.next_wakeup);
+  CHECK(rig.m.status().role == Role::Recovering);
+  auto acts = rig.polls(2, round(Local{kSilent}, {Peer{S, 10}}, {}, ProcessState::Exited));
+  CHECK(count<StartOpensm>(acts) == 0);
+  acts = rig.polls(1, round(Local{kSilent}, {Peer{M, 10}}, {}, ProcessState::Exited));
+  auto s = first<StartOpensm>(acts);
+  REQUIRE(s);
+  CHECK(s->priority == 10);
+}
+
+TEST_CASE("Local OpenSM exit while master and no live peer: restart at once", "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{M, 11}, {Peer{kSilent, 10}}));
+  auto d = rig.step(ProcessChanged{ProcessState::Exited});
+  auto s = first<StartOpensm>(d.actions);
+  REQUIRE(s);
+  CHECK(s->priority == 10);
+}
+
+TEST_CASE("Local OpenSM exit while master: restart after the delay if nobody takes over", "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{M, 11}, {Peer{S, 10}}));
+  auto d = rig.step(ProcessChanged{ProcessState::Exited});
+  REQUIRE(d.next_wakeup);
+  auto early = rig.m.step(Tick{}, *d.next_wakeup - milliseconds(1));
+  CHECK(count<StartOpensm>(early.actions) == 0);
+  auto late = rig.m.step(Tick{}, *d.next_wakeup);
+  CHECK(count<StartOpensm>(late.actions) == 1);
+}
+
+TEST_CASE("Local OpenSM exit while standby: restart at once at standby priority", "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{S}, {Peer{M, 11}}));
+  auto d = rig.step(ProcessChanged{ProcessState::Exited});
+  auto s = first<StartOpensm>(d.actions);
+  REQUIRE(s);
+  CHECK(s->priority == 10);
+}
+
+TEST_CASE("Leaving MASTER (port down) re-renders the standby priority: no failback by GUID tie",
+          "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{M, 11}, {Peer{S, 10}}));
+  auto acts = rig.polls(1, round(Local{D, 11}, {Peer{kSilent, 10}}, Link{P::Down}));
+  auto sp = first<SetPriority>(acts);
+  REQUIRE(sp);
+  CHECK(sp->priority == 10);
+}
+
+TEST_CASE("Planned handover push: yield priority, done when the peer is MASTER", "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{M, 11}, {Peer{S, 10}}));
+  auto d = rig.step(HandoverRequest{kPeer});
+  CHECK(has_event(d.actions, EventKind::HandoverStarted));
+  auto sp = first<SetPriority>(d.actions);
+  REQUIRE(sp);
+  CHECK(sp->priority == 9);
+  // Two masters briefly during OpenSM's own handover: no yield while handing over.
+  auto acts = rig.polls(1, round(Local{M, 9}, {Peer{M, 10}}));
+  CHECK(count<RestartOpensm>(acts) == 0);
+  acts = rig.polls(1, round(Local{S, 9}, {Peer{M, 10}}));
+  CHECK(has_event(acts, EventKind::HandoverDone));
+  sp = first<SetPriority>(acts);
+  REQUIRE(sp);
+  CHECK(sp->priority == 10);
+}
+
+TEST_CASE("Planned handover is rolled back when the peer does not take over", "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{M, 11}, {Peer{S, 10}}));
+  rig.step(HandoverRequest{});
+  auto acts = rig.polls(25, round(Local{M, 9}, {Peer{S, 10}}));
+  CHECK(has_event(acts, EventKind::HandoverRolledBack));
+  CHECK(has_alarm(acts, AlarmKind::HandoverFailed));
+  auto sp = first<SetPriority>(acts);
+  REQUIRE(sp);
+  CHECK(sp->priority == 11);
+  CHECK(rig.m.status().role == Role::Master);
+}
+
+TEST_CASE("Planned handover: rejected without a live standby or for a target out of rank", "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{M, 11}, {Peer{kSilent, 10}}));
+  auto d = rig.step(HandoverRequest{});
+  CHECK(has_event(d.actions, EventKind::HandoverRejected));
+  CHECK(count<SetPriority>(d.actions) == 0);
+
+  Rig three(policy({{"head02", kPeer}, {"head03", kPeer2}}));
+  three.polls(5, round(Local{M, 11}, {Peer{S, 10}, Peer{S, 10, P::Up, kPeer2}}));
+  d = three.step(HandoverRequest{kPeer2});  // head02 (lower GUID) outranks head03
+  CHECK(has_event(d.actions, EventKind::HandoverRejected));
+  d = three.step(HandoverRequest{kPeer});
+  CHECK(has_event(d.actions, EventKind::HandoverStarted));
+}
+
+TEST_CASE("Planned handover pull from a standby: claim priority, then master priority", "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{S}, {Peer{M, 11}}));
+  auto d = rig.step(HandoverRequest{});
+  auto sp = first<SetPriority>(d.actions);
+  REQUIRE(sp);
+  CHECK(sp->priority == 12);
+  auto acts = rig.polls(1, round(Local{M, 12}, {Peer{S, 10}}));
+  CHECK(has_event(acts, EventKind::HandoverDone));
+  sp = first<SetPriority>(acts);
+  REQUIRE(sp);
+  CHECK(sp->priority == 11);
+}
+
+TEST_CASE("Sticky failback: a healthy returning preferred head stays standby", "[sm]") {
+  Rig rig;  // own GUID 0x10 is the lowest: preferred
+  auto acts = rig.polls(100, round(Local{S}, {Peer{M, 11}}));
+  CHECK(count<SetPriority>(acts) == 0);
+  CHECK_FALSE(has_event(acts, EventKind::HandoverStarted));
+}
+
+TEST_CASE("Preempt failback: the preferred head pulls mastership after the hold-down", "[sm]") {
+  auto p = policy();
+  p.failback = FailbackMode::Preempt;
+  Rig rig(p);
+  auto acts = rig.polls(19, round(Local{S}, {Peer{M, 11}}));
+  CHECK(count<SetPriority>(acts) == 0);
+  acts = rig.polls(3, round(Local{S}, {Peer{M, 11}}));
+  CHECK(has_event(acts, EventKind::HandoverStarted));
+  auto sp = first<SetPriority>(acts);
+  REQUIRE(sp);
+  CHECK(sp->priority == 12);
+
+  // A non-preferred head never pulls.
+  auto q = policy({{"head02", Guid{0x5}}});
+  q.failback = FailbackMode::Preempt;
+  Rig other(q);
+  acts = other.polls(60, round(Local{S}, {Peer{M, 11, P::Up, Guid{0x5}}}));
+  CHECK(count<SetPriority>(acts) == 0);
+}
+
+TEST_CASE("Alarms: SM_Key mismatch and unknown SMs are raised once and cleared", "[sm]") {
+  Rig rig;
+  auto acts = rig.polls(3, round(Local{S}, {Peer{M, 11, P::Up, kPeer, true, 7}}));
+  CHECK(count<RaiseAlarm>(acts) == 1);
+  CHECK(has_alarm(acts, AlarmKind::SmKeyMismatch));
+  acts = rig.polls(1, round(Local{S}, {Peer{M, 11}}));
+  CHECK(count<ClearAlarm>(acts) == 1);
+
+  PollRound r = round(Local{S}, {Peer{M, 11}});
+  r.other_sms.push_back(info(Guid{0xbad}, S, 3));
+  acts = rig.polls(2, r);
+  CHECK(has_alarm(acts, AlarmKind::UnknownSm));
+  CHECK(count<RaiseAlarm>(acts) == 1);
+}
+
+TEST_CASE("Two masters that persist raise the ignore_other_sm alarm", "[sm]") {
+  Rig rig;
+  rig.polls(3, round(Local{M, 11}, {Peer{S, 10}}));
+  // We outrank (lower GUID) and yield after one interval; before that the alarm is two_masters.
+  auto acts = rig.polls(1, round(Local{M, 11}, {Peer{M, 11}}));
+  CHECK(has_alarm(acts, AlarmKind::TwoMasters));
+  CHECK(count<RestartOpensm>(acts) == 0);
+}
+
+TEST_CASE("N heads: only the highest-ranked live standby acts; the next one after the bound",
+          "[sm]") {
+  // We are 0x20; head01 (0x10) outranks us; head03 (0x30) is the master that dies.
+  auto p = policy({{"head01", Guid{0x10}}, {"head03", kPeer2}}, kPeer);
+  Rig rig(p);
+  auto steady = [&](std::optional<SmState> h1, std::optional<SmState> h3) {
+    PollRound r = round(Local{S}, {Peer{h1, 10, P::Up, Guid{0x10}}, Peer{h3, 11, P::Up, kPeer2}});
+    r.local.info->guid = kPeer;
+    return r;
+  };
+  rig.polls(5, steady(S, M));
+  auto acts = rig.polls(8, steady(S, kSilent));
+  CHECK(count<SendDiscover>(acts) == 0);  // head01 acts first
+  acts = rig.polls(12, steady(S, kSilent));
+  CHECK(count<SendDiscover>(acts) == 1);  // head01 did not produce a master within the bound
+}
+
+TEST_CASE("DISCOVER is only ever sent in a round that shows the local SM in STANDBY", "[sm]") {
+  // Random walk over local/peer views; every SendDiscover must follow a STANDBY local view.
+  const std::optional<SmState> views[] = {S, M, D, kSilent};
+  const P ports[] = {P::Up, P::Down, P::Unknown};
+  std::uint64_t x = 88172645463325252ull;
+  auto rnd = [&](int n) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    return static_cast<int>(x % static_cast<std::uint64_t>(n));
+  };
+  Rig rig;
+  for (int i = 0; i < 5000; ++i) {
+    const auto local = views[rnd(4)];
+    PollRound r = round(Local{local, static_cast<std::uint8_t>(9 + rnd(4))},
+                        {Peer{views[rnd(4)], static_cast<std::uint8_t>(9 + rnd(4)), ports[rnd(3)]}},
+                        Link{ports[rnd(2)]});
+    auto d = rig.poll(r);
+    if (count<SendDiscover>(d.actions) > 0) {
+      REQUIRE(local == S);
+      REQUIRE(r.local_port == P::Up);
+    }
+  }
+}
