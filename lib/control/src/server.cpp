@@ -148,9 +148,7 @@ class Responder::Sink {
 
 Responder& Responder::operator=(Responder&& other) noexcept {
   if (this != &other) {
-    if (!done_) {
-      if (auto sink = sink_.lock()) sink->complete(Reply::failure(ResultCode::Error, "request was abandoned"));
-    }
+    if (!done_ && sink_) sink_->complete(Reply::failure(ResultCode::Error, "the method finished without an answer"));
     sink_ = std::move(other.sink_);
     done_ = other.done_;
     other.done_ = true;
@@ -159,22 +157,17 @@ Responder& Responder::operator=(Responder&& other) noexcept {
 }
 
 Responder::~Responder() {
-  if (done_) return;
-  if (auto sink = sink_.lock()) {
-    sink->complete(Reply::failure(ResultCode::Error, "the method finished without an answer"));
-  }
+  if (!done_ && sink_) sink_->complete(Reply::failure(ResultCode::Error, "the method finished without an answer"));
 }
 
 void Responder::operator()(Reply reply) {
-  if (done_) return;
+  if (done_ || !sink_) return;
   done_ = true;
-  if (auto sink = sink_.lock()) sink->complete(std::move(reply));
+  auto sink = std::move(sink_);
+  sink->complete(std::move(reply));
 }
 
-bool Responder::client_connected() const {
-  auto sink = sink_.lock();
-  return sink && !done_ && sink->open();
-}
+bool Responder::client_connected() const { return sink_ && !done_ && sink_->open(); }
 
 // ---------------------------------------------------------------------------
 
@@ -225,8 +218,13 @@ class ControlServer::Impl : public std::enable_shared_from_this<ControlServer::I
 
 namespace {
 
+// One client connection. Reads continuously (so a hang-up is noticed even
+// while an async method runs), queues complete frames (at most kMaxQueued, then
+// stops reading: back-pressure), and answers them one at a time, in order.
 class Connection final : public Responder::Sink, public std::enable_shared_from_this<Connection> {
  public:
+  static constexpr std::size_t kMaxQueued = 16;
+
   Connection(std::shared_ptr<ControlServer::Impl> server, Local::socket socket)
       : server_(std::move(server)), socket_(std::move(socket)), idle_timer_(server_->io_) {}
 
@@ -261,28 +259,41 @@ class Connection final : public Responder::Sink, public std::enable_shared_from_
     current_id_.reset();
     send(encode_reply(reply), /*then_close=*/false);
   }
-  bool open() const override { return !closed_; }
+  bool open() const override { return !closed_ && !eof_; }
 
  private:
   spdlog::logger& log() { return *server_->options_.logger; }
 
-  // Starts the next queued request, or waits for more bytes when none is queued.
+  // Starts the next queued request; when there is none, answers a pending
+  // framing error and closes, closes after the client's EOF, or waits (idle
+  // timer armed). Keeps a read outstanding unless back-pressured.
   void process_queue() {
     if (closed_ || busy_) return;
-    if (queue_.empty()) {
-      arm_idle_timer();
-      read();
+    if (!queue_.empty()) {
+      std::string frame = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+      idle_timer_.cancel();
+      dispatch(frame);
+    } else if (frame_error_) {
+      busy_ = true;
+      idle_timer_.cancel();
+      send(encode_reply(bad_request_reply(*frame_error_)), /*then_close=*/true);
       return;
+    } else if (eof_) {
+      close();
+      return;
+    } else {
+      arm_idle_timer();
     }
-    std::string frame = std::move(queue_.front());
-    queue_.pop_front();
-    busy_ = true;
-    idle_timer_.cancel();
-    dispatch(frame);
+    maybe_read();
   }
 
-  void read() {
+  void maybe_read() {
+    if (closed_ || reading_ || eof_ || frame_error_ || queue_.size() >= kMaxQueued) return;
+    reading_ = true;
     socket_.async_read_some(asio::buffer(buffer_), [self = shared_from_this()](auto ec, std::size_t n) {
+      self->reading_ = false;
       self->on_read(ec, n);
     });
   }
@@ -294,19 +305,23 @@ class Connection final : public Responder::Sink, public std::enable_shared_from_
         log().debug("CTL_DISCONNECT_MID_REQUEST uid={} pid={} pending_bytes={}", peer_.uid, peer_.pid,
                     decoder_.pending());
       }
-      close();
+      if (ec != asio::error::eof) {
+        close();
+        return;
+      }
+      eof_ = true;  // finish what was asked, then close
+      process_queue();
       return;
     }
     auto frames = decoder_.feed(std::string_view(buffer_.data(), n));
     if (!frames) {
       log().warn("CTL_BAD_FRAME uid={} pid={} error=\"{}\"", peer_.uid, peer_.pid, frames.error().message);
-      idle_timer_.cancel();
-      busy_ = true;
-      send(encode_reply(bad_request_reply(frames.error())), /*then_close=*/true);
-      return;
+      frame_error_ = frames.error();
+    } else {
+      for (auto& f : *frames) queue_.push_back(std::move(f));
     }
-    for (auto& f : *frames) queue_.push_back(std::move(f));
     process_queue();
+    maybe_read();
   }
 
   void arm_idle_timer() {
@@ -348,9 +363,9 @@ class Connection final : public Responder::Sink, public std::enable_shared_from_
       log().warn("CTL_DENIED method={} access={} uid={} gid={} pid={}", name, to_string(access), peer_.uid,
                  peer_.gid, peer_.pid);
       complete(Reply::failure(ResultCode::Unauthorized,
-                              std::string(access == Access::Mutating ? "method '" + name + "' requires root"
-                                                                     : "method '" + name + "' requires root or group " +
-                                                                           opts.group)));
+                              access == Access::Mutating
+                                  ? "method '" + name + "' requires root"
+                                  : "method '" + name + "' requires root or membership of group " + opts.group));
       return;
     }
     if (builtin) {
@@ -362,9 +377,9 @@ class Connection final : public Responder::Sink, public std::enable_shared_from_
       if (it->second.sync) {
         complete(it->second.sync(call));
       } else {
-        // Copy the handler: it may unregister or the map may change meanwhile.
+        // A copy: the handler object must outlive this call even if the map changes.
         AsyncHandler handler = it->second.async;
-        handler(call, Responder(weak_from_this()));
+        handler(call, Responder(shared_from_this()));
       }
     } catch (const std::exception& e) {
       log().error("CTL_METHOD_EXCEPTION method={} what=\"{}\"", name, e.what());
@@ -394,10 +409,13 @@ class Connection final : public Responder::Sink, public std::enable_shared_from_
   FrameDecoder decoder_;
   std::array<char, 4096> buffer_{};
   std::deque<std::string> queue_;
+  std::optional<Error> frame_error_;
   std::optional<json> current_id_;
   std::string out_;
-  bool busy_ = false;
-  bool writing_ = false;
+  bool busy_ = false;      // a request is being answered
+  bool writing_ = false;   // its reply is being written
+  bool reading_ = false;   // a read is outstanding
+  bool eof_ = false;       // the client will send nothing more
   bool closed_ = false;
 };
 

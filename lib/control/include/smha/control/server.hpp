@@ -55,13 +55,15 @@ struct Call {
 };
 
 // Completes an asynchronous call. Move-only; call it once, from the
-// io_context's thread, whenever the operation finishes. If the client has
-// gone away meanwhile the reply is dropped. If a Responder is destroyed
-// without being called, the client gets an `error` reply so it never hangs.
+// io_context's thread, whenever the operation finishes. It keeps the
+// connection's state alive until then; the connection answers no further
+// requests meanwhile. If the client has gone away the reply is dropped. If a
+// Responder is destroyed without being called, the client gets an `error`
+// reply so it never hangs.
 class Responder {
  public:
   class Sink;  // private to the server
-  explicit Responder(std::weak_ptr<Sink> sink) : sink_(std::move(sink)) {}
+  explicit Responder(std::shared_ptr<Sink> sink) : sink_(std::move(sink)) {}
   Responder(Responder&& other) noexcept = default;
   Responder& operator=(Responder&& other) noexcept;
   Responder(const Responder&) = delete;
@@ -69,11 +71,12 @@ class Responder {
   ~Responder();
 
   void operator()(Reply reply);
-  // False once the client has disconnected (the reply would be dropped).
+  // False once the client has hung up or stopped sending (EOF), or the
+  // server stopped: a long operation may give up early.
   bool client_connected() const;
 
  private:
-  std::weak_ptr<Sink> sink_;
+  std::shared_ptr<Sink> sink_;
   bool done_ = false;
 };
 
