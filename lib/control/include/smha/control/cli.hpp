@@ -1,0 +1,55 @@
+// smctl plumbing shared by every subcommand that talks to smhad: the common
+// options (--socket, --json, --timeout) and one call that connects, sends,
+// prints and maps the outcome to smctl's stable exit code.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "smha/control/protocol.hpp"
+
+namespace smha::control {
+
+// smctl exit codes for daemon calls. The values are smctl's stable exit codes
+// (daemon/smctl_commands.hpp ExitCode, doc/control-protocol.md); 7 and 8 are
+// added here for replies the daemon refuses.
+enum CliExit : int {
+  kCliOk = 0,
+  kCliFailure = 1,       // the daemon answered error / not_found / conflict
+  kCliUsage = 2,         // the daemon answered bad_request
+  kCliTimeout = 3,       // connected, but no reply in time
+  kCliNoDaemon = 6,      // cannot reach smhad (no socket, refused, connect timeout)
+  kCliUnauthorized = 7,  // unauthorized reply, or no permission on the socket
+  kCliUnsupported = 8,   // unsupported method or version_mismatch (smhad too old/new)
+};
+
+struct CliOptions {
+  std::string socket_path = kDefaultSocketPath;
+  bool json = false;
+  double timeout_s = 10.0;
+};
+
+// Adds --socket PATH, --json and --timeout SECONDS to a subcommand, storing
+// into `options` (which must outlive the app).
+void add_cli_options(CLI::App& command, CliOptions& options);
+
+// Prints an ok reply for humans. The default prints `text` if non-empty,
+// otherwise `data` as indented JSON.
+using HumanRenderer = std::function<void(const Reply& reply, std::ostream& out)>;
+
+// Calls `method` with `params` on smhad and returns the exit code.
+// With options.json: prints the reply envelope as one JSON document on `out`
+// (for transport failures a synthetic {"result":"error","error":CODE,"text":...}),
+// whatever the outcome. Without: on ok calls `render` with `out`; on any
+// failure prints "smctl: METHOD: RESULT: TEXT" on `err`.
+int run_cli_call(const CliOptions& options, const std::string& method, const nlohmann::json& params,
+                 std::ostream& out, std::ostream& err, const HumanRenderer& render = nullptr);
+
+// Exit code for a reply's result code.
+int exit_code_for(ResultCode result);
+
+}  // namespace smha::control

@@ -1,0 +1,78 @@
+#include "smha/control/cli.hpp"
+
+#include <chrono>
+#include <ostream>
+
+#include "smha/control/client.hpp"
+
+namespace smha::control {
+
+void add_cli_options(CLI::App& command, CliOptions& options) {
+  command.add_option("--socket", options.socket_path, "smhad control socket")->capture_default_str();
+  command.add_flag("--json", options.json, "print the reply as JSON (for scripts)");
+  command.add_option("--timeout", options.timeout_s, "seconds to wait for smhad")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+int exit_code_for(ResultCode result) {
+  switch (result) {
+    case ResultCode::Ok: return kCliOk;
+    case ResultCode::BadRequest: return kCliUsage;
+    case ResultCode::Unauthorized: return kCliUnauthorized;
+    case ResultCode::Unsupported:
+    case ResultCode::VersionMismatch: return kCliUnsupported;
+    case ResultCode::Error:
+    case ResultCode::NotFound:
+    case ResultCode::Conflict: return kCliFailure;
+  }
+  return kCliFailure;
+}
+
+namespace {
+int exit_code_for_transport(const std::string& code) {
+  if (code == kErrUnreachable) return kCliNoDaemon;
+  if (code == kErrPermission) return kCliUnauthorized;
+  if (code == kErrTimeout) return kCliTimeout;
+  return kCliFailure;
+}
+}  // namespace
+
+int run_cli_call(const CliOptions& options, const std::string& method, const nlohmann::json& params,
+                 std::ostream& out, std::ostream& err, const HumanRenderer& render) {
+  auto timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000.0));
+  auto reply = [&]() -> Result<Reply> {
+    auto client = ControlClient::connect(options.socket_path, timeout);
+    if (!client) return client.error();
+    return client->call(method, params, timeout);
+  }();
+  if (!reply) {
+    const Error& e = reply.error();
+    if (options.json) {
+      out << nlohmann::json{{"result", "error"}, {"error", e.code}, {"text", e.message}}.dump(2) << '\n';
+    } else {
+      err << "smctl: " << method << ": " << e.message << '\n';
+    }
+    return exit_code_for_transport(e.code);
+  }
+  if (options.json) {
+    nlohmann::json doc = {{"result", std::string(to_string(reply->result))},
+                          {"text", reply->text},
+                          {"data", reply->data},
+                          {"version", reply->version}};
+    out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  } else if (reply->is_ok()) {
+    if (render) {
+      render(*reply, out);
+    } else if (!reply->text.empty()) {
+      out << reply->text << '\n';
+    } else {
+      out << reply->data.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    }
+  } else {
+    err << "smctl: " << method << ": " << to_string(reply->result) << ": " << reply->text << '\n';
+  }
+  return exit_code_for(reply->result);
+}
+
+}  // namespace smha::control

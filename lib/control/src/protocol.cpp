@@ -1,0 +1,226 @@
+#include "smha/control/protocol.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace smha::control {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::pair<ResultCode, std::string_view>, 8> kResultNames{{
+    {ResultCode::Ok, "ok"},
+    {ResultCode::Error, "error"},
+    {ResultCode::Unsupported, "unsupported"},
+    {ResultCode::NotFound, "not_found"},
+    {ResultCode::Conflict, "conflict"},
+    {ResultCode::VersionMismatch, "version_mismatch"},
+    {ResultCode::Unauthorized, "unauthorized"},
+    {ResultCode::BadRequest, "bad_request"},
+}};
+
+// Thrown from the parser callback to abandon a too-deep document at once.
+struct TooDeep {};
+
+std::string dump_safe(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// At most `limit` characters of `s`, for quoting client input in messages.
+std::string quote_prefix(std::string_view s, std::size_t limit = kMaxMethodLength) {
+  std::string out = dump_safe(json(std::string(s.substr(0, limit))));
+  if (s.size() > limit) out += "...";
+  return out;
+}
+
+bool valid_method_name(std::string_view name) {
+  if (name.empty() || name.size() > kMaxMethodLength) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
+}
+
+Error bad(std::string message) { return make_error("bad_request", std::move(message)); }
+Error proto(std::string message) { return make_error("protocol", std::move(message)); }
+
+std::string got(const json& j) { return std::string("got ") + j.type_name(); }
+
+// Shared by request and reply: an optional "id" that must be a string or an integer.
+Result<std::optional<json>> read_id(const json& doc) {
+  auto it = doc.find("id");
+  if (it == doc.end() || it->is_null()) return std::optional<json>{};
+  if (!it->is_string() && !it->is_number_integer()) {
+    return make_error("type", "\"id\" must be a string or an integer, " + got(*it));
+  }
+  return std::optional<json>{*it};
+}
+
+}  // namespace
+
+std::string_view to_string(ResultCode code) {
+  for (const auto& [c, name] : kResultNames) {
+    if (c == code) return name;
+  }
+  return "unknown";
+}
+
+std::optional<ResultCode> parse_result_code(std::string_view text) {
+  for (const auto& [c, name] : kResultNames) {
+    if (name == text) return c;
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(Access access) {
+  return access == Access::Mutating ? "mutating" : "read-only";
+}
+
+Reply Reply::ok(nlohmann::json data, std::string text) {
+  Reply r;
+  r.data = std::move(data);
+  r.text = std::move(text);
+  return r;
+}
+
+Reply Reply::failure(ResultCode code, std::string text, nlohmann::json data) {
+  Reply r;
+  r.result = code;
+  r.text = std::move(text);
+  r.data = std::move(data);
+  return r;
+}
+
+Result<std::vector<std::string>> FrameDecoder::feed(std::string_view bytes) {
+  auto too_large = [this] {
+    failed_ = true;
+    partial_.clear();
+    partial_.shrink_to_fit();
+    return make_error("frame_too_large",
+                      "message exceeds " + std::to_string(max_frame_) + " bytes without a terminator");
+  };
+  if (failed_) return too_large();
+  std::vector<std::string> frames;
+  while (!bytes.empty()) {
+    std::size_t end = bytes.find(kFrameTerminator);
+    std::string_view piece = bytes.substr(0, end);
+    if (partial_.size() + piece.size() > max_frame_) return too_large();
+    partial_.append(piece);
+    if (end == std::string_view::npos) break;
+    frames.push_back(std::move(partial_));
+    partial_.clear();
+    bytes.remove_prefix(end + 1);
+  }
+  return frames;
+}
+
+Result<nlohmann::json> parse_json(std::string_view text) {
+  json::parser_callback_t limit_depth = [](int depth, json::parse_event_t event, json&) {
+    // depth counts the containers already open around this one.
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth + 1 > kMaxJsonDepth) {
+      throw TooDeep{};
+    }
+    return true;
+  };
+  try {
+    return json::parse(text.begin(), text.end(), limit_depth, /*allow_exceptions=*/true,
+                       /*ignore_comments=*/false);
+  } catch (const TooDeep&) {
+    return make_error("too_deep", "JSON nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  } catch (const json::exception& e) {
+    // Drop the "[json.exception.parse_error.101] " prefix; keep line/column.
+    std::string_view what = e.what();
+    if (auto pos = what.find("] "); pos != std::string_view::npos) what.remove_prefix(pos + 2);
+    return make_error("json", "invalid JSON: " + std::string(what));
+  }
+}
+
+Result<Request> parse_request(std::string_view frame) {
+  auto parsed = parse_json(frame);
+  if (!parsed) return bad(parsed.error().message);
+  const json& doc = *parsed;
+  if (!doc.is_object()) return bad("request must be a JSON object, " + got(doc));
+
+  Request req;
+  auto method = doc.find("method");
+  if (method == doc.end()) return bad("request has no \"method\"");
+  if (!method->is_string()) return bad("\"method\" must be a string, " + got(*method));
+  const auto& name = method->get_ref<const std::string&>();
+  if (!valid_method_name(name)) {
+    return bad("\"method\" must be 1-" + std::to_string(kMaxMethodLength) +
+               " characters of a-z, 0-9 and '-', got " + quote_prefix(name));
+  }
+  req.method = name;
+
+  if (auto params = doc.find("params"); params != doc.end() && !params->is_null()) {
+    if (!params->is_object()) return bad("\"params\" must be an object, " + got(*params));
+    req.params = *params;
+  }
+  auto id = read_id(doc);
+  if (!id) return bad(id.error().message);
+  req.id = std::move(*id);
+
+  if (auto v = doc.find("version"); v != doc.end() && !v->is_null()) {
+    if (!v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > 1'000'000) {
+      return bad("\"version\" must be a non-negative integer, got " + dump_safe(*v).substr(0, 32));
+    }
+    req.version = static_cast<int>(v->get<int64_t>());
+  }
+  return req;
+}
+
+Result<Reply> parse_reply(std::string_view frame) {
+  auto parsed = parse_json(frame);
+  if (!parsed) return proto("reply: " + parsed.error().message);
+  const json& doc = *parsed;
+  if (!doc.is_object()) return proto("reply must be a JSON object, " + got(doc));
+
+  Reply reply;
+  auto result = doc.find("result");
+  if (result == doc.end() || !result->is_string()) return proto("reply has no string \"result\"");
+  auto code = parse_result_code(result->get_ref<const std::string&>());
+  if (!code) return proto("reply has unknown result " + quote_prefix(result->get_ref<const std::string&>()));
+  reply.result = *code;
+
+  auto version = doc.find("version");
+  if (version == doc.end() || !version->is_number_integer()) {
+    return proto("reply has no integer \"version\"");
+  }
+  reply.version = version->get<int>();
+  if (auto text = doc.find("text"); text != doc.end()) {
+    if (!text->is_string()) return proto("reply \"text\" must be a string, " + got(*text));
+    reply.text = text->get<std::string>();
+  }
+  if (auto data = doc.find("data"); data != doc.end()) reply.data = *data;
+  auto id = read_id(doc);
+  if (!id) return proto("reply " + id.error().message);
+  reply.id = std::move(*id);
+  return reply;
+}
+
+std::string encode_request(const Request& request) {
+  json doc = {{"method", request.method}, {"params", request.params}};
+  if (request.id) doc["id"] = *request.id;
+  doc["version"] = request.version.value_or(kProtocolVersion);
+  std::string out = dump_safe(doc);
+  out.push_back(kFrameTerminator);
+  return out;
+}
+
+std::string encode_reply(const Reply& reply) {
+  json doc = {{"result", std::string(to_string(reply.result))},
+              {"text", reply.text},
+              {"data", reply.data},
+              {"version", kProtocolVersion}};
+  if (reply.id) doc["id"] = *reply.id;
+  std::string out = dump_safe(doc);
+  out.push_back(kFrameTerminator);
+  return out;
+}
+
+Reply bad_request_reply(const Error& error) {
+  return Reply::failure(ResultCode::BadRequest, error.message);
+}
+
+}  // namespace smha::control

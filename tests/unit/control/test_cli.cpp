@@ -1,0 +1,93 @@
+// smctl plumbing: exit codes and output for every outcome.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "smha/control/cli.hpp"
+#include "test_support.hpp"
+
+using namespace smha::control;
+using namespace smha::control::test;
+using nlohmann::json;
+
+TEST_CASE("exit codes map every result code", "[control][cli]") {
+  CHECK(exit_code_for(ResultCode::Ok) == 0);
+  CHECK(exit_code_for(ResultCode::Error) == 1);
+  CHECK(exit_code_for(ResultCode::NotFound) == 1);
+  CHECK(exit_code_for(ResultCode::Conflict) == 1);
+  CHECK(exit_code_for(ResultCode::BadRequest) == 2);
+  CHECK(exit_code_for(ResultCode::Unauthorized) == 7);
+  CHECK(exit_code_for(ResultCode::Unsupported) == 8);
+  CHECK(exit_code_for(ResultCode::VersionMismatch) == 8);
+}
+
+TEST_CASE("cannot reach smhad has its own exit code", "[control][cli]") {
+  TempDir dir;
+  CliOptions opts;
+  opts.socket_path = dir.sub("absent.sock");
+  std::ostringstream out, err;
+  CHECK(run_cli_call(opts, "status", json::object(), out, err) == kCliNoDaemon);
+  CHECK(out.str().empty());
+  CHECK_THAT(err.str(), Catch::Contains("cannot reach smhad at " + opts.socket_path));
+
+  opts.json = true;
+  std::ostringstream jout, jerr;
+  CHECK(run_cli_call(opts, "status", json::object(), jout, jerr) == kCliNoDaemon);
+  auto doc = json::parse(jout.str());
+  CHECK(doc["result"] == "error");
+  CHECK(doc["error"] == "unreachable");
+}
+
+TEST_CASE("cli call against a server: human and json output", "[control][cli]") {
+  TempDir dir;
+  LogCapture log;
+  ThreadedServer ts(test_options(dir, log));
+  REQUIRE(ts.server().register_method("status", Access::ReadOnly, [](const Call&) {
+    return Reply::ok(json{{"role", "master"}});
+  }).ok());
+  REQUIRE(ts.server().register_method("fails", Access::Mutating, [](const Call&) {
+    return Reply::failure(ResultCode::Conflict, "a handover is already running");
+  }).ok());
+  REQUIRE(ts.server().start().ok());
+  ts.run();
+  CliOptions opts;
+  opts.socket_path = ts.server().socket_path();
+
+  std::ostringstream out, err;
+  int rc = run_cli_call(opts, "status", json::object(), out, err, [](const Reply& r, std::ostream& o) {
+    o << "role: " << r.data["role"].get<std::string>() << "\n";
+  });
+  CHECK(rc == 0);
+  CHECK(out.str() == "role: master\n");
+
+  std::ostringstream out2, err2;
+  CHECK(run_cli_call(opts, "fails", json::object(), out2, err2) == kCliFailure);
+  CHECK(err2.str() == "smctl: fails: conflict: a handover is already running\n");
+
+  std::ostringstream out3, err3;
+  CHECK(run_cli_call(opts, "nope", json::object(), out3, err3) == kCliUnsupported);
+
+  opts.json = true;
+  std::ostringstream jout, jerr;
+  CHECK(run_cli_call(opts, "status", json::object(), jout, jerr) == 0);
+  auto doc = json::parse(jout.str());
+  CHECK(doc["result"] == "ok");
+  CHECK(doc["data"]["role"] == "master");
+  CHECK(doc["version"] == kProtocolVersion);
+}
+
+TEST_CASE("add_cli_options parses --socket, --json and --timeout", "[control][cli]") {
+  CLI::App app;
+  auto* sub = app.add_subcommand("status");
+  CliOptions opts;
+  add_cli_options(*sub, opts);
+  app.parse("status --socket /tmp/x.sock --json --timeout 2.5", /*program_name_included=*/false);
+  CHECK(opts.socket_path == "/tmp/x.sock");
+  CHECK(opts.json);
+  CHECK(opts.timeout_s == 2.5);
+  CliOptions bad;
+  CLI::App app2;
+  auto* sub2 = app2.add_subcommand("status");
+  add_cli_options(*sub2, bad);
+  CHECK_THROWS_AS(app2.parse("status --timeout -1", false), CLI::ParseError);
+}

@@ -1,0 +1,233 @@
+// The pure codec: framing, JSON limits, request/reply validation.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "smha/control/protocol.hpp"
+
+using namespace smha::control;
+using nlohmann::json;
+
+namespace {
+std::string frame(const std::string& body) { return body + std::string(1, '\0'); }
+}  // namespace
+
+TEST_CASE("result codes round-trip through their wire names", "[control][protocol]") {
+  for (int i = 0; i <= 7; ++i) {
+    auto code = static_cast<ResultCode>(i);
+    auto name = to_string(code);
+    CAPTURE(i, name);
+    REQUIRE(name != "unknown");
+    REQUIRE(parse_result_code(name) == code);
+  }
+  CHECK(to_string(static_cast<ResultCode>(99)) == "unknown");
+  CHECK_FALSE(parse_result_code("OK").has_value());
+  CHECK(to_string(ResultCode::VersionMismatch) == "version_mismatch");
+  CHECK(to_string(ResultCode::BadRequest) == "bad_request");
+}
+
+TEST_CASE("decoder reassembles a frame split across reads", "[control][protocol]") {
+  std::string wire = frame(R"({"method":"status"})");
+  for (std::size_t cut = 0; cut <= wire.size(); ++cut) {
+    FrameDecoder d;
+    auto a = d.feed(std::string_view(wire).substr(0, cut));
+    REQUIRE(a.ok());
+    auto b = d.feed(std::string_view(wire).substr(cut));
+    REQUIRE(b.ok());
+    std::vector<std::string> all = *a;
+    all.insert(all.end(), b->begin(), b->end());
+    CAPTURE(cut);
+    REQUIRE(all.size() == 1);
+    CHECK(all[0] == R"({"method":"status"})");
+    CHECK(d.pending() == 0);
+  }
+}
+
+TEST_CASE("decoder feeds one byte at a time", "[control][protocol]") {
+  std::string wire = frame(R"({"method":"a"})") + frame(R"({"method":"b"})");
+  FrameDecoder d;
+  std::vector<std::string> got;
+  for (char c : wire) {
+    auto r = d.feed(std::string_view(&c, 1));
+    REQUIRE(r.ok());
+    got.insert(got.end(), r->begin(), r->end());
+  }
+  REQUIRE(got == std::vector<std::string>{R"({"method":"a"})", R"({"method":"b"})"});
+}
+
+TEST_CASE("decoder returns several frames from one read, keeping the tail", "[control][protocol]") {
+  FrameDecoder d;
+  auto r = d.feed(frame("1") + frame("2") + frame("") + "{\"par");
+  REQUIRE(r.ok());
+  CHECK(*r == std::vector<std::string>{"1", "2", ""});
+  CHECK(d.pending() == 5);
+  auto r2 = d.feed(std::string("tial\"}") + '\0');
+  REQUIRE(r2.ok());
+  CHECK(*r2 == std::vector<std::string>{"{\"partial\"}"});
+}
+
+TEST_CASE("decoder rejects an oversized frame before its terminator", "[control][protocol]") {
+  FrameDecoder d(16);
+  REQUIRE(d.feed(std::string(16, 'x')).ok());  // exactly the limit is fine so far
+  auto r = d.feed("y");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == "frame_too_large");
+  CHECK(r.error().message.find("16 bytes") != std::string::npos);
+  CHECK(d.failed());
+  // Stays failed, even for a valid frame.
+  auto again = d.feed(frame("{}"));
+  REQUIRE_FALSE(again.ok());
+  CHECK(again.error().code == "frame_too_large");
+}
+
+TEST_CASE("decoder accepts a frame of exactly the limit", "[control][protocol]") {
+  FrameDecoder d(kMaxRequestBytes);
+  auto r = d.feed(frame(std::string(kMaxRequestBytes, 'a')));
+  REQUIRE(r.ok());
+  REQUIRE(r->size() == 1);
+  CHECK((*r)[0].size() == kMaxRequestBytes);
+  FrameDecoder d2(kMaxRequestBytes);
+  CHECK_FALSE(d2.feed(frame(std::string(kMaxRequestBytes + 1, 'a'))).ok());
+}
+
+TEST_CASE("parse_request accepts the documented envelope", "[control][protocol]") {
+  auto r = parse_request(R"({"method":"status","params":{"verbose":true},"id":"abc","version":1})");
+  REQUIRE(r.ok());
+  CHECK(r->method == "status");
+  CHECK(r->params == json{{"verbose", true}});
+  REQUIRE(r->id.has_value());
+  CHECK(*r->id == "abc");
+  CHECK(r->version == 1);
+
+  auto minimal = parse_request(R"({"method":"list-methods"})");
+  REQUIRE(minimal.ok());
+  CHECK(minimal->params == json::object());
+  CHECK_FALSE(minimal->id.has_value());
+  CHECK_FALSE(minimal->version.has_value());
+
+  auto extra = parse_request(R"({"method":"x","future_field":[1,2]})");
+  CHECK(extra.ok());
+}
+
+TEST_CASE("parse_request names what is wrong", "[control][protocol]") {
+  struct Case {
+    const char* input;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"", "invalid JSON"},
+      {"garbage", "invalid JSON"},
+      {R"({"method":"status")", "invalid JSON"},  // truncated
+      {"\xff\xfe", "invalid JSON"},
+      {R"({"method":"st\xff"})", "invalid JSON"},  // invalid UTF-8
+      {"[]", "request must be a JSON object, got array"},
+      {"42", "request must be a JSON object, got number"},
+      {R"("status")", "request must be a JSON object, got string"},
+      {"null", "request must be a JSON object, got null"},
+      {R"({"params":{}})", "request has no \"method\""},
+      {R"({"method":7})", "\"method\" must be a string, got number"},
+      {R"({"method":["status"]})", "\"method\" must be a string, got array"},
+      {R"({"method":""})", "\"method\" must be 1-64 characters"},
+      {R"({"method":"Status"})", "got \"Status\""},
+      {R"({"method":"a b"})", "\"method\" must be 1-64 characters"},
+      {R"({"method":"status","params":[]})", "\"params\" must be an object, got array"},
+      {R"({"method":"status","params":"x"})", "\"params\" must be an object, got string"},
+      {R"({"method":"status","id":{}})", "\"id\" must be a string or an integer, got object"},
+      {R"({"method":"status","id":1.5})", "\"id\" must be a string or an integer, got number"},
+      {R"({"method":"status","version":"1"})", "\"version\" must be a non-negative integer"},
+      {R"({"method":"status","version":-1})", "\"version\" must be a non-negative integer"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.input);
+    auto r = parse_request(c.input);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == "bad_request");
+    CHECK_THAT(r.error().message, Catch::Contains(c.expect));
+  }
+}
+
+TEST_CASE("parse_request reports where the JSON is broken", "[control][protocol]") {
+  auto r = parse_request("{\"method\":\"status\",}");
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error().message, Catch::Contains("column"));
+  CHECK_THAT(r.error().message, !Catch::Contains("json.exception"));
+}
+
+TEST_CASE("a long method name is quoted truncated", "[control][protocol]") {
+  std::string name(5000, 'A');
+  auto r = parse_request(R"({"method":")" + name + "\"}");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.size() < 200);
+  CHECK_THAT(r.error().message, Catch::EndsWith("..."));
+}
+
+TEST_CASE("nesting is bounded", "[control][protocol]") {
+  auto nested = [](int depth) {
+    std::string s = R"({"method":"status","params":{"x":)";  // depth 2 so far
+    for (int i = 0; i < depth - 2; ++i) s += "[";
+    s += "1";
+    for (int i = 0; i < depth - 2; ++i) s += "]";
+    return s + "}}";
+  };
+  CHECK(parse_request(nested(kMaxJsonDepth)).ok());
+  auto deep = parse_request(nested(kMaxJsonDepth + 1));
+  REQUIRE_FALSE(deep.ok());
+  CHECK_THAT(deep.error().message, Catch::Contains("nesting deeper than 32"));
+
+  // 60 000 levels fit in one 64 KiB frame; parsing must neither recurse nor crash.
+  std::string bomb(60'000, '[');
+  auto b = parse_request(bomb);
+  REQUIRE_FALSE(b.ok());
+  CHECK_THAT(b.error().message, Catch::Contains("nesting deeper"));
+  std::string obj_bomb;
+  for (int i = 0; i < 20'000; ++i) obj_bomb += R"({"a":)";
+  CHECK_FALSE(parse_request(obj_bomb).ok());
+}
+
+TEST_CASE("replies encode with version and id and parse back", "[control][protocol]") {
+  Reply r = Reply::failure(ResultCode::Conflict, "handover running", json{{"since", 3}});
+  r.id = json(9);
+  std::string wire = encode_reply(r);
+  REQUIRE(wire.back() == '\0');
+  auto doc = json::parse(wire.substr(0, wire.size() - 1));
+  CHECK(doc["result"] == "conflict");
+  CHECK(doc["version"] == kProtocolVersion);
+  CHECK(doc["id"] == 9);
+
+  auto back = parse_reply(wire.substr(0, wire.size() - 1));
+  REQUIRE(back.ok());
+  CHECK(back->result == ResultCode::Conflict);
+  CHECK(back->text == "handover running");
+  CHECK(back->data == json{{"since", 3}});
+  CHECK(back->id == json(9));
+}
+
+TEST_CASE("encoding never throws on invalid UTF-8", "[control][protocol]") {
+  Reply r = Reply::ok(json{{"name", std::string("bad\xff")}}, std::string("t\xfe"));
+  std::string wire;
+  REQUIRE_NOTHROW(wire = encode_reply(r));
+  CHECK(parse_reply(wire.substr(0, wire.size() - 1)).ok());
+}
+
+TEST_CASE("encode_request produces what parse_request accepts", "[control][protocol]") {
+  Request q{"handover", json{{"to", "node-b"}}, json("x1"), std::nullopt};
+  std::string wire = encode_request(q);
+  REQUIRE(wire.back() == '\0');
+  auto back = parse_request(wire.substr(0, wire.size() - 1));
+  REQUIRE(back.ok());
+  CHECK(back->method == "handover");
+  CHECK(back->params["to"] == "node-b");
+  CHECK(back->id == json("x1"));
+  CHECK(back->version == kProtocolVersion);
+}
+
+TEST_CASE("parse_reply rejects malformed replies", "[control][protocol]") {
+  CHECK_FALSE(parse_reply("[]").ok());
+  CHECK_FALSE(parse_reply(R"({"result":"ok"})").ok());                    // no version
+  CHECK_FALSE(parse_reply(R"({"result":"fine","version":1})").ok());      // unknown result
+  CHECK_FALSE(parse_reply(R"({"result":0,"version":1})").ok());           // wrong type
+  CHECK_FALSE(parse_reply(R"({"result":"ok","version":1,"text":3})").ok());
+  auto r = parse_reply(R"({"result":"ok","version":1})");
+  REQUIRE(r.ok());
+  CHECK(r->text.empty());
+}

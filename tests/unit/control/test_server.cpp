@@ -1,0 +1,727 @@
+// The control server over real unix sockets in a scratch directory.
+#include <catch2/catch.hpp>
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+
+#include "smha/control/client.hpp"
+#include "test_support.hpp"
+
+using namespace smha::control;
+using namespace smha::control::test;
+using namespace std::chrono_literals;
+using nlohmann::json;
+using SteadyNow = std::chrono::steady_clock;
+
+namespace {
+template <typename D>
+double as_ms(D d) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(d).count() / 1000.0;
+}
+}  // namespace
+
+namespace {
+
+// Registers the methods most tests use: echo (read-only), mutate (mutating),
+// connections (read-only; the server's connection count), boom (throws).
+void register_test_methods(ControlServer& s) {
+  REQUIRE(s.register_method("echo", Access::ReadOnly, [](const Call& c) { return Reply::ok(c.params); }).ok());
+  REQUIRE(s.register_method("mutate", Access::Mutating,
+                            [](const Call&) { return Reply::ok(json::object(), "mutated"); }).ok());
+  REQUIRE(s.register_method("connections", Access::ReadOnly, [&s](const Call&) {
+              return Reply::ok(json{{"count", s.connection_count()}});
+            }).ok());
+  REQUIRE(s.register_method("boom", Access::ReadOnly,
+                            [](const Call&) -> Reply { throw std::runtime_error("kaboom"); }).ok());
+}
+
+ControlClient connect_ok(const std::string& path) {
+  auto c = ControlClient::connect(path, 2s);
+  REQUIRE(c.ok());
+  return std::move(*c);
+}
+
+// Polls the server (through a method, on its own thread) until `pred(count)`.
+bool wait_connections(const std::string& path, const std::function<bool(std::size_t)>& pred) {
+  auto deadline = SteadyNow::now() + 5s;
+  auto probe = connect_ok(path);
+  while (SteadyNow::now() < deadline) {
+    auto r = probe.call("connections");
+    REQUIRE(r.ok());
+    // The probe itself is one of the connections.
+    if (pred(r->data["count"].get<std::size_t>() - 1)) return true;
+    std::this_thread::sleep_for(5ms);  // polling a remote condition; no event to wait on
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("start fails clearly when the group does not exist", "[control][server]") {
+  TempDir dir;
+  LogCapture log;
+  boost::asio::io_context io;
+  auto opts = test_options(dir, log);
+  opts.group = "smha-no-such-group";
+  ControlServer server(io, opts);
+  auto st = server.start();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == "group");
+  CHECK_THAT(st.error().message, Catch::Contains("'smha-no-such-group' does not exist"));
+  CHECK_FALSE(std::filesystem::exists(opts.socket_path));
+}
+
+TEST_CASE("start creates a 0750 directory and a 0660 socket owned by the group", "[control][server]") {
+  TempDir dir;
+  LogCapture log;
+  boost::asio::io_context io;
+  auto opts = test_options(dir, log);
+  ControlServer server(io, opts);
+  REQUIRE(server.start().ok());
+  struct stat d {}, s {};
+  REQUIRE(::lstat(dir.sub("run").c_str(), &d) == 0);
+  CHECK((d.st_mode & 07777) == 0750);
+  CHECK(d.st_gid == test_group_gid());
+  REQUIRE(::lstat(opts.socket_path.c_str(), &s) == 0);
+  CHECK(S_ISSOCK(s.st_mode));
+  CHECK((s.st_mode & 07777) == 0660);
+  CHECK(s.st_gid == test_group_gid());
+  server.stop();
+  CHECK_FALSE(std::filesystem::exists(opts.socket_path));
+}
+
+TEST_CASE("start tightens an existing directory's mode", "[control][server]") {
+  TempDir dir;
+  LogCapture log;
+  REQUIRE(::mkdir(dir.sub("run").c_str(), 0755) == 0);
+  boost::asio::io_context io;
+  ControlServer server(io, test_options(dir, log));
+  REQUIRE(server.start().ok());
+  struct stat d {};
+  REQUIRE(::lstat(dir.sub("run").c_str(), &d) == 0);
+  CHECK((d.st_mode & 07777) == 0750);
+}
+
+TEST_CASE("start refuses unsafe directories and paths, changing nothing", "[control][server]") {
+  TempDir dir;
+  LogCapture log;
+  boost::asio::io_context io;
+  auto opts = test_options(dir, log);
+
+  SECTION("world-writable directory") {
+    REQUIRE(::mkdir(dir.sub("run").c_str(), 0700) == 0);
+    REQUIRE(::chmod(dir.sub("run").c_str(), 0777) == 0);
+    ControlServer server(io, opts);
+    auto st = server.start();
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().code == "dir");
+    CHECK_THAT(st.error().message, Catch::Contains(dir.sub("run")) && Catch::Contains("world-writable"));
+    struct stat d {};
+    REQUIRE(::lstat(dir.sub("run").c_str(), &d) == 0);
+    CHECK((d.st_mode & 07777) == 0777);
+    CHECK_FALSE(std::filesystem::exists(opts.socket_path));
+  }
+  SECTION("symlinked directory") {
+    REQUIRE(::mkdir(dir.sub("real").c_str(), 0750) == 0);
+    REQUIRE(::symlink(dir.sub("real").c_str(), dir.sub("run").c_str()) == 0);
+    ControlServer server(io, opts);
+    auto st = server.start();
+    REQUIRE_FALSE(st.ok());
+    CHECK_THAT(st.error().message, Catch::Contains("symlink"));
+    CHECK_FALSE(std::filesystem::exists(dir.sub("real/smhad.sock")));
+  }
+  SECTION("a regular file where the socket goes") {
+    REQUIRE(::mkdir(dir.sub("run").c_str(), 0750) == 0);
+    { std::ofstream(opts.socket_path) << "keep me"; }
+    ControlServer server(io, opts);
+    auto st = server.start();
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().code == "socket");
+    CHECK_THAT(st.error().message, Catch::Contains("is not a socket"));
+    std::ifstream in(opts.socket_path);
+    std::string content;
+    std::getline(in, content);
+    CHECK(content == "keep me");
+  }
+  SECTION("a path too long for sun_path") {
+    opts.socket_path = dir.sub(std::string(120, 'x'));
+    ControlServer server(io, opts);
+    auto st = server.start();
+    REQUIRE_FALSE(st.ok());
+    CHECK_THAT(st.error().message, Catch::Contains("longer than"));
+  }
+}
+
+TEST_CASE("a second server refuses a live socket; a stale one is replaced", "[control][server]") {
+  TempDir dir;
+  LogCapture log;
+  boost::asio::io_context io;
+  auto opts = test_options(dir, log);
+  ControlServer first(io, opts);
+  REQUIRE(first.start().ok());
+  ControlServer second(io, opts);
+  auto st = second.start();
+  REQUIRE_FALSE(st.ok());
+  CHECK_THAT(st.error().message, Catch::Contains("already listening"));
+
+  // A stale socket file (bound, nobody listening) is removed and rebound.
+  first.stop();
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, opts.socket_path.c_str());
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  ::close(fd);
+  REQUIRE(std::filesystem::exists(opts.socket_path));
+  ControlServer third(io, opts);
+  CHECK(third.start().ok());
+}
+
+TEST_CASE("registering a method checks the name", "[control][server]") {
+  boost::asio::io_context io;
+  ControlServer s(io, ServerOptions{});
+  auto ok = [](const Call&) { return Reply::ok(); };
+  CHECK(s.register_method("status", Access::ReadOnly, ok).ok());
+  auto dup = s.register_method("status", Access::ReadOnly, ok);
+  REQUIRE_FALSE(dup.ok());
+  CHECK(dup.error().code == "conflict");
+  CHECK(s.register_method("version", Access::ReadOnly, ok).error().code == "conflict");
+  CHECK(s.register_method("list-methods", Access::ReadOnly, ok).error().code == "conflict");
+  CHECK(s.register_method("Bad Name", Access::ReadOnly, ok).error().code == "bad_request");
+  auto methods = s.methods();
+  REQUIRE(methods.size() == 3);
+  CHECK(methods[2] == std::pair<std::string, Access>{"version", Access::ReadOnly});
+}
+
+TEST_CASE("many requests on one connection, answered in order", "[control][server]") {
+  TempDir dir;
+  LogCapture log;
+  ThreadedServer ts(test_options(dir, log));
+  register_test_methods(ts.server());
+  REQUIRE(ts.server().start().ok());
+  ts.run();
+  auto c = connect_ok(ts.server().socket_path());
+  for (int i = 0; i < 200; ++i) {
+    auto r = c.call("echo", json{{"i", i}});
+    REQUIRE(r.ok());
+    REQUIRE(r->is_ok());
+    REQUIRE(r->data["i"] == i);
+    REQUIRE(r->version == kProtocolVersion);
+  }
+  // Pipelined: three requests in one write, three replies in order.
+  std::string burst;
+  for (int i = 0; i < 3; ++i) burst += encode_request(Request{"echo", json{{"n", i}}, json(100 + i), std::nullopt});
+  REQUIRE(c.send_raw(burst).ok());
+  for (int i = 0; i < 3; ++i) {
+    auto r = c.read_reply(2s);
+    REQUIRE(r.ok());
+    CHECK(r->id == json(100 + i));
+    CHECK(r->data["n"] == i);
+  }
+}
+
+TEST_CASE("built-in version and list-methods", "[control][server]") {
+  TempDir dir;
+  LogCapture log;
+  ThreadedServer ts(test_options(dir, log));
+  register_test_methods(ts.server());
+  REQUIRE(ts.server().start().ok());
+  ts.run();
+  auto c = connect_ok(ts.server().socket_path());
+  auto v = c.call("version");
+  REQUIRE(v.ok());
+  CHECK(v->data["protocol"] == kProtocolVersion);
+  CHECK(v->data["min_compatible"] == kMinCompatibleVersion);
+  CHECK(v->data["server"] == "smhad-test");
+  auto l = c.call("list-methods");
+  REQUIRE(l.ok());
+  json expect = json::array({
+      {{"name", "boom"}, {"access", "read-only"}},
+      {{"name", "connections"}, {"access", "read-only"}},
+      {{"name", "echo"}, {"access", "read-only"}},
+      {{"name", "list-methods"}, {"access", "read-only"}},
+      {{"name", "mutate"}, {"access", "mutating"}},
+      {{"name", "version"}, {"access", "read-only"}},
+  });
+  CHECK(l->data["methods"] == expect);
+}
+
+TEST_CASE("unknown methods, bad frames and throwing handlers keep the connection", "[control][server]") {
+  TempDir dir;
+  LogCapture log;
+  ThreadedServer ts(test_options(dir, log));
+  register_test_methods(ts.server());
+  REQUIRE(ts.server().start().ok());
+  ts.run();
+  auto c = connect_ok(ts.server().socket_path());
+
+  auto u = c.call("no-such-method");
+  REQUIRE(u.ok());
+  CHECK(u->result == ResultCode::Unsupported);
+  CHECK_THAT(u->text, Catch::Contains("no-such-method"));
+
+  REQUIRE(c.send_raw(std::string("{\"method\":") + '\0').ok());
+  auto b = c.read_reply(2s);
+  REQUIRE(b.ok());
+  CHECK(b->result == ResultCode::BadRequest);
+  CHECK_THAT(b->text, Catch::Contains("invalid JSON"));
+
+  REQUIRE(c.send_raw(std::string(R"({"method":"echo","params":[1]})") + '\0').ok());
+  auto p = c.read_reply(2s);
+  REQUIRE(p.ok());
+  CHECK(p->result == ResultCode::BadRequest);
+  CHECK_THAT(p->text, Catch::Contains("\"params\" must be an object, got array"));
+
+  REQUIRE(c.send_raw(std::string(R"({"method":"echo","version":0,"id":5})") + '\0').ok());
+  auto vm = c.read_reply(2s);
+  REQUIRE(vm.ok());
+  CHECK(vm->result == ResultCode::VersionMismatch);
+  CHECK(vm->id == json(5));
+
+  auto boom = c.call("boom");
+  REQUIRE(boom.ok());
+  CHECK(boom->result == ResultCode::Error);
+  CHECK_THAT(boom->text, Catch::Contains("kaboom"));
+
+  auto after = c.call("echo", json{{"still", "here"}});
+  REQUIRE(after.ok());
+  CHECK(after->data["still"] == "here");
+}
+
+TEST_CASE("an oversized request is answered bad_request, then closed", "[control][server]") {
+  TempDir dir;
+  LogCapture log;
+  ThreadedServer ts(test_options(dir, log));
+  register_test_methods(ts.server());
+  REQUIRE(ts.server().start().ok());
+  ts.run();
+  auto c = connect_ok(ts.server().socket_path());
+  std::string big = R"({"method":"echo","params":{"x":")" + std::string(kMaxRequestBytes, 'a');
+  // The server may close before it has read everything; a send error is fine.
+  (void)c.send_raw(big, 2s);
+  auto r = c.read_reply(2s);
+  REQUIRE(r.ok());
+  CHECK(r->result == ResultCode::BadRequest);
+  CHECK_THAT(r->text, Catch::Contains("65536"));
+  auto closed = c.read_reply(2s);
+  REQUIRE_FALSE(closed.ok());
+  CHECK(closed.error().code == kErrClosed);
+  CHECK(log.contains("CTL_BAD_FRAME"));
+}
+
+TEST_CASE("idle connections are closed after the idle timeout", "[control][server]") {
+  TempDir dir;
+  LogCapture log;
+  auto opts = test_options(dir, log);
+  opts.idle_timeout = 300ms;
+  ThreadedServer ts(opts);
+  register_test_methods(ts.server());
+  REQUIRE(ts.server().start().ok());
+  ts.run();
+
+  // Requests spaced below the timeout keep the connection for longer than it.
+  auto busy = connect_ok(ts.server().socket_path());
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(busy.call("echo").ok());
+    std::this_thread::sleep_for(150ms);  // the spacing under test
+  }
+  REQUIRE(busy.call("echo").ok());
+
+  // A silent client, and one that sent half a frame, are both dropped.
+  auto silent = connect_ok(ts.server().socket_path());
+  auto half = connect_ok(ts.server().socket_path());
+  REQUIRE(half.send_raw(R"({"method":"ec)").ok());
+  auto start = SteadyNow::now();
+  auto r1 = silent.read_reply(5s);
+  auto r2 = half.read_reply(5s);
+  auto waited = SteadyNow::now() - start;
+  REQUIRE_FALSE(r1.ok());
+  CHECK(r1.error().code == kErrClosed);
+  REQUIRE_FALSE(r2.ok());
+  CHECK(r2.error().code == kErrClosed);
+  CHECK(waited >= 250ms);
+  CHECK(waited < 3s);
+  CHECK(log.contains("CTL_IDLE_TIMEOUT"));
+}
+
+TEST_CASE("a client that never finishes a frame does not delay others", "[control][server]") {
+  TempDir dir;
+  LogCapture log;
+  ThreadedServer ts(test_options(dir, log));  // idle timeout 10 s
+  register_test_methods(ts.server());
+  REQUIRE(ts.server().start().ok());
+  ts.run();
+  auto slow = connect_ok(ts.server().socket_path());
+  REQUIRE(slow.send_raw(R"({"method":"echo","params":{"a":)").ok());
+
+  auto start = SteadyNow::now();
+  auto fast = connect_ok(ts.server().socket_path());
+  auto r = fast.call("connections");
+  auto elapsed = SteadyNow::now() - start;
+  REQUIRE(r.ok());
+  CHECK(r->data["count"] == 2);  // the slow client is still connected
+  INFO("second client's round trip: " << as_ms(elapsed) << " ms");
+  CHECK(elapsed < 200ms);  // far below the 10 s the slow client could hold it
+
+  // The slow client can still finish later and gets its answer.
+  REQUIRE(slow.send_raw(std::string("7}}") + '\0').ok());
+  auto late = slow.read_reply(2s);
+  REQUIRE(late.ok());
+  CHECK(late->data["a"] == 7);
+}
+
+TEST_CASE("a client disconnecting mid-request is cleaned up", "[control][server]") {
+  TempDir dir;
+  LogCapture log;
+  ThreadedServer ts(test_options(dir, log));
+  register_test_methods(ts.server());
+  REQUIRE(ts.server().start().ok());
+  ts.run();
+  {
+    auto c = connect_ok(ts.server().socket_path());
+    REQUIRE(c.send_raw(R"({"method":"echo","par)").ok());
+  }  // closed here
+  CHECK(wait_connections(ts.server().socket_path(), [](std::size_t n) { return n == 0; }));
+  CHECK(log.contains("CTL_DISCONNECT_MID_REQUEST"));
+  auto c2 = connect_ok(ts.server().socket_path());
+  CHECK(c2.call("echo").ok());
+}
+
+TEST_CASE("async methods answer later; a dropped responder answers error", "[control][server]") {
+  TempDir dir;
+  LogCapture log;
+  ThreadedServer ts(test_options(dir, log));
+  auto& s = ts.server();
+  register_test_methods(s);
+  boost::asio::steady_timer timer(ts.io());
+  std::optional<Responder> held;
+  std::atomic<int> saw_disconnected{-1};
+  REQUIRE(s.register_async_method("later", Access::ReadOnly, [&](const Call& call, Responder respond) {
+              auto delay = std::chrono::milliseconds(call.params.value("ms", 50));
+              held.emplace(std::move(respond));
+              timer.expires_after(delay);
+              timer.async_wait([&](const boost::system::error_code&) {
+                saw_disconnected = held->client_connected() ? 0 : 1;
+                (*held)(Reply::ok(json{{"done", true}}));
+                held.reset();
+              });
+            }).ok());
+  REQUIRE(s.register_async_method("forget", Access::ReadOnly, [](const Call&, Responder) {}).ok());
+  REQUIRE(s.start().ok());
+  ts.run();
+
+  auto c = connect_ok(s.socket_path());
+  auto start = SteadyNow::now();
+  auto r = c.call("later", json{{"ms", 50}});
+  INFO((r.ok() ? std::string("ok") : r.error().message));
+  REQUIRE(r.ok());
+  CHECK(r->data["done"] == true);
+  CHECK(SteadyNow::now() - start >= 45ms);
+  CHECK(saw_disconnected == 0);
+
+  auto f = c.call("forget");
+  REQUIRE(f.ok());
+  CHECK(f->result == ResultCode::Error);
+  CHECK_THAT(f->text, Catch::Contains("without an answer"));
+
+  // The client goes away while the operation runs: the responder notices.
+  saw_disconnected = -1;
+  {
+    auto gone = connect_ok(s.socket_path());
+    REQUIRE(gone.send_raw(encode_request(Request{"later", json{{"ms", 200}}, std::nullopt, std::nullopt})).ok());
+    std::this_thread::sleep_for(50ms);  // let the server dispatch before we hang up
+  }
+  auto deadline = SteadyNow::now() + 5s;
+  while (saw_disconnected == -1 && SteadyNow::now() < deadline) std::this_thread::sleep_for(5ms);
+  CHECK(saw_disconnected == 1);
+  CHECK(c.call("echo").ok());
+}
+
+// --- Authorisation --------------------------------------------------------
+
+TEST_CASE("authorisation rule", "[control][auth]") {
+  const gid_t group = 500;
+  auto member_of_500 = [](uid_t uid, gid_t gid) { return uid == 1001 && gid == 500; };
+  CHECK(authorized({1, 0, 0}, Access::Mutating, group, member_of_500));
+  CHECK(authorized({1, 0, 0}, Access::ReadOnly, group, member_of_500));
+  CHECK(authorized({1, 1000, 500}, Access::ReadOnly, group, member_of_500));   // primary gid
+  CHECK(authorized({1, 1001, 100}, Access::ReadOnly, group, member_of_500));   // database member
+  CHECK_FALSE(authorized({1, 1002, 100}, Access::ReadOnly, group, member_of_500));
+  CHECK_FALSE(authorized({1, 1000, 500}, Access::Mutating, group, member_of_500));
+  CHECK_FALSE(authorized({1, 1001, 100}, Access::Mutating, group, member_of_500));
+  CHECK_FALSE(authorized({1, 1002, 100}, Access::ReadOnly, group, nullptr));
+}
+
+TEST_CASE("user database membership", "[control][auth]") {
+  CHECK(user_in_group_db(0, 0));            // root's primary group
+  CHECK(user_in_group_db(65534, 65534));    // nobody:nogroup
+  CHECK_FALSE(user_in_group_db(65534, test_group_gid()));
+  CHECK_FALSE(user_in_group_db(3'999'999'999u, 0));  // no such user
+}
+
+namespace {
+
+// A forked child that becomes nobody with the given groups, connects, calls
+// "echo" (read-only) and "mutate" (mutating) and reports "ro=... rw=..." or
+// "connect=<error code>" on a pipe. Killed and reaped on destruction.
+class NobodyChild {
+ public:
+  NobodyChild(const std::string& path, gid_t primary, std::vector<gid_t> supplementary) {
+    REQUIRE(::pipe(fds_) == 0);
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::close(fds_[0]);
+      std::string out;
+      if (::setgroups(supplementary.size(), supplementary.data()) != 0 || ::setgid(primary) != 0 ||
+          ::setuid(65534) != 0) {
+        out = "setuid-failed";
+      } else if (auto c = ControlClient::connect(path, 2s); !c) {
+        out = "connect=" + c.error().code;
+      } else {
+        auto ro = c->call("echo", json::object(), 5s);
+        auto rw = c->call("mutate", json::object(), 5s);
+        out = "ro=" + (ro ? std::string(to_string(ro->result)) : ro.error().code) +
+              " rw=" + (rw ? std::string(to_string(rw->result)) : rw.error().code);
+      }
+      (void)!::write(fds_[1], out.data(), out.size());
+      ::_exit(0);
+    }
+    ::close(fds_[1]);
+    fds_[1] = -1;
+  }
+  ~NobodyChild() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (fds_[0] >= 0) ::close(fds_[0]);
+  }
+  pid_t pid() const { return pid_; }
+  // Everything the child wrote, once it closes the pipe (bounded wait).
+  std::string output() {
+    std::string out;
+    auto deadline = SteadyNow::now() + 10s;
+    for (;;) {
+      pollfd p{fds_[0], POLLIN, 0};
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyNow::now()).count();
+      if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) return out + " (timeout)";
+      char buf[256];
+      ssize_t n = ::read(fds_[0], buf, sizeof(buf));
+      if (n <= 0) break;
+      out.append(buf, static_cast<std::size_t>(n));
+    }
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+    return out;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int fds_[2] = {-1, -1};
+};
+
+}  // namespace
+
+TEST_CASE("SO_PEERCRED authorisation over the socket", "[control][auth]") {
+  REQUIRE(::geteuid() == 0);  // the unit tests run as root (CI and developers)
+  TempDir dir;
+  LogCapture log;
+  ThreadedServer ts(test_options(dir, log));
+  register_test_methods(ts.server());
+  REQUIRE(ts.server().start().ok());
+  const std::string path = ts.server().socket_path();
+  const gid_t users = test_group_gid();
+
+  // Fork before the io thread starts: the children run only while we are single-threaded.
+  NobodyChild member(path, users, {});              // primary gid = the socket group
+  NobodyChild outsider(path, 65534, {users});       // can reach the socket, not a member by database
+  NobodyChild stranger(path, 65534, {});            // cannot even traverse the 0750 directory
+  ts.run();
+
+  CHECK(member.output() == "ro=ok rw=unauthorized");
+  pid_t outsider_pid = outsider.pid();
+  CHECK(outsider.output() == "ro=unauthorized rw=unauthorized");
+  CHECK(stranger.output() == "connect=permission");
+
+  auto root = connect_ok(path);
+  auto ro = root.call("echo");
+  auto rw = root.call("mutate");
+  REQUIRE(ro.ok());
+  REQUIRE(rw.ok());
+  CHECK(ro->is_ok());
+  CHECK(rw->is_ok());
+  CHECK(rw->text == "mutated");
+
+  CHECK(log.contains("CTL_DENIED method=mutate access=mutating uid=65534 gid=" + std::to_string(users)));
+  CHECK(log.contains("CTL_DENIED method=echo access=read-only uid=65534 gid=65534 pid=" +
+                     std::to_string(outsider_pid)));
+}
+
+// --- Load -------------------------------------------------------------------
+
+namespace {
+
+// One asynchronous client in the load test: connect, send one request, read
+// one reply, record the result.
+struct LoadClient : std::enable_shared_from_this<LoadClient> {
+  using Socket = boost::asio::local::stream_protocol::socket;
+  LoadClient(boost::asio::io_context& io, std::atomic<int>* answered, std::atomic<int>* failed) : socket(io), answered(answered), failed(failed) {}
+  void start(const std::string& path, int n) {
+    wire = encode_request(Request{"echo", json{{"n", n}}, json(n), std::nullopt});
+    expect = n;
+    socket.async_connect(path, [self = shared_from_this()](auto ec) {
+      if (ec) return self->fail();
+      boost::asio::async_write(self->socket, boost::asio::buffer(self->wire), [self](auto wec, std::size_t) {
+        if (wec) return self->fail();
+        boost::asio::async_read_until(self->socket, self->in, '\0', [self](auto rec, std::size_t n) {
+          if (rec) return self->fail();
+          std::string frame(boost::asio::buffers_begin(self->in.data()),
+                            boost::asio::buffers_begin(self->in.data()) + static_cast<long>(n) - 1);
+          auto reply = parse_reply(frame);
+          if (reply && reply->is_ok() && reply->data["n"] == self->expect) {
+            ++*self->answered;
+          } else {
+            self->fail();
+          }
+        });
+      });
+    });
+  }
+  void fail() { ++*failed; }
+  Socket socket;
+  boost::asio::streambuf in;
+  std::string wire;
+  int expect = 0;
+  std::atomic<int>* answered;
+  std::atomic<int>* failed;
+};
+
+void raise_fd_limit(rlim_t want) {
+  rlimit rl{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &rl) == 0);
+  if (rl.rlim_cur < want) {
+    rl.rlim_cur = std::min(want, rl.rlim_max);
+    if (rl.rlim_max < want) rl.rlim_max = rl.rlim_cur;
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &rl) == 0);
+  }
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &rl) == 0);
+  REQUIRE(rl.rlim_cur >= want);
+}
+
+}  // namespace
+
+TEST_CASE("1000 concurrent clients plus abusers are all answered; a 10 ms timer stays on time",
+          "[control][server][load]") {
+  constexpr int kClients = 1000;
+  constexpr int kAbusers = 100;
+  raise_fd_limit(2 * (kClients + kAbusers) + 256);
+  TempDir dir;
+  LogCapture log;
+  log.logger->set_level(spdlog::level::info);
+  boost::asio::io_context io;
+  ControlServer server(io, test_options(dir, log));
+  register_test_methods(server);
+  REQUIRE(server.start().ok());
+
+
+  // Abusers: half frames held open, garbage, oversized floods and hang-ups.
+  std::vector<std::unique_ptr<LoadClient::Socket>> abusers;
+  for (int i = 0; i < kAbusers; ++i) {
+    auto s = std::make_unique<LoadClient::Socket>(io);
+    s->connect(server.socket_path());
+    std::string junk;
+    switch (i % 4) {
+      case 0: junk = R"({"method":"echo","params":{"x":[1,2,)"; break;
+      case 1: junk = std::string("\x01\x02garbage") + '\0' + "[[[[[[" + '\0'; break;
+      case 2: junk = std::string(kMaxRequestBytes + 10, '['); break;
+      case 3: junk = R"({"meth)"; break;
+    }
+    boost::system::error_code ec;
+    s->non_blocking(true, ec);
+    s->write_some(boost::asio::buffer(junk), ec);
+    if (i % 4 == 3) s->close(ec);
+    abusers.push_back(std::move(s));
+  }
+
+  // The clients run on their own thread and io_context, like separate
+  // processes would; the server and the timer share the test's thread.
+  boost::asio::io_context cio;
+  std::atomic<int> answered{0}, failed{0};
+  std::vector<std::shared_ptr<LoadClient>> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.push_back(std::make_shared<LoadClient>(cio, &answered, &failed));
+  }
+
+  // The daemon's poll timer stand-in: fires every 10 ms; record how late.
+  boost::asio::steady_timer tick(io);
+  auto start = SteadyNow::now();
+  auto next = start + 10ms;
+  std::chrono::nanoseconds worst{0};
+  int ticks = 0;
+  bool ticking = true;
+  std::function<void()> arm = [&] {
+    tick.expires_at(next);
+    tick.async_wait([&](const boost::system::error_code& ec) {
+      if (ec || !ticking) return;
+      worst = std::max(worst, std::chrono::nanoseconds(SteadyNow::now() - next));
+      ++ticks;
+      next += 10ms;
+      arm();
+    });
+  };
+  arm();
+  std::thread client_thread([&] {
+    for (int i = 0; i < kClients; ++i) clients[static_cast<std::size_t>(i)]->start(server.socket_path(), i);
+    cio.run();
+  });
+  struct Joiner {
+    std::thread& t;
+    boost::asio::io_context& io;
+    ~Joiner() {
+      io.stop();
+      if (t.joinable()) t.join();
+    }
+  } joiner{client_thread, cio};
+  auto deadline = SteadyNow::now() + 60s;
+  while (answered + failed < kClients && SteadyNow::now() < deadline) io.run_one_for(10ms);
+  auto elapsed = SteadyNow::now() - start;
+  ticking = false;
+  tick.cancel();
+
+  INFO("1000 clients answered in " << as_ms(elapsed)
+                                   << " ms; 10 ms timer fired " << ticks << " times, worst lateness "
+                                   << as_ms(worst) << " ms");
+  CHECK(answered == kClients);
+  CHECK(failed == 0);
+  CHECK(ticks > 0);
+  // Generous for a loaded 2-core CI box and ASan; a loop that blocked on any
+  // client (e.g. a synchronous read of a half frame) would be seconds late.
+  CHECK(worst < 250ms);
+  WARN("load: " << kClients << " clients in " << as_ms(elapsed)
+                << " ms, timer worst lateness " << as_ms(worst)
+                << " ms over " << ticks << " ticks");
+  cio.stop();
+  client_thread.join();
+  server.stop();
+  clients.clear();
+  abusers.clear();
+  io.restart();
+  io.poll();
+}
