@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -432,9 +433,17 @@ bool IbsimFabric::wait_log(int idx, const std::string& needle, milliseconds time
 bool IbsimFabric::wait_log_after(int idx, const std::string& needle, std::size_t offset,
                                  milliseconds timeout) {
   const std::string path = osm(idx).log_path;
+  // Reads only what is new since the last look (keeping needle.size() - 1
+  // bytes of overlap), so long logs are not re-read every poll.
+  std::size_t from = offset;
   return poll_until(timeout, [&] {
-    const std::string text = read_file(path);
-    return text.size() > offset && text.find(needle, offset) != std::string::npos;
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return false;
+    f.seekg(static_cast<std::streamoff>(from));
+    std::string chunk((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (chunk.find(needle) != std::string::npos) return true;
+    if (chunk.size() >= needle.size()) from += chunk.size() - (needle.size() - 1);
+    return false;
   });
 }
 

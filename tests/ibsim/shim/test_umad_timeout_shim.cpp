@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <regex>
 
 #include "ibsim_harness.hpp"
 
@@ -29,15 +28,21 @@ struct Probe {
 };
 
 // Parses umad_probe's "agent=0 status=110 tid=5a5a1234 method=01 elapsed_ms=201".
+// (No std::regex: g++ 12 warns maybe-uninitialized in it under ASan.)
 Probe parse_probe(const CommandResult& r) {
   Probe p;
-  std::smatch m;
-  static const std::regex re("status=(\\d+) tid=([0-9a-f]+) method=([0-9a-f]+) elapsed_ms=(\\d+)");
-  if (std::regex_search(r.out, m, re)) {
-    p.status = std::stoi(m[1]);
-    p.tid = m[2];
-    p.method = m[3];
-    p.elapsed_ms = std::stol(m[4]);
+  const auto at = r.out.find("status=");
+  int status = -1;
+  char tid[16] = {};
+  char method[8] = {};
+  long elapsed = -1;
+  if (at != std::string::npos &&
+      std::sscanf(r.out.c_str() + at, "status=%d tid=%15s method=%7s elapsed_ms=%ld", &status, tid,
+                  method, &elapsed) == 4) {
+    p.status = status;
+    p.tid = tid;
+    p.method = method;
+    p.elapsed_ms = elapsed;
   }
   return p;
 }
@@ -76,8 +81,10 @@ TEST_CASE("the shim completes an unanswered request with ETIMEDOUT", "[ibsim][sh
     CHECK(p.status == ETIMEDOUT);
     CHECK(p.method == "01");  // the request itself, as ib_umad returns it
     CHECK(p.tid == "5a5a1234");
+    std::cout << "shim: 100 ms x 3 tries to a frozen SM -> ETIMEDOUT after " << p.elapsed_ms
+              << " ms\n";
     CHECK(p.elapsed_ms >= 300);
-    CHECK(p.elapsed_ms < 300 + 200);
+    CHECK(p.elapsed_ms < 1000);  // 10 ms slices; slack for a loaded machine
   }
   SECTION("a frozen SM without the shim: no completion at all (the umad2sim quirk)") {
     REQUIRE(fabric.signal_opensm(sm, SIGSTOP));
@@ -116,7 +123,7 @@ TEST_CASE("with the shim a standby OpenSM replaces a SIGSTOP'ed master", "[ibsim
   const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - t0);
   std::cout << "shim takeover of a SIGSTOP'ed master: " << took.count() << " ms\n";
-  CHECK(took < 6s);
+  CHECK(took < 8s);  // measured ~2.6 s
   CHECK(fabric.log_text(head02).find("Entering MASTER state", mark) != std::string::npos);
 
   const auto h2 = fabric.node_port("Hca2");
