@@ -205,6 +205,7 @@ class Loader {
 
 std::optional<CheckedMap> Loader::check_map(const YAML::Node& node, const std::string& path,
                                             const std::vector<std::string>& allowed) {
+  if (node.IsNull()) return CheckedMap{};  // "section:" with nothing: all defaults
   if (!node.IsMap()) {
     error(node, path, "must be a map (got " + kind_of(node) + ")");
     return std::nullopt;
@@ -381,6 +382,7 @@ void Loader::load_node(const Entry& e, Config& c) {
 
 void Loader::load_peers(const Entry& e, Config& c) {
   const YAML::Node& seq = e.value;
+  if (seq.IsNull()) return;  // "peers:" with nothing: no peers
   if (!seq.IsSequence()) {
     error(seq, "peers", "must be a list of {name, port_guid} (got " + kind_of(seq) + ")");
     return;

@@ -203,6 +203,20 @@ state_dir: /srv/smha
   CHECK(c.position_of("no.such.key").line == 0);
 }
 
+TEST_CASE("empty sections mean their defaults") {
+  Config c = load_ok(kNode + "peers:\nhooks:\nfailover:\ncontrol:\nopensm:\n  extra:\n");
+  CHECK(c.peers.empty());
+  CHECK(c.hooks.empty());
+  CHECK(c.opensm.extra.empty());
+  CHECK(c.failover.misses_before_takeover == 3);
+  CHECK(c.control.group == "smha");
+  CHECK(load_ok(kNode + "opensm:\n").opensm.routing_engine == "ftree,updn");
+  CHECK(errors_of("node:\n") ==
+        std::vector<std::string>{"t.yaml:1:1: node: missing required key 'name'",
+                                 "t.yaml:1:1: node: missing the IB port: set 'port_guid', or "
+                                 "'ca' (and 'port')"});
+}
+
 TEST_CASE("ca without port means port 1") {
   Config c = load_ok("node:\n  name: a\n  ca: mlx5_0\n");
   CHECK(c.port.ca == "mlx5_0");
