@@ -255,6 +255,7 @@ Status OpensmSupervisor::spawn_now() {
   status_.adopted = false;
   status_.started_at = clock_.now();
   status_.next_start_at.reset();
+  status_.reason = status_.last_exit ? "previous run " + describe_exit(*status_.last_exit) : "";
   ++status_.spawns;
   std::string argv;
   for (const auto& a : spec.argv) argv += (argv.empty() ? "" : " ") + a;
