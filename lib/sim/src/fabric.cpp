@@ -127,6 +127,11 @@ struct Fabric::Impl {
   std::uint64_t handovers = 0;
 
   Impl(std::uint64_t seed, FabricParams p) : params(p), rng(seed) {}
+  // Held timers capture their SM: break those cycles.
+  ~Impl() {
+    for (auto& n : nodes)
+      if (n->sm) n->sm->deferred.clear();
+  }
 
   bool chance(double p) {
     if (p <= 0) return false;
@@ -493,6 +498,7 @@ struct Fabric::Impl {
 
   void end(const SmPtr& sm, bool signaled, int status) {
     sm->alive = false;
+    sm->deferred.clear();
     ++sm->gen;
     auto& node = *nodes[sm->node];
     if (node.sm == sm) node.sm.reset();
