@@ -276,6 +276,9 @@ struct Fabric::Impl {
     sm->state = SmState::Master;
     const auto g = ++sm->gen;
     sm->act_count += 4 * static_cast<std::uint32_t>(nodes.size());
+    // The first master sweep ends like every heavy sweep: hand over if a higher
+    // SM is known (two masters after a HANDOVER to a standby last ~25 ms).
+    heavy_sweep(sm);
     light_sweep_loop(sm, g);
   }
 
