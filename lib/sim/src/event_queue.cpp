@@ -27,6 +27,7 @@ bool EventQueue::run_until(TimePoint until, const std::function<bool()>& pred) {
     auto node = queue_.extract(queue_.begin());
     index_.erase(node.key().second);
     clock_.set(node.key().first);
+    ++executed_;
     node.mapped()();
     if (pred()) return true;
   }

@@ -127,6 +127,11 @@ struct Fabric::Impl {
   std::uint64_t handovers = 0;
 
   Impl(std::uint64_t seed, FabricParams p) : params(p), rng(seed) {}
+  // Held timers capture their SM: break those cycles.
+  ~Impl() {
+    for (auto& n : nodes)
+      if (n->sm) n->sm->deferred.clear();
+  }
 
   bool chance(double p) {
     if (p <= 0) return false;
@@ -271,6 +276,9 @@ struct Fabric::Impl {
     sm->state = SmState::Master;
     const auto g = ++sm->gen;
     sm->act_count += 4 * static_cast<std::uint32_t>(nodes.size());
+    // The first master sweep ends like every heavy sweep: hand over if a higher
+    // SM is known (two masters after a HANDOVER to a standby last ~25 ms).
+    heavy_sweep(sm);
     light_sweep_loop(sm, g);
   }
 
@@ -493,6 +501,7 @@ struct Fabric::Impl {
 
   void end(const SmPtr& sm, bool signaled, int status) {
     sm->alive = false;
+    sm->deferred.clear();
     ++sm->gen;
     auto& node = *nodes[sm->node];
     if (node.sm == sm) node.sm.reset();

@@ -80,7 +80,11 @@ struct HaMachine::Ctx {
   void event(EventKind k, std::string reason, std::string evidence = {}) {
     act(RecordEvent{k, std::move(reason), std::move(evidence)});
   }
+  TimePoint now;
+  // Only future wakeups: a deadline already due is handled in this step or by
+  // the next poll round, never by an immediate re-step (which could spin).
   void wake(TimePoint t) {
+    if (t <= now) return;
     if (!d.next_wakeup || t < *d.next_wakeup) d.next_wakeup = t;
   }
 };
@@ -113,15 +117,31 @@ HaMachine::HaMachine(HaPolicy policy) : policy_(std::move(policy)), prio_(priori
   rendered_ = prio_.standby;
 }
 
+double HaMachine::round_miss_estimate() const {
+  // Query level: in rounds where a peer answered on one path at least, the
+  // other path's failures are loss. Conditioning on "at least one answered"
+  // biases the ratio r to x / (1 + x) for a true failure rate x: undo that.
+  // Two windows: a slow one (~100 rounds) for steady loss and a fast one (~5
+  // rounds) so the bar rises within a round or two of a loss burst starting.
+  auto from_ratio = [](double fail, double total, double min_total) {
+    if (total < min_total) return 0.0;
+    const double r = fail / total;
+    const double x = r < 0.5 ? r / (1 - r) : 1.0;
+    return x * x;  // both paths must fail for a round to miss
+  };
+  const double q1 = std::max(from_ratio(loss_fail_, loss_total_, 5),
+                             from_ratio(fast_fail_, fast_total_, 2));
+  // Round level: miss streaks that ended with the peer answering again.
+  double q2 = 0;
+  if (streak_total_ >= 5) q2 = streak_miss_ / streak_total_;
+  return std::min(1.0, std::max(q1, q2));
+}
+
 int HaMachine::required_rounds() const {
   const int base = policy_.misses;
-  if (loss_total_ < 1) return base;
-  const double a = loss_fail_ / loss_total_;
-  if (a <= 0) return base;
-  // Both paths (LID and DR) of every attempt must be lost for a round to miss.
-  const double q = std::pow(a, 2.0 * policy_.attempts_per_query);
-  if (q >= 1) return 4 * base;
+  const double q = round_miss_estimate();
   if (q <= 0) return base;
+  if (q >= 1) return 4 * base;
   const int n = static_cast<int>(std::ceil(std::log(policy_.false_alarm_target) / std::log(q)));
   return std::clamp(n, base, 4 * base);
 }
@@ -133,7 +153,7 @@ EngineStatus HaMachine::status() const {
   s.rendered_priority = rendered_;
   s.master = master_seen_;
   s.required_rounds = required_rounds();
-  s.attempt_loss = loss_total_ > 0 ? loss_fail_ / loss_total_ : 0;
+  s.round_miss_estimate = round_miss_estimate();
   s.alarms = alarms_;
   return s;
 }
@@ -147,7 +167,7 @@ std::string HaMachine::peer_name(Guid g) const {
 
 Decision HaMachine::step(const Observation& obs, TimePoint now) {
   Decision d;
-  Ctx c{d};
+  Ctx c{d, now};
   if (const auto* r = std::get_if<PollRound>(&obs)) {
     on_round(*r, now, c);
   } else if (const auto* p = std::get_if<ProcessChanged>(&obs)) {
@@ -302,22 +322,17 @@ void HaMachine::on_tick(TimePoint now, Ctx& c) {
 }
 
 void HaMachine::update_loss(const PollRound& r) {
-  loss_fail_ *= 0.98;
-  loss_total_ *= 0.98;
-  auto add = [&](const Probe& p, bool peer_alive) {
-    if (!p.queried) return;
-    if (p.info) {
-      loss_fail_ += std::max(0, p.attempts - 1);
-      loss_total_ += std::max(1, p.attempts);
-    } else if (peer_alive) {
-      loss_fail_ += std::max(1, p.attempts);
-      loss_total_ += std::max(1, p.attempts);
-    }
-  };
+  loss_fail_ *= 0.99;
+  loss_total_ *= 0.99;
+  fast_fail_ *= 0.8;
+  fast_total_ *= 0.8;
   for (const auto& p : r.peers) {
-    const bool alive = answered(p);
-    add(p.via_lid, alive);
-    add(p.via_dr, alive);
+    if (!p.via_lid.queried || !p.via_dr.queried || !answered(p)) continue;
+    const int failed = (p.via_lid.info ? 0 : 1) + (p.via_dr.info ? 0 : 1);
+    loss_fail_ += failed;
+    loss_total_ += 2;
+    fast_fail_ += failed;
+    fast_total_ += 2;
   }
 }
 
@@ -351,14 +366,18 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   }
 
   // Track peers.
+  streak_miss_ *= 0.99;
+  streak_total_ *= 0.99;
   for (auto& t : peers_) {
     t.answered = false;
     auto it = std::find_if(r.peers.begin(), r.peers.end(),
                            [&](const PeerProbe& p) { return p.guid == t.spec.guid; });
     if (it == r.peers.end()) continue;
     t.port = it->port;
+    if (it->via_lid.queried || it->via_dr.queried) streak_total_ += 1;
     if (const SmInfo* i = best_info(*it)) {
       t.answered = true;
+      streak_miss_ += t.misses;  // the streak ended: those rounds were lost MADs
       t.misses = 0;
       t.last = *i;
     } else if (it->via_lid.queried || it->via_dr.queried) {
@@ -525,8 +544,8 @@ void HaMachine::consider_takeover(const PollRound& r, TimePoint now, Ctx& c) {
   if (no_master_rounds_ < need + above * (bound_rounds + need)) return;
 
   evidence += "no MASTER answered for " + std::to_string(no_master_rounds_) + " rounds (need " +
-              std::to_string(need) + ", loss est " +
-              std::to_string(loss_total_ > 0 ? loss_fail_ / loss_total_ : 0.0) +
+              std::to_string(need) + ", round-miss estimate " +
+              std::to_string(round_miss_estimate()) +
               "); local SM STANDBY answers; local port up; " + std::to_string(above) +
               " higher-ranked live standbys";
   c.act(SendDiscover{});

@@ -94,8 +94,8 @@ TEST_CASE("Simulated OpenSM: HANDOVER to a standby while the master lives, then 
   REQUIRE(t.call(t.obs, Lid{2}, SmInfoModifier::Handover).ok());
   t.f.queue().run_until(t.f.queue().now() + milliseconds(1));
   CHECK(t.f.active_masters().size() == 2);  // instant MASTER, two masters
-  // b (higher GUID) hands back to a on its heavy sweep or light sweep.
-  t.f.queue().run_until(t.f.queue().now() + seconds(11));
+  // b (higher GUID) hands back to a at the end of its first master sweep (~25 ms).
+  t.f.queue().run_until(t.f.queue().now() + milliseconds(30));
   CHECK(t.f.active_masters() == std::vector<NodeId>{t.a});
 }
 

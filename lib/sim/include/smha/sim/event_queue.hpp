@@ -2,6 +2,7 @@
 // Events at the same instant run in the order they were scheduled.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <utility>
@@ -23,6 +24,7 @@ class EventQueue final : public agent::Scheduler {
   // Runs until `pred()` holds (checked after each event) or `until`; true if it held.
   bool run_until(TimePoint until, const std::function<bool()>& pred);
   std::size_t pending() const { return queue_.size(); }
+  std::uint64_t executed() const { return executed_; }
   const ManualClock& clock() const { return clock_; }
 
  private:
@@ -30,6 +32,7 @@ class EventQueue final : public agent::Scheduler {
   std::map<std::pair<TimePoint, TimerId>, std::function<void()>> queue_;
   std::map<TimerId, TimePoint> index_;
   TimerId next_ = 1;
+  std::uint64_t executed_ = 0;
 };
 
 }  // namespace smha::sim

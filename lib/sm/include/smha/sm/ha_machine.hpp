@@ -151,7 +151,7 @@ struct EngineStatus {
   std::uint8_t rendered_priority = 0;
   std::optional<Guid> master;          // who answered MASTER last round (us included)
   int required_rounds = 0;
-  double attempt_loss = 0;             // estimated per-attempt MAD loss
+  double round_miss_estimate = 0;      // estimated chance a live peer misses a whole round
   std::vector<AlarmKind> alarms;
 };
 
@@ -166,6 +166,9 @@ class HaMachine {
   const HaPolicy& policy() const { return policy_; }
   // Rounds a master must miss before a standby acts, given the observed loss.
   int required_rounds() const;
+  // Estimated probability that a live peer misses a whole round (both paths, all
+  // attempts) because of MAD loss alone.
+  double round_miss_estimate() const;
 
  private:
   struct PeerTrack {
@@ -209,7 +212,9 @@ class HaMachine {
   std::vector<PeerTrack> peers_;
   int no_master_rounds_ = 0;
   TimePoint no_master_since_{};
-  double loss_fail_ = 0, loss_total_ = 0;
+  double loss_fail_ = 0, loss_total_ = 0;      // query level, decaying slowly
+  double fast_fail_ = 0, fast_total_ = 0;      // query level, decaying fast
+  double streak_miss_ = 0, streak_total_ = 0;  // round level, decaying
   // TakingOver
   int takeover_stage_ = 0;
   TimePoint deadline_{};

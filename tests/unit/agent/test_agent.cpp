@@ -1,0 +1,243 @@
+// Agent and ProcessOpensmControl against scripted fakes (no simulated fabric).
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <map>
+
+#include "smha/agent/agent.hpp"
+#include "smha/agent/process_opensm_control.hpp"
+
+using namespace smha;
+using namespace smha::agent;
+
+namespace {
+
+// A scheduler on a manual clock.
+struct FakeScheduler : Scheduler {
+  ManualClock clock;
+  std::multimap<TimePoint, std::pair<TimerId, std::function<void()>>> q;
+  TimerId next = 1;
+  TimePoint now() const override { return clock.now(); }
+  TimerId schedule_at(TimePoint t, std::function<void()> fn) override {
+    q.emplace(t, std::make_pair(next, std::move(fn)));
+    return next++;
+  }
+  void cancel(TimerId id) override {
+    for (auto it = q.begin(); it != q.end(); ++it)
+      if (it->second.first == id) {
+        q.erase(it);
+        return;
+      }
+  }
+  void run_until(TimePoint t) {
+    while (!q.empty() && q.begin()->first <= t) {
+      auto node = q.extract(q.begin());
+      clock.set(node.key());
+      node.mapped().second();
+    }
+    clock.set(t);
+  }
+};
+
+// Scripted SMInfo answers per target; Sets are recorded. Answers arrive after 1 ms.
+struct FakeTransport : mad::MadTransport {
+  FakeScheduler& s;
+  std::map<std::string, std::optional<SmInfo>> answers;  // key: "dr:0", "lid:2", "dr:0,1,2"
+  std::vector<std::pair<std::string, SmInfoModifier>> sets;
+  int gets = 0;
+  explicit FakeTransport(FakeScheduler& sch) : s(sch) {}
+  static std::string key(const mad::Target& t) {
+    if (auto l = std::get_if<Lid>(&t)) return "lid:" + std::to_string(l->value);
+    return "dr:" + to_string(std::get<DrPath>(t));
+  }
+  void get_sminfo(const mad::Target& t, const mad::RequestOptions& o, mad::SmInfoCallback done) override {
+    ++gets;
+    auto a = answers[key(t)];
+    s.schedule_at(s.now() + (a ? milliseconds(1) : o.timeout * (o.retries + 1)), [a, done] {
+      if (a) done(mad::SmInfoReply{*a, milliseconds(1), 1});
+      else done(make_error(mad::kErrTimeout, "timeout"));
+    });
+  }
+  void set_sminfo(const mad::Target& t, SmInfoModifier mod, const SmInfo& payload,
+                  const mad::RequestOptions&, mad::SmInfoCallback done) override {
+    sets.emplace_back(key(t), mod);
+    CHECK(payload.state == SmState::Master);
+    s.schedule_at(s.now() + milliseconds(1), [done] { done(mad::SmInfoReply{}); });
+  }
+};
+
+struct FakeControl : OpensmControl {
+  sm::ProcessState st = sm::ProcessState::Running;
+  std::vector<std::string> calls;
+  ExitHandler h;
+  Status start(std::uint8_t p) override { calls.push_back("start " + std::to_string(p)); st = sm::ProcessState::Running; return Status::Ok(); }
+  Status stop(bool f) override { calls.push_back(f ? "kill" : "stop"); st = sm::ProcessState::Stopped; return Status::Ok(); }
+  Status restart(std::uint8_t p, bool f) override { calls.push_back("restart " + std::to_string(p) + (f ? " kill" : "")); return Status::Ok(); }
+  Status set_priority(std::uint8_t p) override { calls.push_back("prio " + std::to_string(p)); return Status::Ok(); }
+  sm::ProcessState state() const override { return st; }
+  void set_exit_handler(ExitHandler e) override { h = std::move(e); }
+};
+
+struct NullSink : EventSink {
+  std::vector<std::string> events;
+  void event(const sm::RecordEvent& e, TimePoint) override { events.emplace_back(sm::to_string(e.kind)); }
+  void alarm(const sm::RaiseAlarm&, TimePoint) override {}
+  void clear(const sm::ClearAlarm&, TimePoint) override {}
+  void hook(const sm::RunHook&, TimePoint) override {}
+  void error(const Error&, TimePoint) override {}
+};
+
+SmInfo sminfo(Guid g, SmState s, std::uint8_t prio) {
+  SmInfo i;
+  i.guid = g;
+  i.state = s;
+  i.priority = prio;
+  i.sm_key = 1;
+  return i;
+}
+
+AgentConfig config() {
+  AgentConfig c;
+  c.policy.node_name = "head02";
+  c.policy.own_guid = Guid{0x20};
+  c.policy.peers = {{"head01", Guid{0x10}}};
+  c.policy.start_grace = milliseconds(200);
+  c.peers = {{Guid{0x10}, Lid{1}, DrPath{{1, 1}}}};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("Agent polls local (DR 0) and peer (LID + DR) every interval and sends DISCOVER only to the local SM",
+          "[agent]") {
+  FakeScheduler s;
+  FakeTransport t(s);
+  FakeControl ctl;
+  NullSink sink;
+  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Standby, 10);
+  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Master, 11);
+  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Master, 11);
+  Agent a(config(), s, t, ctl, sink);
+  a.start();
+  s.run_until(s.now() + seconds(1));
+  CHECK(a.rounds() == 10);
+  CHECK(t.gets == 33);  // 10 complete rounds + the one that starts at t = 1 s
+  CHECK(t.sets.empty());
+  CHECK(a.status().role == sm::Role::Standby);
+  // The master dies: both peer paths time out. Rounds come back to back.
+  t.answers["lid:1"].reset();
+  t.answers["dr:0,1,1"].reset();
+  const auto fault = s.now();
+  s.run_until(s.now() + milliseconds(400));
+  REQUIRE(t.sets.size() == 1);
+  CHECK(t.sets[0].first == "dr:0");
+  CHECK(t.sets[0].second == SmInfoModifier::Discover);
+  CHECK(a.status().role == sm::Role::TakingOver);
+  (void)fault;
+  a.stop();
+  const auto gets = t.gets;
+  s.run_until(s.now() + seconds(1));
+  CHECK(t.gets == gets);  // stopped: no more polls
+}
+
+TEST_CASE("Agent starts a stopped OpenSM and reports an unexpected exit to the engine", "[agent]") {
+  FakeScheduler s;
+  FakeTransport t(s);
+  FakeControl ctl;
+  ctl.st = sm::ProcessState::Stopped;
+  NullSink sink;
+  Agent a(config(), s, t, ctl, sink);
+  a.start();
+  REQUIRE(ctl.calls.size() == 1);
+  CHECK(ctl.calls[0] == "start 10");
+  ctl.st = sm::ProcessState::Exited;
+  ctl.h();
+  CHECK(ctl.calls.back() == "start 10");
+}
+
+namespace {
+
+struct FakeRunner : opensm::ProcessRunner {
+  std::vector<opensm::ProcessSpec> spawned;
+  std::vector<std::pair<int, int>> signals;
+  std::map<int, ExitHandler> exits;
+  int next = 100;
+  Result<int> spawn(const opensm::ProcessSpec& spec, OutputHandler, ExitHandler on_exit) override {
+    spawned.push_back(spec);
+    exits[next] = std::move(on_exit);
+    return next++;
+  }
+  Status kill(int pid, int sig) override {
+    signals.emplace_back(pid, sig);
+    return Status::Ok();
+  }
+  Status adopt(int pid, ExitHandler on_exit) override {
+    exits[pid] = std::move(on_exit);
+    return Status::Ok();
+  }
+  void exit(int pid) { exits.at(pid)(opensm::ExitInfo{pid, false, 0}); }
+};
+
+struct MemFs : opensm::FileSystem {
+  std::map<std::string, std::string> files;
+  Status write_atomic(const std::string& p, std::string_view c, unsigned) override {
+    files[p] = std::string(c);
+    return Status::Ok();
+  }
+  Result<std::string> read(const std::string& p) const override {
+    auto it = files.find(p);
+    if (it == files.end()) return make_error("not_found", p);
+    return it->second;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("ProcessOpensmControl renders, spawns, SIGHUPs and restarts after the exit", "[agent]") {
+  FakeScheduler s;
+  FakeRunner r;
+  MemFs fs;
+  OpensmLaunch l;
+  l.conf_path = "/run/smha/opensm.conf";
+  l.guid = Guid{0x20};
+  l.stop_timeout = seconds(2);
+  ProcessOpensmControl c(r, fs, s, l, [](std::uint8_t p) { return render_minimal_conf({}, p); });
+  int unexpected = 0;
+  c.set_exit_handler([&] { ++unexpected; });
+
+  REQUIRE(c.start(10).ok());
+  REQUIRE(r.spawned.size() == 1);
+  CHECK(r.spawned[0].argv == std::vector<std::string>{"/usr/sbin/opensm", "-F", "/run/smha/opensm.conf",
+                                                      "-g", "0x0000000000000020"});
+  CHECK(fs.files["/run/smha/opensm.conf"].find("sm_priority 10\n") != std::string::npos);
+  CHECK_FALSE(c.start(10).ok());  // already running
+
+  REQUIRE(c.set_priority(11).ok());
+  CHECK(fs.files["/run/smha/opensm.conf"].find("sm_priority 11\n") != std::string::npos);
+  CHECK(r.signals.back() == std::make_pair(100, SIGHUP));
+  CHECK_FALSE(c.set_priority(16).ok());
+  CHECK(fs.files["/run/smha/opensm.conf"].find("sm_priority 11\n") != std::string::npos);
+
+  // Restart: SIGTERM, the new one starts only once the old one is gone.
+  REQUIRE(c.restart(10, false).ok());
+  CHECK(r.signals.back() == std::make_pair(100, SIGTERM));
+  CHECK(r.spawned.size() == 1);
+  CHECK(c.state() == sm::ProcessState::Running);
+  r.exit(100);
+  CHECK(r.spawned.size() == 2);
+  CHECK(unexpected == 0);
+
+  // A stop that SIGTERM does not finish escalates to SIGKILL.
+  REQUIRE(c.stop(false).ok());
+  s.run_until(s.now() + seconds(3));
+  CHECK(r.signals.back() == std::make_pair(101, SIGKILL));
+  r.exit(101);
+  CHECK(c.state() == sm::ProcessState::Stopped);
+  CHECK(unexpected == 0);
+
+  // An exit nobody asked for is reported.
+  REQUIRE(c.start(10).ok());
+  r.exit(102);
+  CHECK(unexpected == 1);
+  CHECK(c.state() == sm::ProcessState::Exited);
+}
