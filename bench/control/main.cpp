@@ -10,6 +10,8 @@
 // (paced); the exit status is 3 if missed.
 //
 // Usage: bench_control [--runs R] [--requests-per-run M] [--pace-ms MS] [--group NAME]
+#include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -119,10 +121,18 @@ double percentile(std::vector<double> v, double p) {
 double median(std::vector<double> v) { return percentile(std::move(v), 0.5); }
 
 struct RunResult {
-  double p50_us, p99_us, max_us, throughput;
+  double p50_us, p99_us, max_us, throughput, server_cpu_us_per_req;
 };
 
-RunResult run_once(const std::string& path, int clients, int total_requests, Clock::duration interval) {
+// CPU time consumed so far by the thread behind `clock` (pthread_getcpuclockid).
+double cpu_us(clockid_t clock) {
+  timespec ts{};
+  ::clock_gettime(clock, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
+
+RunResult run_once(const std::string& path, int clients, int total_requests, Clock::duration interval,
+                   clockid_t server_cpu) {
   asio::io_context io;
   std::vector<double> samples;
   samples.reserve(static_cast<std::size_t>(total_requests) + 16);
@@ -132,6 +142,7 @@ RunResult run_once(const std::string& path, int clients, int total_requests, Clo
   for (int i = 0; i < clients; ++i) cs.push_back(std::make_shared<Client>(io, &samples, per_client, &done));
   for (auto& c : cs) c->socket.connect(path);
   auto start = Clock::now();
+  double cpu0 = cpu_us(server_cpu);
   for (std::size_t i = 0; i < cs.size(); ++i) {
     auto& c = cs[i];
     c->wire = encode_request(Request{"status", json::object(), std::nullopt, std::nullopt});
@@ -141,8 +152,9 @@ RunResult run_once(const std::string& path, int clients, int total_requests, Clo
   }
   io.run();
   double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  double cpu = cpu_us(server_cpu) - cpu0;
   return RunResult{percentile(samples, 0.5), percentile(samples, 0.99), percentile(samples, 1.0),
-                   static_cast<double>(samples.size()) / secs};
+                   static_cast<double>(samples.size()) / secs, cpu / static_cast<double>(samples.size())};
 }
 
 }  // namespace
@@ -183,29 +195,36 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::thread server_thread([&] { server_io.run(); });
+  clockid_t server_cpu{};
+  if (::pthread_getcpuclockid(server_thread.native_handle(), &server_cpu) != 0) {
+    std::fprintf(stderr, "bench_control: pthread_getcpuclockid failed\n");
+    return 1;
+  }
 
   std::printf("control socket status round trip (reply %zu bytes), %d runs x %d requests, median of runs\n",
               encode_reply(Reply::ok(status)).size(), runs, requests);
   std::printf("closed loop: each client sends its next request as soon as the reply arrives (saturation);\n"
               "paced: each client sends one request every %d ms, clients staggered\n", pace_ms);
-  std::printf("%-12s %8s %10s %10s %10s %12s\n", "mode", "clients", "p50 us", "p99 us", "max us", "req/s");
+  std::printf("%-12s %8s %10s %10s %10s %12s %14s\n", "mode", "clients", "p50 us", "p99 us", "max us", "req/s",
+              "srv cpu us/req");
   int rc = 0;
   for (int paced = 0; paced < 2; ++paced) {
     for (int clients : {1, 10, 100}) {
       auto interval = paced ? Clock::duration(std::chrono::milliseconds(pace_ms)) : Clock::duration(0);
       // Paced runs are time-bound: 2 s of requests per run.
       int n = paced ? clients * std::max(1, 2000 / pace_ms) : requests;
-      std::vector<double> p50, p99, mx, tput;
+      std::vector<double> p50, p99, mx, tput, cpu;
       for (int r = 0; r < runs; ++r) {
-        auto res = run_once(opts.socket_path, clients, n, interval);
+        auto res = run_once(opts.socket_path, clients, n, interval, server_cpu);
         p50.push_back(res.p50_us);
         p99.push_back(res.p99_us);
         mx.push_back(res.max_us);
         tput.push_back(res.throughput);
+        cpu.push_back(res.server_cpu_us_per_req);
       }
       double m99 = median(p99);
-      std::printf("%-12s %8d %10.1f %10.1f %10.1f %12.0f\n", paced ? "paced" : "closed-loop", clients, median(p50),
-                  m99, median(mx), median(tput));
+      std::printf("%-12s %8d %10.1f %10.1f %10.1f %12.0f %14.1f\n", paced ? "paced" : "closed-loop", clients,
+                  median(p50), m99, median(mx), median(tput), median(cpu));
       if (paced && clients == 100 && m99 > 2000.0) rc = 3;
     }
   }
