@@ -209,12 +209,22 @@ std::string encode_request(const Request& request) {
 }
 
 std::string encode_reply(const Reply& reply) {
-  json doc = {{"result", std::string(to_string(reply.result))},
-              {"text", reply.text},
-              {"data", reply.data},
-              {"version", kProtocolVersion}};
-  if (reply.id) doc["id"] = *reply.id;
-  std::string out = dump_safe(doc);
+  // Assembled by hand so `data` (the big part) is serialised without a copy.
+  std::string out;
+  out.reserve(64 + reply.text.size());
+  out += R"({"result":")";
+  out += to_string(reply.result);
+  out += R"(","text":)";
+  out += dump_safe(json(reply.text));
+  out += R"(,"data":)";
+  out += dump_safe(reply.data);
+  out += R"(,"version":)";
+  out += std::to_string(kProtocolVersion);
+  if (reply.id) {
+    out += R"(,"id":)";
+    out += dump_safe(*reply.id);
+  }
+  out += '}';
   out.push_back(kFrameTerminator);
   return out;
 }

@@ -224,6 +224,7 @@ namespace {
 class Connection final : public Responder::Sink, public std::enable_shared_from_this<Connection> {
  public:
   static constexpr std::size_t kMaxQueued = 16;
+  using IdleClock = asio::steady_timer::clock_type;
 
   Connection(std::shared_ptr<ControlServer::Impl> server, Local::socket socket)
       : server_(std::move(server)), socket_(std::move(socket)), idle_timer_(server_->io_) {}
@@ -273,11 +274,9 @@ class Connection final : public Responder::Sink, public std::enable_shared_from_
       std::string frame = std::move(queue_.front());
       queue_.pop_front();
       busy_ = true;
-      idle_timer_.cancel();
       dispatch(frame);
     } else if (frame_error_) {
       busy_ = true;
-      idle_timer_.cancel();
       send(encode_reply(bad_request_reply(*frame_error_)), /*then_close=*/true);
       return;
     } else if (eof_) {
@@ -324,15 +323,32 @@ class Connection final : public Responder::Sink, public std::enable_shared_from_
     maybe_read();
   }
 
+  // The idle deadline moves with every completed request, but the timer is
+  // re-armed only when it fires (lazily), not per request: moving the
+  // earliest timer costs a timerfd update, which would be paid per request.
   void arm_idle_timer() {
-    idle_timer_.expires_after(server_->options_.idle_timeout);
+    idle_since_ = IdleClock::now();
+    if (!idle_armed_) start_idle_wait(idle_since_ + server_->options_.idle_timeout);
+  }
+
+  void start_idle_wait(IdleClock::time_point when) {
+    idle_armed_ = true;
+    idle_timer_.expires_at(when);
     idle_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-      if (ec) return;
-      if (auto self = weak.lock()) {
-        self->log().debug("CTL_IDLE_TIMEOUT uid={} pid={}", self->peer_.uid, self->peer_.pid);
-        self->close();
-      }
+      if (auto self = weak.lock()) self->on_idle_timer(ec);
     });
+  }
+
+  void on_idle_timer(const boost::system::error_code& ec) {
+    idle_armed_ = false;
+    if (ec || closed_ || busy_) return;  // a request in progress re-arms when it completes
+    auto deadline = idle_since_ + server_->options_.idle_timeout;
+    if (IdleClock::now() < deadline) {
+      start_idle_wait(deadline);
+      return;
+    }
+    log().debug("CTL_IDLE_TIMEOUT uid={} pid={}", peer_.uid, peer_.pid);
+    close();
   }
 
   void dispatch(const std::string& frame) {
@@ -412,6 +428,8 @@ class Connection final : public Responder::Sink, public std::enable_shared_from_
   std::optional<Error> frame_error_;
   std::optional<json> current_id_;
   std::string out_;
+  IdleClock::time_point idle_since_;
+  bool idle_armed_ = false;
   bool busy_ = false;      // a request is being answered
   bool writing_ = false;   // its reply is being written
   bool reading_ = false;   // a read is outstanding

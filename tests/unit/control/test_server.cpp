@@ -386,6 +386,29 @@ TEST_CASE("a client that never finishes a frame does not delay others", "[contro
   CHECK(late->data["a"] == 7);
 }
 
+TEST_CASE("clients beyond max_clients are answered error and closed", "[control][server]") {
+  TempDir dir;
+  LogCapture log;
+  auto opts = test_options(dir, log);
+  opts.max_clients = 2;
+  ThreadedServer ts(opts);
+  register_test_methods(ts.server());
+  REQUIRE(ts.server().start().ok());
+  ts.run();
+  auto a = connect_ok(ts.server().socket_path());
+  auto b = connect_ok(ts.server().socket_path());
+  REQUIRE(a.call("echo").ok());
+  REQUIRE(b.call("echo").ok());
+  auto c = connect_ok(ts.server().socket_path());  // the kernel accepts; the server refuses
+  auto r = c.read_reply(std::chrono::seconds(2));
+  REQUIRE(r.ok());
+  CHECK(r->result == ResultCode::Error);
+  CHECK_THAT(r->text, Catch::Contains("too many clients (2)"));
+  CHECK(c.read_reply(std::chrono::seconds(2)).error().code == kErrClosed);
+  CHECK(a.call("echo").ok());  // the admitted ones are unaffected
+  CHECK(log.contains("CTL_TOO_MANY_CLIENTS limit=2"));
+}
+
 TEST_CASE("a client disconnecting mid-request is cleaned up", "[control][server]") {
   TempDir dir;
   LogCapture log;

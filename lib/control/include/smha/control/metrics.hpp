@@ -1,0 +1,65 @@
+// Prometheus text exposition (format 0.0.4) of a metrics snapshot. Pure: the
+// daemon fills a MetricsSnapshot from its state and serves or writes the text
+// (HTTP on localhost, or an atomic write into node_exporter's textfile dir).
+//
+// Metric families (all prefixed smha_, labels in braces):
+//   smha_role{node,role}                 gauge 1 for this head's current role, 0 for the others
+//   smha_sm_state{node,guid}             gauge SMInfo SMState: 0 not-active, 1 discovering, 2 standby, 3 master
+//   smha_sm_priority{node,guid}          gauge SMInfo priority
+//   smha_sm_master{node,guid}            gauge 1 if that SM is MASTER
+//   smha_failovers_total{reason}         counter
+//   smha_last_takeover_duration_seconds  gauge (absent until the first takeover)
+//   smha_poll_rtt_seconds                histogram (_bucket{le}, _sum, _count)
+//   smha_missed_polls_total              counter
+//   smha_opensm_restarts_total           counter
+//   smha_alarm_active{alarm}             gauge 1 per active alarm
+//   smha_alarms_active                   gauge number of active alarms
+//   smha_hold_active                     gauge 1 while a maintenance hold is in force
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "smha/core/types.hpp"
+
+namespace smha::control {
+
+struct SmMetrics {
+  std::string node;  // the head's name ("" if unknown)
+  Guid guid;
+  SmState state = SmState::NotActive;
+  uint8_t priority = 0;
+};
+
+// Cumulative histogram: counts[i] observations <= bounds[i] (bounds ascending,
+// seconds); count is the total (the +Inf bucket), sum the sum of observations.
+struct Histogram {
+  std::vector<double> bounds;
+  std::vector<uint64_t> counts;
+  uint64_t count = 0;
+  double sum = 0.0;
+};
+
+struct MetricsSnapshot {
+  std::string node;
+  std::string role;  // "master", "standby", "not_active", "discovering", "held", ...
+  std::vector<std::string> roles = {"master", "standby", "discovering", "not_active", "failed"};
+  std::vector<SmMetrics> sms;
+  std::map<std::string, uint64_t> failovers_by_reason;
+  std::optional<double> last_takeover_seconds;
+  Histogram poll_rtt;
+  uint64_t missed_polls = 0;
+  uint64_t opensm_restarts = 0;
+  std::vector<std::string> active_alarms;
+  bool hold_active = false;
+};
+
+// Renders the snapshot. Label values are escaped (\\, \", \n); if `role` is not
+// in `roles` it is added. A histogram whose bounds and counts differ in length
+// is rendered with the common prefix only.
+std::string render_prometheus(const MetricsSnapshot& snapshot);
+
+}  // namespace smha::control

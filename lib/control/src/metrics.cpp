@@ -1,0 +1,129 @@
+#include "smha/control/metrics.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace smha::control {
+namespace {
+
+std::string escape_label(const std::string& v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+std::string number(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, res.ptr);
+}
+
+std::string number(uint64_t v) { return std::to_string(v); }
+
+class Writer {
+ public:
+  void family(const char* name, const char* type, const char* help) {
+    out_ += "# HELP ";
+    out_ += name;
+    out_ += ' ';
+    out_ += help;
+    out_ += "\n# TYPE ";
+    out_ += name;
+    out_ += ' ';
+    out_ += type;
+    out_ += '\n';
+  }
+  template <typename V>
+  void sample(const std::string& name, std::initializer_list<std::pair<const char*, std::string>> labels, V value) {
+    out_ += name;
+    if (labels.size() > 0) {
+      out_ += '{';
+      bool first = true;
+      for (const auto& [k, v] : labels) {
+        if (!first) out_ += ',';
+        first = false;
+        out_ += k;
+        out_ += "=\"";
+        out_ += escape_label(v);
+        out_ += '"';
+      }
+      out_ += '}';
+    }
+    out_ += ' ';
+    out_ += number(value);
+    out_ += '\n';
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+}  // namespace
+
+std::string render_prometheus(const MetricsSnapshot& s) {
+  Writer w;
+  std::vector<std::string> roles = s.roles;
+  if (std::find(roles.begin(), roles.end(), s.role) == roles.end()) roles.push_back(s.role);
+  w.family("smha_role", "gauge", "1 for this head's current role, 0 for the other roles.");
+  for (const auto& r : roles) w.sample("smha_role", {{"node", s.node}, {"role", r}}, r == s.role ? 1.0 : 0.0);
+
+  w.family("smha_sm_state", "gauge",
+           "SMInfo SMState of each known SM: 0 not-active, 1 discovering, 2 standby, 3 master.");
+  for (const auto& sm : s.sms) {
+    w.sample("smha_sm_state", {{"node", sm.node}, {"guid", to_string(sm.guid)}},
+             static_cast<double>(static_cast<unsigned>(sm.state)));
+  }
+  w.family("smha_sm_priority", "gauge", "SMInfo priority of each known SM.");
+  for (const auto& sm : s.sms) {
+    w.sample("smha_sm_priority", {{"node", sm.node}, {"guid", to_string(sm.guid)}},
+             static_cast<double>(sm.priority));
+  }
+  w.family("smha_sm_master", "gauge", "1 if the SM is MASTER.");
+  for (const auto& sm : s.sms) {
+    w.sample("smha_sm_master", {{"node", sm.node}, {"guid", to_string(sm.guid)}},
+             sm.state == SmState::Master ? 1.0 : 0.0);
+  }
+
+  w.family("smha_failovers_total", "counter", "Failovers (this head took over mastership), by reason.");
+  for (const auto& [reason, n] : s.failovers_by_reason) w.sample("smha_failovers_total", {{"reason", reason}}, n);
+
+  if (s.last_takeover_seconds) {
+    w.family("smha_last_takeover_duration_seconds", "gauge",
+             "Duration of the last takeover, from decision to MASTER observed.");
+    w.sample("smha_last_takeover_duration_seconds", {}, *s.last_takeover_seconds);
+  }
+
+  w.family("smha_poll_rtt_seconds", "histogram", "Round-trip time of SMInfo polls.");
+  std::size_t n = std::min(s.poll_rtt.bounds.size(), s.poll_rtt.counts.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    w.sample("smha_poll_rtt_seconds_bucket", {{"le", number(s.poll_rtt.bounds[i])}}, s.poll_rtt.counts[i]);
+  }
+  w.sample("smha_poll_rtt_seconds_bucket", {{"le", "+Inf"}}, s.poll_rtt.count);
+  w.sample("smha_poll_rtt_seconds_sum", {}, s.poll_rtt.sum);
+  w.sample("smha_poll_rtt_seconds_count", {}, s.poll_rtt.count);
+
+  w.family("smha_missed_polls_total", "counter", "SMInfo polls that got no answer.");
+  w.sample("smha_missed_polls_total", {}, s.missed_polls);
+  w.family("smha_opensm_restarts_total", "counter", "OpenSM restarts by the supervisor.");
+  w.sample("smha_opensm_restarts_total", {}, s.opensm_restarts);
+
+  w.family("smha_alarm_active", "gauge", "1 for each active alarm.");
+  for (const auto& a : s.active_alarms) w.sample("smha_alarm_active", {{"alarm", a}}, 1.0);
+  w.family("smha_alarms_active", "gauge", "Number of active alarms.");
+  w.sample("smha_alarms_active", {}, static_cast<double>(s.active_alarms.size()));
+  w.family("smha_hold_active", "gauge", "1 while a maintenance hold freezes automatic transitions.");
+  w.sample("smha_hold_active", {}, s.hold_active ? 1.0 : 0.0);
+  return w.take();
+}
+
+}  // namespace smha::control

@@ -1,0 +1,122 @@
+// The Prometheus renderer, checked by a real exposition-format parser
+// (python3-prometheus-client's text parser), not by pattern matching.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "smha/control/metrics.hpp"
+#include "test_support.hpp"
+
+using namespace smha::control;
+using namespace smha::control::test;
+using nlohmann::json;
+
+namespace {
+
+// Parses exposition text with prometheus_client.parser and returns
+// {family: {"type": T, "samples": [[name, {labels}, value], ...]}}, or the
+// parser's error as {"error": "..."}.
+json parse_with_prometheus_client(const std::string& text) {
+  TempDir dir;
+  const std::string input = dir.sub("metrics.prom");
+  const std::string script = dir.sub("parse.py");
+  std::ofstream(input) << text;
+  std::ofstream(script) << R"PY(
+import json, math, sys
+from prometheus_client.parser import text_string_to_metric_families
+out = {}
+try:
+    for fam in text_string_to_metric_families(open(sys.argv[1]).read()):
+        out[fam.name] = {"type": fam.type, "samples": [
+            [s.name, s.labels, "+Inf" if math.isinf(s.value) else s.value] for s in fam.samples]}
+except Exception as e:
+    out = {"error": repr(e)}
+print(json.dumps(out))
+)PY";
+  // Debian's interpreter, which sees python3-prometheus-client (not a pyenv shim).
+  std::string cmd = "/usr/bin/python3 " + script + " " + input;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string result;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof(buf), p)) result.append(buf, n);
+  int rc = ::pclose(p);
+  INFO(result);
+  REQUIRE(rc == 0);
+  return json::parse(result);
+}
+
+json sample_value(const json& fam, const std::string& name, const json& labels) {
+  for (const auto& s : fam["samples"]) {
+    if (s[0] == name && s[1] == labels) return s[2];
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("rendered metrics parse with a real exposition parser", "[control][metrics]") {
+  MetricsSnapshot m;
+  m.node = "head-a";
+  m.role = "master";
+  m.sms = {{"head-a", smha::Guid{0x0002c90300a1b2c3}, smha::SmState::Master, 15},
+           {"head-b", smha::Guid{0x0002c90300a1b2c4}, smha::SmState::Standby, 14}};
+  m.failovers_by_reason = {{"peer_lost", 2}, {"planned", 1}};
+  m.last_takeover_seconds = 1.25;
+  m.poll_rtt = Histogram{{0.0005, 0.001, 0.01}, {10, 90, 99}, 100, 0.07};
+  m.missed_polls = 3;
+  m.opensm_restarts = 1;
+  m.active_alarms = {"no_standby", "weird \"name\"\\\n"};
+  m.hold_active = true;
+
+  auto doc = parse_with_prometheus_client(render_prometheus(m));
+  REQUIRE_FALSE(doc.contains("error"));
+
+  CHECK(doc["smha_role"]["type"] == "gauge");
+  CHECK(sample_value(doc["smha_role"], "smha_role", {{"node", "head-a"}, {"role", "master"}}) == 1.0);
+  CHECK(sample_value(doc["smha_role"], "smha_role", {{"node", "head-a"}, {"role", "standby"}}) == 0.0);
+  CHECK(sample_value(doc["smha_sm_state"], "smha_sm_state", {{"node", "head-b"}, {"guid", "0x0002c90300a1b2c4"}}) ==
+        2.0);
+  CHECK(sample_value(doc["smha_sm_priority"], "smha_sm_priority",
+                     {{"node", "head-a"}, {"guid", "0x0002c90300a1b2c3"}}) == 15.0);
+  CHECK(sample_value(doc["smha_sm_master"], "smha_sm_master", {{"node", "head-a"}, {"guid", "0x0002c90300a1b2c3"}}) ==
+        1.0);
+  // The parser files counters under the name without _total.
+  CHECK(doc["smha_failovers"]["type"] == "counter");
+  CHECK(sample_value(doc["smha_failovers"], "smha_failovers_total", {{"reason", "peer_lost"}}) == 2.0);
+  CHECK(sample_value(doc["smha_last_takeover_duration_seconds"], "smha_last_takeover_duration_seconds",
+                     json::object()) == 1.25);
+  const auto& rtt = doc["smha_poll_rtt_seconds"];
+  CHECK(rtt["type"] == "histogram");
+  CHECK(sample_value(rtt, "smha_poll_rtt_seconds_bucket", {{"le", "0.001"}}) == 90.0);
+  CHECK(sample_value(rtt, "smha_poll_rtt_seconds_bucket", {{"le", "+Inf"}}) == 100.0);
+  CHECK(sample_value(rtt, "smha_poll_rtt_seconds_count", json::object()) == 100.0);
+  CHECK(sample_value(rtt, "smha_poll_rtt_seconds_sum", json::object()) == 0.07);
+  CHECK(sample_value(doc["smha_missed_polls"], "smha_missed_polls_total", json::object()) == 3.0);
+  CHECK(sample_value(doc["smha_opensm_restarts"], "smha_opensm_restarts_total", json::object()) == 1.0);
+  // Escaped label values come back unescaped.
+  CHECK(sample_value(doc["smha_alarm_active"], "smha_alarm_active", {{"alarm", "weird \"name\"\\\n"}}) == 1.0);
+  CHECK(sample_value(doc["smha_alarms_active"], "smha_alarms_active", json::object()) == 2.0);
+  CHECK(sample_value(doc["smha_hold_active"], "smha_hold_active", json::object()) == 1.0);
+}
+
+TEST_CASE("an empty snapshot still renders valid exposition text", "[control][metrics]") {
+  MetricsSnapshot m;
+  m.role = "unusual-role";
+  auto text = render_prometheus(m);
+  auto doc = parse_with_prometheus_client(text);
+  REQUIRE_FALSE(doc.contains("error"));
+  CHECK_FALSE(doc.contains("smha_last_takeover_duration_seconds"));
+  CHECK(sample_value(doc["smha_role"], "smha_role", {{"node", ""}, {"role", "unusual-role"}}) == 1.0);
+  CHECK(sample_value(doc["smha_poll_rtt_seconds"], "smha_poll_rtt_seconds_count", json::object()) == 0.0);
+}
+
+TEST_CASE("the parser used by these tests rejects malformed text", "[control][metrics]") {
+  // Guards the test itself: the checker must be able to fail.
+  auto doc = parse_with_prometheus_client("smha_x{le=\"1\" 3\n");
+  CHECK(doc.contains("error"));
+}
