@@ -213,7 +213,7 @@ std::optional<CheckedMap> Loader::check_map(const YAML::Node& node, const std::s
   CheckedMap out;
   std::map<std::string, Position> seen;
   for (auto it = node.begin(); it != node.end(); ++it) {
-    const YAML::Node& k = it->first;
+    const YAML::Node k = it->first;  // a copy: yaml-cpp iterators yield temporaries
     if (!k.IsScalar()) {
       error(k, path, "keys must be plain words (got " + kind_of(k) + ")");
       continue;
@@ -525,8 +525,8 @@ void Loader::load_extra(const Entry& e, Config& c) {
   }
   std::set<std::string> seen;
   for (auto it = m.begin(); it != m.end(); ++it) {
-    const YAML::Node& k = it->first;
-    const YAML::Node& v = it->second;
+    const YAML::Node k = it->first;  // a copy: yaml-cpp iterators yield temporaries
+    const YAML::Node v = it->second;
     if (!k.IsScalar()) {
       error(k, "opensm.extra", "keys must be opensm.conf key names (got " + kind_of(k) + ")");
       continue;
