@@ -106,6 +106,16 @@ MasterView query_master(IbsimFabric& fabric, const std::string& node) {
   return v;
 }
 
+// ibsim keeps a killed client attached (10 slots): free the slot of `pid`.
+void free_ibsim_slot(IbsimFabric& fabric, int pid) {
+  std::istringstream lines(fabric.console_query("Attached"));
+  for (std::string line; std::getline(lines, line);) {
+    int client = -1, client_pid = -1;
+    if (std::sscanf(line.c_str(), "Client %d: pid %d", &client, &client_pid) == 2 && client_pid == pid)
+      fabric.console("X " + std::to_string(client));
+  }
+}
+
 std::string hex(std::uint64_t v) {
   char b[32];
   std::snprintf(b, sizeof b, "0x%016llx", static_cast<unsigned long long>(v));
@@ -136,7 +146,7 @@ void write_config(const Head& h, int priority, const std::vector<PeerCfg>& peers
   for (const auto& p : peers)
     y << "  - name: " << p.name << "\n    port_guid: " << hex(p.guid) << "\n    lid: " << p.lid << "\n";
   y << "sm_priority: " << priority << "\n";
-  y << "failover:\n  poll_interval_ms: 100\n  misses_before_takeover: 3\n";
+  y << "failover:\n  poll_interval_ms: 200\n  misses_before_takeover: 3\n";
   y << "opensm:\n  log_file: " << h.dir << "/opensm.log\n  dump_files_dir: " << h.dir
     << "/\n  cache_dir: " << h.dir << "/cache\n  conf_path: " << h.dir << "/opensm.conf\n";
   y << "control:\n  socket: " << h.socket() << "\n  group: root\n";
@@ -191,7 +201,7 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   REQUIRE(hca2);
   Head h{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
   // The peer is configured but absent (no SM at that LID): it never answers.
-  write_config(h, 15, {{"head02", hca2->port_guid, 0xbff0}});
+  write_config(h, 12, {{"head02", hca2->port_guid, 0xbff0}});
   start_smhad(fabric, h);
 
   // (a) OpenSM started by smhad reaches MASTER, seen from a third node.
@@ -212,6 +222,7 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
     FAIL("no restart to MASTER; status: " << s.dump() << "\nsmhad:\n" << smhad_log(fabric, h));
   const int second = s["opensm"]["pid"];
   CHECK(s["opensm"]["crashes"].get<int>() >= 1);
+  free_ibsim_slot(fabric, first);
 
   // (d) smhad stopped (SIGTERM: exits 0, leaves OpenSM running) and started again:
   // the same OpenSM is adopted and mastership does not move.
@@ -229,9 +240,11 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   CHECK(m.guid == hca1->port_guid);
 
   // (e) a reload that changes only the priority: OpenSM gets SIGHUP, same PID, and
-  // the master's SMInfo shows the new rendered priority (base 10 -> master 11).
+  // the master's SMInfo shows the new rendered priority (sm_priority is the
+  // engine's base: master renders base + 1, so 12 -> 13 before, 8 -> 9 after).
   const int before_prio = m.priority;
-  write_config(h, 10, {{"head02", hca2->port_guid, 0xbff0}});
+  CHECK(before_prio == 13);
+  write_config(h, 8, {{"head02", hca2->port_guid, 0xbff0}});
   {
     auto c = control::ControlClient::connect(h.socket());
     REQUIRE(c);
@@ -241,8 +254,7 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
     REQUIRE(r.value().is_ok());
     CHECK(r.value().data["opensm_action"] != "restarted");
   }
-  REQUIRE(wait_for([&] { m = query_master(fabric, "Hca3"); return m.priority == 11; }, 15s));
-  CHECK(before_prio != 11);
+  REQUIRE(wait_for([&] { m = query_master(fabric, "Hca3"); return m.priority == 9; }, 15s));
   CHECK(m.state == 3);
   CHECK(m.guid == hca1->port_guid);
   REQUIRE(wait_status(fabric, h, guard, local_master, 5s, &s));
@@ -269,8 +281,10 @@ TEST_CASE("HA drill: kill -9 of the master OpenSM under two smhad", "[ibsim][smh
 
   Head h1{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
   Head h2{"head02", "Hca2", hca2->port_guid, fabric.scratch_dir() + "/head02"};
-  write_config(h1, 15, {{"head02", hca2->port_guid, hca2->lid}});
-  write_config(h2, 1, {{"head01", hca1->port_guid, hca1->lid}});
+  // The same sm_priority on both heads, as the engine requires (sticky failback
+  // rests on standby = base < master = base + 1); head01 starts first and masters.
+  write_config(h1, 10, {{"head02", hca2->port_guid, hca2->lid}});
+  write_config(h2, 10, {{"head01", hca1->port_guid, hca1->lid}});
   start_smhad(fabric, h1);
   json s1, s2;
   if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
@@ -315,6 +329,7 @@ TEST_CASE("HA drill: kill -9 of the master OpenSM under two smhad", "[ibsim][smh
     return j["opensm"]["pid"] != victim && j["local"]["state"] == "STANDBY";
   }, 30s, &s1));
   REQUIRE(wait_status(fabric, h2, guard, local_master, 10s, &s2));
+  free_ibsim_slot(fabric, victim);
   m = query_master(fabric, "Hca3");
   CHECK(m.state == 3);
   CHECK(m.guid == hca2->port_guid);
