@@ -446,7 +446,7 @@ TEST_CASE("peers may carry a LID and a directed-route path") {
   REQUIRE(c.peers[0].lid);
   CHECK(c.peers[0].lid->value == 7);
   REQUIRE(c.peers[0].dr_path);
-  CHECK(c.peers[0].dr_path->hops == std::vector<std::uint8_t>{0, 1, 3});
+  CHECK(c.peers[0].dr_path->hops == std::vector<std::uint8_t>{1, 3});  // leading 0 = local port
   CHECK_FALSE(c.peers[1].lid);
   CHECK_FALSE(c.peers[1].dr_path);
 }
