@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -260,6 +261,36 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   REQUIRE(wait_status(fabric, h, guard, local_master, 5s, &s));
   CHECK(s["opensm"]["pid"] == second);
   CHECK(running(second));
+
+  // hold / release show in status and events; a handover to an unknown peer is
+  // not_found and changes nothing.
+  {
+    auto c = control::ControlClient::connect(h.socket());
+    REQUIRE(c);
+    auto r = c.value().call("hold", json{{"duration_s", 600}, {"reason", "test"}}, 5s);
+    REQUIRE(r);
+    CHECK(r.value().is_ok());
+    r = c.value().call("status", json::object(), 5s);
+    REQUIRE(r);
+    CHECK(r.value().data["hold"]["held"] == true);
+    CHECK(r.value().data["hold"]["reason"] == "test");
+    r = c.value().call("handover", json{{"to", "nosuch"}}, 5s);
+    REQUIRE(r);
+    CHECK(r.value().result == control::ResultCode::NotFound);
+    r = c.value().call("release", json::object(), 5s);
+    REQUIRE(r);
+    CHECK(r.value().is_ok());
+    r = c.value().call("events", json{{"n", 50}}, 5s);
+    REQUIRE(r);
+    std::vector<std::string> kinds;
+    for (const auto& e : r.value().data["events"]) kinds.push_back(e["kind"]);
+    CHECK(std::count(kinds.begin(), kinds.end(), "RELOAD") == 1);
+    CHECK(std::count(kinds.begin(), kinds.end(), "HOLD") == 1);
+    CHECK(std::count(kinds.begin(), kinds.end(), "RELEASE") == 1);
+    r = c.value().call("status", json::object(), 5s);
+    REQUIRE(r);
+    CHECK(r.value().data["hold"]["held"] == false);
+  }
 
   fabric.stop_process(h.pidx, SIGTERM);
   CHECK(fabric.process_exit_code(h.pidx) == 0);
