@@ -51,18 +51,19 @@ set(CPACK_PACKAGE_NAME smha)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
-set(CPACK_PACKAGE_CONTACT "smha maintainers <smha@localhost>")
+set(CPACK_PACKAGE_CONTACT "smha maintainers <maintainers@smha.invalid>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "InfiniBand subnet manager high availability (smhad, smctl)")
+# The synopsis is CPACK_PACKAGE_DESCRIPTION_SUMMARY; CPack indents these lines
+# and turns the empty line into " .".
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-"InfiniBand subnet manager high availability (smhad, smctl)
- smhad runs beside OpenSM on each head node of an InfiniBand fabric. It
- renders opensm.conf, supervises OpenSM, polls SMInfo of every subnet manager
- through libibumad and steers Master/Standby so that exactly one subnet
- manager is MASTER and a dead master is replaced in about a second instead
- of OpenSM's default of about a minute.
- .
- smctl is the command-line tool: status, handover drills, SMInfo queries and
- configuration rendering.")
+"smhad runs beside OpenSM on each head node of an InfiniBand fabric. It
+renders opensm.conf, supervises OpenSM, polls SMInfo of every subnet manager
+through libibumad and steers Master/Standby so that exactly one subnet
+manager is MASTER and a dead master is replaced in about a second instead
+of OpenSM's default of about a minute.
+
+smctl is the command-line tool: status, handover drills, SMInfo queries and
+configuration rendering.")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
