@@ -1,0 +1,83 @@
+# Installation layout and the Debian package (CPack DEB). Included from the root
+# CMakeLists.txt; `cpack -G DEB` (scripts/package) builds smha_<version>_<arch>.deb.
+#
+# Layout (Debian 12): binaries under the install prefix (/usr in the package),
+# the unit in /lib/systemd/system, the configuration in /etc/smha (conffile).
+
+set(SMHA_PKG_DIR ${CMAKE_CURRENT_LIST_DIR})
+set(SMHA_PKG_BUILD ${CMAKE_BINARY_DIR}/packaging)
+
+# Programs.
+if(TARGET smhad)
+  install(TARGETS smhad RUNTIME DESTINATION sbin)
+endif()
+install(TARGETS smctl RUNTIME DESTINATION bin)
+
+# systemd unit and configuration.
+install(FILES ${PROJECT_SOURCE_DIR}/systemd/smhad.service DESTINATION /lib/systemd/system)
+install(FILES ${PROJECT_SOURCE_DIR}/config/smha.yaml DESTINATION /etc/smha)
+
+# Man pages (roff in doc/man), compressed as Debian policy wants.
+set(SMHA_MANPAGES smhad.8 smctl.8 smha.yaml.5)
+set(SMHA_MANPAGES_GZ)
+foreach(page ${SMHA_MANPAGES})
+  set(src ${PROJECT_SOURCE_DIR}/doc/man/${page})
+  set(gz ${SMHA_PKG_BUILD}/man/${page}.gz)
+  add_custom_command(OUTPUT ${gz}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${SMHA_PKG_BUILD}/man
+    COMMAND gzip -9n -c ${src} > ${gz}
+    DEPENDS ${src} VERBATIM)
+  list(APPEND SMHA_MANPAGES_GZ ${gz})
+  string(REGEX REPLACE ".*\\.([0-9])$" "\\1" section ${page})
+  install(FILES ${gz} DESTINATION share/man/man${section})
+endforeach()
+
+# Debian changelog (compressed) and copyright.
+set(SMHA_CHANGELOG_GZ ${SMHA_PKG_BUILD}/changelog.Debian.gz)
+add_custom_command(OUTPUT ${SMHA_CHANGELOG_GZ}
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${SMHA_PKG_BUILD}
+  COMMAND gzip -9n -c ${SMHA_PKG_DIR}/debian/changelog > ${SMHA_CHANGELOG_GZ}
+  DEPENDS ${SMHA_PKG_DIR}/debian/changelog VERBATIM)
+add_custom_target(smha_package_files ALL DEPENDS ${SMHA_MANPAGES_GZ} ${SMHA_CHANGELOG_GZ})
+install(FILES ${SMHA_CHANGELOG_GZ} ${SMHA_PKG_DIR}/debian/copyright DESTINATION share/doc/smha)
+
+# Bash completion.
+install(FILES ${SMHA_PKG_DIR}/smctl.bash-completion
+        DESTINATION share/bash-completion/completions RENAME smctl)
+
+# --- CPack: one binary package, "smha" ------------------------------------------
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME smha)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_STRIP_FILES ON)
+set(CPACK_PACKAGE_CONTACT "smha maintainers <maintainers@smha.invalid>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "InfiniBand subnet manager high availability (smhad, smctl)")
+# The synopsis is CPACK_PACKAGE_DESCRIPTION_SUMMARY; CPack indents these lines
+# and turns the empty line into " .".
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
+"smhad runs beside OpenSM on each head node of an InfiniBand fabric. It
+renders opensm.conf, supervises OpenSM, polls SMInfo of every subnet manager
+through libibumad and steers Master/Standby so that exactly one subnet
+manager is MASTER and a dead master is replaced in about a second instead
+of OpenSM's default of about a minute.
+
+smctl is the command-line tool: status, handover drills, SMInfo queries and
+configuration rendering.")
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
+set(CPACK_DEBIAN_PACKAGE_SECTION net)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/smha/smha")
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# opensm: smhad starts it; libibumad3: named even though shlibdeps finds it, as
+# the contract; adduser: postinst's addgroup.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "opensm, libibumad3, adduser")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "infiniband-diags")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
+  ${SMHA_PKG_DIR}/debian/conffiles
+  ${SMHA_PKG_DIR}/debian/postinst
+  ${SMHA_PKG_DIR}/debian/prerm
+  ${SMHA_PKG_DIR}/debian/postrm)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+include(CPack)
