@@ -264,7 +264,9 @@ int main(int argc, char** argv) {
   double soak_minutes = 0;
   bool big = false;
   int big_hcas = 1000;
-  app.add_option("--runs", runs, "runs per drill and setting (fast settings)")->check(CLI::Range(1, 100));
+  int big_runs = 3;
+  app.add_option("--runs", runs, "runs per drill and setting (fast settings; 0: skip)")
+      ->check(CLI::Range(0, 100));
   app.add_option("--slow-runs", slow_runs,
                  "runs per drill at OpenSM's defaults (10000 ms x 4: ~1 min per run)")
       ->check(CLI::Range(0, 100));
@@ -272,6 +274,8 @@ int main(int argc, char** argv) {
   app.add_option("--soak-minutes", soak_minutes, "MAD-loss soak length (0: skip)")
       ->check(CLI::Range(0.0, 600.0));
   app.add_flag("--big", big, "also kill -9 on a generated fat tree");
+  app.add_option("--big-runs", big_runs, "runs per fast setting on the --big fat tree")
+      ->check(CLI::Range(0, 100));
   app.add_option("--big-hcas", big_hcas, "HCAs in the --big fat tree")->check(CLI::Range(4, 1152));
   CLI11_PARSE(app, argc, argv);
 
@@ -307,7 +311,7 @@ int main(int argc, char** argv) {
     big_dir = tmpl;
     const std::string big_topo = make_big_topology(big_dir, big_hcas);
     for (std::size_t s = 0; s < settings.size(); ++s)
-      for (int i = 0; i < settings[s].runs; ++i) {
+      for (int i = 0; i < (s == 0 ? slow_runs : big_runs); ++i) {
         auto ms = run_drill(big_topo, settings[s], Drill::Kill, interval_ms, 120s);
         auto& c = big_cells[static_cast<int>(s)];
         if (ms) c.ms.push_back(*ms);
