@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   int exit_code = kExitOk;
   register_sminfo(app, exit_code);
   register_render_config(app, exit_code);
+  register_daemon_ops(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

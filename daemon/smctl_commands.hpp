@@ -19,5 +19,7 @@ enum ExitCode : int {
 
 void register_sminfo(CLI::App& app, int& exit_code);
 void register_render_config(CLI::App& app, int& exit_code);
+// status, events, handover, hold, release, reload (smctl_ops.cpp).
+void register_daemon_ops(CLI::App& app, int& exit_code);
 
 }  // namespace smha::smctl

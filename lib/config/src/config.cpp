@@ -391,7 +391,7 @@ void Loader::load_peers(const Entry& e, Config& c) {
   std::map<std::uint64_t, int> guids;
   for (std::size_t i = 0; i < seq.size(); ++i) {
     std::string path = "peers[" + std::to_string(i) + "]";
-    auto m = check_map(seq[i], path, {"name", "port_guid"});
+    auto m = check_map(seq[i], path, {"name", "port_guid", "lid", "dr_path"});
     if (!m) continue;
     Peer p;
     bool good = true;
@@ -430,6 +430,36 @@ void Loader::load_peers(const Entry& e, Config& c) {
     } else {
       error(seq[i], path, "missing required key 'port_guid'");
       good = false;
+    }
+    if (auto it = m->find("lid"); it != m->end()) {
+      const YAML::Node& v = it->second.value;
+      unsigned long lid = 0;
+      bool parsed = false;
+      if (v.IsScalar()) {
+        const std::string& t = v.Scalar();
+        auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), lid);
+        parsed = !t.empty() && ec == std::errc() && ptr == t.data() + t.size();
+      }
+      if (!parsed || lid < 1 || lid > 0xbfff) {
+        error(v, path + ".lid",
+              "must be a unicast LID 1..49151 (got " + (v.IsScalar() ? v.Scalar() : kind_of(v)) + ")");
+        good = false;
+      } else {
+        p.lid = Lid{static_cast<std::uint16_t>(lid)};
+      }
+    }
+    if (auto it = m->find("dr_path"); it != m->end()) {
+      const YAML::Node& v = it->second.value;
+      std::optional<DrPath> dr;
+      if (v.IsScalar()) dr = parse_dr_path(v.Scalar());
+      if (!dr || dr->hops.empty()) {
+        error(v, path + ".dr_path",
+              "must be a directed-route path of out-ports such as \"0,1,3\" (got " +
+                  (v.IsScalar() ? v.Scalar() : kind_of(v)) + ")");
+        good = false;
+      } else {
+        p.dr_path = *dr;
+      }
     }
     if (good) c.peers.push_back(p);
   }

@@ -437,3 +437,27 @@ TEST_CASE("edit distance and did-you-mean") {
   CHECK(did_you_mean("ne", {"node"}) == std::nullopt);
   CHECK(did_you_mean("ab", {"cd"}) == std::nullopt);
 }
+
+TEST_CASE("peers may carry a LID and a directed-route path") {
+  const Config c = load_ok(kNode +
+                           "peers:\n  - name: head02\n    port_guid: 0x20\n    lid: 7\n"
+                           "    dr_path: \"0,1,3\"\n  - name: head03\n    port_guid: 0x30\n");
+  REQUIRE(c.peers.size() == 2);
+  REQUIRE(c.peers[0].lid);
+  CHECK(c.peers[0].lid->value == 7);
+  REQUIRE(c.peers[0].dr_path);
+  CHECK(c.peers[0].dr_path->hops == std::vector<std::uint8_t>{0, 1, 3});
+  CHECK_FALSE(c.peers[1].lid);
+  CHECK_FALSE(c.peers[1].dr_path);
+}
+
+TEST_CASE("a bad peer lid or dr_path is an error naming file, line and key") {
+  const auto errs = errors_of(kNode +
+                              "peers:\n  - name: head02\n    port_guid: 0x20\n    lid: 0\n"
+                              "  - name: head03\n    port_guid: 0x30\n    lid: 49152\n"
+                              "  - name: head04\n    port_guid: 0x40\n    dr_path: \"1,x\"\n");
+  REQUIRE(errs.size() == 3);
+  CHECK(errs[0] == "t.yaml:7:10: peers[0].lid: must be a unicast LID 1..49151 (got 0)");
+  CHECK(errs[1] == "t.yaml:10:10: peers[1].lid: must be a unicast LID 1..49151 (got 49152)");
+  CHECK(errs[2].find("t.yaml:13:14: peers[2].dr_path: must be a directed-route path") == 0);
+}

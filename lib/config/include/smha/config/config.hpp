@@ -51,9 +51,14 @@ struct PortSelector {
   std::optional<Guid> port_guid;  // set when the YAML gives node.port_guid
 };
 
+// A peer head. smhad polls its SM by `lid` (LID-routed) and, when given, by
+// `dr_path` (directed route from this node's port); a peer with neither is
+// looked up at run time by its port GUID where possible (doc/configuration.md).
 struct Peer {
   std::string name;
   Guid port_guid;
+  std::optional<Lid> lid;         // 1..0xbfff
+  std::optional<DrPath> dr_path;  // at least one hop
 };
 
 struct FailoverPolicy {

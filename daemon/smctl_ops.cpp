@@ -1,0 +1,86 @@
+// smctl subcommands that talk to smhad over the control socket: status, events,
+// handover, hold, release, reload. Thin: options -> params, lib/control's
+// run_cli_call does the call, lib/service renders status and events.
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "smctl_commands.hpp"
+#include "smha/control/cli.hpp"
+#include "smha/service/service.hpp"
+
+namespace smha::smctl {
+
+namespace {
+
+struct OpsState {
+  control::CliOptions status, events, handover, hold, release, reload;
+  std::size_t n = 20;
+  std::string to;
+  double hold_s = 3600;
+  std::string hold_reason = "maintenance";
+};
+
+int call(const control::CliOptions& o, const std::string& method, const nlohmann::json& params,
+         const control::HumanRenderer& render = nullptr) {
+  return control::run_cli_call(o, method, params, std::cout, std::cerr, render);
+}
+
+void print_text(const control::Reply& r, std::ostream& out) {
+  out << (r.text.empty() ? r.data.dump(2) : r.text) << '\n';
+}
+
+}  // namespace
+
+void register_daemon_ops(CLI::App& app, int& exit_code) {
+  auto st = std::make_shared<OpsState>();
+
+  auto* status = app.add_subcommand("status", "show smhad's role, the SMs it polls, OpenSM and alarms");
+  control::add_cli_options(*status, st->status);
+  status->callback([st, &exit_code] {
+    exit_code = call(st->status, "status", nlohmann::json::object(),
+                     [](const control::Reply& r, std::ostream& out) {
+                       out << service::render_status_text(r.data);
+                     });
+  });
+
+  auto* events = app.add_subcommand("events", "recent transitions, alarms and operations");
+  control::add_cli_options(*events, st->events);
+  events->add_option("-n", st->n, "number of events")->check(CLI::PositiveNumber)->capture_default_str();
+  events->callback([st, &exit_code] {
+    exit_code = call(st->events, "events", nlohmann::json{{"n", st->n}},
+                     [](const control::Reply& r, std::ostream& out) {
+                       out << service::render_events_text(r.data);
+                     });
+  });
+
+  auto* handover = app.add_subcommand("handover", "planned handover of mastership to a peer");
+  control::add_cli_options(*handover, st->handover);
+  handover->add_option("--to", st->to, "peer name (default: the best standby)");
+  handover->callback([st, &exit_code] {
+    nlohmann::json params = nlohmann::json::object();
+    if (!st->to.empty()) params["to"] = st->to;
+    exit_code = call(st->handover, "handover", params, print_text);
+  });
+
+  auto* hold = app.add_subcommand("hold", "maintenance hold: freeze automatic transitions");
+  control::add_cli_options(*hold, st->hold);
+  hold->add_option("--for", st->hold_s, "seconds until the hold expires")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  hold->add_option("--reason", st->hold_reason, "shown in status and events");
+  hold->callback([st, &exit_code] {
+    exit_code = call(st->hold, "hold", nlohmann::json{{"duration_s", st->hold_s}, {"reason", st->hold_reason}},
+                     print_text);
+  });
+
+  auto* release = app.add_subcommand("release", "end a maintenance hold");
+  control::add_cli_options(*release, st->release);
+  release->callback([st, &exit_code] { exit_code = call(st->release, "release", nlohmann::json::object(), print_text); });
+
+  auto* reload = app.add_subcommand("reload", "re-read smha.yaml and apply what changed");
+  control::add_cli_options(*reload, st->reload);
+  reload->callback([st, &exit_code] { exit_code = call(st->reload, "reload", nlohmann::json::object(), print_text); });
+}
+
+}  // namespace smha::smctl

@@ -1,0 +1,219 @@
+// lib/service: the pieces smhad wires together (doc/architecture.md, "Daemon
+// wiring"). Everything runs on one io_context thread; nothing here locks.
+//   AsioScheduler            agent::Scheduler on asio steady_timers
+//   SupervisedOpensmControl  agent::OpensmControl over opensm::OpensmSupervisor
+//   RecordingTransport       MadTransport decorator: remembers the last answer per
+//                            SM (for status) and refuses Sets during a hold
+//   LogEventSink             agent::EventSink: SM_TRANSITION log lines, recent
+//                            events and active alarms for status/events
+//   map_config()             config::Config -> agent::AgentConfig (+ HaPolicy)
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <nlohmann/json.hpp>
+
+#include "smha/agent/agent.hpp"
+#include "smha/agent/seams.hpp"
+#include "smha/config/config.hpp"
+#include "smha/mad/transport.hpp"
+#include "smha/opensm/conf.hpp"
+#include "smha/opensm/supervisor.hpp"
+
+namespace smha::service {
+
+// agent::Scheduler on the io_context. now() reads `clock`.
+class AsioScheduler final : public agent::Scheduler {
+ public:
+  AsioScheduler(boost::asio::io_context& io, const Clock& clock) : io_(io), clock_(clock) {}
+  ~AsioScheduler() override;
+  TimePoint now() const override { return clock_.now(); }
+  TimerId schedule_at(TimePoint when, std::function<void()> fn) override;
+  void cancel(TimerId id) override;
+  std::size_t pending() const { return timers_.size(); }
+
+ private:
+  boost::asio::io_context& io_;
+  const Clock& clock_;
+  TimerId next_ = 1;
+  std::map<TimerId, std::unique_ptr<boost::asio::steady_timer>> timers_;
+};
+
+// Maintenance hold: while held, nothing smha does moves mastership (no Set to
+// the local SM, no priority change, no stop/restart of OpenSM). Starting an
+// OpenSM that is not running stays allowed. Expires on its own.
+struct HoldState {
+  bool held = false;
+  std::optional<TimePoint> until;
+  std::string reason;
+  uid_t by_uid = 0;
+};
+
+// Renders opensm.conf for an effective sm_priority (the engine's choice).
+using PriorityRenderer = std::function<Result<std::string>(std::uint8_t priority)>;
+
+// agent::OpensmControl over the OpensmSupervisor. The priority the engine asks
+// for is rendered into sm_priority. start() adopts a running OpenSM named by the
+// supervisor's pidfile (then SIGHUPs it if its file differs). The agent's exit
+// handler runs only for exits nobody asked for (crash or permanent failure).
+// state(): Running while the supervisor runs a process (or is restarting it on
+// request); Exited after an unexpected exit (Backoff or Failed); else Stopped.
+// In Failed, start() refuses (no respawn loop); only a reload with a new file
+// retries.
+class SupervisedOpensmControl final : public agent::OpensmControl {
+ public:
+  // `hold` must outlive this object.
+  SupervisedOpensmControl(boost::asio::io_context& io, const Clock& clock,
+                          opensm::ProcessRunner& runner, opensm::FileSystem& fs,
+                          opensm::OpensmSupervisor::SpecFactory spec,
+                          opensm::SupervisorOptions options, PriorityRenderer render,
+                          const HoldState& hold);
+  ~SupervisedOpensmControl() override;
+
+  Status start(std::uint8_t priority) override;
+  Status stop(bool force) override;
+  Status restart(std::uint8_t priority, bool force) override;
+  Status set_priority(std::uint8_t priority) override;
+  sm::ProcessState state() const override;
+  void set_exit_handler(ExitHandler h) override { on_exit_ = std::move(h); }
+
+  // Config reload: takes the new renderer, re-renders at the current priority and
+  // applies the change (SIGHUP or restart, classified against the file on disk).
+  // `decision` receives the classification. On error the old renderer stays.
+  Result<opensm::ReloadAction> reload(PriorityRenderer render, opensm::ReloadDecision& decision);
+
+  const opensm::SupervisorStatus& supervisor_status() const { return sup_->status(); }
+  std::uint8_t priority() const { return priority_; }
+  bool adopted_at_start() const { return adopted_; }
+
+ private:
+  Status write_and_apply(std::uint8_t priority, opensm::ConfChangeKind kind);
+  void changed(const opensm::SupervisorStatus& st);
+
+  opensm::FileSystem& fs_;
+  std::string conf_path_;
+  PriorityRenderer render_;
+  const HoldState& hold_;
+  std::unique_ptr<opensm::OpensmSupervisor> sup_;
+  ExitHandler on_exit_;
+  std::uint8_t priority_ = 0;
+  bool adopted_ = false;
+  bool stop_requested_ = false;
+  opensm::SupervisorState last_state_ = opensm::SupervisorState::Stopped;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+};
+
+// OpensmControl for --observe: never touches OpenSM. Every call succeeds and
+// does nothing; state() is always Running (the engine then only observes).
+class ObserveOnlyOpensmControl final : public agent::OpensmControl {
+ public:
+  Status start(std::uint8_t) override { return Status::Ok(); }
+  Status stop(bool) override { return Status::Ok(); }
+  Status restart(std::uint8_t, bool) override { return Status::Ok(); }
+  Status set_priority(std::uint8_t) override { return Status::Ok(); }
+  sm::ProcessState state() const override { return sm::ProcessState::Running; }
+  void set_exit_handler(ExitHandler) override {}
+};
+
+// The last SMInfo answer from one SM, as the poller saw it.
+struct SmSighting {
+  SmInfo info;
+  Duration rtt{};
+  TimePoint at{};
+};
+// The last query to one target.
+struct TargetRecord {
+  bool answered = false;
+  TimePoint at{};
+  std::optional<Guid> guid;  // from the last answer
+};
+
+// MadTransport decorator: passes every call through, remembers the last answer
+// per SM GUID and the last outcome per target, and (while `hold` is held, or
+// always with `read_only`) refuses set_sminfo with Error "hold"/"observe".
+class RecordingTransport final : public mad::MadTransport {
+ public:
+  RecordingTransport(mad::MadTransport& inner, const Clock& clock, const HoldState& hold,
+                     bool read_only)
+      : inner_(inner), clock_(clock), hold_(hold), read_only_(read_only) {}
+  void get_sminfo(const mad::Target& target, const mad::RequestOptions& opts,
+                  mad::SmInfoCallback done) override;
+  void set_sminfo(const mad::Target& target, SmInfoModifier mod, const SmInfo& payload,
+                  const mad::RequestOptions& opts, mad::SmInfoCallback done) override;
+  std::optional<SmSighting> last_seen(Guid guid) const;
+  std::optional<TargetRecord> last_query(const mad::Target& target) const;
+
+ private:
+  mad::MadTransport& inner_;
+  const Clock& clock_;
+  const HoldState& hold_;
+  bool read_only_;
+  std::shared_ptr<std::map<std::uint64_t, SmSighting>> seen_ =
+      std::make_shared<std::map<std::uint64_t, SmSighting>>();
+  std::shared_ptr<std::map<std::string, TargetRecord>> targets_ =
+      std::make_shared<std::map<std::string, TargetRecord>>();
+};
+
+// One recorded event (engine event, alarm raise/clear, adapter error).
+struct EventRecord {
+  std::uint64_t seq = 0;
+  std::chrono::system_clock::time_point wall;
+  std::string kind;      // engine EventKind, "alarm", "alarm_cleared", "error", "transition"
+  std::string reason;
+  std::string evidence;
+};
+
+// agent::EventSink for the daemon: logs every engine event (logger "sm"), each
+// local SM state change once at info as
+//   SM_TRANSITION from=STANDBY to=MASTER reason=<the engine event that led to it>
+// and keeps the last `capacity` events and the active alarms in memory.
+class LogEventSink final : public agent::EventSink {
+ public:
+  explicit LogEventSink(std::size_t capacity = 256);
+  void event(const sm::RecordEvent& e, TimePoint at) override;
+  void alarm(const sm::RaiseAlarm& a, TimePoint at) override;
+  void clear(const sm::ClearAlarm& a, TimePoint at) override;
+  void hook(const sm::RunHook& h, TimePoint at) override;
+  void error(const Error& e, TimePoint at) override;
+  // Records a daemon-side event (reload, hold, handover request).
+  void note(std::string kind, std::string reason, std::string evidence = {});
+
+  const std::deque<EventRecord>& events() const { return events_; }
+  // Active alarms: kind -> detail.
+  const std::map<std::string, std::string>& alarms() const { return alarms_; }
+  std::optional<EventRecord> last_transition() const { return last_transition_; }
+
+ private:
+  void push(EventRecord r);
+  std::size_t capacity_;
+  std::uint64_t seq_ = 0;
+  std::deque<EventRecord> events_;
+  std::map<std::string, std::string> alarms_;
+  std::optional<EventRecord> last_transition_;
+  std::string last_cause_;  // the latest non-transition event, as the transition's reason
+};
+
+// Config -> the agent's configuration. `own_guid` is the local port GUID (from
+// node.port_guid or the opened port). Peers without a LID are in the policy but
+// not polled (listed in `unaddressed`). Errors: code "policy" (sm::validate).
+// The engine's base priority is sm_priority clamped to 1..13 (standby renders
+// base, master base+1; doc/ha-engine.md).
+Result<agent::AgentConfig> map_config(const config::Config& config, Guid own_guid,
+                                      std::vector<std::string>* unaddressed = nullptr);
+
+// JSON of one status reply (doc/control-protocol.md, method status) rendered
+// for humans, laid out like `systemctl status`.
+std::string render_status_text(const nlohmann::json& status);
+// One line per event of an `events` reply.
+std::string render_events_text(const nlohmann::json& events);
+
+}  // namespace smha::service

@@ -1,0 +1,578 @@
+#include "smha/service/daemon.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <spdlog/spdlog.h>
+
+#include "smha/agent/agent.hpp"
+#include "smha/config/config.hpp"
+#include "smha/control/server.hpp"
+#include "smha/mad/umad_transport.hpp"
+#include "smha/opensm/check.hpp"
+#include "smha/opensm/posix_file_system.hpp"
+#include "smha/opensm/posix_process_runner.hpp"
+#include "smha/opensm/probe.hpp"
+#include "smha/service/service.hpp"
+
+namespace smha::service {
+
+namespace {
+
+using nlohmann::json;
+using control::Reply;
+using control::ResultCode;
+
+std::string iso_time(std::chrono::system_clock::time_point t) {
+  const std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count() % 1000;
+  std::ostringstream o;
+  o << std::put_time(&tm, "%Y-%m-%dT%H:%M:%S") << '.' << std::setw(3) << std::setfill('0') << ms << 'Z';
+  return o.str();
+}
+
+double seconds_since(TimePoint then, TimePoint now) {
+  return std::chrono::duration<double>(now - then).count();
+}
+
+json event_json(const EventRecord& e) {
+  return json{{"seq", e.seq}, {"time", iso_time(e.wall)}, {"kind", e.kind}, {"reason", e.reason},
+              {"evidence", e.evidence}};
+}
+
+std::string join_errors(const std::vector<config::Diagnostic>& errors) {
+  std::string out;
+  for (const auto& d : errors) out += (out.empty() ? "" : "\n") + d.to_string();
+  return out;
+}
+
+bool same_policy(const agent::AgentConfig& a, const agent::AgentConfig& b) {
+  const auto& p = a.policy;
+  const auto& q = b.policy;
+  if (p.node_name != q.node_name || p.own_guid != q.own_guid || p.poll_interval != q.poll_interval ||
+      p.misses != q.misses || p.failback != q.failback || p.preempt_hold_down != q.preempt_hold_down ||
+      p.base_priority != q.base_priority || p.peers.size() != q.peers.size() ||
+      a.peers.size() != b.peers.size())
+    return false;
+  for (std::size_t i = 0; i < p.peers.size(); ++i)
+    if (p.peers[i].name != q.peers[i].name || p.peers[i].guid != q.peers[i].guid) return false;
+  for (std::size_t i = 0; i < a.peers.size(); ++i)
+    if (a.peers[i].guid != b.peers[i].guid || a.peers[i].lid != b.peers[i].lid ||
+        a.peers[i].dr != b.peers[i].dr)
+      return false;
+  return true;
+}
+
+class Daemon {
+ public:
+  Daemon(DaemonOptions options, config::Config config, std::ostream& err)
+      : options_(std::move(options)), config_(std::move(config)), err_(err) {}
+
+  ~Daemon() {
+    if (agent_) agent_->stop();
+    if (server_) server_->stop();
+  }
+
+  bool init();
+  int run();
+
+ private:
+  PriorityRenderer make_renderer(const config::Config& c) const {
+    const opensm::Capabilities caps = caps_;
+    const Guid guid = own_guid_;
+    return [c, caps, guid](std::uint8_t prio) -> Result<std::string> {
+      auto prep = opensm::prepare_opensm_conf(c, caps, prio, guid);
+      if (!prep.ok()) return make_error("config", join_errors(prep.errors));
+      return std::move(prep.rendered);
+    };
+  }
+  void start_agent(agent::AgentConfig cfg);
+  void register_methods();
+  json status_json();
+  void arm_signals();
+  void wait_hup();
+  void shutdown(const char* why);
+  Reply do_reload();
+  Reply do_hold(const control::Call& call);
+  Reply do_release();
+  void handover(const control::Call& call, control::Responder respond);
+  void expire_hold();
+
+  DaemonOptions options_;
+  config::Config config_;
+  std::ostream& err_;
+  boost::asio::io_context io_;
+  SteadyClock clock_;
+  opensm::PosixFileSystem fs_;
+  opensm::Capabilities caps_;
+  Guid own_guid_;
+  std::vector<std::string> unaddressed_;
+  HoldState hold_;
+  std::unique_ptr<opensm::PosixProcessRunner> runner_;
+  std::unique_ptr<mad::UmadTransport> umad_;
+  std::unique_ptr<RecordingTransport> mad_;
+  std::unique_ptr<AsioScheduler> sched_;
+  LogEventSink sink_;
+  std::unique_ptr<SupervisedOpensmControl> supervised_;
+  ObserveOnlyOpensmControl observe_control_;
+  agent::OpensmControl* control_ = nullptr;
+  std::unique_ptr<agent::Agent> agent_;
+  std::unique_ptr<control::ControlServer> server_;
+  std::unique_ptr<boost::asio::signal_set> stop_signals_;
+  std::unique_ptr<boost::asio::signal_set> hup_signal_;
+  std::unique_ptr<boost::asio::steady_timer> hold_timer_;
+  TimePoint started_at_{};
+  bool handover_running_ = false;
+};
+
+bool Daemon::init() {
+  started_at_ = clock_.now();
+  mad::PortSelector sel;
+  sel.ca = config_.port.ca;
+  sel.port = config_.port.port;
+  sel.guid = config_.port.port_guid;
+  auto port = mad::UmadTransport::open(io_, sel, clock_);
+  if (!port) {
+    err_ << "smhad: cannot open the IB port: " << port.error().message << '\n';
+    return false;
+  }
+  umad_ = std::move(port).value();
+  own_guid_ = config_.port.port_guid.value_or(umad_->local_port().port_guid);
+  mad_ = std::make_unique<RecordingTransport>(*umad_, clock_, hold_, options_.observe);
+  sched_ = std::make_unique<AsioScheduler>(io_, clock_);
+
+  auto mapped = map_config(config_, own_guid_, &unaddressed_);
+  if (!mapped) {
+    err_ << "smhad: " << config_.source_path << ": " << mapped.error().message << '\n';
+    return false;
+  }
+  for (const auto& name : unaddressed_)
+    spdlog::warn("peer {} has no lid in {}: it is not polled", name, config_.source_path);
+
+  if (options_.observe) {
+    control_ = &observe_control_;
+  } else {
+    opensm::ExecOpensmRunner probe_runner;
+    auto caps = opensm::probe_opensm(probe_runner, config_.opensm.binary);
+    if (!caps) {
+      err_ << "smhad: " << config_.opensm.binary << ": " << caps.error().message << '\n';
+      return false;
+    }
+    caps_ = caps.value();
+    // A bad config for this OpenSM is refused before anything starts.
+    auto first = make_renderer(config_)(static_cast<std::uint8_t>(config_.sm_priority));
+    if (!first) {
+      err_ << "smhad: " << first.error().message << '\n';
+      return false;
+    }
+    runner_ = std::make_unique<opensm::PosixProcessRunner>(io_);
+    const config::Config& c = config_;
+    const std::string guid = to_string(own_guid_);
+    const std::string binary = c.opensm.binary;
+    const std::string conf = c.opensm.conf_path;
+    const std::string cache = c.opensm.cache_dir;
+    const std::string cwd = c.state_dir;
+    auto spec = [binary, conf, guid, cache, cwd] {
+      opensm::ProcessSpec s;
+      s.path = binary;
+      s.argv = {binary, "-F", conf, "-g", guid};
+      s.env = {{"OSM_CACHE_DIR", cache}, {"OSM_TMP_DIR", cache}};
+      s.cwd = cwd;
+      s.parent_death_signal = 0;  // survives smhad: adopted by the next smhad
+      return s;
+    };
+    std::error_code ec;
+    std::filesystem::create_directories(c.state_dir, ec);
+    std::filesystem::create_directories(c.opensm.cache_dir, ec);
+    opensm::SupervisorOptions so;
+    so.conf_path = c.opensm.conf_path;
+    so.pidfile_path = c.state_dir + "/opensm.pid";
+    so.keep_running_on_exit = true;
+    supervised_ = std::make_unique<SupervisedOpensmControl>(io_, clock_, *runner_, fs_, spec, so,
+                                                            make_renderer(config_), hold_);
+    control_ = supervised_.get();
+  }
+
+  control::ServerOptions sopt;
+  sopt.socket_path = config_.control.socket_path;
+  sopt.group = config_.control.group;
+  sopt.server_name = std::string("smhad ") + SMHA_SERVICE_VERSION;
+  server_ = std::make_unique<control::ControlServer>(io_, sopt);
+  register_methods();
+  if (auto st = server_->start(); !st.ok()) {
+    err_ << "smhad: control socket: " << st.error().message << '\n';
+    return false;
+  }
+  start_agent(std::move(mapped).value());
+  arm_signals();
+  spdlog::info("smhad {} started on {} (port guid {}, {}), control socket {}", config_.node_name,
+               config_.source_path, to_string(own_guid_), options_.observe ? "observe only" : "managing OpenSM",
+               config_.control.socket_path);
+  return true;
+}
+
+void Daemon::start_agent(agent::AgentConfig cfg) {
+  if (agent_) {
+    agent_->stop();
+    agent_.reset();
+  }
+  agent_ = std::make_unique<agent::Agent>(std::move(cfg), *sched_, *mad_, *control_, sink_);
+  agent_->start();
+}
+
+int Daemon::run() {
+  io_.run();
+  return 0;
+}
+
+void Daemon::arm_signals() {
+  stop_signals_ = std::make_unique<boost::asio::signal_set>(io_, SIGTERM, SIGINT);
+  stop_signals_->async_wait([this](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    shutdown(sig == SIGINT ? "SIGINT" : "SIGTERM");
+  });
+  hup_signal_ = std::make_unique<boost::asio::signal_set>(io_, SIGHUP);
+  wait_hup();
+}
+
+void Daemon::wait_hup() {
+  hup_signal_->async_wait([this](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    auto r = do_reload();
+    if (r.is_ok()) spdlog::info("SIGHUP: reload: {}", r.text);
+    else spdlog::error("SIGHUP: reload refused: {}", r.text);
+    wait_hup();
+  });
+}
+
+void Daemon::shutdown(const char* why) {
+  spdlog::info("smhad: {}: stopping polling; OpenSM is left running (adopted on next start)", why);
+  if (agent_) agent_->stop();
+  if (server_) server_->stop();
+  if (hold_timer_) hold_timer_->cancel();
+  if (hup_signal_) hup_signal_->cancel();
+  io_.stop();
+}
+
+json Daemon::status_json() {
+  const TimePoint now = clock_.now();
+  const auto es = agent_->status();
+  json j;
+  j["node"] = config_.node_name;
+  j["observe"] = options_.observe;
+  j["role"] = std::string(sm::to_string(es.role));
+  j["rounds"] = agent_->rounds();
+  j["master"] = es.master ? json(to_string(*es.master)) : json(nullptr);
+  j["uptime_s"] = seconds_since(started_at_, now);
+  json local;
+  local["guid"] = to_string(own_guid_);
+  local["rendered_priority"] = es.rendered_priority;
+  local["state"] = es.local_state ? json(std::string(to_string(*es.local_state))) : json(nullptr);
+  if (auto p = umad_->refresh_local_port()) {
+    local["lid"] = p.value().lid.value;
+    local["sm_lid"] = p.value().sm_lid.value;
+    local["port_state"] = std::string(mad::to_string(p.value().state));
+  }
+  if (auto s = mad_->last_seen(own_guid_)) {
+    local["priority"] = s->info.priority;
+    local["act_count"] = s->info.act_count;
+    local["rtt_ms"] = std::chrono::duration<double, std::milli>(s->rtt).count();
+    local["last_poll_age_s"] = seconds_since(s->at, now);
+  }
+  j["local"] = local;
+  json peers = json::array();
+  for (const auto& peer : config_.peers) {
+    json p;
+    p["name"] = peer.name;
+    p["guid"] = to_string(peer.port_guid);
+    p["lid"] = peer.lid ? json(peer.lid->value) : json(nullptr);
+    p["dr_path"] = peer.dr_path ? json(to_string(*peer.dr_path)) : json(nullptr);
+    p["addressed"] = peer.lid.has_value();
+    p["state"] = "unknown";
+    if (auto s = mad_->last_seen(peer.port_guid)) {
+      p["state"] = std::string(to_string(s->info.state));
+      p["priority"] = s->info.priority;
+      p["act_count"] = s->info.act_count;
+      p["rtt_ms"] = std::chrono::duration<double, std::milli>(s->rtt).count();
+      p["last_answer_age_s"] = seconds_since(s->at, now);
+    }
+    if (peer.lid) {
+      if (auto q = mad_->last_query(mad::Target{*peer.lid})) {
+        p["last_poll_answered"] = q->answered;
+        p["last_poll_age_s"] = seconds_since(q->at, now);
+        if (!q->answered) p["state"] = "unreachable";
+      }
+    } else {
+      p["state"] = "unaddressed";
+    }
+    peers.push_back(p);
+  }
+  j["peers"] = peers;
+  const auto& pol = agent_->config().policy;
+  j["policy"] = {{"poll_interval_ms", std::chrono::duration_cast<std::chrono::milliseconds>(pol.poll_interval).count()},
+                 {"misses", pol.misses},
+                 {"required_rounds", es.required_rounds},
+                 {"failback", std::string(sm::to_string(pol.failback))},
+                 {"base_priority", pol.base_priority}};
+  json alarms = json::array();
+  for (const auto& [kind, detail] : sink_.alarms()) alarms.push_back({{"kind", kind}, {"detail", detail}});
+  j["alarms"] = alarms;
+  j["last_transition"] = sink_.last_transition() ? event_json(*sink_.last_transition()) : json(nullptr);
+  json hold{{"held", hold_.held}};
+  if (hold_.held) {
+    hold["reason"] = hold_.reason;
+    hold["expires_in_s"] = hold_.until ? json(seconds_since(now, *hold_.until)) : json(nullptr);
+  }
+  j["hold"] = hold;
+  if (supervised_) {
+    const auto& st = supervised_->supervisor_status();
+    json o;
+    o["supervisor"] = std::string(opensm::to_string(st.state));
+    o["pid"] = st.pid;
+    o["adopted"] = st.adopted;
+    o["uptime_s"] = st.started_at ? json(seconds_since(*st.started_at, now)) : json(nullptr);
+    o["spawns"] = st.spawns;
+    o["crashes"] = st.crashes;
+    o["restarts"] = std::max(0, st.spawns - (st.adopted ? 0 : 1));
+    o["reason"] = st.reason;
+    o["conf_path"] = config_.opensm.conf_path;
+    o["version"] = caps_.version;
+    j["opensm"] = o;
+  }
+  return j;
+}
+
+void Daemon::register_methods() {
+  using control::Access;
+  (void)server_->register_method("status", Access::ReadOnly, [this](const control::Call&) {
+    return Reply::ok(status_json());
+  });
+  (void)server_->register_method("events", Access::ReadOnly, [this](const control::Call& call) {
+    std::size_t n = 20;
+    if (call.params.contains("n")) {
+      if (!call.params["n"].is_number_unsigned() || call.params["n"].get<std::size_t>() == 0)
+        return Reply::failure(ResultCode::BadRequest, "events: n must be a positive integer");
+      n = call.params["n"].get<std::size_t>();
+    }
+    const auto& ev = sink_.events();
+    json arr = json::array();
+    const std::size_t from = ev.size() > n ? ev.size() - n : 0;
+    for (std::size_t i = from; i < ev.size(); ++i) arr.push_back(event_json(ev[i]));
+    return Reply::ok(json{{"events", arr}});
+  });
+  (void)server_->register_method("reload", Access::Mutating, [this](const control::Call&) {
+    return do_reload();
+  });
+  (void)server_->register_method("hold", Access::Mutating,
+                                 [this](const control::Call& call) { return do_hold(call); });
+  (void)server_->register_method("release", Access::Mutating,
+                                 [this](const control::Call&) { return do_release(); });
+  (void)server_->register_async_method(
+      "handover", Access::Mutating,
+      [this](const control::Call& call, control::Responder r) { handover(call, std::move(r)); });
+}
+
+Reply Daemon::do_reload() {
+  auto loaded = config::load_config(config_.source_path);
+  if (!loaded) {
+    json errs = json::array();
+    for (const auto& d : loaded.errors()) errs.push_back(d.to_string());
+    sink_.note("RELOAD_REFUSED", std::to_string(loaded.errors().size()) + " error(s)", loaded.error_text());
+    return Reply::failure(ResultCode::Error, "invalid configuration, old one kept:\n" + loaded.error_text(),
+                          json{{"errors", errs}});
+  }
+  config::Config next = std::move(loaded).value();
+  std::vector<std::string> needs_restart;
+  if (next.node_name != config_.node_name) needs_restart.push_back("node.name");
+  if (next.port.ca != config_.port.ca || next.port.port != config_.port.port ||
+      next.port.port_guid != config_.port.port_guid)
+    needs_restart.push_back("node.port");
+  if (next.control.socket_path != config_.control.socket_path) needs_restart.push_back("control.socket_path");
+  if (next.opensm.conf_path != config_.opensm.conf_path) needs_restart.push_back("opensm.conf_path");
+  if (next.state_dir != config_.state_dir) needs_restart.push_back("state_dir");
+  if (!needs_restart.empty()) {
+    std::string keys;
+    for (const auto& k : needs_restart) keys += (keys.empty() ? "" : ", ") + k;
+    return Reply::failure(ResultCode::Conflict,
+                          "these keys take effect only when smhad restarts: " + keys + "; nothing changed",
+                          json{{"restart_keys", needs_restart}});
+  }
+  std::vector<std::string> unaddressed;
+  auto mapped = map_config(next, own_guid_, &unaddressed);
+  if (!mapped) return Reply::failure(ResultCode::Error, mapped.error().message);
+  json data;
+  std::string text;
+  if (supervised_) {
+    const config::Config saved = config_;
+    opensm::ReloadDecision decision;
+    auto render = [next, this]() {
+      config::Config tmp = config_;
+      config_ = next;
+      auto r = make_renderer(next);
+      config_ = tmp;
+      return r;
+    }();
+    auto r = supervised_->reload(std::move(render), decision);
+    if (!r) return Reply::failure(ResultCode::Error, "reload refused, old configuration kept: " + r.error().message);
+    data["opensm_action"] = std::string(opensm::to_string(r.value()));
+    data["opensm_change"] = std::string(opensm::to_string(decision.kind));
+    data["changed_keys"] = decision.changed;
+    if (!decision.key.empty()) data["restart_key"] = decision.key;
+    text = "opensm.conf: " + std::string(opensm::to_string(r.value()));
+    if (!decision.changed.empty()) {
+      text += " (changed:";
+      for (const auto& k : decision.changed) text += " " + k;
+      text += ")";
+    }
+  }
+  const bool policy_changed = !same_policy(agent_->config(), mapped.value());
+  data["engine_restarted"] = policy_changed;
+  config_ = std::move(next);
+  unaddressed_ = unaddressed;
+  if (policy_changed) {
+    start_agent(std::move(mapped).value());
+    text += (text.empty() ? "" : "; ") + std::string("HA policy changed: engine restarted with the new policy");
+  } else {
+    text += (text.empty() ? "" : "; ") + std::string("HA policy unchanged");
+  }
+  sink_.note("RELOAD", text);
+  return Reply::ok(data, text);
+}
+
+Reply Daemon::do_hold(const control::Call& call) {
+  double secs = 3600;
+  if (call.params.contains("duration_s")) {
+    if (!call.params["duration_s"].is_number() || call.params["duration_s"].get<double>() <= 0)
+      return Reply::failure(ResultCode::BadRequest, "hold: duration_s must be a positive number");
+    secs = call.params["duration_s"].get<double>();
+  }
+  hold_.held = true;
+  hold_.by_uid = call.peer.uid;
+  hold_.reason = call.params.value("reason", std::string("maintenance"));
+  const auto d = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(secs));
+  hold_.until = clock_.now() + d;
+  hold_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
+  hold_timer_->expires_after(d);
+  hold_timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) expire_hold();
+  });
+  sink_.note("HOLD", "automatic transitions frozen for " + std::to_string(secs) + " s: " + hold_.reason,
+             "uid " + std::to_string(call.peer.uid));
+  return Reply::ok(json{{"held", true}, {"expires_in_s", secs}}, "hold active for " + std::to_string(secs) + " s");
+}
+
+void Daemon::expire_hold() {
+  if (!hold_.held) return;
+  hold_ = HoldState{};
+  sink_.note("HOLD_EXPIRED", "maintenance hold expired; automatic transitions resume");
+}
+
+Reply Daemon::do_release() {
+  if (!hold_.held) return Reply::ok(json{{"held", false}}, "no hold was active");
+  hold_ = HoldState{};
+  if (hold_timer_) hold_timer_->cancel();
+  sink_.note("RELEASE", "maintenance hold released; automatic transitions resume");
+  return Reply::ok(json{{"held", false}}, "hold released");
+}
+
+void Daemon::handover(const control::Call& call, control::Responder respond) {
+  if (options_.observe) {
+    respond(Reply::failure(ResultCode::Conflict, "handover: smhad runs in observe mode"));
+    return;
+  }
+  if (hold_.held) {
+    respond(Reply::failure(ResultCode::Conflict, "handover: a maintenance hold is active"));
+    return;
+  }
+  if (handover_running_) {
+    respond(Reply::failure(ResultCode::Conflict, "handover: one is already running"));
+    return;
+  }
+  std::optional<Guid> target;
+  if (call.params.contains("to")) {
+    if (!call.params["to"].is_string()) {
+      respond(Reply::failure(ResultCode::BadRequest, "handover: to must be a peer name"));
+      return;
+    }
+    const std::string name = call.params["to"].get<std::string>();
+    for (const auto& p : config_.peers)
+      if (p.name == name) target = p.port_guid;
+    if (!target) {
+      respond(Reply::failure(ResultCode::NotFound, "handover: no peer named " + name));
+      return;
+    }
+  }
+  const auto before = agent_->status();
+  if (before.role != sm::Role::Master) {
+    respond(Reply::failure(ResultCode::Conflict,
+                           "handover: this head is not MASTER (role " + std::string(sm::to_string(before.role)) + ")"));
+    return;
+  }
+  const std::uint64_t first_seq = sink_.events().empty() ? 0 : sink_.events().back().seq;
+  handover_running_ = true;
+  sink_.note("HANDOVER_REQUEST", target ? "to " + to_string(*target) : "to the best standby",
+             "uid " + std::to_string(call.peer.uid));
+  agent_->request_handover(target);
+  const TimePoint t0 = clock_.now();
+  const TimePoint deadline = t0 + agent_->config().policy.handover_bound + seconds(2);
+  auto timer = std::make_shared<boost::asio::steady_timer>(io_);
+  auto check = std::make_shared<std::function<void()>>();
+  auto responder = std::make_shared<control::Responder>(std::move(respond));
+  *check = [this, timer, check, responder, first_seq, t0, deadline, target] {
+    const TimePoint now = clock_.now();
+    const double ms = std::chrono::duration<double, std::milli>(now - t0).count();
+    std::string outcome;
+    for (const auto& e : sink_.events()) {
+      if (e.seq <= first_seq) continue;
+      if (e.kind == "handover_done") outcome = "done";
+      if (e.kind == "handover_rolled_back" || e.kind == "handover_rejected") outcome = e.kind + ": " + e.reason;
+    }
+    const auto es = agent_->status();
+    if (outcome.empty() && es.master && *es.master != own_guid_ && (!target || *es.master == *target))
+      outcome = "done";
+    if (outcome.empty() && now < deadline && responder->client_connected()) {
+      timer->expires_after(std::chrono::milliseconds(50));
+      timer->async_wait([check](const boost::system::error_code& ec) {
+        if (!ec) (*check)();
+      });
+      return;
+    }
+    handover_running_ = false;
+    json data{{"duration_ms", ms}, {"master", es.master ? json(to_string(*es.master)) : json(nullptr)}};
+    if (outcome == "done") {
+      data["outcome"] = "done";
+      (*responder)(Reply::ok(data, "handover done in " + std::to_string(static_cast<int>(ms)) + " ms"));
+    } else {
+      data["outcome"] = outcome.empty() ? "timeout" : outcome;
+      (*responder)(Reply::failure(ResultCode::Error, "handover failed: " + data["outcome"].get<std::string>(), data));
+    }
+    *check = nullptr;  // break the cycle
+  };
+  boost::asio::post(io_, [check] { if (*check) (*check)(); });
+}
+
+}  // namespace
+
+int run_daemon(const DaemonOptions& options, std::ostream& err) {
+  auto loaded = config::load_config(options.config_path);
+  if (!loaded) {
+    err << loaded.error_text();
+    return 1;
+  }
+  Daemon d(options, std::move(loaded).value(), err);
+  if (!d.init()) return 1;
+  return d.run();
+}
+
+}  // namespace smha::service

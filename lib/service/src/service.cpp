@@ -1,0 +1,409 @@
+#include "smha/service/service.hpp"
+
+#include <algorithm>
+#include <iomanip>
+#include <sstream>
+
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+#include "smha/opensm/conf.hpp"
+
+namespace smha::service {
+
+namespace {
+
+std::shared_ptr<spdlog::logger> sm_log() {
+  auto l = spdlog::get("sm");
+  if (!l) {
+    l = spdlog::default_logger()->clone("sm");
+    spdlog::register_logger(l);
+  }
+  return l;
+}
+
+std::string target_key(const mad::Target& t) {
+  if (const auto* lid = std::get_if<Lid>(&t)) return "lid:" + std::to_string(lid->value);
+  return "dr:" + to_string(std::get<DrPath>(t));
+}
+
+}  // namespace
+
+// ---- AsioScheduler ---------------------------------------------------------
+
+AsioScheduler::~AsioScheduler() {
+  for (auto& [id, t] : timers_) t->cancel();
+}
+
+agent::Scheduler::TimerId AsioScheduler::schedule_at(TimePoint when, std::function<void()> fn) {
+  const TimerId id = next_++;
+  auto timer = std::make_unique<boost::asio::steady_timer>(io_);
+  const auto delay = when - clock_.now();
+  timer->expires_after(std::max(Duration::zero(), delay));
+  timer->async_wait([this, id, fn = std::move(fn)](const boost::system::error_code& ec) {
+    if (ec) return;  // cancelled; the entry is already gone
+    auto it = timers_.find(id);
+    if (it == timers_.end()) return;
+    auto keep = std::move(it->second);  // the handler runs inside this timer's wait
+    timers_.erase(it);
+    fn();
+  });
+  timers_.emplace(id, std::move(timer));
+  return id;
+}
+
+void AsioScheduler::cancel(TimerId id) {
+  auto it = timers_.find(id);
+  if (it == timers_.end()) return;
+  it->second->cancel();
+  // The cancelled handler still runs (operation_aborted); keep the timer object
+  // alive until then by handing it to the io_context.
+  auto t = std::shared_ptr<boost::asio::steady_timer>(std::move(it->second));
+  timers_.erase(it);
+  boost::asio::post(io_, [t] {});
+}
+
+// ---- SupervisedOpensmControl -----------------------------------------------
+
+SupervisedOpensmControl::SupervisedOpensmControl(boost::asio::io_context& io, const Clock& clock,
+                                                 opensm::ProcessRunner& runner,
+                                                 opensm::FileSystem& fs,
+                                                 opensm::OpensmSupervisor::SpecFactory spec,
+                                                 opensm::SupervisorOptions options,
+                                                 PriorityRenderer render, const HoldState& hold)
+    : fs_(fs), conf_path_(options.conf_path), render_(std::move(render)), hold_(hold) {
+  std::weak_ptr<int> alive = alive_;
+  auto user_change = options.on_change;
+  options.on_change = [this, alive, user_change](const opensm::SupervisorStatus& st) {
+    if (alive.expired()) return;
+    changed(st);
+    if (user_change) user_change(st);
+  };
+  sup_ = std::make_unique<opensm::OpensmSupervisor>(io, clock, runner, fs, std::move(spec),
+                                                    std::move(options));
+}
+
+SupervisedOpensmControl::~SupervisedOpensmControl() { alive_.reset(); }
+
+void SupervisedOpensmControl::changed(const opensm::SupervisorStatus& st) {
+  using S = opensm::SupervisorState;
+  const S before = last_state_;
+  last_state_ = st.state;
+  const bool was_up = before == S::Running || before == S::Stopping;
+  const bool now_down = st.state == S::Backoff || st.state == S::Failed;
+  if (was_up && now_down && !stop_requested_ && on_exit_) on_exit_();
+}
+
+sm::ProcessState SupervisedOpensmControl::state() const {
+  using S = opensm::SupervisorState;
+  switch (sup_->status().state) {
+    case S::Running:
+    case S::Stopping:
+      return stop_requested_ ? sm::ProcessState::Stopped : sm::ProcessState::Running;
+    case S::Backoff:
+    case S::Failed:
+      return sm::ProcessState::Exited;
+    case S::Stopped:
+      return sm::ProcessState::Stopped;
+  }
+  return sm::ProcessState::Stopped;
+}
+
+Status SupervisedOpensmControl::start(std::uint8_t priority) {
+  using S = opensm::SupervisorState;
+  auto text = render_(priority);
+  if (!text) return text.error();
+  const auto& st = sup_->status();
+  if (st.state == S::Failed) {
+    return make_error("failed", "OpenSM supervision failed (" + st.reason +
+                                    "); fix the configuration and reload");
+  }
+  if (st.state == S::Running || st.state == S::Backoff || st.state == S::Stopping) {
+    // Already running or about to respawn: make sure the next start reads this priority.
+    priority_ = priority;
+    stop_requested_ = false;
+    return write_and_apply(priority, opensm::ConfChangeKind::Sighup);
+  }
+  stop_requested_ = false;
+  auto r = sup_->start(text.value());
+  if (!r) return r.error();
+  priority_ = priority;
+  adopted_ = r.value().adopted;
+  if (r.value().adopted && r.value().conf_differs) {
+    auto old = fs_.read(conf_path_);
+    auto d = opensm::classify_change(old ? old.value() : std::string(), text.value());
+    opensm::ConfChange change;
+    change.kind = d.kind == opensm::ReloadDecision::Kind::Restart ? opensm::ConfChangeKind::Restart
+                  : d.kind == opensm::ReloadDecision::Kind::Sighup ? opensm::ConfChangeKind::Sighup
+                                                                   : opensm::ConfChangeKind::None;
+    change.restart_key = d.key;
+    auto rr = sup_->reload(text.value(), change);
+    if (!rr) return rr.error();
+  }
+  return Status::Ok();
+}
+
+Status SupervisedOpensmControl::write_and_apply(std::uint8_t priority, opensm::ConfChangeKind kind) {
+  auto text = render_(priority);
+  if (!text) return text.error();
+  opensm::ConfChange change;
+  change.kind = kind;
+  change.restart_key = "sm_priority";
+  auto r = sup_->reload(text.value(), change);
+  if (!r) return r.error();
+  priority_ = priority;
+  return Status::Ok();
+}
+
+Status SupervisedOpensmControl::stop(bool /*force*/) {
+  if (hold_.held) return make_error("hold", "maintenance hold: OpenSM is not stopped");
+  stop_requested_ = true;
+  sup_->stop();
+  return Status::Ok();
+}
+
+Status SupervisedOpensmControl::restart(std::uint8_t priority, bool /*force*/) {
+  using S = opensm::SupervisorState;
+  if (hold_.held) return make_error("hold", "maintenance hold: OpenSM is not restarted");
+  if (sup_->status().state != S::Running) return start(priority);
+  auto st = write_and_apply(priority, opensm::ConfChangeKind::None);
+  if (!st.ok()) return st;
+  stop_requested_ = false;
+  return sup_->restart("the HA engine asked for a restart at priority " + std::to_string(priority),
+                       false);
+}
+
+Status SupervisedOpensmControl::set_priority(std::uint8_t priority) {
+  if (hold_.held) return make_error("hold", "maintenance hold: priority not changed");
+  return write_and_apply(priority, opensm::ConfChangeKind::Sighup);
+}
+
+Result<opensm::ReloadAction> SupervisedOpensmControl::reload(PriorityRenderer render,
+                                                             opensm::ReloadDecision& decision) {
+  auto text = render(priority_);
+  if (!text) return text.error();
+  auto old = fs_.read(conf_path_);
+  decision = opensm::classify_change(old ? old.value() : std::string(), text.value());
+  opensm::ConfChange change;
+  change.kind = decision.kind == opensm::ReloadDecision::Kind::Restart ? opensm::ConfChangeKind::Restart
+                : decision.kind == opensm::ReloadDecision::Kind::Sighup ? opensm::ConfChangeKind::Sighup
+                                                                        : opensm::ConfChangeKind::None;
+  change.restart_key = decision.key;
+  auto r = sup_->reload(text.value(), change);
+  if (!r) return r.error();
+  render_ = std::move(render);
+  return r.value();
+}
+
+// ---- RecordingTransport ----------------------------------------------------
+
+void RecordingTransport::get_sminfo(const mad::Target& target, const mad::RequestOptions& opts,
+                                    mad::SmInfoCallback done) {
+  std::weak_ptr<std::map<std::uint64_t, SmSighting>> seen = seen_;
+  std::weak_ptr<std::map<std::string, TargetRecord>> targets = targets_;
+  const Clock* clock = &clock_;
+  inner_.get_sminfo(target, opts,
+                    [seen, targets, clock, key = target_key(target),
+                     done = std::move(done)](Result<mad::SmInfoReply> r) {
+                      auto s = seen.lock();
+                      auto t = targets.lock();
+                      if (s && t) {
+                        const TimePoint now = clock->now();
+                        TargetRecord rec;
+                        rec.at = now;
+                        rec.answered = r.ok();
+                        if (r.ok()) {
+                          rec.guid = r.value().info.guid;
+                          (*s)[r.value().info.guid.value] = SmSighting{r.value().info, r.value().rtt, now};
+                        }
+                        (*t)[key] = rec;
+                      }
+                      done(std::move(r));
+                    });
+}
+
+void RecordingTransport::set_sminfo(const mad::Target& target, SmInfoModifier mod,
+                                    const SmInfo& payload, const mad::RequestOptions& opts,
+                                    mad::SmInfoCallback done) {
+  if (read_only_ || hold_.held) {
+    done(make_error(read_only_ ? "observe" : "hold",
+                    std::string("SubnSet(SMInfo) refused: ") +
+                        (read_only_ ? "observe mode" : "maintenance hold")));
+    return;
+  }
+  inner_.set_sminfo(target, mod, payload, opts, std::move(done));
+}
+
+std::optional<SmSighting> RecordingTransport::last_seen(Guid guid) const {
+  auto it = seen_->find(guid.value);
+  if (it == seen_->end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<TargetRecord> RecordingTransport::last_query(const mad::Target& target) const {
+  auto it = targets_->find(target_key(target));
+  if (it == targets_->end()) return std::nullopt;
+  return it->second;
+}
+
+// ---- LogEventSink ----------------------------------------------------------
+
+LogEventSink::LogEventSink(std::size_t capacity) : capacity_(capacity) {}
+
+void LogEventSink::push(EventRecord r) {
+  r.seq = ++seq_;
+  r.wall = std::chrono::system_clock::now();
+  events_.push_back(std::move(r));
+  while (events_.size() > capacity_) events_.pop_front();
+}
+
+void LogEventSink::event(const sm::RecordEvent& e, TimePoint) {
+  auto log = sm_log();
+  if (e.kind == sm::EventKind::StateChanged) {
+    std::string from = e.reason, to;
+    if (auto pos = e.reason.find("->"); pos != std::string::npos) {
+      from = e.reason.substr(0, pos);
+      to = e.reason.substr(pos + 2);
+    }
+    const std::string cause = last_cause_.empty() ? "observed" : last_cause_;
+    log->info("SM_TRANSITION from={} to={} reason={}", from, to, cause);
+    EventRecord r{0, {}, "transition", e.reason, cause};
+    push(r);
+    last_transition_ = events_.back();
+    return;
+  }
+  last_cause_ = std::string(sm::to_string(e.kind)) + (e.reason.empty() ? "" : ": " + e.reason);
+  log->info("SM_EVENT kind={} reason={} evidence={}", sm::to_string(e.kind), e.reason, e.evidence);
+  push(EventRecord{0, {}, std::string(sm::to_string(e.kind)), e.reason, e.evidence});
+}
+
+void LogEventSink::alarm(const sm::RaiseAlarm& a, TimePoint) {
+  const std::string kind(sm::to_string(a.kind));
+  sm_log()->warn("SM_ALARM kind={} detail={}", kind, a.detail);
+  alarms_[kind] = a.detail;
+  push(EventRecord{0, {}, "alarm", kind, a.detail});
+}
+
+void LogEventSink::clear(const sm::ClearAlarm& a, TimePoint) {
+  const std::string kind(sm::to_string(a.kind));
+  if (alarms_.erase(kind) == 0) return;
+  sm_log()->info("SM_ALARM_CLEARED kind={}", kind);
+  push(EventRecord{0, {}, "alarm_cleared", kind, {}});
+}
+
+void LogEventSink::hook(const sm::RunHook& h, TimePoint) {
+  sm_log()->debug("hook {} {} {} {}", h.event, to_string(h.new_state), to_string(h.old_state),
+                  h.priority);
+}
+
+void LogEventSink::error(const Error& e, TimePoint) {
+  sm_log()->warn("SM_ACTION_FAILED code={} message={}", e.code, e.message);
+  push(EventRecord{0, {}, "error", e.code, e.message});
+}
+
+void LogEventSink::note(std::string kind, std::string reason, std::string evidence) {
+  sm_log()->info("SMHAD_{} {}", kind, reason);
+  push(EventRecord{0, {}, std::move(kind), std::move(reason), std::move(evidence)});
+}
+
+// ---- map_config ------------------------------------------------------------
+
+Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid,
+                                      std::vector<std::string>* unaddressed) {
+  agent::AgentConfig a;
+  sm::HaPolicy& p = a.policy;
+  p.node_name = c.node_name;
+  p.own_guid = own_guid;
+  for (const auto& peer : c.peers) {
+    p.peers.push_back(sm::PeerSpec{peer.name, peer.port_guid});
+    if (peer.lid) {
+      a.peers.push_back(agent::PeerAddress{peer.port_guid, *peer.lid, peer.dr_path});
+    } else if (unaddressed) {
+      unaddressed->push_back(peer.name);
+    }
+  }
+  p.poll_interval = c.failover.poll_interval;
+  p.misses = c.failover.misses_before_takeover;
+  p.failback = c.failover.failback == config::FailbackPolicy::Preempt ? sm::FailbackMode::Preempt
+                                                                      : sm::FailbackMode::Sticky;
+  p.preempt_hold_down = c.failover.preempt_holddown;
+  p.base_priority = static_cast<std::uint8_t>(std::clamp(c.sm_priority, 1, 13));
+  if (auto st = sm::validate(p); !st.ok()) return st.error();
+  return a;
+}
+
+// ---- human rendering -------------------------------------------------------
+
+namespace {
+
+std::string str(const nlohmann::json& j, const char* key, const char* dflt = "-") {
+  if (!j.contains(key) || j[key].is_null()) return dflt;
+  if (j[key].is_string()) return j[key].get<std::string>();
+  return j[key].dump();
+}
+
+std::string age_text(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return "never";
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(2) << j[key].get<double>() << "s ago";
+  return o.str();
+}
+
+}  // namespace
+
+std::string render_status_text(const nlohmann::json& s) {
+  std::ostringstream o;
+  const auto& local = s.value("local", nlohmann::json::object());
+  const std::string role = str(s, "role");
+  o << (role == "master" ? "\u25cf " : "\u25cb ") << "smhad " << str(s, "node") << " - "
+    << (s.value("observe", false) ? "observing" : "managing") << " OpenSM\n";
+  o << "     Role: " << role;
+  if (s.contains("hold") && s["hold"].value("held", false)) o << " (HOLD: " << str(s["hold"], "reason") << ")";
+  o << "\n";
+  o << " Local SM: " << str(local, "state") << "  prio " << str(local, "priority") << "  guid "
+    << str(local, "guid") << "  lid " << str(local, "lid") << "  actcount " << str(local, "act_count")
+    << "  (" << age_text(local, "last_poll_age_s") << ")\n";
+  if (s.contains("opensm")) {
+    const auto& osm = s["opensm"];
+    o << "   OpenSM: " << str(osm, "supervisor") << "  pid " << str(osm, "pid") << "  uptime "
+      << str(osm, "uptime_s") << "s  restarts " << str(osm, "restarts")
+      << (osm.value("adopted", false) ? "  (adopted)" : "");
+    if (!str(osm, "reason", "").empty()) o << "\n           " << str(osm, "reason");
+    o << "\n";
+  }
+  o << "    Peers:\n";
+  for (const auto& p : s.value("peers", nlohmann::json::array())) {
+    o << "           " << str(p, "name") << "  " << str(p, "state") << "  prio " << str(p, "priority")
+      << "  guid " << str(p, "guid") << "  lid " << str(p, "lid") << "  rtt " << str(p, "rtt_ms")
+      << "ms  (" << age_text(p, "last_answer_age_s") << ")\n";
+  }
+  if (s.contains("policy")) {
+    const auto& pol = s["policy"];
+    o << "   Policy: poll " << str(pol, "poll_interval_ms") << "ms x " << str(pol, "misses")
+      << " misses, failback " << str(pol, "failback") << ", base priority "
+      << str(pol, "base_priority") << "\n";
+  }
+  o << "   Alarms: ";
+  const auto alarms = s.value("alarms", nlohmann::json::array());
+  if (alarms.empty()) o << "none";
+  for (const auto& a : alarms) o << str(a, "kind") << " (" << str(a, "detail") << ") ";
+  o << "\n";
+  if (s.contains("last_transition") && !s["last_transition"].is_null()) {
+    const auto& t = s["last_transition"];
+    o << "     Last: " << str(t, "reason") << " (" << str(t, "evidence") << ") at " << str(t, "time")
+      << "\n";
+  }
+  return o.str();
+}
+
+std::string render_events_text(const nlohmann::json& j) {
+  std::ostringstream o;
+  for (const auto& e : j.value("events", nlohmann::json::array())) {
+    o << str(e, "time") << "  " << str(e, "kind") << "  " << str(e, "reason");
+    if (!str(e, "evidence", "").empty()) o << "  [" << str(e, "evidence") << "]";
+    o << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace smha::service

@@ -1,0 +1,342 @@
+// smhad end to end under ibsim: smhad (under umad2sim) starts the real OpenSM,
+// restarts it after kill -9, is restarted itself without moving mastership,
+// applies a priority-only reload by SIGHUP to OpenSM, and two smhad run the
+// kill -9 failover drill. Every process is stopped by PID, also on failure:
+// smhad by the fabric, the OpenSMs it started by OsmGuard (they outlive smhad by
+// design).
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "ibsim_harness.hpp"
+#include "smha/control/client.hpp"
+
+using namespace smha;
+using namespace smha::testing;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+// /proc/<pid>/stat: state char and start time (field 22); nullopt if gone.
+struct ProcStat {
+  char state = '?';
+  unsigned long long start = 0;
+};
+std::optional<ProcStat> proc_stat(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return std::nullopt;
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(line.substr(close + 2));
+  ProcStat s;
+  rest >> s.state;
+  std::string skip;
+  for (int i = 0; i < 18; ++i) rest >> skip;  // fields 4..21
+  rest >> s.start;
+  return s;
+}
+bool running(int pid) {
+  auto s = proc_stat(pid);
+  return s && s->state != 'Z' && s->state != 'X';
+}
+
+// Waits for `pred`, re-checking every 20 ms, up to `timeout`.
+bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (pred()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+// The OpenSMs smhad started: not our children, so killed by PID + start time.
+class OsmGuard {
+ public:
+  void add(int pid) {
+    if (pid <= 0 || pids_.count(pid)) return;
+    if (auto s = proc_stat(pid)) pids_[pid] = s->start;
+  }
+  ~OsmGuard() {
+    for (auto [pid, start] : pids_) {
+      auto s = proc_stat(pid);
+      if (!s || s->start != start) continue;
+      ::kill(pid, SIGKILL);
+      wait_for([pid = pid] { return !running(pid); }, 5s);
+    }
+  }
+
+ private:
+  std::map<int, unsigned long long> pids_;
+};
+
+struct MasterView {
+  std::uint64_t guid = 0;
+  int priority = -1;
+  int state = -1;
+};
+MasterView query_master(IbsimFabric& fabric, const std::string& node) {
+  const auto r = fabric.run(node, {"sminfo"}, 10s);
+  MasterView v;
+  const auto pos = r.out.find("sm guid ");
+  unsigned long long g = 0;
+  int prio = -1, state = -1;
+  if (r.exit_code == 0 && pos != std::string::npos &&
+      std::sscanf(r.out.c_str() + pos, "sm guid 0x%llx, activity count %*u priority %d state %d", &g, &prio,
+                  &state) == 3) {
+    v.guid = g;
+    v.priority = prio;
+    v.state = state;
+  }
+  return v;
+}
+
+// ibsim keeps a killed client attached (10 slots): free the slot of `pid`.
+void free_ibsim_slot(IbsimFabric& fabric, int pid) {
+  std::istringstream lines(fabric.console_query("Attached"));
+  for (std::string line; std::getline(lines, line);) {
+    int client = -1, client_pid = -1;
+    if (std::sscanf(line.c_str(), "Client %d: pid %d", &client, &client_pid) == 2 && client_pid == pid)
+      fabric.console("X " + std::to_string(client));
+  }
+}
+
+std::string hex(std::uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+struct PeerCfg {
+  std::string name;
+  std::uint64_t guid;
+  int lid;
+};
+
+struct Head {
+  std::string name;
+  std::string node;
+  std::uint64_t guid = 0;
+  std::string dir;
+  int pidx = -1;
+  std::string yaml() const { return dir + "/smha.yaml"; }
+  std::string socket() const { return dir + "/ctl/smhad.sock"; }
+};
+
+void write_config(const Head& h, int priority, const std::vector<PeerCfg>& peers) {
+  std::filesystem::create_directories(h.dir + "/ctl");
+  std::ofstream y(h.yaml());
+  y << "node:\n  name: " << h.name << "\n  port_guid: " << hex(h.guid) << "\n";
+  y << "peers:\n";
+  for (const auto& p : peers)
+    y << "  - name: " << p.name << "\n    port_guid: " << hex(p.guid) << "\n    lid: " << p.lid << "\n";
+  y << "sm_priority: " << priority << "\n";
+  y << "failover:\n  poll_interval_ms: 200\n  misses_before_takeover: 3\n";
+  y << "opensm:\n  log_file: " << h.dir << "/opensm.log\n  dump_files_dir: " << h.dir
+    << "/\n  cache_dir: " << h.dir << "/cache\n  conf_path: " << h.dir << "/opensm.conf\n";
+  y << "control:\n  socket: " << h.socket() << "\n  group: root\n";
+  y << "state_dir: " << h.dir << "/state\n";
+}
+
+std::optional<json> status(const Head& h) {
+  auto c = control::ControlClient::connect(h.socket(), 500ms);
+  if (!c) return std::nullopt;
+  auto r = c.value().call("status", json::object(), 2s);
+  if (!r || !r.value().is_ok()) return std::nullopt;
+  return r.value().data;
+}
+
+std::string smhad_log(IbsimFabric& f, const Head& h) {
+  std::string e = f.process_stderr(h.pidx) + f.process_stdout(h.pidx);
+  return e.size() > 4000 ? e.substr(e.size() - 4000) : e;
+}
+
+void start_smhad(IbsimFabric& f, Head& h) {
+  h.pidx = f.spawn(h.node, {SMHA_SMHAD, "-c", h.yaml()});
+}
+
+// Waits until smhad's status satisfies `pred`; records OpenSM's pid in `guard`.
+bool wait_status(IbsimFabric& f, const Head& h, OsmGuard& guard,
+                 const std::function<bool(const json&)>& pred, std::chrono::milliseconds timeout,
+                 json* last = nullptr) {
+  return wait_for([&] {
+    if (!f.process_running(h.pidx)) return false;
+    auto s = status(h);
+    if (!s) return false;
+    if (s->contains("opensm")) guard.add((*s)["opensm"].value("pid", 0));
+    if (last) *last = *s;
+    return pred(*s);
+  }, timeout);
+}
+
+bool local_master(const json& s) {
+  return s["local"]["state"] == "MASTER" && s["opensm"]["supervisor"] == "running";
+}
+
+}  // namespace
+
+TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a smhad restart, "
+          "priority reload by SIGHUP",
+          "[ibsim][smhad]") {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;  // after the fabric: OpenSM goes before ibsim
+  const auto hca1 = fabric.node_port("Hca1");
+  const auto hca2 = fabric.node_port("Hca2");
+  REQUIRE(hca1);
+  REQUIRE(hca2);
+  Head h{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
+  // The peer is configured but absent (no SM at that LID): it never answers.
+  write_config(h, 12, {{"head02", hca2->port_guid, 0xbff0}});
+  start_smhad(fabric, h);
+
+  // (a) OpenSM started by smhad reaches MASTER, seen from a third node.
+  json s;
+  if (!wait_status(fabric, h, guard, local_master, 30s, &s))
+    FAIL("no local MASTER; status: " << s.dump() << "\nsmhad:\n" << smhad_log(fabric, h));
+  const int first = s["opensm"]["pid"];
+  MasterView m;
+  REQUIRE(wait_for([&] { m = query_master(fabric, "Hca3"); return m.state == 3; }, 20s));
+  CHECK(m.guid == hca1->port_guid);
+  CHECK(s["role"] == "Master");
+
+  // (b) kill -9 of OpenSM: smhad starts a new one, which becomes MASTER again.
+  REQUIRE(::kill(first, SIGKILL) == 0);
+  if (!wait_status(fabric, h, guard, [&](const json& j) {
+        return local_master(j) && j["opensm"]["pid"] != first;
+      }, 30s, &s))
+    FAIL("no restart to MASTER; status: " << s.dump() << "\nsmhad:\n" << smhad_log(fabric, h));
+  const int second = s["opensm"]["pid"];
+  CHECK(s["opensm"]["crashes"].get<int>() >= 1);
+  free_ibsim_slot(fabric, first);
+
+  // (d) smhad stopped (SIGTERM: exits 0, leaves OpenSM running) and started again:
+  // the same OpenSM is adopted and mastership does not move.
+  fabric.stop_process(h.pidx, SIGTERM);
+  CHECK(fabric.process_exit_code(h.pidx) == 0);
+  REQUIRE(running(second));
+  start_smhad(fabric, h);
+  if (!wait_status(fabric, h, guard, [&](const json& j) { return local_master(j); }, 30s, &s))
+    FAIL("no MASTER after the smhad restart; status: " << s.dump() << "\nsmhad:\n" << smhad_log(fabric, h));
+  CHECK(s["opensm"]["pid"] == second);
+  CHECK(s["opensm"]["adopted"] == true);
+  CHECK(s["opensm"]["spawns"] == 0);
+  m = query_master(fabric, "Hca3");
+  CHECK(m.state == 3);
+  CHECK(m.guid == hca1->port_guid);
+
+  // (e) a reload that changes only the priority: OpenSM gets SIGHUP, same PID, and
+  // the master's SMInfo shows the new rendered priority (sm_priority is the
+  // engine's base: master renders base + 1, so 12 -> 13 before, 8 -> 9 after).
+  const int before_prio = m.priority;
+  CHECK(before_prio == 13);
+  write_config(h, 8, {{"head02", hca2->port_guid, 0xbff0}});
+  {
+    auto c = control::ControlClient::connect(h.socket());
+    REQUIRE(c);
+    auto r = c.value().call("reload", json::object(), 10s);
+    REQUIRE(r);
+    INFO(r.value().text);
+    REQUIRE(r.value().is_ok());
+    CHECK(r.value().data["opensm_action"] != "restarted");
+  }
+  REQUIRE(wait_for([&] { m = query_master(fabric, "Hca3"); return m.priority == 9; }, 15s));
+  CHECK(m.state == 3);
+  CHECK(m.guid == hca1->port_guid);
+  REQUIRE(wait_status(fabric, h, guard, local_master, 5s, &s));
+  CHECK(s["opensm"]["pid"] == second);
+  CHECK(running(second));
+
+  fabric.stop_process(h.pidx, SIGTERM);
+  CHECK(fabric.process_exit_code(h.pidx) == 0);
+}
+
+TEST_CASE("HA drill: kill -9 of the master OpenSM under two smhad", "[ibsim][smhad][drill]") {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;
+  // LIDs: let a plain OpenSM assign them once; later masters keep a port's LID.
+  const int boot = fabric.start_opensm("Hca3", 0);
+  REQUIRE(fabric.wait_subnet_up(boot, 20s));
+  const auto hca1 = fabric.node_port("Hca1");
+  const auto hca2 = fabric.node_port("Hca2");
+  REQUIRE(hca1);
+  REQUIRE(hca2);
+  REQUIRE(hca1->lid != 0);
+  REQUIRE(hca2->lid != 0);
+  fabric.stop_opensm(boot);
+
+  Head h1{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
+  Head h2{"head02", "Hca2", hca2->port_guid, fabric.scratch_dir() + "/head02"};
+  // The same sm_priority on both heads, as the engine requires (sticky failback
+  // rests on standby = base < master = base + 1); head01 starts first and masters.
+  write_config(h1, 10, {{"head02", hca2->port_guid, hca2->lid}});
+  write_config(h2, 10, {{"head01", hca1->port_guid, hca1->lid}});
+  start_smhad(fabric, h1);
+  json s1, s2;
+  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
+    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
+  start_smhad(fabric, h2);
+  if (!wait_status(fabric, h2, guard, [](const json& j) {
+        return j["local"]["state"] == "STANDBY" && j["peers"][0]["state"] == "MASTER";
+      }, 30s, &s2))
+    FAIL("head02 not STANDBY seeing head01 MASTER: " << s2.dump() << "\n" << smhad_log(fabric, h2));
+
+  // (g) status over the socket shows both heads with their real SM states.
+  REQUIRE(wait_status(fabric, h1, guard, [](const json& j) {
+    return j["local"]["state"] == "MASTER" && j["peers"][0]["state"] == "STANDBY";
+  }, 10s, &s1));
+  {
+    // smctl itself, --json, against head02's socket.
+    const auto r = fabric.run("Hca4", {SMHA_SMCTL, "status", "--json", "--socket", h2.socket()}, 10s);
+    REQUIRE(r.exit_code == 0);
+    const auto j = json::parse(r.out);
+    CHECK(j["data"]["local"]["state"] == "STANDBY");
+    CHECK(j["data"]["peers"][0]["name"] == "head01");
+    CHECK(j["data"]["peers"][0]["state"] == "MASTER");
+  }
+
+  // (f) kill -9 of the master OpenSM: head02 becomes MASTER; time from the kill to
+  // the first SMInfo from Hca3 that shows it.
+  const int victim = s1["opensm"]["pid"];
+  const auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(::kill(victim, SIGKILL) == 0);
+  MasterView m;
+  REQUIRE(wait_for([&] {
+    m = query_master(fabric, "Hca3");
+    return m.state == 3 && m.guid == hca2->port_guid;
+  }, 20s));
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  std::cout << "HA drill: kill -9 of the master OpenSM -> new MASTER seen from Hca3 after " << ms.count()
+            << " ms" << std::endl;
+  CHECK(ms < 5s);
+
+  // In the end exactly one MASTER: head01's restarted OpenSM stays STANDBY (sticky).
+  REQUIRE(wait_status(fabric, h1, guard, [&](const json& j) {
+    return j["opensm"]["pid"] != victim && j["local"]["state"] == "STANDBY";
+  }, 30s, &s1));
+  REQUIRE(wait_status(fabric, h2, guard, local_master, 10s, &s2));
+  free_ibsim_slot(fabric, victim);
+  m = query_master(fabric, "Hca3");
+  CHECK(m.state == 3);
+  CHECK(m.guid == hca2->port_guid);
+  int masters = 0;
+  for (const json* s : {&s1, &s2}) masters += (*s)["local"]["state"] == "MASTER";
+  CHECK(masters == 1);
+
+  fabric.stop_process(h1.pidx, SIGTERM);
+  fabric.stop_process(h2.pidx, SIGTERM);
+}
