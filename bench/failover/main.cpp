@@ -12,6 +12,7 @@
 // Columns: OpenSM's own HA at three (sminfo_polling_timeout x
 // polling_retry_number) settings; "smhad" is reported n/a until the smhad run
 // path is merged. See doc/performance.md ("## Failover").
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -175,6 +176,118 @@ std::optional<double> run_drill(const std::string& topology, const OsmHa& ha, Dr
   }
 }
 
+// ---- smhad column: two smhad (branch daemon's run path) steering the OpenSMs.
+
+// Children of `pid` whose comm is "opensm" (/proc/<pid>/task/<pid>/children).
+std::vector<int> opensm_children(int pid) {
+  std::vector<int> out;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  for (int child = 0; in >> child;) {
+    std::ifstream comm("/proc/" + std::to_string(child) + "/comm");
+    std::string name;
+    if (comm >> name && name == "opensm") out.push_back(child);
+  }
+  return out;
+}
+
+// The OpenSMs smhad started outlive smhad by design: killed here by PID.
+class OsmReaper {
+ public:
+  void add(const std::vector<int>& pids) {
+    for (int p : pids)
+      if (std::find(pids_.begin(), pids_.end(), p) == pids_.end()) pids_.push_back(p);
+  }
+  ~OsmReaper() {
+    for (int p : pids_) ::kill(p, SIGKILL);
+    for (int p : pids_)
+      for (int i = 0; i < 200 && ::kill(p, 0) == 0; ++i) std::this_thread::sleep_for(10ms);
+  }
+
+ private:
+  std::vector<int> pids_;
+};
+
+std::string hex(std::uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+struct SmhadHead {
+  std::string name;
+  std::string node;
+  smha::testing::NodePort port;
+  std::string dir;
+};
+
+// The YAML smhad reads (shape as tests/ibsim/service writes it).
+std::string write_smhad_config(const SmhadHead& h, const SmhadHead& peer) {
+  std::filesystem::create_directories(h.dir + "/ctl");
+  const std::string path = h.dir + "/smha.yaml";
+  std::ofstream y(path);
+  y << "node:\n  name: " << h.name << "\n  port_guid: " << hex(h.port.port_guid) << "\n";
+  y << "peers:\n  - name: " << peer.name << "\n    port_guid: " << hex(peer.port.port_guid)
+    << "\n    lid: " << peer.port.lid << "\n";
+  y << "sm_priority: 10\n";
+  y << "opensm:\n  log_file: " << h.dir << "/opensm.log\n  dump_files_dir: " << h.dir
+    << "/\n  cache_dir: " << h.dir << "/cache\n  conf_path: " << h.dir << "/opensm.conf\n";
+  y << "control:\n  socket: " << h.dir << "/ctl/smhad.sock\n  group: root\n";
+  y << "state_dir: " << h.dir << "/state\n";
+  return path;
+}
+
+std::optional<double> run_smhad_drill(const std::string& topology, Drill drill, int interval_ms) {
+  try {
+    IbsimFabric f(topology);
+    OsmReaper reaper;  // after the fabric: OpenSM goes before ibsim
+    // LIDs: a plain OpenSM on Hca3 assigns them once; later masters keep them.
+    const int boot = f.start_opensm("Hca3", 0);
+    if (!f.wait_subnet_up(boot, 30s)) throw std::runtime_error("boot OpenSM: no SUBNET UP");
+    SmhadHead h1{"head01", "Hca1", {}, f.scratch_dir() + "/head01"};
+    SmhadHead h2{"head02", "Hca2", {}, f.scratch_dir() + "/head02"};
+    const auto p1 = f.node_port("Hca1");
+    const auto p2 = f.node_port("Hca2");
+    if (!p1 || !p2 || !p1->lid || !p2->lid) throw std::runtime_error("no LIDs for the heads");
+    h1.port = *p1;
+    h2.port = *p2;
+    f.stop_opensm(boot);
+    const std::vector<std::pair<std::string, std::string>> env{
+        {"LD_PRELOAD", smha::testing::umad_timeout_shim_preload()}};
+    const int s1 = f.spawn("Hca1", {SMHA_SMHAD, "-c", write_smhad_config(h1, h2)}, env);
+    const int lid1 = h1.port.lid, lid2 = h2.port.lid;
+    const int probe = spawn_probe(f, {lid1, lid2}, interval_ms);
+    if (!wait_probe(f, probe, lid1, "MASTER", 0, 30s))
+      throw std::runtime_error("head01 never MASTER: " + f.process_stderr(s1).substr(0, 2000));
+    const int s2 = f.spawn("Hca2", {SMHA_SMHAD, "-c", write_smhad_config(h2, h1)}, env);
+    if (!wait_probe(f, probe, lid2, "STANDBY", 0, 30s))
+      throw std::runtime_error("head02 never STANDBY: " + f.process_stderr(s2).substr(0, 2000));
+    const auto victims = opensm_children(f.process_pid(s1));
+    reaper.add(victims);
+    reaper.add(opensm_children(f.process_pid(s2)));
+    if (victims.size() != 1) throw std::runtime_error("head01's OpenSM pid not found");
+    const std::int64_t t0 = now_ns();
+    switch (drill) {
+      case Drill::Kill: ::kill(victims[0], SIGKILL); break;
+      case Drill::Stop: ::kill(victims[0], SIGSTOP); break;
+      case Drill::Unlink: f.console("Unlink \"Hca1\"[1]"); break;
+    }
+    const auto t1 = wait_probe(f, probe, lid2, "MASTER", t0, 30s);
+    reaper.add(opensm_children(f.process_pid(s1)));
+    reaper.add(opensm_children(f.process_pid(s2)));
+    if (drill == Drill::Unlink) f.console("ReLink \"Hca1\"[1]");
+    f.stop_process(s1);
+    f.stop_process(s2);
+    if (!t1) {
+      std::fprintf(stderr, "  smhad, %s: no new MASTER within 30 s\n", drill_name(drill));
+      return std::nullopt;
+    }
+    return static_cast<double>(*t1 - t0) / 1e6;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "  smhad, %s: run failed: %s\n", drill_name(drill), e.what());
+    return std::nullopt;
+  }
+}
+
 struct Cell {
   std::vector<double> ms;
   int failed = 0;
@@ -265,6 +378,7 @@ int main(int argc, char** argv) {
   bool big = false;
   int big_hcas = 1000;
   int big_runs = 3;
+  int smhad_runs = -1;
   app.add_option("--runs", runs, "runs per drill and setting (fast settings; 0: skip)")
       ->check(CLI::Range(0, 100));
   app.add_option("--slow-runs", slow_runs,
@@ -277,7 +391,10 @@ int main(int argc, char** argv) {
   app.add_option("--big-runs", big_runs, "runs per fast setting on the --big fat tree")
       ->check(CLI::Range(0, 100));
   app.add_option("--big-hcas", big_hcas, "HCAs in the --big fat tree")->check(CLI::Range(4, 1152));
+  app.add_option("--smhad-runs", smhad_runs, "runs per drill with two smhad (default: --runs)")
+      ->check(CLI::Range(0, 100));
   CLI11_PARSE(app, argc, argv);
+  if (smhad_runs < 0) smhad_runs = runs;
 
   const std::string topo = smha::testing::topology_path("two-switch-4hca.net");
   const std::vector<OsmHa> settings{
@@ -299,6 +416,17 @@ int main(int argc, char** argv) {
                      drill_name(drills[d]), i + 1,
                      ms ? std::to_string(*ms).c_str() : "failed");
       }
+
+  std::map<int, Cell> smhad_cells;
+  for (std::size_t d = 0; d < drills.size(); ++d)
+    for (int i = 0; i < smhad_runs; ++i) {
+      auto ms = run_smhad_drill(topo, drills[d], interval_ms);
+      auto& c = smhad_cells[static_cast<int>(d)];
+      if (ms) c.ms.push_back(*ms);
+      else ++c.failed;
+      std::fprintf(stderr, "smhad | %s | run %d: %s\n", drill_name(drills[d]), i + 1,
+                   ms ? std::to_string(*ms).c_str() : "failed");
+    }
 
   std::string big_dir;
   std::map<int, Cell> big_cells;
@@ -330,7 +458,8 @@ int main(int argc, char** argv) {
   for (std::size_t s = 0; s < settings.size(); ++s) std::printf("---|");
   std::printf("\n");
   for (std::size_t d = 0; d < drills.size(); ++d) {
-    std::printf("| %s (4 HCAs) | n/a (smhad run path not merged) |", drill_name(drills[d]));
+    std::printf("| %s (4 HCAs) | %s |", drill_name(drills[d]),
+                fmt_cell(smhad_cells[static_cast<int>(d)]).c_str());
     for (std::size_t s = 0; s < settings.size(); ++s)
       std::printf(" %s |", fmt_cell(cells[{static_cast<int>(s), static_cast<int>(d)}]).c_str());
     std::printf("\n");
