@@ -1,0 +1,494 @@
+// bench_failover: how long a subnet is without a MASTER when the master SM
+// fails, as a third node sees it, and whether MAD loss causes false takeovers.
+//
+// Every run builds a fresh ibsim fabric (tests/ibsim/harness IbsimFabric):
+// OpenSM on Hca1 (priority 15, MASTER) and on Hca2 (priority 1, STANDBY), both
+// with the umad timeout shim, and bench_failover_probe at Hca3 polling the
+// standby's SMInfo by LID every few ms. The fault is injected, and the figure
+// is the probe's timestamp of the first reply showing the standby as MASTER
+// minus the fault time (both CLOCK_MONOTONIC). The fabric destructor stops
+// every process by PID, also when a run throws.
+//
+// Columns: OpenSM's own HA at three (sminfo_polling_timeout x
+// polling_retry_number) settings; "smhad" is reported n/a until the smhad run
+// path is merged. See doc/performance.md ("## Failover").
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "ibsim_harness.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using smha::testing::IbsimFabric;
+using smha::testing::OpensmSpec;
+using Clock = std::chrono::steady_clock;
+
+struct OsmHa {
+  std::string name;
+  int polling_timeout_ms;
+  int retries;
+  int runs;
+};
+
+enum class Drill { Kill, Stop, Unlink };
+
+const char* drill_name(Drill d) {
+  switch (d) {
+    case Drill::Kill: return "kill -9 master";
+    case Drill::Stop: return "SIGSTOP master (hung)";
+    case Drill::Unlink: return "master HCA link removed";
+  }
+  return "?";
+}
+
+struct ProbeLine {
+  std::int64_t ns;
+  int lid;
+  std::string state;
+};
+
+std::vector<ProbeLine> parse_probe(const std::string& text) {
+  std::vector<ProbeLine> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    ProbeLine p{};
+    if (ls >> p.ns >> p.lid >> p.state) out.push_back(p);
+  }
+  return out;
+}
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+// Waits until the probe has printed a line for `lid` in `state` stamped at or
+// after `since_ns`; returns its stamp.
+std::optional<std::int64_t> wait_probe(IbsimFabric& f, int probe, int lid,
+                                       const std::string& state, std::int64_t since_ns,
+                                       std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    for (const auto& p : parse_probe(f.process_stdout(probe)))
+      if (p.lid == lid && p.state == state && p.ns >= since_ns) return p.ns;
+    if (!f.process_running(probe)) return std::nullopt;
+    std::this_thread::sleep_for(5ms);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> ha_conf(const OsmHa& ha) {
+  return {"sminfo_polling_timeout " + std::to_string(ha.polling_timeout_ms),
+          "polling_retry_number " + std::to_string(ha.retries)};
+}
+
+struct Heads {
+  int master = -1;
+  int standby = -1;
+  int lid1 = 0;
+  int lid2 = 0;
+};
+
+// Starts both OpenSMs and waits for MASTER + STANDBY. Throws on failure.
+Heads start_heads(IbsimFabric& f, const OsmHa& ha, std::chrono::milliseconds up_timeout) {
+  Heads h;
+  OpensmSpec spec;
+  spec.node = "Hca1";
+  spec.priority = 15;
+  spec.conf_lines = ha_conf(ha);
+  h.master = f.start_opensm(spec);
+  if (!f.wait_subnet_up(h.master, up_timeout))
+    throw std::runtime_error("master OpenSM on Hca1: no SUBNET UP");
+  spec.node = "Hca2";
+  spec.priority = 1;
+  h.standby = f.start_opensm(spec);
+  if (!f.wait_log(h.standby, "Entering STANDBY state", up_timeout))
+    throw std::runtime_error("OpenSM on Hca2: never STANDBY");
+  const auto p1 = f.node_port("Hca1");
+  const auto p2 = f.node_port("Hca2");
+  if (!p1 || !p2 || p1->lid == 0 || p2->lid == 0)
+    throw std::runtime_error("could not read the heads' LIDs with ibstat");
+  h.lid1 = p1->lid;
+  h.lid2 = p2->lid;
+  return h;
+}
+
+int spawn_probe(IbsimFabric& f, const std::vector<int>& lids, int interval_ms) {
+  std::vector<std::string> argv{SMHA_BENCH_PROBE, "--interval-ms", std::to_string(interval_ms)};
+  for (int lid : lids) {
+    argv.push_back("--lid");
+    argv.push_back(std::to_string(lid));
+  }
+  return f.spawn("Hca3", argv);
+}
+
+// One drill run; milliseconds from the fault to the probe's first MASTER
+// reply from the standby, or nullopt (with the reason on stderr).
+std::optional<double> run_drill(const std::string& topology, const OsmHa& ha, Drill drill,
+                                int interval_ms, std::chrono::milliseconds up_timeout) {
+  try {
+    IbsimFabric f(topology);
+    f.set_timeout_shim_default(true);
+    const Heads h = start_heads(f, ha, up_timeout);
+    // Only the standby is polled: a frozen master's socket queue must not be
+    // filled by the probe (doc/lab.md, ibsim quirk 5).
+    const int probe = spawn_probe(f, {h.lid2}, interval_ms);
+    if (!wait_probe(f, probe, h.lid2, "STANDBY", 0, 10s))
+      throw std::runtime_error("probe never saw the standby: " + f.process_stderr(probe));
+    const std::int64_t t0 = now_ns();
+    switch (drill) {
+      case Drill::Kill: f.signal_opensm(h.master, SIGKILL); break;
+      case Drill::Stop: f.signal_opensm(h.master, SIGSTOP); break;
+      case Drill::Unlink: f.console("Unlink \"Hca1\"[1]"); break;
+    }
+    const auto bound = std::chrono::milliseconds(ha.polling_timeout_ms * (ha.retries + 3)) + 30s;
+    const auto t1 = wait_probe(f, probe, h.lid2, "MASTER", t0, bound);
+    if (drill == Drill::Unlink) f.console("ReLink \"Hca1\"[1]");
+    if (!t1) {
+      std::fprintf(stderr, "  %s, %s: no new MASTER within %lld ms\n", ha.name.c_str(),
+                   drill_name(drill), static_cast<long long>(bound.count()));
+      return std::nullopt;
+    }
+    return static_cast<double>(*t1 - t0) / 1e6;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "  %s, %s: run failed: %s\n", ha.name.c_str(), drill_name(drill),
+                 e.what());
+    return std::nullopt;
+  }
+}
+
+// ---- smhad column: two smhad (branch daemon's run path) steering the OpenSMs.
+
+// Children of `pid` whose comm is "opensm" (/proc/<pid>/task/<pid>/children).
+std::vector<int> opensm_children(int pid) {
+  std::vector<int> out;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  for (int child = 0; in >> child;) {
+    std::ifstream comm("/proc/" + std::to_string(child) + "/comm");
+    std::string name;
+    if (comm >> name && name == "opensm") out.push_back(child);
+  }
+  return out;
+}
+
+// The OpenSMs smhad started outlive smhad by design: killed here by PID.
+class OsmReaper {
+ public:
+  void add(const std::vector<int>& pids) {
+    for (int p : pids)
+      if (std::find(pids_.begin(), pids_.end(), p) == pids_.end()) pids_.push_back(p);
+  }
+  ~OsmReaper() {
+    for (int p : pids_) ::kill(p, SIGKILL);
+    for (int p : pids_)
+      for (int i = 0; i < 200 && ::kill(p, 0) == 0; ++i) std::this_thread::sleep_for(10ms);
+  }
+
+ private:
+  std::vector<int> pids_;
+};
+
+std::string hex(std::uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+struct SmhadHead {
+  std::string name;
+  std::string node;
+  smha::testing::NodePort port;
+  std::string dir;
+};
+
+// The YAML smhad reads (shape as tests/ibsim/service writes it).
+std::string write_smhad_config(const SmhadHead& h, const SmhadHead& peer) {
+  std::filesystem::create_directories(h.dir + "/ctl");
+  const std::string path = h.dir + "/smha.yaml";
+  std::ofstream y(path);
+  y << "node:\n  name: " << h.name << "\n  port_guid: " << hex(h.port.port_guid) << "\n";
+  y << "peers:\n  - name: " << peer.name << "\n    port_guid: " << hex(peer.port.port_guid)
+    << "\n    lid: " << peer.port.lid << "\n";
+  y << "sm_priority: 10\n";
+  y << "opensm:\n  log_file: " << h.dir << "/opensm.log\n  dump_files_dir: " << h.dir
+    << "/\n  cache_dir: " << h.dir << "/cache\n  conf_path: " << h.dir << "/opensm.conf\n";
+  y << "control:\n  socket: " << h.dir << "/ctl/smhad.sock\n  group: root\n";
+  y << "state_dir: " << h.dir << "/state\n";
+  return path;
+}
+
+std::optional<double> run_smhad_drill(const std::string& topology, Drill drill, int interval_ms) {
+  try {
+    IbsimFabric f(topology);
+    OsmReaper reaper;  // after the fabric: OpenSM goes before ibsim
+    // LIDs: a plain OpenSM on Hca3 assigns them once; later masters keep them.
+    const int boot = f.start_opensm("Hca3", 0);
+    if (!f.wait_subnet_up(boot, 30s)) throw std::runtime_error("boot OpenSM: no SUBNET UP");
+    SmhadHead h1{"head01", "Hca1", {}, f.scratch_dir() + "/head01"};
+    SmhadHead h2{"head02", "Hca2", {}, f.scratch_dir() + "/head02"};
+    const auto p1 = f.node_port("Hca1");
+    const auto p2 = f.node_port("Hca2");
+    if (!p1 || !p2 || !p1->lid || !p2->lid) throw std::runtime_error("no LIDs for the heads");
+    h1.port = *p1;
+    h2.port = *p2;
+    f.stop_opensm(boot);
+    const std::vector<std::pair<std::string, std::string>> env{
+        {"LD_PRELOAD", smha::testing::umad_timeout_shim_preload()}};
+    const int s1 = f.spawn("Hca1", {SMHA_SMHAD, "-c", write_smhad_config(h1, h2)}, env);
+    const int lid1 = h1.port.lid, lid2 = h2.port.lid;
+    const int probe = spawn_probe(f, {lid1, lid2}, interval_ms);
+    if (!wait_probe(f, probe, lid1, "MASTER", 0, 30s))
+      throw std::runtime_error("head01 never MASTER: " + f.process_stderr(s1).substr(0, 2000));
+    const int s2 = f.spawn("Hca2", {SMHA_SMHAD, "-c", write_smhad_config(h2, h1)}, env);
+    if (!wait_probe(f, probe, lid2, "STANDBY", 0, 30s))
+      throw std::runtime_error("head02 never STANDBY: " + f.process_stderr(s2).substr(0, 2000));
+    const auto victims = opensm_children(f.process_pid(s1));
+    reaper.add(victims);
+    reaper.add(opensm_children(f.process_pid(s2)));
+    if (victims.size() != 1) throw std::runtime_error("head01's OpenSM pid not found");
+    const std::int64_t t0 = now_ns();
+    switch (drill) {
+      case Drill::Kill: ::kill(victims[0], SIGKILL); break;
+      case Drill::Stop: ::kill(victims[0], SIGSTOP); break;
+      case Drill::Unlink: f.console("Unlink \"Hca1\"[1]"); break;
+    }
+    const auto t1 = wait_probe(f, probe, lid2, "MASTER", t0, 30s);
+    reaper.add(opensm_children(f.process_pid(s1)));
+    reaper.add(opensm_children(f.process_pid(s2)));
+    if (drill == Drill::Unlink) f.console("ReLink \"Hca1\"[1]");
+    f.stop_process(s1);
+    f.stop_process(s2);
+    if (!t1) {
+      std::fprintf(stderr, "  smhad, %s: no new MASTER within 30 s\n", drill_name(drill));
+      return std::nullopt;
+    }
+    return static_cast<double>(*t1 - t0) / 1e6;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "  smhad, %s: run failed: %s\n", drill_name(drill), e.what());
+    return std::nullopt;
+  }
+}
+
+struct Cell {
+  std::vector<double> ms;
+  int failed = 0;
+};
+
+std::string fmt_cell(const Cell& c) {
+  if (c.ms.empty()) return c.failed ? "failed (" + std::to_string(c.failed) + ")" : "not run";
+  auto v = c.ms;
+  std::sort(v.begin(), v.end());
+  const double median =
+      v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%.0f / %.0f (n=%zu%s)", median, v.back(), v.size(),
+                c.failed ? (", " + std::to_string(c.failed) + " failed").c_str() : "");
+  return buf;
+}
+
+// MAD-loss soak: `rate` % errors on the given head ports for `minutes`;
+// counts the standby's "Entering MASTER state" and the time the probe saw
+// both heads answer MASTER.
+struct SoakResult {
+  int takeovers = 0;
+  double dual_master_ms = 0;
+  bool ended_dual = false;
+  std::string error;
+};
+
+SoakResult run_soak(const std::string& topology, const OsmHa& ha, int rate,
+                    const std::vector<std::string>& ports, double minutes, int interval_ms) {
+  SoakResult r;
+  try {
+    IbsimFabric f(topology);
+    f.set_timeout_shim_default(true);
+    const Heads h = start_heads(f, ha, 30s);
+    const int probe = spawn_probe(f, {h.lid1, h.lid2}, interval_ms);
+    if (!wait_probe(f, probe, h.lid2, "STANDBY", 0, 10s))
+      throw std::runtime_error("probe never saw the standby");
+    const std::size_t log0 = f.log_size(h.standby);
+    for (const auto& p : ports) f.console("Error \"" + p + "\"[1] " + std::to_string(rate));
+    const auto t0 = now_ns();
+    std::this_thread::sleep_for(std::chrono::duration<double, std::ratio<60>>(minutes));
+    const auto t_end = now_ns();
+    for (const auto& p : ports) f.console("Error \"" + p + "\"[1] 0");
+    const std::string log = f.log_text(h.standby).substr(log0);
+    for (std::size_t at = 0; (at = log.find("Entering MASTER state", at)) != std::string::npos;
+         ++at)
+      ++r.takeovers;
+    // Last known state per LID (errors keep the previous state).
+    std::map<int, std::string> state;
+    std::int64_t dual_since = -1;
+    for (const auto& p : parse_probe(f.process_stdout(probe))) {
+      if (p.ns > t_end) break;
+      if (p.state.rfind("error:", 0) == 0) continue;
+      state[p.lid] = p.state;
+      const bool dual = state[h.lid1] == "MASTER" && state[h.lid2] == "MASTER";
+      if (dual && dual_since < 0) dual_since = std::max(p.ns, t0);
+      if (!dual && dual_since >= 0) {
+        r.dual_master_ms += static_cast<double>(p.ns - dual_since) / 1e6;
+        dual_since = -1;
+      }
+    }
+    if (dual_since >= 0) {
+      r.dual_master_ms += static_cast<double>(t_end - dual_since) / 1e6;
+      r.ended_dual = true;
+    }
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+std::string make_big_topology(const std::string& dir, int hcas) {
+  const std::string path = dir + "/fattree-" + std::to_string(hcas) + ".net";
+  const std::string cmd = std::string(SMHA_SOURCE_DIR) + "/scripts/gen-fattree " +
+                          std::to_string(hcas) + " 48 > " + path;
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("gen-fattree failed: " + cmd);
+  return path;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"bench_failover: OpenSM HA failover drills on ibsim, seen from Hca3"};
+  int runs = 5;
+  int slow_runs = 1;
+  int interval_ms = 5;
+  double soak_minutes = 0;
+  bool big = false;
+  int big_hcas = 1000;
+  int big_runs = 3;
+  int smhad_runs = -1;
+  app.add_option("--runs", runs, "runs per drill and setting (fast settings; 0: skip)")
+      ->check(CLI::Range(0, 100));
+  app.add_option("--slow-runs", slow_runs,
+                 "runs per drill at OpenSM's defaults (10000 ms x 4: ~1 min per run)")
+      ->check(CLI::Range(0, 100));
+  app.add_option("--interval-ms", interval_ms, "probe poll interval")->check(CLI::Range(1, 1000));
+  app.add_option("--soak-minutes", soak_minutes, "MAD-loss soak length (0: skip)")
+      ->check(CLI::Range(0.0, 600.0));
+  app.add_flag("--big", big, "also kill -9 on a generated fat tree");
+  app.add_option("--big-runs", big_runs, "runs per fast setting on the --big fat tree")
+      ->check(CLI::Range(0, 100));
+  app.add_option("--big-hcas", big_hcas, "HCAs in the --big fat tree")->check(CLI::Range(4, 1152));
+  app.add_option("--smhad-runs", smhad_runs, "runs per drill with two smhad (default: --runs)")
+      ->check(CLI::Range(0, 100));
+  CLI11_PARSE(app, argc, argv);
+  if (smhad_runs < 0) smhad_runs = runs;
+
+  const std::string topo = smha::testing::topology_path("two-switch-4hca.net");
+  const std::vector<OsmHa> settings{
+      {"OpenSM 10000x4 (default)", 10000, 4, slow_runs},
+      {"OpenSM 1000x2", 1000, 2, runs},
+      {"OpenSM 50x0", 50, 0, runs},
+  };
+  const std::vector<Drill> drills{Drill::Kill, Drill::Stop, Drill::Unlink};
+
+  std::map<std::pair<int, int>, Cell> cells;
+  for (std::size_t s = 0; s < settings.size(); ++s)
+    for (std::size_t d = 0; d < drills.size(); ++d)
+      for (int i = 0; i < settings[s].runs; ++i) {
+        auto ms = run_drill(topo, settings[s], drills[d], interval_ms, 30s);
+        auto& c = cells[{static_cast<int>(s), static_cast<int>(d)}];
+        if (ms) c.ms.push_back(*ms);
+        else ++c.failed;
+        std::fprintf(stderr, "%s | %s | run %d: %s\n", settings[s].name.c_str(),
+                     drill_name(drills[d]), i + 1,
+                     ms ? std::to_string(*ms).c_str() : "failed");
+      }
+
+  std::map<int, Cell> smhad_cells;
+  for (std::size_t d = 0; d < drills.size(); ++d)
+    for (int i = 0; i < smhad_runs; ++i) {
+      auto ms = run_smhad_drill(topo, drills[d], interval_ms);
+      auto& c = smhad_cells[static_cast<int>(d)];
+      if (ms) c.ms.push_back(*ms);
+      else ++c.failed;
+      std::fprintf(stderr, "smhad | %s | run %d: %s\n", drill_name(drills[d]), i + 1,
+                   ms ? std::to_string(*ms).c_str() : "failed");
+    }
+
+  std::string big_dir;
+  std::map<int, Cell> big_cells;
+  if (big) {
+    char tmpl[] = "/tmp/smha-bench-fattree-XXXXXX";
+    if (!mkdtemp(tmpl)) {
+      std::perror("mkdtemp");
+      return 1;
+    }
+    big_dir = tmpl;
+    const std::string big_topo = make_big_topology(big_dir, big_hcas);
+    for (std::size_t s = 0; s < settings.size(); ++s)
+      for (int i = 0; i < (s == 0 ? slow_runs : big_runs); ++i) {
+        auto ms = run_drill(big_topo, settings[s], Drill::Kill, interval_ms, 120s);
+        auto& c = big_cells[static_cast<int>(s)];
+        if (ms) c.ms.push_back(*ms);
+        else ++c.failed;
+        std::fprintf(stderr, "%s | kill -9 @%d HCAs | run %d: %s\n", settings[s].name.c_str(),
+                     big_hcas, i + 1, ms ? std::to_string(*ms).c_str() : "failed");
+      }
+    std::filesystem::remove_all(big_dir);
+  }
+
+  std::printf("\nms from fault to first SMInfo read at Hca3 showing the new MASTER: "
+              "median / max (n runs); probe interval %d ms\n\n", interval_ms);
+  std::printf("| drill | smhad |");
+  for (const auto& s : settings) std::printf(" %s |", s.name.c_str());
+  std::printf("\n|---|---|");
+  for (std::size_t s = 0; s < settings.size(); ++s) std::printf("---|");
+  std::printf("\n");
+  for (std::size_t d = 0; d < drills.size(); ++d) {
+    std::printf("| %s (4 HCAs) | %s |", drill_name(drills[d]),
+                fmt_cell(smhad_cells[static_cast<int>(d)]).c_str());
+    for (std::size_t s = 0; s < settings.size(); ++s)
+      std::printf(" %s |", fmt_cell(cells[{static_cast<int>(s), static_cast<int>(d)}]).c_str());
+    std::printf("\n");
+  }
+  std::printf("| kill -9 master (%d HCAs) | n/a (smhad run path not merged) |", big_hcas);
+  for (std::size_t s = 0; s < settings.size(); ++s)
+    std::printf(" %s |", big ? fmt_cell(big_cells[static_cast<int>(s)]).c_str() : "not run (--big)");
+  std::printf("\n");
+
+  if (soak_minutes > 0) {
+    std::printf("\nMAD loss soak, %.1f min each:\n\n", soak_minutes);
+    std::printf("| setting | loss | false takeovers | dual-master ms | ended with two masters |\n");
+    std::printf("|---|---|---:|---:|---|\n");
+    struct Case { OsmHa ha; int rate; std::vector<std::string> ports; const char* what; };
+    const std::vector<Case> cases{
+        {settings[2], 20, {"Hca1", "Hca2"}, "20 % on both heads' ports"},
+        {settings[1], 30, {"Hca1"}, "30 % on the master's port"},
+    };
+    for (const auto& c : cases) {
+      const auto r = run_soak(topo, c.ha, c.rate, c.ports, soak_minutes, interval_ms);
+      if (!r.error.empty())
+        std::printf("| %s | %s | failed: %s | | |\n", c.ha.name.c_str(), c.what, r.error.c_str());
+      else
+        std::printf("| %s | %s | %d | %.0f | %s |\n", c.ha.name.c_str(), c.what, r.takeovers,
+                    r.dual_master_ms, r.ended_dual ? "yes" : "no");
+    }
+    std::printf("| smhad | 20 %% on both heads' ports | n/a (smhad run path not merged) | | |\n");
+  } else {
+    std::printf("\nMAD loss soak: not run (--soak-minutes M)\n");
+  }
+  return 0;
+}

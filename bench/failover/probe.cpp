@@ -1,0 +1,102 @@
+// bench_failover_probe: the failover benchmark's observer. Attached at a third
+// node (through umad2sim), it polls SubnGet(SMInfo) of the given LIDs one
+// after the other, every --interval-ms, with smha::mad::UmadTransport, and
+// prints one line per change of what a LID answers:
+//
+//   <steady_clock ns> <lid> <STATE|error:code>
+//
+// steady_clock is CLOCK_MONOTONIC, shared by all processes on the host, so the
+// benchmark compares these stamps with its own fault time. The first line for
+// each LID is printed as soon as it is known. Runs until SIGTERM.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "smha/core/clock.hpp"
+#include "smha/mad/umad_transport.hpp"
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+void on_term(int) { g_stop = 1; }
+
+struct Options {
+  std::vector<std::uint16_t> lids;
+  int interval_ms = 5;
+  int timeout_ms = 50;
+};
+
+bool parse(int argc, char** argv, Options& o) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string key = argv[i];
+    const long v = std::strtol(argv[i + 1], nullptr, 10);
+    if (v <= 0 || v > 65535) return false;
+    if (key == "--lid") o.lids.push_back(static_cast<std::uint16_t>(v));
+    else if (key == "--interval-ms") o.interval_ms = static_cast<int>(v);
+    else if (key == "--timeout-ms") o.timeout_ms = static_cast<int>(v);
+    else return false;
+  }
+  return argc % 2 == 1 && !o.lids.empty();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opts;
+  if (!parse(argc, argv, opts)) {
+    std::fprintf(stderr,
+                 "usage: bench_failover_probe --lid N [--lid M ...] [--interval-ms 5] "
+                 "[--timeout-ms 50]\n");
+    return 2;
+  }
+  std::signal(SIGTERM, on_term);
+  std::signal(SIGINT, on_term);
+
+  boost::asio::io_context io;
+  smha::SteadyClock clock;
+  auto opened = smha::mad::UmadTransport::open(io, smha::mad::PortSelector{}, clock);
+  if (!opened) {
+    std::fprintf(stderr, "bench_failover_probe: %s: %s\n", opened.error().code.c_str(),
+                 opened.error().message.c_str());
+    return 1;
+  }
+  auto& transport = **opened;
+
+  std::map<std::uint16_t, std::string> last;
+  boost::asio::steady_timer timer(io);
+  std::size_t next = 0;
+  std::function<void()> poll_one;
+  poll_one = [&] {
+    if (g_stop) {
+      io.stop();
+      return;
+    }
+    const std::uint16_t lid = opts.lids[next];
+    next = (next + 1) % opts.lids.size();
+    smha::mad::RequestOptions ro;
+    ro.timeout = std::chrono::milliseconds(opts.timeout_ms);
+    transport.get_sminfo(smha::Lid{lid}, ro, [&, lid](smha::Result<smha::mad::SmInfoReply> r) {
+      const auto now = std::chrono::steady_clock::now().time_since_epoch();
+      std::string what = r ? std::string(smha::to_string(r->info.state)) : "error:" + r.error().code;
+      if (last[lid] != what) {
+        last[lid] = what;
+        std::printf("%lld %u %s\n",
+                    static_cast<long long>(
+                        std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()),
+                    lid, what.c_str());
+        std::fflush(stdout);
+      }
+      timer.expires_after(std::chrono::milliseconds(opts.interval_ms));
+      timer.async_wait([&](const boost::system::error_code&) { poll_one(); });
+    });
+  };
+  poll_one();
+  io.run();
+  return 0;
+}
