@@ -262,8 +262,8 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   CHECK(s["opensm"]["pid"] == second);
   CHECK(running(second));
 
-  // hold / release show in status and events; a handover to an unknown peer is
-  // not_found and changes nothing.
+  // hold / release show in status and events; during a hold a handover is
+  // refused (conflict) and nothing changes.
   {
     auto c = control::ControlClient::connect(h.socket());
     REQUIRE(c);
@@ -276,7 +276,7 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
     CHECK(r.value().data["hold"]["reason"] == "test");
     r = c.value().call("handover", json{{"to", "nosuch"}}, 5s);
     REQUIRE(r);
-    CHECK(r.value().result == control::ResultCode::NotFound);
+    CHECK(r.value().result == control::ResultCode::Conflict);
     r = c.value().call("release", json::object(), 5s);
     REQUIRE(r);
     CHECK(r.value().is_ok());
