@@ -200,7 +200,7 @@ struct Fabric::Impl {
 
   void sm_timer(const SmPtr& sm, Duration d, std::function<void()> fn) {
     std::weak_ptr<Sm> w = sm;
-    q.schedule_in(d, [this, w, fn = std::move(fn)]() mutable {
+    q.schedule_in(d, [w, fn = std::move(fn)]() mutable {
       auto s = w.lock();
       if (!s || !s->alive) return;
       if (s->stopped) {
