@@ -84,26 +84,6 @@ std::optional<std::string> did_you_mean(std::string_view word,
 
 namespace {
 
-// opensm.conf keys smha renders itself; opensm.extra may not set them.
-// Value: the YAML key that controls it.
-const std::map<std::string, std::string>& managed_opensm_keys() {
-  static const std::map<std::string, std::string> keys = {
-      {"guid", "node.port_guid (or node.ca + node.port)"},
-      {"sm_priority", "sm_priority"},
-      {"sm_key", "sm_key or sm_key_file"},
-      {"routing_engine", "opensm.routing_engine"},
-      {"sweep_interval", "opensm.sweep_interval"},
-      {"sminfo_polling_timeout", "failover.opensm_polling_timeout_ms"},
-      {"polling_retry_number", "failover.opensm_polling_retries"},
-      {"log_file", "opensm.log_file"},
-      {"dump_files_dir", "opensm.dump_files_dir"},
-      {"honor_guid2lid_file", "opensm.honor_guid2lid_file"},
-      {"sa_db_dump", "opensm.sa_db_dump"},
-      {"sa_db_file", "opensm.sa_db_file"},
-      {"sharp_enabled", "opensm.sharp"},
-  };
-  return keys;
-}
 
 // opensm.conf keys that would break smha's supervision or HA; refused in extra.
 const std::map<std::string, std::string>& forbidden_opensm_keys() {
@@ -580,7 +560,9 @@ void Loader::load_extra(const Entry& e, Config& c) {
       continue;
     }
     if (auto mk = managed_opensm_keys().find(key); mk != managed_opensm_keys().end()) {
-      error(k, path, "smha manages this key; set " + mk->second + " instead");
+      std::string yaml = mk->second.path;
+      if (!mk->second.alternative.empty()) yaml += mk->second.alternative;
+      error(k, path, "smha manages this key; set " + yaml + " instead");
       continue;
     }
     if (!v.IsScalar()) {
@@ -840,6 +822,25 @@ ConfigResult load_config(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return load_config_from_string(ss.str(), path);
+}
+
+const std::map<std::string, ManagedKey, std::less<>>& managed_opensm_keys() {
+  static const std::map<std::string, ManagedKey, std::less<>> keys = {
+      {"guid", {"node.port_guid", " (or node.ca + node.port)"}},
+      {"sm_priority", {"sm_priority", ""}},
+      {"sm_key", {"sm_key", " or sm_key_file"}},
+      {"routing_engine", {"opensm.routing_engine", ""}},
+      {"sweep_interval", {"opensm.sweep_interval", ""}},
+      {"sminfo_polling_timeout", {"failover.opensm_polling_timeout_ms", ""}},
+      {"polling_retry_number", {"failover.opensm_polling_retries", ""}},
+      {"log_file", {"opensm.log_file", ""}},
+      {"dump_files_dir", {"opensm.dump_files_dir", ""}},
+      {"honor_guid2lid_file", {"opensm.honor_guid2lid_file", ""}},
+      {"sa_db_dump", {"opensm.sa_db_dump", ""}},
+      {"sa_db_file", {"opensm.sa_db_file", ""}},
+      {"sharp_enabled", {"opensm.sharp", ""}},
+  };
+  return keys;
 }
 
 }  // namespace smha::config

@@ -17,22 +17,8 @@ const std::set<std::string, std::less<>> kUpstreamEngines = {
 
 // The YAML key that produces each managed opensm.conf key.
 std::string yaml_key_for(std::string_view conf_key) {
-  static const std::map<std::string, std::string, std::less<>> keys = {
-      {"guid", "node.port_guid"},
-      {"sm_priority", "sm_priority"},
-      {"sm_key", "sm_key"},
-      {"routing_engine", "opensm.routing_engine"},
-      {"sweep_interval", "opensm.sweep_interval"},
-      {"sminfo_polling_timeout", "failover.opensm_polling_timeout_ms"},
-      {"polling_retry_number", "failover.opensm_polling_retries"},
-      {"log_file", "opensm.log_file"},
-      {"dump_files_dir", "opensm.dump_files_dir"},
-      {"honor_guid2lid_file", "opensm.honor_guid2lid_file"},
-      {"sa_db_dump", "opensm.sa_db_dump"},
-      {"sa_db_file", "opensm.sa_db_file"},
-      {"sharp_enabled", "opensm.sharp"},
-  };
-  if (auto it = keys.find(conf_key); it != keys.end()) return it->second;
+  const auto& keys = config::managed_opensm_keys();
+  if (auto it = keys.find(conf_key); it != keys.end()) return it->second.path;
   return "opensm.extra." + std::string(conf_key);
 }
 

@@ -155,4 +155,13 @@ std::size_t edit_distance(std::string_view a, std::string_view b);
 std::optional<std::string> did_you_mean(std::string_view word,
                                         const std::vector<std::string>& candidates);
 
+// The opensm.conf keys smha renders itself (opensm.extra may not set them),
+// each with the YAML key that controls it and, for messages, any alternative
+// way to set it (e.g. " or sm_key_file").
+struct ManagedKey {
+  std::string path;
+  std::string alternative;
+};
+const std::map<std::string, ManagedKey, std::less<>>& managed_opensm_keys();
+
 }  // namespace smha::config
