@@ -9,9 +9,9 @@
 // minus the fault time (both CLOCK_MONOTONIC). The fabric destructor stops
 // every process by PID, also when a run throws.
 //
-// Columns: two smhad at their defaults, each running its own OpenSM (4-HCA
-// drills only), and OpenSM's own HA at three (sminfo_polling_timeout x
-// polling_retry_number) settings. See doc/performance.md ("## Failover").
+// Columns: two smhad at their defaults, each running its own OpenSM (the 4-HCA
+// drills, the --big kill -9 and the --soak-minutes loss soak), and OpenSM's own
+// HA at three (sminfo_polling_timeout x polling_retry_number) settings. See doc/performance.md ("## Failover").
 #include <signal.h>
 #include <unistd.h>
 
@@ -236,34 +236,56 @@ std::string write_smhad_config(const SmhadHead& h, const SmhadHead& peer) {
   return path;
 }
 
-std::optional<double> run_smhad_drill(const std::string& topology, Drill drill, int interval_ms) {
+// Two smhad at their defaults on `topology`, head01 MASTER and head02 STANDBY,
+// and the probe at Hca3 polling both heads. Throws on failure.
+struct SmhadPair {
+  SmhadHead h1{"head01", "Hca1", {}, ""};
+  SmhadHead h2{"head02", "Hca2", {}, ""};
+  int s1 = -1;
+  int s2 = -1;
+  int probe = -1;
+  int lid1 = 0;
+  int lid2 = 0;
+};
+
+SmhadPair start_smhad_pair(IbsimFabric& f, OsmReaper& reaper, int interval_ms,
+                           std::chrono::seconds up_timeout) {
+  SmhadPair p;
+  // LIDs: a plain OpenSM on Hca3 assigns them once; later masters keep them.
+  const int boot = f.start_opensm("Hca3", 0);
+  if (!f.wait_subnet_up(boot, up_timeout)) throw std::runtime_error("boot OpenSM: no SUBNET UP");
+  p.h1.dir = f.scratch_dir() + "/head01";
+  p.h2.dir = f.scratch_dir() + "/head02";
+  const auto p1 = f.node_port("Hca1");
+  const auto p2 = f.node_port("Hca2");
+  if (!p1 || !p2 || !p1->lid || !p2->lid) throw std::runtime_error("no LIDs for the heads");
+  p.h1.port = *p1;
+  p.h2.port = *p2;
+  f.stop_opensm(boot);
+  const std::vector<std::pair<std::string, std::string>> env{
+      {"LD_PRELOAD", smha::testing::umad_timeout_shim_preload()}};
+  p.s1 = f.spawn("Hca1", {SMHA_SMHAD, "-c", write_smhad_config(p.h1, p.h2)}, env);
+  p.lid1 = p.h1.port.lid;
+  p.lid2 = p.h2.port.lid;
+  p.probe = spawn_probe(f, {p.lid1, p.lid2}, interval_ms);
+  if (!wait_probe(f, p.probe, p.lid1, "MASTER", 0, up_timeout))
+    throw std::runtime_error("head01 never MASTER: " + f.process_stderr(p.s1).substr(0, 2000));
+  reaper.add(opensm_children(f.process_pid(p.s1)));
+  p.s2 = f.spawn("Hca2", {SMHA_SMHAD, "-c", write_smhad_config(p.h2, p.h1)}, env);
+  if (!wait_probe(f, p.probe, p.lid2, "STANDBY", 0, up_timeout))
+    throw std::runtime_error("head02 never STANDBY: " + f.process_stderr(p.s2).substr(0, 2000));
+  reaper.add(opensm_children(f.process_pid(p.s2)));
+  return p;
+}
+
+std::optional<double> run_smhad_drill(const std::string& topology, Drill drill, int interval_ms,
+                                      std::chrono::seconds up_timeout = 30s) {
   try {
     IbsimFabric f(topology);
     OsmReaper reaper;  // after the fabric: OpenSM goes before ibsim
-    // LIDs: a plain OpenSM on Hca3 assigns them once; later masters keep them.
-    const int boot = f.start_opensm("Hca3", 0);
-    if (!f.wait_subnet_up(boot, 30s)) throw std::runtime_error("boot OpenSM: no SUBNET UP");
-    SmhadHead h1{"head01", "Hca1", {}, f.scratch_dir() + "/head01"};
-    SmhadHead h2{"head02", "Hca2", {}, f.scratch_dir() + "/head02"};
-    const auto p1 = f.node_port("Hca1");
-    const auto p2 = f.node_port("Hca2");
-    if (!p1 || !p2 || !p1->lid || !p2->lid) throw std::runtime_error("no LIDs for the heads");
-    h1.port = *p1;
-    h2.port = *p2;
-    f.stop_opensm(boot);
-    const std::vector<std::pair<std::string, std::string>> env{
-        {"LD_PRELOAD", smha::testing::umad_timeout_shim_preload()}};
-    const int s1 = f.spawn("Hca1", {SMHA_SMHAD, "-c", write_smhad_config(h1, h2)}, env);
-    const int lid1 = h1.port.lid, lid2 = h2.port.lid;
-    const int probe = spawn_probe(f, {lid1, lid2}, interval_ms);
-    if (!wait_probe(f, probe, lid1, "MASTER", 0, 30s))
-      throw std::runtime_error("head01 never MASTER: " + f.process_stderr(s1).substr(0, 2000));
-    const int s2 = f.spawn("Hca2", {SMHA_SMHAD, "-c", write_smhad_config(h2, h1)}, env);
-    if (!wait_probe(f, probe, lid2, "STANDBY", 0, 30s))
-      throw std::runtime_error("head02 never STANDBY: " + f.process_stderr(s2).substr(0, 2000));
-    const auto victims = opensm_children(f.process_pid(s1));
+    const SmhadPair p = start_smhad_pair(f, reaper, interval_ms, up_timeout);
+    const auto victims = opensm_children(f.process_pid(p.s1));
     reaper.add(victims);
-    reaper.add(opensm_children(f.process_pid(s2)));
     if (victims.size() != 1) throw std::runtime_error("head01's OpenSM pid not found");
     const std::int64_t t0 = now_ns();
     switch (drill) {
@@ -271,12 +293,12 @@ std::optional<double> run_smhad_drill(const std::string& topology, Drill drill, 
       case Drill::Stop: ::kill(victims[0], SIGSTOP); break;
       case Drill::Unlink: f.console("Unlink \"Hca1\"[1]"); break;
     }
-    const auto t1 = wait_probe(f, probe, lid2, "MASTER", t0, 30s);
-    reaper.add(opensm_children(f.process_pid(s1)));
-    reaper.add(opensm_children(f.process_pid(s2)));
+    const auto t1 = wait_probe(f, p.probe, p.lid2, "MASTER", t0, 30s);
+    reaper.add(opensm_children(f.process_pid(p.s1)));
+    reaper.add(opensm_children(f.process_pid(p.s2)));
     if (drill == Drill::Unlink) f.console("ReLink \"Hca1\"[1]");
-    f.stop_process(s1);
-    f.stop_process(s2);
+    f.stop_process(p.s1);
+    f.stop_process(p.s2);
     if (!t1) {
       std::fprintf(stderr, "  smhad, %s: no new MASTER within 30 s\n", drill_name(drill));
       return std::nullopt;
@@ -315,6 +337,35 @@ struct SoakResult {
   std::string error;
 };
 
+int count_of(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (std::size_t at = 0; (at = text.find(needle, at)) != std::string::npos; ++at) ++n;
+  return n;
+}
+
+// Time in [t0, t_end] during which the probe's last known answers from both
+// LIDs were MASTER (a lost query keeps the previous answer).
+void add_dual_master(SoakResult& r, const std::string& probe_out, int lid1, int lid2, std::int64_t t0,
+                     std::int64_t t_end) {
+  std::map<int, std::string> state;
+  std::int64_t dual_since = -1;
+  for (const auto& p : parse_probe(probe_out)) {
+    if (p.ns > t_end) break;
+    if (p.state.rfind("error:", 0) == 0) continue;
+    state[p.lid] = p.state;
+    const bool dual = state[lid1] == "MASTER" && state[lid2] == "MASTER";
+    if (dual && dual_since < 0) dual_since = std::max(p.ns, t0);
+    if (!dual && dual_since >= 0) {
+      r.dual_master_ms += static_cast<double>(p.ns - dual_since) / 1e6;
+      dual_since = -1;
+    }
+  }
+  if (dual_since >= 0) {
+    r.dual_master_ms += static_cast<double>(t_end - dual_since) / 1e6;
+    r.ended_dual = true;
+  }
+}
+
 SoakResult run_soak(const std::string& topology, const OsmHa& ha, int rate,
                     const std::vector<std::string>& ports, double minutes, int interval_ms) {
   SoakResult r;
@@ -332,27 +383,42 @@ SoakResult run_soak(const std::string& topology, const OsmHa& ha, int rate,
     const auto t_end = now_ns();
     for (const auto& p : ports) f.console("Error \"" + p + "\"[1] 0");
     const std::string log = f.log_text(h.standby).substr(log0);
-    for (std::size_t at = 0; (at = log.find("Entering MASTER state", at)) != std::string::npos;
-         ++at)
-      ++r.takeovers;
-    // Last known state per LID (errors keep the previous state).
-    std::map<int, std::string> state;
-    std::int64_t dual_since = -1;
-    for (const auto& p : parse_probe(f.process_stdout(probe))) {
-      if (p.ns > t_end) break;
-      if (p.state.rfind("error:", 0) == 0) continue;
-      state[p.lid] = p.state;
-      const bool dual = state[h.lid1] == "MASTER" && state[h.lid2] == "MASTER";
-      if (dual && dual_since < 0) dual_since = std::max(p.ns, t0);
-      if (!dual && dual_since >= 0) {
-        r.dual_master_ms += static_cast<double>(p.ns - dual_since) / 1e6;
-        dual_since = -1;
-      }
-    }
-    if (dual_since >= 0) {
-      r.dual_master_ms += static_cast<double>(t_end - dual_since) / 1e6;
-      r.ended_dual = true;
-    }
+    r.takeovers = count_of(log, "Entering MASTER state");
+    add_dual_master(r, f.process_stdout(probe), h.lid1, h.lid2, t0, t_end);
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+// The soak with two smhad: `rate` % errors on both heads' ports for
+// `minutes`. False takeovers = head02's OpenSM logging "Entering MASTER state"
+// (and smhad's takeover_done events, from its log) while head01 was healthy.
+SoakResult run_smhad_soak(const std::string& topology, int rate, double minutes, int interval_ms,
+                          int* discover_kicks) {
+  SoakResult r;
+  try {
+    IbsimFabric f(topology);
+    OsmReaper reaper;
+    const SmhadPair p = start_smhad_pair(f, reaper, interval_ms, 30s);
+    const std::string log2 = p.h2.dir + "/opensm.log";
+    const std::size_t log0 = smha::testing::read_file(log2).size();
+    const std::size_t err0 = f.process_stderr(p.s2).size();
+    for (const char* n : {"Hca1", "Hca2"})
+      f.console("Error \"" + std::string(n) + "\"[1] " + std::to_string(rate));
+    const auto t0 = now_ns();
+    std::this_thread::sleep_for(std::chrono::duration<double, std::ratio<60>>(minutes));
+    const auto t_end = now_ns();
+    for (const char* n : {"Hca1", "Hca2"}) f.console("Error \"" + std::string(n) + "\"[1] 0");
+    reaper.add(opensm_children(f.process_pid(p.s1)));
+    reaper.add(opensm_children(f.process_pid(p.s2)));
+    r.takeovers = count_of(smha::testing::read_file(log2).substr(log0), "Entering MASTER state");
+    const std::string smhad_log = f.process_stderr(p.s2).substr(err0) + f.process_stdout(p.s2);
+    r.takeovers = std::max(r.takeovers, count_of(smhad_log, "kind=takeover_done"));
+    *discover_kicks = count_of(smhad_log, "kind=takeover_started");
+    add_dual_master(r, f.process_stdout(p.probe), p.lid1, p.lid2, t0, t_end);
+    f.stop_process(p.s1);
+    f.stop_process(p.s2);
   } catch (const std::exception& e) {
     r.error = e.what();
   }
@@ -430,6 +496,7 @@ int main(int argc, char** argv) {
 
   std::string big_dir;
   std::map<int, Cell> big_cells;
+  Cell big_smhad;
   if (big) {
     char tmpl[] = "/tmp/smha-bench-fattree-XXXXXX";
     if (!mkdtemp(tmpl)) {
@@ -438,6 +505,13 @@ int main(int argc, char** argv) {
     }
     big_dir = tmpl;
     const std::string big_topo = make_big_topology(big_dir, big_hcas);
+    for (int i = 0; i < big_runs; ++i) {
+      auto ms = run_smhad_drill(big_topo, Drill::Kill, interval_ms, 120s);
+      if (ms) big_smhad.ms.push_back(*ms);
+      else ++big_smhad.failed;
+      std::fprintf(stderr, "smhad | kill -9 @%d HCAs | run %d: %s\n", big_hcas, i + 1,
+                   ms ? std::to_string(*ms).c_str() : "failed");
+    }
     for (std::size_t s = 0; s < settings.size(); ++s)
       for (int i = 0; i < (s == 0 ? slow_runs : big_runs); ++i) {
         auto ms = run_drill(big_topo, settings[s], Drill::Kill, interval_ms, 120s);
@@ -464,7 +538,8 @@ int main(int argc, char** argv) {
       std::printf(" %s |", fmt_cell(cells[{static_cast<int>(s), static_cast<int>(d)}]).c_str());
     std::printf("\n");
   }
-  std::printf("| kill -9 master (%d HCAs) | n/a (no smhad path in this bench yet) |", big_hcas);
+  std::printf("| kill -9 master (%d HCAs) | %s |", big_hcas,
+              big ? fmt_cell(big_smhad).c_str() : "not run (--big)");
   for (std::size_t s = 0; s < settings.size(); ++s)
     std::printf(" %s |", big ? fmt_cell(big_cells[static_cast<int>(s)]).c_str() : "not run (--big)");
   std::printf("\n");
@@ -486,7 +561,13 @@ int main(int argc, char** argv) {
         std::printf("| %s | %s | %d | %.0f | %s |\n", c.ha.name.c_str(), c.what, r.takeovers,
                     r.dual_master_ms, r.ended_dual ? "yes" : "no");
     }
-    std::printf("| smhad | 20 %% on both heads' ports | n/a (no smhad path in this bench yet) | | |\n");
+    int kicks = 0;
+    const auto r = run_smhad_soak(topo, 20, soak_minutes, interval_ms, &kicks);
+    if (!r.error.empty())
+      std::printf("| smhad | 20 %% on both heads' ports | failed: %s | | |\n", r.error.c_str());
+    else
+      std::printf("| smhad | 20 %% on both heads' ports | %d (DISCOVER sent: %d) | %.0f | %s |\n",
+                  r.takeovers, kicks, r.dual_master_ms, r.ended_dual ? "yes" : "no");
   } else {
     std::printf("\nMAD loss soak: not run (--soak-minutes M)\n");
   }

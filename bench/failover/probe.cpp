@@ -7,7 +7,9 @@
 //
 // steady_clock is CLOCK_MONOTONIC, shared by all processes on the host, so the
 // benchmark compares these stamps with its own fault time. The first line for
-// each LID is printed as soon as it is known. Runs until SIGTERM.
+// each LID is printed as soon as it is known. With `--every 1` every answer
+// is printed, not only changes (the ibsim drills use that to tell two MASTERs
+// answering in turn from one master handing over). Runs until SIGTERM.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +32,7 @@ struct Options {
   std::vector<std::uint16_t> lids;
   int interval_ms = 5;
   int timeout_ms = 50;
+  bool every = false;
 };
 
 bool parse(int argc, char** argv, Options& o) {
@@ -40,6 +43,7 @@ bool parse(int argc, char** argv, Options& o) {
     if (key == "--lid") o.lids.push_back(static_cast<std::uint16_t>(v));
     else if (key == "--interval-ms") o.interval_ms = static_cast<int>(v);
     else if (key == "--timeout-ms") o.timeout_ms = static_cast<int>(v);
+    else if (key == "--every") o.every = v == 1;
     else return false;
   }
   return argc % 2 == 1 && !o.lids.empty();
@@ -52,7 +56,7 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, opts)) {
     std::fprintf(stderr,
                  "usage: bench_failover_probe --lid N [--lid M ...] [--interval-ms 5] "
-                 "[--timeout-ms 50]\n");
+                 "[--timeout-ms 50] [--every 1]\n");
     return 2;
   }
   std::signal(SIGTERM, on_term);
@@ -84,7 +88,7 @@ int main(int argc, char** argv) {
     transport.get_sminfo(smha::Lid{lid}, ro, [&, lid](smha::Result<smha::mad::SmInfoReply> r) {
       const auto now = std::chrono::steady_clock::now().time_since_epoch();
       std::string what = r ? std::string(smha::to_string(r->info.state)) : "error:" + r.error().code;
-      if (last[lid] != what) {
+      if (opts.every || last[lid] != what) {
         last[lid] = what;
         std::printf("%lld %u %s\n",
                     static_cast<long long>(

@@ -300,6 +300,22 @@ std::vector<int> IbsimFabric::attached_pids() {
   return out;
 }
 
+int IbsimFabric::free_dead_clients() {
+  int freed = 0;
+  std::istringstream lines(console_query("Attached"));
+  for (std::string line; std::getline(lines, line);) {
+    int client = -1;
+    int client_pid = -1;
+    if (std::sscanf(line.c_str(), "Client %d: pid %d", &client, &client_pid) != 2) continue;
+    // Gone, or a zombie ("State:\tZ" in /proc/<pid>/status).
+    const std::string status = read_file("/proc/" + std::to_string(client_pid) + "/status");
+    if (!status.empty() && status.find("State:\tZ") == std::string::npos) continue;
+    console("X " + std::to_string(client));
+    ++freed;
+  }
+  return freed;
+}
+
 int IbsimFabric::spawn_process(const std::string& name, const std::vector<std::string>& argv_in,
                                const std::vector<std::pair<std::string, std::string>>& env_over,
                                const std::string& cwd_name) {

@@ -137,6 +137,10 @@ class IbsimFabric {
                             std::chrono::milliseconds timeout = std::chrono::milliseconds{5000});
   // Pids ibsim lists as attached clients (console `Attached`).
   std::vector<int> attached_pids();
+  // Detaches (`X <client>`) every attached client whose process is gone or a
+  // zombie, e.g. an OpenSM that smhad SIGKILLed: ibsim keeps such a client
+  // attached and has only 10 slots. Returns how many were freed.
+  int free_dead_clients();
 
   // Port GUID and LIDs of `node`, read with ibstat attached there.
   std::optional<NodePort> node_port(const std::string& node);

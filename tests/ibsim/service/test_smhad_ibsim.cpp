@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ibsim_harness.hpp"
+#include "smhad_heads.hpp"
 #include "smha/control/client.hpp"
 
 using namespace smha;
@@ -32,162 +33,13 @@ using nlohmann::json;
 
 namespace {
 
-// /proc/<pid>/stat: state char and start time (field 22); nullopt if gone.
-struct ProcStat {
-  char state = '?';
-  unsigned long long start = 0;
-};
-std::optional<ProcStat> proc_stat(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return std::nullopt;
-  const auto close = line.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream rest(line.substr(close + 2));
-  ProcStat s;
-  rest >> s.state;
-  std::string skip;
-  for (int i = 0; i < 18; ++i) rest >> skip;  // fields 4..21
-  rest >> s.start;
-  return s;
-}
-bool running(int pid) {
-  auto s = proc_stat(pid);
-  return s && s->state != 'Z' && s->state != 'X';
+void write_config(const SmhadHead& h, int priority, const std::vector<PeerCfg>& peers) {
+  write_smhad_config(h, peers, SmhadOptions{.sm_priority = priority});
 }
 
-// Waits for `pred`, re-checking every 20 ms, up to `timeout`.
-bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    if (pred()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-}
+void start_smhad(IbsimFabric& f, SmhadHead& h) { smha::testing::start_smhad(f, h, SMHA_SMHAD); }
 
-// The OpenSMs smhad started: not our children, so killed by PID + start time.
-class OsmGuard {
- public:
-  void add(int pid) {
-    if (pid <= 0 || pids_.count(pid)) return;
-    if (auto s = proc_stat(pid)) pids_[pid] = s->start;
-  }
-  ~OsmGuard() {
-    for (auto [pid, start] : pids_) {
-      auto s = proc_stat(pid);
-      if (!s || s->start != start) continue;
-      ::kill(pid, SIGKILL);
-      wait_for([pid = pid] { return !running(pid); }, 5s);
-    }
-  }
-
- private:
-  std::map<int, unsigned long long> pids_;
-};
-
-struct MasterView {
-  std::uint64_t guid = 0;
-  int priority = -1;
-  int state = -1;
-};
-MasterView query_master(IbsimFabric& fabric, const std::string& node) {
-  const auto r = fabric.run(node, {"sminfo"}, 10s);
-  MasterView v;
-  const auto pos = r.out.find("sm guid ");
-  unsigned long long g = 0;
-  int prio = -1, state = -1;
-  if (r.exit_code == 0 && pos != std::string::npos &&
-      std::sscanf(r.out.c_str() + pos, "sm guid 0x%llx, activity count %*u priority %d state %d", &g, &prio,
-                  &state) == 3) {
-    v.guid = g;
-    v.priority = prio;
-    v.state = state;
-  }
-  return v;
-}
-
-// ibsim keeps a killed client attached (10 slots): free the slot of `pid`.
-void free_ibsim_slot(IbsimFabric& fabric, int pid) {
-  std::istringstream lines(fabric.console_query("Attached"));
-  for (std::string line; std::getline(lines, line);) {
-    int client = -1, client_pid = -1;
-    if (std::sscanf(line.c_str(), "Client %d: pid %d", &client, &client_pid) == 2 && client_pid == pid)
-      fabric.console("X " + std::to_string(client));
-  }
-}
-
-std::string hex(std::uint64_t v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "0x%016llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
-struct PeerCfg {
-  std::string name;
-  std::uint64_t guid;
-  int lid;
-};
-
-struct Head {
-  std::string name;
-  std::string node;
-  std::uint64_t guid = 0;
-  std::string dir;
-  int pidx = -1;
-  std::string yaml() const { return dir + "/smha.yaml"; }
-  std::string socket() const { return dir + "/ctl/smhad.sock"; }
-};
-
-void write_config(const Head& h, int priority, const std::vector<PeerCfg>& peers) {
-  std::filesystem::create_directories(h.dir + "/ctl");
-  std::ofstream y(h.yaml());
-  y << "node:\n  name: " << h.name << "\n  port_guid: " << hex(h.guid) << "\n";
-  y << "peers:\n";
-  for (const auto& p : peers)
-    y << "  - name: " << p.name << "\n    port_guid: " << hex(p.guid) << "\n    lid: " << p.lid << "\n";
-  y << "sm_priority: " << priority << "\n";
-  y << "failover:\n  poll_interval_ms: 200\n  misses_before_takeover: 3\n";
-  y << "opensm:\n  log_file: " << h.dir << "/opensm.log\n  dump_files_dir: " << h.dir
-    << "/\n  cache_dir: " << h.dir << "/cache\n  conf_path: " << h.dir << "/opensm.conf\n";
-  y << "control:\n  socket: " << h.socket() << "\n  group: root\n";
-  y << "state_dir: " << h.dir << "/state\n";
-}
-
-std::optional<json> status(const Head& h) {
-  auto c = control::ControlClient::connect(h.socket(), 500ms);
-  if (!c) return std::nullopt;
-  auto r = c.value().call("status", json::object(), 2s);
-  if (!r || !r.value().is_ok()) return std::nullopt;
-  return r.value().data;
-}
-
-std::string smhad_log(IbsimFabric& f, const Head& h) {
-  std::string e = f.process_stderr(h.pidx) + f.process_stdout(h.pidx);
-  return e.size() > 4000 ? e.substr(e.size() - 4000) : e;
-}
-
-void start_smhad(IbsimFabric& f, Head& h) {
-  h.pidx = f.spawn(h.node, {SMHA_SMHAD, "-c", h.yaml()});
-}
-
-// Waits until smhad's status satisfies `pred`; records OpenSM's pid in `guard`.
-bool wait_status(IbsimFabric& f, const Head& h, OsmGuard& guard,
-                 const std::function<bool(const json&)>& pred, std::chrono::milliseconds timeout,
-                 json* last = nullptr) {
-  return wait_for([&] {
-    if (!f.process_running(h.pidx)) return false;
-    auto s = status(h);
-    if (!s) return false;
-    if (s->contains("opensm")) guard.add((*s)["opensm"].value("pid", 0));
-    if (last) *last = *s;
-    return pred(*s);
-  }, timeout);
-}
-
-bool local_master(const json& s) {
-  return s["local"]["state"] == "MASTER" && s["opensm"]["supervisor"] == "running";
-}
+MasterView query_master(IbsimFabric& fabric, const std::string& node) { return query_sm(fabric, node); }
 
 }  // namespace
 
@@ -200,7 +52,7 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   const auto hca2 = fabric.node_port("Hca2");
   REQUIRE(hca1);
   REQUIRE(hca2);
-  Head h{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
+  SmhadHead h{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
   // The peer is configured but absent (no SM at that LID): it never answers.
   write_config(h, 12, {{"head02", hca2->port_guid, 0xbff0}});
   start_smhad(fabric, h);
@@ -229,7 +81,7 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   // the same OpenSM is adopted and mastership does not move.
   fabric.stop_process(h.pidx, SIGTERM);
   CHECK(fabric.process_exit_code(h.pidx) == 0);
-  REQUIRE(running(second));
+  REQUIRE(pid_running(second));
   start_smhad(fabric, h);
   if (!wait_status(fabric, h, guard, [&](const json& j) { return local_master(j); }, 30s, &s))
     FAIL("no MASTER after the smhad restart; status: " << s.dump() << "\nsmhad:\n" << smhad_log(fabric, h));
@@ -260,7 +112,7 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   CHECK(m.guid == hca1->port_guid);
   REQUIRE(wait_status(fabric, h, guard, local_master, 5s, &s));
   CHECK(s["opensm"]["pid"] == second);
-  CHECK(running(second));
+  CHECK(pid_running(second));
 
   // hold / release show in status and events; during a hold a handover is
   // refused (conflict) and nothing changes.
@@ -310,8 +162,8 @@ TEST_CASE("HA drill: kill -9 of the master OpenSM under two smhad", "[ibsim][smh
   REQUIRE(hca2->lid != 0);
   fabric.stop_opensm(boot);
 
-  Head h1{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
-  Head h2{"head02", "Hca2", hca2->port_guid, fabric.scratch_dir() + "/head02"};
+  SmhadHead h1{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
+  SmhadHead h2{"head02", "Hca2", hca2->port_guid, fabric.scratch_dir() + "/head02"};
   // The same sm_priority on both heads, as the engine requires (sticky failback
   // rests on standby = base < master = base + 1); head01 starts first and masters.
   write_config(h1, 10, {{"head02", hca2->port_guid, hca2->lid}});

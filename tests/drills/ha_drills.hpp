@@ -1,0 +1,160 @@
+// The HA drills, defined once: each is a start mode, a fault sequence and the
+// outcome it must end with. tests/sim/sim/test_sim_drill_table.cpp runs them on
+// the in-process simulated fabric (lib/sim), tests/ibsim/service/
+// test_ha_drills_ibsim.cpp on real OpenSM under ibsim with two smhad; both
+// assert the same outcome (doc/ha-engine.md, "Drills: sim and ibsim agree").
+//
+// Roles: the drills run with two heads. `A` is head01 (ibsim Hca1, sim head 0:
+// the lower port GUID in both), `B` is head02. With DrillStart::AFirst, A's smhad
+// starts first and A is MASTER before the first step; B joins as STANDBY.
+//
+// Contract for a runner:
+// - With `past_start_grace`, the first step waits until A's OpenSM has run
+//   for longer than smhad's start grace.
+// - Fault steps act on head A only; Await* steps are condition waits with a
+//   bound (a runner fails the drill if the bound passes); Soak runs for `arg`
+//   seconds while checking that the observer (a third node) never sees two
+//   MASTERs and that the master does not change.
+// - At the end: exactly one MASTER seen from the observer, on `final_master`;
+//   takeover_done events summed over both heads == `takeovers`; every kind in
+//   `a_events` / `b_events` was recorded at least once by that head's smhad
+//   since it started; no kind in `forbidden` was recorded by either head; no
+//   kind other than state_changed / priority_changed was recorded more than
+//   kMaxSameKind times by one head (a restart or retry loop is a failure even
+//   when the drill ends well).
+// - Event kinds are the engine's (sm::EventKind names, e.g. "takeover_done");
+//   alarms are "alarm:<kind>" (e.g. "alarm:local_sm_hung"); local SM state
+//   changes are "state_changed". A runner maps its records onto these names.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace smha::testing {
+
+enum class DrillStart {
+  AFirst,    // A's smhad first (A becomes MASTER), then B's (STANDBY)
+  Together,  // both smhad started at the same moment
+};
+
+enum class DrillFailback { Sticky, Preempt };
+
+enum class DrillOp {
+  KillOpensm,       // SIGKILL A's OpenSM (its smhad keeps running)
+  StopOpensm,       // SIGSTOP A's OpenSM: a hung master
+  ContOpensm,       // SIGCONT it
+  Unlink,           // remove A's HCA link (ibsim `Unlink "Hca1"[1]`)
+  Relink,           // restore it (`ReLink "Hca1"[1]`)
+  CrashHead,        // kill -9 of A's smhad and of its OpenSM
+  RestartSmhad,     // start A's smhad again (it starts OpenSM)
+  LossOn,           // `arg` % MAD loss on both heads' ports (ibsim `Error`)
+  LossOff,          // loss back to 0
+  Soak,             // `arg` seconds; invariants checked continuously
+  AwaitBMaster,     // the observer sees B as the only MASTER
+  AwaitAMaster,     // the observer sees A as the only MASTER
+  AwaitAStandby,    // A's smhad reports its (running) local SM STANDBY
+  AwaitOneMaster,   // the observer sees exactly one MASTER
+};
+
+struct DrillStep {
+  DrillOp op;
+  int arg = 0;
+};
+
+enum class DrillHead { A, B };
+
+struct DrillScenario {
+  std::string_view name;
+  DrillStart start = DrillStart::AFirst;
+  DrillFailback failback = DrillFailback::Sticky;
+  int preempt_holddown_s = 3;  // used with DrillFailback::Preempt
+  // Before the first step, wait until A's OpenSM has run longer than smhad's
+  // start grace (the engine gives no hang verdict on a freshly started OpenSM,
+  // doc/ha-engine.md "Fencing"); a hang inside the grace is not fenced.
+  bool past_start_grace = false;
+  std::vector<DrillStep> steps;
+  DrillHead final_master = DrillHead::B;
+  int takeovers = 0;
+  std::vector<std::string_view> a_events;
+  std::vector<std::string_view> b_events;
+  std::vector<std::string_view> forbidden;
+};
+
+inline constexpr int kMaxSameKind = 4;
+inline bool counted_for_loops(std::string_view kind) {
+  return kind != "state_changed" && kind != "priority_changed";
+}
+
+// Kinds that mean the guard had to act or that a standby took mastership.
+inline const std::vector<std::string_view> kNoSplitBrain{"split_brain_yield", "alarm:two_masters"};
+
+inline const std::vector<DrillScenario>& ha_drills() {
+  using O = DrillOp;
+  static const std::vector<DrillScenario> table{
+      {.name = "kill9",
+       .steps = {{O::KillOpensm}, {O::AwaitBMaster}, {O::AwaitAStandby}},
+       .final_master = DrillHead::B,
+       .takeovers = 1,
+       .a_events = {"local_failure", "opensm_started"},
+       .b_events = {"takeover_started", "takeover_done"},
+       .forbidden = kNoSplitBrain},
+      {.name = "hung_master",
+       .past_start_grace = true,
+       .steps = {{O::StopOpensm}, {O::AwaitBMaster}, {O::ContOpensm}, {O::AwaitAStandby}},
+       .final_master = DrillHead::B,
+       .takeovers = 1,
+       .a_events = {"fence_local", "alarm:local_sm_hung", "opensm_started"},
+       .b_events = {"takeover_started", "takeover_done"},
+       .forbidden = kNoSplitBrain},
+      {.name = "link_down_up",
+       .steps = {{O::Unlink}, {O::AwaitBMaster}, {O::Relink}, {O::AwaitAStandby}},
+       .final_master = DrillHead::B,
+       .takeovers = 1,
+       .a_events = {"state_changed"},
+       .b_events = {"takeover_started", "takeover_done"},
+       .forbidden = kNoSplitBrain},
+      {.name = "sticky_restart",
+       .steps = {{O::CrashHead}, {O::AwaitBMaster}, {O::RestartSmhad}, {O::AwaitAStandby}},
+       .final_master = DrillHead::B,
+       .takeovers = 1,
+       .a_events = {"opensm_started"},
+       .b_events = {"takeover_started", "takeover_done"},
+       .forbidden = {"split_brain_yield", "alarm:two_masters", "handover_started"}},
+      {.name = "preempt_restart",
+       .failback = DrillFailback::Preempt,
+       .preempt_holddown_s = 3,
+       .steps = {{O::CrashHead}, {O::AwaitBMaster}, {O::RestartSmhad}, {O::AwaitAMaster}},
+       .final_master = DrillHead::A,
+       .takeovers = 1,
+       .a_events = {"opensm_started", "handover_started", "handover_done"},
+       .b_events = {"takeover_started", "takeover_done"},
+       .forbidden = {"split_brain_yield", "alarm:two_masters", "handover_rolled_back"}},
+      {.name = "loss_soak",
+       .steps = {{O::LossOn, 20}, {O::Soak, 60}, {O::LossOff}, {O::AwaitOneMaster}},
+       .final_master = DrillHead::A,
+       .takeovers = 0,
+       .a_events = {},
+       .b_events = {},
+       .forbidden = {"takeover_done", "split_brain_yield", "alarm:two_masters", "fence_local",
+                     "local_failure"}},
+      {.name = "start_together",
+       .start = DrillStart::Together,
+       .steps = {{O::AwaitOneMaster}},
+       .final_master = DrillHead::A,
+       .takeovers = 0,
+       .a_events = {},
+       .b_events = {},
+       .forbidden = {"takeover_done"}},
+  };
+  return table;
+}
+
+inline const DrillScenario& ha_drill(std::string_view name) {
+  for (const auto& d : ha_drills())
+    if (d.name == name) return d;
+  throw std::invalid_argument("no HA drill named " + std::string(name));
+}
+
+}  // namespace smha::testing

@@ -1,0 +1,117 @@
+// Helpers for ibsim tests that run smhad on head nodes (tests/ibsim/service):
+// write a head's smha.yaml, start smhad attached at its node, query it over its
+// control socket, read SMInfo from a third node with `sminfo`, and stop the
+// OpenSMs smhad started (they outlive smhad by design) by PID.
+//
+// Contract: every wait is a condition poll with a deadline (kWaitStep between
+// looks); queries return values (nullopt / empty views when there is no answer),
+// they do not throw. OsmGuard kills only PIDs whose /proc start time still
+// matches the one recorded, so a reused PID is never signalled.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ibsim_harness.hpp"
+
+namespace smha::testing {
+
+inline constexpr std::chrono::milliseconds kWaitStep{20};
+
+// /proc/<pid>/stat: state char and start time (field 22); nullopt if gone.
+struct ProcStat {
+  char state = '?';
+  unsigned long long start = 0;
+};
+std::optional<ProcStat> proc_stat(int pid);
+// The process exists and is not a zombie.
+bool pid_running(int pid);
+
+// Polls `pred` every kWaitStep until it holds or `timeout` passes.
+bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
+
+// The OpenSMs smhad started: not our children, so killed by PID + start time
+// (SIGKILL) when the guard goes. Declare it after the IbsimFabric so that it
+// runs first (OpenSM goes before ibsim).
+class OsmGuard {
+ public:
+  void add(int pid);
+  ~OsmGuard();
+
+ private:
+  std::map<int, unsigned long long> pids_;
+};
+
+// One SM's SMInfo as `sminfo` prints it.
+struct MasterView {
+  std::uint64_t guid = 0;
+  int priority = -1;
+  int state = -1;  // 3 = MASTER; -1: no answer
+};
+// `sminfo` at `node` (no target: the master the node's port points to; with
+// `lid`: the SM at that LID), bounded by `timeout`.
+MasterView query_sm(IbsimFabric& fabric, const std::string& node, std::optional<int> lid = std::nullopt,
+                    std::chrono::milliseconds timeout = std::chrono::milliseconds{10000});
+
+// ibsim keeps a killed client attached (10 slots): frees the slot of `pid`.
+void free_ibsim_slot(IbsimFabric& fabric, int pid);
+
+std::string hex_guid(std::uint64_t v);
+
+struct PeerCfg {
+  std::string name;
+  std::uint64_t guid;
+  int lid;
+};
+
+// What varies between the tests' smha.yaml files.
+struct SmhadOptions {
+  int sm_priority = 10;
+  int poll_interval_ms = 200;
+  int misses = 3;
+  std::string failback = "sticky";  // or "preempt"
+  int preempt_holddown_s = 30;
+};
+
+struct SmhadHead {
+  std::string name;  // head01
+  std::string node;  // Hca1
+  std::uint64_t guid = 0;
+  std::string dir;   // its files: smha.yaml, ctl/, state/, cache/, opensm.log
+  int pidx = -1;     // fabric process index of the running smhad
+  int lid = 0;
+  std::string yaml() const { return dir + "/smha.yaml"; }
+  std::string socket() const { return dir + "/ctl/smhad.sock"; }
+  std::string opensm_log() const { return dir + "/opensm.log"; }
+};
+
+void write_smhad_config(const SmhadHead& h, const std::vector<PeerCfg>& peers, const SmhadOptions& o = {});
+// Spawns `smhad -c <yaml>` attached at h.node (its OpenSM child inherits the
+// environment; `extra_env` e.g. preloads the umad timeout shim); sets h.pidx.
+void start_smhad(IbsimFabric& f, SmhadHead& h, const std::string& smhad_binary,
+                 std::vector<std::pair<std::string, std::string>> extra_env = {});
+
+// Control socket calls: status's data / the events array (oldest first).
+std::optional<nlohmann::json> smhad_status(const SmhadHead& h);
+std::optional<nlohmann::json> smhad_events(const SmhadHead& h, int n = 256);
+// The last ~4000 bytes of smhad's stderr + stdout.
+std::string smhad_log(IbsimFabric& f, const SmhadHead& h);
+
+// Waits until smhad's status satisfies `pred`; records OpenSM's pid in `guard`;
+// `last` receives the latest status.
+bool wait_status(IbsimFabric& f, const SmhadHead& h, OsmGuard& guard,
+                 const std::function<bool(const nlohmann::json&)>& pred, std::chrono::milliseconds timeout,
+                 nlohmann::json* last = nullptr);
+
+// status: local SM MASTER and its OpenSM supervised as running.
+bool local_master(const nlohmann::json& s);
+
+}  // namespace smha::testing

@@ -1,0 +1,239 @@
+// The shared HA drill table (tests/drills/ha_drills.hpp) on the in-process
+// simulated fabric: the same faults and the same expected outcome as the ibsim
+// drills in tests/ibsim/service/test_ha_drills_ibsim.cpp. Virtual time; the
+// observer (a third node) polls both heads' SMInfo every 5 ms.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include "ha_drills.hpp"
+#include "smha/sim/cluster.hpp"
+
+using namespace smha;
+using namespace smha::sim;
+using smha::testing::DrillFailback;
+using smha::testing::DrillHead;
+using smha::testing::DrillOp;
+using smha::testing::DrillScenario;
+using smha::testing::DrillStart;
+
+namespace {
+
+// The ibsim drills poll every 200 ms (tests/ibsim/service); so does this runner.
+const Duration kPollInterval = milliseconds(200);
+// Bound of every Await step (virtual time).
+const Duration kAwaitBound = seconds(30);
+
+class SimDrill {
+ public:
+  explicit SimDrill(const DrillScenario& d, std::uint64_t seed) : d_(d), c_(seed, params(d)) {}
+
+  static ClusterParams params(const DrillScenario& d) {
+    ClusterParams p;
+    p.poll_interval = kPollInterval;
+    p.failback = d.failback == DrillFailback::Preempt ? sm::FailbackMode::Preempt : sm::FailbackMode::Sticky;
+    p.preempt_hold_down = seconds(d.preempt_holddown_s);
+    return p;
+  }
+
+  void run() {
+    start();
+    for (const auto& s : d_.steps) step(s.op, s.arg);
+    check_outcome();
+  }
+
+ private:
+  static constexpr int kA = 0;  // head01: the lower GUID
+  static constexpr int kB = 1;
+
+  // Event kinds recorded by head i's smhad since it last started, in the
+  // table's vocabulary.
+  std::vector<std::string> kinds(int i) const {
+    std::vector<std::string> out;
+    const auto& recs = c_.records(i);
+    for (std::size_t k = since_[i]; k < recs.size(); ++k) {
+      const auto& r = recs[k];
+      if (r.what == "event") out.push_back(r.kind);
+      if (r.what == "alarm") out.push_back("alarm:" + r.kind);
+    }
+    return out;
+  }
+
+  // Every record of both heads, for failure messages.
+  std::string dump() const {
+    std::string out = timeline_;
+    for (int i = 0; i < 2; ++i)
+      for (const auto& r : c_.records(i))
+        out += c_.fabric().name(c_.head(i)) + " " + std::to_string(to_ms(r.at.time_since_epoch())) + "ms " +
+               r.what + " " + r.kind + " " + r.detail + "\n";
+    return out;
+  }
+
+  bool only_master(int i) const {
+    const auto m = c_.observed_masters();
+    return m.size() == 1 && c_.head_of(m[0]) == i;
+  }
+
+  void await(const char* what, const std::function<bool()>& pred) {
+    const auto t0 = c_.now();
+    const bool ok = c_.run_until(pred, kAwaitBound);
+    timeline_ += std::string(what) + ": " + std::to_string(to_ms(t0.time_since_epoch())) + " -> " +
+                 std::to_string(to_ms(c_.now().time_since_epoch())) + " ms\n";
+    if (!ok) {
+      FAIL(dump() << d_.name << ": " << what << " not reached within " << to_ms(kAwaitBound) << " ms");
+    }
+  }
+
+  std::optional<sm::Role> smhad_role(int i) {
+    if (!c_.smhad_up(i)) return std::nullopt;
+    return c_.agent(i)->status().role;
+  }
+
+  void start_smhad(int i) {
+    since_[i] = c_.records(i).size();
+    c_.start_smhad(i);
+  }
+
+  void start() {
+    if (d_.start == DrillStart::Together) {
+      start_smhad(kA);
+      start_smhad(kB);
+      return;
+    }
+    // As the ibsim runner: A's smhad reports MASTER before B starts, and B's
+    // smhad reports STANDBY with A as the master before the first step.
+    start_smhad(kA);
+    a_started_ = c_.now();
+    await("A's smhad MASTER", [&] {
+      return only_master(kA) && c_.agent(kA)->status().role == sm::Role::Master;
+    });
+    start_smhad(kB);
+    await("B's smhad STANDBY seeing A MASTER", [&] {
+      const auto st = c_.agent(kB)->status();
+      return st.role == sm::Role::Standby && st.master == c_.fabric().guid(c_.head(kA));
+    });
+    if (d_.past_start_grace) {
+      const auto ready = a_started_ + c_.params().start_grace + kPollInterval;
+      await("A's OpenSM past the start grace", [&] { return c_.now() >= ready; });
+    }
+    c_.reset_dual_master_stats();
+  }
+
+  void step(DrillOp op, int arg) {
+    Fabric& f = c_.fabric();
+    const NodeId a = c_.head(kA);
+    switch (op) {
+      case DrillOp::KillOpensm: REQUIRE(f.signal_opensm(a, SIGKILL)); break;
+      case DrillOp::StopOpensm: REQUIRE(f.signal_opensm(a, SIGSTOP)); break;
+      case DrillOp::ContOpensm: f.signal_opensm(a, SIGCONT); break;  // may be fenced already
+      case DrillOp::Unlink: f.set_link(a, false); break;
+      case DrillOp::Relink: f.set_link(a, true); break;
+      case DrillOp::CrashHead:
+        c_.crash_smhad(kA);
+        REQUIRE(f.signal_opensm(a, SIGKILL));
+        break;
+      case DrillOp::RestartSmhad: start_smhad(kA); break;
+      case DrillOp::LossOn:
+        for (int i = 0; i < 2; ++i) f.set_loss(c_.head(i), arg / 100.0);
+        break;
+      case DrillOp::LossOff:
+        for (int i = 0; i < 2; ++i) f.set_loss(c_.head(i), 0);
+        break;
+      case DrillOp::Soak: {
+        const auto before = c_.observed_masters();
+        const auto dual = c_.dual_master_total();
+        bool changed = false;
+        c_.run_until([&] {
+          const auto m = c_.observed_masters();
+          changed = changed || (!m.empty() && m != before);
+          return false;
+        }, seconds(arg));
+        CHECK(c_.dual_master_total() == dual);
+        CHECK_FALSE(changed);
+        break;
+      }
+      case DrillOp::AwaitBMaster:
+        await("B the only MASTER", [&] { return only_master(kB) && smhad_role(kB) == sm::Role::Master; });
+        break;
+      case DrillOp::AwaitAMaster:
+        await("A the only MASTER", [&] { return only_master(kA) && smhad_role(kA) == sm::Role::Master; });
+        break;
+      case DrillOp::AwaitAStandby:
+        await("A STANDBY", [&] {
+          const auto sm = f.sm(a);
+          return c_.smhad_up(kA) && sm && !sm->stopped && sm->state == SmState::Standby;
+        });
+        break;
+      case DrillOp::AwaitOneMaster:
+        await("one MASTER", [&] { return c_.observed_masters().size() == 1; });
+        break;
+    }
+  }
+
+  void check_outcome() {
+    // A few poll rounds more: nothing may change after the last condition.
+    c_.run_for(kPollInterval * 5);
+    INFO("drill " << d_.name);
+    INFO(dump());
+    REQUIRE(c_.observed_masters().size() == 1);
+    CHECK(c_.fabric().active_masters().size() == 1);
+    CHECK(c_.head_of(c_.observed_masters()[0]) == (d_.final_master == DrillHead::A ? kA : kB));
+    CHECK(c_.fabric().sets_to_master() == 0);
+    int takeovers = 0;
+    for (int i = 0; i < 2; ++i) {
+      const auto k = kinds(i);
+      takeovers += static_cast<int>(std::count(k.begin(), k.end(), "takeover_done"));
+    }
+    CHECK(takeovers == d_.takeovers);
+    const auto ka = kinds(kA);
+    const auto kb = kinds(kB);
+    for (auto e : d_.a_events) {
+      INFO("head01 must record " << e);
+      CHECK(std::count(ka.begin(), ka.end(), std::string(e)) > 0);
+    }
+    for (auto e : d_.b_events) {
+      INFO("head02 must record " << e);
+      CHECK(std::count(kb.begin(), kb.end(), std::string(e)) > 0);
+    }
+    for (const auto* k : {&ka, &kb})
+      for (const auto& e : *k) {
+        if (!smha::testing::counted_for_loops(e)) continue;
+        INFO((k == &ka ? "head01" : "head02") << " recorded " << e << " too often (a loop)");
+        CHECK(std::count(k->begin(), k->end(), e) <= smha::testing::kMaxSameKind);
+      }
+    for (auto e : d_.forbidden) {
+      INFO("no head may record " << e);
+      CHECK(std::count(ka.begin(), ka.end(), std::string(e)) == 0);
+      CHECK(std::count(kb.begin(), kb.end(), std::string(e)) == 0);
+    }
+    std::string summary;
+    for (int i = 0; i < 2; ++i) {
+      summary += i ? " | head02:" : "head01:";
+      for (const auto& k : kinds(i)) summary += " " + k;
+    }
+    std::printf("sim drill table %-16s master %s, takeovers %d; %s\n", std::string(d_.name).c_str(),
+                c_.fabric().name(c_.head(c_.head_of(c_.observed_masters()[0]))).c_str(), takeovers,
+                summary.c_str());
+  }
+
+  const DrillScenario& d_;
+  Cluster c_;
+  std::size_t since_[2] = {0, 0};
+  std::string timeline_;
+  TimePoint a_started_{};
+};
+
+}  // namespace
+
+TEST_CASE("Drill table on the simulated fabric (the same table as the ibsim drills)", "[sim][drill][table]") {
+  std::uint64_t seed = 100;
+  for (const auto& d : smha::testing::ha_drills()) {
+    DYNAMIC_SECTION(d.name) {
+      SimDrill(d, seed).run();
+    }
+    ++seed;
+  }
+}
