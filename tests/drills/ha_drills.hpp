@@ -27,6 +27,7 @@
 //   changes are "state_changed". A runner maps its records onto these names.
 #pragma once
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -149,6 +150,37 @@ inline const std::vector<DrillScenario>& ha_drills() {
        .forbidden = {"takeover_done"}},
   };
   return table;
+}
+
+// The event part of the contract, checked on the kinds each head recorded
+// (`a` = head01's, `b` = head02's): one line per violation, "" if none.
+inline std::string drill_event_problems(const DrillScenario& d, const std::vector<std::string>& a,
+                                        const std::vector<std::string>& b) {
+  auto count = [](const std::vector<std::string>& v, std::string_view k) {
+    int n = 0;
+    for (const auto& e : v) n += e == k;
+    return n;
+  };
+  std::string out;
+  for (auto e : d.a_events)
+    if (count(a, e) == 0) out += "head01 did not record " + std::string(e) + "\n";
+  for (auto e : d.b_events)
+    if (count(b, e) == 0) out += "head02 did not record " + std::string(e) + "\n";
+  for (auto e : d.forbidden) {
+    if (int n = count(a, e)) out += "head01 recorded forbidden " + std::string(e) + " x" + std::to_string(n) + "\n";
+    if (int n = count(b, e)) out += "head02 recorded forbidden " + std::string(e) + " x" + std::to_string(n) + "\n";
+  }
+  for (const auto* v : {&a, &b}) {
+    std::vector<std::string> seen;
+    for (const auto& e : *v) {
+      if (!counted_for_loops(e) || std::find(seen.begin(), seen.end(), e) != seen.end()) continue;
+      seen.push_back(e);
+      if (int n = count(*v, e); n > kMaxSameKind)
+        out += std::string(v == &a ? "head01" : "head02") + " recorded " + e + " x" + std::to_string(n) +
+               " (more than " + std::to_string(kMaxSameKind) + ": a loop)\n";
+    }
+  }
+  return out;
 }
 
 inline const DrillScenario& ha_drill(std::string_view name) {

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -49,7 +50,19 @@ void OsmGuard::add(int pid) {
   if (auto s = proc_stat(pid)) pids_[pid] = s->start;
 }
 
+void OsmGuard::add_pidfile(const std::string& path) { pidfiles_.push_back(path); }
+
 OsmGuard::~OsmGuard() {
+  for (const auto& path : pidfiles_) {
+    std::istringstream in(read_file(path));
+    int pid = 0;
+    unsigned long long start = 0;
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("pid=", 0) == 0) pid = std::atoi(line.c_str() + 4);
+      if (line.rfind("start_time=", 0) == 0) start = std::strtoull(line.c_str() + 11, nullptr, 10);
+    }
+    if (pid > 0 && !pids_.count(pid)) pids_[pid] = start;
+  }
   for (auto [pid, start] : pids_) {
     auto s = proc_stat(pid);
     if (!s || s->start != start) continue;

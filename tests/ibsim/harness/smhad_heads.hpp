@@ -44,10 +44,15 @@ bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds timeo
 class OsmGuard {
  public:
   void add(int pid);
+  // smhad's pidfile (<state_dir>/opensm.pid: pid=, start_time=) names the
+  // OpenSM it runs now; read when the guard goes, so an OpenSM restarted after
+  // the last add() is stopped too.
+  void add_pidfile(const std::string& path);
   ~OsmGuard();
 
  private:
   std::map<int, unsigned long long> pids_;
+  std::vector<std::string> pidfiles_;
 };
 
 // One SM's SMInfo as `sminfo` prints it.
@@ -91,6 +96,7 @@ struct SmhadHead {
   std::string yaml() const { return dir + "/smha.yaml"; }
   std::string socket() const { return dir + "/ctl/smhad.sock"; }
   std::string opensm_log() const { return dir + "/opensm.log"; }
+  std::string pidfile() const { return dir + "/state/opensm.pid"; }
 };
 
 void write_smhad_config(const SmhadHead& h, const std::vector<PeerCfg>& peers, const SmhadOptions& o = {});

@@ -190,25 +190,9 @@ class SimDrill {
     CHECK(takeovers == d_.takeovers);
     const auto ka = kinds(kA);
     const auto kb = kinds(kB);
-    for (auto e : d_.a_events) {
-      INFO("head01 must record " << e);
-      CHECK(std::count(ka.begin(), ka.end(), std::string(e)) > 0);
-    }
-    for (auto e : d_.b_events) {
-      INFO("head02 must record " << e);
-      CHECK(std::count(kb.begin(), kb.end(), std::string(e)) > 0);
-    }
-    for (const auto* k : {&ka, &kb})
-      for (const auto& e : *k) {
-        if (!smha::testing::counted_for_loops(e)) continue;
-        INFO((k == &ka ? "head01" : "head02") << " recorded " << e << " too often (a loop)");
-        CHECK(std::count(k->begin(), k->end(), e) <= smha::testing::kMaxSameKind);
-      }
-    for (auto e : d_.forbidden) {
-      INFO("no head may record " << e);
-      CHECK(std::count(ka.begin(), ka.end(), std::string(e)) == 0);
-      CHECK(std::count(kb.begin(), kb.end(), std::string(e)) == 0);
-    }
+    const auto problems = smha::testing::drill_event_problems(d_, ka, kb);
+    INFO("event problems:\n" << problems);
+    CHECK(problems.empty());
     std::string summary;
     for (int i = 0; i < 2; ++i) {
       summary += i ? " | head02:" : "head01:";
