@@ -333,6 +333,9 @@ std::string fmt_cell(const Cell& c) {
 struct SoakResult {
   int takeovers = 0;
   double dual_master_ms = 0;
+  // Only while both heads' latest MASTER answers are at most kFreshMs old (a
+  // head that stops answering, e.g. a fenced OpenSM, does not count).
+  double fresh_dual_master_ms = 0;
   bool ended_dual = false;
   std::string error;
 };
@@ -345,14 +348,30 @@ int count_of(const std::string& text, const std::string& needle) {
 
 // Time in [t0, t_end] during which the probe's last known answers from both
 // LIDs were MASTER (a lost query keeps the previous answer).
+constexpr std::int64_t kFreshMs = 250;
+
 void add_dual_master(SoakResult& r, const std::string& probe_out, int lid1, int lid2, std::int64_t t0,
                      std::int64_t t_end) {
   std::map<int, std::string> state;
+  std::map<int, std::int64_t> master_at;  // latest MASTER answer per LID
   std::int64_t dual_since = -1;
+  std::int64_t prev_ns = -1;
+  bool prev_fresh = false;
   for (const auto& p : parse_probe(probe_out)) {
     if (p.ns > t_end) break;
-    if (p.state.rfind("error:", 0) == 0) continue;
+    // Fresh dual time accrues between consecutive probe lines.
+    if (prev_fresh && prev_ns >= t0) r.fresh_dual_master_ms += static_cast<double>(p.ns - prev_ns) / 1e6;
+    prev_ns = p.ns;
+    if (p.state.rfind("error:", 0) == 0) {
+      prev_fresh = prev_fresh && master_at.count(lid1) && master_at.count(lid2) &&
+                   p.ns - master_at[lid1] <= kFreshMs * 1000000 && p.ns - master_at[lid2] <= kFreshMs * 1000000;
+      continue;
+    }
     state[p.lid] = p.state;
+    if (p.state == "MASTER") master_at[p.lid] = p.ns;
+    else master_at.erase(p.lid);
+    prev_fresh = master_at.count(lid1) && master_at.count(lid2) &&
+                 p.ns - master_at[lid1] <= kFreshMs * 1000000 && p.ns - master_at[lid2] <= kFreshMs * 1000000;
     const bool dual = state[lid1] == "MASTER" && state[lid2] == "MASTER";
     if (dual && dual_since < 0) dual_since = std::max(p.ns, t0);
     if (!dual && dual_since >= 0) {
@@ -395,7 +414,7 @@ SoakResult run_soak(const std::string& topology, const OsmHa& ha, int rate,
 // `minutes`. False takeovers = head02's OpenSM logging "Entering MASTER state"
 // (and smhad's takeover_done events, from its log) while head01 was healthy.
 SoakResult run_smhad_soak(const std::string& topology, int rate, double minutes, int interval_ms,
-                          int* discover_kicks) {
+                          int* discover_kicks, int* fences) {
   SoakResult r;
   try {
     IbsimFabric f(topology);
@@ -416,6 +435,8 @@ SoakResult run_smhad_soak(const std::string& topology, int rate, double minutes,
     const std::string smhad_log = f.process_stderr(p.s2).substr(err0) + f.process_stdout(p.s2);
     r.takeovers = std::max(r.takeovers, count_of(smhad_log, "kind=takeover_done"));
     *discover_kicks = count_of(smhad_log, "kind=takeover_started");
+    const std::string log1 = f.process_stderr(p.s1) + f.process_stdout(p.s1);
+    *fences = count_of(log1, "kind=fence_local") + count_of(smhad_log, "kind=fence_local");
     add_dual_master(r, f.process_stdout(p.probe), p.lid1, p.lid2, t0, t_end);
     f.stop_process(p.s1);
     f.stop_process(p.s2);
@@ -549,8 +570,8 @@ int main(int argc, char** argv) {
 
   if (soak_minutes > 0) {
     std::printf("\nMAD loss soak, %.1f min each:\n\n", soak_minutes);
-    std::printf("| setting | loss | false takeovers | dual-master ms | ended with two masters |\n");
-    std::printf("|---|---|---:|---:|---|\n");
+    std::printf("| setting | loss | false takeovers | dual-master ms | both answering MASTER ms | ended with two masters |\n");
+    std::printf("|---|---|---:|---:|---:|---|\n");
     struct Case { OsmHa ha; int rate; std::vector<std::string> ports; const char* what; };
     const std::vector<Case> cases{
         {settings[2], 20, {"Hca1", "Hca2"}, "20 % on both heads' ports"},
@@ -560,18 +581,20 @@ int main(int argc, char** argv) {
       if (smhad_only) continue;
       const auto r = run_soak(topo, c.ha, c.rate, c.ports, soak_minutes, interval_ms);
       if (!r.error.empty())
-        std::printf("| %s | %s | failed: %s | | |\n", c.ha.name.c_str(), c.what, r.error.c_str());
+        std::printf("| %s | %s | failed: %s | | | |\n", c.ha.name.c_str(), c.what, r.error.c_str());
       else
-        std::printf("| %s | %s | %d | %.0f | %s |\n", c.ha.name.c_str(), c.what, r.takeovers,
-                    r.dual_master_ms, r.ended_dual ? "yes" : "no");
+        std::printf("| %s | %s | %d | %.0f | %.0f | %s |\n", c.ha.name.c_str(), c.what, r.takeovers,
+                    r.dual_master_ms, r.fresh_dual_master_ms, r.ended_dual ? "yes" : "no");
     }
     int kicks = 0;
-    const auto r = run_smhad_soak(topo, 20, soak_minutes, interval_ms, &kicks);
+    int fences = 0;
+    const auto r = run_smhad_soak(topo, 20, soak_minutes, interval_ms, &kicks, &fences);
     if (!r.error.empty())
-      std::printf("| smhad | 20 %% on both heads' ports | failed: %s | | |\n", r.error.c_str());
+      std::printf("| smhad | 20 %% on both heads' ports | failed: %s | | | |\n", r.error.c_str());
     else
-      std::printf("| smhad | 20 %% on both heads' ports | %d (DISCOVER sent: %d) | %.0f | %s |\n",
-                  r.takeovers, kicks, r.dual_master_ms, r.ended_dual ? "yes" : "no");
+      std::printf("| smhad | 20 %% on both heads' ports | %d (DISCOVER sent: %d, own OpenSM fenced: %d) | %.0f | %.0f | %s |\n",
+                  r.takeovers, kicks, fences, r.dual_master_ms, r.fresh_dual_master_ms,
+                  r.ended_dual ? "yes" : "no");
   } else {
     std::printf("\nMAD loss soak: not run (--soak-minutes M)\n");
   }
