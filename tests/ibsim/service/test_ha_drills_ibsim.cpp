@@ -429,7 +429,29 @@ class IbsimDrill {
   std::string timeline_;
 };
 
-void run_drill(const char* name) { IbsimDrill(ha_drill(name)).run(); }
+// Drills that fail on 2026-12-02 because of engine bugs (evidence in
+// doc/ha-engine.md, "Drills: sim and ibsim agree"). They stay strict: the
+// reason is attached to every failed assertion, and the drill passes once the
+// engine is fixed.
+const char* known_engine_bug(std::string_view name) {
+  if (name == "kill9")
+    return "KNOWN ENGINE BUG: after kill -9 of its OpenSM, head01's smhad records local_failure + "
+           "opensm_started every ~20 ms while the supervisor waits its 1 s restart backoff (lib/agent)";
+  if (name == "link_down_up")
+    return "KNOWN ENGINE BUG: real OpenSM stays MASTER through a short unlink, head01 is not re-rendered "
+           "to the standby priority, so after ReLink two MASTERs at priority 11 until split-brain yields "
+           "(lib/sm: a master whose own port goes down should drop to P at once)";
+  if (name == "loss_soak")
+    return "KNOWN ENGINE BUG: under 20 % loss the master's smhad fences its own OpenSM (no hop-0 SMInfo "
+           "answer for 3 rounds), then fences each restarted OpenSM after the start grace (lib/sm, lib/agent)";
+  return "";
+}
+
+void run_drill(const char* name) {
+  const std::string bug = known_engine_bug(name);
+  INFO(bug);
+  IbsimDrill(ha_drill(name)).run();
+}
 
 }  // namespace
 
