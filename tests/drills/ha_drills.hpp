@@ -64,7 +64,9 @@ struct DrillStep {
   int arg = 0;
 };
 
-enum class DrillHead { A, B };
+// Any: exactly one MASTER, either head (a simultaneous start is won by the
+// OpenSM whose first sweep finds no master; the other finds it and stands by).
+enum class DrillHead { A, B, Any };
 
 struct DrillScenario {
   std::string_view name;
@@ -143,7 +145,7 @@ inline const std::vector<DrillScenario>& ha_drills() {
       {.name = "start_together",
        .start = DrillStart::Together,
        .steps = {{O::AwaitOneMaster}},
-       .final_master = DrillHead::A,
+       .final_master = DrillHead::Any,
        .takeovers = 0,
        .a_events = {},
        .b_events = {},

@@ -367,8 +367,14 @@ class IbsimDrill {
   }
 
   void check_outcome() {
-    const SmhadHead& want = d_.final_master == DrillHead::A ? a_ : b_;
-    const SmhadHead& other = d_.final_master == DrillHead::A ? b_ : a_;
+    // DrillHead::Any: whichever head Hca3 sees as MASTER once one is.
+    bool a_wins = d_.final_master == DrillHead::A;
+    if (d_.final_master == DrillHead::Any) {
+      REQUIRE(wait_for([&] { return state_at(a_) == 3 || state_at(b_) == 3; }, kAwaitBound));
+      a_wins = state_at(a_) == 3;
+    }
+    const SmhadHead& want = a_wins ? a_ : b_;
+    const SmhadHead& other = a_wins ? b_ : a_;
     // Settled: Hca3 sees exactly the expected master and both smhad agree.
     json sw, so;
     // (Hca3's port names the master that swept last: after a handover the new
@@ -437,6 +443,12 @@ const char* known_engine_bug(std::string_view name) {
   if (name == "kill9")
     return "KNOWN ENGINE BUG: after kill -9 of its OpenSM, head01's smhad records local_failure + "
            "opensm_started every ~20 ms while the supervisor waits its 1 s restart backoff (lib/agent)";
+  if (name == "hung_master")
+    return "KNOWN BUG (intermittent, ~1 run in 3): smhad's fence of a SIGSTOPped OpenSM sends SIGTERM, not "
+           "SIGKILL (SupervisedOpensmControl::stop ignores force; SIGKILL only after the supervisor's "
+           "stop_timeout): a SIGCONT inside that window wakes the hung master, the engine has already "
+           "started a new OpenSM, the old one's exit is taken for the new one's failure, and head01 comes "
+           "back MASTER beside head02 (lib/service, lib/agent)";
   if (name == "link_down_up")
     return "KNOWN ENGINE BUG: real OpenSM stays MASTER through a short unlink, head01 is not re-rendered "
            "to the standby priority, so after ReLink two MASTERs at priority 11 until split-brain yields "
