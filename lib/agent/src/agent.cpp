@@ -34,6 +34,7 @@ struct Agent::Query {
   int failed = 0;
   bool refused_all = true;
   bool done = false;
+  std::optional<Scheduler::TimerId> slot;  // the next attempt's send time
 };
 
 struct Agent::Round {
@@ -122,6 +123,8 @@ void Agent::start_query(const std::shared_ptr<Round>& round, const mad::Target& 
 
 void Agent::send_attempt(const std::shared_ptr<Query>& q) {
   if (q->done || q->sent >= q->attempts) return;
+  if (q->slot) sched_.cancel(*q->slot);
+  q->slot.reset();
   const int k = q->sent++;
   const TimePoint sent_at = sched_.now();
   mad::RequestOptions o;
@@ -133,6 +136,8 @@ void Agent::send_attempt(const std::shared_ptr<Query>& q) {
     if (alive.expired() || q->done) return;
     if (r.ok()) {
       q->done = true;
+      if (q->slot) sched_.cancel(*q->slot);
+      q->slot.reset();
       q->report(sm::Probe::answered(r->info, k + 1));
       return;
     }
@@ -152,8 +157,10 @@ void Agent::send_attempt(const std::shared_ptr<Query>& q) {
   if (q->sent < q->attempts) {
     const TimePoint slot = q->begin + window_ * q->sent / q->attempts;
     const int expect = q->sent;
-    sched_.schedule_at(slot, [this, alive, q, expect] {
-      if (alive.expired() || q->done || q->sent != expect) return;
+    q->slot = sched_.schedule_at(slot, [this, alive, q, expect] {
+      if (alive.expired()) return;
+      q->slot.reset();
+      if (q->done || q->sent != expect) return;
       send_attempt(q);
     });
   }
@@ -169,8 +176,9 @@ void Agent::finish_round() {
   // Far past the window: this process was not running (CPU stall), so silence
   // in this round says nothing about the SMs. Not believed for `misses` rounds.
   const bool late = sched_.now() - round_started_ > 2 * window_ + milliseconds(5);
-  if (late && late_rounds_ + 1 < cfg_.policy.misses) {
-    ++late_rounds_;
+  if (late) ++late_rounds_;
+  else late_rounds_ = 0;
+  if (late && late_rounds_ < cfg_.policy.misses) {
     auto discount = [](sm::Probe& p) {
       if (!p.info) p.queried = false;
     };
@@ -179,8 +187,6 @@ void Agent::finish_round() {
       discount(p.via_lid);
       discount(p.via_dr);
     }
-  } else {
-    late_rounds_ = 0;
   }
   const bool soon = step(round->obs);
   if (!running_ || poll_timer_) return;

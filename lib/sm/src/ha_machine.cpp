@@ -228,6 +228,7 @@ void HaMachine::start(TimePoint now, Ctx& c, const std::string& why) {
   c.event(EventKind::OpensmStarted, why, "priority " + std::to_string(rendered_));
   process_ = ProcessState::Running;
   started_at_ = now;
+  answered_since_start_ = false;
   local_misses_ = 0;
   role_ = Role::Starting;
 }
@@ -273,6 +274,7 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
     if (process_ != ProcessState::Running) {
       process_ = p;
       started_at_ = now;
+      answered_since_start_ = false;
       if (role_ == Role::Init) role_ = Role::Starting;
     }
     return;
@@ -299,6 +301,7 @@ void HaMachine::on_tick(TimePoint now, Ctx& c) {
       c.act(RestartOpensm{prio_.master, false});
       rendered_ = prio_.master;
       started_at_ = now;
+      answered_since_start_ = false;
       local_misses_ = 0;
       c.event(EventKind::TakeoverFallback,
               "local SM not MASTER " + ms(now - takeover_started_) + " after DISCOVER",
@@ -417,6 +420,7 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
     local_ = *r.local.info;
     local_misses_ = 0;
     local_answer_at_ = now;
+    answered_since_start_ = true;
     if (!before || *before != r.local.info->state) {
       const SmState old = before.value_or(SmState::NotActive);
       local_state_ = r.local.info->state;
@@ -446,7 +450,9 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
 
   // Hung local OpenSM: running, port up, DR hop 0 unanswered for `misses` rounds
   // and `hang_timeout` (a short CPU stall of OpenSM or of us is not a hang). Fence it.
-  if (!r.local.info && local_misses_ >= policy_.misses && now - started_at_ >= policy_.start_grace &&
+  // The start grace covers only a fresh OpenSM that has not answered yet.
+  if (!r.local.info && local_misses_ >= policy_.misses &&
+      (answered_since_start_ || now - started_at_ >= policy_.start_grace) &&
       now - std::max(local_answer_at_, started_at_) >= policy_.hang_timeout &&
       r.local_port != PortState::Down) {
     set_alarm(AlarmKind::LocalSmHung, true,
@@ -609,7 +615,14 @@ void HaMachine::consider_split_brain(const PollRound& r, TimePoint now, Ctx& c) 
   }
   if (!dual_since_) dual_since_ = now;
   const auto& me = *r.local.info;
-  const bool lower = outranks(other->last->priority, other->last->guid, me.priority, me.guid);
+  // Rank as OpenSM (observed priority, then lower GUID), except that two masters
+  // at the same rendered priority (both render the master value) are ranked by
+  // their configured priority first, so the preferred head keeps mastership.
+  const auto mine = policy_.base_priority;
+  const auto theirs = other->spec.priority.value_or(policy_.base_priority);
+  const bool lower = other->last->priority != me.priority || mine == theirs
+                         ? outranks(other->last->priority, other->last->guid, me.priority, me.guid)
+                         : theirs > mine;
   const std::string detail = peer_name(other->spec.guid) + " prio " +
                              std::to_string(other->last->priority) + " and " + policy_.node_name +
                              " prio " + std::to_string(me.priority) + " both MASTER";
@@ -629,6 +642,7 @@ void HaMachine::consider_split_brain(const PollRound& r, TimePoint now, Ctx& c) 
     rendered_ = prio_.standby;
     role_ = Role::Starting;
     started_at_ = now;
+    answered_since_start_ = false;
     local_.reset();
     local_misses_ = 0;
     dual_since_.reset();

@@ -111,11 +111,22 @@ Outcome run_schedule(std::uint64_t seed) {
       bool lower_smhad_up = false;
       for (auto m : masters) {
         // The lowest-ranked active master: if its smhad runs, it must yield at first sight.
+        // Rank as the engine does: observed priority, then configured priority
+        // when the observed ones are equal, then the lower GUID.
+        auto configured = [&](Guid g) {
+          const int h = c.head_of(g);
+          return h >= 0 && h < static_cast<int>(p.priorities.size()) ? p.priorities[h] : p.base_priority;
+        };
+        auto above = [&](const Fabric::SmView& x, const Fabric::SmView& y) {
+          if (x.priority == y.priority && configured(x.guid) != configured(y.guid))
+            return configured(x.guid) > configured(y.guid);
+          return outranks(x.priority, x.guid, y.priority, y.guid);
+        };
         bool lowest = true;
         auto a = *c.fabric().sm(m);
         for (auto o : masters) {
           auto b = *c.fabric().sm(o);
-          if (o != m && outranks(a.priority, a.guid, b.priority, b.guid)) lowest = false;
+          if (o != m && above(a, b)) lowest = false;
         }
         if (lowest && c.smhad_up(c.head_of(a.guid))) lower_smhad_up = true;
       }

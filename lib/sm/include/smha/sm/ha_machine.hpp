@@ -218,6 +218,7 @@ class HaMachine {
   int local_misses_ = 0;
   TimePoint local_answer_at_{};       // last answer of the local SM
   TimePoint started_at_{};
+  bool answered_since_start_ = false;  // the local SM answered since (re)start/adoption
   std::uint8_t rendered_ = 0;
   std::vector<PeerTrack> peers_;
   int no_master_rounds_ = 0;
