@@ -147,7 +147,7 @@ void write_config(const Head& h, int priority, const std::vector<PeerCfg>& peers
   for (const auto& p : peers)
     y << "  - name: " << p.name << "\n    port_guid: " << hex(p.guid) << "\n    lid: " << p.lid << "\n";
   y << "sm_priority: " << priority << "\n";
-  y << "failover:\n  poll_interval_ms: 200\n  misses_before_takeover: 3\n";
+  y << "failover:\n  poll_interval_ms: 100\n  misses_before_takeover: 3\n";  // the defaults
   y << "opensm:\n  log_file: " << h.dir << "/opensm.log\n  dump_files_dir: " << h.dir
     << "/\n  cache_dir: " << h.dir << "/cache\n  conf_path: " << h.dir << "/opensm.conf\n";
   y << "control:\n  socket: " << h.socket() << "\n  group: root\n";
