@@ -24,7 +24,6 @@ Duration query_window_for(const AgentConfig& cfg) {
 // One query of a round: up to `attempts` requests, spread over the window; the
 // first answer wins, each request may be answered until the window ends.
 struct Agent::Query {
-  std::weak_ptr<Round> round;
   mad::Target target;
   std::function<void(sm::Probe)> report;
   TimePoint begin{};
@@ -107,7 +106,6 @@ void Agent::begin_round() {
 void Agent::start_query(const std::shared_ptr<Round>& round, const mad::Target& target,
                         std::function<void(sm::Probe)> report) {
   auto q = std::make_shared<Query>();
-  q->round = round;
   q->target = target;
   std::weak_ptr<int> alive = alive_;
   q->report = [this, alive, round, report = std::move(report)](sm::Probe p) {
