@@ -48,6 +48,7 @@ struct FakeTransport : mad::MadTransport {
   FakeScheduler& s;
   std::map<std::string, std::optional<SmInfo>> answers;  // key: "dr:0", "lid:2", "dr:0,1,2"
   std::map<std::string, Duration> delay;
+  std::map<std::string, Duration> late;  // a timeout reported this much after its deadline
   std::set<std::string> refuse;
   std::vector<std::pair<std::string, SmInfoModifier>> sets;
   int gets = 0;
@@ -67,7 +68,8 @@ struct FakeTransport : mad::MadTransport {
     } else if (!a && refuse.count(k)) {
       s.schedule_at(s.now() + milliseconds(1), [done] { done(make_error(mad::kErrMadStatus, "0x000c")); });
     } else {
-      s.schedule_at(s.now() + limit, [done] { done(make_error(mad::kErrTimeout, "timeout")); });
+      const Duration extra = late.count(k) ? late[k] : Duration{};
+      s.schedule_at(s.now() + limit + extra, [done] { done(make_error(mad::kErrTimeout, "timeout")); });
     }
   }
   void set_sminfo(const mad::Target& t, SmInfoModifier mod, const SmInfo& payload,
@@ -196,6 +198,29 @@ TEST_CASE("Agent: a late answer within the query window counts; no fence of a sl
   // Beyond the window the local SM is silent: fenced once misses and hang_timeout pass.
   t.delay["dr:0"] = milliseconds(80);
   s.run_until(s.now() + seconds(1));
+  CHECK(std::find(sink.events.begin(), sink.events.end(), "fence_local") != sink.events.end());
+}
+
+TEST_CASE("Agent: rounds that end far past their window (smhad stalled) count only after misses - 1",
+          "[agent]") {
+  FakeScheduler s;
+  FakeTransport t(s);
+  FakeControl ctl;
+  NullSink sink;
+  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Master, 11);
+  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+  Agent a(config(), s, t, ctl, sink);
+  a.start();
+  s.run_until(s.now() + seconds(1));
+  // The local SM goes silent and every timeout is seen 200 ms late: each round
+  // ends ~250 ms after it began (late). Rounds 1 and 2 are discounted, so the
+  // fence (3 counted misses) comes at round 5 (~1.3 s), not round 3 (~0.8 s).
+  t.answers["dr:0"].reset();
+  t.late["dr:0"] = milliseconds(200);
+  s.run_until(s.now() + milliseconds(1000));
+  CHECK(std::find(sink.events.begin(), sink.events.end(), "fence_local") == sink.events.end());
+  s.run_until(s.now() + milliseconds(1000));
   CHECK(std::find(sink.events.begin(), sink.events.end(), "fence_local") != sink.events.end());
 }
 
