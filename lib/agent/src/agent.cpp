@@ -6,29 +6,35 @@ namespace smha::agent {
 
 namespace {
 
-mad::RequestOptions request_for(const AgentConfig& cfg) {
-  if (cfg.request) return *cfg.request;
-  mad::RequestOptions o;
-  // Short attempts: an SMInfo round trip takes microseconds on hardware and a
-  // few milliseconds under ibsim; a round of three attempts stays well inside
-  // the interval.
-  o.timeout = std::clamp<Duration>(cfg.policy.poll_interval / 10, milliseconds(5), milliseconds(25));
-  o.retries = 2;
-  return o;
-}
-
 sm::HaPolicy policy_for(const AgentConfig& cfg) {
   sm::HaPolicy p = cfg.policy;
-  p.attempts_per_query = request_for(cfg).retries + 1;
+  p.attempts_per_query = std::max(1, cfg.attempts);
+  p.query_window = query_window_for(cfg);
   return p;
 }
 
-sm::Probe to_probe(const Result<mad::SmInfoReply>& r, int max_attempts) {
-  if (r.ok()) return sm::Probe::answered(r->info, r->attempts);
-  return sm::Probe::unanswered(max_attempts);
+}  // namespace
+
+Duration query_window_for(const AgentConfig& cfg) {
+  if (cfg.query_window) return *cfg.query_window;
+  const Duration p = cfg.policy.poll_interval;
+  return std::max<Duration>(p / 2, std::min<Duration>(milliseconds(30), p));
 }
 
-}  // namespace
+// One query of a round: up to `attempts` requests, spread over the window; the
+// first answer wins, each request may be answered until the window ends.
+struct Agent::Query {
+  mad::Target target;
+  std::function<void(sm::Probe)> report;
+  TimePoint begin{};
+  TimePoint end{};
+  int attempts = 0;
+  int sent = 0;
+  int failed = 0;
+  bool refused_all = true;
+  bool done = false;
+  std::optional<Scheduler::TimerId> slot;  // the next attempt's send time
+};
 
 struct Agent::Round {
   sm::PollRound obs;
@@ -43,7 +49,7 @@ Agent::Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmCo
       opensm_(opensm),
       sink_(sink),
       machine_(policy_for(cfg_)),
-      req_(request_for(cfg_)),
+      window_(query_window_for(cfg_)),
       alive_(std::make_shared<int>(0)) {}
 
 Agent::~Agent() { stop(); }
@@ -84,35 +90,77 @@ void Agent::begin_round() {
   round_started_ = sched_.now();
   auto round = std::make_shared<Round>();
   round_ = round;
-  const int attempts = req_.retries + 1;
-  std::weak_ptr<int> alive = alive_;
-  auto done = [this, alive, round]() {
-    if (alive.expired() || round_ != round) return;
-    if (--round->outstanding == 0) finish_round();
-  };
-
-  // Count every query first: a transport never calls back from inside the call,
-  // but keep the count right even if one did.
+  // Count every query first: reports may come while later queries start.
   round->outstanding = 1;
   for (const auto& p : cfg_.peers) round->obs.peers.push_back(sm::PeerProbe{p.guid, {}, {}, {}});
   for (const auto& p : cfg_.peers) round->outstanding += p.dr ? 2 : 1;
 
-  mad_.get_sminfo(DrPath{}, req_, [round, attempts, done](Result<mad::SmInfoReply> r) {
-    round->obs.local = to_probe(r, attempts);
-    done();
-  });
+  start_query(round, DrPath{}, [round](sm::Probe p) { round->obs.local = p; });
   for (std::size_t i = 0; i < cfg_.peers.size(); ++i) {
     const auto& p = cfg_.peers[i];
-    mad_.get_sminfo(p.lid, req_, [round, i, attempts, done](Result<mad::SmInfoReply> r) {
-      round->obs.peers[i].via_lid = to_probe(r, attempts);
-      done();
-    });
-    if (p.dr) {
-      mad_.get_sminfo(*p.dr, req_, [round, i, attempts, done](Result<mad::SmInfoReply> r) {
-        round->obs.peers[i].via_dr = to_probe(r, attempts);
-        done();
-      });
+    start_query(round, p.lid, [round, i](sm::Probe pr) { round->obs.peers[i].via_lid = pr; });
+    if (p.dr) start_query(round, *p.dr, [round, i](sm::Probe pr) { round->obs.peers[i].via_dr = pr; });
+  }
+}
+
+void Agent::start_query(const std::shared_ptr<Round>& round, const mad::Target& target,
+                        std::function<void(sm::Probe)> report) {
+  auto q = std::make_shared<Query>();
+  q->target = target;
+  std::weak_ptr<int> alive = alive_;
+  q->report = [this, alive, round, report = std::move(report)](sm::Probe p) {
+    if (alive.expired() || round_ != round) return;
+    report(p);
+    if (--round->outstanding == 0) finish_round();
+  };
+  q->begin = sched_.now();
+  q->end = q->begin + window_;
+  q->attempts = std::max(1, cfg_.attempts);
+  send_attempt(q);
+}
+
+void Agent::send_attempt(const std::shared_ptr<Query>& q) {
+  if (q->done || q->sent >= q->attempts) return;
+  if (q->slot) sched_.cancel(*q->slot);
+  q->slot.reset();
+  const int k = q->sent++;
+  const TimePoint sent_at = sched_.now();
+  mad::RequestOptions o;
+  o.timeout = std::max<Duration>(q->end - sent_at, milliseconds(1));
+  o.retries = 0;
+  o.m_key = cfg_.m_key;
+  std::weak_ptr<int> alive = alive_;
+  mad_.get_sminfo(q->target, o, [this, alive, q, k, sent_at, o](Result<mad::SmInfoReply> r) {
+    if (alive.expired() || q->done) return;
+    if (r.ok()) {
+      q->done = true;
+      if (q->slot) sched_.cancel(*q->slot);
+      q->slot.reset();
+      q->report(sm::Probe::answered(r->info, k + 1));
+      return;
     }
+    // Refused: failed well before its deadline (error status, error completion).
+    const bool refused = sched_.now() - sent_at < o.timeout / 2;
+    if (!refused) q->refused_all = false;
+    ++q->failed;
+    if (q->failed >= q->attempts) {
+      q->done = true;
+      q->report(q->refused_all ? sm::Probe::refused_by_all(q->attempts)
+                               : sm::Probe::unanswered(q->attempts));
+      return;
+    }
+    if (refused && q->sent == q->failed) send_attempt(q);  // next one now, not at its slot
+  });
+  // The next attempt at its slot, unless an answer or a refusal came first.
+  if (q->sent < q->attempts) {
+    const TimePoint slot = q->begin + window_ * q->sent / q->attempts;
+    const int expect = q->sent;
+    q->slot = sched_.schedule_at(slot, [this, alive, q, expect] {
+      if (alive.expired()) return;
+      q->slot.reset();
+      if (q->done || q->sent != expect) return;
+      send_attempt(q);
+    });
   }
 }
 
@@ -123,6 +171,21 @@ void Agent::finish_round() {
   round->obs.process = opensm_.state();
   round->obs.local_port = local_port_ ? local_port_() : sm::PortState::Up;
   for (auto& p : round->obs.peers) p.port = peer_port_ ? peer_port_(p.guid) : sm::PortState::Unknown;
+  // Far past the window: this process was not running (CPU stall), so silence
+  // in this round says nothing about the SMs. Not believed for `misses` rounds.
+  const bool late = sched_.now() - round_started_ > 2 * window_ + milliseconds(5);
+  if (late) ++late_rounds_;
+  else late_rounds_ = 0;
+  if (late && late_rounds_ < cfg_.policy.misses) {
+    auto discount = [](sm::Probe& p) {
+      if (!p.info) p.queried = false;
+    };
+    discount(round->obs.local);
+    for (auto& p : round->obs.peers) {
+      discount(p.via_lid);
+      discount(p.via_dr);
+    }
+  }
   const bool soon = step(round->obs);
   if (!running_ || poll_timer_) return;
   const TimePoint next = soon ? sched_.now() + cfg_.policy.poll_interval / 10
@@ -162,7 +225,11 @@ void Agent::apply(const sm::Decision& d) {
       payload.guid = cfg_.policy.own_guid;
       payload.state = SmState::Master;
       std::weak_ptr<int> alive = alive_;
-      mad_.set_sminfo(DrPath{}, SmInfoModifier::Discover, payload, req_,
+      mad::RequestOptions req;
+      req.timeout = std::max<Duration>(window_ / std::max(1, cfg_.attempts), milliseconds(1));
+      req.retries = std::max(1, cfg_.attempts) - 1;
+      req.m_key = cfg_.m_key;
+      mad_.set_sminfo(DrPath{}, SmInfoModifier::Discover, payload, req,
                       [this, alive](Result<mad::SmInfoReply> r) {
                         if (alive.expired() || r.ok()) return;
                         sink_.error(make_error(r.error().code, "DISCOVER to local SM: " +

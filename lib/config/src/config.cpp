@@ -371,7 +371,7 @@ void Loader::load_peers(const Entry& e, Config& c) {
   std::map<std::uint64_t, int> guids;
   for (std::size_t i = 0; i < seq.size(); ++i) {
     std::string path = "peers[" + std::to_string(i) + "]";
-    auto m = check_map(seq[i], path, {"name", "port_guid", "lid", "dr_path"});
+    auto m = check_map(seq[i], path, {"name", "port_guid", "lid", "dr_path", "sm_priority"});
     if (!m) continue;
     Peer p;
     bool good = true;
@@ -440,6 +440,12 @@ void Loader::load_peers(const Entry& e, Config& c) {
       } else {
         p.dr_path = *dr;
       }
+    }
+    if (auto it = m->find("sm_priority"); it != m->end()) {
+      if (auto v = ranged(it->second.value, path + ".sm_priority", 0, 15))
+        p.sm_priority = static_cast<int>(*v);
+      else
+        good = false;
     }
     if (good) c.peers.push_back(p);
   }
@@ -731,6 +737,24 @@ void Loader::cross_checks(const CheckedMap& top, Config& c) {
           error(g, path + ".port_guid", "a peer cannot have this node's port GUID (node.port_guid)");
         }
       }
+    }
+  }
+  // Configured priorities: smha renders the standbys in their order below the
+  // master and claim values and above the yield value (doc/ha-engine.md), so at
+  // most 13 distinct values fit in OpenSM's 0..15.
+  {
+    std::vector<int> levels{c.sm_priority};
+    for (const auto& p : c.peers) levels.push_back(p.sm_priority.value_or(c.sm_priority));
+    std::sort(levels.begin(), levels.end());
+    levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+    if (levels.size() > 13) {
+      auto it = top.find("sm_priority");
+      Position pos = it != top.end() ? position_of(it->second.value) : Position{};
+      error_at(pos, "sm_priority",
+               std::to_string(levels.size()) +
+                   " different sm_priority values among the heads (this one and peers[].sm_priority); "
+                   "at most 13 fit: smha renders every standby in that order between the yield "
+                   "priority below them and the master and claim priorities above them");
     }
   }
   // OpenSM's own polling must stay a slow backstop: it gives up on the master after

@@ -66,7 +66,9 @@ bool same_policy(const agent::AgentConfig& a, const agent::AgentConfig& b) {
       a.peers.size() != b.peers.size())
     return false;
   for (std::size_t i = 0; i < p.peers.size(); ++i)
-    if (p.peers[i].name != q.peers[i].name || p.peers[i].guid != q.peers[i].guid) return false;
+    if (p.peers[i].name != q.peers[i].name || p.peers[i].guid != q.peers[i].guid ||
+        p.peers[i].priority != q.peers[i].priority)
+      return false;
   for (std::size_t i = 0; i < a.peers.size(); ++i)
     if (a.peers[i].guid != b.peers[i].guid || a.peers[i].lid != b.peers[i].lid ||
         a.peers[i].dr != b.peers[i].dr)

@@ -1,6 +1,7 @@
 #include "smha/service/service.hpp"
 
 #include <algorithm>
+#include <csignal>
 #include <iomanip>
 #include <sstream>
 
@@ -71,7 +72,7 @@ SupervisedOpensmControl::SupervisedOpensmControl(boost::asio::io_context& io, co
                                                  opensm::OpensmSupervisor::SpecFactory spec,
                                                  opensm::SupervisorOptions options,
                                                  PriorityRenderer render, const HoldState& hold)
-    : fs_(fs), conf_path_(options.conf_path), render_(std::move(render)), hold_(hold) {
+    : runner_(runner), fs_(fs), conf_path_(options.conf_path), render_(std::move(render)), hold_(hold) {
   std::weak_ptr<int> alive = alive_;
   auto user_change = options.on_change;
   options.on_change = [this, alive, user_change](const opensm::SupervisorStatus& st) {
@@ -155,22 +156,35 @@ Status SupervisedOpensmControl::write_and_apply(std::uint8_t priority, opensm::C
   return Status::Ok();
 }
 
-Status SupervisedOpensmControl::stop(bool /*force*/) {
+// The supervisor stops with SIGTERM and escalates only after its stop timeout;
+// a SIGSTOPped OpenSM does not act on SIGTERM, so a fence adds SIGKILL at once.
+// The supervisor then sees the exit it is waiting for.
+void SupervisedOpensmControl::kill_now() {
+  const int pid = sup_->status().pid;
+  if (pid <= 0) return;
+  if (auto st = runner_.kill(pid, SIGKILL); !st.ok())
+    sm_log()->warn("SIGKILL to hung OpenSM pid {}: {}", pid, st.error().message);
+}
+
+Status SupervisedOpensmControl::stop(bool force) {
   if (hold_.held) return make_error("hold", "maintenance hold: OpenSM is not stopped");
   stop_requested_ = true;
   sup_->stop();
+  if (force) kill_now();
   return Status::Ok();
 }
 
-Status SupervisedOpensmControl::restart(std::uint8_t priority, bool /*force*/) {
+Status SupervisedOpensmControl::restart(std::uint8_t priority, bool force) {
   using S = opensm::SupervisorState;
   if (hold_.held) return make_error("hold", "maintenance hold: OpenSM is not restarted");
   if (sup_->status().state != S::Running) return start(priority);
   auto st = write_and_apply(priority, opensm::ConfChangeKind::None);
   if (!st.ok()) return st;
   stop_requested_ = false;
-  return sup_->restart("the HA engine asked for a restart at priority " + std::to_string(priority),
-                       false);
+  auto r = sup_->restart("the HA engine asked for a restart at priority " + std::to_string(priority),
+                         false);
+  if (r.ok() && force) kill_now();
+  return r;
 }
 
 Status SupervisedOpensmControl::set_priority(std::uint8_t priority) {
@@ -315,7 +329,9 @@ Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid,
   p.node_name = c.node_name;
   p.own_guid = own_guid;
   for (const auto& peer : c.peers) {
-    p.peers.push_back(sm::PeerSpec{peer.name, peer.port_guid});
+    std::optional<std::uint8_t> prio;
+    if (peer.sm_priority) prio = static_cast<std::uint8_t>(*peer.sm_priority);
+    p.peers.push_back(sm::PeerSpec{peer.name, peer.port_guid, prio});
     if (peer.lid) {
       a.peers.push_back(agent::PeerAddress{peer.port_guid, *peer.lid, peer.dr_path});
     } else if (unaddressed) {
@@ -327,7 +343,8 @@ Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid,
   p.failback = c.failover.failback == config::FailbackPolicy::Preempt ? sm::FailbackMode::Preempt
                                                                       : sm::FailbackMode::Sticky;
   p.preempt_hold_down = c.failover.preempt_holddown;
-  p.base_priority = static_cast<std::uint8_t>(std::clamp(c.sm_priority, 1, 13));
+  p.base_priority = static_cast<std::uint8_t>(std::clamp(c.sm_priority, 0, 15));
+  p.hang_timeout = (p.misses + 1) * p.poll_interval;
   if (auto st = sm::validate(p); !st.ok()) return st.error();
   return a;
 }

@@ -56,11 +56,15 @@ Cluster::Cluster(std::uint64_t seed, ClusterParams params)
     p.takeover_bound = params_.takeover_bound;
     p.preempt_hold_down = params_.preempt_hold_down;
     p.start_grace = params_.start_grace;
-    p.base_priority = params_.base_priority;
+    auto configured = [&](int k) {
+      return k < static_cast<int>(params_.priorities.size()) ? params_.priorities[k] : params_.base_priority;
+    };
+    p.base_priority = configured(i);
+    p.hang_timeout = (params_.misses + 1) * params_.poll_interval;  // as smhad's map_config
     for (int j = 0; j < n; ++j) {
       if (j == i) continue;
       const NodeId o = heads_[j]->node;
-      p.peers.push_back(sm::PeerSpec{fabric_.name(o), fabric_.guid(o)});
+      p.peers.push_back(sm::PeerSpec{fabric_.name(o), fabric_.guid(o), configured(j)});
       h.cfg.peers.push_back(agent::PeerAddress{fabric_.guid(o), fabric_.lid(o), fabric_.dr_path(o)});
     }
   }

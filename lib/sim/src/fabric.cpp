@@ -11,6 +11,9 @@ namespace {
 
 // OpenSM's Set-rejection status as it goes on the wire (internals §2.1 quirk).
 constexpr std::uint16_t kStatusRejected = 0x0700;
+// Unsupported method/attribute: what the kernel answers for an SMP to a port on
+// which no SM agent is registered.
+constexpr std::uint16_t kStatusUnsupported = 0x000c;
 
 struct Conf {
   std::uint8_t priority = 0;
@@ -213,11 +216,31 @@ struct Fabric::Impl {
 
   // ---- SM state machine --------------------------------------------------
 
+  // A frozen SM reachable from `sm`: the sweep's query to it waits for its timeouts.
+  bool frozen_sm_in_reach(const Sm& sm) const {
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const auto& o = nodes[i]->sm;
+      if (static_cast<NodeId>(i) == sm.node || !o || !o->alive || !o->stopped) continue;
+      if (nodes[sm.node]->link && nodes[i]->link) return true;
+    }
+    return false;
+  }
+
   void begin_discovery(const SmPtr& sm) {
     sm->state = SmState::Discovering;
     const auto g = ++sm->gen;
-    sm_timer(sm, params.sm.discover_check, [this, sm, g] {
+    discovery_check(sm, g, true);
+  }
+
+  void discovery_check(const SmPtr& sm, std::uint64_t g, bool first) {
+    const Duration delay = first ? params.sm.discover_check
+                                 : params.sm.transaction_timeout * params.sm.transaction_attempts;
+    sm_timer(sm, delay, [this, sm, g, first] {
       if (sm->gen != g) return;
+      if (first && nodes[sm->node]->link && frozen_sm_in_reach(*sm)) {
+        discovery_check(sm, g, false);  // waits on the frozen SM, then goes on
+        return;
+      }
       if (!nodes[sm->node]->link) {  // SM port down: DISCOVERING until it comes back
         sm_timer(sm, params.sm.link_retry, [this, sm, g] {
           if (sm->gen == g) begin_discovery(sm);
@@ -429,9 +452,12 @@ struct Fabric::Impl {
       q.schedule_in(one_way(r->from, to), [this, r, a, to] {
         if (r->finished || r->attempt != a) return;
         auto sm = nodes[to]->sm;
-        if (!answering(sm)) return;  // no SM agent bound, or frozen: no response
         std::variant<SmInfo, std::uint16_t> answer;
-        if (r->mod) {
+        if (!sm || !sm->alive) {
+          answer = kStatusUnsupported;  // no SM bound: the kernel refuses the SMP
+        } else if (!answering(sm)) {
+          return;  // frozen or still starting: no response
+        } else if (r->mod) {
           answer = handle_set(sm, *r->mod, r->payload);
         } else {
           ++sm->act_count;

@@ -34,6 +34,7 @@ std::string_view to_string(AlarmKind k) {
     case AlarmKind::LocalSmHung: return "local_sm_hung";
     case AlarmKind::NoMaster: return "no_master";
     case AlarmKind::HandoverFailed: return "handover_failed";
+    case AlarmKind::PriorityMismatch: return "priority_mismatch";
   }
   return "unknown";
 }
@@ -227,6 +228,7 @@ void HaMachine::start(TimePoint now, Ctx& c, const std::string& why) {
   c.event(EventKind::OpensmStarted, why, "priority " + std::to_string(rendered_));
   process_ = ProcessState::Running;
   started_at_ = now;
+  answered_since_start_ = false;
   local_misses_ = 0;
   role_ = Role::Starting;
 }
@@ -272,6 +274,7 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
     if (process_ != ProcessState::Running) {
       process_ = p;
       started_at_ = now;
+      answered_since_start_ = false;
       if (role_ == Role::Init) role_ = Role::Starting;
     }
     return;
@@ -298,6 +301,7 @@ void HaMachine::on_tick(TimePoint now, Ctx& c) {
       c.act(RestartOpensm{prio_.master, false});
       rendered_ = prio_.master;
       started_at_ = now;
+      answered_since_start_ = false;
       local_misses_ = 0;
       c.event(EventKind::TakeoverFallback,
               "local SM not MASTER " + ms(now - takeover_started_) + " after DISCOVER",
@@ -354,6 +358,25 @@ void HaMachine::check_alarms(const PollRound& r, TimePoint, Ctx& c) {
   }
   set_alarm(AlarmKind::SmKeyMismatch, !mismatch.empty(),
             "SM_Key differs from ours on: " + mismatch, c);
+
+  // Configured priorities: every head must list the same ones, or the rendered
+  // standby values no longer stay below the master's (sticky failback breaks).
+  // A STANDBY peer renders its standby value, or the claim value while pulling.
+  std::string prio;
+  for (auto& t : peers_) {
+    if (!t.answered || t.last->state != SmState::Standby) continue;
+    const auto want = prio_.standby_for(t.spec.guid);
+    if (t.last->priority == want || t.last->priority == prio_.claim) t.prio_mismatch = 0;
+    else ++t.prio_mismatch;
+    if (t.prio_mismatch >= 2 * policy_.misses)
+      prio += peer_name(t.spec.guid) + " renders " + std::to_string(t.last->priority) +
+              " as STANDBY, expected " + std::to_string(want) + "; ";
+  }
+  const bool any = std::any_of(peers_.begin(), peers_.end(), [&](const PeerTrack& t) {
+    return t.prio_mismatch >= 2 * policy_.misses;
+  });
+  set_alarm(AlarmKind::PriorityMismatch, any,
+            prio + "give every head the same sm_priority and peers[].sm_priority values", c);
 }
 
 void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
@@ -380,8 +403,11 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
       streak_miss_ += t.misses;  // the streak ended: those rounds were lost MADs
       t.misses = 0;
       t.last = *i;
+      t.last_answer_at = now;
     } else if (it->via_lid.queried || it->via_dr.queried) {
       ++t.misses;
+      t.refused = (!it->via_lid.queried || it->via_lid.refused) &&
+                  (!it->via_dr.queried || it->via_dr.refused);
     }
   }
   update_loss(r);
@@ -393,6 +419,8 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   if (r.local.info) {
     local_ = *r.local.info;
     local_misses_ = 0;
+    local_answer_at_ = now;
+    answered_since_start_ = true;
     if (!before || *before != r.local.info->state) {
       const SmState old = before.value_or(SmState::NotActive);
       local_state_ = r.local.info->state;
@@ -420,8 +448,12 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   }
   if (process_ != ProcessState::Running) return;
 
-  // Hung local OpenSM: running, port up, DR hop 0 unanswered. Fence it.
-  if (!r.local.info && local_misses_ >= policy_.misses && now - started_at_ >= policy_.start_grace &&
+  // Hung local OpenSM: running, port up, DR hop 0 unanswered for `misses` rounds
+  // and `hang_timeout` (a short CPU stall of OpenSM or of us is not a hang). Fence it.
+  // The start grace covers only a fresh OpenSM that has not answered yet.
+  if (!r.local.info && local_misses_ >= policy_.misses &&
+      (answered_since_start_ || now - started_at_ >= policy_.start_grace) &&
+      now - std::max(local_answer_at_, started_at_) >= policy_.hang_timeout &&
       r.local_port != PortState::Down) {
     set_alarm(AlarmKind::LocalSmHung, true,
               "no SMInfo answer from local OpenSM for " + std::to_string(local_misses_) + " rounds",
@@ -492,9 +524,12 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   }
 
   // No-master bookkeeping (for the takeover decision).
+  const bool peers_queried = std::any_of(r.peers.begin(), r.peers.end(), [](const PeerProbe& p) {
+    return p.via_lid.queried || p.via_dr.queried;
+  });
   if (master_seen_) {
     no_master_rounds_ = 0;
-  } else {
+  } else if (peers_queried || r.peers.empty()) {
     if (no_master_rounds_ == 0) no_master_since_ = now;
     ++no_master_rounds_;
   }
@@ -521,18 +556,30 @@ void HaMachine::consider_takeover(const PollRound& r, TimePoint now, Ctx& c) {
       return;
 
   // The master we lost: the last peer seen MASTER. Its port state is a second
-  // signal: down confirms the loss; up means hung, whose own smhad fences it first.
+  // signal: down confirms the loss. How it fails to answer is a third: refused
+  // (no SM bound: dead, or already fenced) needs no more than the rounds;
+  // silence (hung, or unreachable) waits until the smhad beside it has had
+  // time to fence it (hang_timeout after its last answer, plus one poll
+  // interval of phase between the two smhad, one query window and one poll
+  // interval of margin), so OpenSM's discovery sweep never waits on a frozen SM
+  // and a hung master woken later is already dead.
   int need = required_rounds();
   std::string evidence;
+  std::optional<TimePoint> wait_until;
   for (const auto& t : peers_) {
     if (!t.last || t.last->state != SmState::Master) continue;
     if (t.answered) continue;  // answered as non-MASTER: it left the role itself
     if (t.port == PortState::Down) need = policy_.misses;
-    else if (t.port == PortState::Up) need += 1;
+    else if (!t.refused)
+      wait_until = std::max(wait_until.value_or(TimePoint{}),
+                            t.last_answer_at + policy_.hang_timeout + 2 * policy_.poll_interval +
+                                policy_.query_window);
     evidence += peer_name(t.spec.guid) + " (last MASTER) unanswered on LID and DR for " +
-                std::to_string(t.misses) + " rounds, port " + std::string(to_string(t.port)) +
-                "; ";
+                std::to_string(t.misses) + " rounds (" + (t.refused ? "refused" : "silent") +
+                ", last answer " + ms(now - t.last_answer_at) + " ago), port " +
+                std::string(to_string(t.port)) + "; ";
   }
+  if (wait_until && now < *wait_until) return;  // rounds keep coming (poll_soon)
   // Rank among live standbys (OpenSM's order): the best acts first, the next one
   // only if the best has not produced a master within the takeover bound.
   int above = 0;
@@ -568,7 +615,14 @@ void HaMachine::consider_split_brain(const PollRound& r, TimePoint now, Ctx& c) 
   }
   if (!dual_since_) dual_since_ = now;
   const auto& me = *r.local.info;
-  const bool lower = outranks(other->last->priority, other->last->guid, me.priority, me.guid);
+  // Rank as OpenSM (observed priority, then lower GUID), except that two masters
+  // at the same rendered priority (both render the master value) are ranked by
+  // their configured priority first, so the preferred head keeps mastership.
+  const auto mine = policy_.base_priority;
+  const auto theirs = other->spec.priority.value_or(policy_.base_priority);
+  const bool lower = other->last->priority != me.priority || mine == theirs
+                         ? outranks(other->last->priority, other->last->guid, me.priority, me.guid)
+                         : theirs > mine;
   const std::string detail = peer_name(other->spec.guid) + " prio " +
                              std::to_string(other->last->priority) + " and " + policy_.node_name +
                              " prio " + std::to_string(me.priority) + " both MASTER";
@@ -588,6 +642,7 @@ void HaMachine::consider_split_brain(const PollRound& r, TimePoint now, Ctx& c) 
     rendered_ = prio_.standby;
     role_ = Role::Starting;
     started_at_ = now;
+    answered_since_start_ = false;
     local_.reset();
     local_misses_ = 0;
     dual_since_.reset();
@@ -595,9 +650,7 @@ void HaMachine::consider_split_brain(const PollRound& r, TimePoint now, Ctx& c) 
 }
 
 void HaMachine::consider_preempt(const PollRound& r, TimePoint now, Ctx& c) {
-  Guid preferred = policy_.preferred_master.value_or(policy_.own_guid);
-  if (!policy_.preferred_master)
-    for (const auto& p : policy_.peers) preferred = std::min(preferred, p.guid);
+  const Guid preferred = preferred_head(policy_);
   const PeerTrack* m = live_master_peer();
   const bool healthy = policy_.failback == FailbackMode::Preempt && preferred == policy_.own_guid &&
                        r.local.info->state == SmState::Standby && m != nullptr && alarms_.empty();

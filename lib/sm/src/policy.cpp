@@ -1,5 +1,6 @@
 #include "smha/sm/policy.hpp"
 
+#include <algorithm>
 #include <set>
 
 namespace smha::sm {
@@ -25,8 +26,17 @@ Status validate(const HaPolicy& p) {
   if (p.poll_interval < milliseconds(10) || p.poll_interval > seconds(10))
     return bad("poll_interval: must be 10 ms .. 10 s");
   if (p.misses < 1 || p.misses > 100) return bad("misses: must be 1 .. 100");
-  if (p.base_priority < 1 || p.base_priority > 13)
-    return bad("base_priority: must be 1 .. 13 (yield P-1 and claim P+2 must fit 0..15)");
+  if (p.base_priority > 15) return bad("base_priority: must be 0 .. 15");
+  std::vector<std::uint8_t> configured{p.base_priority};
+  for (const auto& peer : p.peers) {
+    if (peer.priority && *peer.priority > 15)
+      return bad("peers[" + peer.name + "].priority: must be 0 .. 15");
+    configured.push_back(peer.priority.value_or(p.base_priority));
+  }
+  if (auto r = standby_priorities(configured); !r) return r.error();
+  if (p.hang_timeout < p.poll_interval) return bad("hang_timeout: must be >= poll_interval");
+  if (p.query_window <= Duration::zero() || p.query_window > p.poll_interval)
+    return bad("query_window: must be > 0 and <= poll_interval");
   if (p.takeover_bound < p.poll_interval) return bad("takeover_bound: must be >= poll_interval");
   if (p.handover_bound < p.poll_interval) return bad("handover_bound: must be >= poll_interval");
   if (p.attempts_per_query < 1) return bad("attempts_per_query: must be >= 1");
@@ -37,10 +47,63 @@ Status validate(const HaPolicy& p) {
   return Status::Ok();
 }
 
+Result<std::vector<std::uint8_t>> standby_priorities(const std::vector<std::uint8_t>& configured) {
+  std::vector<std::uint8_t> levels(configured);
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  if (levels.size() > 13)
+    return make_error("policy", "priority: " + std::to_string(levels.size()) +
+                                    " distinct configured sm_priority values; at most 13 fit "
+                                    "between yield (below every standby) and master/claim (above)");
+  // Keep each value where it fits; push up from 1, then down from 13, one step
+  // apart, so the order is kept and every value lies in 1..13.
+  const std::size_t k = levels.size();
+  std::vector<int> r(k);
+  for (std::size_t j = 0; j < k; ++j)
+    r[j] = std::max<int>(levels[j], j == 0 ? 1 : r[j - 1] + 1);
+  for (std::size_t j = k; j-- > 0;) r[j] = std::min(r[j], j + 1 == k ? 13 : r[j + 1] - 1);
+  std::vector<std::uint8_t> out;
+  for (auto c : configured) {
+    const auto j = static_cast<std::size_t>(std::lower_bound(levels.begin(), levels.end(), c) - levels.begin());
+    out.push_back(static_cast<std::uint8_t>(r[j]));
+  }
+  return out;
+}
+
+std::uint8_t Priorities::standby_for(Guid head) const {
+  for (const auto& [g, v] : standby_of)
+    if (g == head) return v;
+  return standby;
+}
+
 Priorities priorities(const HaPolicy& p) {
-  const auto b = p.base_priority;
-  return Priorities{static_cast<std::uint8_t>(b - 1), b, static_cast<std::uint8_t>(b + 1),
-                    static_cast<std::uint8_t>(b + 2)};
+  std::vector<std::uint8_t> configured{p.base_priority};
+  for (const auto& peer : p.peers) configured.push_back(peer.priority.value_or(p.base_priority));
+  auto r = standby_priorities(configured);
+  const std::vector<std::uint8_t> standby = r ? r.value() : std::vector<std::uint8_t>(configured.size(), 10);
+  Priorities out{};
+  out.standby = standby[0];
+  out.standby_of.emplace_back(p.own_guid, standby[0]);
+  for (std::size_t i = 0; i < p.peers.size(); ++i) out.standby_of.emplace_back(p.peers[i].guid, standby[i + 1]);
+  const auto [lo, hi] = std::minmax_element(standby.begin(), standby.end());
+  out.yield = static_cast<std::uint8_t>(*lo - 1);
+  out.master = static_cast<std::uint8_t>(*hi + 1);
+  out.claim = static_cast<std::uint8_t>(*hi + 2);
+  return out;
+}
+
+Guid preferred_head(const HaPolicy& p) {
+  if (p.preferred_master) return *p.preferred_master;
+  Guid best = p.own_guid;
+  std::uint8_t best_prio = p.base_priority;
+  for (const auto& peer : p.peers) {
+    const auto prio = peer.priority.value_or(p.base_priority);
+    if (prio > best_prio || (prio == best_prio && peer.guid < best)) {
+      best = peer.guid;
+      best_prio = prio;
+    }
+  }
+  return best;
 }
 
 }  // namespace smha::sm

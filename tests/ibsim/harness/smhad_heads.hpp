@@ -80,7 +80,7 @@ struct PeerCfg {
 // What varies between the tests' smha.yaml files.
 struct SmhadOptions {
   int sm_priority = 10;
-  int poll_interval_ms = 200;
+  int poll_interval_ms = 100;  // the default
   int misses = 3;
   std::string failback = "sticky";  // or "preempt"
   int preempt_holddown_s = 30;

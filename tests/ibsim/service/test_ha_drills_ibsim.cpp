@@ -42,10 +42,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// smhad's failover.poll_interval_ms in every drill. 200 ms, not the default 100:
-// 100 ms polls with smhad's 10 ms per-query timeout gave false fences on this
-// loaded 2-core machine (being fixed in the engine; change it here then).
-constexpr int kPollIntervalMs = 200;
+// smhad's failover.poll_interval_ms in every drill: the default.
+constexpr int kPollIntervalMs = 100;
 // The probe's SMInfo polling of the heads (each LID in turn).
 constexpr int kWatchIntervalMs = 20;
 // smhad's start grace: no hang verdict on an OpenSM younger than this.

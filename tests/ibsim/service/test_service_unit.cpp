@@ -75,11 +75,27 @@ TEST_CASE("map_config maps the failover policy and polls only peers with a LID")
   CHECK(a.policy.poll_interval == 50ms);
   CHECK(a.policy.misses == 2);
   CHECK(a.policy.failback == sm::FailbackMode::Preempt);
-  CHECK(a.policy.base_priority == 13);  // 15 clamped: master renders 14, claim 15
+  CHECK(a.policy.base_priority == 15);  // all 15: standby renders 13, master 14, claim 15
+  CHECK(sm::priorities(a.policy).master == 14);
+  CHECK_FALSE(a.policy.peers[0].priority.has_value());  // not given: the same as ours
+  CHECK(a.policy.hang_timeout == 150ms);                 // (misses + 1) x poll interval
   REQUIRE(a.peers.size() == 1);
   CHECK(a.peers[0].guid == Guid{0x20});
   CHECK(a.peers[0].lid == Lid{7});
   CHECK(unaddressed == std::vector<std::string>{"head03"});
+}
+
+TEST_CASE("map_config passes each peer's configured priority") {
+  auto c = two_heads();
+  c.sm_priority = 15;
+  c.peers[0].sm_priority = 14;
+  auto r = map_config(c, Guid{0x10});
+  REQUIRE(r.ok());
+  REQUIRE(r.value().policy.peers[0].priority.has_value());
+  CHECK(*r.value().policy.peers[0].priority == 14);
+  const auto t = sm::priorities(r.value().policy);
+  CHECK(t.standby == 13);
+  CHECK(t.standby_for(Guid{0x20}) == 12);
 }
 
 TEST_CASE("map_config refuses a policy the engine would not accept") {

@@ -58,6 +58,10 @@ Outcome run_schedule(std::uint64_t seed) {
   p.failback = pick(3) == 0 ? sm::FailbackMode::Preempt : sm::FailbackMode::Sticky;
   p.preempt_hold_down = seconds(2);
   p.observer_interval = Duration{0};
+  // Half the schedules configure different sm_priority values per head (0..15,
+  // repeats allowed), e.g. head01 15 / head02 14.
+  if (pick(2) == 0)
+    for (int i = 0; i < p.heads; ++i) p.priorities.push_back(static_cast<std::uint8_t>(pick(16)));
   Cluster c(seed ^ 0x9e3779b97f4a7c15ULL, p);
   const auto sweep = p.fabric.sm.discover_full;
   // Two masters: one poll interval plus the sweep when the lower-ranked master's
@@ -107,11 +111,22 @@ Outcome run_schedule(std::uint64_t seed) {
       bool lower_smhad_up = false;
       for (auto m : masters) {
         // The lowest-ranked active master: if its smhad runs, it must yield at first sight.
+        // Rank as the engine does: observed priority, then configured priority
+        // when the observed ones are equal, then the lower GUID.
+        auto configured = [&](Guid g) {
+          const int h = c.head_of(g);
+          return h >= 0 && h < static_cast<int>(p.priorities.size()) ? p.priorities[h] : p.base_priority;
+        };
+        auto above = [&](const Fabric::SmView& x, const Fabric::SmView& y) {
+          if (x.priority == y.priority && configured(x.guid) != configured(y.guid))
+            return configured(x.guid) > configured(y.guid);
+          return outranks(x.priority, x.guid, y.priority, y.guid);
+        };
         bool lowest = true;
         auto a = *c.fabric().sm(m);
         for (auto o : masters) {
           auto b = *c.fabric().sm(o);
-          if (o != m && outranks(a.priority, a.guid, b.priority, b.guid)) lowest = false;
+          if (o != m && above(a, b)) lowest = false;
         }
         if (lowest && c.smhad_up(c.head_of(a.guid))) lower_smhad_up = true;
       }
@@ -228,7 +243,9 @@ Outcome run_schedule(std::uint64_t seed) {
     fail("ended with " + std::to_string(c.fabric().active_masters().size()) + " MASTERs");
   if (out.ok && c.fabric().sets_to_master() != 0) fail("smhad sent a SubnSet(SMInfo) to a MASTER");
   if (!out.ok) {
-    trace << "heads=" << n << " failback=" << sm::to_string(p.failback) << "\n";
+    trace << "heads=" << n << " failback=" << sm::to_string(p.failback) << " priorities=";
+    for (auto v : p.priorities) trace << int(v) << " ";
+    trace << "\n";
     for (int i = 0; i < n; ++i)
       for (const auto& r : c.records(i))
         trace << "  " << c.fabric().name(c.head(i)) << " " << to_ms(r.at.time_since_epoch()) << "ms "

@@ -1,8 +1,10 @@
 // Agent and ProcessOpensmControl against scripted fakes (no simulated fabric).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <map>
+#include <set>
 
 #include "smha/agent/agent.hpp"
 #include "smha/agent/process_opensm_control.hpp"
@@ -39,10 +41,15 @@ struct FakeScheduler : Scheduler {
   }
 };
 
-// Scripted SMInfo answers per target; Sets are recorded. Answers arrive after 1 ms.
+// Scripted SMInfo answers per target; Sets are recorded. Answers arrive after 1 ms
+// (or `delay[key]`, if that is within the request's timeout); no answer is
+// silence until the timeout, or a refusal after 1 ms for keys in `refuse`.
 struct FakeTransport : mad::MadTransport {
   FakeScheduler& s;
   std::map<std::string, std::optional<SmInfo>> answers;  // key: "dr:0", "lid:2", "dr:0,1,2"
+  std::map<std::string, Duration> delay;
+  std::map<std::string, Duration> late;  // a timeout reported this much after its deadline
+  std::set<std::string> refuse;
   std::vector<std::pair<std::string, SmInfoModifier>> sets;
   int gets = 0;
   explicit FakeTransport(FakeScheduler& sch) : s(sch) {}
@@ -52,11 +59,18 @@ struct FakeTransport : mad::MadTransport {
   }
   void get_sminfo(const mad::Target& t, const mad::RequestOptions& o, mad::SmInfoCallback done) override {
     ++gets;
-    auto a = answers[key(t)];
-    s.schedule_at(s.now() + (a ? milliseconds(1) : o.timeout * (o.retries + 1)), [a, done] {
-      if (a) done(mad::SmInfoReply{*a, milliseconds(1), 1});
-      else done(make_error(mad::kErrTimeout, "timeout"));
-    });
+    const auto k = key(t);
+    auto a = answers[k];
+    const Duration d = delay.count(k) ? delay[k] : milliseconds(1);
+    const Duration limit = o.timeout * (o.retries + 1);
+    if (a && d <= limit) {
+      s.schedule_at(s.now() + d, [a, d, done] { done(mad::SmInfoReply{*a, d, 1}); });
+    } else if (!a && refuse.count(k)) {
+      s.schedule_at(s.now() + milliseconds(1), [done] { done(make_error(mad::kErrMadStatus, "0x000c")); });
+    } else {
+      const Duration extra = late.count(k) ? late[k] : Duration{};
+      s.schedule_at(s.now() + limit + extra, [done] { done(make_error(mad::kErrTimeout, "timeout")); });
+    }
   }
   void set_sminfo(const mad::Target& t, SmInfoModifier mod, const SmInfo& payload,
                   const mad::RequestOptions&, mad::SmInfoCallback done) override {
@@ -124,20 +138,90 @@ TEST_CASE("Agent polls local (DR 0) and peer (LID + DR) every interval and sends
   CHECK(t.gets == 33);  // 10 complete rounds + the one that starts at t = 1 s
   CHECK(t.sets.empty());
   CHECK(a.status().role == sm::Role::Standby);
-  // The master dies: both peer paths time out. Rounds come back to back.
+  // The master goes silent (hung): both peer paths time out. Rounds come back to
+  // back, but the DISCOVER waits for the fence by the master's own smhad:
+  // hang_timeout 400 + 2 polls + query window 50 ms after its last answer.
   t.answers["lid:1"].reset();
   t.answers["dr:0,1,1"].reset();
-  const auto fault = s.now();
-  s.run_until(s.now() + milliseconds(400));
+  s.run_until(s.now() + milliseconds(550));
+  CHECK(t.sets.empty());
+  s.run_until(s.now() + milliseconds(250));
   REQUIRE(t.sets.size() == 1);
   CHECK(t.sets[0].first == "dr:0");
   CHECK(t.sets[0].second == SmInfoModifier::Discover);
   CHECK(a.status().role == sm::Role::TakingOver);
-  (void)fault;
   a.stop();
   const auto gets = t.gets;
   s.run_until(s.now() + seconds(1));
   CHECK(t.gets == gets);  // stopped: no more polls
+}
+
+TEST_CASE("Agent: a master whose queries are refused (no SM bound) is taken over after the rounds",
+          "[agent]") {
+  FakeScheduler s;
+  FakeTransport t(s);
+  FakeControl ctl;
+  NullSink sink;
+  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Standby, 10);
+  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Master, 11);
+  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Master, 11);
+  t.refuse = {"lid:1", "dr:0,1,1"};
+  Agent a(config(), s, t, ctl, sink);
+  a.start();
+  s.run_until(s.now() + seconds(1));
+  t.answers["lid:1"].reset();
+  t.answers["dr:0,1,1"].reset();
+  // At most one poll interval to the next round, then three rounds of ~1 ms + 10 ms gaps.
+  s.run_until(s.now() + milliseconds(150));
+  REQUIRE(t.sets.size() == 1);
+  CHECK(t.sets[0].second == SmInfoModifier::Discover);
+}
+
+TEST_CASE("Agent: a late answer within the query window counts; no fence of a slow local SM",
+          "[agent]") {
+  FakeScheduler s;
+  FakeTransport t(s);
+  FakeControl ctl;
+  NullSink sink;
+  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Master, 11);
+  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+  // 40 ms: past the first attempt's slot (16 ms) and the old 10 ms per-attempt
+  // timeout, inside the 50 ms window.
+  t.delay["dr:0"] = milliseconds(40);
+  Agent a(config(), s, t, ctl, sink);
+  a.start();
+  s.run_until(s.now() + seconds(3));
+  CHECK(a.status().role == sm::Role::Master);
+  CHECK(std::count(ctl.calls.begin(), ctl.calls.end(), "kill") == 0);
+  CHECK(std::find(sink.events.begin(), sink.events.end(), "fence_local") == sink.events.end());
+  // Beyond the window the local SM is silent: fenced once misses and hang_timeout pass.
+  t.delay["dr:0"] = milliseconds(80);
+  s.run_until(s.now() + seconds(1));
+  CHECK(std::find(sink.events.begin(), sink.events.end(), "fence_local") != sink.events.end());
+}
+
+TEST_CASE("Agent: rounds that end far past their window (smhad stalled) count only after misses - 1",
+          "[agent]") {
+  FakeScheduler s;
+  FakeTransport t(s);
+  FakeControl ctl;
+  NullSink sink;
+  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Master, 11);
+  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+  Agent a(config(), s, t, ctl, sink);
+  a.start();
+  s.run_until(s.now() + seconds(1));
+  // The local SM goes silent and every timeout is seen 200 ms late: each round
+  // ends ~250 ms after it began (late). Rounds 1 and 2 are discounted, so the
+  // fence (3 counted misses) comes at round 5 (~1.3 s), not round 3 (~0.8 s).
+  t.answers["dr:0"].reset();
+  t.late["dr:0"] = milliseconds(200);
+  s.run_until(s.now() + milliseconds(1000));
+  CHECK(std::find(sink.events.begin(), sink.events.end(), "fence_local") == sink.events.end());
+  s.run_until(s.now() + milliseconds(1000));
+  CHECK(std::find(sink.events.begin(), sink.events.end(), "fence_local") != sink.events.end());
 }
 
 TEST_CASE("Agent starts a stopped OpenSM and reports an unexpected exit to the engine", "[agent]") {

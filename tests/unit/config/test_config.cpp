@@ -290,6 +290,8 @@ TEST_CASE("validation errors: exact file:line:column, key path and message") {
       {kNode + "peers:\n  - port_guid: 0x20\n", "t.yaml:5:5: peers[0]: missing required key 'name'"},
       {kNode + "peers:\n  - name: b\n    port_guid: 0x20\n    prio: 3\n",
        "t.yaml:7:5: peers[0].prio: unknown key"},
+      {kNode + "peers:\n  - name: b\n    port_guid: 0x20\n    sm_priority: 16\n",
+       "t.yaml:7:18: peers[0].sm_priority: must be between 0 and 15 (got 16)"},
       // ranges
       {kNode + "sm_priority: 16\n", "t.yaml:4:14: sm_priority: must be between 0 and 15 (got 16)"},
       {kNode + "sm_priority: -1\n", "t.yaml:4:14: sm_priority: must be between 0 and 15 (got -1)"},
@@ -460,4 +462,26 @@ TEST_CASE("a bad peer lid or dr_path is an error naming file, line and key") {
   CHECK(errs[0] == "t.yaml:7:10: peers[0].lid: must be a unicast LID 1..49151 (got 0)");
   CHECK(errs[1] == "t.yaml:10:10: peers[1].lid: must be a unicast LID 1..49151 (got 49152)");
   CHECK(errs[2].find("t.yaml:13:14: peers[2].dr_path: must be a directed-route path") == 0);
+}
+
+TEST_CASE("peers[].sm_priority: per-head priorities, at most 13 distinct values") {
+  auto r = load_config_from_string(kNode +
+                                       "sm_priority: 15\npeers:\n  - name: head02\n    port_guid: 0x20\n"
+                                       "    sm_priority: 14\n  - name: head03\n    port_guid: 0x30\n",
+                                   "t.yaml");
+  REQUIRE(r.ok());
+  REQUIRE(r.value().peers.size() == 2);
+  CHECK(r.value().peers[0].sm_priority == 14);
+  CHECK_FALSE(r.value().peers[1].sm_priority.has_value());  // the same as this head's
+
+  // 14 distinct values (this head 13, peers 0..12) cannot all be rendered in order.
+  std::string y = kNode + "sm_priority: 13\npeers:\n";
+  for (int i = 0; i < 13; ++i)
+    y += "  - name: p" + std::to_string(i) + "\n    port_guid: 0x" + std::to_string(100 + i) +
+         "\n    sm_priority: " + std::to_string(i) + "\n";
+  CHECK(errors_of(y) ==
+        std::vector<std::string>{
+            "t.yaml:4:14: sm_priority: 14 different sm_priority values among the heads (this one and "
+            "peers[].sm_priority); at most 13 fit: smha renders every standby in that order between "
+            "the yield priority below them and the master and claim priorities above them"});
 }

@@ -42,6 +42,7 @@ struct Peer {
   Guid guid = kPeer;
   bool dr_answers = true;   // false: only the LID query answers (a lost MAD)
   std::uint64_t key = kKey;
+  bool refused = false;     // silent state: both queries refused at once (no SM bound)
 };
 struct Link {
   PortState state = PortState::Up;
@@ -71,8 +72,8 @@ inline PollRound round(Local l, std::vector<Peer> peers, Link link = {},
       pp.via_dr = p.dr_answers ? Probe::answered(info(p.guid, *p.state, p.prio, p.key))
                                : Probe::unanswered(3);
     } else {
-      pp.via_lid = Probe::unanswered(3);
-      pp.via_dr = Probe::unanswered(3);
+      pp.via_lid = p.refused ? Probe::refused_by_all(3) : Probe::unanswered(3);
+      pp.via_dr = p.refused ? Probe::refused_by_all(3) : Probe::unanswered(3);
     }
     r.peers.push_back(pp);
   }

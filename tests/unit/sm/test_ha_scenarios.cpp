@@ -19,7 +19,7 @@ using P = PortState;
 TEST_CASE("Policy validation names the field and priorities bracket the base", "[sm]") {
   CHECK(validate(policy()).ok());
   auto p = policy();
-  p.base_priority = 14;
+  p.base_priority = 16;  // 0..15 (14 and 15 are fine: rendered below master and claim)
   REQUIRE_FALSE(validate(p).ok());
   CHECK(validate(p).error().message.find("base_priority") != std::string::npos);
   p = policy();
@@ -32,6 +32,9 @@ TEST_CASE("Policy validation names the field and priorities bracket the base", "
   p = policy();
   p.preferred_master = Guid{0x99};
   CHECK_FALSE(validate(p).ok());
+  p = policy();
+  p.hang_timeout = milliseconds(50);
+  CHECK(validate(p).error().message.find("hang_timeout") != std::string::npos);
   auto pr = priorities(policy());
   CHECK(pr.yield == 9);
   CHECK(pr.standby == 10);
@@ -81,20 +84,57 @@ TEST_CASE("Takeover: DISCOVER after the required rounds, then master priority", 
   CHECK(rig.m.status().role == Role::Master);
 }
 
-TEST_CASE("Takeover: a hung master (port up) gets one extra round for its own smhad to fence it",
+TEST_CASE("Takeover: a silent master gets time to be fenced by its own smhad; a refused one does not",
           "[sm]") {
+  // Last answer at t = 400 ms; hang_timeout 400 + 2 polls + query window 50 = 1050 ms.
   Rig rig;
   rig.polls(5, round(Local{S}, {Peer{M, 11, P::Up}}));
-  auto acts = rig.polls(3, round(Local{S}, {Peer{kSilent, 11, P::Up}}));
+  auto acts = rig.polls(6, round(Local{S}, {Peer{kSilent, 11, P::Up}}));  // t = 500 .. 1000
   CHECK(count<SendDiscover>(acts) == 0);
-  acts = rig.polls(1, round(Local{S}, {Peer{kSilent, 11, P::Up}}));
+  acts = rig.polls(1, round(Local{S}, {Peer{kSilent, 11, P::Up}}));  // t = 1100
   CHECK(count<SendDiscover>(acts) == 1);
+
+  // Dead (every query refused at once: no SM bound): the rounds suffice.
+  Rig dead;
+  dead.polls(5, round(Local{S}, {Peer{M, 11, P::Up}}));
+  const Peer refused{kSilent, 11, P::Up, kPeer, true, kKey, true};
+  acts = dead.polls(2, round(Local{S}, {refused}));
+  CHECK(count<SendDiscover>(acts) == 0);
+  acts = dead.polls(1, round(Local{S}, {refused}));
+  CHECK(count<SendDiscover>(acts) == 1);
+
+  // Silent, then refused (its smhad fenced it): act at the first refused round.
+  Rig fenced;
+  fenced.polls(5, round(Local{S}, {Peer{M, 11, P::Up}}));
+  acts = fenced.polls(4, round(Local{S}, {Peer{kSilent, 11, P::Up}}));
+  CHECK(count<SendDiscover>(acts) == 0);
+  acts = fenced.polls(1, round(Local{S}, {refused}));
+  CHECK(count<SendDiscover>(acts) == 1);
+}
+
+TEST_CASE("Fence: a silent local SM is fenced only after misses rounds AND hang_timeout", "[sm]") {
+  Rig rig;
+  rig.t = TimePoint{} + seconds(10);  // past start_grace
+  rig.polls(5, round(Local{M, 11}, {Peer{S, 10}}));  // last local answer at 10.4 s
+  // Three silent rounds 10 ms apart (a CPU stall): misses reached, hang_timeout not.
+  for (int i = 0; i < 3; ++i) {
+    auto d = rig.step(round(Local{kSilent}, {Peer{S, 10}}));
+    CHECK(count<StopOpensm>(d.actions) == 0);
+    rig.t += milliseconds(10);
+  }
+  rig.t = TimePoint{} + seconds(10) + milliseconds(400 + 400);
+  auto d = rig.step(round(Local{kSilent}, {Peer{S, 10}}));
+  auto stop = first<StopOpensm>(d.actions);
+  REQUIRE(stop);
+  CHECK(stop->force);
+  CHECK(has_event(d.actions, EventKind::FenceLocal));
 }
 
 TEST_CASE("Takeover: DISCOVER finds the master alive and the takeover is aborted", "[sm]") {
   Rig rig;
   rig.polls(5, round(Local{S}, {Peer{M, 11}}));
-  auto acts = rig.polls(3, round(Local{S}, {Peer{kSilent, 11}}));
+  // Refused (looks dead), e.g. a restarting OpenSM that has not bound yet.
+  auto acts = rig.polls(3, round(Local{S}, {Peer{kSilent, 11, P::Unknown, kPeer, true, kKey, true}}));
   REQUIRE(count<SendDiscover>(acts) == 1);
   acts = rig.polls(1, round(Local{S}, {Peer{M, 11}}));
   CHECK(has_event(acts, EventKind::TakeoverAborted));
@@ -135,9 +175,10 @@ TEST_CASE("Loss: a master answering on one path only is alive, and observed loss
   CHECK(count<SendDiscover>(acts) == 0);
   CHECK(rig.m.required_rounds() > 3);
   const int need = rig.m.required_rounds();
-  acts = rig.polls(need - 1, round(Local{S}, {Peer{kSilent, 11}}));
+  const Peer refused{kSilent, 11, P::Unknown, kPeer, true, kKey, true};
+  acts = rig.polls(need - 1, round(Local{S}, {refused}));
   CHECK(count<SendDiscover>(acts) == 0);
-  acts = rig.polls(1, round(Local{S}, {Peer{kSilent, 11}}));
+  acts = rig.polls(1, round(Local{S}, {refused}));
   CHECK(count<SendDiscover>(acts) == 1);
 }
 

@@ -1,5 +1,6 @@
 // Exhaustive decision table: after a steady warm-up (this head STANDBY beside a
-// healthy master, or MASTER beside a healthy standby), six poll rounds of one
+// healthy master, or MASTER beside a healthy standby), eight poll rounds (800 ms,
+// past hang_timeout 400 ms and a peer's wait for a silent master, 650 ms) of one
 // combination of local view, peer view and local link; the expected actions are
 // written out per row, not computed.
 #include <catch2/catch.hpp>
@@ -42,7 +43,7 @@ void check(Was was, Local local, Peer peer, Link link, Expect e) {
     rig.polls(5, round(Local{S}, {Peer{M, 11, PortState::Up}}));
   else
     rig.polls(5, round(Local{M, 11}, {Peer{S, 10, PortState::Up}}));
-  auto acts = rig.polls(6, round(local, {peer}, link));
+  auto acts = rig.polls(8, round(local, {peer}, link));
   CHECK((count<SendDiscover>(acts) > 0) == e.discover);
   CHECK(count<SendDiscover>(acts) <= 1);
   auto restart = first<RestartOpensm>(acts);
@@ -55,7 +56,7 @@ void check(Was was, Local local, Peer peer, Link link, Expect e) {
   CHECK(stop.has_value() == e.stop_force);
   if (stop) CHECK(stop->force);
   CHECK(has_alarm(acts, AlarmKind::TwoMasters) == e.two_masters);
-  // Never a fresh start in six rounds (a fenced master waits for the recovery delay).
+  // Never a fresh start in eight rounds (a fenced master waits for the recovery delay).
   CHECK(count<StartOpensm>(acts) == 0);
 }
 
@@ -69,16 +70,19 @@ TEST_CASE("Standby head: decision table", "[sm][table]") {
   check(Was::Standby, Local{S}, Peer{M, 11, P::Up}, Link{P::Down}, Expect{});
   // Master answers on LID only (DR lost): still healthy.
   check(Was::Standby, Local{S}, Peer{M, 11, P::Up, kPeer, false}, Link{P::Up}, Expect{});
-  // Master silent: dead (port down), hung (port up) or unknown: DISCOVER.
+  // Master silent: dead (port down), hung (port up) or unknown: DISCOVER (for
+  // silence only after the wait for its smhad's fence); refused: dead, DISCOVER.
   check(Was::Standby, Local{S}, Peer{kSilent, 11, P::Down}, Link{P::Up}, Expect{.discover = true});
   check(Was::Standby, Local{S}, Peer{kSilent, 11, P::Up}, Link{P::Up}, Expect{.discover = true});
   check(Was::Standby, Local{S}, Peer{kSilent, 11, P::Unknown}, Link{P::Up}, Expect{.discover = true});
+  check(Was::Standby, Local{S}, Peer{kSilent, 11, P::Unknown, kPeer, true, kKey, true}, Link{P::Up},
+        Expect{.discover = true});
   // Our own link down: we cannot tell a dead master from our own isolation.
   check(Was::Standby, Local{S}, Peer{kSilent, 11, P::Down}, Link{P::Down}, Expect{});
   check(Was::Standby, Local{S}, Peer{kSilent, 11, P::Unknown}, Link{P::Down}, Expect{});
   // Master now answers STANDBY (it restarted) and ranks below us: we act.
   check(Was::Standby, Local{S}, Peer{S, 10, P::Up}, Link{P::Up}, Expect{.discover = true});
-  // ... ranks above us (priority): it acts first; we wait longer than six rounds.
+  // ... ranks above us (priority): it acts first; we wait longer than eight rounds.
   check(Was::Standby, Local{S}, Peer{S, 12, P::Up}, Link{P::Up}, Expect{});
   // ... it is sweeping (DISCOVERING): it decides for itself.
   check(Was::Standby, Local{S}, Peer{D, 10, P::Up}, Link{P::Up}, Expect{});

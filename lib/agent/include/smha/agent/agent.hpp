@@ -2,6 +2,16 @@
 // 0) and every peer (by LID, and by DR when a path is known) through MadTransport,
 // waits for all answers of the round (each query ends by its own deadline), steps
 // the machine and carries out the actions. Single-threaded; no mutexes.
+//
+// Queries (doc/ha-engine.md "Queries"): each SMInfo query of a round may take
+// the whole query window. Its attempts are spread over the window (attempt k is
+// sent at k/attempts of it, or at once when the attempt before it was refused)
+// and every attempt may be answered until the window ends, so an answer that is
+// late because a process was not scheduled still counts. A query whose attempts
+// were all refused at once (error status or error completion) is reported as
+// refused, not silent. A round that ends far past its window (this process was
+// stalled) reports its unanswered queries as not queried, at most `misses - 1`
+// rounds in a row.
 #pragma once
 
 #include <functional>
@@ -24,10 +34,15 @@ struct PeerAddress {
 struct AgentConfig {
   sm::HaPolicy policy;
   std::vector<PeerAddress> peers;
-  // Per query. Default: poll_interval / 10 per attempt (5..25 ms), 2 retries,
-  // so a round ends well before the next one starts.
-  std::optional<mad::RequestOptions> request;
+  // How long one query may take. Default: half the poll interval, at least
+  // 30 ms (never more than the interval). Sets policy.query_window.
+  std::optional<Duration> query_window;
+  // Attempts per query (>= 1). Sets policy.attempts_per_query.
+  int attempts = 3;
+  std::uint64_t m_key = 0;  // carried in every SMP
 };
+// The query window an AgentConfig gets (see AgentConfig::query_window).
+Duration query_window_for(const AgentConfig& cfg);
 
 class Agent {
  public:
@@ -58,7 +73,11 @@ class Agent {
 
  private:
   struct Round;
+  struct Query;
   void begin_round();
+  void start_query(const std::shared_ptr<Round>& round, const mad::Target& target,
+                   std::function<void(sm::Probe)> report);
+  void send_attempt(const std::shared_ptr<Query>& q);
   void finish_round();
   bool step(const sm::Observation& obs);  // true: poll again soon
   void apply(const sm::Decision& d);
@@ -70,7 +89,8 @@ class Agent {
   OpensmControl& opensm_;
   EventSink& sink_;
   sm::HaMachine machine_;
-  mad::RequestOptions req_;
+  Duration window_{};
+  int late_rounds_ = 0;  // consecutive rounds discounted because we were stalled
   LocalPortFn local_port_;
   PeerPortFn peer_port_;
   std::shared_ptr<int> alive_;   // callbacks hold a weak_ptr: dropped after stop()/destruction

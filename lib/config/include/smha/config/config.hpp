@@ -59,6 +59,9 @@ struct Peer {
   Guid port_guid;
   std::optional<Lid> lid;         // 1..0xbfff
   std::optional<DrPath> dr_path;  // at least one hop
+  // Its sm_priority (0..15), when it differs from this head's (unset: the same).
+  // Every head must list the same priorities (doc/configuration.md).
+  std::optional<int> sm_priority;
 };
 
 struct FailoverPolicy {

@@ -99,6 +99,9 @@ class SupervisedOpensmControl final : public agent::OpensmControl {
   Status write_and_apply(std::uint8_t priority, opensm::ConfChangeKind kind);
   void changed(const opensm::SupervisorStatus& st);
 
+  void kill_now();  // force: SIGKILL the running OpenSM at once (fencing a hung one)
+
+  opensm::ProcessRunner& runner_;
   opensm::FileSystem& fs_;
   std::string conf_path_;
   PriorityRenderer render_;
@@ -205,8 +208,9 @@ class LogEventSink final : public agent::EventSink {
 // Config -> the agent's configuration. `own_guid` is the local port GUID (from
 // node.port_guid or the opened port). Peers without a LID are in the policy but
 // not polled (listed in `unaddressed`). Errors: code "policy" (sm::validate).
-// The engine's base priority is sm_priority clamped to 1..13 (standby renders
-// base, master base+1; doc/ha-engine.md).
+// The engine gets sm_priority and every peer's sm_priority (default: the same)
+// and renders from them (doc/ha-engine.md "Rendered priorities"); a hung local
+// OpenSM is fenced after (misses + 1) x poll_interval.
 Result<agent::AgentConfig> map_config(const config::Config& config, Guid own_guid,
                                       std::vector<std::string>* unaddressed = nullptr);
 

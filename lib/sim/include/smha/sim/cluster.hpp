@@ -25,6 +25,9 @@ struct ClusterParams {
   Duration preempt_hold_down = seconds(5);
   Duration start_grace = seconds(2);
   std::uint8_t base_priority = 10;
+  // Configured sm_priority per head (head i gets priorities[i], and every head's
+  // policy lists all of them); empty: base_priority on every head.
+  std::vector<std::uint8_t> priorities;
   agent::MinimalConf opensm_conf;     // OpenSM's own polling stays at its defaults
   FabricParams fabric;
   Duration observer_interval = milliseconds(5);  // third-node SMInfo polling; 0: off

@@ -4,7 +4,8 @@
 //
 // The simulated OpenSM behaves like OpenSM 3.3.x for SMInfo (internals §2-3):
 //   - start: DISCOVERING; a master that answers is found `discover_check` into the
-//     sweep (-> STANDBY, polling it), otherwise MASTER after `discover_full`;
+//     sweep (-> STANDBY, polling it), otherwise MASTER after `discover_full`; a
+//     frozen SM on the fabric makes the sweep wait for its transaction timeouts;
 //   - STANDBY polls its master every sminfo_polling_timeout and gives up after
 //     polling_retry_number failures (-> DISCOVERING); it sends trap 144 to a
 //     master of lower priority;
@@ -19,7 +20,9 @@
 //   - reads sm_priority, sm_key and the polling keys from its -F file at start and
 //     on SIGHUP/SIGCONT; SIGSTOP freezes it (no answers, timers held), SIGCONT
 //     resumes it, SIGTERM/SIGKILL end it (SIGTERM waits for SIGCONT if stopped).
-// Everything runs on one EventQueue; randomness comes from one seeded mt19937_64.
+// A MAD to a port with no SM bound (none running) is refused at once with an
+// error status, as the kernel answers unmatched SMPs; a frozen SM, a down link or
+// a lost MAD give silence. Everything runs on one EventQueue; randomness comes from one seeded mt19937_64.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +50,9 @@ struct SmTiming {
   Duration handover_sweep = milliseconds(25);  // heavy sweep before HANDOVER
   Duration link_retry = milliseconds(100);     // discovery with own port down: retry
   int transaction_attempts = 4;                // OpenSM's own queries (1 + 3 retries)
+  // OpenSM's transaction_timeout: a discovery sweep that queries a frozen
+  // (SIGSTOPped) SM waits transaction_timeout x transaction_attempts for it.
+  Duration transaction_timeout = milliseconds(200);
 };
 
 struct FabricParams {

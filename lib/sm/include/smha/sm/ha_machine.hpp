@@ -36,8 +36,13 @@ struct Probe {
   bool queried = false;
   std::optional<SmInfo> info;  // nullopt: no answer (timeout, error status, send failure)
   int attempts = 0;            // attempts used; answered: 1..N, unanswered: N
-  static Probe answered(const SmInfo& i, int attempts = 1) { return Probe{true, i, attempts}; }
-  static Probe unanswered(int attempts) { return Probe{true, std::nullopt, attempts}; }
+  // Unanswered, and every attempt was refused at once (an error status or an
+  // error completion well before its deadline) rather than met with silence.
+  // A refused SM is gone (no SM bound to the port), not hung: no fence to wait for.
+  bool refused = false;
+  static Probe answered(const SmInfo& i, int attempts = 1) { return Probe{true, i, attempts, false}; }
+  static Probe unanswered(int attempts) { return Probe{true, std::nullopt, attempts, false}; }
+  static Probe refused_by_all(int attempts) { return Probe{true, std::nullopt, attempts, true}; }
 };
 
 struct PeerProbe {
@@ -86,6 +91,7 @@ enum class AlarmKind : std::uint8_t {
   LocalSmHung,       // local OpenSM runs but does not answer SMInfo
   NoMaster,          // takeover did not produce a master within its bounds
   HandoverFailed,    // planned handover rolled back
+  PriorityMismatch,  // a standby peer renders a priority our configuration does not expect
 };
 std::string_view to_string(AlarmKind k);
 struct RaiseAlarm { AlarmKind kind; std::string detail; };
@@ -176,6 +182,9 @@ class HaMachine {
     int misses = 0;                 // consecutive rounds with no answer on any path
     bool answered = false;          // this round
     std::optional<SmInfo> last;     // last answer
+    TimePoint last_answer_at{};     // when it was seen
+    bool refused = false;           // the latest unanswered round was refused, not silent
+    int prio_mismatch = 0;          // consecutive STANDBY answers with an unexpected priority
     PortState port = PortState::Unknown;
   };
   struct Ctx;
@@ -207,7 +216,9 @@ class HaMachine {
   std::optional<SmInfo> local_;       // last answer of the local SM
   SmState local_state_ = SmState::NotActive;
   int local_misses_ = 0;
+  TimePoint local_answer_at_{};       // last answer of the local SM
   TimePoint started_at_{};
+  bool answered_since_start_ = false;  // the local SM answered since (re)start/adoption
   std::uint8_t rendered_ = 0;
   std::vector<PeerTrack> peers_;
   int no_master_rounds_ = 0;

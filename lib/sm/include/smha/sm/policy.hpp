@@ -24,6 +24,8 @@ std::string_view to_string(FailbackMode mode);
 struct PeerSpec {
   std::string name;  // for events and logs ("head02")
   Guid guid;         // port GUID of its OpenSM
+  // Its configured sm_priority (0..15); nullopt: the same as this head's.
+  std::optional<std::uint8_t> priority = std::nullopt;
 };
 
 struct HaPolicy {
@@ -46,12 +48,21 @@ struct HaPolicy {
   // A freshly started OpenSM answers SMInfo only after its first sweep created
   // its port object; no hang verdict on it before this.
   Duration start_grace = seconds(5);
-  // Rendered priorities derive from it (1..13): yield P-1, standby P, master P+1,
-  // claim P+2. See priorities().
+  // This head's configured sm_priority (0..15). The rendered priorities derive
+  // from every head's configured priority (see priorities()); with the same P
+  // (1..13) on every head: yield P-1, standby P, master P+1, claim P+2.
   std::uint8_t base_priority = 10;
   // Preempt mode: the head that should hold mastership when healthy. Default:
-  // the lowest GUID among all heads (OpenSM's own tie-break).
+  // the highest configured priority, then the lowest GUID (OpenSM's own order).
   std::optional<Guid> preferred_master;
+  // A local OpenSM that runs but leaves SMInfo on DR hop 0 unanswered for
+  // `misses` rounds AND this long since its last answer is hung: fenced
+  // (SIGKILL). A peer waits longer than this before it acts on a master that is
+  // silent (not refused), so the smhad beside a hung master fences it first.
+  Duration hang_timeout = milliseconds(400);
+  // How long one SMInfo query may take within a round (the agent sets it from
+  // its query scheme); the peer's wait for a silent master includes it.
+  Duration query_window = milliseconds(50);
   // Attempts the transport makes per SMInfo query (1 + retries); the loss
   // estimate needs it.
   int attempts_per_query = 3;
@@ -64,14 +75,36 @@ struct HaPolicy {
 Status validate(const HaPolicy& policy);
 
 // The sm_priority values smhad renders, by role. Sticky failback rests on
-// standby < master: a returning head at `standby` is strictly below the current
-// master, so OpenSM's preemption (equal priority + lower GUID) does not fire.
+// standby < master: a returning head at its standby value is strictly below the
+// current master, so OpenSM's preemption (higher priority, or equal priority +
+// lower GUID) does not fire.
+//
+// Heads may be configured with different priorities (0..15, e.g. head01 15,
+// head02 14: "prefer head01"). Every head computes the same table from the
+// configured priorities of all heads: the distinct configured values, in
+// order, map to standby values that keep that order and fit 1..13 (kept as
+// configured where they fit; otherwise moved up from 1 / down from 13 as
+// little as possible); master = highest standby + 1, claim = master + 1,
+// yield = lowest standby - 1. OpenSM's election among standbys (priority, then
+// lower GUID) therefore follows the configured preference, and no standby can
+// ever outrank a master. At most 13 distinct configured values fit.
 struct Priorities {
   std::uint8_t yield;    // a master handing over (below every standby)
-  std::uint8_t standby;  // every head that is not master, including at start
-  std::uint8_t master;   // the current master
+  std::uint8_t standby;  // this head when it is not master, including at start
+  std::uint8_t master;   // the current master (any head)
   std::uint8_t claim;    // a standby pulling mastership (above the master)
+  std::vector<std::pair<Guid, std::uint8_t>> standby_of;  // every head's standby value
+  std::uint8_t standby_for(Guid head) const;  // standby value of a head (own if unknown)
 };
 Priorities priorities(const HaPolicy& policy);
+
+// The standby values for a set of configured priorities (any order, repeats
+// allowed): result[i] belongs to configured[i]. Error "policy" when more than
+// 13 distinct values are given (they cannot all fit below master and claim).
+Result<std::vector<std::uint8_t>> standby_priorities(const std::vector<std::uint8_t>& configured);
+
+// The head that should hold mastership by configuration: the highest
+// configured priority, then the lowest GUID; or policy.preferred_master.
+Guid preferred_head(const HaPolicy& policy);
 
 }  // namespace smha::sm
