@@ -92,6 +92,7 @@ void SupervisedOpensmControl::changed(const opensm::SupervisorStatus& st) {
   last_state_ = st.state;
   const bool was_up = before == S::Running || before == S::Stopping;
   const bool now_down = st.state == S::Backoff || st.state == S::Failed;
+  if (was_up && now_down) respawn_requested_ = false;  // a new exit: Exited until asked again
   if (was_up && now_down && !stop_requested_ && on_exit_) on_exit_();
 }
 
@@ -102,6 +103,8 @@ sm::ProcessState SupervisedOpensmControl::state() const {
     case S::Stopping:
       return stop_requested_ ? sm::ProcessState::Stopped : sm::ProcessState::Running;
     case S::Backoff:
+      // The engine asked for a start: the supervisor respawns after its backoff.
+      return respawn_requested_ ? sm::ProcessState::Running : sm::ProcessState::Exited;
     case S::Failed:
       return sm::ProcessState::Exited;
     case S::Stopped:
@@ -123,6 +126,7 @@ Status SupervisedOpensmControl::start(std::uint8_t priority) {
     // Already running or about to respawn: make sure the next start reads this priority.
     priority_ = priority;
     stop_requested_ = false;
+    if (st.state == S::Backoff) respawn_requested_ = true;
     return write_and_apply(priority, opensm::ConfChangeKind::Sighup);
   }
   stop_requested_ = false;

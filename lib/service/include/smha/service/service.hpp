@@ -108,6 +108,9 @@ class SupervisedOpensmControl final : public agent::OpensmControl {
   const HoldState& hold_;
   std::unique_ptr<opensm::OpensmSupervisor> sup_;
   ExitHandler on_exit_;
+  // start() was called while the supervisor waits out its restart backoff:
+  // state() reports Running (the respawn is on its way), not Exited again.
+  bool respawn_requested_ = false;
   std::uint8_t priority_ = 0;
   bool adopted_ = false;
   bool stop_requested_ = false;
