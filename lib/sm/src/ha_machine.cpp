@@ -202,7 +202,7 @@ void HaMachine::set_alarm(AlarmKind k, bool on, const std::string& detail, Ctx& 
 
 std::uint8_t HaMachine::desired_priority() const {
   switch (role_) {
-    case Role::Master: return prio_.master;
+    case Role::Master: return local_port_down_ ? prio_.standby : prio_.master;
     case Role::HandingOver: return handover_push_ ? prio_.yield : prio_.claim;
     case Role::TakingOver: return takeover_stage_ > 0 ? prio_.master : prio_.standby;
     default: return prio_.standby;
@@ -412,6 +412,7 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   }
   update_loss(r);
   check_alarms(r, now, c);
+  local_port_down_ = r.local_port == PortState::Down;
 
   // Local SM.
   const std::optional<SmState> before =

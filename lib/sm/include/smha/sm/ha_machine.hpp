@@ -219,6 +219,11 @@ class HaMachine {
   TimePoint local_answer_at_{};       // last answer of the local SM
   TimePoint started_at_{};
   bool answered_since_start_ = false;  // the local SM answered since (re)start/adoption
+  // Our own port is down. A real OpenSM stays MASTER through a short link loss;
+  // while it lasts a master renders the standby priority, so when the link comes
+  // back after a peer took over, OpenSM's own election hands mastership to the
+  // peer instead of the returning head winning by priority.
+  bool local_port_down_ = false;
   std::uint8_t rendered_ = 0;
   std::vector<PeerTrack> peers_;
   int no_master_rounds_ = 0;
