@@ -298,6 +298,7 @@ bool Daemon::init_history_and_metrics() {
 bool Daemon::start_metrics(Duration handover_bound) {
   DrillOptions d;
   d.leg_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(handover_bound) + std::chrono::seconds(2);
+  d.stable = std::chrono::duration_cast<std::chrono::milliseconds>(handover_bound) + std::chrono::seconds(1);
   drill_->set_options(d);
   if (auto st = metrics_->start(); !st.ok()) {
     err_ << "smhad: " << config_.source_path << ": metrics.listen: " << st.error().message << '\n';

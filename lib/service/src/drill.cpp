@@ -60,7 +60,7 @@ std::optional<DrillRefusal> check_drill(const json& s, const std::optional<std::
 }
 
 struct DrillRunner::Run {
-  enum class Phase { Failover, Settle1, Failback, Settle2 } phase = Phase::Failover;
+  enum class Phase { Failover, Settle1, Failback, Settle2, Stable } phase = Phase::Failover;
   std::function<void(control::Reply)> respond;
   std::optional<Guid> target;  // the configured peer asked for, if any
   std::optional<Guid> new_master;
@@ -175,24 +175,46 @@ void DrillRunner::step() {
       }
       if (masters == 1 && peer_standby) {
         r.legs.back()["settle_ms"] = elapsed;
-        return finish(r.alarms.empty(), r.alarms.empty() ? "" : "alarms raised during the drill");
+        next_phase(Run::Phase::Stable);
       }
-      if (std::chrono::milliseconds(static_cast<long long>(elapsed)) >= leg_limit)
+      if (r.phase == Run::Phase::Settle2 && std::chrono::milliseconds(static_cast<long long>(elapsed)) >= leg_limit)
         return finish(false, masters != 1 ? std::to_string(masters) + " MASTERs after the failback"
                                           : "the peer did not return to STANDBY after the failback");
+      break;
+    }
+    case Run::Phase::Stable: {
+      const json s = host_.status();
+      int masters = str(s.value("local", json::object()), "state") == "MASTER" ? 1 : 0;
+      std::string peer_state;
+      for (const auto& p : s.value("peers", json::array())) {
+        masters += str(p, "state") == "MASTER";
+        if (r.new_master && str(p, "guid") == to_string(*r.new_master)) peer_state = str(p, "state");
+      }
+      const bool still = es.master == own && es.role == sm::Role::Master && masters == 1 &&
+                         peer_state == "STANDBY";
+      if (!still)
+        return finish(false, "not stable after the failback: " + std::to_string(masters) + " MASTER(s), role " +
+                                 std::string(sm::to_string(es.role)) + ", peer " + peer_state + " after " +
+                                 std::to_string(static_cast<long long>(elapsed)) + " ms");
+      if (std::chrono::milliseconds(static_cast<long long>(elapsed)) >= options_.stable) {
+        r.legs.back()["stable_ms"] = elapsed;
+        return finish(r.alarms.empty(), r.alarms.empty() ? "" : "alarms raised during the drill");
+      }
       break;
     }
   }
   if (!leg_error.empty() && (r.phase == Run::Phase::Failover || r.phase == Run::Phase::Failback))
     return finish(false, std::string(r.phase == Run::Phase::Failover ? "failover" : "failback") + ": " + leg_error);
-  if (r.phase != Run::Phase::Settle2 && std::chrono::milliseconds(static_cast<long long>(elapsed)) >= leg_limit) {
+  if (r.phase != Run::Phase::Settle2 && r.phase != Run::Phase::Stable && std::chrono::milliseconds(static_cast<long long>(elapsed)) >= leg_limit) {
     const char* what = r.phase == Run::Phase::Failover   ? "failover: no other head answered MASTER"
                        : r.phase == Run::Phase::Settle1  ? "failover: this head did not settle as STANDBY"
                                                          : "failback: this head did not become MASTER again";
     return finish(false, std::string(what) + " within " + std::to_string(leg_limit.count()) + " ms");
   }
   // A client that hung up does not stop the drill: the fabric is not left half-way.
-  timer_.expires_after(options_.check_interval);
+  // While holding still, status() (which reads the port) is not needed every 10 ms.
+  timer_.expires_after(r.phase == Run::Phase::Stable ? std::max(options_.check_interval, std::chrono::milliseconds(100))
+                                                     : options_.check_interval);
   timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) step();
   });

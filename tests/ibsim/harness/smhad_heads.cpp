@@ -58,8 +58,12 @@ OsmGuard::~OsmGuard() {
   }
 }
 
-MasterView query_master(IbsimFabric& fabric, const std::string& node) {
-  const auto r = fabric.run(node, {"sminfo"}, 10s);
+MasterView query_master(IbsimFabric& fabric, const std::string& node) { return query_sm(fabric, node, 0); }
+
+MasterView query_sm(IbsimFabric& fabric, const std::string& node, int lid) {
+  std::vector<std::string> argv{"sminfo"};
+  if (lid > 0) argv.push_back(std::to_string(lid));
+  const auto r = fabric.run(node, argv, 10s);
   MasterView v;
   const auto pos = r.out.find("sm guid ");
   unsigned long long g = 0;

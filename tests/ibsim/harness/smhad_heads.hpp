@@ -47,6 +47,8 @@ struct MasterView {
   int state = -1;
 };
 MasterView query_master(IbsimFabric& fabric, const std::string& node);
+// The SM at `lid` (its own SMInfo, LID-routed), asked from `node`.
+MasterView query_sm(IbsimFabric& fabric, const std::string& node, int lid);
 
 // ibsim keeps a killed client attached (10 slots): frees the slot of `pid`.
 void free_ibsim_slot(IbsimFabric& fabric, int pid);

@@ -43,6 +43,7 @@ class FakeHost final : public DrillHost {
     s["local"]["state"] = es.local_state == SmState::Master ? "MASTER" : "STANDBY";
     s["peers"][0]["state"] = peer_master ? "MASTER" : "STANDBY";
     if (dual_at_end && requests.size() == 2) s["peers"][0]["state"] = "MASTER";
+    if (retake_at && requests.size() == 2 && ++status_calls > *retake_at) s["peers"][0]["state"] = "MASTER";
     return s;
   }
   sm::EngineStatus engine() const override { return es; }
@@ -85,6 +86,8 @@ class FakeHost final : public DrillHost {
   bool stuck = false;
   bool roll_back = false;
   bool dual_at_end = false;
+  std::optional<int> retake_at;  // the peer answers MASTER again after this many status() calls
+  int status_calls = 0;
   LogEventSink sink;
   std::vector<std::optional<Guid>> requests;
 };
@@ -104,6 +107,7 @@ DrillOptions fast() {
   o.leg_timeout = 1000ms;
   o.settle_timeout = 1000ms;
   o.check_interval = 5ms;
+  o.stable = 200ms;
   return o;
 }
 
@@ -164,6 +168,7 @@ TEST_CASE("a drill that passes: push to the peer, pull back, timings per leg", "
   CHECK(r.data["legs"][0]["to"] == "0x0000000000000020");
   CHECK(r.data["legs"][1]["leg"] == "failback");
   CHECK(r.data["legs"][1]["to"] == "0x0000000000000010");
+  CHECK(r.data["legs"][1]["stable_ms"].get<double>() >= 200.0);
   for (const auto& leg : r.data["legs"]) {
     CHECK(leg["duration_ms"].get<double>() >= 25.0);  // the fake engine moves after 30 ms
     CHECK(leg["duration_ms"].get<double>() < 1000.0);
@@ -226,4 +231,15 @@ TEST_CASE("a refused drill sends nothing", "[service][drill]") {
   CHECK(got->result == ResultCode::Conflict);
   CHECK(got->data["refused"] == "not_master");
   CHECK(host.requests.empty());
+}
+
+TEST_CASE("a drill fails when the peer takes mastership back after the failback", "[service][drill]") {
+  boost::asio::io_context io;
+  FakeHost host(io);
+  host.retake_at = 2;  // settled once, then the peer is MASTER again
+  SteadyClock clock;
+  DrillRunner runner(io, host, clock, fast());
+  auto r = run_drill(io, runner);
+  CHECK(r.data["verdict"] == "fail");
+  CHECK_THAT(r.data["reason"].get<std::string>(), Catch::Contains("not stable after the failback: 2 MASTER(s)"));
 }

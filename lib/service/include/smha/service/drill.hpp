@@ -8,8 +8,9 @@
 //   leg 2 "failback": Agent::request_handover(nullopt) on this now-standby head
 //                     (pull); done when this head's SM answers MASTER again.
 //   verdict "pass":   both legs done within their bound, no alarm raised during
-//                     the drill, and at the end exactly one MASTER among the heads
-//                     (this one) with the peer back in STANDBY.
+//                     the drill, and afterwards exactly one MASTER among the heads
+//                     (this one) with the peer back in STANDBY, for all of
+//                     DrillOptions::stable.
 //
 // The drill refuses to start (nothing is sent) unless the fabric is healthy; see
 // check_drill(). Single-threaded (the io_context's thread).
@@ -61,6 +62,10 @@ struct DrillOptions {
   std::chrono::milliseconds leg_timeout{7000};     // per leg (handover_bound + 2 s in smhad)
   std::chrono::milliseconds settle_timeout{5000};  // for the roles to settle after a leg
   std::chrono::milliseconds check_interval{10};    // how often progress is checked
+  // After the failback: this head must stay the one MASTER, the peer STANDBY and
+  // no alarm raised for this long (handover_bound + 1 s in smhad), so a head that
+  // takes mastership back a little later fails the drill.
+  std::chrono::milliseconds stable{6000};
 };
 
 class DrillRunner {
