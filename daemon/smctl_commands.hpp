@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "smha/control/cli.hpp"
+
 namespace smha::smctl {
 
 // Stable exit codes shared by every subcommand (doc/smctl.md).
@@ -14,12 +16,22 @@ enum ExitCode : int {
   kExitTimeout = 3,        // no answer within the timeout
   kExitMadStatus = 4,      // answered with a non-zero MAD status
   kExitNoPort = 5,         // no such CA / port / port GUID
-  kExitNoDaemon = 6,       // cannot reach smhad
+  kExitNoDaemon = 6,       // cannot reach smhad (or it went away during events --follow)
+  kExitUnauthorized = 7,   // smhad refused: not allowed (or no permission on its socket)
+  kExitUnsupported = 8,    // smhad does not know the method, or speaks an incompatible protocol
 };
+
+// One table of exit codes: the control-socket commands return lib/control's.
+static_assert(int{kExitOk} == int{smha::control::kCliOk} && int{kExitFailure} == int{smha::control::kCliFailure} &&
+              int{kExitUsage} == int{smha::control::kCliUsage} &&
+              int{kExitTimeout} == int{smha::control::kCliTimeout} &&
+              int{kExitNoDaemon} == int{smha::control::kCliNoDaemon} &&
+              int{kExitUnauthorized} == int{smha::control::kCliUnauthorized} &&
+              int{kExitUnsupported} == int{smha::control::kCliUnsupported});
 
 void register_sminfo(CLI::App& app, int& exit_code);
 void register_render_config(CLI::App& app, int& exit_code);
-// status, events, handover, hold, release, reload (smctl_ops.cpp).
+// status, events, metrics, handover, drill, hold, release, reload (smctl_ops.cpp).
 void register_daemon_ops(CLI::App& app, int& exit_code);
 
 }  // namespace smha::smctl

@@ -1,6 +1,8 @@
 // smctl subcommands that talk to smhad over the control socket: status, events,
-// handover, hold, release, reload. Thin: options -> params, lib/control's
-// run_cli_call does the call, lib/service renders status and events.
+// metrics, handover, drill, hold, release, reload. Thin: options -> params,
+// lib/control's run_cli_call does the call, lib/service renders status and
+// events and follows them.
+#include <csignal>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -8,6 +10,7 @@
 
 #include "smctl_commands.hpp"
 #include "smha/control/cli.hpp"
+#include "smha/service/cli.hpp"
 #include "smha/service/service.hpp"
 
 namespace smha::smctl {
@@ -15,9 +18,10 @@ namespace smha::smctl {
 namespace {
 
 struct OpsState {
-  control::CliOptions status, events, handover, hold, release, reload;
+  control::CliOptions status, events, metrics, handover, drill, hold, release, reload;
   std::size_t n = 20;
-  std::string to;
+  bool follow = false;
+  std::string to, drill_to;
   double hold_s = 3600;
   std::string hold_reason = "maintenance";
 };
@@ -29,6 +33,20 @@ int call(const control::CliOptions& o, const std::string& method, const nlohmann
 
 void print_text(const control::Reply& r, std::ostream& out) {
   out << (r.text.empty() ? r.data.dump(2) : r.text) << '\n';
+}
+
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void on_stop_signal(int) { g_stop = 1; }
+
+// SIGINT/SIGTERM end `events --follow` cleanly: no SA_RESTART, so a blocked
+// poll() returns EINTR and the client sees the flag.
+void catch_stop_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
 }
 
 }  // namespace
@@ -48,7 +66,13 @@ void register_daemon_ops(CLI::App& app, int& exit_code) {
   auto* events = app.add_subcommand("events", "recent transitions, alarms and operations");
   control::add_cli_options(*events, st->events);
   events->add_option("-n", st->n, "number of events")->check(CLI::PositiveNumber)->capture_default_str();
+  events->add_flag("-f,--follow", st->follow, "keep printing new events as they happen (until Ctrl-C)");
   events->callback([st, &exit_code] {
+    if (st->follow) {
+      catch_stop_signals();
+      exit_code = service::follow_events(st->events, st->n, std::cout, std::cerr, &g_stop);
+      return;
+    }
     exit_code = call(st->events, "events", nlohmann::json{{"n", st->n}},
                      [](const control::Reply& r, std::ostream& out) {
                        out << service::render_events_text(r.data);
@@ -62,6 +86,24 @@ void register_daemon_ops(CLI::App& app, int& exit_code) {
     nlohmann::json params = nlohmann::json::object();
     if (!st->to.empty()) params["to"] = st->to;
     exit_code = call(st->handover, "handover", params, print_text);
+  });
+
+  auto* metrics = app.add_subcommand("metrics", "print smhad's Prometheus metrics (exposition text)");
+  control::add_cli_options(*metrics, st->metrics);
+  metrics->callback([st, &exit_code] {
+    exit_code = call(st->metrics, "metrics", nlohmann::json::object(), [](const control::Reply& r, std::ostream& out) {
+      out << r.data.value("text", std::string());
+    });
+  });
+
+  auto* drill = app.add_subcommand("drill", "planned failover to a peer and failback, timed, with a verdict");
+  st->drill.timeout_s = 60;  // two legs of up to handover_bound + 2 s each, plus settling
+  control::add_cli_options(*drill, st->drill);
+  drill->add_option("--to", st->drill_to, "peer to fail over to (default: the best standby)");
+  drill->callback([st, &exit_code] {
+    nlohmann::json params = nlohmann::json::object();
+    if (!st->drill_to.empty()) params["to"] = st->drill_to;
+    exit_code = control::run_cli_call(st->drill, "drill", params, std::cout, std::cerr, print_text);
   });
 
   auto* hold = app.add_subcommand("hold", "maintenance hold: freeze automatic transitions");

@@ -9,7 +9,12 @@
 // max, each the median over several runs. Target: p99 <= 2 ms at 100 clients
 // (paced); the exit status is 3 if missed.
 //
+// Then (when built with SMHA_TESTS=ON) smhad's idle RSS and CPU at 10 Hz polling
+// under ibsim beside OpenSM's (idle.cpp), the median of --idle-runs runs of
+// --idle-seconds each; exit status 3 if a target (16 MiB, 1 % of a core) is missed.
+//
 // Usage: bench_control [--runs R] [--requests-per-run M] [--pace-ms MS] [--group NAME]
+//                      [--idle-runs R (0: skip)] [--idle-seconds S]
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +42,9 @@
 #include <spdlog/spdlog.h>
 
 #include "smha/control/server.hpp"
+#ifdef SMHA_BENCH_IDLE
+#include "idle.hpp"
+#endif
 
 namespace asio = boost::asio;
 using namespace smha::control;
@@ -164,15 +172,20 @@ int main(int argc, char** argv) {
   int requests = 20'000;
   int pace_ms = 100;
   std::string group = "root";
+  int idle_runs = 3;
+  int idle_seconds = 10;
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--idle-runs")) idle_runs = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--idle-seconds")) idle_seconds = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--runs")) runs = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--requests-per-run")) requests = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--group")) group = argv[i + 1];
     else if (!std::strcmp(argv[i], "--pace-ms")) pace_ms = std::atoi(argv[i + 1]);
   }
-  if (runs < 1 || requests < 100 || pace_ms < 1) {
+  if (runs < 0 || requests < 100 || pace_ms < 1 || idle_runs < 0 || idle_seconds < 1) {
     std::fprintf(stderr,
-                 "usage: bench_control [--runs R>=1] [--requests-per-run M>=100] [--pace-ms MS>=1] [--group NAME]\n");
+                 "usage: bench_control [--runs R>=0] [--requests-per-run M>=100] [--pace-ms MS>=1] [--group NAME]"
+                 " [--idle-runs R>=0] [--idle-seconds S>=1]\n");
     return 2;
   }
   char tmpl[] = "/tmp/smha-bench-ctl-XXXXXX";
@@ -208,7 +221,13 @@ int main(int argc, char** argv) {
   std::printf("%-12s %8s %10s %10s %10s %12s %14s\n", "mode", "clients", "p50 us", "p99 us", "max us", "req/s",
               "srv cpu us/req");
   int rc = 0;
-  for (int paced = 0; paced < 2; ++paced) {
+  {
+    double load[3] = {0, 0, 0};
+    if (::getloadavg(load, 3) == 3)
+      std::printf("load average at start: %.2f %.2f %.2f on %ld CPU(s)\n", load[0], load[1], load[2],
+                  ::sysconf(_SC_NPROCESSORS_ONLN));
+  }
+  for (int paced = 0; paced < 2 && runs > 0; ++paced) {
     for (int clients : {1, 10, 100}) {
       auto interval = paced ? Clock::duration(std::chrono::milliseconds(pace_ms)) : Clock::duration(0);
       // Paced runs are time-bound: 2 s of requests per run.
@@ -233,5 +252,13 @@ int main(int argc, char** argv) {
   asio::post(server_io, [&] { server.stop(); });
   server_thread.join();
   std::filesystem::remove_all(dir);
+#ifdef SMHA_BENCH_IDLE
+  if (idle_runs > 0) {
+    const int idle_rc = run_idle_bench(idle_runs, idle_seconds);
+    if (rc == 0) rc = idle_rc;
+  }
+#else
+  if (idle_runs > 0) std::printf("\nidle RSS/CPU: not built (configure with SMHA_TESTS=ON)\n");
+#endif
   return rc;
 }

@@ -1,5 +1,8 @@
 #include "smha/config/config.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -175,6 +178,7 @@ class Loader {
   void load_opensm(const Entry& e, Config& c);
   void load_extra(const Entry& e, Config& c);
   void load_control(const Entry& e, Config& c);
+  void load_metrics(const Entry& e, Config& c);
   void load_hooks(const Entry& e, Config& c);
   void cross_checks(const CheckedMap& top, Config& c);
 
@@ -700,6 +704,50 @@ void Loader::load_control(const Entry& e, Config& c) {
   }
 }
 
+void Loader::load_metrics(const Entry& e, Config& c) {
+  auto m = check_map(e.value, "metrics", {"listen", "textfile_dir", "textfile_interval_s"});
+  if (!m) return;
+  if (auto it = m->find("listen"); it != m->end()) {
+    const YAML::Node& v = it->second.value;
+    if (auto s = text(v, "metrics.listen")) {
+      // ADDRESS:PORT, with an IPv6 address in brackets: 127.0.0.1:9464, [::1]:9464,
+      // localhost:9464 (= 127.0.0.1).
+      std::string addr, port_text;
+      const auto colon = s->rfind(':');
+      if (colon != std::string::npos) {
+        addr = s->substr(0, colon);
+        port_text = s->substr(colon + 1);
+      }
+      if (addr.size() >= 2 && addr.front() == '[' && addr.back() == ']') addr = addr.substr(1, addr.size() - 2);
+      if (addr == "localhost") addr = "127.0.0.1";
+      int port = 0;
+      auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port, 10);
+      if (colon == std::string::npos || addr.empty() || port_text.empty() || ec != std::errc() ||
+          ptr != port_text.data() + port_text.size()) {
+        error(v, "metrics.listen",
+              "must be ADDRESS:PORT, e.g. 127.0.0.1:9464 or [::1]:9464 (got \"" + *s + "\")");
+      } else if (port < 1 || port > 65535) {
+        error(v, "metrics.listen", "port must be between 1 and 65535 (got " + port_text + ")");
+      } else if (!is_loopback_address(addr)) {
+        error(v, "metrics.listen",
+              "must be a loopback address (127.0.0.0/8, ::1 or localhost): smhad serves metrics "
+              "on this host only; let node_exporter or a local proxy publish them (got \"" +
+                  addr + "\")");
+      } else {
+        c.metrics.listen_address = addr;
+        c.metrics.listen_port = port;
+      }
+    }
+  }
+  if (auto it = m->find("textfile_dir"); it != m->end()) {
+    if (auto s = absolute_path(it->second.value, "metrics.textfile_dir")) c.metrics.textfile_dir = *s;
+  }
+  if (auto it = m->find("textfile_interval_s"); it != m->end()) {
+    if (auto v = ranged(it->second.value, "metrics.textfile_interval_s", 1, 3600))
+      c.metrics.textfile_interval = std::chrono::seconds(*v);
+  }
+}
+
 void Loader::load_hooks(const Entry& e, Config& c) {
   if (e.value.IsNull()) return;
   auto m = check_map(e.value, "hooks", kHookEvents);
@@ -796,7 +844,7 @@ ConfigResult Loader::load(std::string_view text) {
   c.source_path = file_;
   auto top = check_map(root, "",
                        {"node", "peers", "sm_priority", "failover", "sm_key", "sm_key_file",
-                        "opensm", "control", "hooks", "hook_timeout_s", "state_dir"});
+                        "opensm", "control", "metrics", "hooks", "hook_timeout_s", "state_dir"});
   if (!top) return ConfigResult(std::move(errors_));
 
   if (auto it = top->find("node"); it != top->end()) {
@@ -812,6 +860,7 @@ ConfigResult Loader::load(std::string_view text) {
   load_sm_key(*top, c);
   if (auto it = top->find("opensm"); it != top->end()) load_opensm(it->second, c);
   if (auto it = top->find("control"); it != top->end()) load_control(it->second, c);
+  if (auto it = top->find("metrics"); it != top->end()) load_metrics(it->second, c);
   if (auto it = top->find("hooks"); it != top->end()) load_hooks(it->second, c);
   if (auto it = top->find("hook_timeout_s"); it != top->end()) {
     if (auto v = ranged(it->second.value, "hook_timeout_s", 1, 3600))
@@ -846,6 +895,15 @@ ConfigResult load_config(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return load_config_from_string(ss.str(), path);
+}
+
+bool is_loopback_address(std::string_view address) {
+  const std::string a(address);
+  in_addr v4{};
+  if (::inet_pton(AF_INET, a.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, a.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6);
+  return false;
 }
 
 const std::map<std::string, ManagedKey, std::less<>>& managed_opensm_keys() {

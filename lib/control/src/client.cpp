@@ -19,14 +19,19 @@ int remaining_ms(Clock::time_point deadline) {
   return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1'000'000));
 }
 
-// Waits until fd is ready for `events` or the deadline passes. Returns false on timeout.
-bool wait_ready(int fd, short events, Clock::time_point deadline) {
+enum class Wait { Ready, Timeout, Interrupted };
+
+// Waits until fd is ready for `events` or the deadline passes.
+Wait wait_ready(int fd, short events, Clock::time_point deadline,
+                const volatile std::sig_atomic_t* interrupt = nullptr) {
   for (;;) {
+    if (interrupt && *interrupt) return Wait::Interrupted;
     pollfd p{fd, events, 0};
     int rc = ::poll(&p, 1, remaining_ms(deadline));
-    if (rc > 0) return true;
-    if (rc == 0) return false;
-    if (errno != EINTR) return true;  // let the following read/write report the error
+    if (rc > 0) return Wait::Ready;
+    if (rc == 0) return Wait::Timeout;
+    if (errno != EINTR) return Wait::Ready;  // let the following read/write report the error
+    if (interrupt && *interrupt) return Wait::Interrupted;
   }
 }
 
@@ -82,7 +87,8 @@ ControlClient::ControlClient(ControlClient&& other) noexcept
       path_(std::move(other.path_)),
       decoder_(std::move(other.decoder_)),
       frames_(std::move(other.frames_)),
-      next_id_(other.next_id_) {}
+      next_id_(other.next_id_),
+      interrupt_(other.interrupt_) {}
 
 ControlClient& ControlClient::operator=(ControlClient&& other) noexcept {
   if (this != &other) {
@@ -92,6 +98,7 @@ ControlClient& ControlClient::operator=(ControlClient&& other) noexcept {
     decoder_ = std::move(other.decoder_);
     frames_ = std::move(other.frames_);
     next_id_ = other.next_id_;
+    interrupt_ = other.interrupt_;
   }
   return *this;
 }
@@ -114,8 +121,10 @@ Status ControlClient::send_raw(std::string_view bytes, std::chrono::milliseconds
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!wait_ready(fd_, POLLOUT, deadline)) {
+      const Wait w = wait_ready(fd_, POLLOUT, deadline, interrupt_);
+      if (w != Wait::Ready) {
         close();
+        if (w == Wait::Interrupted) return make_error(kErrInterrupted, "interrupted");
         return make_error(kErrTimeout, "timed out sending to " + path_);
       }
       continue;
@@ -147,9 +156,20 @@ Result<Reply> ControlClient::read_reply(std::chrono::milliseconds timeout) {
       close();
       return make_error(kErrClosed, "smhad closed the connection on " + path_ + " without replying");
     }
-    if (errno == EINTR) continue;
+    if (errno == EINTR) {
+      if (interrupt_ && *interrupt_) {
+        close();
+        return make_error(kErrInterrupted, "interrupted");
+      }
+      continue;
+    }
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (!wait_ready(fd_, POLLIN, deadline) ) {
+      const Wait w = wait_ready(fd_, POLLIN, deadline, interrupt_);
+      if (w == Wait::Interrupted) {
+        close();
+        return make_error(kErrInterrupted, "interrupted");
+      }
+      if (w == Wait::Timeout) {
         close();
         return make_error(kErrTimeout, "no reply from smhad on " + path_ + " within " +
                                            std::to_string(timeout.count()) + " ms");

@@ -23,7 +23,8 @@ std::string number(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), v);
+  // Shortest round-trip text, fixed notation down to 1e-4 ("0.0005", not "5e-04").
+  auto res = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::general);
   return std::string(buf, res.ptr);
 }
 
@@ -77,29 +78,36 @@ std::string render_prometheus(const MetricsSnapshot& s) {
   w.family("smha_role", "gauge", "1 for this head's current role, 0 for the other roles.");
   for (const auto& r : roles) w.sample("smha_role", {{"node", s.node}, {"role", r}}, r == s.role ? 1.0 : 0.0);
 
+  w.family("smha_sm_up", "gauge", "1 if the SM answered its last SMInfo poll, 0 if not.");
+  for (const auto& sm : s.sms)
+    w.sample("smha_sm_up", {{"node", sm.node}, {"guid", to_string(sm.guid)}}, sm.answered ? 1.0 : 0.0);
+
   w.family("smha_sm_state", "gauge",
            "SMInfo SMState of each known SM: 0 not-active, 1 discovering, 2 standby, 3 master.");
   for (const auto& sm : s.sms) {
+    if (!sm.answered) continue;
     w.sample("smha_sm_state", {{"node", sm.node}, {"guid", to_string(sm.guid)}},
              static_cast<double>(static_cast<unsigned>(sm.state)));
   }
   w.family("smha_sm_priority", "gauge", "SMInfo priority of each known SM.");
   for (const auto& sm : s.sms) {
+    if (!sm.answered) continue;
     w.sample("smha_sm_priority", {{"node", sm.node}, {"guid", to_string(sm.guid)}},
              static_cast<double>(sm.priority));
   }
   w.family("smha_sm_master", "gauge", "1 if the SM is MASTER.");
   for (const auto& sm : s.sms) {
+    if (!sm.answered) continue;
     w.sample("smha_sm_master", {{"node", sm.node}, {"guid", to_string(sm.guid)}},
              sm.state == SmState::Master ? 1.0 : 0.0);
   }
 
-  w.family("smha_failovers_total", "counter", "Failovers (this head took over mastership), by reason.");
+  w.family("smha_failovers_total", "counter", "Times the local SM became MASTER, by cause (takeover, handover, start, ...).");
   for (const auto& [reason, n] : s.failovers_by_reason) w.sample("smha_failovers_total", {{"reason", reason}}, n);
 
   if (s.last_takeover_seconds) {
     w.family("smha_last_takeover_duration_seconds", "gauge",
-             "Duration of the last takeover, from decision to MASTER observed.");
+             "Duration of the last takeover or pulled handover, from the engine's decision to the local SM answering MASTER.");
     w.sample("smha_last_takeover_duration_seconds", {}, *s.last_takeover_seconds);
   }
 
@@ -112,7 +120,7 @@ std::string render_prometheus(const MetricsSnapshot& s) {
   w.sample("smha_poll_rtt_seconds_sum", {}, s.poll_rtt.sum);
   w.sample("smha_poll_rtt_seconds_count", {}, s.poll_rtt.count);
 
-  w.family("smha_missed_polls_total", "counter", "SMInfo polls that got no answer.");
+  w.family("smha_missed_polls_total", "counter", "SMInfo queries that got no answer (after the transport's retries).");
   w.sample("smha_missed_polls_total", {}, s.missed_polls);
   w.family("smha_opensm_restarts_total", "counter", "OpenSM restarts by the supervisor.");
   w.sample("smha_opensm_restarts_total", {}, s.opensm_restarts);

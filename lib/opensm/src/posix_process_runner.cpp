@@ -330,6 +330,19 @@ Status PosixProcessRunner::kill(int pid, int signal) {
   auto it = procs_.find(pid);
   if (it != procs_.end() && it->second->exited)
     return make_error("not_found", "kill: process " + std::to_string(pid) + " has exited");
+  if (signal == SIGHUP || signal == SIGUSR1) {
+    // OpenSM acts on these in its main loop, which sleeps in
+    // cl_thread_suspend(10000) between checks: a signal taken by one of its other
+    // threads leaves it asleep for up to 10 s (measured under ibsim: a planned
+    // handover's SIGHUP sometimes ignored for > 5 s). tgkill() to the main
+    // thread (tid == pid) interrupts that sleep.
+    if (::syscall(SYS_tgkill, pid, pid, signal) != 0) {
+      int e = errno;
+      if (e == ESRCH) return make_error("not_found", "kill: no process " + std::to_string(pid));
+      return make_error("kill", "tgkill " + std::to_string(pid) + ": " + errno_text(e));
+    }
+    return Status::Ok();
+  }
   if (it != procs_.end() && it->second->spawned) {
     target = -pid;
   } else if (::getpgid(pid) == pid) {

@@ -22,6 +22,10 @@
 #include "smha/opensm/posix_file_system.hpp"
 #include "smha/opensm/posix_process_runner.hpp"
 #include "smha/opensm/probe.hpp"
+#include "smha/service/drill.hpp"
+#include "smha/service/event_journal.hpp"
+#include "smha/service/events_method.hpp"
+#include "smha/service/metrics_service.hpp"
 #include "smha/service/service.hpp"
 
 namespace smha::service {
@@ -76,18 +80,27 @@ bool same_policy(const agent::AgentConfig& a, const agent::AgentConfig& b) {
   return true;
 }
 
-class Daemon {
+class Daemon final : public DrillHost {
  public:
   Daemon(DaemonOptions options, config::Config config, std::ostream& err)
       : options_(std::move(options)), config_(std::move(config)), err_(err) {}
 
-  ~Daemon() {
+  ~Daemon() override {
+    if (metrics_) metrics_->stop();
     if (agent_) agent_->stop();
     if (server_) server_->stop();
   }
 
   bool init();
   int run();
+
+  // DrillHost
+  json status() override { return status_json(); }
+  sm::EngineStatus engine() const override { return agent_->status(); }
+  Guid own_guid() const override { return own_guid_; }
+  void request_handover(std::optional<Guid> target) override { agent_->request_handover(target); }
+  bool handover_running() const override { return handover_running_; }
+  const LogEventSink& events() const override { return sink_; }
 
  private:
   PriorityRenderer make_renderer(const config::Config& c) const {
@@ -100,6 +113,8 @@ class Daemon {
     };
   }
   void start_agent(agent::AgentConfig cfg);
+  bool init_history_and_metrics();
+  bool start_metrics(Duration handover_bound);
   void register_methods();
   json status_json();
   void arm_signals();
@@ -136,6 +151,12 @@ class Daemon {
   std::unique_ptr<boost::asio::steady_timer> hold_timer_;
   TimePoint started_at_{};
   bool handover_running_ = false;
+  std::unique_ptr<EventJournal> journal_;
+  std::string journal_error_;
+  FailoverStats failovers_;
+  std::unique_ptr<EventsMethod> events_;
+  std::unique_ptr<MetricsService> metrics_;
+  std::unique_ptr<DrillRunner> drill_;
 };
 
 bool Daemon::init() {
@@ -212,10 +233,12 @@ bool Daemon::init() {
   sopt.server_name = std::string("smhad ") + SMHA_SERVICE_VERSION;
   server_ = std::make_unique<control::ControlServer>(io_, sopt);
   register_methods();
+  if (!init_history_and_metrics()) return false;
   if (auto st = server_->start(); !st.ok()) {
     err_ << "smhad: control socket: " << st.error().message << '\n';
     return false;
   }
+  if (!start_metrics(mapped.value().policy.handover_bound)) return false;
   start_agent(std::move(mapped).value());
   arm_signals();
   spdlog::info("smhad {} started on {} (port guid {}, {}), control socket {}", config_.node_name,
@@ -231,6 +254,59 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
   }
   agent_ = std::make_unique<agent::Agent>(std::move(cfg), *sched_, *mad_, *control_, sink_);
   agent_->start();
+}
+
+// The event history (restored from state_dir/events.jsonl and appended to it),
+// the events/metrics/drill methods. doc/control-protocol.md.
+bool Daemon::init_history_and_metrics() {
+  std::error_code ec;
+  std::filesystem::create_directories(config_.state_dir, ec);
+  journal_ = std::make_unique<EventJournal>(config_.state_dir + "/events.jsonl");
+  auto loaded = journal_->load();
+  if (!loaded) {
+    spdlog::warn("EVENTS_JOURNAL_UNREADABLE {}; starting with an empty history", loaded.error().message);
+  } else {
+    if (loaded.value().skipped > 0)
+      spdlog::warn("EVENTS_JOURNAL_SKIPPED {} line(s) of {} that did not parse", loaded.value().skipped,
+                   journal_->path());
+    sink_.restore(loaded.value().events);
+  }
+  sink_.add_listener([this](const EventRecord& e) {
+    auto st = journal_->append(e);
+    const std::string err = st.ok() ? std::string() : st.error().message;
+    if (err != journal_error_) {
+      if (err.empty()) spdlog::info("EVENTS_JOURNAL_OK {} is written again", journal_->path());
+      else spdlog::warn("EVENTS_JOURNAL_WRITE_FAILED {}", err);
+      journal_error_ = err;
+    }
+  });
+  sink_.add_listener([this](const EventRecord& e) { failovers_.observe(e); });
+  events_ = std::make_unique<EventsMethod>(io_, sink_, clock_);
+  drill_ = std::make_unique<DrillRunner>(io_, *this, clock_);
+  metrics_ = std::make_unique<MetricsService>(io_, config_.metrics, fs_, [this] {
+    return control::render_prometheus(metrics_snapshot(status_json(), mad_->poll_stats(), failovers_));
+  });
+  for (auto st : {events_->attach(*server_), drill_->attach(*server_), metrics_->attach(*server_)}) {
+    if (!st.ok()) {
+      err_ << "smhad: control methods: " << st.error().message << '\n';
+      return false;
+    }
+  }
+  return true;
+}
+
+// Before the agent starts: a metrics port that cannot be bound stops start-up
+// before OpenSM is touched.
+bool Daemon::start_metrics(Duration handover_bound) {
+  DrillOptions d;
+  d.leg_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(handover_bound) + std::chrono::seconds(2);
+  d.stable = std::chrono::duration_cast<std::chrono::milliseconds>(handover_bound) + std::chrono::seconds(1);
+  drill_->set_options(d);
+  if (auto st = metrics_->start(); !st.ok()) {
+    err_ << "smhad: " << config_.source_path << ": metrics.listen: " << st.error().message << '\n';
+    return false;
+  }
+  return true;
 }
 
 int Daemon::run() {
@@ -262,6 +338,7 @@ void Daemon::shutdown(const char* why) {
   spdlog::info("smhad: {}: stopping polling; OpenSM is left running (adopted on next start)", why);
   if (agent_) agent_->stop();
   if (server_) server_->stop();
+  if (metrics_) metrics_->stop();
   if (hold_timer_) hold_timer_->cancel();
   if (hup_signal_) hup_signal_->cancel();
   io_.stop();
@@ -360,19 +437,6 @@ void Daemon::register_methods() {
   (void)server_->register_method("status", Access::ReadOnly, [this](const control::Call&) {
     return Reply::ok(status_json());
   });
-  (void)server_->register_method("events", Access::ReadOnly, [this](const control::Call& call) {
-    std::size_t n = 20;
-    if (call.params.contains("n")) {
-      if (!call.params["n"].is_number_unsigned() || call.params["n"].get<std::size_t>() == 0)
-        return Reply::failure(ResultCode::BadRequest, "events: n must be a positive integer");
-      n = call.params["n"].get<std::size_t>();
-    }
-    const auto& ev = sink_.events();
-    json arr = json::array();
-    const std::size_t from = ev.size() > n ? ev.size() - n : 0;
-    for (std::size_t i = from; i < ev.size(); ++i) arr.push_back(event_json(ev[i]));
-    return Reply::ok(json{{"events", arr}});
-  });
   (void)server_->register_method("reload", Access::Mutating, [this](const control::Call&) {
     return do_reload();
   });
@@ -403,6 +467,11 @@ Reply Daemon::do_reload() {
   if (next.control.socket_path != config_.control.socket_path) needs_restart.push_back("control.socket_path");
   if (next.opensm.conf_path != config_.opensm.conf_path) needs_restart.push_back("opensm.conf_path");
   if (next.state_dir != config_.state_dir) needs_restart.push_back("state_dir");
+  if (next.metrics.listen_address != config_.metrics.listen_address ||
+      next.metrics.listen_port != config_.metrics.listen_port ||
+      next.metrics.textfile_dir != config_.metrics.textfile_dir ||
+      next.metrics.textfile_interval != config_.metrics.textfile_interval)
+    needs_restart.push_back("metrics");
   if (!needs_restart.empty()) {
     std::string keys;
     for (const auto& k : needs_restart) keys += (keys.empty() ? "" : ", ") + k;
@@ -497,8 +566,8 @@ void Daemon::handover(const control::Call& call, control::Responder respond) {
     respond(Reply::failure(ResultCode::Conflict, "handover: a maintenance hold is active"));
     return;
   }
-  if (handover_running_) {
-    respond(Reply::failure(ResultCode::Conflict, "handover: one is already running"));
+  if (handover_running_ || (drill_ && drill_->running())) {
+    respond(Reply::failure(ResultCode::Conflict, "handover: one is already running (handover or drill)"));
     return;
   }
   std::optional<Guid> target;

@@ -215,13 +215,26 @@ Result<opensm::ReloadAction> SupervisedOpensmControl::reload(PriorityRenderer re
 
 // ---- RecordingTransport ----------------------------------------------------
 
+void PollStats::record(bool ok, Duration rtt) {
+  if (!ok) {
+    ++missed;
+    return;
+  }
+  const double s = std::chrono::duration<double>(rtt).count();
+  ++answered;
+  rtt_sum_s += s;
+  for (std::size_t i = 0; i < std::size(kBounds); ++i)
+    if (s <= kBounds[i]) ++buckets[i];
+}
+
 void RecordingTransport::get_sminfo(const mad::Target& target, const mad::RequestOptions& opts,
                                     mad::SmInfoCallback done) {
   std::weak_ptr<std::map<std::uint64_t, SmSighting>> seen = seen_;
   std::weak_ptr<std::map<std::string, TargetRecord>> targets = targets_;
+  std::weak_ptr<PollStats> stats = stats_;
   const Clock* clock = &clock_;
   inner_.get_sminfo(target, opts,
-                    [seen, targets, clock, key = target_key(target),
+                    [seen, targets, stats, clock, key = target_key(target),
                      done = std::move(done)](Result<mad::SmInfoReply> r) {
                       auto s = seen.lock();
                       auto t = targets.lock();
@@ -230,6 +243,7 @@ void RecordingTransport::get_sminfo(const mad::Target& target, const mad::Reques
                         TargetRecord rec;
                         rec.at = now;
                         rec.answered = r.ok();
+                        if (auto st = stats.lock()) st->record(r.ok(), r.ok() ? r.value().rtt : Duration{});
                         if (r.ok()) {
                           rec.guid = r.value().info.guid;
                           (*s)[r.value().info.guid.value] = SmSighting{r.value().info, r.value().rtt, now};
@@ -273,9 +287,21 @@ void LogEventSink::push(EventRecord r) {
   r.wall = std::chrono::system_clock::now();
   events_.push_back(std::move(r));
   while (events_.size() > capacity_) events_.pop_front();
+  for (const auto& l : listeners_) l(events_.back());
 }
 
-void LogEventSink::event(const sm::RecordEvent& e, TimePoint) {
+void LogEventSink::restore(const std::vector<EventRecord>& earlier) {
+  std::deque<EventRecord> merged(earlier.begin(), earlier.end());
+  for (auto& e : events_) merged.push_back(e);
+  while (merged.size() > capacity_) merged.pop_front();
+  events_ = std::move(merged);
+  for (const auto& e : earlier) {
+    seq_ = std::max(seq_, e.seq);
+    if (e.kind == "transition" && (!last_transition_ || e.seq > last_transition_->seq)) last_transition_ = e;
+  }
+}
+
+void LogEventSink::event(const sm::RecordEvent& e, TimePoint at) {
   auto log = sm_log();
   if (e.kind == sm::EventKind::StateChanged) {
     std::string from = e.reason, to;
@@ -285,14 +311,14 @@ void LogEventSink::event(const sm::RecordEvent& e, TimePoint) {
     }
     const std::string cause = last_cause_.empty() ? "observed" : last_cause_;
     log->info("SM_TRANSITION from={} to={} reason={}", from, to, cause);
-    EventRecord r{0, {}, "transition", e.reason, cause};
+    EventRecord r{0, {}, "transition", e.reason, cause, at};
     push(r);
     last_transition_ = events_.back();
     return;
   }
   last_cause_ = std::string(sm::to_string(e.kind)) + (e.reason.empty() ? "" : ": " + e.reason);
   log->info("SM_EVENT kind={} reason={} evidence={}", sm::to_string(e.kind), e.reason, e.evidence);
-  push(EventRecord{0, {}, std::string(sm::to_string(e.kind)), e.reason, e.evidence});
+  push(EventRecord{0, {}, std::string(sm::to_string(e.kind)), e.reason, e.evidence, at});
 }
 
 void LogEventSink::alarm(const sm::RaiseAlarm& a, TimePoint) {

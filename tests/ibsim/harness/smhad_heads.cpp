@@ -119,7 +119,8 @@ void write_smhad_config(const SmhadHead& h, const std::vector<PeerCfg>& peers, c
   y << "opensm:\n  log_file: " << h.opensm_log() << "\n  dump_files_dir: " << h.dir << "/\n  cache_dir: " << h.dir
     << "/cache\n  conf_path: " << h.dir << "/opensm.conf\n";
   y << "control:\n  socket: " << h.socket() << "\n  group: root\n";
-  y << "state_dir: " << h.dir << "/state\n";
+  y << "state_dir: " << h.state_dir() << "\n";
+  y << o.extra;
 }
 
 void start_smhad(IbsimFabric& f, SmhadHead& h, const std::string& smhad_binary,

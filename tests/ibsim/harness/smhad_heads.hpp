@@ -84,6 +84,7 @@ struct SmhadOptions {
   int misses = 3;
   std::string failback = "sticky";  // or "preempt"
   int preempt_holddown_s = 30;
+  std::string extra;  // appended verbatim (e.g. a metrics section)
 };
 
 struct SmhadHead {
@@ -96,7 +97,8 @@ struct SmhadHead {
   std::string yaml() const { return dir + "/smha.yaml"; }
   std::string socket() const { return dir + "/ctl/smhad.sock"; }
   std::string opensm_log() const { return dir + "/opensm.log"; }
-  std::string pidfile() const { return dir + "/state/opensm.pid"; }
+  std::string state_dir() const { return dir + "/state"; }
+  std::string pidfile() const { return state_dir() + "/opensm.pid"; }
 };
 
 void write_smhad_config(const SmhadHead& h, const std::vector<PeerCfg>& peers, const SmhadOptions& o = {});

@@ -6,7 +6,10 @@
 // design).
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ibsim_harness.hpp"
+#include "prometheus_parse.hpp"
 #include "smhad_heads.hpp"
 #include "smha/control/client.hpp"
 
@@ -30,18 +34,25 @@ using namespace smha;
 using namespace smha::testing;
 using namespace std::chrono_literals;
 using nlohmann::json;
+using smha::testing::parse_with_prometheus_client;
+using smha::testing::sample_value;
 
 namespace {
 
-void write_config(const SmhadHead& h, int priority, const std::vector<PeerCfg>& peers) {
-  write_smhad_config(h, peers, SmhadOptions{.sm_priority = priority});
+using Head = SmhadHead;
+
+// This file's configs: the given base priority, the default failover policy,
+// `extra` appended (e.g. a metrics section).
+void write_config(const Head& h, int priority, const std::vector<PeerCfg>& peers,
+                  const std::string& extra = {}) {
+  SmhadOptions o;
+  o.sm_priority = priority;
+  o.extra = extra;
+  write_smhad_config(h, peers, o);
 }
 
-void start_smhad(IbsimFabric& f, SmhadHead& h) { smha::testing::start_smhad(f, h, SMHA_SMHAD); }
-
-MasterView query_master(IbsimFabric& fabric, const std::string& node) { return query_sm(fabric, node); }
-
 }  // namespace
+
 
 TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a smhad restart, "
           "priority reload by SIGHUP",
@@ -52,10 +63,10 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   const auto hca2 = fabric.node_port("Hca2");
   REQUIRE(hca1);
   REQUIRE(hca2);
-  SmhadHead h{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
+  Head h{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
   // The peer is configured but absent (no SM at that LID): it never answers.
   write_config(h, 12, {{"head02", hca2->port_guid, 0xbff0}});
-  start_smhad(fabric, h);
+  start_smhad(fabric, h, SMHA_SMHAD);
 
   // (a) OpenSM started by smhad reaches MASTER, seen from a third node.
   json s;
@@ -63,7 +74,7 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
     FAIL("no local MASTER; status: " << s.dump() << "\nsmhad:\n" << smhad_log(fabric, h));
   const int first = s["opensm"]["pid"];
   MasterView m;
-  REQUIRE(wait_for([&] { m = query_master(fabric, "Hca3"); return m.state == 3; }, 20s));
+  REQUIRE(wait_for([&] { m = query_sm(fabric, "Hca3"); return m.state == 3; }, 20s));
   CHECK(m.guid == hca1->port_guid);
   CHECK(s["role"] == "master");
 
@@ -82,13 +93,13 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   fabric.stop_process(h.pidx, SIGTERM);
   CHECK(fabric.process_exit_code(h.pidx) == 0);
   REQUIRE(pid_running(second));
-  start_smhad(fabric, h);
+  start_smhad(fabric, h, SMHA_SMHAD);
   if (!wait_status(fabric, h, guard, [&](const json& j) { return local_master(j); }, 30s, &s))
     FAIL("no MASTER after the smhad restart; status: " << s.dump() << "\nsmhad:\n" << smhad_log(fabric, h));
   CHECK(s["opensm"]["pid"] == second);
   CHECK(s["opensm"]["adopted"] == true);
   CHECK(s["opensm"]["spawns"] == 0);
-  m = query_master(fabric, "Hca3");
+  m = query_sm(fabric, "Hca3");
   CHECK(m.state == 3);
   CHECK(m.guid == hca1->port_guid);
 
@@ -107,7 +118,7 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
     REQUIRE(r.value().is_ok());
     CHECK(r.value().data["opensm_action"] != "restarted");
   }
-  REQUIRE(wait_for([&] { m = query_master(fabric, "Hca3"); return m.priority == 9; }, 15s));
+  REQUIRE(wait_for([&] { m = query_sm(fabric, "Hca3"); return m.priority == 9; }, 15s));
   CHECK(m.state == 3);
   CHECK(m.guid == hca1->port_guid);
   REQUIRE(wait_status(fabric, h, guard, local_master, 5s, &s));
@@ -162,17 +173,17 @@ TEST_CASE("HA drill: kill -9 of the master OpenSM under two smhad", "[ibsim][smh
   REQUIRE(hca2->lid != 0);
   fabric.stop_opensm(boot);
 
-  SmhadHead h1{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
-  SmhadHead h2{"head02", "Hca2", hca2->port_guid, fabric.scratch_dir() + "/head02"};
+  Head h1{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
+  Head h2{"head02", "Hca2", hca2->port_guid, fabric.scratch_dir() + "/head02"};
   // The same sm_priority on both heads, as the engine requires (sticky failback
   // rests on standby = base < master = base + 1); head01 starts first and masters.
   write_config(h1, 10, {{"head02", hca2->port_guid, hca2->lid}});
   write_config(h2, 10, {{"head01", hca1->port_guid, hca1->lid}});
-  start_smhad(fabric, h1);
+  start_smhad(fabric, h1, SMHA_SMHAD);
   json s1, s2;
   if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
     FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
-  start_smhad(fabric, h2);
+  start_smhad(fabric, h2, SMHA_SMHAD);
   if (!wait_status(fabric, h2, guard, [](const json& j) {
         return j["local"]["state"] == "STANDBY" && j["peers"][0]["state"] == "MASTER";
       }, 30s, &s2))
@@ -199,7 +210,7 @@ TEST_CASE("HA drill: kill -9 of the master OpenSM under two smhad", "[ibsim][smh
   REQUIRE(::kill(victim, SIGKILL) == 0);
   MasterView m;
   REQUIRE(wait_for([&] {
-    m = query_master(fabric, "Hca3");
+    m = query_sm(fabric, "Hca3");
     return m.state == 3 && m.guid == hca2->port_guid;
   }, 20s));
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
@@ -213,7 +224,7 @@ TEST_CASE("HA drill: kill -9 of the master OpenSM under two smhad", "[ibsim][smh
   }, 30s, &s1));
   REQUIRE(wait_status(fabric, h2, guard, local_master, 10s, &s2));
   free_ibsim_slot(fabric, victim);
-  m = query_master(fabric, "Hca3");
+  m = query_sm(fabric, "Hca3");
   CHECK(m.state == 3);
   CHECK(m.guid == hca2->port_guid);
   int masters = 0;
@@ -222,4 +233,181 @@ TEST_CASE("HA drill: kill -9 of the master OpenSM under two smhad", "[ibsim][smh
 
   fabric.stop_process(h1.pidx, SIGTERM);
   fabric.stop_process(h2.pidx, SIGTERM);
+}
+
+namespace {
+
+// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, closed).
+int free_loopback_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// The body of GET /metrics from 127.0.0.1:port ("" if it cannot connect).
+std::string scrape(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return {};
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+    const std::string req = "GET /metrics HTTP/1.0\r\n\r\n";
+    if (::send(fd, req.data(), req.size(), 0) == static_cast<ssize_t>(req.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  ::close(fd);
+  const auto at = out.find("\r\n\r\n");
+  return at == std::string::npos ? std::string() : out.substr(at + 4);
+}
+
+json call(const Head& h, const std::string& method, const json& params = json::object()) {
+  auto c = control::ControlClient::connect(h.socket());
+  REQUIRE(c);
+  auto r = c.value().call(method, params, 10s);
+  REQUIRE(r);
+  return json{{"result", std::string(control::to_string(r.value().result))}, {"text", r.value().text},
+              {"data", r.value().data}};
+}
+
+std::vector<std::string> event_kinds(const json& events) {
+  std::vector<std::string> out;
+  for (const auto& e : events) out.push_back(e["kind"]);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("planned drill, metrics, persisted events and events --follow under two smhad",
+          "[ibsim][smhad][drill]") {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;
+  const int boot = fabric.start_opensm("Hca3", 0);
+  REQUIRE(fabric.wait_subnet_up(boot, 20s));
+  const auto hca1 = fabric.node_port("Hca1");
+  const auto hca2 = fabric.node_port("Hca2");
+  REQUIRE(hca1);
+  REQUIRE(hca2);
+  REQUIRE(hca1->lid != 0);
+  REQUIRE(hca2->lid != 0);
+  fabric.stop_opensm(boot);
+
+  Head h1{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
+  Head h2{"head02", "Hca2", hca2->port_guid, fabric.scratch_dir() + "/head02"};
+  const int port = free_loopback_port();
+  const std::string prom_dir = h1.dir + "/textfile";
+  std::filesystem::create_directories(prom_dir);
+  write_config(h1, 10, {{"head02", hca2->port_guid, hca2->lid}},
+               "metrics:\n  listen: 127.0.0.1:" + std::to_string(port) + "\n  textfile_dir: " + prom_dir +
+                   "\n  textfile_interval_s: 1\n");
+  write_config(h2, 10, {{"head01", hca1->port_guid, hca1->lid}});
+  start_smhad(fabric, h1, SMHA_SMHAD);
+  json s1, s2;
+  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
+    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
+  start_smhad(fabric, h2, SMHA_SMHAD);
+  if (!wait_status(fabric, h1, guard, [](const json& j) {
+        return local_master(j) && j["peers"][0]["state"] == "STANDBY" && j["peers"][0]["last_poll_answered"] == true;
+      }, 30s, &s1))
+    FAIL("head01 does not see head02 STANDBY: " << s1.dump() << "\n" << smhad_log(fabric, h2));
+  REQUIRE(wait_status(fabric, h2, guard, [](const json& j) { return j["role"] == "standby"; }, 10s, &s2));
+
+  // Refusals through smctl: on the standby head (not master), and during a hold.
+  auto r = fabric.run("Hca4", {SMHA_SMCTL, "drill", "--json", "--socket", h2.socket()}, 20s);
+  CHECK(r.exit_code == 1);
+  CHECK(json::parse(r.out)["data"]["refused"] == "not_master");
+  REQUIRE(call(h1, "hold", json{{"duration_s", 60}})["result"] == "ok");
+  r = fabric.run("Hca4", {SMHA_SMCTL, "drill", "--socket", h1.socket()}, 20s);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("drill refused: a maintenance hold is active"));
+  REQUIRE(call(h1, "release")["result"] == "ok");
+
+  // smctl events --follow on head01 while the drill runs.
+  const int follower = fabric.spawn("Hca4", {SMHA_SMCTL, "events", "--follow", "-n", "1", "--socket", h1.socket()});
+
+  // The drill: failover to head02 and failback, each leg timed; verdict pass.
+  r = fabric.run("Hca4", {SMHA_SMCTL, "drill", "--json", "--to", "head02", "--socket", h1.socket()}, 60s);
+  INFO(r.out << r.err << "\nsmhad:\n" << smhad_log(fabric, h1) << "\nhead01 opensm.log:\n"
+              << read_file(h1.dir + "/opensm.log") << "\nhead02 smhad:\n" << smhad_log(fabric, h2));
+  REQUIRE(r.exit_code == 0);
+  const json drill = json::parse(r.out);
+  CHECK(drill["data"]["verdict"] == "pass");
+  REQUIRE(drill["data"]["legs"].size() == 2);
+  std::cout << "planned drill under ibsim: failover " << drill["data"]["legs"][0]["duration_ms"].get<double>()
+            << " ms, failback " << drill["data"]["legs"][1]["duration_ms"].get<double>() << " ms, total "
+            << drill["data"]["total_ms"].get<double>() << " ms" << std::endl;
+  // Exactly one MASTER afterwards, each head's SM asked by LID from a third node.
+  // (Not plain `sminfo` at Hca3: after a handover the ports keep pointing at the
+  // old master's LID until the new master's next heavy sweep.)
+  CHECK(query_sm(fabric, "Hca3", hca1->lid).state == 3);
+  CHECK(query_sm(fabric, "Hca3", hca2->lid).state == 2);
+  REQUIRE(wait_status(fabric, h2, guard, [](const json& j) { return j["local"]["state"] == "STANDBY"; }, 10s, &s2));
+
+  // The follower printed the drill's handovers as they happened; SIGINT ends it with 0.
+  CHECK(wait_for([&] {
+    const auto out = fabric.process_stdout(follower);
+    return out.find("handover_done") != std::string::npos && out.find("took over by request") != std::string::npos;
+  }, 10s));
+  fabric.stop_process(follower, SIGINT);
+  CHECK(fabric.process_exit_code(follower) == 0);
+
+  // Metrics over HTTP and in the textfile, read with a real exposition parser.
+  std::string body;
+  REQUIRE(wait_for([&] { body = scrape(port); return !body.empty(); }, 5s));
+  auto doc = parse_with_prometheus_client(body);
+  REQUIRE_FALSE(doc.contains("error"));
+  CHECK(sample_value(doc["smha_role"], "smha_role", {{"node", "head01"}, {"role", "master"}}) == 1.0);
+  CHECK(sample_value(doc["smha_sm_state"], "smha_sm_state", {{"node", "head01"}, {"guid", hex_guid(hca1->port_guid)}}) ==
+        3.0);
+  CHECK(sample_value(doc["smha_sm_state"], "smha_sm_state", {{"node", "head02"}, {"guid", hex_guid(hca2->port_guid)}}) ==
+        2.0);
+  CHECK(sample_value(doc["smha_failovers"], "smha_failovers_total", {{"reason", "handover"}}) == 1.0);
+  CHECK(sample_value(doc["smha_last_takeover_duration_seconds"], "smha_last_takeover_duration_seconds",
+                     json::object())
+            .is_number());
+  CHECK(sample_value(doc["smha_poll_rtt_seconds"], "smha_poll_rtt_seconds_count", json::object()).get<double>() > 0);
+  CHECK(sample_value(doc["smha_hold_active"], "smha_hold_active", json::object()) == 0.0);
+  std::string file;
+  REQUIRE(wait_for([&] { file = read_file(prom_dir + "/smha.prom"); return !file.empty(); }, 5s));
+  auto fdoc = parse_with_prometheus_client(file);
+  REQUIRE_FALSE(fdoc.contains("error"));
+  CHECK(sample_value(fdoc["smha_sm_up"], "smha_sm_up", {{"node", "head02"}, {"guid", hex_guid(hca2->port_guid)}}) == 1.0);
+  // The metrics method answers the same families.
+  auto mm = call(h1, "metrics");
+  CHECK(parse_with_prometheus_client(mm["data"]["text"].get<std::string>()).contains("smha_poll_rtt_seconds"));
+
+  // Events survive a restart of smhad: the drill's events are still listed and
+  // new events continue the sequence.
+  const json before = call(h1, "events", json{{"n", 1000}})["data"];
+  const auto last_seq = before["last_seq"].get<std::uint64_t>();
+  fabric.stop_process(h1.pidx, SIGTERM);
+  REQUIRE(fabric.process_exit_code(h1.pidx) == 0);
+  // A follower of head02 exits 6 when head02's smhad goes away.
+  const int follower2 = fabric.spawn("Hca4", {SMHA_SMCTL, "events", "--follow", "--socket", h2.socket()});
+  REQUIRE(wait_for([&] { return !fabric.process_stdout(follower2).empty(); }, 10s));
+  fabric.stop_process(h2.pidx, SIGTERM);
+  REQUIRE(wait_for([&] { return !fabric.process_running(follower2); }, 10s));
+  CHECK(fabric.process_exit_code(follower2) == 6);
+  CHECK_THAT(fabric.process_stderr(follower2), Catch::Contains("smhad went away"));
+
+  start_smhad(fabric, h1, SMHA_SMHAD);
+  REQUIRE(wait_status(fabric, h1, guard, [](const json& j) { return j["local"]["state"] == "MASTER"; }, 30s, &s1));
+  const json after = call(h1, "events", json{{"n", 1000}})["data"];
+  const auto kinds = event_kinds(after["events"]);
+  CHECK(std::count(kinds.begin(), kinds.end(), "handover_done") == 2);
+  CHECK(after["events"][0]["seq"] == before["events"][0]["seq"]);
+  CHECK(after["last_seq"].get<std::uint64_t>() >= last_seq);
+  CHECK(std::filesystem::exists(h1.state_dir() + "/events.jsonl"));
+  fabric.stop_process(h1.pidx, SIGTERM);
 }

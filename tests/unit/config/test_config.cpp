@@ -371,6 +371,27 @@ TEST_CASE("validation errors: exact file:line:column, key path and message") {
        "t.yaml:5:23: hooks.master[1]: must be an absolute path (got \"notify\")"},
       {kNode + "hook_timeout_s: 0\n", "t.yaml:4:17: hook_timeout_s: must be > 0 (got 0)"},
       {kNode + "state_dir: var/lib\n", "t.yaml:4:12: state_dir: must be an absolute path (got \"var/lib\")"},
+      // metrics: loopback only
+      {kNode + "metrics:\n  listen: 0.0.0.0:9464\n",
+       "t.yaml:5:11: metrics.listen: must be a loopback address (127.0.0.0/8, ::1 or localhost): smhad "
+       "serves metrics on this host only; let node_exporter or a local proxy publish them (got \"0.0.0.0\")"},
+      {kNode + "metrics:\n  listen: \"[fe80::1]:9464\"\n",
+       "t.yaml:5:11: metrics.listen: must be a loopback address (127.0.0.0/8, ::1 or localhost): smhad "
+       "serves metrics on this host only; let node_exporter or a local proxy publish them (got \"fe80::1\")"},
+      {kNode + "metrics:\n  listen: head01.example:9464\n",
+       "t.yaml:5:11: metrics.listen: must be a loopback address (127.0.0.0/8, ::1 or localhost): smhad "
+       "serves metrics on this host only; let node_exporter or a local proxy publish them (got \"head01.example\")"},
+      {kNode + "metrics:\n  listen: 9464\n",
+       "t.yaml:5:11: metrics.listen: must be ADDRESS:PORT, e.g. 127.0.0.1:9464 or [::1]:9464 (got \"9464\")"},
+      {kNode + "metrics:\n  listen: 127.0.0.1:70000\n",
+       "t.yaml:5:11: metrics.listen: port must be between 1 and 65535 (got 70000)"},
+      {kNode + "metrics:\n  listen: 127.0.0.1:http\n",
+       "t.yaml:5:11: metrics.listen: must be ADDRESS:PORT, e.g. 127.0.0.1:9464 or [::1]:9464 (got \"127.0.0.1:http\")"},
+      {kNode + "metrics:\n  textfile_dir: prom\n",
+       "t.yaml:5:17: metrics.textfile_dir: must be an absolute path (got \"prom\")"},
+      {kNode + "metrics:\n  textfile_interval_s: 0\n",
+       "t.yaml:5:24: metrics.textfile_interval_s: must be > 0 (got 0)"},
+      {kNode + "metrics:\n  port: 9464\n", "t.yaml:5:3: metrics.port: unknown key"},
       // YAML syntax.
       {kNode + "opensm:\n  sweep_interval: [1\n",
        "t.yaml:6:1: YAML syntax error: end of sequence flow not found"},
@@ -381,6 +402,25 @@ TEST_CASE("validation errors: exact file:line:column, key path and message") {
     INFO(c.yaml);
     CHECK(errors_of(c.yaml) == std::vector<std::string>{c.error});
   }
+}
+
+TEST_CASE("metrics: off by default; loopback listen addresses and the textfile collector") {
+  Config d = load_ok(kNode);
+  CHECK(d.metrics.listen_address.empty());
+  CHECK(d.metrics.textfile_dir.empty());
+  CHECK(d.metrics.textfile_interval == std::chrono::seconds(15));
+  Config c = load_ok(kNode + "metrics:\n  listen: 127.0.0.2:9464\n  textfile_dir: /var/lib/node_exporter\n"
+                             "  textfile_interval_s: 30\n");
+  CHECK(c.metrics.listen_address == "127.0.0.2");
+  CHECK(c.metrics.listen_port == 9464);
+  CHECK(c.metrics.textfile_dir == "/var/lib/node_exporter");
+  CHECK(c.metrics.textfile_interval == std::chrono::seconds(30));
+  CHECK(load_ok(kNode + "metrics:\n  listen: \"[::1]:1\"\n").metrics.listen_address == "::1");
+  CHECK(load_ok(kNode + "metrics:\n  listen: localhost:9464\n").metrics.listen_address == "127.0.0.1");
+  CHECK(is_loopback_address("127.255.0.1"));
+  CHECK_FALSE(is_loopback_address("128.0.0.1"));
+  CHECK_FALSE(is_loopback_address("::ffff:127.0.0.1"));
+  CHECK_FALSE(is_loopback_address("localhost"));
 }
 
 TEST_CASE("all errors are reported at once, in file order") {

@@ -9,62 +9,23 @@
 #include <nlohmann/json.hpp>
 
 #include "smha/control/metrics.hpp"
+#include "prometheus_parse.hpp"
 #include "test_support.hpp"
 
 using namespace smha::control;
 using namespace smha::control::test;
+using smha::testing::parse_with_prometheus_client;
+using smha::testing::sample_value;
 using nlohmann::json;
 
-namespace {
-
-// Parses exposition text with prometheus_client.parser and returns
-// {family: {"type": T, "samples": [[name, {labels}, value], ...]}}, or the
-// parser's error as {"error": "..."}.
-json parse_with_prometheus_client(const std::string& text) {
-  TempDir dir;
-  const std::string input = dir.sub("metrics.prom");
-  const std::string script = dir.sub("parse.py");
-  std::ofstream(input) << text;
-  std::ofstream(script) << R"PY(
-import json, math, sys
-from prometheus_client.parser import text_string_to_metric_families
-out = {}
-try:
-    for fam in text_string_to_metric_families(open(sys.argv[1]).read()):
-        out[fam.name] = {"type": fam.type, "samples": [
-            [s.name, s.labels, "+Inf" if math.isinf(s.value) else s.value] for s in fam.samples]}
-except Exception as e:
-    out = {"error": repr(e)}
-print(json.dumps(out))
-)PY";
-  // Debian's interpreter, which sees python3-prometheus-client (not a pyenv shim).
-  std::string cmd = "/usr/bin/python3 " + script + " " + input;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string result;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof(buf), p)) result.append(buf, n);
-  int rc = ::pclose(p);
-  INFO(result);
-  REQUIRE(rc == 0);
-  return json::parse(result);
-}
-
-json sample_value(const json& fam, const std::string& name, const json& labels) {
-  for (const auto& s : fam["samples"]) {
-    if (s[0] == name && s[1] == labels) return s[2];
-  }
-  return nullptr;
-}
-
-}  // namespace
 
 TEST_CASE("rendered metrics parse with a real exposition parser", "[control][metrics]") {
   MetricsSnapshot m;
   m.node = "head-a";
   m.role = "master";
   m.sms = {{"head-a", smha::Guid{0x0002c90300a1b2c3}, smha::SmState::Master, 15},
-           {"head-b", smha::Guid{0x0002c90300a1b2c4}, smha::SmState::Standby, 14}};
+           {"head-b", smha::Guid{0x0002c90300a1b2c4}, smha::SmState::Standby, 14},
+           {"head-c", smha::Guid{0x0002c90300a1b2c5}, smha::SmState::NotActive, 0, false}};
   m.failovers_by_reason = {{"peer_lost", 2}, {"planned", 1}};
   m.last_takeover_seconds = 1.25;
   m.poll_rtt = Histogram{{0.0005, 0.001, 0.01}, {10, 90, 99}, 100, 0.07};
@@ -81,6 +42,11 @@ TEST_CASE("rendered metrics parse with a real exposition parser", "[control][met
   CHECK(sample_value(doc["smha_role"], "smha_role", {{"node", "head-a"}, {"role", "standby"}}) == 0.0);
   CHECK(sample_value(doc["smha_sm_state"], "smha_sm_state", {{"node", "head-b"}, {"guid", "0x0002c90300a1b2c4"}}) ==
         2.0);
+  CHECK(sample_value(doc["smha_sm_up"], "smha_sm_up", {{"node", "head-b"}, {"guid", "0x0002c90300a1b2c4"}}) == 1.0);
+  CHECK(sample_value(doc["smha_sm_up"], "smha_sm_up", {{"node", "head-c"}, {"guid", "0x0002c90300a1b2c5"}}) == 0.0);
+  // An SM that does not answer has no state sample (unknown, not NOTACTIVE).
+  CHECK(sample_value(doc["smha_sm_state"], "smha_sm_state", {{"node", "head-c"}, {"guid", "0x0002c90300a1b2c5"}})
+            .is_null());
   CHECK(sample_value(doc["smha_sm_priority"], "smha_sm_priority",
                      {{"node", "head-a"}, {"guid", "0x0002c90300a1b2c3"}}) == 15.0);
   CHECK(sample_value(doc["smha_sm_master"], "smha_sm_master", {{"node", "head-a"}, {"guid", "0x0002c90300a1b2c3"}}) ==

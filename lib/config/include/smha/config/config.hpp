@@ -107,6 +107,18 @@ struct ControlSettings {
   std::string group = "smha";
 };
 
+// Prometheus metrics (doc/configuration.md, `metrics`). Both outputs are off by
+// default. The HTTP endpoint binds a loopback address only (validated).
+struct MetricsSettings {
+  std::string listen_address;  // "127.0.0.1", "::1", ...; empty: no HTTP endpoint
+  int listen_port = 0;         // 1..65535 when listen_address is set
+  std::string textfile_dir;    // node_exporter textfile directory; empty: off
+  std::chrono::seconds textfile_interval{15};
+};
+
+// True for a literal IPv4 address in 127.0.0.0/8 or the IPv6 loopback (::1).
+bool is_loopback_address(std::string_view address);
+
 struct Config {
   std::string source_path;  // the file (or name) it was loaded from
   std::string node_name;
@@ -118,6 +130,7 @@ struct Config {
   bool sm_key_set = false;   // false: neither sm_key nor sm_key_file was given
   OpensmSettings opensm;
   ControlSettings control;
+  MetricsSettings metrics;
   std::map<std::string, std::vector<std::string>> hooks;  // event -> executables (absolute)
   std::chrono::seconds hook_timeout{10};
   std::string state_dir = "/var/lib/smha";

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -27,6 +28,8 @@ inline constexpr const char* kErrClosed = "closed";
 inline constexpr const char* kErrProtocol = "protocol";
 // Any other socket error.
 inline constexpr const char* kErrIo = "io";
+// A signal set the interrupt flag (set_interrupt_flag) while waiting.
+inline constexpr const char* kErrInterrupted = "interrupted";
 
 class ControlClient {
  public:
@@ -57,6 +60,11 @@ class ControlClient {
 
   int fd() const { return fd_; }
 
+  // While `flag` is non-zero after a signal interrupted a wait (EINTR), the
+  // waiting call returns kErrInterrupted instead of waiting on; the connection
+  // is then unusable. Install the handler without SA_RESTART. nullptr: off.
+  void set_interrupt_flag(const volatile std::sig_atomic_t* flag) { interrupt_ = flag; }
+
  private:
   explicit ControlClient(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
   void close();
@@ -66,6 +74,7 @@ class ControlClient {
   FrameDecoder decoder_{kMaxReplyBytes};
   std::deque<std::string> frames_;  // complete frames not yet returned
   int64_t next_id_ = 1;
+  const volatile std::sig_atomic_t* interrupt_ = nullptr;
 };
 
 }  // namespace smha::control

@@ -4,9 +4,11 @@
 //
 // Metric families (all prefixed smha_, labels in braces):
 //   smha_role{node,role}                 gauge 1 for this head's current role, 0 for the others
+//   smha_sm_up{node,guid}                gauge 1 if the SM answered its last SMInfo poll
 //   smha_sm_state{node,guid}             gauge SMInfo SMState: 0 not-active, 1 discovering, 2 standby, 3 master
 //   smha_sm_priority{node,guid}          gauge SMInfo priority
 //   smha_sm_master{node,guid}            gauge 1 if that SM is MASTER
+//   (state, priority and master only for SMs that answered)
 //   smha_failovers_total{reason}         counter
 //   smha_last_takeover_duration_seconds  gauge (absent until the first takeover)
 //   smha_poll_rtt_seconds                histogram (_bucket{le}, _sum, _count)
@@ -32,6 +34,7 @@ struct SmMetrics {
   Guid guid;
   SmState state = SmState::NotActive;
   uint8_t priority = 0;
+  bool answered = true;  // false: no SMInfo answer (state and priority unknown)
 };
 
 // Cumulative histogram: counts[i] observations <= bounds[i] (bounds ascending,

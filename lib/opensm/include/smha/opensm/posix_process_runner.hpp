@@ -64,6 +64,8 @@ class PosixProcessRunner final : public ProcessRunner {
 
   // Sends `signal` to the process group of `pid` (a spawned child always leads its
   // group; an adopted process is signalled as a group only if it leads one).
+  // SIGHUP and SIGUSR1 go to the main thread of `pid` only (tgkill): OpenSM's
+  // main loop wakes for them only if its own thread takes the signal.
   // Errors: "not_found" if the runner saw `pid` exit (its PID may be reused), or
   // the process does not exist; "kill" for other errno.
   Status kill(int pid, int signal) override;

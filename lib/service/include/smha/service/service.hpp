@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -136,6 +137,18 @@ struct SmSighting {
   Duration rtt{};
   TimePoint at{};
 };
+// Every SMInfo Get the poller made, for metrics: answered ones by round-trip
+// time (cumulative buckets, seconds), unanswered ones (after the transport's
+// retries) counted as missed.
+struct PollStats {
+  static constexpr double kBounds[] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25};
+  std::uint64_t buckets[std::size(kBounds)] = {};  // answers with rtt <= kBounds[i]
+  std::uint64_t answered = 0;
+  double rtt_sum_s = 0;
+  std::uint64_t missed = 0;
+  void record(bool ok, Duration rtt);
+};
+
 // The last query to one target.
 struct TargetRecord {
   bool answered = false;
@@ -157,6 +170,7 @@ class RecordingTransport final : public mad::MadTransport {
                   const mad::RequestOptions& opts, mad::SmInfoCallback done) override;
   std::optional<SmSighting> last_seen(Guid guid) const;
   std::optional<TargetRecord> last_query(const mad::Target& target) const;
+  const PollStats& poll_stats() const { return *stats_; }
 
  private:
   mad::MadTransport& inner_;
@@ -167,6 +181,7 @@ class RecordingTransport final : public mad::MadTransport {
       std::make_shared<std::map<std::uint64_t, SmSighting>>();
   std::shared_ptr<std::map<std::string, TargetRecord>> targets_ =
       std::make_shared<std::map<std::string, TargetRecord>>();
+  std::shared_ptr<PollStats> stats_ = std::make_shared<PollStats>();
 };
 
 // One recorded event (engine event, alarm raise/clear, adapter error).
@@ -176,7 +191,11 @@ struct EventRecord {
   std::string kind;      // engine EventKind, "alarm", "alarm_cleared", "error", "transition"
   std::string reason;
   std::string evidence;
+  TimePoint at{};  // steady time of engine events (not persisted; zero for restored ones)
 };
+
+// Events kept in memory and in the journal (event_journal.hpp).
+inline constexpr std::size_t kEventHistory = 1000;
 
 // agent::EventSink for the daemon: logs every engine event (logger "sm"), each
 // local SM state change once at info as
@@ -184,7 +203,7 @@ struct EventRecord {
 // and keeps the last `capacity` events and the active alarms in memory.
 class LogEventSink final : public agent::EventSink {
  public:
-  explicit LogEventSink(std::size_t capacity = 256);
+  explicit LogEventSink(std::size_t capacity = kEventHistory);
   void event(const sm::RecordEvent& e, TimePoint at) override;
   void alarm(const sm::RaiseAlarm& a, TimePoint at) override;
   void clear(const sm::ClearAlarm& a, TimePoint at) override;
@@ -198,6 +217,13 @@ class LogEventSink final : public agent::EventSink {
   const std::map<std::string, std::string>& alarms() const { return alarms_; }
   std::optional<EventRecord> last_transition() const { return last_transition_; }
 
+  // Called with every new event after it is recorded (journal, long polls, metrics).
+  using Listener = std::function<void(const EventRecord&)>;
+  void add_listener(Listener l) { listeners_.push_back(std::move(l)); }
+  // Puts events from an earlier run (oldest first) in front of the history;
+  // new events continue their sequence numbers. Call before any event.
+  void restore(const std::vector<EventRecord>& earlier);
+
  private:
   void push(EventRecord r);
   std::size_t capacity_;
@@ -206,6 +232,7 @@ class LogEventSink final : public agent::EventSink {
   std::map<std::string, std::string> alarms_;
   std::optional<EventRecord> last_transition_;
   std::string last_cause_;  // the latest non-transition event, as the transition's reason
+  std::vector<Listener> listeners_;
 };
 
 // Config -> the agent's configuration. `own_guid` is the local port GUID (from

@@ -1,0 +1,103 @@
+// The `drill` control method (doc/control-protocol.md): a planned failover and
+// failback through the engine's own planned handover (sm::HandoverRequest), with
+// the time of each leg and a pass/fail verdict.
+//
+//   leg 1 "failover": on the MASTER head, Agent::request_handover(peer) (push);
+//                     done when another head answers MASTER and this head's
+//                     engine is back in role standby with its SM STANDBY.
+//   leg 2 "failback": Agent::request_handover(nullopt) on this now-standby head
+//                     (pull); done when this head's SM answers MASTER again.
+//   verdict "pass":   both legs done within their bound, no alarm raised during
+//                     the drill, and afterwards exactly one MASTER among the heads
+//                     (this one) with the peer back in STANDBY, for all of
+//                     DrillOptions::stable.
+//
+// The drill refuses to start (nothing is sent) unless the fabric is healthy; see
+// check_drill(). Single-threaded (the io_context's thread).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <nlohmann/json.hpp>
+
+#include "smha/control/server.hpp"
+#include "smha/service/service.hpp"
+#include "smha/sm/ha_machine.hpp"
+
+namespace smha::service {
+
+// Why a drill was refused: `code` is the reply's result, `reason` a stable word
+// for scripts (data.refused), `text` the message for humans.
+struct DrillRefusal {
+  control::ResultCode code = control::ResultCode::Conflict;
+  std::string reason;  // observe, hold, busy, alarms, not_master, no_standby, not_found, bad_request
+  std::string text;
+};
+
+// The preconditions, checked on a status reply's data (the documented schema):
+// not in observe mode, no hold, no handover or drill running (`busy`), no active
+// alarm, this head's role master with its SM MASTER, and a live standby (a peer
+// whose last poll answered STANDBY) -- `to`, if given, must name one. Pure.
+std::optional<DrillRefusal> check_drill(const nlohmann::json& status, const std::optional<std::string>& to,
+                                        bool busy);
+
+// What the drill needs from the daemon.
+class DrillHost {
+ public:
+  virtual ~DrillHost() = default;
+  virtual nlohmann::json status() = 0;         // the status method's data
+  virtual sm::EngineStatus engine() const = 0;  // the current engine's status
+  virtual Guid own_guid() const = 0;
+  virtual void request_handover(std::optional<Guid> target) = 0;
+  virtual bool handover_running() const = 0;   // a `handover` call is in progress
+  virtual const LogEventSink& events() const = 0;
+};
+
+struct DrillOptions {
+  std::chrono::milliseconds leg_timeout{7000};     // per leg (handover_bound + 2 s in smhad)
+  std::chrono::milliseconds settle_timeout{5000};  // for the roles to settle after a leg
+  std::chrono::milliseconds check_interval{10};    // how often progress is checked
+  // After the failback: this head must stay the one MASTER, the peer STANDBY and
+  // no alarm raised for this long (handover_bound + 1 s in smhad), so a head that
+  // takes mastership back a little later fails the drill.
+  std::chrono::milliseconds stable{6000};
+};
+
+class DrillRunner {
+ public:
+  // `host` and `clock` must outlive this object.
+  DrillRunner(boost::asio::io_context& io, DrillHost& host, const Clock& clock, DrillOptions options = {});
+  ~DrillRunner();
+  DrillRunner(const DrillRunner&) = delete;
+  DrillRunner& operator=(const DrillRunner&) = delete;
+
+  // Registers "drill" (mutating, async) on `server`.
+  Status attach(control::ControlServer& server);
+  // params {"to": PEER} optional. Replies when the drill has ended:
+  // ok with data.verdict "pass", error with "fail" (data says which check failed),
+  // or the refusal (nothing done).
+  void handle(const control::Call& call, control::Responder respond);
+  // The same with a plain callback (called once, on the io_context's thread).
+  void start(const nlohmann::json& params, uid_t uid, std::function<void(control::Reply)> reply);
+  bool running() const { return run_ != nullptr; }
+  void set_options(DrillOptions options) { options_ = options; }
+
+ private:
+  struct Run;
+  void step();
+  void finish(bool pass, const std::string& why);
+  double ms_since(TimePoint t0) const;
+
+  DrillHost& host_;
+  const Clock& clock_;
+  DrillOptions options_;
+  std::shared_ptr<Run> run_;
+  boost::asio::steady_timer timer_;
+};
+
+}  // namespace smha::service

@@ -1,0 +1,80 @@
+// EventJournal: smhad's event history on disk (state_dir/events.jsonl), so
+// `smctl events` shows what happened before a restart. doc/control-protocol.md
+// ("Event journal") documents the format and the bound.
+//
+// Format: JSON Lines, one event per line, oldest first:
+//   {"seq":12,"time":"2026-12-02T14:30:00.123Z","kind":"transition",
+//    "reason":"STANDBY->MASTER","evidence":"takeover_done: local SM is MASTER"}
+// `reason` and `evidence` are cut to kMaxFieldBytes each, so a line stays below
+// about 2 x kMaxFieldBytes + 200 bytes.
+//
+// Bound: append() adds a line; once the file holds 2 x `keep` lines it is
+// rewritten atomically (temp + fsync + rename) with the newest `keep`. The file
+// therefore never holds more than 2 x keep lines (with keep = 1000: at most
+// 2000 lines, about 4 MiB in the worst case, typically ~300 KiB).
+//
+// Appends are plain write()s without fsync: they survive a crash or restart of
+// smhad, but the last events may be lost on a power failure. Lines that do not
+// parse (a line cut by a crash, hand edits) are skipped when loading and
+// counted. Single-threaded; no locks.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "smha/core/result.hpp"
+#include "smha/service/service.hpp"
+
+namespace smha::service {
+
+inline constexpr std::size_t kJournalKeep = kEventHistory;
+inline constexpr std::size_t kMaxFieldBytes = 1024;
+
+// "2026-12-02T14:30:00.123Z" (UTC, milliseconds), and back; nullopt if `text`
+// is not in exactly that form.
+std::string format_utc(std::chrono::system_clock::time_point t);
+std::optional<std::chrono::system_clock::time_point> parse_utc(std::string_view text);
+
+// One journal line (without the newline) and back.
+std::string encode_event_line(const EventRecord& e);
+std::optional<EventRecord> decode_event_line(std::string_view line);
+
+class EventJournal {
+ public:
+  struct Loaded {
+    std::vector<EventRecord> events;  // the newest `keep`, oldest first, seq ascending
+    std::size_t skipped = 0;          // lines that did not parse
+  };
+
+  explicit EventJournal(std::string path, std::size_t keep = kJournalKeep);
+  ~EventJournal();
+  EventJournal(const EventJournal&) = delete;
+  EventJournal& operator=(const EventJournal&) = delete;
+
+  // Reads the file. A missing file is an empty journal. Error "io" (naming the
+  // path) if it exists but cannot be read. Remembers the line count for the bound.
+  Result<Loaded> load();
+
+  // Appends one event (opening the file on first use, mode 0640). On error
+  // ("io", naming the path) the event is not on disk; the next append retries.
+  Status append(const EventRecord& e);
+
+  const std::string& path() const { return path_; }
+  std::size_t lines() const { return lines_; }
+
+ private:
+  Status compact();
+
+  std::string path_;
+  std::size_t keep_;
+  std::size_t lines_ = 0;
+  int fd_ = -1;
+  bool cut_line_ = false;  // the file ends without a newline (a crash mid-write)
+  std::vector<EventRecord> tail_;  // the newest `keep` events, for compaction
+};
+
+}  // namespace smha::service

@@ -1,0 +1,92 @@
+// smhad's Prometheus metrics (doc/control-protocol.md "metrics", doc/configuration.md
+// "metrics"): a snapshot built from the status reply plus counters the status does
+// not carry, the `metrics` control method, and the two optional outputs: an HTTP
+// endpoint on a loopback address and a file in node_exporter's textfile directory,
+// rewritten atomically every interval. Single-threaded (the io_context's thread).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <nlohmann/json.hpp>
+
+#include "smha/config/config.hpp"
+#include "smha/control/metrics.hpp"
+#include "smha/control/metrics_http.hpp"
+#include "smha/control/server.hpp"
+#include "smha/opensm/file_system.hpp"
+#include "smha/service/service.hpp"
+
+namespace smha::service {
+
+// The file written into metrics.textfile_dir (node_exporter reads *.prom).
+inline constexpr const char* kTextfileName = "smha.prom";
+
+// Counts the times the local SM became MASTER, by cause, and how long the last
+// takeover took, from the event stream (LogEventSink listener). The cause is the
+// engine decision the transition ended:
+//   "takeover"  takeover_started (the master was lost),
+//   "handover"  handover_started by request (smctl handover / drill pulling here),
+//   "preempt"   handover_started by the preempt failback policy,
+//   "start"     no decision: OpenSM won the election on its own (start-up).
+// Duration: from that decision to the transition to MASTER.
+class FailoverStats {
+ public:
+  void observe(const EventRecord& e);
+  const std::map<std::string, std::uint64_t>& by_reason() const { return by_reason_; }
+  std::optional<double> last_takeover_seconds() const { return last_; }
+
+ private:
+  std::map<std::string, std::uint64_t> by_reason_;
+  std::optional<TimePoint> started_;
+  std::string episode_;  // the cause of the decision in progress
+  std::optional<double> last_;
+};
+
+// Builds the metrics snapshot from a status reply's data (the documented schema),
+// the poller's statistics and the failover counters. Pure.
+control::MetricsSnapshot metrics_snapshot(const nlohmann::json& status, const PollStats& polls,
+                                          const FailoverStats& failovers);
+
+class MetricsService {
+ public:
+  using Render = std::function<std::string()>;
+  // `fs` must outlive this object; `render` produces the exposition text.
+  MetricsService(boost::asio::io_context& io, config::MetricsSettings settings, opensm::FileSystem& fs,
+                 Render render);
+  ~MetricsService();
+
+  // Registers "metrics" (read-only): data {"text": exposition text}, content type
+  // in data.content_type.
+  Status attach(control::ControlServer& server);
+  // Starts the configured outputs: binds the HTTP endpoint (error "bind" or
+  // "bad_address" naming the address; nothing else started then) and writes the
+  // textfile as soon as the io_context runs and then every interval (a failed
+  // write is logged once per change of error and retried at the next interval).
+  // render() is first called from the io_context, never from start().
+  Status start();
+  void stop();
+  // Writes the textfile once (also used by start()). Error "io" naming the path.
+  Status write_textfile();
+  std::uint16_t http_port() const { return http_ ? http_->port() : 0; }
+  std::string textfile_path() const;
+
+ private:
+  void arm_textfile();
+
+  boost::asio::io_context& io_;
+  config::MetricsSettings settings_;
+  opensm::FileSystem& fs_;
+  Render render_;
+  std::unique_ptr<control::MetricsHttpServer> http_;
+  std::unique_ptr<boost::asio::steady_timer> timer_;
+  std::string last_error_;
+};
+
+}  // namespace smha::service

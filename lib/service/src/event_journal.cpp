@@ -1,0 +1,185 @@
+#include "smha/service/event_journal.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "smha/opensm/posix_file_system.hpp"
+
+namespace smha::service {
+
+namespace {
+
+Error io_error(const std::string& what, const std::string& path, int err) {
+  return Error{"io", "event journal " + path + ": " + what + ": " + std::strerror(err)};
+}
+
+std::string cut(const std::string& s) {
+  if (s.size() <= kMaxFieldBytes) return s;
+  std::string out = s.substr(0, kMaxFieldBytes);
+  // Do not leave half a UTF-8 sequence at the end.
+  while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
+  if (!out.empty() && (static_cast<unsigned char>(out.back()) & 0x80)) out.pop_back();
+  return out + "...";
+}
+
+}  // namespace
+
+std::string format_utc(std::chrono::system_clock::time_point t) {
+  const auto ms_total = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  const std::time_t tt = static_cast<std::time_t>(ms_total / 1000 - (ms_total % 1000 < 0 ? 1 : 0));
+  const long long ms = ((ms_total % 1000) + 1000) % 1000;
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  std::ostringstream o;
+  o << std::put_time(&tm, "%Y-%m-%dT%H:%M:%S") << '.' << std::setw(3) << std::setfill('0') << ms << 'Z';
+  return o.str();
+}
+
+std::optional<std::chrono::system_clock::time_point> parse_utc(std::string_view text) {
+  // YYYY-MM-DDTHH:MM:SS.mmmZ
+  if (text.size() != 24 || text[4] != '-' || text[7] != '-' || text[10] != 'T' || text[13] != ':' ||
+      text[16] != ':' || text[19] != '.' || text[23] != 'Z')
+    return std::nullopt;
+  auto num = [&](std::size_t at, std::size_t len) -> std::optional<int> {
+    int v = 0;
+    for (std::size_t i = at; i < at + len; ++i) {
+      if (text[i] < '0' || text[i] > '9') return std::nullopt;
+      v = v * 10 + (text[i] - '0');
+    }
+    return v;
+  };
+  auto y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2), s = num(17, 2),
+       ms = num(20, 3);
+  if (!y || !mo || !d || !h || !mi || !s || !ms) return std::nullopt;
+  if (*mo < 1 || *mo > 12 || *d < 1 || *d > 31 || *h > 23 || *mi > 59 || *s > 60) return std::nullopt;
+  std::tm tm{};
+  tm.tm_year = *y - 1900;
+  tm.tm_mon = *mo - 1;
+  tm.tm_mday = *d;
+  tm.tm_hour = *h;
+  tm.tm_min = *mi;
+  tm.tm_sec = *s;
+  const std::time_t tt = ::timegm(&tm);
+  return std::chrono::system_clock::from_time_t(tt) + std::chrono::milliseconds(*ms);
+}
+
+std::string encode_event_line(const EventRecord& e) {
+  nlohmann::json j{{"seq", e.seq},
+                   {"time", format_utc(e.wall)},
+                   {"kind", e.kind},
+                   {"reason", cut(e.reason)},
+                   {"evidence", cut(e.evidence)}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::optional<EventRecord> decode_event_line(std::string_view line) {
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  auto str = [&](const char* k) -> const nlohmann::json* {
+    auto it = j.find(k);
+    return (it != j.end() && it->is_string()) ? &*it : nullptr;
+  };
+  auto seq = j.find("seq");
+  if (seq == j.end() || !seq->is_number_unsigned() || !str("time") || !str("kind") || !str("reason") ||
+      !str("evidence"))
+    return std::nullopt;
+  auto wall = parse_utc(str("time")->get<std::string>());
+  if (!wall || seq->get<std::uint64_t>() == 0) return std::nullopt;
+  EventRecord e;
+  e.seq = seq->get<std::uint64_t>();
+  e.wall = *wall;
+  e.kind = str("kind")->get<std::string>();
+  e.reason = str("reason")->get<std::string>();
+  e.evidence = str("evidence")->get<std::string>();
+  return e;
+}
+
+EventJournal::EventJournal(std::string path, std::size_t keep) : path_(std::move(path)), keep_(keep) {}
+
+EventJournal::~EventJournal() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<EventJournal::Loaded> EventJournal::load() {
+  Loaded out;
+  tail_.clear();
+  lines_ = 0;
+  std::ifstream in(path_);
+  if (!in) {
+    if (errno == ENOENT) return out;
+    return io_error("open", path_, errno);
+  }
+  std::string line;
+  std::uint64_t last_seq = 0;
+  while (std::getline(in, line)) {
+    ++lines_;
+    auto e = decode_event_line(line);
+    // Sequence numbers only grow; a line that goes back is not trusted.
+    if (!e || e->seq <= last_seq) {
+      ++out.skipped;
+      continue;
+    }
+    last_seq = e->seq;
+    tail_.push_back(std::move(*e));
+    if (tail_.size() > keep_) tail_.erase(tail_.begin());
+  }
+  if (in.bad()) return io_error("read", path_, errno);
+  in.close();
+  std::ifstream tail(path_, std::ios::binary | std::ios::ate);
+  if (tail && tail.tellg() > 0) {
+    tail.seekg(-1, std::ios::end);
+    cut_line_ = tail.get() != '\n';
+  }
+  out.events = tail_;
+  return out;
+}
+
+Status EventJournal::append(const EventRecord& e) {
+  tail_.push_back(e);
+  if (tail_.size() > keep_) tail_.erase(tail_.begin());
+  if (lines_ + 1 >= 2 * keep_) return compact();
+  if (fd_ < 0) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (fd_ < 0) return io_error("open", path_, errno);
+  }
+  const std::string line = (cut_line_ ? "\n" : "") + encode_event_line(e) + "\n";
+  std::size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd_);
+      fd_ = -1;
+      return io_error("write", path_, err);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  cut_line_ = false;
+  ++lines_;
+  return Status::Ok();
+}
+
+Status EventJournal::compact() {
+  std::string text;
+  for (const auto& e : tail_) text += encode_event_line(e) + "\n";
+  opensm::PosixFileSystem fs;
+  if (auto st = fs.write_atomic(path_, text, 0640); !st.ok()) return st;
+  // The old descriptor points at the replaced file.
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  cut_line_ = false;
+  lines_ = tail_.size();
+  return Status::Ok();
+}
+
+}  // namespace smha::service

@@ -1,0 +1,151 @@
+#include "smha/service/metrics_service.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace smha::service {
+
+using nlohmann::json;
+
+namespace {
+
+std::optional<SmState> sm_state(const json& j) {
+  if (!j.is_string()) return std::nullopt;
+  const auto s = j.get<std::string>();
+  for (auto st : {SmState::NotActive, SmState::Discovering, SmState::Standby, SmState::Master})
+    if (s == to_string(st)) return st;
+  return std::nullopt;
+}
+
+}  // namespace
+
+void FailoverStats::observe(const EventRecord& e) {
+  if (e.kind == "takeover_started" || e.kind == "handover_started") {
+    started_ = e.at;
+    episode_ = e.kind == "takeover_started" ? "takeover" : e.reason.rfind("preempt", 0) == 0 ? "preempt" : "handover";
+    return;
+  }
+  if (e.kind == "takeover_aborted" || e.kind == "handover_rolled_back") {
+    started_.reset();
+    episode_.clear();
+    return;
+  }
+  if (e.kind != "transition") return;
+  const auto arrow = e.reason.find("->");
+  const bool to_master = arrow != std::string::npos && e.reason.substr(arrow + 2) == "MASTER";
+  if (to_master) {
+    ++by_reason_[episode_.empty() ? "start" : episode_];
+    if (started_ && e.at >= *started_) last_ = std::chrono::duration<double>(e.at - *started_).count();
+  }
+  started_.reset();
+  episode_.clear();
+}
+
+control::MetricsSnapshot metrics_snapshot(const json& s, const PollStats& polls, const FailoverStats& failovers) {
+  control::MetricsSnapshot m;
+  m.node = s.value("node", std::string());
+  m.role = s.value("role", std::string("init"));
+  m.roles = {"init", "starting", "standby", "master", "taking_over", "recovering", "handing_over"};
+  const json local = s.value("local", json::object());
+  if (local.contains("guid")) {
+    control::SmMetrics sm;
+    sm.node = m.node;
+    sm.guid = parse_guid(local.value("guid", std::string())).value_or(Guid{});
+    const auto st = sm_state(local.value("state", json()));
+    sm.answered = st.has_value();
+    if (st) {
+      sm.state = *st;
+      sm.priority = local.value("priority", std::uint8_t{0});
+    }
+    m.sms.push_back(sm);
+  }
+  for (const auto& p : s.value("peers", json::array())) {
+    control::SmMetrics sm;
+    sm.node = p.value("name", std::string());
+    sm.guid = parse_guid(p.value("guid", std::string())).value_or(Guid{});
+    const auto st = sm_state(p.value("state", json()));
+    sm.answered = st.has_value();
+    if (st) {
+      sm.state = *st;
+      sm.priority = p.value("priority", std::uint8_t{0});
+    }
+    m.sms.push_back(sm);
+  }
+  m.failovers_by_reason = failovers.by_reason();
+  m.last_takeover_seconds = failovers.last_takeover_seconds();
+  m.poll_rtt.bounds.assign(std::begin(PollStats::kBounds), std::end(PollStats::kBounds));
+  m.poll_rtt.counts.assign(std::begin(polls.buckets), std::end(polls.buckets));
+  m.poll_rtt.count = polls.answered;
+  m.poll_rtt.sum = polls.rtt_sum_s;
+  m.missed_polls = polls.missed;
+  if (s.contains("opensm")) m.opensm_restarts = s["opensm"].value("restarts", std::uint64_t{0});
+  for (const auto& a : s.value("alarms", json::array())) m.active_alarms.push_back(a.value("kind", std::string()));
+  m.hold_active = s.value("hold", json::object()).value("held", false);
+  return m;
+}
+
+MetricsService::MetricsService(boost::asio::io_context& io, config::MetricsSettings settings, opensm::FileSystem& fs,
+                               Render render)
+    : io_(io), settings_(std::move(settings)), fs_(fs), render_(std::move(render)) {}
+
+MetricsService::~MetricsService() { stop(); }
+
+Status MetricsService::attach(control::ControlServer& server) {
+  return server.register_method("metrics", control::Access::ReadOnly, [this](const control::Call&) {
+    return control::Reply::ok(json{{"content_type", "text/plain; version=0.0.4"}, {"text", render_()}});
+  });
+}
+
+std::string MetricsService::textfile_path() const {
+  return settings_.textfile_dir.empty() ? std::string() : settings_.textfile_dir + "/" + kTextfileName;
+}
+
+Status MetricsService::start() {
+  if (!settings_.listen_address.empty()) {
+    control::MetricsHttpOptions o;
+    o.address = settings_.listen_address;
+    o.port = static_cast<std::uint16_t>(settings_.listen_port);
+    http_ = std::make_unique<control::MetricsHttpServer>(io_, o, render_);
+    if (auto st = http_->start(); !st.ok()) {
+      http_.reset();
+      return st;
+    }
+    spdlog::info("metrics: serving http://{}:{}/metrics", settings_.listen_address, http_->port());
+  }
+  if (!settings_.textfile_dir.empty()) {
+    timer_ = std::make_unique<boost::asio::steady_timer>(io_);
+    timer_->expires_after(std::chrono::seconds(0));  // the first write once the loop runs
+    timer_->async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      (void)write_textfile();
+      arm_textfile();
+    });
+  }
+  return Status::Ok();
+}
+
+void MetricsService::stop() {
+  if (http_) http_->stop();
+  if (timer_) timer_->cancel();
+}
+
+Status MetricsService::write_textfile() {
+  auto st = fs_.write_atomic(textfile_path(), render_(), 0644);
+  const std::string err = st.ok() ? std::string() : st.error().message;
+  if (err != last_error_) {
+    if (err.empty()) spdlog::info("metrics: writing {} again", textfile_path());
+    else spdlog::warn("metrics: cannot write {}: {}", textfile_path(), err);
+    last_error_ = err;
+  }
+  return st;
+}
+
+void MetricsService::arm_textfile() {
+  timer_->expires_after(settings_.textfile_interval);
+  timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    (void)write_textfile();
+    arm_textfile();
+  });
+}
+
+}  // namespace smha::service

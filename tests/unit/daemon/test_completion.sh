@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# packaging/smctl.bash-completion offers every smctl subcommand and every option
+# of each (the expected lists below are the spec; the completion reads them from
+# the built smctl's --help). Usage: test_completion.sh SMCTL COMPLETION_FILE
+set -u
+smctl_bin=$1
+completion=$2
+bindir=$(mktemp -d)
+trap 'rm -rf "$bindir"' EXIT
+ln -s "$smctl_bin" "$bindir/smctl"
+PATH=$bindir:$PATH
+# shellcheck source=/dev/null
+source "$completion"
+
+fail=0
+# complete WORDS...: the candidates for the last word.
+complete_words() {
+    COMP_WORDS=("$@")
+    COMP_CWORD=$(($# - 1))
+    COMPREPLY=()
+    _smctl
+    printf '%s\n' "${COMPREPLY[@]}"
+}
+expect() {  # expect "what" "candidates" word...
+    local what=$1 want=$2
+    shift 2
+    local got
+    got=$(complete_words "$@")
+    for w in $want; do
+        if ! grep -qxF -- "$w" <<<"$got"; then
+            echo "FAIL: $what: '$w' not offered (got: $(echo $got))"
+            fail=1
+        fi
+    done
+}
+
+expect "subcommands" "sminfo render-config status events metrics handover drill hold release reload" smctl ""
+expect "subcommand prefix" "drill" smctl dr
+common="--socket --json --timeout --help"
+expect "status" "$common" smctl status -
+expect "events" "$common -n --follow -f" smctl events -
+expect "metrics" "$common" smctl metrics -
+expect "handover" "$common --to" smctl handover -
+expect "drill" "$common --to" smctl drill -
+expect "hold" "$common --for --reason" smctl hold -
+expect "release" "$common" smctl release -
+expect "reload" "$common" smctl reload -
+expect "sminfo" "--lid --dr --ca --port --guid --timeout --retries --json --show-key" smctl sminfo -
+expect "render-config" "--config --diff" smctl render-config -
+expect "top-level options" "--help --version" smctl -
+expect "--socket value" "/run/smha/smhad.sock" smctl status --socket ""
+# Every subcommand smctl --help lists is in the expected list above (a new
+# subcommand must be added there and so gets checked).
+known=" sminfo render-config status events metrics handover drill hold release reload "
+for sub in $(_smctl_subcommands); do
+    if [[ $known != *" $sub "* ]]; then
+        echo "FAIL: subcommand '$sub' is not covered by this test"
+        fail=1
+    fi
+done
+[[ $fail == 0 ]] && echo "all completions offered"
+exit $fail

@@ -1,0 +1,245 @@
+// The drill: every refusal (observe, hold, busy, alarms, not master, no live
+// standby, unknown peer) over a status reply, and the runner against a fake host
+// whose engine follows the handovers it is asked for: a passing drill, a failed
+// leg (rolled back) and a leg that never completes.
+#include <catch2/catch.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "smha/service/drill.hpp"
+
+using namespace smha;
+using namespace smha::service;
+using namespace std::chrono_literals;
+using nlohmann::json;
+using control::ResultCode;
+
+namespace {
+
+json healthy() {
+  return json::parse(R"({
+    "node": "head01", "observe": false, "role": "master",
+    "local": {"guid": "0x0000000000000010", "state": "MASTER"},
+    "peers": [{"name": "head02", "guid": "0x0000000000000020", "state": "STANDBY", "last_poll_answered": true},
+              {"name": "head03", "guid": "0x0000000000000030", "state": "unreachable", "last_poll_answered": false}],
+    "alarms": [], "hold": {"held": false}
+  })");
+}
+
+// A fake daemon: its engine moves the way the real one does when asked for a
+// handover, after `delay` of io time, unless `stuck` or `roll_back`.
+class FakeHost final : public DrillHost {
+ public:
+  explicit FakeHost(boost::asio::io_context& io) : io_(io) {
+    es.role = sm::Role::Master;
+    es.local_state = SmState::Master;
+    es.master = kOwn;
+  }
+  json status() override {
+    json s = healthy();
+    s["role"] = std::string(sm::to_string(es.role));
+    s["local"]["state"] = es.local_state == SmState::Master ? "MASTER" : "STANDBY";
+    s["peers"][0]["state"] = peer_master ? "MASTER" : "STANDBY";
+    if (dual_at_end && requests.size() == 2) s["peers"][0]["state"] = "MASTER";
+    if (retake_at && requests.size() == 2 && ++status_calls > *retake_at) s["peers"][0]["state"] = "MASTER";
+    return s;
+  }
+  sm::EngineStatus engine() const override { return es; }
+  Guid own_guid() const override { return kOwn; }
+  bool handover_running() const override { return false; }
+  const LogEventSink& events() const override { return sink; }
+  void request_handover(std::optional<Guid> target) override {
+    requests.push_back(target);
+    if (stuck) return;
+    later([this, target] {
+      if (roll_back) {
+        sink.event(sm::RecordEvent{sm::EventKind::HandoverRolledBack, "target did not become MASTER", ""}, {});
+        return;
+      }
+      if (target || es.master == kOwn) {  // push
+        es.master = kPeer;
+        peer_master = true;
+        later([this] {
+          es.role = sm::Role::Standby;
+          es.local_state = SmState::Standby;
+        });
+      } else {  // pull
+        es.master = kOwn;
+        es.role = sm::Role::Master;
+        es.local_state = SmState::Master;
+        peer_master = false;
+      }
+    });
+  }
+  void later(std::function<void()> fn) {
+    auto t = std::make_shared<boost::asio::steady_timer>(io_, 30ms);
+    t->async_wait([t, fn = std::move(fn)](auto) { fn(); });
+  }
+
+  static constexpr Guid kOwn{0x10};
+  static constexpr Guid kPeer{0x20};
+  boost::asio::io_context& io_;
+  sm::EngineStatus es;
+  bool peer_master = false;
+  bool stuck = false;
+  bool roll_back = false;
+  bool dual_at_end = false;
+  std::optional<int> retake_at;  // the peer answers MASTER again after this many status() calls
+  int status_calls = 0;
+  LogEventSink sink;
+  std::vector<std::optional<Guid>> requests;
+};
+
+// Runs one drill to completion on `io`; the reply.
+control::Reply run_drill(boost::asio::io_context& io, DrillRunner& runner, json params = json::object()) {
+  std::optional<control::Reply> got;
+  runner.start(params, 0, [&](control::Reply r) { got = std::move(r); });
+  io.run();
+  REQUIRE(got);
+  CHECK_FALSE(runner.running());
+  return *got;
+}
+
+DrillOptions fast() {
+  DrillOptions o;
+  o.leg_timeout = 1000ms;
+  o.settle_timeout = 1000ms;
+  o.check_interval = 5ms;
+  o.stable = 200ms;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("drill refusals: each unhealthy state has its code, reason and message", "[service][drill]") {
+  struct Case {
+    std::string name;
+    std::function<void(json&)> edit;
+    std::optional<std::string> to;
+    bool busy;
+    ResultCode code;
+    std::string reason;
+    std::string text;
+  };
+  const std::vector<Case> cases = {
+      {"observe", [](json& s) { s["observe"] = true; }, {}, false, ResultCode::Conflict, "observe", "observe mode"},
+      {"hold", [](json& s) { s["hold"]["held"] = true; }, {}, false, ResultCode::Conflict, "hold", "maintenance hold"},
+      {"busy", [](json&) {}, {}, true, ResultCode::Conflict, "busy", "in progress"},
+      {"alarms", [](json& s) { s["alarms"] = json::array({{{"kind", "two_masters"}}}); }, {}, false,
+       ResultCode::Conflict, "alarms", "alarms are active: two_masters"},
+      {"standby head", [](json& s) { s["role"] = "standby"; s["local"]["state"] = "STANDBY"; }, {}, false,
+       ResultCode::Conflict, "not_master", "run the drill on the master head"},
+      {"handing over", [](json& s) { s["role"] = "handing_over"; }, {}, false, ResultCode::Conflict, "not_master",
+       "role handing_over"},
+      {"no standby", [](json& s) { s["peers"][0]["last_poll_answered"] = false; }, {}, false, ResultCode::Conflict,
+       "no_standby", "no peer answers as a live STANDBY"},
+      {"target not standby", [](json&) {}, std::string("head03"), false, ResultCode::Conflict, "no_standby",
+       "head03 is not a live standby"},
+      {"unknown target", [](json&) {}, std::string("head09"), false, ResultCode::NotFound, "not_found",
+       "no peer named head09"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.name);
+    json s = healthy();
+    c.edit(s);
+    auto r = check_drill(s, c.to, c.busy);
+    REQUIRE(r);
+    CHECK(r->code == c.code);
+    CHECK(r->reason == c.reason);
+    CHECK_THAT(r->text, Catch::StartsWith("drill refused: ") && Catch::Contains(c.text));
+  }
+  CHECK_FALSE(check_drill(healthy(), std::nullopt, false));
+  CHECK_FALSE(check_drill(healthy(), std::string("head02"), false));
+}
+
+TEST_CASE("a drill that passes: push to the peer, pull back, timings per leg", "[service][drill]") {
+  boost::asio::io_context io;
+  FakeHost host(io);
+  SteadyClock clock;
+  DrillRunner runner(io, host, clock, fast());
+  auto r = run_drill(io, runner, json{{"to", "head02"}});
+  INFO(r.text);
+  REQUIRE(r.is_ok());
+  CHECK(r.data["verdict"] == "pass");
+  REQUIRE(r.data["legs"].size() == 2);
+  CHECK(r.data["legs"][0]["leg"] == "failover");
+  CHECK(r.data["legs"][0]["to"] == "0x0000000000000020");
+  CHECK(r.data["legs"][1]["leg"] == "failback");
+  CHECK(r.data["legs"][1]["to"] == "0x0000000000000010");
+  CHECK(r.data["legs"][1]["stable_ms"].get<double>() >= 200.0);
+  for (const auto& leg : r.data["legs"]) {
+    CHECK(leg["duration_ms"].get<double>() >= 25.0);  // the fake engine moves after 30 ms
+    CHECK(leg["duration_ms"].get<double>() < 1000.0);
+  }
+  // The engine's planned handover was used: a push to head02, then a pull (no target).
+  REQUIRE(host.requests.size() == 2);
+  CHECK(host.requests[0] == FakeHost::kPeer);
+  CHECK_FALSE(host.requests[1].has_value());
+  CHECK(host.es.master == FakeHost::kOwn);
+}
+
+TEST_CASE("a drill whose handover rolls back fails without a failback", "[service][drill]") {
+  boost::asio::io_context io;
+  FakeHost host(io);
+  host.roll_back = true;
+  SteadyClock clock;
+  DrillRunner runner(io, host, clock, fast());
+  auto r = run_drill(io, runner);
+  CHECK(r.result == ResultCode::Error);
+  CHECK(r.data["verdict"] == "fail");
+  CHECK_THAT(r.data["reason"].get<std::string>(), Catch::Contains("failover: handover_rolled_back"));
+  CHECK(host.requests.size() == 1);
+}
+
+TEST_CASE("a drill whose leg never completes fails at the leg bound", "[service][drill]") {
+  boost::asio::io_context io;
+  FakeHost host(io);
+  host.stuck = true;
+  SteadyClock clock;
+  DrillRunner runner(io, host, clock, fast());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = run_drill(io, runner);
+  CHECK(std::chrono::steady_clock::now() - t0 >= 1000ms);
+  CHECK(r.data["verdict"] == "fail");
+  CHECK_THAT(r.text, Catch::Contains("no other head answered MASTER within 1000 ms"));
+}
+
+TEST_CASE("a drill that ends with two masters fails", "[service][drill]") {
+  boost::asio::io_context io;
+  FakeHost host(io);
+  host.dual_at_end = true;
+  SteadyClock clock;
+  DrillRunner runner(io, host, clock, fast());
+  auto r = run_drill(io, runner);
+  CHECK(r.data["verdict"] == "fail");
+  CHECK_THAT(r.data["reason"].get<std::string>(), Catch::Contains("2 MASTERs after the failback"));
+}
+
+TEST_CASE("a refused drill sends nothing", "[service][drill]") {
+  boost::asio::io_context io;
+  FakeHost host(io);
+  host.es.role = sm::Role::Standby;
+  host.es.local_state = SmState::Standby;
+  SteadyClock clock;
+  DrillRunner runner(io, host, clock, fast());
+  std::optional<control::Reply> got;
+  runner.start(json::object(), 0, [&](control::Reply r) { got = std::move(r); });
+  REQUIRE(got);  // at once, before the io_context runs
+  // status() of the fake says MASTER from es.local_state: a standby head is refused.
+  CHECK(got->result == ResultCode::Conflict);
+  CHECK(got->data["refused"] == "not_master");
+  CHECK(host.requests.empty());
+}
+
+TEST_CASE("a drill fails when the peer takes mastership back after the failback", "[service][drill]") {
+  boost::asio::io_context io;
+  FakeHost host(io);
+  host.retake_at = 2;  // settled once, then the peer is MASTER again
+  SteadyClock clock;
+  DrillRunner runner(io, host, clock, fast());
+  auto r = run_drill(io, runner);
+  CHECK(r.data["verdict"] == "fail");
+  CHECK_THAT(r.data["reason"].get<std::string>(), Catch::Contains("not stable after the failback: 2 MASTER(s)"));
+}

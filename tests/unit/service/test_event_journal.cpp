@@ -1,0 +1,152 @@
+// EventJournal: the format round-trips, events survive a "restart" (a new
+// journal and sink on the same file), the file stays within its bound, and bad
+// lines are skipped.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "smha/service/event_journal.hpp"
+#include "test_support.hpp"
+
+using namespace smha;
+using namespace smha::service;
+using smha::control::test::TempDir;
+
+namespace {
+
+std::size_t count_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::size_t n = 0;
+  for (std::string l; std::getline(in, l);) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("event lines round-trip, with UTC millisecond times", "[service][events]") {
+  EventRecord e;
+  e.seq = 42;
+  e.wall = std::chrono::system_clock::from_time_t(1796221800) + std::chrono::milliseconds(123);
+  e.kind = "transition";
+  e.reason = "STANDBY->MASTER";
+  e.evidence = "takeover_done: \"quoted\"\nnewline";
+  const std::string line = encode_event_line(e);
+  CHECK(line.find('\n') == std::string::npos);
+  CHECK(format_utc(e.wall) == "2026-12-02T14:30:00.123Z");
+  auto back = decode_event_line(line);
+  REQUIRE(back);
+  CHECK(back->seq == 42);
+  CHECK(back->wall == e.wall);
+  CHECK(back->kind == e.kind);
+  CHECK(back->reason == e.reason);
+  CHECK(back->evidence == e.evidence);
+  CHECK_FALSE(decode_event_line("{\"seq\":1,\"time\":\"yesterday\",\"kind\":\"a\",\"reason\":\"\",\"evidence\":\"\"}"));
+  CHECK_FALSE(decode_event_line("{\"seq\":1,\"time\":\"2026-12-02T14:30:00.1"));  // cut by a crash
+  CHECK_FALSE(parse_utc("2026-13-02T14:30:00.123Z"));
+}
+
+TEST_CASE("long fields are cut so a line stays bounded", "[service][events]") {
+  EventRecord e;
+  e.seq = 1;
+  e.kind = "error";
+  e.reason = std::string(10 * kMaxFieldBytes, 'r');
+  e.evidence = std::string(10 * kMaxFieldBytes, 'e');
+  const std::string line = encode_event_line(e);
+  CHECK(line.size() < 2 * kMaxFieldBytes + 200);
+  auto back = decode_event_line(line);
+  REQUIRE(back);
+  CHECK(back->reason.size() == kMaxFieldBytes + 3);
+}
+
+TEST_CASE("events survive a restart: the new sink continues the sequence", "[service][events]") {
+  TempDir dir;
+  const std::string path = dir.sub("events.jsonl");
+  {
+    EventJournal journal(path);
+    REQUIRE(journal.load().ok());
+    LogEventSink sink;
+    sink.add_listener([&](const EventRecord& e) { REQUIRE(journal.append(e).ok()); });
+    sink.note("HOLD", "frozen", "uid 0");
+    sink.event(sm::RecordEvent{sm::EventKind::TakeoverStarted, "master lost", "3 rounds"}, TimePoint{});
+    sink.event(sm::RecordEvent{sm::EventKind::StateChanged, "STANDBY->MASTER", ""}, TimePoint{});
+  }
+  EventJournal journal(path);
+  auto loaded = journal.load();
+  REQUIRE(loaded.ok());
+  CHECK(loaded.value().skipped == 0);
+  REQUIRE(loaded.value().events.size() == 3);
+  LogEventSink sink;
+  sink.restore(loaded.value().events);
+  REQUIRE(sink.last_transition());
+  CHECK(sink.last_transition()->reason == "STANDBY->MASTER");
+  CHECK(sink.last_transition()->evidence == "takeover_started: master lost");
+  sink.note("RELEASE", "resumed");
+  REQUIRE(sink.events().size() == 4);
+  CHECK(sink.events().front().kind == "HOLD");
+  CHECK(sink.events().back().seq == 4);
+}
+
+TEST_CASE("the journal never holds more than 2 x keep lines and keeps the newest", "[service][events]") {
+  TempDir dir;
+  const std::string path = dir.sub("events.jsonl");
+  constexpr std::size_t keep = 10;
+  EventJournal journal(path, keep);
+  REQUIRE(journal.load().ok());
+  std::size_t max_lines = 0;
+  for (std::uint64_t i = 1; i <= 57; ++i) {
+    EventRecord e;
+    e.seq = i;
+    e.kind = "note";
+    e.reason = "event " + std::to_string(i);
+    REQUIRE(journal.append(e).ok());
+    max_lines = std::max(max_lines, count_lines(path));
+  }
+  CHECK(max_lines <= 2 * keep);
+  CHECK(max_lines >= keep);  // it did grow past keep before compacting
+  EventJournal again(path, keep);
+  auto loaded = again.load();
+  REQUIRE(loaded.ok());
+  REQUIRE(loaded.value().events.size() == keep);
+  CHECK(loaded.value().events.front().seq == 48);
+  CHECK(loaded.value().events.back().seq == 57);
+  // No temporary file is left behind by the atomic rewrites.
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& f : std::filesystem::directory_iterator(dir.path())) ++files;
+  CHECK(files == 1);
+}
+
+TEST_CASE("unparsable and out-of-order lines are skipped and counted", "[service][events]") {
+  TempDir dir;
+  const std::string path = dir.sub("events.jsonl");
+  EventRecord a;
+  a.seq = 5;
+  a.kind = "x";
+  EventRecord b = a;
+  b.seq = 3;  // goes back: not trusted
+  EventRecord c = a;
+  c.seq = 9;
+  std::ofstream(path) << encode_event_line(a) << "\nnot json\n" << encode_event_line(b) << "\n"
+                      << encode_event_line(c) << "\n{\"seq\":10,\"ti";
+  EventJournal journal(path);
+  auto loaded = journal.load();
+  REQUIRE(loaded.ok());
+  CHECK(loaded.value().skipped == 3);
+  REQUIRE(loaded.value().events.size() == 2);
+  CHECK(loaded.value().events[1].seq == 9);
+  // The next event goes on a line of its own, not glued to the cut one.
+  EventRecord d = a;
+  d.seq = 10;
+  REQUIRE(journal.append(d).ok());
+  EventJournal reread(path);
+  auto again = reread.load();
+  REQUIRE(again.ok());
+  CHECK(again.value().skipped == 3);
+  REQUIRE(again.value().events.size() == 3);
+  CHECK(again.value().events.back().seq == 10);
+  // A missing file is an empty journal.
+  EventJournal none(dir.sub("absent.jsonl"));
+  auto empty = none.load();
+  REQUIRE(empty.ok());
+  CHECK(empty.value().events.empty());
+}

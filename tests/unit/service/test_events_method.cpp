@@ -1,0 +1,197 @@
+// The events method over a real control socket: newest N, after/wait_s long
+// polling woken by a new event, timeouts, bad params; and follow_events (smctl
+// events --follow) printing new events, stopping on a signal and on smhad going away.
+#include <catch2/catch.hpp>
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <functional>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+
+#include "smha/control/client.hpp"
+#include "smha/service/cli.hpp"
+#include "smha/service/events_method.hpp"
+#include "test_support.hpp"
+
+using namespace smha;
+using namespace smha::service;
+using namespace smha::control::test;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+// A control server with EventsMethod over a sink, on its own io thread.
+// EventsMethod lives and dies on the server's thread; a work guard keeps that
+// thread running until it is gone.
+struct EventsRig {
+  TempDir dir;
+  LogCapture log;
+  LogEventSink sink;
+  SteadyClock clock;
+  ThreadedServer ts{test_options(dir, log)};
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{ts.io().get_executor()};
+  std::unique_ptr<EventsMethod> method;
+  EventsRig() {
+    method = std::make_unique<EventsMethod>(ts.io(), sink, clock);
+    REQUIRE(method->attach(ts.server()).ok());
+    REQUIRE(ts.server().start().ok());
+    ts.run();
+  }
+  ~EventsRig() {
+    std::promise<void> done;
+    boost::asio::post(ts.io(), [&] {
+      method.reset();
+      done.set_value();
+    });
+    done.get_future().wait();
+    work.reset();
+  }
+  // Records a note on the server's thread and waits until it is in.
+  void note(const std::string& kind) {
+    std::promise<void> done;
+    boost::asio::post(ts.io(), [&] {
+      sink.note(kind, "r");
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
+  // EventsMethod::waiting(), read on the server's thread.
+  std::size_t waiting() {
+    std::promise<std::size_t> n;
+    boost::asio::post(ts.io(), [&] { n.set_value(method->waiting()); });
+    return n.get_future().get();
+  }
+  control::ControlClient client() {
+    auto c = control::ControlClient::connect(ts.server().socket_path());
+    REQUIRE(c);
+    return std::move(c).value();
+  }
+};
+
+std::vector<std::string> kinds(const json& data) {
+  std::vector<std::string> out;
+  for (const auto& e : data["events"]) out.push_back(e["kind"]);
+  return out;
+}
+
+// Polls `pred` every 5 ms for up to 5 s.
+bool wait_until(const std::function<bool()>& pred) {
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void on_usr1(int) {}
+
+}  // namespace
+
+TEST_CASE("events: newest n, after, and bad params", "[service][events]") {
+  EventsRig rig;
+  for (auto k : {"A", "B", "C"}) rig.note(k);
+  auto c = rig.client();
+  auto r = c.call("events", json{{"n", 2}});
+  REQUIRE(r);
+  REQUIRE(r->is_ok());
+  CHECK(kinds(r->data) == std::vector<std::string>{"B", "C"});
+  CHECK(r->data["last_seq"] == 3);
+  r = c.call("events", json{{"after", 1}, {"n", 1}});
+  REQUIRE(r);
+  CHECK(kinds(r->data) == std::vector<std::string>{"B"});
+  for (const json& bad : {json{{"n", 0}}, json{{"after", -1}}, json{{"after", 1}, {"wait_s", 0}},
+                          json{{"after", 1}, {"wait_s", 301}}, json{{"wait_s", 5}}}) {
+    r = c.call("events", bad);
+    REQUIRE(r);
+    CHECK(r->result == control::ResultCode::BadRequest);
+  }
+}
+
+TEST_CASE("events long poll: answered when an event arrives, or empty at wait_s", "[service][events]") {
+  EventsRig rig;
+  rig.note("A");
+  auto c = rig.client();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto later = std::async(std::launch::async, [&] {
+    REQUIRE(wait_until([&] { return rig.waiting() == 1; }));
+    rig.note("B");
+  });
+  auto r = c.call("events", json{{"after", 1}, {"wait_s", 20}}, 30s);
+  later.get();
+  REQUIRE(r);
+  REQUIRE(r->is_ok());
+  CHECK(kinds(r->data) == std::vector<std::string>{"B"});
+  CHECK(std::chrono::steady_clock::now() - t0 < 10s);
+  // Nothing new: an empty answer after wait_s.
+  const auto t1 = std::chrono::steady_clock::now();
+  r = c.call("events", json{{"after", 2}, {"wait_s", 0.3}}, 5s);
+  REQUIRE(r);
+  CHECK(r->data["events"].empty());
+  CHECK(std::chrono::steady_clock::now() - t1 >= 300ms);
+  // after beyond the history (a reset journal): answered at once.
+  r = c.call("events", json{{"after", 99}, {"wait_s", 20}}, 2s);
+  REQUIRE(r);
+  CHECK(r->data["last_seq"] == 2);
+}
+
+TEST_CASE("follow_events prints new events and stops on a signal", "[service][events]") {
+  EventsRig rig;
+  rig.note("OLD1");
+  rig.note("OLD2");
+  struct sigaction sa {};
+  sa.sa_handler = on_usr1;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART, as smctl installs it
+  REQUIRE(::sigaction(SIGUSR1, &sa, nullptr) == 0);
+  control::CliOptions o;
+  o.socket_path = rig.ts.server().socket_path();
+  o.json = true;
+  std::ostringstream out, err;
+  g_stop = 0;
+  std::promise<pthread_t> self;
+  auto follower = std::async(std::launch::async, [&] {
+    self.set_value(::pthread_self());
+    return follow_events(o, 1, out, err, &g_stop);
+  });
+  const pthread_t thread = self.get_future().get();
+  REQUIRE(wait_until([&] { return rig.waiting() == 1; }));
+  rig.note("NEW");
+  REQUIRE(wait_until([&] { return rig.waiting() == 1; }));  // printed, polling again
+  g_stop = 1;
+  ::pthread_kill(thread, SIGUSR1);
+  REQUIRE(follower.wait_for(5s) == std::future_status::ready);
+  CHECK(follower.get() == 0);
+  std::vector<std::string> lines;
+  std::istringstream in(out.str());
+  for (std::string l; std::getline(in, l);) lines.push_back(json::parse(l)["kind"]);
+  CHECK(lines == std::vector<std::string>{"OLD2", "NEW"});
+  CHECK(err.str().empty());
+}
+
+TEST_CASE("follow_events exits 6 when smhad goes away, 6 when it is not there", "[service][events]") {
+  control::CliOptions o;
+  std::ostringstream out, err;
+  {
+    EventsRig rig;
+    o.socket_path = rig.ts.server().socket_path();
+    g_stop = 0;
+    auto follower = std::async(std::launch::async, [&] { return follow_events(o, 5, out, err, &g_stop); });
+    REQUIRE(wait_until([&] { return rig.waiting() == 1; }));
+    boost::asio::post(rig.ts.io(), [&] { rig.ts.server().stop(); });
+    REQUIRE(follower.wait_for(10s) == std::future_status::ready);
+    CHECK(follower.get() == 6);
+  }
+  CHECK_THAT(err.str(), Catch::Contains("smhad went away"));
+  std::ostringstream err2;
+  CHECK(follow_events(o, 5, out, err2, &g_stop) == 6);
+  CHECK_THAT(err2.str(), Catch::Contains("cannot reach smhad"));
+}

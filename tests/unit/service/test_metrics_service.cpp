@@ -1,0 +1,204 @@
+// Metrics from daemon state: the snapshot built from a status reply and the
+// event stream, served over HTTP on loopback and written to a textfile, each
+// read back with a real exposition parser (python3-prometheus-client).
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include "prometheus_parse.hpp"
+#include "smha/control/metrics_http.hpp"
+#include "smha/opensm/posix_file_system.hpp"
+#include "smha/service/metrics_service.hpp"
+#include "test_support.hpp"
+
+using namespace smha;
+using namespace smha::service;
+using namespace std::chrono_literals;
+using smha::control::test::TempDir;
+using smha::testing::parse_with_prometheus_client;
+using smha::testing::sample_value;
+using nlohmann::json;
+
+namespace {
+
+json status_fixture() {
+  return json::parse(R"({
+    "node": "head01", "role": "master",
+    "local": {"guid": "0x0000000000000010", "state": "MASTER", "priority": 11},
+    "peers": [
+      {"name": "head02", "guid": "0x0000000000000020", "state": "STANDBY", "priority": 10, "last_poll_answered": true},
+      {"name": "head03", "guid": "0x0000000000000030", "state": "unreachable", "last_poll_answered": false}],
+    "alarms": [{"kind": "unknown_sm", "detail": "0x99"}],
+    "hold": {"held": true, "reason": "x"},
+    "opensm": {"restarts": 2}
+  })");
+}
+
+EventRecord ev(const std::string& kind, const std::string& reason, const std::string& evidence, TimePoint at) {
+  EventRecord e;
+  e.kind = kind;
+  e.reason = reason;
+  e.evidence = evidence;
+  e.at = at;
+  return e;
+}
+
+// GET `path` from 127.0.0.1:port; the whole HTTP response.
+std::string http_get(std::uint16_t port, const std::string& path) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  REQUIRE(::send(fd, req.data(), req.size(), 0) == static_cast<ssize_t>(req.size()));
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+std::string body_of(const std::string& response) {
+  const auto at = response.find("\r\n\r\n");
+  REQUIRE(at != std::string::npos);
+  return response.substr(at + 4);
+}
+
+}  // namespace
+
+TEST_CASE("failover stats: cause and duration from the event stream", "[service][metrics]") {
+  FailoverStats f;
+  const TimePoint t0{std::chrono::seconds(100)};
+  f.observe(ev("opensm_started", "start", "", t0));
+  f.observe(ev("transition", "NOTACTIVE->MASTER", "opensm_started: start", t0 + 2s));
+  f.observe(ev("transition", "MASTER->STANDBY", "handover_done: handed over", t0 + 3s));
+  f.observe(ev("takeover_started", "master lost", "", t0 + 10s));
+  f.observe(ev("takeover_done", "local SM is MASTER", "", t0 + 10s + 100ms));
+  f.observe(ev("transition", "STANDBY->MASTER", "takeover_done: local SM is MASTER", t0 + 10s + 120ms));
+  CHECK(f.by_reason() == std::map<std::string, std::uint64_t>{{"start", 1}, {"takeover", 1}});
+  REQUIRE(f.last_takeover_seconds());
+  CHECK(*f.last_takeover_seconds() == Approx(0.12));
+  // An aborted takeover is not counted; a pulled handover is, whatever event preceded the transition.
+  f.observe(ev("takeover_started", "master lost", "", t0 + 20s));
+  f.observe(ev("takeover_aborted", "a master answered", "", t0 + 21s));
+  CHECK(*f.last_takeover_seconds() == Approx(0.12));
+  f.observe(ev("handover_started", "by request: pull", "target head01", t0 + 29s));
+  f.observe(ev("priority_changed", "10->12 as handing_over", "", t0 + 29s));
+  f.observe(ev("transition", "STANDBY->MASTER", "priority_changed: 10->12 as handing_over", t0 + 30s));
+  CHECK(f.by_reason().at("handover") == 1);
+  CHECK(*f.last_takeover_seconds() == Approx(1.0));
+}
+
+TEST_CASE("the metrics snapshot covers every SM, alarms, hold, polls and restarts", "[service][metrics]") {
+  PollStats polls;
+  polls.record(true, std::chrono::microseconds(400));
+  polls.record(true, std::chrono::milliseconds(3));
+  polls.record(false, {});
+  FailoverStats f;
+  const auto text = control::render_prometheus(metrics_snapshot(status_fixture(), polls, f));
+  auto doc = parse_with_prometheus_client(text);
+  REQUIRE_FALSE(doc.contains("error"));
+  CHECK(sample_value(doc["smha_role"], "smha_role", {{"node", "head01"}, {"role", "master"}}) == 1.0);
+  CHECK(sample_value(doc["smha_role"], "smha_role", {{"node", "head01"}, {"role", "taking_over"}}) == 0.0);
+  CHECK(sample_value(doc["smha_sm_state"], "smha_sm_state", {{"node", "head01"}, {"guid", "0x0000000000000010"}}) == 3.0);
+  CHECK(sample_value(doc["smha_sm_priority"], "smha_sm_priority",
+                     {{"node", "head02"}, {"guid", "0x0000000000000020"}}) == 10.0);
+  CHECK(sample_value(doc["smha_sm_up"], "smha_sm_up", {{"node", "head03"}, {"guid", "0x0000000000000030"}}) == 0.0);
+  CHECK(sample_value(doc["smha_sm_state"], "smha_sm_state", {{"node", "head03"}, {"guid", "0x0000000000000030"}})
+            .is_null());
+  const auto& rtt = doc["smha_poll_rtt_seconds"];
+  CHECK(sample_value(rtt, "smha_poll_rtt_seconds_bucket", {{"le", "0.0005"}}) == 1.0);
+  CHECK(sample_value(rtt, "smha_poll_rtt_seconds_bucket", {{"le", "0.005"}}) == 2.0);
+  CHECK(sample_value(rtt, "smha_poll_rtt_seconds_count", json::object()) == 2.0);
+  CHECK(sample_value(doc["smha_missed_polls"], "smha_missed_polls_total", json::object()) == 1.0);
+  CHECK(sample_value(doc["smha_opensm_restarts"], "smha_opensm_restarts_total", json::object()) == 2.0);
+  CHECK(sample_value(doc["smha_alarm_active"], "smha_alarm_active", {{"alarm", "unknown_sm"}}) == 1.0);
+  CHECK(sample_value(doc["smha_hold_active"], "smha_hold_active", json::object()) == 1.0);
+}
+
+TEST_CASE("metrics served over loopback HTTP and written to the textfile", "[service][metrics]") {
+  TempDir dir;
+  boost::asio::io_context io;
+  opensm::PosixFileSystem fs;
+  config::MetricsSettings settings;
+  settings.listen_address = "127.0.0.1";
+  settings.listen_port = 0;  // ephemeral
+  settings.textfile_dir = dir.path();
+  settings.textfile_interval = std::chrono::seconds(1);
+  int renders = 0;
+  MetricsService svc(io, settings, fs, [&] {
+    ++renders;
+    PollStats p;
+    FailoverStats f;
+    return control::render_prometheus(metrics_snapshot(status_fixture(), p, f));
+  });
+  REQUIRE(svc.start().ok());
+  REQUIRE(svc.http_port() != 0);
+  const std::uint16_t port = svc.http_port();
+  std::promise<std::pair<std::string, std::string>> got;
+  std::thread scraper([&] {
+    auto metrics = http_get(port, "/metrics");
+    auto other = http_get(port, "/");
+    got.set_value({metrics, other});
+    boost::asio::post(io, [&] { svc.stop(); });
+  });
+  io.run();
+  scraper.join();
+  auto [metrics, other] = got.get_future().get();
+  CHECK(metrics.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+  CHECK_THAT(metrics, Catch::Contains("Content-Type: text/plain; version=0.0.4"));
+  auto doc = parse_with_prometheus_client(body_of(metrics));
+  REQUIRE_FALSE(doc.contains("error"));
+  CHECK(sample_value(doc["smha_hold_active"], "smha_hold_active", json::object()) == 1.0);
+  CHECK(other.rfind("HTTP/1.1 404", 0) == 0);
+
+  std::ifstream in(svc.textfile_path());
+  std::stringstream file;
+  file << in.rdbuf();
+  auto fdoc = parse_with_prometheus_client(file.str());
+  REQUIRE_FALSE(fdoc.contains("error"));
+  CHECK(sample_value(fdoc["smha_sm_up"], "smha_sm_up", {{"node", "head02"}, {"guid", "0x0000000000000020"}}) == 1.0);
+  CHECK(svc.textfile_path() == dir.sub("smha.prom"));
+  CHECK(renders >= 2);  // the /metrics scrape and the textfile (the 404 renders nothing)
+}
+
+TEST_CASE("the metrics endpoint refuses a non-loopback address", "[service][metrics]") {
+  boost::asio::io_context io;
+  control::MetricsHttpOptions o;
+  o.address = "0.0.0.0";
+  control::MetricsHttpServer s(io, o, [] { return std::string(); });
+  auto st = s.start();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == "bad_address");
+  o.address = "::1";
+  control::MetricsHttpServer v6(io, o, [] { return std::string("x 1\n"); });
+  // ::1 may be unavailable in a container without IPv6; then bind fails, never bad_address.
+  auto st6 = v6.start();
+  if (!st6.ok()) CHECK(st6.error().code == "bind");
+}
+
+TEST_CASE("a failed textfile write is reported and nothing is left behind", "[service][metrics]") {
+  TempDir dir;
+  boost::asio::io_context io;
+  opensm::PosixFileSystem fs;
+  config::MetricsSettings settings;
+  settings.textfile_dir = dir.sub("missing");
+  MetricsService svc(io, settings, fs, [] { return std::string("x 1\n"); });
+  auto st = svc.write_textfile();
+  REQUIRE_FALSE(st.ok());
+  CHECK_THAT(st.error().message, Catch::Contains(dir.sub("missing")));
+}
