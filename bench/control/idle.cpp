@@ -72,11 +72,12 @@ void run_once(int seconds, std::vector<Row>& rows) {
   const auto p2 = f.node_port("Hca2");
   if (!p1 || !p2 || !p1->lid || !p2->lid) throw std::runtime_error("no LIDs for the heads");
   f.stop_opensm(boot);
-  Head h1{"head01", "Hca1", p1->port_guid, f.scratch_dir() + "/head01"};
-  Head h2{"head02", "Hca2", p2->port_guid, f.scratch_dir() + "/head02"};
-  const std::string ten_hz = "failover:\n  poll_interval_ms: 100\n  misses_before_takeover: 3\n";
-  write_config(h1, 10, {{"head02", p2->port_guid, p2->lid}}, {}, ten_hz);
-  write_config(h2, 10, {{"head01", p1->port_guid, p1->lid}}, {}, ten_hz);
+  SmhadHead h1{"head01", "Hca1", p1->port_guid, f.scratch_dir() + "/head01"};
+  SmhadHead h2{"head02", "Hca2", p2->port_guid, f.scratch_dir() + "/head02"};
+  SmhadOptions ten_hz;  // the defaults: 100 ms polls, 3 misses
+  ten_hz.poll_interval_ms = 100;
+  write_smhad_config(h1, {{"head02", p2->port_guid, p2->lid}}, ten_hz);
+  write_smhad_config(h2, {{"head01", p1->port_guid, p1->lid}}, ten_hz);
   start_smhad(f, h1, SMHA_SMHAD);
   json s1, s2;
   if (!wait_status(f, h1, guard, local_master, 30s, &s1)) throw std::runtime_error("head01 never MASTER");
