@@ -170,6 +170,7 @@ void Agent::finish_round() {
   ++rounds_;
   round->obs.process = opensm_.state();
   round->obs.local_port = local_port_ ? local_port_() : sm::PortState::Up;
+  round->obs.local_stopped = local_stopped_ && local_stopped_();
   for (auto& p : round->obs.peers) p.port = peer_port_ ? peer_port_(p.guid) : sm::PortState::Unknown;
   // Far past the window: this process was not running (CPU stall), so silence
   // in this round says nothing about the SMs. Not believed for `misses` rounds.

@@ -253,6 +253,7 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
     agent_.reset();
   }
   agent_ = std::make_unique<agent::Agent>(std::move(cfg), *sched_, *mad_, *control_, sink_);
+  if (supervised_) agent_->set_local_stopped([this] { return supervised_->process_stopped(); });
   agent_->start();
 }
 

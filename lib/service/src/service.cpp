@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <fstream>
 #include <iomanip>
 #include <sstream>
 
@@ -111,6 +112,19 @@ sm::ProcessState SupervisedOpensmControl::state() const {
       return sm::ProcessState::Stopped;
   }
   return sm::ProcessState::Stopped;
+}
+
+bool SupervisedOpensmControl::process_stopped() const {
+  const int pid = sup_->status().pid;
+  if (pid <= 0) return false;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return false;
+  // "pid (comm) S ...": comm may hold spaces and parentheses; the state follows the last ')'.
+  const auto close = line.rfind(')');
+  if (close == std::string::npos || close + 2 >= line.size()) return false;
+  const char state = line[close + 2];
+  return state == 'T' || state == 't';
 }
 
 Status SupervisedOpensmControl::start(std::uint8_t priority) {

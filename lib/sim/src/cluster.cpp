@@ -105,6 +105,10 @@ void Cluster::start_smhad(int i) {
   const NodeId node = h.node;
   Fabric* f = &fabric_;
   h.agent->set_local_port([f, node] { return f->link_up(node) ? sm::PortState::Up : sm::PortState::Down; });
+  h.agent->set_local_stopped([f, node] {
+    const auto sm = f->sm(node);
+    return sm && sm->stopped;
+  });
   h.agent->start();
 }
 

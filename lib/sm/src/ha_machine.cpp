@@ -451,10 +451,16 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
 
   // Hung local OpenSM: running, port up, DR hop 0 unanswered for `misses` rounds
   // and `hang_timeout` (a short CPU stall of OpenSM or of us is not a hang). Fence it.
-  // The start grace covers only a fresh OpenSM that has not answered yet.
+  // The start grace covers only a fresh OpenSM that has not answered yet. Only
+  // a process the kernel shows stopped, or one a peer has already replaced as
+  // MASTER, is fenced that fast; one that runs but is silent (busy) gets
+  // `unresponsive_timeout`.
+  const Duration silence_needed = r.local_stopped || live_master_peer() != nullptr
+                                      ? policy_.hang_timeout
+                                      : policy_.unresponsive_timeout;
   if (!r.local.info && local_misses_ >= policy_.misses &&
       (answered_since_start_ || now - started_at_ >= policy_.start_grace) &&
-      now - std::max(local_answer_at_, started_at_) >= policy_.hang_timeout &&
+      now - std::max(local_answer_at_, started_at_) >= silence_needed &&
       r.local_port != PortState::Down) {
     set_alarm(AlarmKind::LocalSmHung, true,
               "no SMInfo answer from local OpenSM for " + std::to_string(local_misses_) + " rounds",

@@ -35,6 +35,8 @@ Status validate(const HaPolicy& p) {
   }
   if (auto r = standby_priorities(configured); !r) return r.error();
   if (p.hang_timeout < p.poll_interval) return bad("hang_timeout: must be >= poll_interval");
+  if (p.unresponsive_timeout < p.hang_timeout)
+    return bad("unresponsive_timeout: must be >= hang_timeout");
   if (p.query_window <= Duration::zero() || p.query_window > p.poll_interval)
     return bad("query_window: must be > 0 and <= poll_interval");
   if (p.takeover_bound < p.poll_interval) return bad("takeover_bound: must be >= poll_interval");

@@ -190,14 +190,19 @@ TEST_CASE("Agent: a late answer within the query window counts; no fence of a sl
   // timeout, inside the 50 ms window.
   t.delay["dr:0"] = milliseconds(40);
   Agent a(config(), s, t, ctl, sink);
+  bool stopped = false;
+  a.set_local_stopped([&] { return stopped; });
   a.start();
   s.run_until(s.now() + seconds(3));
   CHECK(a.status().role == sm::Role::Master);
   CHECK(std::count(ctl.calls.begin(), ctl.calls.end(), "kill") == 0);
   CHECK(std::find(sink.events.begin(), sink.events.end(), "fence_local") == sink.events.end());
-  // Beyond the window the local SM is silent: fenced once misses and hang_timeout pass.
+  // Beyond the window the local SM is silent but runs (busy): not fenced after
+  // misses and hang_timeout, only after unresponsive_timeout (10 s).
   t.delay["dr:0"] = milliseconds(80);
-  s.run_until(s.now() + seconds(1));
+  s.run_until(s.now() + seconds(5));
+  CHECK(std::find(sink.events.begin(), sink.events.end(), "fence_local") == sink.events.end());
+  s.run_until(s.now() + seconds(6));
   CHECK(std::find(sink.events.begin(), sink.events.end(), "fence_local") != sink.events.end());
 }
 
@@ -211,6 +216,7 @@ TEST_CASE("Agent: rounds that end far past their window (smhad stalled) count on
   t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
   t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
   Agent a(config(), s, t, ctl, sink);
+  a.set_local_stopped([&] { return !t.answers["dr:0"]; });  // silent = SIGSTOPped
   a.start();
   s.run_until(s.now() + seconds(1));
   // The local SM goes silent and every timeout is seen 200 ms late: each round

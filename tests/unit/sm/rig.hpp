@@ -33,6 +33,7 @@ inline HaPolicy policy(std::vector<PeerSpec> peers = {{"head02", kPeer}}, Guid o
 struct Local {
   std::optional<SmState> state;
   std::uint8_t prio = 10;
+  bool stopped = true;  // when silent: the kernel shows the process stopped (a hang)
 };
 // What a peer answers on LID and DR, and its port state.
 struct Peer {
@@ -62,6 +63,7 @@ inline PollRound round(Local l, std::vector<Peer> peers, Link link = {},
   PollRound r;
   r.process = proc;
   r.local_port = link.state;
+  r.local_stopped = !l.state && l.stopped;
   r.local = l.state ? Probe::answered(info(kOwn, *l.state, l.prio)) : Probe::unanswered(3);
   for (const auto& p : peers) {
     PeerProbe pp;

@@ -130,6 +130,38 @@ TEST_CASE("Fence: a silent local SM is fenced only after misses rounds AND hang_
   CHECK(has_event(d.actions, EventKind::FenceLocal));
 }
 
+TEST_CASE("Fence: a silent OpenSM that still runs (busy) waits for unresponsive_timeout, "
+          "unless a peer is MASTER", "[sm]") {
+  Rig rig;
+  rig.t = TimePoint{} + seconds(10);  // past start_grace
+  rig.polls(5, round(Local{M, 11}, {Peer{S, 10}}));
+  const Local busy{std::nullopt, 10, false};
+  // Well past hang_timeout, short of unresponsive_timeout (10 s): no fence.
+  auto acts = rig.polls(50, round(busy, {Peer{S, 10}}));  // 5 s of silence
+  CHECK(count<StopOpensm>(acts) == 0);
+  CHECK(count<RestartOpensm>(acts) == 0);
+  // The kernel now shows it stopped: fenced at once (hang_timeout long passed).
+  auto d = rig.step(round(Local{kSilent}, {Peer{S, 10}}));
+  REQUIRE(first<StopOpensm>(d.actions));
+  CHECK(has_event(d.actions, EventKind::FenceLocal));
+
+  // Busy, but silent past unresponsive_timeout: fenced.
+  Rig slow;
+  slow.t = TimePoint{} + seconds(10);
+  slow.polls(5, round(Local{M, 11}, {Peer{S, 10}}));
+  acts = slow.polls(99, round(busy, {Peer{S, 10}}));  // 9.9 s
+  CHECK(count<StopOpensm>(acts) == 0);
+  acts = slow.polls(2, round(busy, {Peer{S, 10}}));
+  CHECK(count<StopOpensm>(acts) == 1);
+
+  // Busy standby while a peer answers MASTER: hang_timeout suffices.
+  Rig standby;
+  standby.t = TimePoint{} + seconds(10);
+  standby.polls(5, round(Local{S}, {Peer{M, 11}}));
+  acts = standby.polls(6, round(busy, {Peer{M, 11}}));
+  CHECK(count<RestartOpensm>(acts) == 1);
+}
+
 TEST_CASE("Takeover: DISCOVER finds the master alive and the takeover is aborted", "[sm]") {
   Rig rig;
   rig.polls(5, round(Local{S}, {Peer{M, 11}}));

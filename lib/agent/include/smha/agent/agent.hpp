@@ -59,6 +59,8 @@ class Agent {
 
   void set_local_port(LocalPortFn fn) { local_port_ = std::move(fn); }
   void set_peer_port(PeerPortFn fn) { peer_port_ = std::move(fn); }
+  // Whether the kernel shows the local OpenSM stopped (see PollRound::local_stopped).
+  void set_local_stopped(std::function<bool()> fn) { local_stopped_ = std::move(fn); }
 
   // Tells the machine the process state and starts polling now.
   void start();
@@ -92,6 +94,7 @@ class Agent {
   Duration window_{};
   int late_rounds_ = 0;  // consecutive rounds discounted because we were stalled
   LocalPortFn local_port_;
+  std::function<bool()> local_stopped_;
   PeerPortFn peer_port_;
   std::shared_ptr<int> alive_;   // callbacks hold a weak_ptr: dropped after stop()/destruction
   std::shared_ptr<Round> round_;

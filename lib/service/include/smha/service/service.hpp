@@ -86,6 +86,9 @@ class SupervisedOpensmControl final : public agent::OpensmControl {
   Status set_priority(std::uint8_t priority) override;
   sm::ProcessState state() const override;
   void set_exit_handler(ExitHandler h) override { on_exit_ = std::move(h); }
+  // The kernel shows the supervised OpenSM stopped (/proc/<pid>/stat state T or
+  // t: SIGSTOP or a tracer). False when none runs or it cannot be read.
+  bool process_stopped() const;
 
   // Config reload: takes the new renderer, re-renders at the current priority and
   // applies the change (SIGHUP or restart, classified against the file on disk).

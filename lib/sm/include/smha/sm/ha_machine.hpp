@@ -57,6 +57,9 @@ struct PollRound {
   ProcessState process = ProcessState::Running;
   Probe local;                          // local SM by DR hop 0
   PortState local_port = PortState::Up;
+  // The kernel shows the local OpenSM process stopped (state T/t: SIGSTOP or a
+  // tracer): it cannot answer until continued. False where unknown.
+  bool local_stopped = false;
   std::vector<PeerProbe> peers;         // configured peers; missing ones count as unqueried
   std::vector<SmInfo> other_sms;        // SMs seen on the fabric that are not configured heads
 };

@@ -60,6 +60,12 @@ struct HaPolicy {
   // (SIGKILL). A peer waits longer than this before it acts on a master that is
   // silent (not refused), so the smhad beside a hung master fences it first.
   Duration hang_timeout = milliseconds(400);
+  // hang_timeout applies when the kernel shows the local OpenSM stopped
+  // (SIGSTOP, tracer) or a peer already answers MASTER. An OpenSM that still
+  // runs but answers late or not at all (busy: a sweep under heavy MAD loss) is
+  // fenced only after this much silence: killing a busy master is a bigger
+  // disruption than waiting, and a peer that takes over meanwhile makes it fast.
+  Duration unresponsive_timeout = seconds(10);
   // How long one SMInfo query may take within a round (the agent sets it from
   // its query scheme); the peer's wait for a silent master includes it.
   Duration query_window = milliseconds(50);
