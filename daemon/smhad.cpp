@@ -8,6 +8,7 @@
 #include "smha/config/config.hpp"
 #include "smha/opensm/cli.hpp"
 #include "smha/opensm/probe.hpp"
+#include "smha/platform/logging.hpp"
 #include "smha/service/daemon.hpp"
 
 int main(int argc, char** argv) {
@@ -24,6 +25,15 @@ int main(int argc, char** argv) {
   app.add_flag("--print-opensm-conf", print_conf, "print the opensm.conf smhad would write")
       ->excludes(check);
   app.add_flag("--observe", observe, "poll and report only: never start, stop or steer OpenSM");
+  std::string log_target = "auto";
+  std::string log_level = "info";
+  app.add_option("--log-target", log_target,
+                 "auto (journald when run by systemd, else stderr), journal or stderr")
+      ->check(CLI::IsMember({"auto", "journal", "stderr"}))
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -40,6 +50,13 @@ int main(int argc, char** argv) {
     }
   } catch (const std::exception& ex) {
     std::cerr << "smhad: " << ex.what() << '\n';
+    return 1;
+  }
+  smha::platform::LogOptions log_options;
+  log_options.destination = *smha::platform::parse_log_destination(log_target);
+  log_options.level = spdlog::level::from_str(log_level);
+  if (auto st = smha::platform::setup_logging(log_options); !st.ok()) {
+    std::cerr << "smhad: --log-target " << log_target << ": " << st.error().message << '\n';
     return 1;
   }
   try {

@@ -41,6 +41,9 @@ constexpr PermanentLine kPermanentLines[] = {
     {"Unable to find requested CA guid", "the port GUID is not on this node"},
     {"No local ports detected!", "no local InfiniBand port"},
     {"Error from osm_vendor_get_all_port_attr", "cannot list the local InfiniBand ports"},
+    // osm_log_init: log_file cannot be opened (e.g. its directory is missing); OpenSM
+    // then prints "Error from osm_opensm_init" and exits 42.
+    {"Cannot open file '", "cannot open its log file (does the directory of opensm.log_file exist?)"},
     {"Error from osm_opensm_init_finish", "initialisation failed (e.g. corrupt guid2lid with exit_on_fatal)"},
     {"Error from osm_opensm_init", "initialisation failed (umad device missing or not accessible)"},
     {"Invalid GUID specified", "no port GUID given in daemon mode"},
