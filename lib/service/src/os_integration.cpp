@@ -183,11 +183,46 @@ DaemonEventSink::DaemonEventSink(LogEventSink& log, HookDispatcher& hooks,
                                  std::function<Snapshot()> snapshot, std::function<void()> changed)
     : log_(log), hooks_(hooks), snapshot_(std::move(snapshot)), changed_(std::move(changed)) {}
 
-void DaemonEventSink::event(const sm::RecordEvent& e, TimePoint at) {
-  log_.event(e, at);
-  if (e.kind != sm::EventKind::StateChanged) {
-    last_cause_ = std::string(sm::to_string(e.kind)) + (e.reason.empty() ? "" : ": " + e.reason);
+bool DaemonEventSink::repeat(const std::string& key, TimePoint at, int& suppressed) {
+  suppressed = 0;
+  auto it = repeats_.find(key);
+  if (it != repeats_.end() && at - it->second.window_start < kRepeatWindow) {
+    if (it->second.passed < kRepeatBurst) {
+      ++it->second.passed;
+      return false;
+    }
+    ++it->second.suppressed;
+    ++suppressed_total_;
+    return true;
   }
+  if (it != repeats_.end()) suppressed = it->second.suppressed;
+  if (repeats_.size() > 256) {  // forget keys that are out of their window
+    for (auto i = repeats_.begin(); i != repeats_.end();)
+      i = at - i->second.window_start >= kRepeatWindow ? repeats_.erase(i) : std::next(i);
+  }
+  repeats_[key] = Repeat{at, 1, 0};
+  return false;
+}
+
+namespace {
+std::string with_suppressed(std::string text, int suppressed) {
+  if (suppressed > 0) text += " [" + std::to_string(suppressed) + " repeats suppressed]";
+  return text;
+}
+}  // namespace
+
+void DaemonEventSink::event(const sm::RecordEvent& e, TimePoint at) {
+  if (e.kind == sm::EventKind::StateChanged) {
+    log_.event(e, at);
+    changed_();
+    return;
+  }
+  last_cause_ = std::string(sm::to_string(e.kind)) + (e.reason.empty() ? "" : ": " + e.reason);
+  int suppressed = 0;
+  if (repeat("event\n" + last_cause_, at, suppressed)) return;
+  sm::RecordEvent copy = e;
+  copy.evidence = with_suppressed(copy.evidence, suppressed);
+  log_.event(copy, at);
   changed_();
 }
 
@@ -215,7 +250,11 @@ void DaemonEventSink::hook(const sm::RunHook& h, TimePoint at) {
 }
 
 void DaemonEventSink::error(const Error& e, TimePoint at) {
-  log_.error(e, at);
+  int suppressed = 0;
+  if (repeat("error\n" + e.code + "\n" + e.message, at, suppressed)) return;
+  Error copy = e;
+  copy.message = with_suppressed(copy.message, suppressed);
+  log_.error(copy, at);
   changed_();
 }
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "smha/control/client.hpp"
+#include "smha/opensm/process_identity.hpp"
 
 namespace smha::testing {
 
@@ -49,7 +50,19 @@ void OsmGuard::add(int pid) {
   if (auto s = proc_stat(pid)) pids_[pid] = s->start;
 }
 
+void OsmGuard::watch(IbsimFabric& fabric, int smhad_pidx, const std::string& pidfile) {
+  watched_.push_back({&fabric, smhad_pidx, pidfile});
+}
+
 OsmGuard::~OsmGuard() {
+  for (const auto& w : watched_) {
+    if (w.fabric->process_running(w.pidx)) w.fabric->stop_process(w.pidx, SIGTERM);
+  }
+  for (const auto& w : watched_) {
+    auto id = opensm::parse_pidfile(read_file(w.pidfile));
+    if (id && id.value().pid > 0 && !pids_.count(id.value().pid))
+      pids_[id.value().pid] = id.value().start_time;
+  }
   for (auto [pid, start] : pids_) {
     auto s = proc_stat(pid);
     if (!s || s->start != start) continue;
@@ -125,9 +138,10 @@ std::string smhad_log(IbsimFabric& f, const Head& h) {
 }
 
 void start_smhad(IbsimFabric& f, Head& h,
-                 std::vector<std::pair<std::string, std::string>> extra_env) {
+                 std::vector<std::pair<std::string, std::string>> extra_env, OsmGuard* guard) {
   h.pidx = f.spawn(h.node, {SMHA_SMHAD, "-c", h.yaml(), "--log-target", "stderr"},
                    std::move(extra_env));
+  if (guard) guard->watch(f, h.pidx, h.dir + "/state/opensm.pid");
 }
 
 bool wait_status(IbsimFabric& f, const Head& h, OsmGuard& guard,

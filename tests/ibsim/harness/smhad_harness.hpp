@@ -32,13 +32,26 @@ bool running(int pid);
 bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
 
 // The OpenSMs smhad started: killed (SIGKILL) by PID + start time on destruction.
+// add() records a pid seen in a status reply. watch() registers a smhad and its
+// supervisor's pidfile (<state_dir>/opensm.pid): at destruction that smhad is
+// stopped first (SIGTERM, so it cannot respawn what is killed next), then the
+// pidfile is read, so an OpenSM started while the test never got a status
+// reply (e.g. a REQUIRE failed first) is stopped too. Declare the guard after
+// the IbsimFabric (it is then destroyed first).
 class OsmGuard {
  public:
   void add(int pid);
+  void watch(IbsimFabric& fabric, int smhad_pidx, const std::string& pidfile);
   ~OsmGuard();
 
  private:
+  struct Watched {
+    IbsimFabric* fabric;
+    int pidx;
+    std::string pidfile;
+  };
   std::map<int, unsigned long long> pids_;
+  std::vector<Watched> watched_;
 };
 
 // The master as seen by `sminfo` run at `node` (state 3 = MASTER); -1s if none.
@@ -89,9 +102,11 @@ std::optional<nlohmann::json> smhad_status(const Head& h);
 // The last 4000 bytes of smhad's stderr+stdout.
 std::string smhad_log(IbsimFabric& f, const Head& h);
 
-// Starts smhad -c h.yaml() attached at h.node; sets h.pidx.
+// Starts smhad -c h.yaml() --log-target stderr attached at h.node; sets h.pidx.
+// With `guard`, the head's OpenSM pidfile is watched (OsmGuard::watch).
 void start_smhad(IbsimFabric& f, Head& h,
-                 std::vector<std::pair<std::string, std::string>> extra_env = {});
+                 std::vector<std::pair<std::string, std::string>> extra_env = {},
+                 OsmGuard* guard = nullptr);
 
 // Waits until smhad's status satisfies `pred`; records OpenSM's pid in `guard`.
 bool wait_status(IbsimFabric& f, const Head& h, OsmGuard& guard,

@@ -361,3 +361,35 @@ TEST_CASE("HookDispatcher::check names the key of an insecure hook") {
   REQUIRE(::chmod(p.c_str(), 0755) == 0);
   CHECK(HookDispatcher::check(c).ok());
 }
+
+TEST_CASE("DaemonEventSink passes state changes and alarms, and suppresses repeats beyond a burst") {
+  config::Config c = two_heads();
+  boost::asio::io_context io;
+  HookDispatcher hooks(io, c);
+  LogEventSink log(1000);
+  int changed = 0;
+  DaemonEventSink sink(log, hooks, [] { return DaemonEventSink::Snapshot{"STANDBY", 10, "head02"}; },
+                       [&] { ++changed; });
+  const TimePoint t0{};
+  const sm::RecordEvent lf{sm::EventKind::LocalFailure, "OpenSM exited", "role recovering"};
+  for (int i = 0; i < 10; ++i) {
+    sink.event(lf, t0 + std::chrono::seconds(i));
+    sink.error(Error{"failed", "OpenSM supervision failed"}, t0 + std::chrono::seconds(i));
+    sink.event({sm::EventKind::StateChanged, "STANDBY->MASTER", ""}, t0 + std::chrono::seconds(i));
+  }
+  sink.alarm({sm::AlarmKind::NoMaster, "x"}, t0);
+  auto count = [&](const std::string& kind) {
+    return std::count_if(log.events().begin(), log.events().end(),
+                         [&](const EventRecord& e) { return e.kind == kind; });
+  };
+  CHECK(count("local_failure") == DaemonEventSink::kRepeatBurst);
+  CHECK(count("error") == DaemonEventSink::kRepeatBurst);
+  CHECK(count("transition") == 10);  // never suppressed
+  CHECK(count("alarm") == 1);
+  CHECK(sink.suppressed_total() == 2 * (10 - DaemonEventSink::kRepeatBurst));
+
+  // After the window: passed on again, saying how many were suppressed.
+  sink.event(lf, t0 + DaemonEventSink::kRepeatWindow + std::chrono::seconds(1));
+  CHECK(count("local_failure") == DaemonEventSink::kRepeatBurst + 1);
+  CHECK(log.events().back().evidence == "role recovering [7 repeats suppressed]");
+}

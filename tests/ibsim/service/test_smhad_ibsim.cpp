@@ -43,7 +43,7 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   Head h{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
   // The peer is configured but absent (no SM at that LID): it never answers.
   write_config(h, 12, {{"head02", hca2->port_guid, 0xbff0}});
-  start_smhad(fabric, h);
+  start_smhad(fabric, h, {}, &guard);
 
   // (a) OpenSM started by smhad reaches MASTER, seen from a third node.
   json s;
@@ -70,7 +70,7 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   fabric.stop_process(h.pidx, SIGTERM);
   CHECK(fabric.process_exit_code(h.pidx) == 0);
   REQUIRE(running(second));
-  start_smhad(fabric, h);
+  start_smhad(fabric, h, {}, &guard);
   if (!wait_status(fabric, h, guard, [&](const json& j) { return local_master(j); }, 30s, &s))
     FAIL("no MASTER after the smhad restart; status: " << s.dump() << "\nsmhad:\n" << smhad_log(fabric, h));
   CHECK(s["opensm"]["pid"] == second);
@@ -156,11 +156,11 @@ TEST_CASE("HA drill: kill -9 of the master OpenSM under two smhad", "[ibsim][smh
   // rests on standby = base < master = base + 1); head01 starts first and masters.
   write_config(h1, 10, {{"head02", hca2->port_guid, hca2->lid}});
   write_config(h2, 10, {{"head01", hca1->port_guid, hca1->lid}});
-  start_smhad(fabric, h1);
+  start_smhad(fabric, h1, {}, &guard);
   json s1, s2;
   if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
     FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
-  start_smhad(fabric, h2);
+  start_smhad(fabric, h2, {}, &guard);
   if (!wait_status(fabric, h2, guard, [](const json& j) {
         return j["local"]["state"] == "STANDBY" && j["peers"][0]["state"] == "MASTER";
       }, 30s, &s2))

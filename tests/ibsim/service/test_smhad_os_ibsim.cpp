@@ -156,7 +156,7 @@ TEST_CASE("smhad under a NOTIFY_SOCKET: READY after the first poll round, STATUS
   write_config(h, 10, {{"head02", hca2->port_guid, 0xbff0}});
   NotifyListener notify(fabric.scratch_dir() + "/notify.sock");
   // WatchdogSec=400ms: smhad must ping every 200 ms.
-  start_smhad(fabric, h, {{"NOTIFY_SOCKET", notify.path()}, {"WATCHDOG_USEC", "400000"}});
+  start_smhad(fabric, h, {{"NOTIFY_SOCKET", notify.path()}, {"WATCHDOG_USEC", "400000"}}, &guard);
 
   // READY=1 once, carrying a STATUS that already has the first round's outcome
   // for the peer (before any round it would be "unknown").
@@ -177,9 +177,11 @@ TEST_CASE("smhad under a NOTIFY_SOCKET: READY after the first poll round, STATUS
     CHECK((*s)["rounds"].get<int>() >= 1);
   }
 
-  // STATUS follows the role: the local SM ends MASTER.
-  REQUIRE(notify.receive_until(
-      [](const auto& m) { return has(m, "STATUS=MASTER; peer head02 unreachable"); }, 30s));
+  // STATUS follows the role: the local SM ends MASTER (often already in READY's
+  // STATUS: smhad starts OpenSM before the first round).
+  const std::string master_line = "STATUS=MASTER; peer head02 unreachable";
+  if (!has(ready[0], master_line))
+    REQUIRE(notify.receive_until([&](const auto& m) { return has(m, master_line); }, 30s));
   json s;
   REQUIRE(wait_status(fabric, h, guard, local_master, 10s, &s));
 
@@ -187,9 +189,9 @@ TEST_CASE("smhad under a NOTIFY_SOCKET: READY after the first poll round, STATUS
   const std::size_t before_kill = notify.size();
   const int first = s["opensm"]["pid"];
   REQUIRE(::kill(first, SIGKILL) == 0);
-  REQUIRE(notify.receive_until([](const auto& m) { return has(m, "STATUS=") && !has(m, "STATUS=MASTER; peer head02 unreachable"); }, 15s));
   REQUIRE(notify.receive_until(
-      [](const auto& m) { return has(m, "STATUS=MASTER; peer head02 unreachable"); }, 30s));
+      [&](const auto& m) { return has(m, "STATUS=") && !has(m, master_line); }, 15s));
+  REQUIRE(notify.receive_until([&](const auto& m) { return has(m, master_line); }, 30s));
   CHECK(notify.matching("STATUS=", before_kill).size() >= 2);
   REQUIRE(wait_status(fabric, h, guard, [&](const json& j) { return local_master(j) && j["opensm"]["pid"] != first; }, 10s, &s));
   free_ibsim_slot(fabric, first);
@@ -229,7 +231,9 @@ TEST_CASE("smhad under a NOTIFY_SOCKET: READY after the first poll round, STATUS
   // SIGTERM: STOPPING=1, exit 0.
   const std::size_t before_stop = notify.size();
   fabric.stop_process(h.pidx, SIGTERM);
-  CHECK(fabric.process_exit_code(h.pidx) == 0);
+  const std::string tail = smhad_log(fabric, h);
+  INFO("smhad at exit:\n" << tail.substr(tail.size() > 1500 ? tail.size() - 1500 : 0));
+  CHECK(fabric.process_exit_code(h.pidx).value_or(-1) == 0);
   notify.collect_for(100ms);
   CHECK(notify.matching("STOPPING=1", before_stop).size() == 1);
 }
@@ -264,18 +268,18 @@ TEST_CASE("smhad runs the configured hooks on role changes and refuses a group-w
   const ConfigExtras extras{"", "hooks:\n  master: " + hook + "\n  standby: [" + hook +
                                     "]\n  fault: " + hook + "\nhook_timeout_s: 5\n"};
   write_config(h, 10, {{"head02", hca2->port_guid, 0xbff0}}, extras);
-  start_smhad(fabric, h);
+  start_smhad(fabric, h, {}, &guard);
   REQUIRE(wait_for([&] { return !fabric.process_running(h.pidx); }, 20s));
-  CHECK(fabric.process_exit_code(h.pidx) == 1);
+  CHECK(fabric.process_exit_code(h.pidx).value_or(-1) == 1);
   const std::string refused = fabric.process_stderr(h.pidx);
   INFO(refused);
   CHECK(refused.find("hooks.fault: hook '" + hook + "': writable by group or others (mode 0775)") !=
             std::string::npos);
 
   // (b) Mode 0755: becoming MASTER runs the master hook with the documented argv
-  // and environment (priority = rendered master priority, base 10 + 1).
+  // and environment.
   REQUIRE(::chmod(hook.c_str(), 0755) == 0);
-  start_smhad(fabric, h, {{"NOTIFY_SOCKET", fabric.scratch_dir() + "/nobody-listens"}});
+  start_smhad(fabric, h, {{"NOTIFY_SOCKET", fabric.scratch_dir() + "/nobody-listens"}}, &guard);
   json s;
   if (!wait_status(fabric, h, guard, local_master, 30s, &s))
     FAIL("no local MASTER: " << s.dump() << "\n" << smhad_log(fabric, h));
@@ -304,11 +308,14 @@ TEST_CASE("smhad runs the configured hooks on role changes and refuses a group-w
   CHECK(env_new == "new=MASTER");
   CHECK(env_old == "old=" + argv_old);
   CHECK(env_prio == "prio=" + argv_prio);
-  CHECK(std::stoi(argv_prio) > 10);  // the master renders above the base priority 10
+  // The priority rendered when the state changed: the base 10 (OpenSM started at
+  // it and won), or above it when the engine had raised it first.
+  CHECK(std::stoi(argv_prio) >= 10);
+  CHECK(std::stoi(argv_prio) <= 12);
   CHECK(master_line.find(" peer=head02 api=1 notify=[] cwd=/") != std::string::npos);
 
   fabric.stop_process(h.pidx, SIGTERM);
-  CHECK(fabric.process_exit_code(h.pidx) == 0);
+  CHECK(fabric.process_exit_code(h.pidx).value_or(-1) == 0);
 }
 
 TEST_CASE("OpenSM that cannot start is reported, not respawned; a crash loop stops after the "
@@ -330,7 +337,7 @@ TEST_CASE("OpenSM that cannot start is reported, not respawned; a crash loop sto
                {"  log_file: " + a.dir + "/missing/opensm.log\n"
                 "  restart_backoff_initial_ms: 100\n  restart_backoff_max_s: 1\n",
                 ""});
-  start_smhad(fabric, a);
+  start_smhad(fabric, a, {}, &guard);
   json s;
   if (!wait_status(fabric, a, guard, [](const json& j) { return j["opensm"]["supervisor"] == "failed"; },
                    30s, &s))
@@ -351,11 +358,24 @@ TEST_CASE("OpenSM that cannot start is reported, not respawned; a crash loop sto
   CHECK(s["opensm"]["supervisor"] == "failed");
   {
     const auto kinds = event_kinds(a);
+    std::string all;
+    for (const auto& k : kinds) all += k + "\n";
+    INFO("events:\n" << all);
     CHECK(std::count(kinds.begin(), kinds.end(), "alarm:opensm_failed") == 1);
   }
-  CHECK(smhad_log(fabric, a).find("SM_ALARM kind=opensm_failed") != std::string::npos);
+  const std::string full_log = fabric.process_stderr(a.pidx);
+  CHECK(full_log.find("SM_ALARM kind=opensm_failed") != std::string::npos);
+  const auto action_failed = [&] {
+    std::size_t n = 0;
+    for (auto p = full_log.find("SM_ACTION_FAILED"); p != std::string::npos;
+         p = full_log.find("SM_ACTION_FAILED", p + 1))
+      ++n;
+    return n;
+  }();
+  // The engine keeps asking for a start; the flood guard passes 3 per 30 s.
+  CHECK(action_failed <= 3);
   fabric.stop_process(a.pidx, SIGTERM);
-  CHECK(fabric.process_exit_code(a.pidx) == 0);
+  CHECK(fabric.process_exit_code(a.pidx).value_or(-1) == 0);
 
   // (b) crash loop with the configured thresholds: 2 crashes within 60 s stop the
   // restarts (the default would take 5). Crashes are kill -9 of a running OpenSM.
@@ -364,7 +384,7 @@ TEST_CASE("OpenSM that cannot start is reported, not respawned; a crash loop sto
                {"  restart_backoff_initial_ms: 100\n  restart_backoff_max_s: 1\n"
                 "  crash_loop_count: 2\n  crash_loop_window_s: 60\n",
                 ""});
-  start_smhad(fabric, b);
+  start_smhad(fabric, b, {}, &guard);
   if (!wait_status(fabric, b, guard, local_master, 30s, &s))
     FAIL("head02 not MASTER: " << s.dump() << "\n" << smhad_log(fabric, b));
   const int p1 = s["opensm"]["pid"];
@@ -388,5 +408,5 @@ TEST_CASE("OpenSM that cannot start is reported, not respawned; a crash loop sto
   }, 10s, &s));
   CHECK(s["opensm"]["spawns"] == 2);
   fabric.stop_process(b.pidx, SIGTERM);
-  CHECK(fabric.process_exit_code(b.pidx) == 0);
+  CHECK(fabric.process_exit_code(b.pidx).value_or(-1) == 0);
 }

@@ -129,6 +129,15 @@ class HookDispatcher {
 // also run hooks; every call ends with `changed()` (STATUS refresh).
 // `snapshot` gives the current local state name and rendered priority for
 // alarm hooks.
+// Flood guard: of the engine events (other than state changes) and adapter
+// errors equal in kind and reason, the first kRepeatBurst within kRepeatWindow
+// are passed on, further ones in that window are not logged or recorded; the
+// first one of the next window says how many were suppressed
+// (" [<n> repeats suppressed]" appended to its evidence/message).
+// This keeps a retry loop (e.g. the engine restarting an OpenSM whose
+// supervision failed, every round) from flooding the journal and pushing the
+// cause out of the event ring. State changes, alarms and hooks are never
+// suppressed.
 class DaemonEventSink final : public agent::EventSink {
  public:
   struct Snapshot {
@@ -144,7 +153,22 @@ class DaemonEventSink final : public agent::EventSink {
   void hook(const sm::RunHook& h, TimePoint at) override;
   void error(const Error& e, TimePoint at) override;
 
+  static constexpr Duration kRepeatWindow = std::chrono::seconds(30);
+  static constexpr int kRepeatBurst = 3;
+  std::uint64_t suppressed_total() const { return suppressed_total_; }
+
  private:
+  // True if `key` is to be suppressed at `at` (counted); otherwise false, with
+  // `suppressed` = the count of the window that just ended (0 if none).
+  bool repeat(const std::string& key, TimePoint at, int& suppressed);
+
+  struct Repeat {
+    TimePoint window_start{};
+    int passed = 0;
+    int suppressed = 0;
+  };
+  std::map<std::string, Repeat> repeats_;
+  std::uint64_t suppressed_total_ = 0;
   LogEventSink& log_;
   HookDispatcher& hooks_;
   std::function<Snapshot()> snapshot_;
