@@ -10,6 +10,7 @@
 #include "smha/opensm/probe.hpp"
 #include "smha/platform/logging.hpp"
 #include "smha/service/daemon.hpp"
+#include "smha/service/os_integration.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"smhad - InfiniBand subnet manager high availability daemon"};
@@ -42,7 +43,7 @@ int main(int argc, char** argv) {
   try {
     smha::opensm::ExecOpensmRunner runner;
     if (check_config) {
-      return smha::opensm::run_check_config(config_path, runner, std::cout, std::cerr);
+      return smha::service::run_check_config(config_path, runner, std::cout, std::cerr);
     }
     if (print_conf) {
       smha::opensm::ReadOnlyFileSystem fs;

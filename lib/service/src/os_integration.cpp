@@ -1,8 +1,11 @@
 #include "smha/service/os_integration.hpp"
 
 #include <algorithm>
+#include <ostream>
+#include <sstream>
 #include <utility>
 
+#include "smha/opensm/cli.hpp"
 #include "smha/opensm/posix_process_runner.hpp"
 #include "smha/platform/logging.hpp"
 
@@ -283,6 +286,27 @@ void OpensmWatch::on_change(const opensm::SupervisorStatus& st) {
                               std::to_string(st.pid));
   }
   if (st.state != before) changed_();
+}
+
+// ---- check-config ----------------------------------------------------------
+
+int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std::ostream& out,
+                     std::ostream& err) {
+  std::ostringstream ok_text;
+  const int rc = opensm::run_check_config(path, runner, ok_text, err);
+  if (rc != 0) return rc;  // the config did not load or OpenSM refused it: all printed
+  auto loaded = config::load_config(path);
+  if (!loaded.ok()) {  // changed under our feet
+    err << loaded.error_text();
+    return 1;
+  }
+  if (auto st = HookDispatcher::check(loaded.value()); !st.ok()) {
+    err << "error: " << path << ": " << st.error().message << '\n';
+    err << path << ": 1 error(s)\n";
+    return 1;
+  }
+  out << ok_text.str();
+  return 0;
 }
 
 // ---- status line -----------------------------------------------------------

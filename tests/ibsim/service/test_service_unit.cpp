@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -392,4 +393,25 @@ TEST_CASE("DaemonEventSink passes state changes and alarms, and suppresses repea
   sink.event(lf, t0 + DaemonEventSink::kRepeatWindow + std::chrono::seconds(1));
   CHECK(count("local_failure") == DaemonEventSink::kRepeatBurst + 1);
   CHECK(log.events().back().evidence == "role recovering [7 repeats suppressed]");
+}
+
+TEST_CASE("smhad --check-config also refuses an insecure hook") {
+  TempDir dir;
+  const std::string hook = dir.path() + "/hook";
+  std::ofstream(hook) << "#!/bin/sh\n";
+  REQUIRE(::chmod(hook.c_str(), 0757) == 0);
+  const std::string yaml = dir.path() + "/smha.yaml";
+  std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\nsm_key: 0x5\n"
+                      << "opensm:\n  conf_path: " << dir.path() << "/opensm.conf\n"
+                      << "hooks:\n  master: " << hook << "\n";
+  opensm::ExecOpensmRunner runner;
+  std::ostringstream out, err;
+  CHECK(run_check_config(yaml, runner, out, err) == 1);
+  CHECK(out.str().empty());
+  CHECK(err.str() == "error: " + yaml + ": hooks.master: hook '" + hook +
+                         "': writable by group or others (mode 0757)\n" + yaml + ": 1 error(s)\n");
+  REQUIRE(::chmod(hook.c_str(), 0755) == 0);
+  std::ostringstream out2, err2;
+  CHECK(run_check_config(yaml, runner, out2, err2) == 0);
+  CHECK(out2.str().find(yaml + ": OK for OpenSM") == 0);
 }

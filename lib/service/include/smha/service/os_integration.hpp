@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <functional>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,6 +25,7 @@
 #include "smha/agent/agent.hpp"
 #include "smha/agent/seams.hpp"
 #include "smha/config/config.hpp"
+#include "smha/opensm/probe.hpp"
 #include "smha/opensm/process_runner.hpp"
 #include "smha/opensm/supervisor.hpp"
 #include "smha/platform/hooks.hpp"
@@ -195,6 +197,13 @@ class OpensmWatch {
   opensm::SupervisorState last_ = opensm::SupervisorState::Stopped;
   int last_spawns_ = 0;
 };
+
+// `smhad --check-config`: everything opensm::run_check_config checks, plus the
+// security check of every configured hook (HookDispatcher::check), so a config
+// smhad would refuse to start with fails here too. Prints like
+// opensm::run_check_config ("error: <file>: hooks.<event>: ..."); returns 0/1.
+int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std::ostream& out,
+                     std::ostream& err);
 
 // The STATUS= line: "<local state>; peer <name> <state> prio <n>[, peer ...]"
 // plus "; HOLD" during a maintenance hold and "; OpenSM <supervisor state>:
