@@ -627,6 +627,7 @@ void Daemon::start_systemd() {
   systemd_ = std::make_unique<SystemdReporter>(
       io_, [this] { return agent_ && agent_->rounds() >= 1; },
       [this] {
+        if (!agent_) return std::string("starting");  // between agents during a reload
         return systemd_status_line(config_, agent_->status(), *mad_, hold_,
                                    supervised_ ? &supervised_->supervisor_status() : nullptr);
       });
