@@ -229,7 +229,7 @@ class NotifySink {
 
 }  // namespace
 
-TEST_CASE("systemd_status_line: local state, every peer, hold and a failed OpenSM") {
+TEST_CASE("systemd_status_line: local state and every peer and hold and a failed OpenSM") {
   boost::asio::io_context io;
   SteadyClock clock;
   FakeTransport inner(io);
@@ -259,7 +259,7 @@ TEST_CASE("systemd_status_line: local state, every peer, hold and a failed OpenS
         "crashes within 60s");
 }
 
-TEST_CASE("SystemdReporter: READY once when ready, STATUS only on change, RELOADING, STOPPING") {
+TEST_CASE("SystemdReporter: READY once when ready and STATUS only on change and RELOADING and STOPPING") {
   TempDir dir;
   NotifySink sink(dir.path() + "/notify");
   boost::asio::io_context io;
@@ -363,7 +363,7 @@ TEST_CASE("HookDispatcher::check names the key of an insecure hook") {
   CHECK(HookDispatcher::check(c).ok());
 }
 
-TEST_CASE("DaemonEventSink passes state changes and alarms, and suppresses repeats beyond a burst") {
+TEST_CASE("DaemonEventSink passes state changes and alarms and suppresses repeats beyond a burst") {
   config::Config c = two_heads();
   boost::asio::io_context io;
   HookDispatcher hooks(io, c);

@@ -141,8 +141,9 @@ bool has_alarm(const json& s, const std::string& kind) {
 
 }  // namespace
 
-TEST_CASE("smhad under a NOTIFY_SOCKET: READY after the first poll round, STATUS with the role, "
-          "WATCHDOG at half of WATCHDOG_USEC and none from a stopped loop, RELOADING, STOPPING",
+TEST_CASE("smhad under a NOTIFY_SOCKET: READY after the first poll round and STATUS with the role "
+          "and WATCHDOG at half of WATCHDOG_USEC and none from a stopped loop and RELOADING and "
+          "STOPPING",
           "[ibsim][smhad][systemd]") {
   IbsimFabric fabric(topology_path("two-switch-4hca.net"));
   OsmGuard guard;
@@ -318,8 +319,8 @@ TEST_CASE("smhad runs the configured hooks on role changes and refuses a group-w
   CHECK(fabric.process_exit_code(h.pidx).value_or(-1) == 0);
 }
 
-TEST_CASE("OpenSM that cannot start is reported, not respawned; a crash loop stops after the "
-          "configured count",
+TEST_CASE("OpenSM that cannot start is reported and not respawned and a crash loop stops after "
+          "the configured count",
           "[ibsim][smhad][supervision]") {
   IbsimFabric fabric(topology_path("two-switch-4hca.net"));
   OsmGuard guard;
