@@ -8,7 +8,9 @@
 #include "smha/config/config.hpp"
 #include "smha/opensm/cli.hpp"
 #include "smha/opensm/probe.hpp"
+#include "smha/platform/logging.hpp"
 #include "smha/service/daemon.hpp"
+#include "smha/service/os_integration.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"smhad - InfiniBand subnet manager high availability daemon"};
@@ -24,6 +26,15 @@ int main(int argc, char** argv) {
   app.add_flag("--print-opensm-conf", print_conf, "print the opensm.conf smhad would write")
       ->excludes(check);
   app.add_flag("--observe", observe, "poll and report only: never start, stop or steer OpenSM");
+  std::string log_target = "auto";
+  std::string log_level = "info";
+  app.add_option("--log-target", log_target,
+                 "auto (journald when run by systemd, else stderr), journal or stderr")
+      ->check(CLI::IsMember({"auto", "journal", "stderr"}))
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -32,7 +43,7 @@ int main(int argc, char** argv) {
   try {
     smha::opensm::ExecOpensmRunner runner;
     if (check_config) {
-      return smha::opensm::run_check_config(config_path, runner, std::cout, std::cerr);
+      return smha::service::run_check_config(config_path, runner, std::cout, std::cerr);
     }
     if (print_conf) {
       smha::opensm::ReadOnlyFileSystem fs;
@@ -40,6 +51,13 @@ int main(int argc, char** argv) {
     }
   } catch (const std::exception& ex) {
     std::cerr << "smhad: " << ex.what() << '\n';
+    return 1;
+  }
+  smha::platform::LogOptions log_options;
+  log_options.destination = *smha::platform::parse_log_destination(log_target);
+  log_options.level = spdlog::level::from_str(log_level);
+  if (auto st = smha::platform::setup_logging(log_options); !st.ok()) {
+    std::cerr << "smhad: --log-target " << log_target << ": " << st.error().message << '\n';
     return 1;
   }
   try {

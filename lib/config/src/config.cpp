@@ -180,6 +180,7 @@ class Loader {
   void load_control(const Entry& e, Config& c);
   void load_metrics(const Entry& e, Config& c);
   void load_hooks(const Entry& e, Config& c);
+  void load_restart_policy(const CheckedMap& m, OpensmSettings& o);
   void cross_checks(const CheckedMap& top, Config& c);
 
   std::string file_;
@@ -600,7 +601,9 @@ void Loader::load_opensm(const Entry& e, Config& c) {
   auto m = check_map(e.value, "opensm",
                      {"binary", "flavor", "routing_engine", "sweep_interval", "adaptive_routing",
                       "sharp", "downgrade_unsupported", "log_file", "dump_files_dir", "cache_dir",
-                      "conf_path", "honor_guid2lid_file", "sa_db_dump", "sa_db_file", "extra"});
+                      "conf_path", "honor_guid2lid_file", "sa_db_dump", "sa_db_file", "extra",
+                      "restart_backoff_initial_ms", "restart_backoff_max_s", "restart_stable_s",
+                      "crash_loop_count", "crash_loop_window_s"});
   if (!m) return;
   auto& o = c.opensm;
   auto path_key = [&](const char* key, std::string& out) {
@@ -673,6 +676,7 @@ void Loader::load_opensm(const Entry& e, Config& c) {
     path_key("sa_db_file", o.sa_db_file);
   }
   if (auto it = m->find("extra"); it != m->end()) load_extra(it->second, c);
+  load_restart_policy(*m, o);
 
   // AR engines (NVIDIA's ar_*) with adaptive_routing off contradict each other.
   if (!o.adaptive_routing && o.routing_engine.find("ar_") != std::string::npos) {
@@ -681,6 +685,45 @@ void Loader::load_opensm(const Entry& e, Config& c) {
             "names an adaptive-routing engine but opensm.adaptive_routing is false; "
             "use the plain engine (e.g. updn) and set adaptive_routing: true");
     }
+  }
+}
+
+void Loader::load_restart_policy(const CheckedMap& m, OpensmSettings& o) {
+  if (auto it = m.find("restart_backoff_initial_ms"); it != m.end()) {
+    if (auto v = ranged(it->second.value, "opensm.restart_backoff_initial_ms", 10, 600000))
+      o.restart_backoff_initial = std::chrono::milliseconds(*v);
+  }
+  auto max_it = m.find("restart_backoff_max_s");
+  if (max_it != m.end()) {
+    if (auto v = ranged(max_it->second.value, "opensm.restart_backoff_max_s", 1, 3600))
+      o.restart_backoff_max = std::chrono::seconds(*v);
+  }
+  if (auto it = m.find("restart_stable_s"); it != m.end()) {
+    if (auto v = ranged(it->second.value, "opensm.restart_stable_s", 1, 86400))
+      o.restart_stable = std::chrono::seconds(*v);
+  }
+  if (auto it = m.find("crash_loop_count"); it != m.end()) {
+    if (auto v = ranged(it->second.value, "opensm.crash_loop_count", 1, 1000))
+      o.crash_loop_count = static_cast<int>(*v);
+  }
+  auto window_it = m.find("crash_loop_window_s");
+  if (window_it != m.end()) {
+    if (auto v = ranged(window_it->second.value, "opensm.crash_loop_window_s", 1, 86400))
+      o.crash_loop_window = std::chrono::seconds(*v);
+  }
+  if (max_it != m.end() && o.restart_backoff_max < o.restart_backoff_initial) {
+    error(max_it->second.value, "opensm.restart_backoff_max_s",
+          "must be at least opensm.restart_backoff_initial_ms (" +
+              std::to_string(o.restart_backoff_initial.count()) + " ms)");
+  }
+  // The restarts of one crash loop must fit in the window, or the loop is never
+  // detected: the first (crash_loop_count - 1) backoffs at the initial delay.
+  if (window_it != m.end() &&
+      o.crash_loop_window < o.restart_backoff_initial * std::max(1, o.crash_loop_count - 1)) {
+    error(window_it->second.value, "opensm.crash_loop_window_s",
+          "too short to hold opensm.crash_loop_count crashes at the initial backoff (" +
+              std::to_string(o.crash_loop_count) + " x " +
+              std::to_string(o.restart_backoff_initial.count()) + " ms)");
   }
 }
 

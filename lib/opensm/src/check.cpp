@@ -190,6 +190,9 @@ CheckReport check_loaded_config(const config::Config& c, OpensmRunner& runner) {
   auto prepared = prepare_opensm_conf(c, *caps, static_cast<std::uint8_t>(c.sm_priority),
                                       c.port.port_guid);
   report.warnings = prepared.warnings;
+  if (!c.sm_key_set) {
+    report.warnings.push_back(Diagnostic{c.source_path, {}, "sm_key", config::kDefaultSmKeyWarning});
+  }
   if (!prepared.ok()) {
     report.errors = prepared.errors;
     return report;

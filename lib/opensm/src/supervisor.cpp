@@ -41,6 +41,9 @@ constexpr PermanentLine kPermanentLines[] = {
     {"Unable to find requested CA guid", "the port GUID is not on this node"},
     {"No local ports detected!", "no local InfiniBand port"},
     {"Error from osm_vendor_get_all_port_attr", "cannot list the local InfiniBand ports"},
+    // osm_log_init: log_file cannot be opened (e.g. its directory is missing); OpenSM
+    // then prints "Error from osm_opensm_init" and exits 42.
+    {"Cannot open file '", "cannot open its log file (does the directory of opensm.log_file exist?)"},
     {"Error from osm_opensm_init_finish", "initialisation failed (e.g. corrupt guid2lid with exit_on_fatal)"},
     {"Error from osm_opensm_init", "initialisation failed (umad device missing or not accessible)"},
     {"Invalid GUID specified", "no port GUID given in daemon mode"},
@@ -103,9 +106,17 @@ std::string describe_exit(const ExitInfo& exit) {
   return "exited with status " + std::to_string(exit.status);
 }
 
+namespace {
+// Index of the first kPermanentLines entry `line` matches (earlier = more specific).
+std::optional<std::size_t> permanent_index(std::string_view line) {
+  for (std::size_t i = 0; i < std::size(kPermanentLines); ++i)
+    if (line.find(kPermanentLines[i].needle) != std::string_view::npos) return i;
+  return std::nullopt;
+}
+}  // namespace
+
 std::optional<std::string_view> match_permanent_line(std::string_view line) {
-  for (const auto& p : kPermanentLines)
-    if (line.find(p.needle) != std::string_view::npos) return p.meaning;
+  if (auto i = permanent_index(line)) return kPermanentLines[*i].meaning;
   return std::nullopt;
 }
 
@@ -281,9 +292,13 @@ void OpensmSupervisor::on_output(std::uint64_t run, OutputStream stream, std::st
   if (!came_up_) {
     for (auto up : kCameUpLines)
       if (line.find(up) != std::string_view::npos) came_up_ = true;
-    if (!came_up_ && !permanent_) {
-      if (auto meaning = match_permanent_line(line))
-        permanent_ = std::string(*meaning) + " (OpenSM: \"" + std::string(line) + "\")";
+    // stdout and stderr are separate pipes, so their lines may arrive in either
+    // order: a more specific fatal line (earlier in the table) replaces a generic one.
+    if (!came_up_) {
+      if (auto i = permanent_index(line); i && (!permanent_ || *i < permanent_rank_)) {
+        permanent_ = std::string(kPermanentLines[*i].meaning) + " (OpenSM: \"" + std::string(line) + "\")";
+        permanent_rank_ = *i;
+      }
     }
   }
   if (line.find_first_not_of(" \t") != std::string_view::npos) {

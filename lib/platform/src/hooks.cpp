@@ -41,6 +41,8 @@ const char* to_string(HookEvent event) {
   switch (event) {
     case HookEvent::Transition: return "TRANSITION";
     case HookEvent::Alarm: return "ALARM";
+    case HookEvent::OpensmRestart: return "OPENSM_RESTART";
+    case HookEvent::Reload: return "RELOAD";
   }
   return "unknown";
 }

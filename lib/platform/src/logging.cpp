@@ -77,6 +77,7 @@ bool running_under_systemd() {
 
 Status setup_logging(const LogOptions& options) {
   spdlog::sink_ptr sink = options.sink_override;
+  spdlog::sink_ptr osm_sink;
   const char* pattern = kStderrPattern;
   if (!sink) {
     const bool journal = options.destination == LogDestination::Journal ||
@@ -84,6 +85,7 @@ Status setup_logging(const LogOptions& options) {
 #ifdef SMHA_WITH_SYSTEMD
     if (journal) {
       sink = std::make_shared<JournalSink>(options.ident);
+      osm_sink = std::make_shared<JournalSink>(options.opensm_ident);
       pattern = kJournalPattern;
     }
 #else
@@ -96,13 +98,36 @@ Status setup_logging(const LogOptions& options) {
   }
   for (std::string_view name : kLoggerNames) {
     spdlog::drop(std::string(name));
-    auto logger = std::make_shared<spdlog::logger>(std::string(name), sink);
+    auto logger = std::make_shared<spdlog::logger>(
+        std::string(name), name == "osm" && osm_sink ? osm_sink : sink);
     logger->set_pattern(pattern);
     logger->set_level(options.level);
     spdlog::register_logger(logger);
   }
   spdlog::set_default_logger(spdlog::get("svc"));
   return Status::Ok();
+}
+
+std::optional<LogDestination> parse_log_destination(std::string_view text) {
+  if (text == "auto") return LogDestination::Auto;
+  if (text == "journal") return LogDestination::Journal;
+  if (text == "stderr") return LogDestination::Stderr;
+  return std::nullopt;
+}
+
+const std::vector<MessageId>& known_message_ids() {
+  static const std::vector<MessageId> ids = {
+      kSmTransition, kHookFailed,   kHookTimeout,      kHookRefused,        kHookDropped,
+      kSmEvent,      kSmAlarm,      kSmAlarmCleared,   kSmActionFailed,     kSmhadReload,
+      kSmhadReloadRefused, kSmhadHold, kSmhadHoldExpired, kSmhadRelease,  kSmhadHandoverRequest,
+      kSmhadStarted, kSmhadStopping,    kSmhadNote};
+  return ids;
+}
+
+std::optional<MessageId> find_message_id(std::string_view name) {
+  for (const auto& id : known_message_ids())
+    if (id.name == name) return id;
+  return std::nullopt;
 }
 
 std::shared_ptr<spdlog::logger> module_logger(std::string_view name) {

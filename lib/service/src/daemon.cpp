@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -22,10 +23,13 @@
 #include "smha/opensm/posix_file_system.hpp"
 #include "smha/opensm/posix_process_runner.hpp"
 #include "smha/opensm/probe.hpp"
+#include "smha/platform/logging.hpp"
+#include "smha/platform/notify.hpp"
 #include "smha/service/drill.hpp"
 #include "smha/service/event_journal.hpp"
 #include "smha/service/events_method.hpp"
 #include "smha/service/metrics_service.hpp"
+#include "smha/service/os_integration.hpp"
 #include "smha/service/service.hpp"
 
 namespace smha::service {
@@ -125,6 +129,10 @@ class Daemon final : public DrillHost {
   Reply do_release();
   void handover(const control::Call& call, control::Responder respond);
   void expire_hold();
+  // os_integration wiring (hooks, event sink, OpenSM watch, systemd notify).
+  bool init_os();
+  void start_systemd();
+  DaemonEventSink::Snapshot snapshot() const;
 
   DaemonOptions options_;
   config::Config config_;
@@ -141,6 +149,10 @@ class Daemon final : public DrillHost {
   std::unique_ptr<RecordingTransport> mad_;
   std::unique_ptr<AsioScheduler> sched_;
   LogEventSink sink_;
+  std::unique_ptr<HookDispatcher> hooks_;
+  std::unique_ptr<DaemonEventSink> events_;
+  std::unique_ptr<OpensmWatch> osm_watch_;
+  std::unique_ptr<SystemdReporter> systemd_;
   std::unique_ptr<SupervisedOpensmControl> supervised_;
   ObserveOnlyOpensmControl observe_control_;
   agent::OpensmControl* control_ = nullptr;
@@ -154,13 +166,14 @@ class Daemon final : public DrillHost {
   std::unique_ptr<EventJournal> journal_;
   std::string journal_error_;
   FailoverStats failovers_;
-  std::unique_ptr<EventsMethod> events_;
+  std::unique_ptr<EventsMethod> events_method_;
   std::unique_ptr<MetricsService> metrics_;
   std::unique_ptr<DrillRunner> drill_;
 };
 
 bool Daemon::init() {
   started_at_ = clock_.now();
+  if (!init_os()) return false;
   mad::PortSelector sel;
   sel.ca = config_.port.ca;
   sel.port = config_.port.port;
@@ -222,6 +235,12 @@ bool Daemon::init() {
     so.conf_path = c.opensm.conf_path;
     so.pidfile_path = c.state_dir + "/opensm.pid";
     so.keep_running_on_exit = true;
+    so.backoff_initial = c.opensm.restart_backoff_initial;
+    so.backoff_max = c.opensm.restart_backoff_max;
+    so.stable_uptime = c.opensm.restart_stable;
+    so.crash_loop_count = c.opensm.crash_loop_count;
+    so.crash_loop_window = c.opensm.crash_loop_window;
+    so.on_change = [this](const opensm::SupervisorStatus& st) { osm_watch_->on_change(st); };
     supervised_ = std::make_unique<SupervisedOpensmControl>(io_, clock_, *runner_, fs_, spec, so,
                                                             make_renderer(config_), hold_);
     control_ = supervised_.get();
@@ -241,9 +260,11 @@ bool Daemon::init() {
   if (!start_metrics(mapped.value().policy.handover_bound)) return false;
   start_agent(std::move(mapped).value());
   arm_signals();
-  spdlog::info("smhad {} started on {} (port guid {}, {}), control socket {}", config_.node_name,
-               config_.source_path, to_string(own_guid_), options_.observe ? "observe only" : "managing OpenSM",
-               config_.control.socket_path);
+  start_systemd();
+  platform::log_event(*platform::module_logger("svc"), platform::kSmhadStarted,
+                      {{"node", config_.node_name}, {"config", config_.source_path},
+                       {"port_guid", to_string(own_guid_)}, {"mode", options_.observe ? "observe" : "managing"},
+                       {"socket", config_.control.socket_path}});
   return true;
 }
 
@@ -252,7 +273,7 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
     agent_->stop();
     agent_.reset();
   }
-  agent_ = std::make_unique<agent::Agent>(std::move(cfg), *sched_, *mad_, *control_, sink_);
+  agent_ = std::make_unique<agent::Agent>(std::move(cfg), *sched_, *mad_, *control_, *events_);
   if (supervised_) agent_->set_local_stopped([this] { return supervised_->process_stopped(); });
   agent_->start();
 }
@@ -282,12 +303,12 @@ bool Daemon::init_history_and_metrics() {
     }
   });
   sink_.add_listener([this](const EventRecord& e) { failovers_.observe(e); });
-  events_ = std::make_unique<EventsMethod>(io_, sink_, clock_);
+  events_method_ = std::make_unique<EventsMethod>(io_, sink_, clock_);
   drill_ = std::make_unique<DrillRunner>(io_, *this, clock_);
   metrics_ = std::make_unique<MetricsService>(io_, config_.metrics, fs_, [this] {
     return control::render_prometheus(metrics_snapshot(status_json(), mad_->poll_stats(), failovers_));
   });
-  for (auto st : {events_->attach(*server_), drill_->attach(*server_), metrics_->attach(*server_)}) {
+  for (auto st : {events_method_->attach(*server_), drill_->attach(*server_), metrics_->attach(*server_)}) {
     if (!st.ok()) {
       err_ << "smhad: control methods: " << st.error().message << '\n';
       return false;
@@ -328,7 +349,9 @@ void Daemon::arm_signals() {
 void Daemon::wait_hup() {
   hup_signal_->async_wait([this](const boost::system::error_code& ec, int) {
     if (ec) return;
+    systemd_->reloading();
     auto r = do_reload();
+    systemd_->reloaded();
     if (r.is_ok()) spdlog::info("SIGHUP: reload: {}", r.text);
     else spdlog::error("SIGHUP: reload refused: {}", r.text);
     wait_hup();
@@ -336,7 +359,8 @@ void Daemon::wait_hup() {
 }
 
 void Daemon::shutdown(const char* why) {
-  spdlog::info("smhad: {}: stopping polling; OpenSM is left running (adopted on next start)", why);
+  platform::log_event(*platform::module_logger("svc"), platform::kSmhadStopping, {{"signal", why}});
+  if (systemd_) systemd_->stopping(why);
   if (agent_) agent_->stop();
   if (server_) server_->stop();
   if (metrics_) metrics_->stop();
@@ -460,6 +484,10 @@ Reply Daemon::do_reload() {
                           json{{"errors", errs}});
   }
   config::Config next = std::move(loaded).value();
+  if (auto st = HookDispatcher::check(next); !st.ok()) {
+    sink_.note("RELOAD_REFUSED", "1 error(s)", st.error().message);
+    return Reply::failure(ResultCode::Error, "invalid configuration, old one kept:\n" + st.error().message);
+  }
   std::vector<std::string> needs_restart;
   if (next.node_name != config_.node_name) needs_restart.push_back("node.name");
   if (next.port.ca != config_.port.ca || next.port.port != config_.port.port ||
@@ -519,6 +547,9 @@ Reply Daemon::do_reload() {
     text += (text.empty() ? "" : "; ") + std::string("HA policy unchanged");
   }
   sink_.note("RELOAD", text);
+  hooks_->configure(config_);
+  const auto snap = snapshot();
+  hooks_->reload(snap.state, snap.priority, text);
   return Reply::ok(data, text);
 }
 
@@ -634,6 +665,47 @@ void Daemon::handover(const control::Call& call, control::Responder respond) {
   boost::asio::post(io_, [check] { if (*check) (*check)(); });
 }
 
+bool Daemon::init_os() {
+  if (auto st = HookDispatcher::check(config_); !st.ok()) {
+    err_ << "smhad: " << config_.source_path << ": " << st.error().message << '\n';
+    return false;
+  }
+  if (!config_.sm_key_set) spdlog::warn("{}: sm_key {}", config_.source_path, config::kDefaultSmKeyWarning);
+  hooks_ = std::make_unique<HookDispatcher>(io_, config_);
+  auto changed = [this] {
+    if (systemd_) systemd_->refresh();
+  };
+  events_ = std::make_unique<DaemonEventSink>(sink_, *hooks_, [this] { return snapshot(); }, changed);
+  osm_watch_ = std::make_unique<OpensmWatch>(sink_, *hooks_, [this] { return snapshot(); }, changed);
+  return true;
+}
+
+DaemonEventSink::Snapshot Daemon::snapshot() const {
+  DaemonEventSink::Snapshot s;
+  s.state = "UNKNOWN";
+  if (agent_) {
+    const auto es = agent_->status();
+    if (es.local_state) s.state = std::string(to_string(*es.local_state));
+    s.priority = es.rendered_priority;
+    if (es.master && *es.master != own_guid_)
+      for (const auto& p : config_.peers)
+        if (p.port_guid == *es.master) s.peer = p.name;
+  }
+  if (s.peer.empty() && !config_.peers.empty()) s.peer = config_.peers.front().name;
+  return s;
+}
+
+void Daemon::start_systemd() {
+  systemd_ = std::make_unique<SystemdReporter>(
+      io_, [this] { return agent_ && agent_->rounds() >= 1; },
+      [this] {
+        if (!agent_) return std::string("starting");  // between agents during a reload
+        return systemd_status_line(config_, agent_->status(), *mad_, hold_,
+                                   supervised_ ? &supervised_->supervisor_status() : nullptr);
+      });
+  systemd_->start();
+}
+
 }  // namespace
 
 int run_daemon(const DaemonOptions& options, std::ostream& err) {
@@ -643,7 +715,10 @@ int run_daemon(const DaemonOptions& options, std::ostream& err) {
     return 1;
   }
   Daemon d(options, std::move(loaded).value(), err);
-  if (!d.init()) return 1;
+  if (!d.init()) {
+    platform::Notifier().error_number(EINVAL, "start-up failed (see the log)");
+    return 1;
+  }
   return d.run();
 }
 

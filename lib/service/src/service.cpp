@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "smha/opensm/conf.hpp"
+#include "smha/platform/logging.hpp"
 
 namespace smha::service {
 
@@ -324,20 +325,23 @@ void LogEventSink::event(const sm::RecordEvent& e, TimePoint at) {
       to = e.reason.substr(pos + 2);
     }
     const std::string cause = last_cause_.empty() ? "observed" : last_cause_;
-    log->info("SM_TRANSITION from={} to={} reason={}", from, to, cause);
+    platform::log_event(*log, platform::kSmTransition, {{"from", from}, {"to", to}, {"reason", cause}});
     EventRecord r{0, {}, "transition", e.reason, cause, at};
     push(r);
     last_transition_ = events_.back();
     return;
   }
   last_cause_ = std::string(sm::to_string(e.kind)) + (e.reason.empty() ? "" : ": " + e.reason);
-  log->info("SM_EVENT kind={} reason={} evidence={}", sm::to_string(e.kind), e.reason, e.evidence);
+  platform::log_event(*log, platform::kSmEvent,
+                      {{"kind", std::string(sm::to_string(e.kind))}, {"reason", e.reason},
+                       {"evidence", e.evidence}});
   push(EventRecord{0, {}, std::string(sm::to_string(e.kind)), e.reason, e.evidence, at});
 }
 
 void LogEventSink::alarm(const sm::RaiseAlarm& a, TimePoint) {
   const std::string kind(sm::to_string(a.kind));
-  sm_log()->warn("SM_ALARM kind={} detail={}", kind, a.detail);
+  platform::log_event(*sm_log(), platform::kSmAlarm, {{"kind", kind}, {"detail", a.detail}},
+                      spdlog::level::warn);
   alarms_[kind] = a.detail;
   push(EventRecord{0, {}, "alarm", kind, a.detail});
 }
@@ -345,7 +349,7 @@ void LogEventSink::alarm(const sm::RaiseAlarm& a, TimePoint) {
 void LogEventSink::clear(const sm::ClearAlarm& a, TimePoint) {
   const std::string kind(sm::to_string(a.kind));
   if (alarms_.erase(kind) == 0) return;
-  sm_log()->info("SM_ALARM_CLEARED kind={}", kind);
+  platform::log_event(*sm_log(), platform::kSmAlarmCleared, {{"kind", kind}});
   push(EventRecord{0, {}, "alarm_cleared", kind, {}});
 }
 
@@ -355,13 +359,38 @@ void LogEventSink::hook(const sm::RunHook& h, TimePoint) {
 }
 
 void LogEventSink::error(const Error& e, TimePoint) {
-  sm_log()->warn("SM_ACTION_FAILED code={} message={}", e.code, e.message);
+  platform::log_event(*sm_log(), platform::kSmActionFailed,
+                      {{"code", e.code}, {"message", e.message}}, spdlog::level::warn);
   push(EventRecord{0, {}, "error", e.code, e.message});
 }
 
 void LogEventSink::note(std::string kind, std::string reason, std::string evidence) {
-  sm_log()->info("SMHAD_{} {}", kind, reason);
+  const std::string name = "SMHAD_" + kind;
+  const auto id = platform::find_message_id(name);
+  platform::LogFields fields{{"reason", reason}};
+  if (!evidence.empty()) fields.emplace_back("evidence", evidence);
+  if (id) {
+    platform::log_event(*sm_log(), *id, fields);
+  } else {
+    fields.insert(fields.begin(), {"kind", kind});
+    platform::log_event(*sm_log(), platform::MessageId{name, platform::kSmhadNote.id}, fields);
+  }
   push(EventRecord{0, {}, std::move(kind), std::move(reason), std::move(evidence)});
+}
+
+void LogEventSink::raise_daemon_alarm(const std::string& kind, const std::string& detail) {
+  const bool fresh = alarms_.count(kind) == 0;
+  alarms_[kind] = detail;
+  if (!fresh) return;
+  platform::log_event(*sm_log(), platform::kSmAlarm, {{"kind", kind}, {"detail", detail}},
+                      spdlog::level::warn);
+  push(EventRecord{0, {}, "alarm", kind, detail});
+}
+
+void LogEventSink::clear_daemon_alarm(const std::string& kind) {
+  if (alarms_.erase(kind) == 0) return;
+  platform::log_event(*sm_log(), platform::kSmAlarmCleared, {{"kind", kind}});
+  push(EventRecord{0, {}, "alarm_cleared", kind, {}});
 }
 
 // ---- map_config ------------------------------------------------------------

@@ -52,7 +52,14 @@ void OsmGuard::add(int pid) {
 
 void OsmGuard::add_pidfile(const std::string& path) { pidfiles_.push_back(path); }
 
+void OsmGuard::watch(IbsimFabric& fabric, int smhad_pidx, const std::string& pidfile) {
+  smhads_.emplace_back(&fabric, smhad_pidx);
+  add_pidfile(pidfile);
+}
+
 OsmGuard::~OsmGuard() {
+  for (auto [fabric, pidx] : smhads_)
+    if (fabric->process_running(pidx)) fabric->stop_process(pidx, SIGTERM);
   for (const auto& path : pidfiles_) {
     std::istringstream in(read_file(path));
     int pid = 0;
@@ -116,16 +123,19 @@ void write_smhad_config(const SmhadHead& h, const std::vector<PeerCfg>& peers, c
   y << "sm_priority: " << o.sm_priority << "\n";
   y << "failover:\n  poll_interval_ms: " << o.poll_interval_ms << "\n  misses_before_takeover: " << o.misses
     << "\n  failback: " << o.failback << "\n  preempt_holddown_s: " << o.preempt_holddown_s << "\n";
-  y << "opensm:\n  log_file: " << h.opensm_log() << "\n  dump_files_dir: " << h.dir << "/\n  cache_dir: " << h.dir
-    << "/cache\n  conf_path: " << h.dir << "/opensm.conf\n";
+  y << "opensm:\n  log_file: " << (o.opensm_log_file.empty() ? h.opensm_log() : o.opensm_log_file)
+    << "\n  dump_files_dir: " << h.dir << "/\n  cache_dir: " << h.dir << "/cache\n  conf_path: " << h.dir
+    << "/opensm.conf\n"
+    << o.opensm_extra;
   y << "control:\n  socket: " << h.socket() << "\n  group: root\n";
   y << "state_dir: " << h.state_dir() << "\n";
   y << o.extra;
 }
 
 void start_smhad(IbsimFabric& f, SmhadHead& h, const std::string& smhad_binary,
-                 std::vector<std::pair<std::string, std::string>> extra_env) {
-  h.pidx = f.spawn(h.node, {smhad_binary, "-c", h.yaml()}, std::move(extra_env));
+                 std::vector<std::pair<std::string, std::string>> extra_env, OsmGuard* guard) {
+  h.pidx = f.spawn(h.node, {smhad_binary, "-c", h.yaml(), "--log-target", "stderr"}, std::move(extra_env));
+  if (guard) guard->watch(f, h.pidx, h.pidfile());
 }
 
 namespace {

@@ -48,11 +48,15 @@ class OsmGuard {
   // OpenSM it runs now; read when the guard goes, so an OpenSM restarted after
   // the last add() is stopped too.
   void add_pidfile(const std::string& path);
+  // Also stops that smhad (SIGTERM, through the fabric) before anything is
+  // killed, so it cannot respawn an OpenSM the guard kills; reads its pidfile.
+  void watch(IbsimFabric& fabric, int smhad_pidx, const std::string& pidfile);
   ~OsmGuard();
 
  private:
   std::map<int, unsigned long long> pids_;
   std::vector<std::string> pidfiles_;
+  std::vector<std::pair<IbsimFabric*, int>> smhads_;
 };
 
 // One SM's SMInfo as `sminfo` prints it.
@@ -85,6 +89,8 @@ struct SmhadOptions {
   std::string failback = "sticky";  // or "preempt"
   int preempt_holddown_s = 30;
   std::string extra;  // appended verbatim (e.g. a metrics section)
+  std::string opensm_extra;  // lines inside the opensm: map, indented two spaces
+  std::string opensm_log_file;  // empty: <dir>/opensm.log
 };
 
 struct SmhadHead {
@@ -104,8 +110,10 @@ struct SmhadHead {
 void write_smhad_config(const SmhadHead& h, const std::vector<PeerCfg>& peers, const SmhadOptions& o = {});
 // Spawns `smhad -c <yaml>` attached at h.node (its OpenSM child inherits the
 // environment; `extra_env` e.g. preloads the umad timeout shim); sets h.pidx.
+// Logs to stderr whatever the test runner's environment (--log-target stderr).
+// With `guard`, the guard watches this smhad and its OpenSM pidfile.
 void start_smhad(IbsimFabric& f, SmhadHead& h, const std::string& smhad_binary,
-                 std::vector<std::pair<std::string, std::string>> extra_env = {});
+                 std::vector<std::pair<std::string, std::string>> extra_env = {}, OsmGuard* guard = nullptr);
 
 // Control socket calls: status's data / the events array (oldest first).
 std::optional<nlohmann::json> smhad_status(const SmhadHead& h);

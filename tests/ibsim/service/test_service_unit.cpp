@@ -1,10 +1,24 @@
 // lib/service pieces without a fabric: AsioScheduler, map_config, LogEventSink,
-// RecordingTransport's hold, and the human status layout.
+// RecordingTransport's hold, the human status layout, and os_integration (the
+// STATUS line, SystemdReporter on a real datagram socket, HookDispatcher
+// running real scripts).
 #include <catch2/catch.hpp>
+
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include "smha/service/os_integration.hpp"
 #include "smha/service/service.hpp"
 
 using namespace smha;
@@ -174,4 +188,246 @@ TEST_CASE("the human status shows role, local SM, OpenSM, peers and alarms") {
   CHECK(t.find("head02  STANDBY  prio 13") != std::string::npos);
   CHECK(t.find("two_masters") != std::string::npos);
   CHECK(t.find("STANDBY->MASTER (takeover_done)") != std::string::npos);
+}
+
+namespace {
+
+// A private temp directory (mode 0700, so hooks in it pass the security check).
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "smha-svc-XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// NOTIFY_SOCKET pointing at a bound datagram socket for the test's lifetime.
+class NotifySink {
+ public:
+  explicit NotifySink(const std::string& path) : path_(path) {
+    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd_ >= 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path.data(), path.size());
+    REQUIRE(::bind(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
+    ::setenv("NOTIFY_SOCKET", path.c_str(), 1);
+    ::unsetenv("WATCHDOG_USEC");
+  }
+  ~NotifySink() {
+    ::unsetenv("NOTIFY_SOCKET");
+    ::close(fd_);
+  }
+  // Every datagram waiting now.
+  std::vector<std::string> drain() {
+    std::vector<std::string> out;
+    char buf[2048];
+    ssize_t n;
+    while ((n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT)) >= 0) out.emplace_back(buf, static_cast<std::size_t>(n));
+    return out;
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+}  // namespace
+
+TEST_CASE("systemd_status_line: local state and every peer and hold and a failed OpenSM") {
+  boost::asio::io_context io;
+  SteadyClock clock;
+  FakeTransport inner(io);
+  HoldState hold;
+  RecordingTransport t(inner, clock, hold, false);
+  const config::Config c = two_heads();
+  sm::EngineStatus es;
+  CHECK(systemd_status_line(c, es, t, hold, nullptr) ==
+        "no answer from local SM; peer head02 unknown, peer head03 unaddressed");
+
+  t.get_sminfo(mad::Target{Lid{7}}, {}, [](Result<mad::SmInfoReply>) {});
+  io.run();
+  es.local_state = SmState::Master;
+  CHECK(systemd_status_line(c, es, t, hold, nullptr) ==
+        "MASTER; peer head02 STANDBY prio 5, peer head03 unaddressed");
+
+  hold.held = true;
+  opensm::SupervisorStatus st;
+  st.state = opensm::SupervisorState::Running;
+  CHECK(systemd_status_line(c, es, t, hold, &st) ==
+        "MASTER; peer head02 STANDBY prio 5, peer head03 unaddressed; HOLD");
+  hold.held = false;
+  st.state = opensm::SupervisorState::Failed;
+  st.reason = "crash loop: 2 crashes within 60s";
+  CHECK(systemd_status_line(c, es, t, hold, &st) ==
+        "MASTER; peer head02 STANDBY prio 5, peer head03 unaddressed; OpenSM failed: crash loop: 2 "
+        "crashes within 60s");
+}
+
+TEST_CASE("SystemdReporter: READY once when ready and STATUS only on change and RELOADING and STOPPING") {
+  TempDir dir;
+  NotifySink sink(dir.path() + "/notify");
+  boost::asio::io_context io;
+  bool ready = false;
+  std::string line = "STANDBY; no peer";
+  SystemdReporter r(io, [&] { return ready; }, [&] { return line; }, 10ms);
+  r.start();
+  r.refresh();
+  CHECK(sink.drain().empty());  // not ready: nothing (no watchdog configured)
+  CHECK_FALSE(r.ready_sent());
+  ready = true;
+  io.run_for(50ms);  // the refresh timer notices
+  CHECK(r.ready_sent());
+  CHECK(sink.drain() == std::vector<std::string>{"READY=1\nSTATUS=STANDBY; no peer"});
+  r.refresh();
+  CHECK(sink.drain().empty());  // unchanged
+  line = "MASTER; no peer";
+  r.refresh();
+  CHECK(sink.drain() == std::vector<std::string>{"STATUS=MASTER; no peer"});
+  r.reloading();
+  r.reloaded();
+  CHECK(sink.drain() ==
+        std::vector<std::string>{"RELOADING=1", "READY=1\nSTATUS=MASTER; no peer"});
+  r.stopping("SIGTERM");
+  CHECK(sink.drain() == std::vector<std::string>{"STOPPING=1", "STATUS=stopping: SIGTERM"});
+  line = "STANDBY; no peer";
+  r.refresh();
+  CHECK(sink.drain().empty());  // stopped: nothing more
+}
+
+TEST_CASE("SystemdReporter pings WATCHDOG at half of WATCHDOG_USEC") {
+  TempDir dir;
+  NotifySink sink(dir.path() + "/notify");
+  ::setenv("WATCHDOG_USEC", "40000", 1);  // 20 ms
+  ::unsetenv("WATCHDOG_PID");
+  boost::asio::io_context io;
+  SystemdReporter r(io, [] { return false; }, [] { return std::string("x"); }, 1000ms);
+  r.start();
+  REQUIRE(r.watchdog_interval());
+  CHECK(*r.watchdog_interval() == 20ms);
+  io.run_for(110ms);
+  const auto got = sink.drain();
+  ::unsetenv("WATCHDOG_USEC");
+  // One at start, then every 20 ms: 5 or 6 in 110 ms (timers may run late, never early).
+  CHECK(got.size() >= 3);
+  CHECK(got.size() <= 6);
+  for (const auto& m : got) CHECK(m == "WATCHDOG=1");
+}
+
+TEST_CASE("HookDispatcher: each event runs the hooks of its key with the documented argv") {
+  TempDir dir;
+  const std::string out = dir.path() + "/out";
+  auto script = [&](const std::string& name) {
+    const std::string p = dir.path() + "/" + name;
+    std::ofstream(p) << "#!/bin/sh\necho \"" << name << " $* peer=$SMHA_PEER reason=$SMHA_REASON\" >> " << out << "\n";
+    REQUIRE(::chmod(p.c_str(), 0755) == 0);
+    return p;
+  };
+  config::Config c = two_heads();
+  c.hooks["master"] = {script("m")};
+  c.hooks["standby"] = {script("s")};
+  c.hooks["fault"] = {script("f")};
+  c.hooks["opensm_restart"] = {script("o")};
+  c.hooks["reload"] = {script("r")};
+  REQUIRE(HookDispatcher::check(c).ok());
+  boost::asio::io_context io;
+  std::vector<platform::HookResult> results;
+  HookDispatcher d(io, c, [&](const platform::HookResult& r) { results.push_back(r); });
+  d.transition(SmState::Standby, SmState::Master, 11, "head02", "takeover_started: lost");
+  d.transition(SmState::Master, SmState::NotActive, 11, "head02", "observed");
+  d.transition(SmState::NotActive, SmState::Standby, 10, "head02", "observed");
+  d.alarm("STANDBY", 10, "two_masters: x");
+  d.opensm_restart("STANDBY", 10, "respawned after 1 crash(es): pid 5");
+  d.reload("STANDBY", 10, "HA policy unchanged");
+  // HookRunner posts each start on the io_context: run until all six ended.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (results.size() < 6 && std::chrono::steady_clock::now() < deadline) io.run_for(20ms);
+  REQUIRE(results.size() == 6);
+  for (const auto& r : results) CHECK(r.outcome == platform::HookOutcome::Ok);
+  CHECK(slurp(out) ==
+        "m TRANSITION MASTER STANDBY 11 peer=head02 reason=takeover_started: lost\n"
+        "f TRANSITION NOTACTIVE MASTER 11 peer=head02 reason=observed\n"
+        "s TRANSITION STANDBY NOTACTIVE 10 peer=head02 reason=observed\n"
+        "f ALARM STANDBY STANDBY 10 peer= reason=two_masters: x\n"
+        "o OPENSM_RESTART STANDBY STANDBY 10 peer= reason=respawned after 1 crash(es): pid 5\n"
+        "r RELOAD STANDBY STANDBY 10 peer= reason=HA policy unchanged\n");
+}
+
+TEST_CASE("HookDispatcher::check names the key of an insecure hook") {
+  TempDir dir;
+  const std::string p = dir.path() + "/hook";
+  std::ofstream(p) << "#!/bin/sh\n";
+  REQUIRE(::chmod(p.c_str(), 0775) == 0);
+  config::Config c = two_heads();
+  c.hooks["standby"] = {p};
+  auto st = HookDispatcher::check(c);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == "insecure");
+  CHECK(st.error().message == "hooks.standby: hook '" + p + "': writable by group or others (mode 0775)");
+  REQUIRE(::chmod(p.c_str(), 0755) == 0);
+  CHECK(HookDispatcher::check(c).ok());
+}
+
+TEST_CASE("DaemonEventSink passes state changes and alarms and suppresses repeats beyond a burst") {
+  config::Config c = two_heads();
+  boost::asio::io_context io;
+  HookDispatcher hooks(io, c);
+  LogEventSink log(1000);
+  int changed = 0;
+  DaemonEventSink sink(log, hooks, [] { return DaemonEventSink::Snapshot{"STANDBY", 10, "head02"}; },
+                       [&] { ++changed; });
+  const TimePoint t0{};
+  const sm::RecordEvent lf{sm::EventKind::LocalFailure, "OpenSM exited", "role recovering"};
+  for (int i = 0; i < 10; ++i) {
+    sink.event(lf, t0 + std::chrono::seconds(i));
+    sink.error(Error{"failed", "OpenSM supervision failed"}, t0 + std::chrono::seconds(i));
+    sink.event({sm::EventKind::StateChanged, "STANDBY->MASTER", ""}, t0 + std::chrono::seconds(i));
+  }
+  sink.alarm({sm::AlarmKind::NoMaster, "x"}, t0);
+  auto count = [&](const std::string& kind) {
+    return std::count_if(log.events().begin(), log.events().end(),
+                         [&](const EventRecord& e) { return e.kind == kind; });
+  };
+  CHECK(count("local_failure") == DaemonEventSink::kRepeatBurst);
+  CHECK(count("error") == DaemonEventSink::kRepeatBurst);
+  CHECK(count("transition") == 10);  // never suppressed
+  CHECK(count("alarm") == 1);
+  CHECK(sink.suppressed_total() == 2 * (10 - DaemonEventSink::kRepeatBurst));
+
+  // After the window: passed on again, saying how many were suppressed.
+  sink.event(lf, t0 + DaemonEventSink::kRepeatWindow + std::chrono::seconds(1));
+  CHECK(count("local_failure") == DaemonEventSink::kRepeatBurst + 1);
+  CHECK(log.events().back().evidence == "role recovering [7 repeats suppressed]");
+}
+
+TEST_CASE("smhad --check-config also refuses an insecure hook") {
+  TempDir dir;
+  const std::string hook = dir.path() + "/hook";
+  std::ofstream(hook) << "#!/bin/sh\n";
+  REQUIRE(::chmod(hook.c_str(), 0757) == 0);
+  const std::string yaml = dir.path() + "/smha.yaml";
+  std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\nsm_key: 0x5\n"
+                      << "opensm:\n  conf_path: " << dir.path() << "/opensm.conf\n"
+                      << "hooks:\n  master: " << hook << "\n";
+  opensm::ExecOpensmRunner runner;
+  std::ostringstream out, err;
+  CHECK(run_check_config(yaml, runner, out, err) == 1);
+  CHECK(out.str().empty());
+  CHECK(err.str() == "error: " + yaml + ": hooks.master: hook '" + hook +
+                         "': writable by group or others (mode 0757)\n" + yaml + ": 1 error(s)\n");
+  REQUIRE(::chmod(hook.c_str(), 0755) == 0);
+  std::ostringstream out2, err2;
+  CHECK(run_check_config(yaml, runner, out2, err2) == 0);
+  CHECK(out2.str().find(yaml + ": OK for OpenSM") == 0);
 }

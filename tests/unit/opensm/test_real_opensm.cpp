@@ -134,15 +134,25 @@ TEST_CASE("real opensm: check_config end to end, the example config included") {
   std::filesystem::create_directories(dir);
   std::string key = dir + "/sm_key";
   std::ofstream(key) << "0x00000000c0ffee01\n";
-  // The shipped example, with its sm_key_file pointed at our key.
+  // The shipped example as is: valid, with one warning (no SM_Key: OpenSM's default).
   std::string example = read_data("../../config/smha.yaml");
-  auto at = example.find("sm_key_file: /etc/smha/sm_key");
-  REQUIRE(at != std::string::npos);
-  example.replace(at, 29, "sm_key_file: " + key);
   std::string path = dir + "/smha.yaml";
   std::ofstream(path) << example;
   ExecOpensmRunner runner;
+  {
+    auto shipped = check_config(path, runner);
+    CHECK(shipped.ok());
+    REQUIRE(shipped.warnings.size() == 1);
+    CHECK(shipped.warnings[0].key_path == "sm_key");
+    CHECK(parse_opensm_conf(shipped.rendered).at("sm_key") == "0x0000000000000001");
+  }
+  // ... and with its commented sm_key_file enabled and pointed at our key.
+  auto at = example.find("# sm_key_file: /etc/smha/sm_key");
+  REQUIRE(at != std::string::npos);
+  example.replace(at, 31, "sm_key_file: " + key);
+  std::ofstream(path) << example;
   auto report = check_config(path, runner);
+  CHECK(report.warnings.empty());
   std::vector<std::string> errors;
   for (const auto& d : report.errors) errors.push_back(d.to_string());
   CHECK(errors.empty());

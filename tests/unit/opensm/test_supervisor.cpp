@@ -466,5 +466,10 @@ TEST_CASE("exit descriptions and the fatal-line table", "[supervisor]") {
         std::string_view::npos);
   CHECK(match_permanent_line("Error from osm_opensm_init: IB_ERROR.").value().find("umad") !=
         std::string_view::npos);
+  // OpenSM 3.3.23 with log_file in a missing directory (measured): this line, then
+  // "Error from osm_opensm_init: IB_ERROR.", exit 42. The first line names the cause.
+  CHECK(match_permanent_line("Cannot open file '/nonexistent/dir/opensm.log': No such file or directory")
+            .value()
+            .find("log_file") != std::string_view::npos);
   CHECK_FALSE(match_permanent_line("Entering MASTER state").has_value());
 }

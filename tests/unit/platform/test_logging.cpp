@@ -105,15 +105,28 @@ TEST_CASE("journal_fields carries MESSAGE_ID and one field per key", "[logging]"
                       "PRIORITY=6", "SMHA_LOGGER=sm"});
 }
 
-TEST_CASE("message ids are 32 hex digits and distinct", "[logging]") {
-  const platform::MessageId ids[] = {platform::kSmTransition, platform::kHookFailed,
-                                     platform::kHookTimeout, platform::kHookRefused,
-                                     platform::kHookDropped};
-  for (std::size_t i = 0; i < std::size(ids); ++i) {
+TEST_CASE("message ids are 32 hex digits, distinct, and found by name", "[logging]") {
+  const auto& ids = platform::known_message_ids();
+  CHECK(ids.size() == 18);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
     CHECK(ids[i].id.size() == 32);
     CHECK(ids[i].id.find_first_not_of("0123456789abcdef") == std::string_view::npos);
-    for (std::size_t j = i + 1; j < std::size(ids); ++j) CHECK(ids[i].id != ids[j].id);
+    for (std::size_t j = i + 1; j < ids.size(); ++j) {
+      CHECK(ids[i].id != ids[j].id);
+      CHECK(ids[i].name != ids[j].name);
+    }
+    auto found = platform::find_message_id(ids[i].name);
+    REQUIRE(found);
+    CHECK(found->id == ids[i].id);
   }
+  CHECK_FALSE(platform::find_message_id("NO_SUCH_EVENT"));
+}
+
+TEST_CASE("parse_log_destination", "[logging]") {
+  CHECK(platform::parse_log_destination("auto") == platform::LogDestination::Auto);
+  CHECK(platform::parse_log_destination("journal") == platform::LogDestination::Journal);
+  CHECK(platform::parse_log_destination("stderr") == platform::LogDestination::Stderr);
+  CHECK_FALSE(platform::parse_log_destination("syslog"));
 }
 
 TEST_CASE("running_under_systemd looks at INVOCATION_ID and JOURNAL_STREAM", "[logging]") {

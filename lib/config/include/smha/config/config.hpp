@@ -100,6 +100,15 @@ struct OpensmSettings {
   bool sa_db_dump = true;
   std::string sa_db_file;         // empty: not rendered
   std::vector<ExtraKey> extra;    // sorted by key
+  // Supervision of the OpenSM process (doc/supervision.md): a crashed OpenSM is
+  // restarted after restart_backoff_initial, doubling up to restart_backoff_max;
+  // a run of restart_stable resets the doubling; crash_loop_count crashes within
+  // crash_loop_window stop the restarts (reported, not retried until a reload).
+  std::chrono::milliseconds restart_backoff_initial{1000};
+  std::chrono::seconds restart_backoff_max{60};
+  std::chrono::seconds restart_stable{60};
+  int crash_loop_count = 5;
+  std::chrono::seconds crash_loop_window{300};
 };
 
 struct ControlSettings {
@@ -139,6 +148,13 @@ struct Config {
   std::map<std::string, Position> positions;
   Position position_of(const std::string& key_path) const;
 };
+
+// Warning (not an error) when a config sets neither sm_key nor sm_key_file:
+// OpenSM's well-known default key is then used. `smhad --check-config` prints it
+// and smhad logs it at start (doc/packaging.md says why the package ships so).
+inline constexpr const char* kDefaultSmKeyWarning =
+    "not set: OpenSM's default SM_Key 0x1 is used; any SM on the fabric can take "
+    "mastership with it. Set the same sm_key_file (or sm_key) on every head";
 
 // The outcome of loading: a Config, or every error found. Never both.
 class [[nodiscard]] ConfigResult {

@@ -198,6 +198,7 @@ class OpensmSupervisor {
   SupervisorStatus status_;
   std::uint64_t run_ = 0;                  // generation of the current process
   std::optional<std::string> permanent_;   // fatal start-up line seen in this run
+  std::size_t permanent_rank_ = 0;         // its kPermanentLines index (lower: more specific)
   bool came_up_ = false;                   // this run printed an SM state line
   std::deque<std::string> recent_lines_;   // last few output lines of this run
   std::deque<TimePoint> crash_times_;      // within crash_loop_window

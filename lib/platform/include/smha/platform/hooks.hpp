@@ -3,9 +3,10 @@
 //
 // Contract (doc/hooks.md; stable):
 //   argv:  <hook> EVENT NEW_STATE OLD_STATE PRIORITY
-//          EVENT      TRANSITION (the local role changed) or ALARM
+//          EVENT      TRANSITION (the local role changed), ALARM, OPENSM_RESTART
+//                     or RELOAD
 //          NEW_STATE  role after the event (MASTER, STANDBY, NOTACTIVE, DOWN, ...)
-//          OLD_STATE  role before it (the same as NEW_STATE for an ALARM)
+//          OLD_STATE  role before it (the same as NEW_STATE except for TRANSITION)
 //          PRIORITY   this node's SM priority, 0..15
 //   env:   the daemon's environment, plus SMHA_NODE, SMHA_EVENT, SMHA_NEW_STATE,
 //          SMHA_OLD_STATE, SMHA_PRIORITY, SMHA_PEER (may be empty), SMHA_REASON
@@ -50,8 +51,12 @@
 
 namespace smha::platform {
 
-enum class HookEvent { Transition, Alarm };
-const char* to_string(HookEvent event);  // "TRANSITION", "ALARM"
+// TRANSITION: the local role changed. ALARM: an alarm was raised.
+// OPENSM_RESTART: smhad restarted a crashed OpenSM (or gave up: SMHA_REASON).
+// RELOAD: the configuration was reloaded.
+enum class HookEvent { Transition, Alarm, OpensmRestart, Reload };
+// "TRANSITION", "ALARM", "OPENSM_RESTART", "RELOAD"
+const char* to_string(HookEvent event);
 
 struct HookCall {
   HookEvent event = HookEvent::Transition;

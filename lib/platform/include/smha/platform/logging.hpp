@@ -17,6 +17,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,11 +38,17 @@ enum class LogDestination {
   Stderr,
 };
 
+// Parses "auto", "journal", "stderr" (smhad --log-target).
+std::optional<LogDestination> parse_log_destination(std::string_view text);
+
 struct LogOptions {
   LogDestination destination = LogDestination::Auto;
   spdlog::level::level_enum level = spdlog::level::info;
   // SYSLOG_IDENTIFIER in the journal.
   std::string ident = "smhad";
+  // SYSLOG_IDENTIFIER of the "osm" logger (OpenSM's own output) in the journal,
+  // so `journalctl -t opensm` shows what OpenSM printed.
+  std::string opensm_ident = "opensm";
   // Tests: log to this sink instead (destination is then ignored).
   spdlog::sink_ptr sink_override;
 };
@@ -73,6 +80,29 @@ inline constexpr MessageId kHookFailed{"HOOK_FAILED", "6d2c7ab1f0e34b0c9a1e5d7f3
 inline constexpr MessageId kHookTimeout{"HOOK_TIMEOUT", "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a03"};
 inline constexpr MessageId kHookRefused{"HOOK_REFUSED", "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a04"};
 inline constexpr MessageId kHookDropped{"HOOK_DROPPED", "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a05"};
+// Ids of the daemon's events (lib/service; doc/log-messages.md).
+inline constexpr MessageId kSmEvent{"SM_EVENT", "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a06"};
+inline constexpr MessageId kSmAlarm{"SM_ALARM", "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a07"};
+inline constexpr MessageId kSmAlarmCleared{"SM_ALARM_CLEARED", "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a08"};
+inline constexpr MessageId kSmActionFailed{"SM_ACTION_FAILED", "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a09"};
+inline constexpr MessageId kSmhadReload{"SMHAD_RELOAD", "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a0a"};
+inline constexpr MessageId kSmhadReloadRefused{"SMHAD_RELOAD_REFUSED",
+                                               "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a0b"};
+inline constexpr MessageId kSmhadHold{"SMHAD_HOLD", "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a0c"};
+inline constexpr MessageId kSmhadHoldExpired{"SMHAD_HOLD_EXPIRED",
+                                             "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a0d"};
+inline constexpr MessageId kSmhadRelease{"SMHAD_RELEASE", "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a0e"};
+inline constexpr MessageId kSmhadHandoverRequest{"SMHAD_HANDOVER_REQUEST",
+                                                 "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a0f"};
+inline constexpr MessageId kSmhadStarted{"SMHAD_STARTED", "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a10"};
+inline constexpr MessageId kSmhadStopping{"SMHAD_STOPPING", "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a11"};
+// Any other daemon note (SMHAD_<KIND> without an id of its own above).
+inline constexpr MessageId kSmhadNote{"SMHAD_NOTE", "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a12"};
+
+// Every id above, for lookups by name and the uniqueness test.
+const std::vector<MessageId>& known_message_ids();
+// The id registered for `name` ("SMHAD_RELOAD"), or nullopt.
+std::optional<MessageId> find_message_id(std::string_view name);
 
 using LogFields = std::vector<std::pair<std::string, std::string>>;
 

@@ -4,8 +4,9 @@
 //   SupervisedOpensmControl  agent::OpensmControl over opensm::OpensmSupervisor
 //   RecordingTransport       MadTransport decorator: remembers the last answer per
 //                            SM (for status) and refuses Sets during a hold
-//   LogEventSink             agent::EventSink: SM_TRANSITION log lines, recent
-//                            events and active alarms for status/events
+//   LogEventSink             agent::EventSink: SM_TRANSITION/SM_EVENT/SM_ALARM log
+//                            lines (platform::log_event, stable message ids),
+//                            recent events and active alarms for status/events
 //   map_config()             config::Config -> agent::AgentConfig (+ HaPolicy)
 #pragma once
 
@@ -212,8 +213,14 @@ class LogEventSink final : public agent::EventSink {
   void clear(const sm::ClearAlarm& a, TimePoint at) override;
   void hook(const sm::RunHook& h, TimePoint at) override;
   void error(const Error& e, TimePoint at) override;
-  // Records a daemon-side event (reload, hold, handover request).
+  // Records a daemon-side event (reload, hold, handover request), logged as
+  // SMHAD_<kind> reason=... [evidence=...] with its message id.
   void note(std::string kind, std::string reason, std::string evidence = {});
+  // A daemon-side alarm (not from the engine, e.g. "opensm_failed"): shown with
+  // the engine's alarms, recorded as an "alarm" event, logged as SM_ALARM.
+  // Raising an active alarm again only updates its detail.
+  void raise_daemon_alarm(const std::string& kind, const std::string& detail);
+  void clear_daemon_alarm(const std::string& kind);
 
   const std::deque<EventRecord>& events() const { return events_; }
   // Active alarms: kind -> detail.

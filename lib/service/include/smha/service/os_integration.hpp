@@ -1,0 +1,218 @@
+// smhad's operating-system side, kept out of daemon.cpp (doc/systemd.md,
+// doc/hooks.md, doc/log-messages.md):
+//   SystemdReporter   every sd_notify message smhad sends, through
+//                     platform::Notifier: READY=1 once, STATUS= on change,
+//                     WATCHDOG=1 from the event loop, RELOADING/STOPPING/ERRNO
+//   HookDispatcher    the config's `hooks` -> platform::HookRunner executions
+//   DaemonEventSink   agent::EventSink: LogEventSink (log, events, alarms) plus
+//                     hooks, plus a STATUS refresh on every engine event
+//   systemd_status_line()  the one-line STATUS= text
+// Everything runs on the daemon's io_context thread.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "smha/agent/agent.hpp"
+#include "smha/agent/seams.hpp"
+#include "smha/config/config.hpp"
+#include "smha/opensm/probe.hpp"
+#include "smha/opensm/process_runner.hpp"
+#include "smha/opensm/supervisor.hpp"
+#include "smha/platform/hooks.hpp"
+#include "smha/platform/notify.hpp"
+#include "smha/service/service.hpp"
+
+namespace smha::service {
+
+// Sends smhad's notifications. Without $NOTIFY_SOCKET every call is a no-op.
+// start() arms two timers on `io`:
+//   - every `refresh`: if READY=1 was not sent and `is_ready()` is true, send
+//     READY=1 with STATUS=status_line(); after that, send STATUS= whenever
+//     status_line() differs from the last one sent;
+//   - if the watchdog is enabled (WATCHDOG_USEC for this pid), WATCHDOG=1 every
+//     Notifier::watchdog_interval() (half of WatchdogSec). Sent from the event
+//     loop, so a stuck loop stops the pings and systemd restarts smhad.
+class SystemdReporter {
+ public:
+  SystemdReporter(boost::asio::io_context& io, std::function<bool()> is_ready,
+                  std::function<std::string()> status_line,
+                  std::chrono::milliseconds refresh = std::chrono::milliseconds(100));
+  ~SystemdReporter();
+  SystemdReporter(const SystemdReporter&) = delete;
+  SystemdReporter& operator=(const SystemdReporter&) = delete;
+
+  void start();
+  // Checks readiness and the status line now (e.g. after an engine event).
+  void refresh();
+  // RELOADING=1 before a reload; reloaded() sends READY=1 and the status after it.
+  void reloading();
+  void reloaded();
+  // STOPPING=1 with STATUS=<why>; timers stop.
+  void stopping(const std::string& why);
+  // ERRNO=<error> with STATUS=<text>: start-up failed.
+  void failed(int error, const std::string& text);
+
+  bool ready_sent() const { return ready_sent_; }
+  std::optional<std::chrono::microseconds> watchdog_interval() const { return watchdog_; }
+
+ private:
+  void arm_refresh();
+  void arm_watchdog();
+
+  platform::Notifier notifier_;
+  std::function<bool()> is_ready_;
+  std::function<std::string()> status_line_;
+  std::chrono::milliseconds refresh_;
+  std::optional<std::chrono::microseconds> watchdog_;
+  bool ready_sent_ = false;
+  bool stopped_ = false;
+  std::string last_status_;
+  boost::asio::steady_timer refresh_timer_;
+  boost::asio::steady_timer watchdog_timer_;
+};
+
+// Runs the configured hooks (config `hooks`: master, standby, fault,
+// opensm_restart, reload) with the contract of doc/hooks.md:
+//   TRANSITION to MASTER      -> hooks.master
+//   TRANSITION to STANDBY     -> hooks.standby
+//   TRANSITION to any other   -> hooks.fault
+//   ALARM raised              -> hooks.fault
+//   OPENSM_RESTART            -> hooks.opensm_restart (a crashed OpenSM was
+//                                respawned, or supervision gave up)
+//   RELOAD                    -> hooks.reload
+// Never blocks: HookRunner queues and runs one at a time on the io_context.
+class HookDispatcher {
+ public:
+  HookDispatcher(boost::asio::io_context& io, const config::Config& config,
+                 std::function<void(const platform::HookResult&)> on_result = {});
+
+  // Security check of every configured hook (doc/hooks.md): the first error
+  // names the YAML key, e.g. "hooks.master: hook '/x': writable by group ...".
+  static Status check(const config::Config& config);
+
+  // Takes the hooks and timeout of a reloaded configuration (check() it first).
+  // A changed timeout applies to executions that start afterwards.
+  void configure(const config::Config& config);
+
+  // `priority`: this node's rendered SM priority.
+  void transition(SmState old_state, SmState new_state, int priority, const std::string& peer,
+                  const std::string& reason);
+  void alarm(const std::string& state, int priority, const std::string& reason);
+  void opensm_restart(const std::string& state, int priority, const std::string& reason);
+  void reload(const std::string& state, int priority, const std::string& reason);
+
+  std::size_t pending() const { return runner_ ? runner_->pending() : 0; }
+
+ private:
+  void run(const char* key, const platform::HookCall& call);
+  void make_runner();
+
+  boost::asio::io_context& io_;
+  std::function<void(const platform::HookResult&)> on_result_;
+  std::string node_;
+  std::map<std::string, std::vector<std::string>> hooks_;
+  std::chrono::seconds timeout_{10};
+  std::unique_ptr<opensm::ProcessRunner> processes_;
+  std::unique_ptr<platform::HookRunner> runner_;
+};
+
+// The daemon's agent::EventSink: everything goes to LogEventSink (log lines,
+// recent events, alarms); RunHook (the local role changed) and raised alarms
+// also run hooks; every call ends with `changed()` (STATUS refresh).
+// `snapshot` gives the current local state name and rendered priority for
+// alarm hooks.
+// Flood guard: of the engine events (other than state changes) and adapter
+// errors equal in kind and reason, the first kRepeatBurst within kRepeatWindow
+// are passed on, further ones in that window are not logged or recorded; the
+// first one of the next window says how many were suppressed
+// (" [<n> repeats suppressed]" appended to its evidence/message).
+// This keeps a retry loop (e.g. the engine restarting an OpenSM whose
+// supervision failed, every round) from flooding the journal and pushing the
+// cause out of the event ring. State changes, alarms and hooks are never
+// suppressed.
+class DaemonEventSink final : public agent::EventSink {
+ public:
+  struct Snapshot {
+    std::string state;
+    int priority = 0;
+    std::string peer;
+  };
+  DaemonEventSink(LogEventSink& log, HookDispatcher& hooks, std::function<Snapshot()> snapshot,
+                  std::function<void()> changed);
+  void event(const sm::RecordEvent& e, TimePoint at) override;
+  void alarm(const sm::RaiseAlarm& a, TimePoint at) override;
+  void clear(const sm::ClearAlarm& a, TimePoint at) override;
+  void hook(const sm::RunHook& h, TimePoint at) override;
+  void error(const Error& e, TimePoint at) override;
+
+  static constexpr Duration kRepeatWindow = std::chrono::seconds(30);
+  static constexpr int kRepeatBurst = 3;
+  std::uint64_t suppressed_total() const { return suppressed_total_; }
+
+ private:
+  // True if `key` is to be suppressed at `at` (counted); otherwise false, with
+  // `suppressed` = the count of the window that just ended (0 if none).
+  bool repeat(const std::string& key, TimePoint at, int& suppressed);
+
+  struct Repeat {
+    TimePoint window_start{};
+    int passed = 0;
+    int suppressed = 0;
+  };
+  std::map<std::string, Repeat> repeats_;
+  std::uint64_t suppressed_total_ = 0;
+  LogEventSink& log_;
+  HookDispatcher& hooks_;
+  std::function<Snapshot()> snapshot_;
+  std::function<void()> changed_;
+  std::string last_cause_;  // the latest engine event that is not a state change
+};
+
+// Watches OpenSM supervision for the daemon: a respawn after a crash runs the
+// opensm_restart hooks; entering Failed (permanent failure or crash loop) logs
+// OPENSM_FAILED, raises the daemon alarm "opensm_failed" in LogEventSink (with
+// an "opensm_failed" event) and runs the opensm_restart hooks; leaving Failed
+// clears the alarm. Feed it every supervisor status (SupervisorOptions::on_change).
+class OpensmWatch {
+ public:
+  OpensmWatch(LogEventSink& log, HookDispatcher& hooks,
+              std::function<DaemonEventSink::Snapshot()> snapshot, std::function<void()> changed);
+  void on_change(const opensm::SupervisorStatus& st);
+
+ private:
+  LogEventSink& log_;
+  HookDispatcher& hooks_;
+  std::function<DaemonEventSink::Snapshot()> snapshot_;
+  std::function<void()> changed_;
+  opensm::SupervisorState last_ = opensm::SupervisorState::Stopped;
+  int last_spawns_ = 0;
+};
+
+// `smhad --check-config`: everything opensm::run_check_config checks, plus the
+// security check of every configured hook (HookDispatcher::check), so a config
+// smhad would refuse to start with fails here too. Prints like
+// opensm::run_check_config ("error: <file>: hooks.<event>: ..."); returns 0/1.
+int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std::ostream& out,
+                     std::ostream& err);
+
+// The STATUS= line: "<local state>; peer <name> <state> prio <n>[, peer ...]"
+// plus "; HOLD" during a maintenance hold and "; OpenSM <supervisor state>:
+// <reason>" when OpenSM is not running under supervision. The local state is
+// the local SM's last SMInfo answer ("no answer from local SM" before one).
+// A peer whose last poll went unanswered is "unreachable", one never polled
+// "unknown".
+std::string systemd_status_line(const config::Config& config, const sm::EngineStatus& engine,
+                                const RecordingTransport& mad, const HoldState& hold,
+                                const opensm::SupervisorStatus* opensm);
+
+}  // namespace smha::service

@@ -1,0 +1,360 @@
+#include "smha/service/os_integration.hpp"
+
+#include <algorithm>
+#include <ostream>
+#include <sstream>
+#include <utility>
+
+#include "smha/opensm/cli.hpp"
+#include "smha/opensm/posix_process_runner.hpp"
+#include "smha/platform/logging.hpp"
+
+namespace smha::service {
+
+namespace {
+
+std::string upper_state(SmState s) { return std::string(to_string(s)); }
+
+}  // namespace
+
+// ---- SystemdReporter -------------------------------------------------------
+
+SystemdReporter::SystemdReporter(boost::asio::io_context& io, std::function<bool()> is_ready,
+                                 std::function<std::string()> status_line,
+                                 std::chrono::milliseconds refresh)
+    : is_ready_(std::move(is_ready)),
+      status_line_(std::move(status_line)),
+      refresh_(refresh),
+      refresh_timer_(io),
+      watchdog_timer_(io) {}
+
+SystemdReporter::~SystemdReporter() {
+  refresh_timer_.cancel();
+  watchdog_timer_.cancel();
+}
+
+void SystemdReporter::start() {
+  watchdog_ = platform::Notifier::watchdog_interval();
+  if (watchdog_) {
+    platform::module_logger("svc")->info("systemd watchdog: WATCHDOG=1 every {} ms",
+                                         watchdog_->count() / 1000);
+    notifier_.watchdog();
+    arm_watchdog();
+  }
+  refresh();
+  arm_refresh();
+}
+
+void SystemdReporter::arm_refresh() {
+  refresh_timer_.expires_after(refresh_);
+  refresh_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    refresh();
+    arm_refresh();
+  });
+}
+
+void SystemdReporter::arm_watchdog() {
+  watchdog_timer_.expires_after(*watchdog_);
+  watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    notifier_.watchdog();
+    arm_watchdog();
+  });
+}
+
+void SystemdReporter::refresh() {
+  if (stopped_) return;
+  if (!ready_sent_) {
+    if (!is_ready_()) return;
+    last_status_ = status_line_();
+    ready_sent_ = true;
+    notifier_.ready(last_status_);
+    platform::module_logger("svc")->info("ready: {}", last_status_);
+    return;
+  }
+  std::string line = status_line_();
+  if (line == last_status_) return;
+  last_status_ = std::move(line);
+  notifier_.status(last_status_);
+}
+
+void SystemdReporter::reloading() {
+  if (!stopped_) notifier_.reloading();
+}
+
+void SystemdReporter::reloaded() {
+  if (stopped_) return;
+  if (!ready_sent_) {  // not ready yet: the first READY=1 still comes from refresh()
+    refresh();
+    return;
+  }
+  last_status_ = status_line_();
+  notifier_.ready(last_status_);
+}
+
+void SystemdReporter::stopping(const std::string& why) {
+  if (stopped_) return;
+  stopped_ = true;
+  refresh_timer_.cancel();
+  watchdog_timer_.cancel();
+  notifier_.stopping();
+  notifier_.status("stopping: " + why);
+}
+
+void SystemdReporter::failed(int error, const std::string& text) {
+  notifier_.error_number(error, "failed: " + text);
+}
+
+// ---- HookDispatcher --------------------------------------------------------
+
+HookDispatcher::HookDispatcher(boost::asio::io_context& io, const config::Config& config,
+                               std::function<void(const platform::HookResult&)> on_result)
+    : io_(io), on_result_(std::move(on_result)) {
+  configure(config);
+}
+
+Status HookDispatcher::check(const config::Config& config) {
+  for (const auto& [event, paths] : config.hooks) {
+    for (const auto& path : paths) {
+      if (auto st = platform::check_hook_security(path, {}); !st.ok()) {
+        return make_error(st.error().code, "hooks." + event + ": " + st.error().message);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+void HookDispatcher::configure(const config::Config& config) {
+  node_ = config.node_name;
+  hooks_ = config.hooks;
+  const bool any = std::any_of(hooks_.begin(), hooks_.end(),
+                               [](const auto& kv) { return !kv.second.empty(); });
+  if (!any) return;  // the runner (and its process runner) is made on first need
+  if (!runner_ || timeout_ != config.hook_timeout) {
+    timeout_ = config.hook_timeout;
+    // A runner with pending work keeps it: a new timeout applies to new runners
+    // only when nothing is queued (HookRunner's timeout is fixed per instance).
+    if (!runner_ || runner_->pending() == 0) make_runner();
+  }
+}
+
+void HookDispatcher::make_runner() {
+  if (!processes_) processes_ = std::make_unique<opensm::PosixProcessRunner>(io_);
+  platform::HookOptions o;
+  o.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout_);
+  o.node = node_;
+  o.on_result = on_result_;
+  runner_.reset();
+  runner_ = std::make_unique<platform::HookRunner>(io_, *processes_, std::move(o));
+}
+
+void HookDispatcher::run(const char* key, const platform::HookCall& call) {
+  auto it = hooks_.find(key);
+  if (it == hooks_.end() || it->second.empty()) return;
+  if (!runner_) make_runner();
+  runner_->run(call, it->second);
+}
+
+void HookDispatcher::transition(SmState old_state, SmState new_state, int priority,
+                                const std::string& peer, const std::string& reason) {
+  platform::HookCall call{platform::HookEvent::Transition, upper_state(new_state),
+                          upper_state(old_state), priority, peer, reason};
+  const char* key = new_state == SmState::Master    ? "master"
+                    : new_state == SmState::Standby ? "standby"
+                                                    : "fault";
+  run(key, call);
+}
+
+void HookDispatcher::alarm(const std::string& state, int priority, const std::string& reason) {
+  run("fault", platform::HookCall{platform::HookEvent::Alarm, state, state, priority, {}, reason});
+}
+
+void HookDispatcher::opensm_restart(const std::string& state, int priority,
+                                    const std::string& reason) {
+  run("opensm_restart",
+      platform::HookCall{platform::HookEvent::OpensmRestart, state, state, priority, {}, reason});
+}
+
+void HookDispatcher::reload(const std::string& state, int priority, const std::string& reason) {
+  run("reload", platform::HookCall{platform::HookEvent::Reload, state, state, priority, {}, reason});
+}
+
+// ---- DaemonEventSink -------------------------------------------------------
+
+DaemonEventSink::DaemonEventSink(LogEventSink& log, HookDispatcher& hooks,
+                                 std::function<Snapshot()> snapshot, std::function<void()> changed)
+    : log_(log), hooks_(hooks), snapshot_(std::move(snapshot)), changed_(std::move(changed)) {}
+
+bool DaemonEventSink::repeat(const std::string& key, TimePoint at, int& suppressed) {
+  suppressed = 0;
+  auto it = repeats_.find(key);
+  if (it != repeats_.end() && at - it->second.window_start < kRepeatWindow) {
+    if (it->second.passed < kRepeatBurst) {
+      ++it->second.passed;
+      return false;
+    }
+    ++it->second.suppressed;
+    ++suppressed_total_;
+    return true;
+  }
+  if (it != repeats_.end()) suppressed = it->second.suppressed;
+  if (repeats_.size() > 256) {  // forget keys that are out of their window
+    for (auto i = repeats_.begin(); i != repeats_.end();)
+      i = at - i->second.window_start >= kRepeatWindow ? repeats_.erase(i) : std::next(i);
+  }
+  repeats_[key] = Repeat{at, 1, 0};
+  return false;
+}
+
+namespace {
+std::string with_suppressed(std::string text, int suppressed) {
+  if (suppressed > 0) text += " [" + std::to_string(suppressed) + " repeats suppressed]";
+  return text;
+}
+}  // namespace
+
+void DaemonEventSink::event(const sm::RecordEvent& e, TimePoint at) {
+  if (e.kind == sm::EventKind::StateChanged) {
+    log_.event(e, at);
+    changed_();
+    return;
+  }
+  last_cause_ = std::string(sm::to_string(e.kind)) + (e.reason.empty() ? "" : ": " + e.reason);
+  int suppressed = 0;
+  if (repeat("event\n" + last_cause_, at, suppressed)) return;
+  sm::RecordEvent copy = e;
+  copy.evidence = with_suppressed(copy.evidence, suppressed);
+  log_.event(copy, at);
+  changed_();
+}
+
+void DaemonEventSink::alarm(const sm::RaiseAlarm& a, TimePoint at) {
+  const bool already = log_.alarms().count(std::string(sm::to_string(a.kind))) != 0;
+  log_.alarm(a, at);
+  if (!already) {
+    const Snapshot s = snapshot_();
+    hooks_.alarm(s.state, s.priority, std::string(sm::to_string(a.kind)) + ": " + a.detail);
+  }
+  changed_();
+}
+
+void DaemonEventSink::clear(const sm::ClearAlarm& a, TimePoint at) {
+  log_.clear(a, at);
+  changed_();
+}
+
+void DaemonEventSink::hook(const sm::RunHook& h, TimePoint at) {
+  log_.hook(h, at);
+  const Snapshot s = snapshot_();
+  hooks_.transition(h.old_state, h.new_state, h.priority, s.peer,
+                    last_cause_.empty() ? "observed" : last_cause_);
+  changed_();
+}
+
+void DaemonEventSink::error(const Error& e, TimePoint at) {
+  int suppressed = 0;
+  if (repeat("error\n" + e.code + "\n" + e.message, at, suppressed)) return;
+  Error copy = e;
+  copy.message = with_suppressed(copy.message, suppressed);
+  log_.error(copy, at);
+  changed_();
+}
+
+// ---- OpensmWatch -----------------------------------------------------------
+
+OpensmWatch::OpensmWatch(LogEventSink& log, HookDispatcher& hooks,
+                         std::function<DaemonEventSink::Snapshot()> snapshot,
+                         std::function<void()> changed)
+    : log_(log), hooks_(hooks), snapshot_(std::move(snapshot)), changed_(std::move(changed)) {}
+
+void OpensmWatch::on_change(const opensm::SupervisorStatus& st) {
+  using S = opensm::SupervisorState;
+  const S before = std::exchange(last_, st.state);
+  const int spawns_before = std::exchange(last_spawns_, st.spawns);
+  if (st.state == S::Failed && before != S::Failed) {
+    log_.raise_daemon_alarm("opensm_failed", st.reason);
+    const auto s = snapshot_();
+    hooks_.opensm_restart(s.state, s.priority, "failed: " + st.reason);
+  } else if (st.state != S::Failed && before == S::Failed) {
+    log_.clear_daemon_alarm("opensm_failed");
+  }
+  if (st.state == S::Running && st.spawns > spawns_before && st.crashes > 0 && before != S::Failed) {
+    const auto s = snapshot_();
+    hooks_.opensm_restart(s.state, s.priority,
+                          "respawned after " + std::to_string(st.crashes) + " crash(es): pid " +
+                              std::to_string(st.pid));
+  }
+  if (st.state != before) changed_();
+}
+
+// ---- check-config ----------------------------------------------------------
+
+int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std::ostream& out,
+                     std::ostream& err) {
+  std::ostringstream ok_text;
+  const int rc = opensm::run_check_config(path, runner, ok_text, err);
+  if (rc != 0) return rc;  // the config did not load or OpenSM refused it: all printed
+  auto loaded = config::load_config(path);
+  if (!loaded.ok()) {  // changed under our feet
+    err << loaded.error_text();
+    return 1;
+  }
+  if (auto st = HookDispatcher::check(loaded.value()); !st.ok()) {
+    err << "error: " << path << ": " << st.error().message << '\n';
+    err << path << ": 1 error(s)\n";
+    return 1;
+  }
+  out << ok_text.str();
+  return 0;
+}
+
+// ---- status line -----------------------------------------------------------
+
+std::string systemd_status_line(const config::Config& config, const sm::EngineStatus& engine,
+                                const RecordingTransport& mad, const HoldState& hold,
+                                const opensm::SupervisorStatus* opensm) {
+  std::string line = engine.local_state ? upper_state(*engine.local_state)
+                                        : std::string("no answer from local SM");
+  if (config.peers.empty()) line += "; no peer";
+  bool first = true;
+  for (const auto& peer : config.peers) {
+    line += first ? "; " : ", ";
+    first = false;
+    std::string state = "unknown";
+    int prio = -1;
+    if (auto seen = mad.last_seen(peer.port_guid)) {
+      state = upper_state(seen->info.state);
+      prio = seen->info.priority;
+    }
+    if (peer.lid) {
+      if (auto q = mad.last_query(mad::Target{*peer.lid}); q && !q->answered) {
+        state = "unreachable";
+        prio = -1;
+      }
+    } else {
+      state = "unaddressed";
+      prio = -1;
+    }
+    if (prio >= 0) {
+      // role_status_line's peer part: "peer <name> <state> prio <n>"
+      const std::string full = platform::role_status_line("", peer.name, state, prio);
+      line += full.substr(2);
+    } else {
+      line += "peer " + peer.name + " " + state;
+    }
+  }
+  if (hold.held) line += "; HOLD";
+  if (opensm != nullptr && opensm->state != opensm::SupervisorState::Running) {
+    line += "; OpenSM " + std::string(opensm::to_string(opensm->state));
+    if (!opensm->reason.empty() && (opensm->state == opensm::SupervisorState::Failed ||
+                                    opensm->state == opensm::SupervisorState::Backoff)) {
+      std::string reason = opensm->reason;
+      if (reason.size() > 160) reason = reason.substr(0, 157) + "...";
+      line += ": " + reason;
+    }
+  }
+  return line;
+}
+
+}  // namespace smha::service
