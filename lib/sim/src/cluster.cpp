@@ -67,6 +67,7 @@ Cluster::Cluster(std::uint64_t seed, ClusterParams params)
       p.peers.push_back(sm::PeerSpec{fabric_.name(o), fabric_.guid(o), configured(j)});
       h.cfg.peers.push_back(agent::PeerAddress{fabric_.guid(o), fabric_.lid(o), fabric_.dr_path(o)});
     }
+    h.cfg.local_port_num = 1;  // the fabric answers PortInfo from its link model
   }
   if (params_.observer_interval > Duration{0}) observe_loop();
 }
@@ -102,9 +103,6 @@ void Cluster::start_smhad(int i) {
   if (auto sm = fabric_.sm(h.node)) (void)h.control->adopt(sm->pid, sm->priority);
   h.agent = std::make_unique<agent::Agent>(h.cfg, fabric_.queue(), fabric_.transport(h.node),
                                            *h.control, h.sink);
-  const NodeId node = h.node;
-  Fabric* f = &fabric_;
-  h.agent->set_local_port([f, node] { return f->link_up(node) ? sm::PortState::Up : sm::PortState::Down; });
   h.agent->start();
 }
 
