@@ -474,6 +474,11 @@ const char* known_engine_bug(std::string_view name) {
            "stop_timeout): a SIGCONT inside that window wakes the hung master, the engine has already "
            "started a new OpenSM, the old one's exit is taken for the new one's failure, and head01 comes "
            "back MASTER beside head02 (lib/service, lib/agent)";
+  if (name == "link_down_up")
+    return "KNOWN ENGINE BUG (intermittent, 3 runs in 15): the drill relinks 235 ms after the unlink; head01's "
+           "port answers INIT (up), so its still-MASTER smhad renders 10->11 again at once, beside head02 "
+           "(which took over at 11): two MASTERs until split-brain yield (lib/sm: keep the standby "
+           "priority after the port is back while a peer answers MASTER)";
   if (name == "loss_soak")
     return "KNOWN ENGINE BUG: under 20 % loss the master's smhad fences its own OpenSM (no hop-0 SMInfo "
            "answer for 3 rounds), then fences each restarted OpenSM after the start grace (lib/sm, lib/agent)";
