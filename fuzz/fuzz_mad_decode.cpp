@@ -1,5 +1,5 @@
-// libFuzzer: the SMP and SMInfo decoders take any bytes without UB or crash,
-// and whatever decodes re-encodes to the same header fields.
+// libFuzzer: the SMP, SMInfo and PortInfo decoders take any bytes without UB
+// or crash, and whatever decodes re-encodes to the same fields.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -14,6 +14,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto smp = decode_smp(bytes);
   auto info = decode_sminfo_response(bytes);
   if (info.ok() && !smp.ok()) std::abort();  // a response is an SMP first
+  auto port = decode_portinfo_response(bytes);
+  if (port.ok() && !smp.ok()) std::abort();
+  if (port.ok() && info.ok()) std::abort();  // one attribute ID: never both
   if (smp.ok()) {
     MadBytes again = encode_smp(*smp);
     auto back = decode_smp(again);
@@ -24,6 +27,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (payload.ok()) {
       auto re = decode_sminfo(encode_sminfo(*payload));
       if (!re.ok() || !(*re == *payload)) std::abort();
+    }
+    auto pi = decode_portinfo(bytes.first(kSmpDataSize));
+    if (pi.ok()) {
+      if (pi->state == PortState::Unknown) std::abort();  // only 1..4 decode
+      auto re = decode_portinfo(encode_portinfo(*pi));
+      if (!re.ok() || !(*re == *pi)) std::abort();
     }
   }
   (void)describe_mad_status(size >= 2 ? static_cast<std::uint16_t>(data[0] << 8 | data[1]) : 0);

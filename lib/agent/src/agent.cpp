@@ -39,7 +39,23 @@ struct Agent::Query {
 struct Agent::Round {
   sm::PollRound obs;
   int outstanding = 0;
+  sm::PortState port = sm::PortState::Unknown;  // this round's PortInfo answer
 };
+
+namespace {
+
+sm::PortState port_state_of(mad::PortState s) {
+  switch (s) {
+    case mad::PortState::Down: return sm::PortState::Down;
+    case mad::PortState::Init:
+    case mad::PortState::Armed:
+    case mad::PortState::Active: return sm::PortState::Up;
+    case mad::PortState::Unknown: break;
+  }
+  return sm::PortState::Unknown;
+}
+
+}  // namespace
 
 Agent::Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmControl& opensm,
              EventSink& sink)
@@ -94,6 +110,8 @@ void Agent::begin_round() {
   round->outstanding = 1;
   for (const auto& p : cfg_.peers) round->obs.peers.push_back(sm::PeerProbe{p.guid, {}, {}, {}});
   for (const auto& p : cfg_.peers) round->outstanding += p.dr ? 2 : 1;
+  const bool ask_port = cfg_.local_port_num != 0 && !local_port_;
+  if (ask_port) ++round->outstanding;
 
   start_query(round, DrPath{}, [round](sm::Probe p) { round->obs.local = p; });
   for (std::size_t i = 0; i < cfg_.peers.size(); ++i) {
@@ -101,6 +119,23 @@ void Agent::begin_round() {
     start_query(round, p.lid, [round, i](sm::Probe pr) { round->obs.peers[i].via_lid = pr; });
     if (p.dr) start_query(round, *p.dr, [round, i](sm::Probe pr) { round->obs.peers[i].via_dr = pr; });
   }
+  if (ask_port) query_local_port(round);
+}
+
+void Agent::query_local_port(const std::shared_ptr<Round>& round) {
+  // One request over the whole window, its attempts spread evenly in it.
+  const int attempts = std::max(1, cfg_.attempts);
+  mad::RequestOptions o;
+  o.timeout = std::max<Duration>(window_ / attempts, milliseconds(1));
+  o.retries = attempts - 1;
+  o.m_key = cfg_.m_key;
+  std::weak_ptr<int> alive = alive_;
+  mad_.get_port_info(DrPath{}, cfg_.local_port_num, o,
+                     [this, alive, round](Result<mad::PortInfoReply> r) {
+                       if (alive.expired() || round_ != round) return;
+                       round->port = r.ok() ? port_state_of(r->info.state) : sm::PortState::Unknown;
+                       if (--round->outstanding == 0) finish_round();
+                     });
 }
 
 void Agent::start_query(const std::shared_ptr<Round>& round, const mad::Target& target,
@@ -169,7 +204,9 @@ void Agent::finish_round() {
   round_.reset();
   ++rounds_;
   round->obs.process = opensm_.state();
-  round->obs.local_port = local_port_ ? local_port_() : sm::PortState::Up;
+  round->obs.local_port = local_port_                ? local_port_()
+                          : cfg_.local_port_num != 0 ? round->port
+                                                     : sm::PortState::Up;
   round->obs.local_stopped = local_stopped_ && local_stopped_();
   for (auto& p : round->obs.peers) p.port = peer_port_ ? peer_port_(p.guid) : sm::PortState::Unknown;
   // Far past the window: this process was not running (CPU stall), so silence

@@ -28,6 +28,11 @@ constexpr std::size_t kOffSmKey = offsetof(SmInfoWire, sm_key);
 constexpr std::size_t kOffActCount = offsetof(SmInfoWire, act_count);
 constexpr std::size_t kOffPriState = offsetof(SmInfoWire, priority_state);
 
+constexpr std::size_t kOffPiLid = offsetof(PortInfoWire, lid);
+constexpr std::size_t kOffPiSmLid = offsetof(PortInfoWire, master_sm_lid);
+constexpr std::size_t kOffPiLocalPort = offsetof(PortInfoWire, local_port_num);
+constexpr std::size_t kOffPiState = offsetof(PortInfoWire, speed_supported_state);
+
 // Big-endian field access; callers have checked the span's size.
 std::uint64_t get_be(std::span<const std::uint8_t> b, std::size_t off, std::size_t n) {
   std::uint64_t v = 0;
@@ -48,13 +53,13 @@ std::string hex(std::uint64_t v, int digits) {
 
 Error decode_error(std::string what) { return make_error(kErrDecode, std::move(what)); }
 
-// Fills the addressing part of an SMInfo request. Validates the target.
-Result<Smp> sminfo_request(std::uint8_t method, std::uint64_t tid, const Target& target,
-                           std::uint64_t m_key) {
+// Fills the addressing part of a request for `attr_id`. Validates the target.
+Result<Smp> smp_request(std::uint8_t method, std::uint16_t attr_id, std::uint64_t tid,
+                        const Target& target, std::uint64_t m_key) {
   Smp smp;
   smp.method = method;
   smp.tid = tid;
-  smp.attr_id = kAttrSmInfo;
+  smp.attr_id = attr_id;
   smp.m_key = m_key;
   if (const Lid* lid = std::get_if<Lid>(&target)) {
     if (lid->value == 0 || *lid == kPermissiveLid)
@@ -81,7 +86,36 @@ Result<Smp> sminfo_request(std::uint8_t method, std::uint64_t tid, const Target&
   return smp;
 }
 
+// decode_smp plus the checks every GetResp gets: method 0x81, attribute
+// `attr_id`, D bit set for DR, status 0 (else code kErrMadStatus).
+Result<Smp> decode_get_response(std::span<const std::uint8_t> mad, std::uint16_t attr_id,
+                                const char* attr_name) {
+  auto smp = decode_smp(mad);
+  if (!smp) return smp.error();
+  if (smp->method != kMethodGetResp)
+    return decode_error("method " + hex(smp->method, 2) + " at offset 3 is not GetResp (0x81)");
+  if (smp->attr_id != attr_id)
+    return decode_error("attribute " + hex(smp->attr_id, 4) + " at offset 16 is not " +
+                        attr_name + " (" + hex(attr_id, 4) + ")");
+  if (smp->directed() && !smp->direction)
+    return decode_error("directed-route GetResp without the D bit (offset 4, bit 15)");
+  if (smp->status != 0)
+    return make_error(kErrMadStatus, "MAD status " + describe_mad_status(smp->status));
+  return smp;
+}
+
 }  // namespace
+
+std::string_view to_string(PortState state) {
+  switch (state) {
+    case PortState::Down: return "DOWN";
+    case PortState::Init: return "INIT";
+    case PortState::Armed: return "ARMED";
+    case PortState::Active: return "ACTIVE";
+    case PortState::Unknown: break;
+  }
+  return "unknown";
+}
 
 MadBytes encode_smp(const Smp& smp) {
   MadBytes b{};
@@ -179,15 +213,55 @@ Result<SmInfo> decode_sminfo(std::span<const std::uint8_t> data) {
   return info;
 }
 
+std::array<std::uint8_t, kSmpDataSize> encode_portinfo(const PortInfo& info) {
+  std::array<std::uint8_t, kSmpDataSize> b{};
+  put_be(b, kOffPiLid, 2, info.lid.value);
+  put_be(b, kOffPiSmLid, 2, info.sm_lid.value);
+  b[kOffPiLocalPort] = info.local_port;
+  b[kOffPiState] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(info.state) & 0x0f);
+  return b;
+}
+
+Result<PortInfo> decode_portinfo(std::span<const std::uint8_t> data) {
+  if (data.size() != kSmpDataSize)
+    return decode_error("PortInfo attribute is " + std::to_string(data.size()) +
+                        " bytes; expected 64");
+  PortInfo info;
+  info.lid = Lid{static_cast<std::uint16_t>(get_be(data, kOffPiLid, 2))};
+  info.sm_lid = Lid{static_cast<std::uint16_t>(get_be(data, kOffPiSmLid, 2))};
+  info.local_port = data[kOffPiLocalPort];
+  const std::uint8_t state = data[kOffPiState] & 0x0f;
+  if (state < static_cast<std::uint8_t>(PortState::Down) ||
+      state > static_cast<std::uint8_t>(PortState::Active))
+    return decode_error("PortInfo PortState " + std::to_string(state) + " at SMP data offset " +
+                        std::to_string(kOffPiState) + " (low nibble) is not 1..4");
+  info.state = static_cast<PortState>(state);
+  return info;
+}
+
+Result<MadBytes> encode_portinfo_get(std::uint64_t tid, const Target& target, std::uint8_t port,
+                                     std::uint64_t m_key) {
+  auto smp = smp_request(kMethodGet, kAttrPortInfo, tid, target, m_key);
+  if (!smp) return smp.error();
+  smp->attr_mod = port;
+  return encode_smp(*smp);
+}
+
+Result<PortInfo> decode_portinfo_response(std::span<const std::uint8_t> mad) {
+  auto smp = decode_get_response(mad, kAttrPortInfo, "PortInfo");
+  if (!smp) return smp.error();
+  return decode_portinfo(smp->data);
+}
+
 Result<MadBytes> encode_sminfo_get(std::uint64_t tid, const Target& target, std::uint64_t m_key) {
-  auto smp = sminfo_request(kMethodGet, tid, target, m_key);
+  auto smp = smp_request(kMethodGet, kAttrSmInfo, tid, target, m_key);
   if (!smp) return smp.error();
   return encode_smp(*smp);
 }
 
 Result<MadBytes> encode_sminfo_set(std::uint64_t tid, const Target& target, SmInfoModifier mod,
                                    const SmInfo& payload, std::uint64_t m_key) {
-  auto smp = sminfo_request(kMethodSet, tid, target, m_key);
+  auto smp = smp_request(kMethodSet, kAttrSmInfo, tid, target, m_key);
   if (!smp) return smp.error();
   smp->attr_mod = static_cast<std::uint32_t>(mod);
   smp->data = encode_sminfo(payload);
@@ -195,17 +269,8 @@ Result<MadBytes> encode_sminfo_set(std::uint64_t tid, const Target& target, SmIn
 }
 
 Result<SmInfo> decode_sminfo_response(std::span<const std::uint8_t> mad) {
-  auto smp = decode_smp(mad);
+  auto smp = decode_get_response(mad, kAttrSmInfo, "SMInfo");
   if (!smp) return smp.error();
-  if (smp->method != kMethodGetResp)
-    return decode_error("method " + hex(smp->method, 2) + " at offset 3 is not GetResp (0x81)");
-  if (smp->attr_id != kAttrSmInfo)
-    return decode_error("attribute " + hex(smp->attr_id, 4) +
-                        " at offset 16 is not SMInfo (0x0020)");
-  if (smp->directed() && !smp->direction)
-    return decode_error("directed-route GetResp without the D bit (offset 4, bit 15)");
-  if (smp->status != 0)
-    return make_error(kErrMadStatus, "MAD status " + describe_mad_status(smp->status));
   return decode_sminfo(smp->data);
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include <endian.h>
@@ -86,17 +87,6 @@ Result<LocalPortInfo> read_port(const std::string& ca, int port) {
 
 }  // namespace
 
-std::string_view to_string(PortState state) {
-  switch (state) {
-    case PortState::Down: return "DOWN";
-    case PortState::Init: return "INIT";
-    case PortState::Armed: return "ARMED";
-    case PortState::Active: return "ACTIVE";
-    case PortState::Unknown: break;
-  }
-  return "unknown";
-}
-
 Result<LocalPortInfo> query_local_port(const PortSelector& selector) {
   if (selector.guid) {
     if (!selector.ca.empty() || selector.port != 0)
@@ -159,9 +149,22 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
 
   std::size_t pending() const { return pending_.size(); }
 
-  // Starts a request whose MAD (minus TID) is `build(tid)`.
-  void submit(std::function<Result<MadBytes>(std::uint64_t)> build, const Target& target,
-              const RequestOptions& opts, SmInfoCallback done) {
+  // A decoded answer, whichever attribute the request asked for.
+  using Payload = std::variant<SmInfo, PortInfo>;
+  struct Answer {
+    Payload payload;
+    Duration rtt{};
+    int attempts = 1;
+  };
+  using Build = std::function<Result<MadBytes>(std::uint64_t)>;
+  // Decodes a received MAD. An error with code kErrMadStatus ends the request;
+  // any other error marks the MAD as a stray to ignore.
+  using Decode = std::function<Result<Payload>(std::span<const std::uint8_t>)>;
+  using Done = std::function<void(Result<Answer>)>;
+
+  // Starts a request whose MAD is `build(tid)` and whose answer `decode` reads.
+  void submit(Build build, Decode decode, const Target& target, const RequestOptions& opts,
+              Done done) {
     auto fail = [this, &done](Error e) {
       asio::post(io_, [done = std::move(done), e = std::move(e)] { done(e); });
     };
@@ -173,6 +176,7 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
     std::uint64_t id = next_request_++;
     Request& r = pending_[id];
     r.build = std::move(build);
+    r.decode = std::move(decode);
     r.opts = opts;
     r.done = std::move(done);
     if (const Lid* lid = std::get_if<Lid>(&target)) {
@@ -188,9 +192,10 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
 
  private:
   struct Request {
-    std::function<Result<MadBytes>(std::uint64_t)> build;
+    Build build;
+    Decode decode;
     RequestOptions opts;
-    SmInfoCallback done;
+    Done done;
     std::uint16_t dlid = 0;
     int agent = -1;
     int attempts = 0;
@@ -258,7 +263,7 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
                                              " attempt(s) of " + ms + " ms"));
   }
 
-  void complete(std::uint64_t id, Result<SmInfoReply> result) {
+  void complete(std::uint64_t id, Result<Answer> result) {
     auto it = pending_.find(id);
     if (it == pending_.end()) return;
     Request r = std::move(it->second);
@@ -289,18 +294,18 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
                                             errno_text(umad_status) + ")"));
       return;
     }
-    auto info = decode_sminfo_response(mad);
-    if (!info) {
+    auto payload = r.decode(mad);
+    if (!payload) {
       // A well-formed answer with a non-zero status ends the request; garbage is
       // ignored (it may be a stray) and the deadline still runs.
-      if (info.error().code == kErrMadStatus) complete(id, info.error());
+      if (payload.error().code == kErrMadStatus) complete(id, payload.error());
       return;
     }
-    SmInfoReply reply;
-    reply.info = *info;
-    reply.rtt = clock_.now() - r.sent_at.at(tid);
-    reply.attempts = r.attempts;
-    complete(id, std::move(reply));
+    Answer answer;
+    answer.payload = std::move(*payload);
+    answer.rtt = clock_.now() - r.sent_at.at(tid);
+    answer.attempts = r.attempts;
+    complete(id, std::move(answer));
   }
 
   void receive_loop(std::weak_ptr<Core> weak) {
@@ -376,11 +381,30 @@ Result<LocalPortInfo> UmadTransport::refresh_local_port() { return core_->refres
 
 std::size_t UmadTransport::pending() const { return core_->pending(); }
 
+namespace {
+
+using Core = UmadTransport::Core;
+
+Result<Core::Payload> decode_sminfo_payload(std::span<const std::uint8_t> mad) {
+  auto info = decode_sminfo_response(mad);
+  if (!info) return info.error();
+  return Core::Payload{*info};
+}
+
+Core::Done sminfo_done(SmInfoCallback done) {
+  return [done = std::move(done)](Result<Core::Answer> r) {
+    if (!r) return done(r.error());
+    done(SmInfoReply{std::get<SmInfo>(r->payload), r->rtt, r->attempts});
+  };
+}
+
+}  // namespace
+
 void UmadTransport::get_sminfo(const Target& target, const RequestOptions& opts,
                                SmInfoCallback done) {
   std::uint64_t m_key = opts.m_key;
   core_->submit([target, m_key](std::uint64_t tid) { return encode_sminfo_get(tid, target, m_key); },
-                target, opts, std::move(done));
+                decode_sminfo_payload, target, opts, sminfo_done(std::move(done)));
 }
 
 void UmadTransport::set_sminfo(const Target& target, SmInfoModifier mod, const SmInfo& payload,
@@ -390,7 +414,26 @@ void UmadTransport::set_sminfo(const Target& target, SmInfoModifier mod, const S
       [target, mod, payload, m_key](std::uint64_t tid) {
         return encode_sminfo_set(tid, target, mod, payload, m_key);
       },
-      target, opts, std::move(done));
+      decode_sminfo_payload, target, opts, sminfo_done(std::move(done)));
+}
+
+void UmadTransport::get_port_info(const Target& target, std::uint8_t port,
+                                  const RequestOptions& opts, PortInfoCallback done) {
+  std::uint64_t m_key = opts.m_key;
+  core_->submit(
+      [target, port, m_key](std::uint64_t tid) {
+        return encode_portinfo_get(tid, target, port, m_key);
+      },
+      [](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
+        auto info = decode_portinfo_response(mad);
+        if (!info) return info.error();
+        return Core::Payload{*info};
+      },
+      target, opts,
+      [done = std::move(done)](Result<Core::Answer> r) {
+        if (!r) return done(r.error());
+        done(PortInfoReply{std::get<PortInfo>(r->payload), r->rtt, r->attempts});
+      });
 }
 
 }  // namespace smha::mad

@@ -121,6 +121,7 @@ class Daemon final : public DrillHost {
   bool start_metrics(Duration handover_bound);
   void register_methods();
   json status_json();
+  void add_smp_port_state(json& local, TimePoint now) const;
   void arm_signals();
   void wait_hup();
   void shutdown(const char* why);
@@ -273,6 +274,8 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
     agent_->stop();
     agent_.reset();
   }
+  // Our port's state comes from its own SMA every round (sysfs is static under umad2sim).
+  cfg.local_port_num = static_cast<std::uint8_t>(umad_->local_port().port);
   agent_ = std::make_unique<agent::Agent>(std::move(cfg), *sched_, *mad_, *control_, *events_);
   if (supervised_) agent_->set_local_stopped([this] { return supervised_->process_stopped(); });
   agent_->start();
@@ -369,6 +372,20 @@ void Daemon::shutdown(const char* why) {
   io_.stop();
 }
 
+// The local port as its SMA answered the agent's last PortInfo query (fresher
+// than sysfs, which umad2sim never updates): port_state from that answer while
+// the last query was answered, and its age.
+void Daemon::add_smp_port_state(json& local, TimePoint now) const {
+  const auto rec =
+      mad_->last_port_info(DrPath{}, static_cast<std::uint8_t>(umad_->local_port().port));
+  if (!rec) return;
+  local["port_state_answered"] = rec->answered;
+  if (!rec->answered || !rec->info) return;
+  local["port_state"] = std::string(mad::to_string(rec->info->state));
+  local["port_state_source"] = "smp";
+  local["port_state_age_s"] = seconds_since(rec->info_at, now);
+}
+
 json Daemon::status_json() {
   const TimePoint now = clock_.now();
   const auto es = agent_->status();
@@ -387,7 +404,9 @@ json Daemon::status_json() {
     local["lid"] = p.value().lid.value;
     local["sm_lid"] = p.value().sm_lid.value;
     local["port_state"] = std::string(mad::to_string(p.value().state));
+    local["port_state_source"] = "sysfs";
   }
+  add_smp_port_state(local, now);
   if (auto s = mad_->last_seen(own_guid_)) {
     local["priority"] = s->info.priority;
     local["act_count"] = s->info.act_count;

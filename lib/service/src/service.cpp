@@ -30,6 +30,10 @@ std::string target_key(const mad::Target& t) {
   return "dr:" + to_string(std::get<DrPath>(t));
 }
 
+std::string port_key(const mad::Target& t, std::uint8_t port) {
+  return target_key(t) + " port " + std::to_string(port);
+}
+
 }  // namespace
 
 // ---- AsioScheduler ---------------------------------------------------------
@@ -281,6 +285,34 @@ void RecordingTransport::set_sminfo(const mad::Target& target, SmInfoModifier mo
   inner_.set_sminfo(target, mod, payload, opts, std::move(done));
 }
 
+void RecordingTransport::get_port_info(const mad::Target& target, std::uint8_t port,
+                                       const mad::RequestOptions& opts,
+                                       mad::PortInfoCallback done) {
+  std::weak_ptr<std::map<std::string, PortRecord>> ports = ports_;
+  const Clock* clock = &clock_;
+  inner_.get_port_info(target, port, opts,
+                       [ports, clock, key = port_key(target, port),
+                        done = std::move(done)](Result<mad::PortInfoReply> r) {
+                         if (auto p = ports.lock()) {
+                           PortRecord& rec = (*p)[key];
+                           rec.at = clock->now();
+                           rec.answered = r.ok();
+                           if (r.ok()) {
+                             rec.info = r.value().info;
+                             rec.info_at = rec.at;
+                           }
+                         }
+                         done(std::move(r));
+                       });
+}
+
+std::optional<PortRecord> RecordingTransport::last_port_info(const mad::Target& target,
+                                                             std::uint8_t port) const {
+  auto it = ports_->find(port_key(target, port));
+  if (it == ports_->end()) return std::nullopt;
+  return it->second;
+}
+
 std::optional<SmSighting> RecordingTransport::last_seen(Guid guid) const {
   auto it = seen_->find(guid.value);
   if (it == seen_->end()) return std::nullopt;
@@ -453,6 +485,11 @@ std::string render_status_text(const nlohmann::json& s) {
   o << " Local SM: " << str(local, "state") << "  prio " << str(local, "priority") << "  guid "
     << str(local, "guid") << "  lid " << str(local, "lid") << "  actcount " << str(local, "act_count")
     << "  (" << age_text(local, "last_poll_age_s") << ")\n";
+  if (local.contains("port_state"))
+    o << "     Port: " << str(local, "port_state") << "  (" << str(local, "port_state_source", "sysfs")
+      << (str(local, "port_state_source", "") == "smp" ? ", PortInfo " + age_text(local, "port_state_age_s")
+                                                          : std::string())
+      << ")\n";
   if (s.contains("opensm")) {
     const auto& osm = s["opensm"];
     o << "   OpenSM: " << str(osm, "supervisor") << "  pid " << str(osm, "pid") << "  uptime "

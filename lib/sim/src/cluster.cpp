@@ -67,6 +67,7 @@ Cluster::Cluster(std::uint64_t seed, ClusterParams params)
       p.peers.push_back(sm::PeerSpec{fabric_.name(o), fabric_.guid(o), configured(j)});
       h.cfg.peers.push_back(agent::PeerAddress{fabric_.guid(o), fabric_.lid(o), fabric_.dr_path(o)});
     }
+    h.cfg.local_port_num = 1;  // the fabric answers PortInfo from its link model
   }
   if (params_.observer_interval > Duration{0}) observe_loop();
 }
@@ -104,7 +105,6 @@ void Cluster::start_smhad(int i) {
                                            *h.control, h.sink);
   const NodeId node = h.node;
   Fabric* f = &fabric_;
-  h.agent->set_local_port([f, node] { return f->link_up(node) ? sm::PortState::Up : sm::PortState::Down; });
   h.agent->set_local_stopped([f, node] {
     const auto sm = f->sm(node);
     return sm && sm->stopped;

@@ -14,6 +14,8 @@ constexpr std::uint16_t kStatusRejected = 0x0700;
 // Unsupported method/attribute: what the kernel answers for an SMP to a port on
 // which no SM agent is registered.
 constexpr std::uint16_t kStatusUnsupported = 0x000c;
+// Invalid attribute modifier: an SMA's answer for a port the node lacks.
+constexpr std::uint16_t kStatusBadModifier = 0x001c;
 
 struct Conf {
   std::uint8_t priority = 0;
@@ -79,6 +81,10 @@ struct Fabric::Impl {
     void set_sminfo(const mad::Target& t, SmInfoModifier mod, const SmInfo& payload,
                     const mad::RequestOptions& o, mad::SmInfoCallback done) override {
       f->send(self, t, mod, payload, o, std::move(done));
+    }
+    void get_port_info(const mad::Target& t, std::uint8_t port, const mad::RequestOptions& o,
+                       mad::PortInfoCallback done) override {
+      f->send_port_info(self, t, port, o, std::move(done));
     }
   };
   struct Runner final : opensm::ProcessRunner {
@@ -484,6 +490,74 @@ struct Fabric::Impl {
       }
       finish(r, make_error(mad::kErrTimeout, "no SMInfo answer after " +
                                                  std::to_string(r->attempt) + " attempts"));
+    });
+  }
+
+  // SubnGet(PortInfo): answered by the node's SMA (no SM needed) from the link
+  // model. Nodes have one port: port 1 (or 0, "the port the SMP came in on");
+  // any other port is refused. Its state is Active while the link is up, Down
+  // when not; a zero-hop query reaches the own port whatever the link state.
+  // MasterSMLID is not modelled (0).
+  struct PortReq {
+    NodeId from;
+    mad::Target target;
+    std::uint8_t port;
+    mad::RequestOptions opts;
+    mad::PortInfoCallback done;
+    int attempt = 0;
+    bool finished = false;
+    TimePoint sent{};
+  };
+
+  void send_port_info(NodeId from, const mad::Target& t, std::uint8_t port,
+                      const mad::RequestOptions& o, mad::PortInfoCallback done) {
+    port_attempt(std::make_shared<PortReq>(PortReq{from, t, port, o, std::move(done)}));
+  }
+
+  void finish_port(const std::shared_ptr<PortReq>& r, Result<mad::PortInfoReply> res) {
+    if (r->finished) return;
+    r->finished = true;
+    auto done = std::move(r->done);
+    done(std::move(res));
+  }
+
+  void port_attempt(const std::shared_ptr<PortReq>& r) {
+    const int a = ++r->attempt;
+    r->sent = q.now();
+    auto dest = resolve(r->from, r->target);
+    if (dest && path_ok(r->from, *dest)) {
+      const NodeId to = *dest;
+      q.schedule_in(one_way(r->from, to), [this, r, a, to] {
+        if (r->finished || r->attempt != a) return;
+        std::optional<mad::PortInfo> answer;
+        if (r->port <= 1) {
+          mad::PortInfo pi;
+          pi.lid = nodes[to]->lid;
+          pi.local_port = 1;
+          pi.state = nodes[to]->link ? mad::PortState::Active : mad::PortState::Down;
+          answer = pi;
+        }
+        if (!path_ok(to, r->from)) return;
+        q.schedule_in(one_way(to, r->from), [this, r, a, answer] {
+          if (r->finished || r->attempt != a) return;
+          if (!answer) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "0x%04x", kStatusBadModifier);
+            finish_port(r, make_error(mad::kErrMadStatus, std::string("MAD status ") + buf));
+            return;
+          }
+          finish_port(r, mad::PortInfoReply{*answer, q.now() - r->sent, a});
+        });
+      });
+    }
+    q.schedule_in(r->opts.timeout, [this, r, a] {
+      if (r->finished || r->attempt != a) return;
+      if (r->attempt <= r->opts.retries) {
+        port_attempt(r);
+        return;
+      }
+      finish_port(r, make_error(mad::kErrTimeout, "no PortInfo answer after " +
+                                                      std::to_string(r->attempt) + " attempts"));
     });
   }
 

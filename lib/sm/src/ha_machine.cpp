@@ -412,7 +412,16 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   }
   update_loss(r);
   check_alarms(r, now, c);
-  local_port_down_ = r.local_port == PortState::Down;
+  if (r.local_port == PortState::Down) {
+    local_port_down_ = true;
+    port_up_rounds_ = 0;
+  } else if (local_port_down_ && r.local_port == PortState::Up) {
+    const bool peers_heard =
+        peers_.empty() || std::any_of(peers_.begin(), peers_.end(), [](const PeerTrack& t) { return t.answered; });
+    ++port_up_rounds_;
+    if (live_master_peer() == nullptr && (peers_heard || port_up_rounds_ >= 4 * policy_.misses))
+      local_port_down_ = false;
+  }
 
   // Local SM.
   const std::optional<SmState> before =
@@ -529,6 +538,8 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
     case Role::Recovering:
       break;
   }
+
+  if (role_ != Role::Master) local_port_down_ = false;
 
   // No-master bookkeeping (for the takeover decision).
   const bool peers_queried = std::any_of(r.peers.begin(), r.peers.end(), [](const PeerProbe& p) {

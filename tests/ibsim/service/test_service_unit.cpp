@@ -50,7 +50,16 @@ class FakeTransport final : public mad::MadTransport {
     ++sets;
     boost::asio::post(io_, [done, p] { done(mad::SmInfoReply{p, 1ms, 1}); });
   }
+  // Answers PortInfo with `port` while set, else fails with a timeout.
+  void get_port_info(const mad::Target&, std::uint8_t, const mad::RequestOptions&,
+                     mad::PortInfoCallback done) override {
+    boost::asio::post(io_, [done, port = port] {
+      if (port) done(mad::PortInfoReply{*port, 1ms, 1});
+      else done(make_error(mad::kErrTimeout, "no answer"));
+    });
+  }
   SmInfo info{Guid{0x20}, 0, 42, 5, SmState::Standby};
+  std::optional<mad::PortInfo> port;
   int sets = 0;
 
  private:
@@ -169,10 +178,44 @@ TEST_CASE("RecordingTransport remembers answers per SM and refuses Sets during a
   CHECK(inner.sets == 1);
 }
 
+TEST_CASE("RecordingTransport keeps the last PortInfo answer per port across a silent query") {
+  boost::asio::io_context io;
+  SteadyClock clock;
+  FakeTransport inner(io);
+  HoldState hold;
+  RecordingTransport t(inner, clock, hold, true);  // read-only: Gets still pass
+  CHECK_FALSE(t.last_port_info(DrPath{}, 1));
+  inner.port = mad::PortInfo{Lid{3}, Lid{1}, 1, mad::PortState::Down};
+  std::optional<mad::PortState> got;
+  t.get_port_info(DrPath{}, 1, {}, [&](Result<mad::PortInfoReply> r) { if (r) got = r->info.state; });
+  io.run();
+  io.restart();
+  CHECK(got == mad::PortState::Down);
+  auto rec = t.last_port_info(DrPath{}, 1);
+  REQUIRE(rec);
+  CHECK(rec->answered);
+  REQUIRE(rec->info);
+  CHECK(rec->info->state == mad::PortState::Down);
+  CHECK_FALSE(t.last_port_info(DrPath{}, 2));
+  CHECK_FALSE(t.last_port_info(mad::Target{Lid{3}}, 1));
+
+  inner.port.reset();
+  bool failed = false;
+  t.get_port_info(DrPath{}, 1, {}, [&](Result<mad::PortInfoReply> r) { failed = !r.ok(); });
+  io.run();
+  CHECK(failed);
+  rec = t.last_port_info(DrPath{}, 1);
+  REQUIRE(rec);
+  CHECK_FALSE(rec->answered);
+  REQUIRE(rec->info);  // the last answer is kept
+  CHECK(rec->info->state == mad::PortState::Down);
+}
+
 TEST_CASE("the human status shows role, local SM, OpenSM, peers and alarms") {
   const auto j = nlohmann::json::parse(R"({
     "node":"head01","role":"Master","observe":false,
-    "local":{"state":"MASTER","priority":14,"guid":"0x10","lid":1,"act_count":99,"last_poll_age_s":0.05},
+    "local":{"state":"MASTER","priority":14,"guid":"0x10","lid":1,"act_count":99,"last_poll_age_s":0.05,
+             "port_state":"DOWN","port_state_source":"smp","port_state_age_s":0.02},
     "opensm":{"supervisor":"running","pid":1234,"uptime_s":12.5,"restarts":1,"adopted":true,"reason":""},
     "peers":[{"name":"head02","state":"STANDBY","priority":13,"guid":"0x20","lid":7,"rtt_ms":0.4,"last_answer_age_s":0.1}],
     "policy":{"poll_interval_ms":100,"misses":3,"failback":"sticky","base_priority":13},
@@ -183,6 +226,7 @@ TEST_CASE("the human status shows role, local SM, OpenSM, peers and alarms") {
   CHECK(t.find("smhad head01") != std::string::npos);
   CHECK(t.find("Role: Master") != std::string::npos);
   CHECK(t.find("Local SM: MASTER  prio 14") != std::string::npos);
+  CHECK(t.find("Port: DOWN  (smp, PortInfo 0.02s ago)") != std::string::npos);
   CHECK(t.find("pid 1234") != std::string::npos);
   CHECK(t.find("(adopted)") != std::string::npos);
   CHECK(t.find("head02  STANDBY  prio 13") != std::string::npos);

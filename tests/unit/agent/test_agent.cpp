@@ -78,6 +78,24 @@ struct FakeTransport : mad::MadTransport {
     CHECK(payload.state == SmState::Master);
     s.schedule_at(s.now() + milliseconds(1), [done] { done(mad::SmInfoReply{}); });
   }
+  // PortInfo of our own port (DR 0): `port_state` after 1 ms, or silence until
+  // the request's timeout x attempts when unset. Other targets are a test bug.
+  std::optional<mad::PortState> port_state;
+  std::vector<std::pair<std::uint8_t, mad::RequestOptions>> port_queries;
+  void get_port_info(const mad::Target& t, std::uint8_t port, const mad::RequestOptions& o,
+                     mad::PortInfoCallback done) override {
+    CHECK(key(t) == "dr:0");
+    port_queries.emplace_back(port, o);
+    if (port_state) {
+      mad::PortInfo pi;
+      pi.local_port = port;
+      pi.state = *port_state;
+      s.schedule_at(s.now() + milliseconds(1), [pi, done] { done(mad::PortInfoReply{pi, milliseconds(1), 1}); });
+    } else {
+      s.schedule_at(s.now() + o.timeout * (o.retries + 1),
+                    [done] { done(make_error(mad::kErrTimeout, "timeout")); });
+    }
+  }
 };
 
 struct FakeControl : OpensmControl {
@@ -228,6 +246,113 @@ TEST_CASE("Agent: rounds that end far past their window (smhad stalled) count on
   CHECK(std::find(sink.events.begin(), sink.events.end(), "fence_local") == sink.events.end());
   s.run_until(s.now() + milliseconds(1000));
   CHECK(std::find(sink.events.begin(), sink.events.end(), "fence_local") != sink.events.end());
+}
+
+TEST_CASE("Agent without local_port_num sends no PortInfo; a LocalPortFn also replaces the query",
+          "[agent]") {
+  FakeScheduler s;
+  FakeTransport t(s);
+  FakeControl ctl;
+  NullSink sink;
+  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Master, 11);
+  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+  t.port_state = mad::PortState::Down;
+  {
+    Agent a(config(), s, t, ctl, sink);
+    a.start();
+    s.run_until(s.now() + milliseconds(500));
+    CHECK(a.rounds() >= 4);
+    CHECK(t.port_queries.empty());
+  }
+  AgentConfig c = config();
+  c.local_port_num = 1;
+  Agent a(c, s, t, ctl, sink);
+  a.set_local_port([] { return sm::PortState::Up; });
+  a.start();
+  s.run_until(s.now() + milliseconds(500));
+  CHECK(t.port_queries.empty());
+  CHECK(a.status().role == sm::Role::Master);
+}
+
+TEST_CASE("Agent asks its own port's PortInfo by DR 0 every round: a master whose port is Down "
+          "renders the standby priority, and the master priority again once it is up",
+          "[agent]") {
+  FakeScheduler s;
+  FakeTransport t(s);
+  FakeControl ctl;
+  NullSink sink;
+  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Master, 11);
+  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+  t.port_state = mad::PortState::Active;
+  AgentConfig c = config();
+  c.local_port_num = 1;
+  Agent a(c, s, t, ctl, sink);
+  a.start();
+  s.run_until(s.now() + seconds(1));
+  REQUIRE(a.status().role == sm::Role::Master);
+  const auto master_prio = a.status().rendered_priority;
+  CHECK(a.rounds() == 10);
+  REQUIRE(t.port_queries.size() == 11);  // every round, plus the one in flight
+  for (const auto& [port, o] : t.port_queries) {
+    CHECK(port == 1);
+    CHECK(o.retries == c.attempts - 1);
+    CHECK(o.timeout * c.attempts <= query_window_for(c));  // within the round's window
+  }
+
+  auto changes = [&sink] { return std::count(sink.events.begin(), sink.events.end(), "priority_changed"); };
+  const auto changes_before = changes();
+  t.port_state = mad::PortState::Down;
+  s.run_until(s.now() + milliseconds(150));  // the round in flight and the next
+  CHECK(a.status().role == sm::Role::Master);
+  CHECK(a.status().rendered_priority < master_prio);
+  CHECK(std::count(ctl.calls.begin(), ctl.calls.end(),
+                   "prio " + std::to_string(a.status().rendered_priority)) == 1);
+  CHECK(changes() == changes_before + 1);
+
+  // INIT (relinked, not yet swept) is up.
+  t.port_state = mad::PortState::Init;
+  s.run_until(s.now() + milliseconds(150));
+  CHECK(a.status().rendered_priority == master_prio);
+  CHECK(changes() == changes_before + 2);
+}
+
+TEST_CASE("Agent: an unanswered PortInfo is an unknown port: a standby does not take over a "
+          "silent master until its own port answers up",
+          "[agent]") {
+  FakeScheduler s;
+  FakeTransport t(s);
+  FakeControl ctl;
+  NullSink sink;
+  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Standby, 10);
+  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Master, 11);
+  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Master, 11);
+  t.refuse = {"lid:1", "dr:0,1,1"};
+  AgentConfig c = config();
+  c.local_port_num = 1;
+  Agent a(c, s, t, ctl, sink);
+  a.start();
+  t.port_state = mad::PortState::Active;
+  s.run_until(s.now() + seconds(1));
+  REQUIRE(a.status().role == sm::Role::Standby);
+  // The master's SMInfo is refused (as in the takeover test above) and our own
+  // port no longer answers: no takeover, however long.
+  t.answers["lid:1"].reset();
+  t.answers["dr:0,1,1"].reset();
+  t.port_state.reset();
+  s.run_until(s.now() + seconds(2));
+  CHECK(t.sets.empty());
+  CHECK(a.status().role == sm::Role::Standby);
+  // Port DOWN: still none.
+  t.port_state = mad::PortState::Down;
+  s.run_until(s.now() + seconds(1));
+  CHECK(t.sets.empty());
+  // Our port answers ACTIVE: now the silent master is taken over.
+  t.port_state = mad::PortState::Active;
+  s.run_until(s.now() + milliseconds(300));
+  REQUIRE(t.sets.size() == 1);
+  CHECK(t.sets[0].second == SmInfoModifier::Discover);
 }
 
 TEST_CASE("Agent starts a stopped OpenSM and reports an unexpected exit to the engine", "[agent]") {

@@ -26,6 +26,9 @@ class ScriptedTransport : public MadTransport {
                   SmInfoCallback) override {
     FAIL("sminfo must never send a Set");
   }
+  void get_port_info(const Target&, std::uint8_t, const RequestOptions&, PortInfoCallback) override {
+    FAIL("sminfo must never ask PortInfo");
+  }
   std::vector<Target> targets;
   std::vector<RequestOptions> options;
 

@@ -332,3 +332,124 @@ TEST_CASE("MAD status text names the IBA fields and OpenSM's quirk", "[mad]") {
   CHECK(describe_mad_status(0x0700).find("OpenSM") != std::string::npos);
   CHECK(hex_dump(std::vector<std::uint8_t>{0xde, 0xad}) == "0000: de ad\n");
 }
+
+// ---- PortInfo -------------------------------------------------------------
+
+TEST_CASE("PortInfo layout: LID, MasterSMLID, LocalPortNum, PortState low nibble of byte 32",
+          "[mad]") {
+  CHECK(kAttrPortInfo == 0x0015);
+  CHECK(offsetof(PortInfoWire, lid) == 16);
+  CHECK(offsetof(PortInfoWire, master_sm_lid) == 18);
+  CHECK(offsetof(PortInfoWire, local_port_num) == 28);
+  CHECK(offsetof(PortInfoWire, speed_supported_state) == 32);
+  PortInfo info{Lid{0x0102}, Lid{0x0304}, 7, PortState::Armed};
+  auto b = encode_portinfo(info);
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    INFO("byte " << i);
+    const std::uint8_t want = i == 16 ? 0x01 : i == 17 ? 0x02 : i == 18 ? 0x03 : i == 19 ? 0x04
+                              : i == 28 ? 7 : i == 32 ? 3 : 0;
+    CHECK(b[i] == want);
+  }
+  auto back = decode_portinfo(b);
+  REQUIRE(back.ok());
+  CHECK(*back == info);
+  // LinkSpeedSupported (high nibble) does not disturb the state.
+  b[32] = 0x74;
+  REQUIRE(decode_portinfo(b).ok());
+  CHECK(decode_portinfo(b)->state == PortState::Active);
+}
+
+TEST_CASE("Golden: zero-hop PortInfo of our own port, as smpquery printed it", "[mad][golden]") {
+  struct Case {
+    const char* file;
+    PortState state;
+    std::uint16_t lid;
+    std::uint16_t sm_lid;
+  };
+  for (const Case& k : {Case{"portinfo_dr0_init.txt", PortState::Init, 0, 0},
+                        Case{"portinfo_dr0_active.txt", PortState::Active, 1, 1},
+                        Case{"portinfo_dr0_down.txt", PortState::Down, 1, 1}}) {
+    INFO(k.file);
+    auto c = load(k.file);
+    REQUIRE(c.received.size() == 1);
+    auto info = decode_portinfo_response(c.received[0]);
+    REQUIRE(info.ok());
+    CHECK(info->state == k.state);
+    CHECK(info->lid == Lid{k.lid});
+    CHECK(info->sm_lid == Lid{k.sm_lid});
+    CHECK(info->local_port == 1);
+    // smpquery's request is ours byte for byte (zero payload, modifier = port 1).
+    auto theirs = c.sent.at(0);
+    auto ours = encode_portinfo_get(tid_of(theirs), DrPath{}, 1, 0);
+    REQUIRE(ours.ok());
+    CHECK(*ours == to_array(theirs));
+    for (const auto& mad : c.received) CHECK(encode_smp(*decode_smp(mad)) == to_array(mad));
+  }
+}
+
+TEST_CASE("Golden: PortInfo of a port the HCA lacks is refused with status 0x001c", "[mad][golden]") {
+  auto c = load("portinfo_dr0_bad_port.txt");
+  auto ours = encode_portinfo_get(tid_of(c.sent.at(0)), DrPath{}, 9, 0);
+  REQUIRE(ours.ok());
+  CHECK(*ours == to_array(c.sent.at(0)));
+  auto r = decode_portinfo_response(c.received.at(0));
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == kErrMadStatus);
+  CHECK(r.error().message.find("0x001c") != std::string::npos);
+}
+
+TEST_CASE("PortInfo Get by LID and DR; malformed PortInfo answers name what and where", "[mad]") {
+  auto by_lid = encode_portinfo_get(0x42, Lid{5}, 1, 0x99);
+  REQUIRE(by_lid.ok());
+  auto smp = decode_smp(*by_lid);
+  REQUIRE(smp.ok());
+  CHECK(smp->mgmt_class == kClassSubnLid);
+  CHECK(smp->method == kMethodGet);
+  CHECK(smp->attr_id == kAttrPortInfo);
+  CHECK(smp->attr_mod == 1);
+  CHECK(smp->m_key == 0x99);
+  auto by_dr = encode_portinfo_get(0x42, DrPath{{1, 3}}, 4, 0);
+  REQUIRE(by_dr.ok());
+  CHECK((*by_dr)[7] == 2);
+  CHECK((*by_dr)[23] == 4);
+  CHECK_FALSE(encode_portinfo_get(1, Lid{0}, 1, 0).ok());
+  CHECK_FALSE(encode_portinfo_get(1, DrPath{{1, 0}}, 1, 0).ok());
+
+  const auto good = to_array(load("portinfo_dr0_active.txt").received.at(0));
+  REQUIRE(decode_portinfo_response(good).ok());
+  auto expect = [](const MadBytes& m, const char* code, const std::string& needle) {
+    auto r = decode_portinfo_response(m);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == code);
+    INFO(r.error().message);
+    CHECK(r.error().message.find(needle) != std::string::npos);
+  };
+  MadBytes m = good;
+  m[17] = 0x20;  // SMInfo
+  expect(m, kErrDecode, "attribute 0x0020 at offset 16 is not PortInfo (0x0015)");
+  m = good;
+  m[3] = kMethodGet;
+  expect(m, kErrDecode, "not GetResp");
+  m = good;
+  m[4] = 0;  // D bit cleared
+  expect(m, kErrDecode, "D bit");
+  for (std::uint8_t state : {0, 5, 6, 15}) {
+    INFO("state " << int(state));
+    m = good;
+    m[kSmpDataOffset + 32] = static_cast<std::uint8_t>((m[kSmpDataOffset + 32] & 0xf0) | state);
+    expect(m, kErrDecode, "PortState " + std::to_string(state) + " at SMP data offset 32");
+  }
+  // A SMInfo answer is not a PortInfo answer, and the reverse.
+  CHECK_FALSE(decode_portinfo_response(good_response(kClassSubnDirected)).ok());
+  CHECK_FALSE(decode_sminfo_response(good).ok());
+  CHECK_FALSE(decode_portinfo(std::span(good).first(63)).ok());
+}
+
+TEST_CASE("PortState names", "[mad]") {
+  CHECK(to_string(PortState::Down) == "DOWN");
+  CHECK(to_string(PortState::Init) == "INIT");
+  CHECK(to_string(PortState::Armed) == "ARMED");
+  CHECK(to_string(PortState::Active) == "ACTIVE");
+  CHECK(to_string(PortState::Unknown) == "unknown");
+  CHECK(to_string(static_cast<PortState>(9)) == "unknown");
+}

@@ -12,6 +12,12 @@
 // refused, not silent. A round that ends far past its window (this process was
 // stalled) reports its unanswered queries as not queried, at most `misses - 1`
 // rounds in a row.
+//
+// Local port: with AgentConfig::local_port_num set, every round also sends
+// SubnGet(PortInfo) for that port by DR hop 0 (our own SMA answers it whatever
+// the link state; sysfs under umad2sim never changes) and reports the answer as
+// the round's local_port: Down for PortState Down, Up for Init/Armed/Active,
+// Unknown when unanswered or refused.
 #pragma once
 
 #include <functional>
@@ -40,13 +46,17 @@ struct AgentConfig {
   // Attempts per query (>= 1). Sets policy.attempts_per_query.
   int attempts = 3;
   std::uint64_t m_key = 0;  // carried in every SMP
+  // Our own port's number (the PortInfo attribute modifier). 0: no PortInfo
+  // query; the round's local_port is then set_local_port()'s answer, or Up.
+  std::uint8_t local_port_num = 0;
 };
 // The query window an AgentConfig gets (see AgentConfig::query_window).
 Duration query_window_for(const AgentConfig& cfg);
 
 class Agent {
  public:
-  // Port state providers: where the daemon (sysfs) or the sim knows them.
+  // Port state providers, for tests and sims that know them without a query.
+  // A LocalPortFn, when set, wins over the PortInfo query's answer.
   using LocalPortFn = std::function<sm::PortState()>;
   using PeerPortFn = std::function<sm::PortState(Guid)>;
 
@@ -80,6 +90,7 @@ class Agent {
   void start_query(const std::shared_ptr<Round>& round, const mad::Target& target,
                    std::function<void(sm::Probe)> report);
   void send_attempt(const std::shared_ptr<Query>& q);
+  void query_local_port(const std::shared_ptr<Round>& round);
   void finish_round();
   bool step(const sm::Observation& obs);  // true: poll again soon
   void apply(const sm::Decision& d);

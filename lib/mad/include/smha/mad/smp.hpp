@@ -1,5 +1,6 @@
-// Subnet Management Packets (IBA 1.3 section 14.2.1) and the SMInfo attribute
-// (section 14.2.5.13) on the wire. Pure functions over bytes: no I/O, no state.
+// Subnet Management Packets (IBA 1.3 section 14.2.1), the SMInfo attribute
+// (section 14.2.5.13) and the PortInfo fields smha reads (section 14.2.5.6) on
+// the wire. Pure functions over bytes: no I/O, no state.
 //
 // Every multi-byte field is big-endian on the wire and is read and written one
 // byte at a time here, so host byte order never matters. Decoders accept any
@@ -35,6 +36,8 @@ inline constexpr std::uint8_t kMethodSet = 0x02;
 inline constexpr std::uint8_t kMethodGetResp = 0x81;
 // SMInfo attribute ID (IBA Table 145; OpenSM IB_MAD_ATTR_SM_INFO).
 inline constexpr std::uint16_t kAttrSmInfo = 0x0020;
+// PortInfo attribute ID (IBA Table 145; libibmad IB_ATTR_PORT_INFO).
+inline constexpr std::uint16_t kAttrPortInfo = 0x0015;
 // "Permissive LID" used as DrSLID/DrDLID while a DR SMP travels directed.
 inline constexpr std::uint16_t kPermissiveDrLid = 0xffff;
 // The D bit is bit 15 of the DR SMP's status word (IBA Figure 150).
@@ -96,6 +99,31 @@ static_assert(offsetof(SmInfoWire, sm_key) == 8);
 static_assert(offsetof(SmInfoWire, act_count) == 16);
 static_assert(offsetof(SmInfoWire, priority_state) == 20);
 
+// The PortInfo attribute layout up to the fields smha reads (IBA 14.2.5.6;
+// libibmad IB_PORT_*_F: Lid bits 128-143, SMLid 144-159, LocalPort 224-231,
+// LinkSpeedSupported 256-259, LinkState 260-263, PhysLinkState 264-267).
+struct PortInfoWire {
+  std::uint8_t m_key[8];
+  std::uint8_t gid_prefix[8];
+  std::uint8_t lid[2];
+  std::uint8_t master_sm_lid[2];
+  std::uint8_t capability_mask[4];
+  std::uint8_t diag_code[2];
+  std::uint8_t m_key_lease_period[2];
+  std::uint8_t local_port_num;
+  std::uint8_t link_width_enabled;
+  std::uint8_t link_width_supported;
+  std::uint8_t link_width_active;
+  std::uint8_t speed_supported_state;  // LinkSpeedSupported << 4 | PortState
+  std::uint8_t phys_state_down_default;  // PortPhysicalState << 4 | LinkDownDefaultState
+  std::uint8_t rest[30];
+};
+static_assert(sizeof(PortInfoWire) == kSmpDataSize);
+static_assert(offsetof(PortInfoWire, lid) == 16);
+static_assert(offsetof(PortInfoWire, master_sm_lid) == 18);
+static_assert(offsetof(PortInfoWire, local_port_num) == 28);
+static_assert(offsetof(PortInfoWire, speed_supported_state) == 32);
+
 // A decoded SMP. For LID-routed SMPs the DR-only fields are zero on encode and
 // ignored on decode.
 struct Smp {
@@ -149,6 +177,21 @@ Result<MadBytes> encode_sminfo_set(std::uint64_t tid, const Target& target, SmIn
 // D bit set for DR, status 0 and a valid payload. A non-zero status gives code
 // kErrMadStatus with the status in hex; everything else code kErrDecode.
 Result<SmInfo> decode_sminfo_response(std::span<const std::uint8_t> mad);
+
+// The 64-byte PortInfo attribute, only the PortInfo fields (other bytes zero
+// on encode, ignored on decode). Decoding rejects a PortState that is not
+// 1..4 (0 is "no state change", only meaningful in a Set), naming the value.
+std::array<std::uint8_t, kSmpDataSize> encode_portinfo(const PortInfo& info);
+Result<PortInfo> decode_portinfo(std::span<const std::uint8_t> data);
+
+// SubnGet(PortInfo) of port `port` (attribute modifier) of the node at
+// `target`, addressed and validated as in encode_sminfo_get. Zero payload.
+Result<MadBytes> encode_portinfo_get(std::uint64_t tid, const Target& target, std::uint8_t port,
+                                     std::uint64_t m_key);
+
+// Decodes a GetResp(PortInfo) as decode_sminfo_response does a GetResp(SMInfo)
+// (attribute 0x0015 instead of 0x0020).
+Result<PortInfo> decode_portinfo_response(std::span<const std::uint8_t> mad);
 
 // The MAD status of a decoded SMP as text ("0x0007: invalid attribute or
 // attribute modifier value", ...), for error messages and smctl.

@@ -1,10 +1,12 @@
-// MadTransport: the seam through which smha sends SubnGet/SubnSet(SMInfo).
+// MadTransport: the seam through which smha sends SubnGet/SubnSet(SMInfo) and
+// SubnGet(PortInfo).
 // Real implementation: UmadTransport (libibumad). Test implementations: the
 // in-process simulated fabric (lib/sim) and scripted fakes.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <string_view>
 #include <variant>
 
 #include "smha/core/clock.hpp"
@@ -24,10 +26,31 @@ struct RequestOptions {
   std::uint64_t m_key = 0;                             // M_Key carried in the SMP
 };
 
+// PortInfo PortState values (IBA 14.2.5.6 PortInfo, "PortState": 1 Down,
+// 2 Initialize, 3 Armed, 4 Active), as PortInfo and sysfs report them.
+enum class PortState : std::uint8_t { Unknown = 0, Down = 1, Init = 2, Armed = 3, Active = 4 };
+// "DOWN", "INIT", "ARMED", "ACTIVE"; "unknown" for anything else.
+std::string_view to_string(PortState state);
+
+// The PortInfo fields smha reads.
+struct PortInfo {
+  Lid lid;
+  Lid sm_lid;                  // MasterSMLID
+  std::uint8_t local_port = 0; // LocalPortNum: the port the SMP came in on
+  PortState state = PortState::Unknown;
+  friend bool operator==(const PortInfo&, const PortInfo&) = default;
+};
+
 struct SmInfoReply {
   SmInfo info;      // decoded payload of the GetResp
   Duration rtt{};   // send of the answered attempt -> receipt
   int attempts = 1; // attempts used, 1 = first try answered
+};
+
+struct PortInfoReply {
+  PortInfo info;
+  Duration rtt{};
+  int attempts = 1;
 };
 
 // Error codes a transport reports in Error::code:
@@ -43,6 +66,7 @@ inline constexpr const char* kErrDecode = "decode";
 inline constexpr const char* kErrCancelled = "cancelled";
 
 using SmInfoCallback = std::function<void(Result<SmInfoReply>)>;
+using PortInfoCallback = std::function<void(Result<PortInfoReply>)>;
 
 class MadTransport {
  public:
@@ -57,6 +81,12 @@ class MadTransport {
   // accepts a payload whose state is MASTER). Same callback contract.
   virtual void set_sminfo(const Target& target, SmInfoModifier mod, const SmInfo& payload,
                           const RequestOptions& opts, SmInfoCallback done) = 0;
+
+  // SubnGet(PortInfo) of port `port` (the attribute modifier) of the node at
+  // `target`; DrPath{} with our own port number asks our own port (the SMA
+  // answers it whatever the link state). Same callback contract and error codes.
+  virtual void get_port_info(const Target& target, std::uint8_t port, const RequestOptions& opts,
+                             PortInfoCallback done) = 0;
 };
 
 }  // namespace smha::mad

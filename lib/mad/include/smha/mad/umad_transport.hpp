@@ -44,10 +44,6 @@ struct PortSelector {
   std::optional<Guid> guid;
 };
 
-// IBA PortInfo PortState values as sysfs reports them (1..4).
-enum class PortState : std::uint8_t { Unknown = 0, Down = 1, Init = 2, Armed = 3, Active = 4 };
-std::string_view to_string(PortState state);
-
 // The local port as libibumad sees it (sysfs, or umad2sim's copy of it).
 struct LocalPortInfo {
   std::string ca;
@@ -93,6 +89,8 @@ class UmadTransport final : public MadTransport {
   void get_sminfo(const Target& target, const RequestOptions& opts, SmInfoCallback done) override;
   void set_sminfo(const Target& target, SmInfoModifier mod, const SmInfo& payload,
                   const RequestOptions& opts, SmInfoCallback done) override;
+  void get_port_info(const Target& target, std::uint8_t port, const RequestOptions& opts,
+                     PortInfoCallback done) override;
 
   // Requests sent but not yet completed (for tests and metrics).
   std::size_t pending() const;

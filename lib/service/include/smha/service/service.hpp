@@ -160,9 +160,19 @@ struct TargetRecord {
   std::optional<Guid> guid;  // from the last answer
 };
 
+// The last PortInfo query of one port: when, whether it was answered, and the
+// last answer (kept across later unanswered queries).
+struct PortRecord {
+  bool answered = false;
+  TimePoint at{};
+  std::optional<mad::PortInfo> info;
+  TimePoint info_at{};
+};
+
 // MadTransport decorator: passes every call through, remembers the last answer
-// per SM GUID and the last outcome per target, and (while `hold` is held, or
-// always with `read_only`) refuses set_sminfo with Error "hold"/"observe".
+// per SM GUID, the last outcome per target and the last PortInfo per port, and
+// (while `hold` is held, or always with `read_only`) refuses set_sminfo with
+// Error "hold"/"observe".
 class RecordingTransport final : public mad::MadTransport {
  public:
   RecordingTransport(mad::MadTransport& inner, const Clock& clock, const HoldState& hold,
@@ -172,9 +182,12 @@ class RecordingTransport final : public mad::MadTransport {
                   mad::SmInfoCallback done) override;
   void set_sminfo(const mad::Target& target, SmInfoModifier mod, const SmInfo& payload,
                   const mad::RequestOptions& opts, mad::SmInfoCallback done) override;
+  void get_port_info(const mad::Target& target, std::uint8_t port, const mad::RequestOptions& opts,
+                     mad::PortInfoCallback done) override;
   std::optional<SmSighting> last_seen(Guid guid) const;
   std::optional<TargetRecord> last_query(const mad::Target& target) const;
   const PollStats& poll_stats() const { return *stats_; }
+  std::optional<PortRecord> last_port_info(const mad::Target& target, std::uint8_t port) const;
 
  private:
   mad::MadTransport& inner_;
@@ -186,6 +199,8 @@ class RecordingTransport final : public mad::MadTransport {
   std::shared_ptr<std::map<std::string, TargetRecord>> targets_ =
       std::make_shared<std::map<std::string, TargetRecord>>();
   std::shared_ptr<PollStats> stats_ = std::make_shared<PollStats>();
+  std::shared_ptr<std::map<std::string, PortRecord>> ports_ =
+      std::make_shared<std::map<std::string, PortRecord>>();
 };
 
 // One recorded event (engine event, alarm raise/clear, adapter error).

@@ -222,11 +222,15 @@ class HaMachine {
   TimePoint local_answer_at_{};       // last answer of the local SM
   TimePoint started_at_{};
   bool answered_since_start_ = false;  // the local SM answered since (re)start/adoption
-  // Our own port is down. A real OpenSM stays MASTER through a short link loss;
-  // while it lasts a master renders the standby priority, so when the link comes
-  // back after a peer took over, OpenSM's own election hands mastership to the
-  // peer instead of the returning head winning by priority.
+  // Our own port went down while we were master. A real OpenSM stays MASTER
+  // through a short link loss; from then on this master renders the standby
+  // priority, so when the link comes back after a peer took over, OpenSM's own
+  // election hands mastership to the peer instead of the returning head winning
+  // by priority. Cleared once the port is up and the peers answer with no
+  // MASTER among them (nobody took over), or after `port_up_rounds_` reach
+  // 4 x misses with the peers silent, or when we are no longer master.
   bool local_port_down_ = false;
+  int port_up_rounds_ = 0;
   std::uint8_t rendered_ = 0;
   std::vector<PeerTrack> peers_;
   int no_master_rounds_ = 0;
