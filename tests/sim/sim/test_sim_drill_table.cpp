@@ -22,8 +22,8 @@ using smha::testing::DrillStart;
 
 namespace {
 
-// The ibsim drills poll every 200 ms (tests/ibsim/service); so does this runner.
-const Duration kPollInterval = milliseconds(200);
+// The ibsim drills poll at the default 100 ms (tests/ibsim/service); so does this runner.
+const Duration kPollInterval = milliseconds(100);
 // Bound of every Await step (virtual time).
 const Duration kAwaitBound = seconds(30);
 
