@@ -10,11 +10,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <regex>
 #include <sstream>
 
 #include "ibsim_harness.hpp"
 #include "process_test_util.hpp"
+#include "smhad_heads.hpp"
 #include "smha/opensm/posix_file_system.hpp"
 #include "smha/opensm/posix_process_runner.hpp"
 #include "smha/opensm/supervisor.hpp"
@@ -25,36 +25,6 @@ using namespace smha::testing;
 using namespace std::chrono_literals;
 
 namespace {
-
-struct MasterView {
-  std::uint64_t guid = 0;
-  int priority = -1;
-  int state = -1;
-};
-
-// `sminfo` from `node`: the master that node's port points to.
-MasterView query_master(IbsimFabric& fabric, const std::string& node) {
-  const auto r = fabric.run(node, {"sminfo"}, 10s);
-  MasterView v;
-  std::smatch m;
-  static const std::regex re("sm guid (0x[0-9a-fA-F]+).* priority (\\d+) state (\\d+)");
-  if (r.exit_code == 0 && std::regex_search(r.out, m, re)) {
-    v.guid = std::stoull(m[1], nullptr, 16);
-    v.priority = std::stoi(m[2]);
-    v.state = std::stoi(m[3]);
-  }
-  return v;
-}
-
-// ibsim keeps a killed client attached (10 slots): free the slot of `pid`.
-void free_ibsim_slot(IbsimFabric& fabric, int pid) {
-  std::istringstream lines(fabric.console_query("Attached"));
-  for (std::string line; std::getline(lines, line);) {
-    int client = -1, client_pid = -1;
-    if (std::sscanf(line.c_str(), "Client %d: pid %d", &client, &client_pid) == 2 && client_pid == pid)
-      fabric.console("X " + std::to_string(client));
-  }
-}
 
 // smhad's OpenSM supervision on node `node` of `fabric`, rebuildable to simulate a
 // smhad restart.
@@ -138,7 +108,7 @@ TEST_CASE("supervised real OpenSM reaches MASTER and survives kill -9 and a smha
   const int first = smhad.sup->status().pid;
   if (!run_until(io, [&] { return smhad.entered_master == 1 && smhad.subnet_up() >= 1; }, 20s))
     FAIL("no MASTER / SUBNET UP; OpenSM log (tail):\n" << tail(read_text(dir + "/opensm.log")));
-  auto master = query_master(fabric, "Hca3");
+  auto master = query_sm(fabric, "Hca3");
   CHECK(master.state == 3);
   CHECK(master.guid == hca1->port_guid);
 
@@ -152,7 +122,7 @@ TEST_CASE("supervised real OpenSM reaches MASTER and survives kill -9 and a smha
   CHECK(second != first);
   if (!run_until(io, [&] { return smhad.entered_master == 2 && smhad.subnet_up() >= 2; }, 20s))
     FAIL("no MASTER / SUBNET UP after the restart; OpenSM log (tail):\n" << tail(read_text(dir + "/opensm.log")));
-  master = query_master(fabric, "Hca3");
+  master = query_sm(fabric, "Hca3");
   CHECK(master.state == 3);
   CHECK(master.guid == hca1->port_guid);
 
@@ -168,7 +138,7 @@ TEST_CASE("supervised real OpenSM reaches MASTER and survives kill -9 and a smha
   CHECK_FALSE(r->conf_differs);
   CHECK(smhad.sup->status().pid == second);
   CHECK(smhad.sup->status().spawns == 0);
-  master = query_master(fabric, "Hca3");
+  master = query_sm(fabric, "Hca3");
   CHECK(master.state == 3);
   CHECK(master.guid == hca1->port_guid);
 
@@ -181,7 +151,7 @@ TEST_CASE("supervised real OpenSM reaches MASTER and survives kill -9 and a smha
   // OpenSM re-read the file: the master now reports priority 5 (polled, bounded).
   MasterView after;
   CHECK(run_until(io, [&] {
-    after = query_master(fabric, "Hca3");
+    after = query_sm(fabric, "Hca3");
     return after.priority == 5;
   }, 10s));
   CHECK(after.state == 3);
