@@ -658,11 +658,6 @@ struct Fabric::Impl {
     return Status::Ok();
   }
 
-  void link_changed(NodeId n) {
-    auto sm = nodes[n]->sm;
-    if (sm && !nodes[n]->link && sm->state == SmState::Master && !sm->stopped)
-      begin_discovery(sm);  // the master notices its port went down
-  }
 };
 
 Fabric::Fabric(std::uint64_t seed, FabricParams params)
@@ -695,10 +690,10 @@ DrPath Fabric::dr_path(NodeId target) const {
   return DrPath{{1, static_cast<std::uint8_t>(target + 1)}};
 }
 
-void Fabric::set_link(NodeId n, bool up) {
-  impl_->nodes[n]->link = up;
-  impl_->link_changed(n);
-}
+// A master does not notice its own port going down until it sweeps
+// (state_mgr_is_sm_port_down() in do_sweep): at its next light sweep, or the
+// heavy sweep a SIGHUP starts. No trap reaches it through a dead port.
+void Fabric::set_link(NodeId n, bool up) { impl_->nodes[n]->link = up; }
 bool Fabric::link_up(NodeId n) const { return impl_->nodes[n]->link; }
 void Fabric::set_loss(NodeId n, double p) { impl_->nodes[n]->loss = p; }
 void Fabric::set_extra_delay(NodeId n, Duration d) { impl_->nodes[n]->delay = d; }

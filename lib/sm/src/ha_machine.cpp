@@ -227,6 +227,8 @@ void HaMachine::start(TimePoint now, Ctx& c, const std::string& why) {
   c.act(StartOpensm{rendered_});
   c.event(EventKind::OpensmStarted, why, "priority " + std::to_string(rendered_));
   process_ = ProcessState::Running;
+  took_over_from_.reset();
+  local_port_down_ = false;
   started_at_ = now;
   answered_since_start_ = false;
   local_misses_ = 0;
@@ -258,6 +260,7 @@ void HaMachine::local_down(TimePoint now, Ctx& c, const std::string& why) {
   local_.reset();
   local_misses_ = 0;
   process_ = ProcessState::Stopped;
+  took_over_from_.reset();
   if (was_master && peer_was_live_standby()) {
     role_ = Role::Recovering;
     restart_at_ = now + policy_.poll_interval * (required_rounds() + 2) + policy_.takeover_bound;
@@ -540,6 +543,27 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   }
 
   if (role_ != Role::Master) local_port_down_ = false;
+  if (role_ != Role::Master && role_ != Role::TakingOver) took_over_from_.reset();
+
+  // Our port is down and OpenSM still answers MASTER. OpenSM notices its own
+  // port only when it sweeps; the standby priority rendered at the first such
+  // round came with a SIGHUP, which starts a sweep at once unless one is
+  // already running (then it waits for transaction timeouts). A master that
+  // has not noticed by the next round is restarted as standby: otherwise, when
+  // the link comes back after a peer took over, there would be two masters.
+  if (role_ == Role::Master && r.local_port == PortState::Down && ls == SmState::Master && !peers_.empty()) {
+    if (++port_down_master_rounds_ >= 2) {
+      c.event(EventKind::FenceLocal, "local port down and OpenSM still MASTER",
+              "port down for " + std::to_string(port_down_master_rounds_) +
+                  " rounds; OpenSM did not leave MASTER after the standby priority and SIGHUP; "
+                  "restart as standby so it cannot return as a second master");
+      port_down_master_rounds_ = 0;
+      restart_as_standby(now, c);
+      return;
+    }
+  } else {
+    port_down_master_rounds_ = 0;
+  }
 
   // No-master bookkeeping (for the takeover decision).
   const bool peers_queried = std::any_of(r.peers.begin(), r.peers.end(), [](const PeerProbe& p) {
@@ -613,6 +637,9 @@ void HaMachine::consider_takeover(const PollRound& r, TimePoint now, Ctx& c) {
               std::to_string(round_miss_estimate()) +
               "); local SM STANDBY answers; local port up; " + std::to_string(above) +
               " higher-ranked live standbys";
+  took_over_from_.reset();
+  for (const auto& t : peers_)
+    if (t.last && t.last->state == SmState::Master && !t.answered) took_over_from_ = t.spec.guid;
   c.act(SendDiscover{});
   c.event(EventKind::TakeoverStarted, "master lost", evidence);
   role_ = Role::TakingOver;
@@ -631,40 +658,69 @@ void HaMachine::consider_split_brain(const PollRound& r, TimePoint now, Ctx& c) 
     set_alarm(AlarmKind::IgnoreOtherSm, false, "", c);
     return;
   }
-  if (!dual_since_) dual_since_ = now;
+  // A different master, or the same one at a new priority or with a lower
+  // ActCount (its OpenSM restarted: it yielded and came back), is a new overlap.
+  const SmInfo& o = *other->last;
+  if (!dual_since_ || o.guid != dual_with_ || o.priority != dual_prio_ || o.act_count < dual_act_) {
+    dual_since_ = now;
+    dual_with_ = o.guid;
+    dual_prio_ = o.priority;
+  }
+  dual_act_ = o.act_count;
   const auto& me = *r.local.info;
   // Rank as OpenSM (observed priority, then lower GUID), except that two masters
   // at the same rendered priority (both render the master value) are ranked by
   // their configured priority first, so the preferred head keeps mastership.
   const auto mine = policy_.base_priority;
   const auto theirs = other->spec.priority.value_or(policy_.base_priority);
-  const bool lower = other->last->priority != me.priority || mine == theirs
-                         ? outranks(other->last->priority, other->last->guid, me.priority, me.guid)
+  const bool lower = o.priority != me.priority || mine == theirs
+                         ? outranks(o.priority, o.guid, me.priority, me.guid)
                          : theirs > mine;
-  const std::string detail = peer_name(other->spec.guid) + " prio " +
-                             std::to_string(other->last->priority) + " and " + policy_.node_name +
-                             " prio " + std::to_string(me.priority) + " both MASTER";
+  const std::string detail = peer_name(other->spec.guid) + " prio " + std::to_string(o.priority) +
+                             " and " + policy_.node_name + " prio " + std::to_string(me.priority) +
+                             " both MASTER";
   set_alarm(AlarmKind::TwoMasters, true, detail, c);
-  if (now - *dual_since_ >= 5 * policy_.poll_interval)
+  // Who yields (never a Set to a master: yielding is a restart of our own
+  // OpenSM as standby):
+  //  - a master whose port was down while a peer took over is the stale one:
+  //    at once, whatever the ranks say (its priority change may not have
+  //    reached OpenSM while the port was down);
+  //  - otherwise the lower-ranked one at once, except when the other is the
+  //    master we took over from: its smhad knows it is stale and yields, so
+  //    we wait `stale_wait` for that first;
+  //  - the higher-ranked one only if the other has stayed MASTER (same
+  //    process: same priority, ActCount not reset) for a poll interval (its
+  //    smhad may be down).
+  const bool stale = local_port_down_;
+  const Duration stale_wait = 2 * policy_.poll_interval + policy_.query_window;
+  Duration wait = policy_.poll_interval;
+  if (stale) wait = Duration{0};
+  else if (lower) wait = took_over_from_ == o.guid ? stale_wait : Duration{0};
+  if (now - *dual_since_ >= std::max(wait, 5 * policy_.poll_interval))
     set_alarm(AlarmKind::IgnoreOtherSm, true,
               detail + " for " + ms(now - *dual_since_) +
                   ": check sm_key and ignore_other_sm on both heads",
               c);
-  // The lower-ranked master yields at once; the higher one only if the other
-  // has not yielded within a poll interval (its smhad may be down). Never a Set
-  // to a master: yielding is a restart of our own OpenSM as standby.
-  if (lower || now - *dual_since_ >= policy_.poll_interval) {
-    c.event(EventKind::SplitBrainYield, lower ? "lower-ranked of two masters" : "other master did not yield",
-            detail);
-    c.act(RestartOpensm{prio_.standby, false});
-    rendered_ = prio_.standby;
-    role_ = Role::Starting;
-    started_at_ = now;
-    answered_since_start_ = false;
-    local_.reset();
-    local_misses_ = 0;
-    dual_since_.reset();
-  }
+  if (now - *dual_since_ < wait) return;
+  c.event(EventKind::SplitBrainYield,
+          stale   ? "our port was down while the other took over"
+          : lower ? "lower-ranked of two masters"
+                  : "other master did not yield",
+          detail);
+  restart_as_standby(now, c);
+}
+
+void HaMachine::restart_as_standby(TimePoint now, Ctx& c) {
+  c.act(RestartOpensm{prio_.standby, false});
+  rendered_ = prio_.standby;
+  role_ = Role::Starting;
+  started_at_ = now;
+  answered_since_start_ = false;
+  local_.reset();
+  local_misses_ = 0;
+  dual_since_.reset();
+  local_port_down_ = false;
+  took_over_from_.reset();
 }
 
 void HaMachine::consider_preempt(const PollRound& r, TimePoint now, Ctx& c) {

@@ -44,6 +44,7 @@ struct Peer {
   bool dr_answers = true;   // false: only the LID query answers (a lost MAD)
   std::uint64_t key = kKey;
   bool refused = false;     // silent state: both queries refused at once (no SM bound)
+  std::uint32_t act = 0;    // ActCount it answers with
 };
 struct Link {
   PortState state = PortState::Up;
@@ -70,9 +71,10 @@ inline PollRound round(Local l, std::vector<Peer> peers, Link link = {},
     pp.guid = p.guid;
     pp.port = p.port;
     if (p.state) {
-      pp.via_lid = Probe::answered(info(p.guid, *p.state, p.prio, p.key));
-      pp.via_dr = p.dr_answers ? Probe::answered(info(p.guid, *p.state, p.prio, p.key))
-                               : Probe::unanswered(3);
+      auto i = info(p.guid, *p.state, p.prio, p.key);
+      i.act_count = p.act;
+      pp.via_lid = Probe::answered(i);
+      pp.via_dr = p.dr_answers ? Probe::answered(i) : Probe::unanswered(3);
     } else {
       pp.via_lid = p.refused ? Probe::refused_by_all(3) : Probe::unanswered(3);
       pp.via_dr = p.refused ? Probe::refused_by_all(3) : Probe::unanswered(3);

@@ -269,6 +269,85 @@ TEST_CASE("Leaving MASTER (port down) re-renders the standby priority: no failba
   CHECK(sp->priority == 10);
 }
 
+TEST_CASE("Port down while MASTER: standby priority at once and a restart as standby if OpenSM is still MASTER a round later",
+          "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{M, 11}, {Peer{S, 10}}));
+  // First round with the port down: the standby priority (its SIGHUP makes OpenSM sweep).
+  auto acts = rig.polls(1, round(Local{M, 11}, {Peer{kSilent, 10}}, Link{P::Down}));
+  auto sp = first<SetPriority>(acts);
+  REQUIRE(sp);
+  CHECK(sp->priority == 10);
+  CHECK(count<RestartOpensm>(acts) == 0);
+  // OpenSM did not notice (a sweep in progress): restarted as standby.
+  acts = rig.polls(1, round(Local{M, 11}, {Peer{kSilent, 10}}, Link{P::Down}));
+  auto rs = first<RestartOpensm>(acts);
+  REQUIRE(rs);
+  CHECK(rs->priority == 10);
+  CHECK(has_event(acts, EventKind::FenceLocal));
+  CHECK(rig.m.status().role == Role::Starting);
+
+  // OpenSM that noticed (DISCOVERING) is left alone.
+  Rig noticed;
+  noticed.polls(5, round(Local{M, 11}, {Peer{S, 10}}));
+  noticed.polls(1, round(Local{M, 11}, {Peer{kSilent, 10}}, Link{P::Down}));
+  acts = noticed.polls(5, round(Local{D, 10}, {Peer{kSilent, 10}}, Link{P::Down}));
+  CHECK(count<RestartOpensm>(acts) == 0);
+}
+
+TEST_CASE("Two masters after a link flap: the head whose port was down yields at once even when it outranks",
+          "[sm]") {
+  Rig rig;  // kOwn has the lower GUID: it outranks the peer at equal priority
+  rig.polls(5, round(Local{M, 11}, {Peer{S, 10}}));
+  rig.polls(1, round(Local{M, 11}, {Peer{kSilent, 10}}, Link{P::Down}));
+  // The link is back before OpenSM noticed; the peer took over meanwhile.
+  auto acts = rig.polls(1, round(Local{M, 11}, {Peer{M, 11}}));
+  CHECK(has_event(acts, EventKind::SplitBrainYield));
+  auto rs = first<RestartOpensm>(acts);
+  REQUIRE(rs);
+  CHECK(rs->priority == 10);
+}
+
+TEST_CASE("Two masters: the head that took over waits for the stale master it replaced before yielding by rank",
+          "[sm]") {
+  Rig rig;
+  const Peer refused{kSilent, 11, P::Up, kPeer, true, kKey, true};
+  rig.polls(5, round(Local{S}, {Peer{M, 11, P::Up}}));
+  auto acts = rig.polls(3, round(Local{S}, {refused}));
+  REQUIRE(count<SendDiscover>(acts) == 1);
+  rig.polls(1, round(Local{M, 10}, {refused}));
+  REQUIRE(rig.m.status().role == Role::Master);
+  // The old master is back as MASTER and outranks us (12 > 11): its own smhad
+  // should yield; we give it two rounds and a query window (250 ms) before
+  // yielding by rank.
+  acts = rig.polls(3, round(Local{M, 11}, {Peer{M, 12}}));  // t = 0, 100, 200 ms of overlap
+  CHECK(has_alarm(acts, AlarmKind::TwoMasters));
+  CHECK(count<RestartOpensm>(acts) == 0);
+  acts = rig.polls(1, round(Local{M, 11}, {Peer{M, 12}}));  // 300 ms
+  CHECK(count<RestartOpensm>(acts) == 1);
+  CHECK(has_event(acts, EventKind::SplitBrainYield));
+
+  // Without a takeover from it, the lower-ranked master yields at first sight.
+  Rig plain;
+  plain.polls(5, round(Local{M, 11}, {Peer{S, 10}}));
+  acts = plain.polls(1, round(Local{M, 11}, {Peer{M, 12}}));
+  CHECK(count<RestartOpensm>(acts) == 1);
+}
+
+TEST_CASE("Two masters: an other master whose OpenSM restarted (ActCount reset) starts the wait over",
+          "[sm]") {
+  Rig rig;  // we outrank: we yield only if the other stays MASTER for a poll interval
+  rig.polls(3, round(Local{M, 11}, {Peer{S, 10}}));
+  auto acts = rig.polls(1, round(Local{M, 11}, {Peer{M, 11, P::Unknown, kPeer, true, kKey, false, 5000}}));
+  CHECK(count<RestartOpensm>(acts) == 0);
+  // Its smhad restarted it (it yielded) and the new process came up MASTER.
+  acts = rig.polls(1, round(Local{M, 11}, {Peer{M, 11, P::Unknown, kPeer, true, kKey, false, 40}}));
+  CHECK(count<RestartOpensm>(acts) == 0);
+  acts = rig.polls(1, round(Local{M, 11}, {Peer{M, 11, P::Unknown, kPeer, true, kKey, false, 90}}));
+  CHECK(count<RestartOpensm>(acts) == 1);
+  CHECK(has_event(acts, EventKind::SplitBrainYield));
+}
+
 TEST_CASE("Planned handover push: yield priority, done when the peer is MASTER", "[sm]") {
   Rig rig;
   rig.polls(5, round(Local{M, 11}, {Peer{S, 10}}));

@@ -11,8 +11,9 @@
 //     master of lower priority;
 //   - MASTER light-sweeps every sweep_interval; a higher remote SM (or trap 144, a
 //     SIGHUP, a SIGCONT, a HANDOVER) makes it heavy-sweep and, if a higher SM
-//     exists, hand over (HANDOVER to it, itself STANDBY); its port going down makes
-//     it DISCOVERING until the port comes back;
+//     exists, hand over (HANDOVER to it, itself STANDBY); it notices its own port
+//     going down only when it sweeps (the next light sweep, or the heavy sweep
+//     a SIGHUP starts), then stays DISCOVERING until the port comes back;
 //   - SubnSet(SMInfo): payload state must be MASTER (else status 0x0700); per state
 //     DISCOVERING accepts HANDOVER, STANDBY accepts DISCOVER (sweep), HANDOVER
 //     (MASTER at once), DISABLE (NOTACTIVE), ACKNOWLEDGE; NOTACTIVE accepts STANDBY;

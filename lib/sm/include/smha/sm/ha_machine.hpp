@@ -203,6 +203,7 @@ class HaMachine {
   void consider_split_brain(const PollRound& r, TimePoint now, Ctx& c);
   void consider_preempt(const PollRound& r, TimePoint now, Ctx& c);
   void local_down(TimePoint now, Ctx& c, const std::string& why);
+  void restart_as_standby(TimePoint now, Ctx& c);
   void start(TimePoint now, Ctx& c, const std::string& why);
   void set_alarm(AlarmKind k, bool on, const std::string& detail, Ctx& c);
   void sync_priority(Ctx& c);
@@ -231,6 +232,16 @@ class HaMachine {
   // 4 x misses with the peers silent, or when we are no longer master.
   bool local_port_down_ = false;
   int port_up_rounds_ = 0;
+  // Consecutive rounds in which our port was down while our OpenSM still
+  // answered MASTER. The first one renders the standby priority (the SIGHUP
+  // makes OpenSM sweep and notice its port); if OpenSM is still MASTER a round
+  // later (a sweep in progress delays it), it is restarted as standby so it
+  // cannot come back as a second master once a peer has taken over.
+  int port_down_master_rounds_ = 0;
+  // The master we took over from (set by a takeover; cleared when we stop
+  // being master). If it shows up as MASTER again it is the stale one: its
+  // smhad yields at once, so we give it time before yielding by rank.
+  std::optional<Guid> took_over_from_;
   std::uint8_t rendered_ = 0;
   std::vector<PeerTrack> peers_;
   int no_master_rounds_ = 0;
@@ -246,6 +257,11 @@ class HaMachine {
   TimePoint restart_at_{};
   // split brain
   std::optional<TimePoint> dual_since_;
+  // The other master as first seen in this overlap: a new priority or a lower
+  // ActCount means its OpenSM restarted (it yielded), so the overlap starts over.
+  Guid dual_with_{};
+  std::uint8_t dual_prio_ = 0;
+  std::uint32_t dual_act_ = 0;
   // HandingOver
   bool handover_push_ = false;
   Guid handover_target_{};
