@@ -374,15 +374,26 @@ void OpensmSupervisor::handle_crash(const ExitInfo& exit, Duration uptime, const
   status_.current_backoff = delay;
   status_.state = SupervisorState::Backoff;
   status_.next_start_at = now + delay;
-  status_.reason = what + last + "; restarting in " + seconds_text(delay);
+  respawn_requested_ = false;
+  status_.reason = what + last +
+                   (options_.respawn_on_request
+                        ? "; restarting when the HA engine asks, not before " + seconds_text(delay)
+                        : "; restarting in " + seconds_text(delay));
   log_->warn("{}", status_.reason);
   std::weak_ptr<int> alive = alive_;
   backoff_timer_.expires_after(delay);
   backoff_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
     if (ec || alive.expired() || status_.state != SupervisorState::Backoff) return;
+    if (options_.respawn_on_request && !respawn_requested_) return;
     (void)spawn_now();
   });
   notify();
+}
+
+void OpensmSupervisor::request_respawn() {
+  if (!options_.respawn_on_request || status_.state != SupervisorState::Backoff) return;
+  respawn_requested_ = true;
+  if (status_.next_start_at && clock_.now() >= *status_.next_start_at) (void)spawn_now();
 }
 
 void OpensmSupervisor::fail(std::string reason) {

@@ -241,6 +241,7 @@ bool Daemon::init() {
     so.stable_uptime = c.opensm.restart_stable;
     so.crash_loop_count = c.opensm.crash_loop_count;
     so.crash_loop_window = c.opensm.crash_loop_window;
+    so.respawn_on_request = true;  // the HA engine decides when a crashed OpenSM comes back
     so.on_change = [this](const opensm::SupervisorStatus& st) { osm_watch_->on_change(st); };
     supervised_ = std::make_unique<SupervisedOpensmControl>(io_, clock_, *runner_, fs_, spec, so,
                                                             make_renderer(config_), hold_);

@@ -145,8 +145,11 @@ Status SupervisedOpensmControl::start(std::uint8_t priority) {
     // Already running or about to respawn: make sure the next start reads this priority.
     priority_ = priority;
     stop_requested_ = false;
-    if (st.state == S::Backoff) respawn_requested_ = true;
-    return write_and_apply(priority, opensm::ConfChangeKind::Sighup);
+    if (st.state != S::Backoff) return write_and_apply(priority, opensm::ConfChangeKind::Sighup);
+    respawn_requested_ = true;
+    auto w = write_and_apply(priority, opensm::ConfChangeKind::Sighup);
+    if (w.ok()) sup_->request_respawn();  // after the file: the respawn reads this priority
+    return w;
   }
   stop_requested_ = false;
   auto r = sup_->start(text.value());

@@ -177,6 +177,43 @@ TEST_CASE("crashes restart with exponential backoff until a crash loop stops it"
   CHECK(h.sup->status().state == SupervisorState::Failed);
 }
 
+TEST_CASE("respawn_on_request: a crashed OpenSM waits in backoff for request_respawn, and the "
+          "backoff is the least delay",
+          "[supervisor]") {
+  Harness h;
+  // Runs 1 and 2 crash at once; run 3 serves.
+  h.path = write_script(h.dir, "opensm",
+                        "n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count\n"
+                        "echo run $n\n"
+                        "if [ $n -ge 3 ]; then while :; do sleep 30 & wait $!; done; fi\n"
+                        "kill -SEGV $$\n");
+  auto o = h.options();
+  o.respawn_on_request = true;
+  h.make(o);
+  h.sup->request_respawn();  // not in Backoff: nothing
+  REQUIRE(h.sup->start("conf\n").ok());
+  REQUIRE(h.wait_state(SupervisorState::Backoff));
+  CHECK(h.sup->status().reason.find("restarting when the HA engine asks, not before 0.05s") !=
+        std::string::npos);
+  run_for(h.io, 300ms);  // six times the backoff: nobody asked
+  CHECK(h.sup->status().state == SupervisorState::Backoff);
+  CHECK(h.sup->status().spawns == 1);
+  // Asked after the backoff: at once.
+  h.sup->request_respawn();
+  CHECK(h.sup->status().spawns == 2);
+  // Run 2 crashes; asked at once, before its 100 ms backoff: respawned when it ends.
+  REQUIRE(run_until(h.io, [&] { return h.sup->status().crashes == 2; }));
+  REQUIRE(h.sup->status().state == SupervisorState::Backoff);
+  const auto asked = std::chrono::steady_clock::now();
+  h.sup->request_respawn();
+  CHECK(h.sup->status().spawns == 2);
+  REQUIRE(run_until(h.io, [&] { return h.count_lines("run 3") == 1; }));
+  CHECK(h.sup->status().spawns == 3);
+  CHECK(h.sup->status().state == SupervisorState::Running);
+  CHECK(std::chrono::steady_clock::now() - asked >= 90ms);
+  CHECK(h.backoffs() == std::vector<Duration>{50ms, 100ms});
+}
+
 TEST_CASE("a run that lasted stable_uptime resets the backoff", "[supervisor]") {
   Harness h;
   // Runs 1, 2, 4 crash at once; run 3 stays up 0.6 s (longer than stable_uptime) first.

@@ -110,6 +110,11 @@ struct SupervisorOptions {
   int crash_loop_count = 5;              // this many crashes ...
   Duration crash_loop_window = seconds(300);  // ... within this window: Failed
   Duration stop_timeout = seconds(10);   // SIGTERM -> SIGKILL (the whole group)
+  // After a crash, wait in Backoff for request_respawn() instead of respawning
+  // when the backoff ends: the HA engine decides when a crashed OpenSM comes
+  // back and at which priority (a master's must not race the peer taking over).
+  // The backoff is then the least delay before that respawn.
+  bool respawn_on_request = false;
   // Called after every state change (and each new pid), on the io_context.
   std::function<void(const SupervisorStatus&)> on_change;
   // Every OpenSM output line (after it was logged), for readiness cues.
@@ -164,6 +169,10 @@ class OpensmSupervisor {
   // Errors: "not_running" unless Running.
   Status restart(std::string reason, bool counts_as_crash);
 
+  // respawn_on_request: in Backoff, respawn once the backoff has run out (at
+  // once if it has). Elsewhere, and without that option, nothing.
+  void request_respawn();
+
   // Applies a new opensm.conf: writes it (atomically, conf_mode) only if it differs
   // from the file on disk, then per `change`: Sighup -> SIGHUP to OpenSM; Restart ->
   // restart (logging the key); None -> nothing. While Failed, a changed file clears
@@ -198,6 +207,7 @@ class OpensmSupervisor {
   SupervisorStatus status_;
   std::uint64_t run_ = 0;                  // generation of the current process
   std::optional<std::string> permanent_;   // fatal start-up line seen in this run
+  bool respawn_requested_ = false;         // respawn_on_request: asked since the crash
   std::size_t permanent_rank_ = 0;         // its kPermanentLines index (lower: more specific)
   bool came_up_ = false;                   // this run printed an SM state line
   std::deque<std::string> recent_lines_;   // last few output lines of this run
