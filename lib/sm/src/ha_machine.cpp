@@ -205,7 +205,7 @@ std::uint8_t HaMachine::desired_priority() const {
     case Role::Master: return local_port_down_ ? prio_.standby : prio_.master;
     case Role::HandingOver: return handover_push_ ? prio_.yield : prio_.claim;
     case Role::TakingOver: return takeover_stage_ > 0 ? prio_.master : prio_.standby;
-    default: return prio_.standby;
+    default: return yield_until_master_ ? prio_.yield : prio_.standby;
   }
 }
 
@@ -223,7 +223,8 @@ void HaMachine::sync_priority(Ctx& c) {
 
 void HaMachine::start(TimePoint now, Ctx& c, const std::string& why) {
   rendered_ = desired_priority();
-  if (role_ == Role::Recovering || role_ == Role::Init) rendered_ = prio_.standby;
+  if (role_ == Role::Recovering || role_ == Role::Init)
+    rendered_ = yield_until_master_ ? prio_.yield : prio_.standby;
   c.act(StartOpensm{rendered_});
   c.event(EventKind::OpensmStarted, why, "priority " + std::to_string(rendered_));
   process_ = ProcessState::Running;
@@ -237,7 +238,20 @@ void HaMachine::start(TimePoint now, Ctx& c, const std::string& why) {
 
 bool HaMachine::peer_was_live_standby() const {
   for (const auto& p : peers_)
-    if (p.misses == 0 && p.last && p.last->state == SmState::Standby) return true;
+    if (p.misses == 0 && p.last &&
+        (p.last->state == SmState::Standby || p.last->state == SmState::Discovering))
+      return true;
+  return false;
+}
+
+// A peer answering DISCOVERING while our OpenSM is down is taking over (its
+// discovery sweep grows with the fabric): an OpenSM started now would race it
+// with a sweep of its own and could end MASTER first. The restart waits for the
+// peer's MASTER, up to sweep_bound after our OpenSM went down.
+bool HaMachine::peer_sweeping(TimePoint now) const {
+  if (now - recovering_since_ >= policy_.sweep_bound) return false;
+  for (const auto& p : peers_)
+    if (p.answered && p.last && p.last->state == SmState::Discovering) return true;
   return false;
 }
 
@@ -261,9 +275,17 @@ void HaMachine::local_down(TimePoint now, Ctx& c, const std::string& why) {
   local_misses_ = 0;
   process_ = ProcessState::Stopped;
   took_over_from_.reset();
+  // After a local failure, while a peer may be taking over (it answered as
+  // STANDBY or DISCOVERING, and no MASTER is seen), OpenSM comes back below
+  // every standby (yield): the peer's discovery sweep runs at the standby
+  // priority, and an equal priority with our lower GUID would win OpenSM's
+  // election there and leave no MASTER until our own sweep ends. Raised to
+  // the standby priority once a MASTER is seen.
+  yield_until_master_ = peer_was_live_standby() && live_master_peer() == nullptr;
   if (was_master && peer_was_live_standby()) {
     role_ = Role::Recovering;
     restart_at_ = now + policy_.poll_interval * (required_rounds() + 2) + policy_.takeover_bound;
+    recovering_since_ = now;
     return;
   }
   role_ = Role::Recovering;
@@ -294,10 +316,22 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
 
 void HaMachine::on_tick(TimePoint now, Ctx& c) {
   if (role_ == Role::Recovering && process_ != ProcessState::Running && now >= restart_at_) {
+    if (peer_sweeping(now)) {
+      restart_at_ = now + policy_.poll_interval;  // look again after the next round
+      return;
+    }
     start(now, c, "recovery delay over: restart as standby");
     return;
   }
   if (role_ == Role::TakingOver && now >= deadline_) {
+    // DISCOVERING: OpenSM took the DISCOVER and is sweeping; a restart would
+    // only start that sweep over. Wait for it up to sweep_bound.
+    if (takeover_stage_ == 0 && local_ && local_state_ == SmState::Discovering &&
+        now - local_answer_at_ <= 2 * policy_.poll_interval &&
+        now - takeover_started_ < policy_.sweep_bound) {
+      deadline_ = std::min(now + policy_.poll_interval, takeover_started_ + policy_.sweep_bound);
+      return;
+    }
     if (takeover_stage_ == 0) {
       takeover_stage_ = 1;
       deadline_ = now + policy_.takeover_bound + policy_.start_grace;
@@ -450,8 +484,12 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   master_seen_.reset();
   if (r.local.info && r.local.info->state == SmState::Master) master_seen_ = policy_.own_guid;
   else if (const auto* m = live_master_peer()) master_seen_ = m->last->guid;
+  if (master_seen_) yield_until_master_ = false;
 
   if (role_ == Role::Recovering) {
+    if (process_ != ProcessState::Running && now >= restart_at_ && live_master_peer() == nullptr &&
+        peer_sweeping(now))
+      restart_at_ = now + policy_.poll_interval;
     if (process_ != ProcessState::Running &&
         (live_master_peer() != nullptr || now >= restart_at_)) {
       start(now, c, live_master_peer() ? "a peer is MASTER: restart as standby"

@@ -40,6 +40,7 @@ Status validate(const HaPolicy& p) {
   if (p.query_window <= Duration::zero() || p.query_window > p.poll_interval)
     return bad("query_window: must be > 0 and <= poll_interval");
   if (p.takeover_bound < p.poll_interval) return bad("takeover_bound: must be >= poll_interval");
+  if (p.sweep_bound < p.takeover_bound) return bad("sweep_bound: must be >= takeover_bound");
   if (p.handover_bound < p.poll_interval) return bad("handover_bound: must be >= poll_interval");
   if (p.attempts_per_query < 1) return bad("attempts_per_query: must be >= 1");
   if (!(p.false_alarm_target > 0 && p.false_alarm_target < 1))

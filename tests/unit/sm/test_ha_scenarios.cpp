@@ -195,6 +195,46 @@ TEST_CASE("Takeover: no MASTER within the bound falls back to a restart at maste
   CHECK(first<RestartOpensm>(dec.actions).has_value());
 }
 
+TEST_CASE("Takeover: a local SM that answers DISCOVERING is sweeping and is not restarted "
+          "before sweep_bound",
+          "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{S}, {Peer{M, 11}}));
+  auto acts = rig.polls(3, round(Local{S}, {Peer{kSilent, 11, P::Down}}));
+  REQUIRE(count<SendDiscover>(acts) == 1);
+  // A big fabric: the discovery sweep outlasts takeover_bound (1 s) by far.
+  acts = rig.polls(40, round(Local{D}, {Peer{kSilent, 11, P::Down}}));
+  CHECK(count<RestartOpensm>(acts) == 0);
+  CHECK_FALSE(has_event(acts, EventKind::TakeoverFallback));
+  CHECK(rig.m.status().role == Role::TakingOver);
+  acts = rig.polls(1, round(Local{M, 11}, {Peer{kSilent, 11, P::Down}}));
+  CHECK(has_event(acts, EventKind::TakeoverDone));
+  CHECK(rig.m.status().role == Role::Master);
+
+  // Still DISCOVERING at sweep_bound: the fallback restart.
+  HaPolicy p = policy();
+  p.sweep_bound = seconds(3);
+  Rig stuck(p);
+  stuck.polls(5, round(Local{S}, {Peer{M, 11}}));
+  REQUIRE(count<SendDiscover>(stuck.polls(3, round(Local{S}, {Peer{kSilent, 11, P::Down}}))) == 1);
+  acts = stuck.polls(25, round(Local{D}, {Peer{kSilent, 11, P::Down}}));
+  CHECK(count<RestartOpensm>(acts) == 0);
+  acts = stuck.polls(10, round(Local{D}, {Peer{kSilent, 11, P::Down}}));
+  CHECK(count<RestartOpensm>(acts) == 1);
+  CHECK(has_event(acts, EventKind::TakeoverFallback));
+
+  // A local SM that went silent after DISCOVER is not known to sweep: the
+  // fallback at takeover_bound, as for one that stays STANDBY.
+  Rig silent;
+  silent.polls(5, round(Local{S}, {Peer{M, 11}}));
+  REQUIRE(count<SendDiscover>(silent.polls(3, round(Local{S}, {Peer{kSilent, 11, P::Down}}))) == 1);
+  silent.polls(1, round(Local{D}, {Peer{kSilent, 11, P::Down}}));
+  acts = silent.polls(12, round(Local{kSilent, 10, false}, {Peer{kSilent, 11, P::Down}}));
+  const auto tick = silent.step(Tick{});  // the wakeup the engine asked for
+  acts.insert(acts.end(), tick.actions.begin(), tick.actions.end());
+  CHECK(has_event(acts, EventKind::TakeoverFallback));
+}
+
 TEST_CASE("Loss: a master answering on one path only is alive, and observed loss raises the bar",
           "[sm]") {
   Rig rig;
@@ -228,6 +268,51 @@ TEST_CASE("Local OpenSM exit while master: restart deferred until the peer is MA
   auto s = first<StartOpensm>(acts);
   REQUIRE(s);
   CHECK(s->priority == 10);
+}
+
+TEST_CASE("Local OpenSM exit while master: no restart while the peer answers DISCOVERING "
+          "(its takeover sweep), until sweep_bound",
+          "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{M, 11}, {Peer{S, 10}}));
+  auto d = rig.step(ProcessChanged{ProcessState::Exited});
+  REQUIRE(d.next_wakeup);
+  const TimePoint delay_over = *d.next_wakeup;
+  // The peer took the DISCOVER and sweeps a big fabric for 4 s: past the delay.
+  std::vector<Action> acts;
+  while (rig.t < delay_over + seconds(3)) {
+    auto r = rig.poll(round(Local{kSilent}, {Peer{D, 10}}, {}, ProcessState::Exited));
+    acts.insert(acts.end(), r.actions.begin(), r.actions.end());
+    if (r.next_wakeup) CHECK(*r.next_wakeup > rig.t - rig.m.policy().poll_interval);
+    auto tick = rig.m.step(Tick{}, rig.t - milliseconds(1));
+    acts.insert(acts.end(), tick.actions.begin(), tick.actions.end());
+  }
+  CHECK(count<StartOpensm>(acts) == 0);
+  CHECK(rig.m.status().role == Role::Recovering);
+  acts = rig.polls(1, round(Local{kSilent}, {Peer{M, 10}}, {}, ProcessState::Exited));
+  REQUIRE(count<StartOpensm>(acts) == 1);
+  CHECK(first<StartOpensm>(acts)->priority == 10);
+
+  // A peer DISCOVERING for longer than sweep_bound is not waited for.
+  HaPolicy p = policy();
+  p.sweep_bound = seconds(4);
+  Rig stuck(p);
+  stuck.polls(5, round(Local{M, 11}, {Peer{S, 10}}));
+  stuck.step(ProcessChanged{ProcessState::Exited});
+  acts = stuck.polls(38, round(Local{kSilent}, {Peer{D, 10}}, {}, ProcessState::Exited));
+  CHECK(count<StartOpensm>(acts) == 0);
+  for (int i = 0; i < 4 && count<StartOpensm>(acts) == 0; ++i)
+    acts = stuck.polls(1, round(Local{kSilent}, {Peer{D, 10}}, {}, ProcessState::Exited));
+  REQUIRE(count<StartOpensm>(acts) == 1);
+  CHECK(stuck.t - TimePoint{} >= seconds(4));
+  // Still no MASTER: it comes back at the yield priority, below the sweeping
+  // peer's standby priority, so it cannot win that peer's election.
+  CHECK(first<StartOpensm>(acts)->priority == 9);
+  acts = stuck.polls(3, round(Local{S, 9}, {Peer{D, 10}}));
+  CHECK(count<SetPriority>(acts) == 0);
+  acts = stuck.polls(1, round(Local{S, 9}, {Peer{M, 11}}));
+  REQUIRE(count<SetPriority>(acts) == 1);
+  CHECK(first<SetPriority>(acts)->priority == 10);
 }
 
 TEST_CASE("Local OpenSM exit while master and no live peer: restart at once", "[sm]") {

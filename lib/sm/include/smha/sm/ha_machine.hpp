@@ -204,6 +204,7 @@ class HaMachine {
   void consider_preempt(const PollRound& r, TimePoint now, Ctx& c);
   void local_down(TimePoint now, Ctx& c, const std::string& why);
   void restart_as_standby(TimePoint now, Ctx& c);
+  bool peer_sweeping(TimePoint now) const;
   void start(TimePoint now, Ctx& c, const std::string& why);
   void set_alarm(AlarmKind k, bool on, const std::string& detail, Ctx& c);
   void sync_priority(Ctx& c);
@@ -255,6 +256,8 @@ class HaMachine {
   TimePoint takeover_started_{};
   // Recovering
   TimePoint restart_at_{};
+  TimePoint recovering_since_{};  // when local_down() deferred the restart
+  bool yield_until_master_ = false;  // restarted after a failure: yield priority until a MASTER
   // split brain
   std::optional<TimePoint> dual_since_;
   // The other master as first seen in this overlap: a new priority or a lower

@@ -43,6 +43,11 @@ struct HaPolicy {
   // DISCOVER -> local MASTER; past it the engine restarts OpenSM at the master
   // priority (which also makes OpenSM sweep and take over if no master answers).
   Duration takeover_bound = milliseconds(1000);
+  // An SM that answers DISCOVERING is in its discovery sweep, which grows with
+  // the fabric (~1-2 s at 1000 HCAs under ibsim). Up to this long the engine
+  // waits for it instead of restarting it (our own SM after DISCOVER) or racing
+  // it with a second sweep (a peer taking over while our OpenSM is down).
+  Duration sweep_bound = seconds(30);
   // Planned handover: new master visible within this, else rolled back.
   Duration handover_bound = seconds(5);
   // A freshly started OpenSM answers SMInfo only after its first sweep created
