@@ -40,6 +40,7 @@ struct Agent::Round {
   sm::PollRound obs;
   int outstanding = 0;
   sm::PortState port = sm::PortState::Unknown;  // this round's PortInfo answer
+  std::vector<sm::PortState> peer_ports;        // the peers' switch ports, same order
 };
 
 namespace {
@@ -112,6 +113,11 @@ void Agent::begin_round() {
   for (const auto& p : cfg_.peers) round->outstanding += p.dr ? 2 : 1;
   const bool ask_port = cfg_.local_port_num != 0 && !local_port_;
   if (ask_port) ++round->outstanding;
+  round->peer_ports.assign(cfg_.peers.size(), sm::PortState::Unknown);
+  const bool ask_peer_ports = !peer_port_;
+  if (ask_peer_ports)
+    for (const auto& p : cfg_.peers)
+      if (switch_port_of(p)) ++round->outstanding;
 
   start_query(round, DrPath{}, [round](sm::Probe p) { round->obs.local = p; });
   for (std::size_t i = 0; i < cfg_.peers.size(); ++i) {
@@ -120,6 +126,30 @@ void Agent::begin_round() {
     if (p.dr) start_query(round, *p.dr, [round, i](sm::Probe pr) { round->obs.peers[i].via_dr = pr; });
   }
   if (ask_port) query_local_port(round);
+  if (ask_peer_ports)
+    for (std::size_t i = 0; i < cfg_.peers.size(); ++i)
+      if (auto sp = switch_port_of(cfg_.peers[i])) query_peer_port(round, i, sp->first, sp->second);
+}
+
+std::optional<std::pair<DrPath, std::uint8_t>> switch_port_of(const PeerAddress& p) {
+  if (!p.dr || p.dr->hops.size() < 2) return std::nullopt;
+  DrPath sw{std::vector<std::uint8_t>(p.dr->hops.begin(), p.dr->hops.end() - 1)};
+  return std::make_pair(std::move(sw), p.dr->hops.back());
+}
+
+void Agent::query_peer_port(const std::shared_ptr<Round>& round, std::size_t i, const DrPath& sw,
+                            std::uint8_t port) {
+  const int attempts = std::max(1, cfg_.attempts);
+  mad::RequestOptions o;
+  o.timeout = std::max<Duration>(window_ / attempts, milliseconds(1));
+  o.retries = attempts - 1;
+  o.m_key = cfg_.m_key;
+  std::weak_ptr<int> alive = alive_;
+  mad_.get_port_info(sw, port, o, [this, alive, round, i](Result<mad::PortInfoReply> r) {
+    if (alive.expired() || round_ != round) return;
+    round->peer_ports[i] = r.ok() ? port_state_of(r->info.state) : sm::PortState::Unknown;
+    if (--round->outstanding == 0) finish_round();
+  });
 }
 
 void Agent::query_local_port(const std::shared_ptr<Round>& round) {
@@ -208,7 +238,10 @@ void Agent::finish_round() {
                           : cfg_.local_port_num != 0 ? round->port
                                                      : sm::PortState::Up;
   round->obs.local_stopped = local_stopped_ && local_stopped_();
-  for (auto& p : round->obs.peers) p.port = peer_port_ ? peer_port_(p.guid) : sm::PortState::Unknown;
+  for (std::size_t i = 0; i < round->obs.peers.size(); ++i) {
+    auto& p = round->obs.peers[i];
+    p.port = peer_port_ ? peer_port_(p.guid) : round->peer_ports[i];
+  }
   // Far past the window: this process was not running (CPU stall), so silence
   // in this round says nothing about the SMs. Not believed for `misses` rounds.
   const bool late = sched_.now() - round_started_ > 2 * window_ + milliseconds(5);

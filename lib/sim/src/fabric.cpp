@@ -521,10 +521,42 @@ struct Fabric::Impl {
     done(std::move(res));
   }
 
+  // The one switch every node is cabled to: DR path {1} from any node. Its
+  // port k is node k-1's cable; PortInfo of it shows that node's link state.
+  static bool is_switch(const mad::Target& t) {
+    const auto* dr = std::get_if<DrPath>(&t);
+    return dr && dr->hops.size() == 1 && dr->hops[0] == 1;
+  }
+
+  void switch_port_attempt(const std::shared_ptr<PortReq>& r, int a) {
+    const auto& me = *nodes[r->from];
+    if (!me.link || chance(me.loss)) return;  // lost on our cable on the way out
+    const int idx = static_cast<int>(r->port) - 1;
+    std::optional<mad::PortInfo> answer;
+    if (idx >= 0 && idx < static_cast<int>(nodes.size())) {
+      mad::PortInfo pi;
+      pi.local_port = r->port;
+      pi.state = nodes[idx]->link ? mad::PortState::Active : mad::PortState::Down;
+      answer = pi;
+    }
+    if (chance(me.loss)) return;  // lost on the way back
+    q.schedule_in(2 * (params.hop_delay + me.delay), [this, r, a, answer] {
+      if (r->finished || r->attempt != a) return;
+      if (!answer) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "0x%04x", kStatusBadModifier);
+        finish_port(r, make_error(mad::kErrMadStatus, std::string("MAD status ") + buf));
+        return;
+      }
+      finish_port(r, mad::PortInfoReply{*answer, q.now() - r->sent, a});
+    });
+  }
+
   void port_attempt(const std::shared_ptr<PortReq>& r) {
     const int a = ++r->attempt;
     r->sent = q.now();
-    auto dest = resolve(r->from, r->target);
+    auto dest = is_switch(r->target) ? std::nullopt : resolve(r->from, r->target);
+    if (is_switch(r->target)) switch_port_attempt(r, a);
     if (dest && path_ok(r->from, *dest)) {
       const NodeId to = *dest;
       q.schedule_in(one_way(r->from, to), [this, r, a, to] {

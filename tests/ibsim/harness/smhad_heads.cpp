@@ -119,7 +119,10 @@ void write_smhad_config(const SmhadHead& h, const std::vector<PeerCfg>& peers, c
   y << "node:\n  name: " << h.name << "\n  port_guid: " << hex_guid(h.guid) << "\n";
   y << "peers:\n";
   for (const auto& p : peers)
+  {
     y << "  - name: " << p.name << "\n    port_guid: " << hex_guid(p.guid) << "\n    lid: " << p.lid << "\n";
+    if (!p.dr_path.empty()) y << "    dr_path: \"" << p.dr_path << "\"\n";
+  }
   y << "sm_priority: " << o.sm_priority << "\n";
   y << "failover:\n  poll_interval_ms: " << o.poll_interval_ms << "\n  misses_before_takeover: " << o.misses
     << "\n  failback: " << o.failback << "\n  preempt_holddown_s: " << o.preempt_holddown_s << "\n";

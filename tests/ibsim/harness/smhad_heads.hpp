@@ -79,6 +79,7 @@ struct PeerCfg {
   std::string name;
   std::uint64_t guid;
   int lid;
+  std::string dr_path = {};  // e.g. "0,1,3,1"; empty: none
 };
 
 // What varies between the tests' smha.yaml files.

@@ -193,8 +193,11 @@ class IbsimDrill {
     o.poll_interval_ms = kPollIntervalMs;
     o.failback = d_.failback == DrillFailback::Preempt ? "preempt" : "sticky";
     o.preempt_holddown_s = d_.preempt_holddown_s;
-    write_smhad_config(a_, {{b_.name, b_.guid, b_.lid}}, o);
-    write_smhad_config(b_, {{a_.name, a_.guid, a_.lid}}, o);
+    // Directed routes between the heads in two-switch-4hca.net: out the HCA's
+    // port 1, Switch port 3 to the other switch, its port 1 to the other head.
+    // smhad then also reads the PortInfo of the switch port the peer hangs on.
+    write_smhad_config(a_, {{b_.name, b_.guid, b_.lid, "0,1,3,1"}}, o);
+    write_smhad_config(b_, {{a_.name, a_.guid, a_.lid, "0,1,3,1"}}, o);
     guard_.add_pidfile(a_.pidfile());
     guard_.add_pidfile(b_.pidfile());
   }
@@ -439,6 +442,15 @@ class IbsimDrill {
       const bool lowered = std::any_of(pa.begin(), pa.end(), lowered_as_master);
       INFO("head01 priority changes: " << pa.size() << (lowered ? std::string() : "\n" + diagnostics()));
       CHECK(lowered);
+      // head02 read Hca1's switch port (Switch1 port 1) as down: the link is
+      // gone, not a hung SM, and the takeover said so.
+      bool port_down_evidence = false;
+      for (const auto& e : *eb)
+        if (e.value("kind", "") == "takeover_started" &&
+            e.value("evidence", "").find("port down") != std::string::npos)
+          port_down_evidence = true;
+      INFO("head02 events:\n" << events_text(*eb));
+      CHECK(port_down_evidence);
     }
     std::string summary = "head01:";
     for (const auto& k : ka) summary += " " + k;

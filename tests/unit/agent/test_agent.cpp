@@ -79,17 +79,28 @@ struct FakeTransport : mad::MadTransport {
     s.schedule_at(s.now() + milliseconds(1), [done] { done(mad::SmInfoReply{}); });
   }
   // PortInfo of our own port (DR 0): `port_state` after 1 ms, or silence until
-  // the request's timeout x attempts when unset. Other targets are a test bug.
+  // the request's timeout x attempts when unset. Any other target is a peer's
+  // switch port, keyed "dr:0,1#3" (switch path # port): `switch_ports`
+  // (nullopt: silence), ACTIVE when absent.
   std::optional<mad::PortState> port_state;
   std::vector<std::pair<std::uint8_t, mad::RequestOptions>> port_queries;
+  std::map<std::string, std::optional<mad::PortState>> switch_ports;
+  std::vector<std::string> switch_queries;
   void get_port_info(const mad::Target& t, std::uint8_t port, const mad::RequestOptions& o,
                      mad::PortInfoCallback done) override {
-    CHECK(key(t) == "dr:0");
-    port_queries.emplace_back(port, o);
-    if (port_state) {
+    std::optional<mad::PortState> st;
+    if (key(t) == "dr:0") {
+      port_queries.emplace_back(port, o);
+      st = port_state;
+    } else {
+      const auto k = key(t) + "#" + std::to_string(port);
+      switch_queries.push_back(k);
+      st = switch_ports.count(k) ? switch_ports[k] : mad::PortState::Active;
+    }
+    if (st) {
       mad::PortInfo pi;
       pi.local_port = port;
-      pi.state = *port_state;
+      pi.state = *st;
       s.schedule_at(s.now() + milliseconds(1), [pi, done] { done(mad::PortInfoReply{pi, milliseconds(1), 1}); });
     } else {
       s.schedule_at(s.now() + o.timeout * (o.retries + 1),
@@ -353,6 +364,58 @@ TEST_CASE("Agent: an unanswered PortInfo is an unknown port: a standby does not 
   s.run_until(s.now() + milliseconds(300));
   REQUIRE(t.sets.size() == 1);
   CHECK(t.sets[0].second == SmInfoModifier::Discover);
+}
+
+TEST_CASE("Agent asks the PortInfo of the switch port a peer is cabled to (its DR path "
+          "without the last hop): a silent master whose switch port is Down is taken over "
+          "without waiting for the hang fence",
+          "[agent]") {
+  CHECK_FALSE(switch_port_of(PeerAddress{Guid{1}, Lid{1}, std::nullopt}));
+  CHECK_FALSE(switch_port_of(PeerAddress{Guid{1}, Lid{1}, DrPath{{2}}}));  // back to back
+  const auto sp = switch_port_of(PeerAddress{Guid{1}, Lid{1}, DrPath{{1, 4, 7}}});
+  REQUIRE(sp);
+  CHECK(sp->first == DrPath{{1, 4}});
+  CHECK(sp->second == 7);
+
+  FakeScheduler s;
+  FakeTransport t(s);
+  FakeControl ctl;
+  NullSink sink;
+  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Standby, 10);
+  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Master, 11);
+  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Master, 11);
+  t.switch_ports["dr:0,1#1"] = mad::PortState::Active;
+  Agent a(config(), s, t, ctl, sink);  // peer at DR 1,1: switch DR 1, port 1
+  a.start();
+  s.run_until(s.now() + seconds(1));
+  CHECK(a.status().role == sm::Role::Standby);
+  REQUIRE(t.switch_queries.size() == 11);  // every round, plus the one in flight
+  for (const auto& k : t.switch_queries) CHECK(k == "dr:0,1#1");
+
+  SECTION("switch port Active: silence is a hang, the standby waits for the fence") {
+    t.answers["lid:1"].reset();
+    t.answers["dr:0,1,1"].reset();
+    s.run_until(s.now() + milliseconds(550));
+    CHECK(t.sets.empty());
+    s.run_until(s.now() + milliseconds(250));
+    CHECK(t.sets.size() == 1);
+  }
+  SECTION("switch port Down: the link is gone, DISCOVER after the rounds") {
+    t.answers["lid:1"].reset();
+    t.answers["dr:0,1,1"].reset();
+    t.switch_ports["dr:0,1#1"] = mad::PortState::Down;
+    s.run_until(s.now() + milliseconds(350));
+    REQUIRE(t.sets.size() == 1);
+    CHECK(t.sets[0].first == "dr:0");
+    CHECK(t.sets[0].second == SmInfoModifier::Discover);
+  }
+  SECTION("switch port unanswered: unknown, as without a DR path") {
+    t.answers["lid:1"].reset();
+    t.answers["dr:0,1,1"].reset();
+    t.switch_ports["dr:0,1#1"] = std::nullopt;
+    s.run_until(s.now() + milliseconds(550));
+    CHECK(t.sets.empty());
+  }
 }
 
 TEST_CASE("Agent starts a stopped OpenSM and reports an unexpected exit to the engine", "[agent]") {

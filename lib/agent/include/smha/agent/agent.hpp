@@ -18,11 +18,19 @@
 // the link state; sysfs under umad2sim never changes) and reports the answer as
 // the round's local_port: Down for PortState Down, Up for Init/Armed/Active,
 // Unknown when unanswered or refused.
+//
+// Peer ports: for a peer whose DR path crosses a switch ("0,1,3": out our port
+// 1, then the switch's port 3), every round also sends SubnGet(PortInfo) for
+// that switch port (DR path without its last hop, modifier = the last hop) and
+// reports its state as the peer's port. The switch's SMA answers whatever the
+// peer does, so Down there means the peer's link is gone, not that MADs were
+// lost; unanswered or refused is Unknown. A PeerPortFn, when set, wins.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "smha/agent/seams.hpp"
@@ -52,6 +60,9 @@ struct AgentConfig {
 };
 // The query window an AgentConfig gets (see AgentConfig::query_window).
 Duration query_window_for(const AgentConfig& cfg);
+// The switch port a peer's cable ends in: the DR path to that switch and the
+// port number, when the peer's DR path has a switch hop; else nullopt.
+std::optional<std::pair<DrPath, std::uint8_t>> switch_port_of(const PeerAddress& p);
 
 class Agent {
  public:
@@ -91,6 +102,8 @@ class Agent {
                    std::function<void(sm::Probe)> report);
   void send_attempt(const std::shared_ptr<Query>& q);
   void query_local_port(const std::shared_ptr<Round>& round);
+  void query_peer_port(const std::shared_ptr<Round>& round, std::size_t i, const DrPath& sw,
+                       std::uint8_t port);
   void finish_round();
   bool step(const sm::Observation& obs);  // true: poll again soon
   void apply(const sm::Decision& d);
