@@ -96,9 +96,16 @@ std::optional<std::int64_t> wait_probe(IbsimFabric& f, int probe, int lid,
   return std::nullopt;
 }
 
+// --osm-conf: extra opensm.conf lines ("key value") for every OpenSM of the
+// run, bare (conf_lines) or rendered by smhad (opensm.extra), so the columns
+// stay comparable.
+std::vector<std::string> g_osm_conf;
+
 std::vector<std::string> ha_conf(const OsmHa& ha) {
-  return {"sminfo_polling_timeout " + std::to_string(ha.polling_timeout_ms),
-          "polling_retry_number " + std::to_string(ha.retries)};
+  std::vector<std::string> out{"sminfo_polling_timeout " + std::to_string(ha.polling_timeout_ms),
+                               "polling_retry_number " + std::to_string(ha.retries)};
+  out.insert(out.end(), g_osm_conf.begin(), g_osm_conf.end());
+  return out;
 }
 
 struct Heads {
@@ -231,6 +238,13 @@ std::string write_smhad_config(const SmhadHead& h, const SmhadHead& peer) {
   y << "sm_priority: 10\n";
   y << "opensm:\n  log_file: " << h.dir << "/opensm.log\n  dump_files_dir: " << h.dir
     << "/\n  cache_dir: " << h.dir << "/cache\n  conf_path: " << h.dir << "/opensm.conf\n";
+  if (!g_osm_conf.empty()) {
+    y << "  extra:\n";
+    for (const auto& line : g_osm_conf) {
+      const auto sp = line.find(' ');
+      y << "    " << line.substr(0, sp) << ": \"" << line.substr(sp + 1) << "\"\n";
+    }
+  }
   y << "control:\n  socket: " << h.dir << "/ctl/smhad.sock\n  group: root\n";
   y << "state_dir: " << h.dir << "/state\n";
   return path;
@@ -278,6 +292,29 @@ SmhadPair start_smhad_pair(IbsimFabric& f, OsmReaper& reaper, int interval_ms,
   return p;
 }
 
+// Where --keep-logs copies each smhad run's head directories (smhad's stderr,
+// opensm.log, opensm.conf, events); empty: nothing is kept.
+std::string g_keep_logs;
+int g_kept_runs = 0;
+
+void keep_logs(IbsimFabric& f, const SmhadPair& p) {
+  if (g_keep_logs.empty()) return;
+  namespace fs = std::filesystem;
+  const fs::path dst = fs::path(g_keep_logs) / ("run-" + std::to_string(++g_kept_runs));
+  fs::create_directories(dst);
+  for (const auto* h : {&p.h1, &p.h2}) {
+    for (const auto& e : fs::recursive_directory_iterator(h->dir)) {
+      if (!e.is_regular_file()) continue;  // the control socket, the cache dirs
+      const fs::path to = dst / h->name / fs::relative(e.path(), h->dir);
+      fs::create_directories(to.parent_path());
+      fs::copy_file(e.path(), to, fs::copy_options::overwrite_existing);
+    }
+    std::ofstream(dst / (h->name + ".stderr")) << f.process_stderr(h == &p.h1 ? p.s1 : p.s2);
+  }
+  std::ofstream(dst / "probe.out") << f.process_stdout(p.probe);
+  std::fprintf(stderr, "  logs kept in %s\n", dst.c_str());
+}
+
 std::optional<double> run_smhad_drill(const std::string& topology, Drill drill, int interval_ms,
                                       std::chrono::seconds up_timeout = 30s) {
   try {
@@ -299,6 +336,7 @@ std::optional<double> run_smhad_drill(const std::string& topology, Drill drill, 
     if (drill == Drill::Unlink) f.console("ReLink \"Hca1\"[1]");
     f.stop_process(p.s1);
     f.stop_process(p.s2);
+    keep_logs(f, p);
     if (!t1) {
       std::fprintf(stderr, "  smhad, %s: no new MASTER within 30 s\n", drill_name(drill));
       return std::nullopt;
@@ -483,6 +521,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100));
   app.add_flag("--smhad-only", smhad_only,
                "skip OpenSM's own HA in the --big and --soak-minutes runs (the smhad column only)");
+  app.add_option("--keep-logs", g_keep_logs,
+                 "copy each smhad run's logs (smhad, OpenSM, probe) to DIR/run-N");
+  app.add_option("--osm-conf", g_osm_conf,
+                 "an opensm.conf line \"key value\" for every OpenSM of the run (repeatable)")
+      ->check([](const std::string& v) {
+        return v.find(' ') == std::string::npos ? "expected \"key value\"" : "";
+      });
   CLI11_PARSE(app, argc, argv);
   if (smhad_runs < 0) smhad_runs = runs;
 
@@ -549,7 +594,11 @@ int main(int argc, char** argv) {
   }
 
   std::printf("\nms from fault to first SMInfo read at Hca3 showing the new MASTER: "
-              "median / max (n runs); probe interval %d ms\n\n", interval_ms);
+              "median / max (n runs); probe interval %d ms\n", interval_ms);
+  std::string extra;
+  for (const auto& l : g_osm_conf) extra += (extra.empty() ? "" : ", ") + l;
+  std::printf("opensm.conf beyond the defaults, in every column: %s\n\n",
+              extra.empty() ? "none" : extra.c_str());
   std::printf("| drill | smhad |");
   for (const auto& s : settings) std::printf(" %s |", s.name.c_str());
   std::printf("\n|---|---|");
