@@ -112,7 +112,7 @@ sm::ProcessState SupervisedOpensmControl::state() const {
       // The engine asked for a start: the supervisor respawns after its backoff.
       return respawn_requested_ ? sm::ProcessState::Running : sm::ProcessState::Exited;
     case S::Failed:
-      return sm::ProcessState::Exited;
+      return sm::ProcessState::Failed;
     case S::Stopped:
       return sm::ProcessState::Stopped;
   }

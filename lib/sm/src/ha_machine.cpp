@@ -12,6 +12,7 @@ std::string_view to_string(ProcessState s) {
     case ProcessState::Stopped: return "stopped";
     case ProcessState::Running: return "running";
     case ProcessState::Exited: return "exited";
+    case ProcessState::Failed: return "failed";
   }
   return "unknown";
 }
@@ -182,7 +183,9 @@ Decision HaMachine::step(const Observation& obs, TimePoint now) {
   switch (role_) {
     case Role::TakingOver:
     case Role::HandingOver: c.wake(deadline_); break;
-    case Role::Recovering: c.wake(restart_at_); break;
+    case Role::Recovering:
+      if (process_ != ProcessState::Failed) c.wake(restart_at_);
+      break;
     default: break;
   }
   if (healthy_since_) c.wake(*healthy_since_ + policy_.preempt_hold_down);
@@ -300,8 +303,29 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
       process_ = p;
       started_at_ = now;
       answered_since_start_ = false;
-      if (role_ == Role::Init) role_ = Role::Starting;
+      // Started without our asking (a reload that cleared a supervision
+      // failure): it is ours again.
+      if (role_ == Role::Init || role_ == Role::Recovering) role_ = Role::Starting;
     }
+    return;
+  }
+  if (p == ProcessState::Failed) {
+    if (process_ == ProcessState::Failed) return;
+    if (process_ == ProcessState::Running) {
+      local_down(now, c, "OpenSM supervision failed");
+      // local_down() may have asked for a start the supervisor refuses: the
+      // engine waits for the process instead of asking every round.
+      std::erase_if(c.d.actions, [](const Action& a) {
+        return std::holds_alternative<StartOpensm>(a) ||
+               (std::holds_alternative<RecordEvent>(a) &&
+                std::get<RecordEvent>(a).kind == EventKind::OpensmStarted);
+      });
+    } else {
+      c.event(EventKind::LocalFailure, "OpenSM supervision failed",
+              std::string("role ") + std::string(to_string(role_)));
+    }
+    process_ = ProcessState::Failed;
+    role_ = Role::Recovering;
     return;
   }
   if (role_ == Role::Init || !was_known) {
@@ -315,7 +339,8 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
 }
 
 void HaMachine::on_tick(TimePoint now, Ctx& c) {
-  if (role_ == Role::Recovering && process_ != ProcessState::Running && now >= restart_at_) {
+  if (role_ == Role::Recovering && process_ != ProcessState::Running &&
+      process_ != ProcessState::Failed && now >= restart_at_) {
     if (peer_sweeping(now)) {
       restart_at_ = now + policy_.poll_interval;  // look again after the next round
       return;
@@ -490,7 +515,7 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
     if (process_ != ProcessState::Running && now >= restart_at_ && live_master_peer() == nullptr &&
         peer_sweeping(now))
       restart_at_ = now + policy_.poll_interval;
-    if (process_ != ProcessState::Running &&
+    if (process_ != ProcessState::Running && process_ != ProcessState::Failed &&
         (live_master_peer() != nullptr || now >= restart_at_)) {
       start(now, c, live_master_peer() ? "a peer is MASTER: restart as standby"
                                        : "recovery delay over: restart as standby");

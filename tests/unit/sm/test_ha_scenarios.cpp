@@ -315,6 +315,37 @@ TEST_CASE("Local OpenSM exit while master: no restart while the peer answers DIS
   CHECK(first<SetPriority>(acts)->priority == 10);
 }
 
+TEST_CASE("Supervision failed: the engine records it once, does not ask for a start every "
+          "round, and goes on when OpenSM runs again",
+          "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{S}, {Peer{M, 11}}));
+  auto d = rig.step(ProcessChanged{ProcessState::Failed});
+  CHECK(has_event(d.actions, EventKind::LocalFailure));
+  CHECK(count<StartOpensm>(d.actions) == 0);
+  CHECK(count<RestartOpensm>(d.actions) == 0);
+  CHECK(rig.m.status().role == Role::Recovering);
+  auto acts = rig.polls(50, round(Local{kSilent}, {Peer{M, 11}}, {}, ProcessState::Failed));
+  CHECK(count<StartOpensm>(acts) == 0);
+  CHECK_FALSE(has_event(acts, EventKind::LocalFailure));
+  const auto tick = rig.m.step(Tick{}, rig.t);
+  CHECK_FALSE(tick.next_wakeup);  // nothing to wake up for
+  // The operator fixed it (a reload restarted OpenSM): ours again.
+  rig.step(ProcessChanged{ProcessState::Running});
+  CHECK(rig.m.status().role == Role::Starting);
+  rig.polls(3, round(Local{S, 10}, {Peer{M, 11}}));
+  CHECK(rig.m.status().role == Role::Standby);
+
+  // Failed from an exit the engine already saw (Exited, a start was asked):
+  // one more event, no start.
+  Rig exited;
+  exited.polls(5, round(Local{S}, {Peer{M, 11}}));
+  REQUIRE(count<StartOpensm>(exited.step(ProcessChanged{ProcessState::Exited}).actions) == 1);
+  d = exited.step(ProcessChanged{ProcessState::Failed});
+  CHECK(has_event(d.actions, EventKind::LocalFailure));
+  CHECK(count<StartOpensm>(d.actions) == 0);
+}
+
 TEST_CASE("Local OpenSM exit while master and no live peer: restart at once", "[sm]") {
   Rig rig;
   rig.polls(5, round(Local{M, 11}, {Peer{kSilent, 10}}));

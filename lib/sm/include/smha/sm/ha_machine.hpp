@@ -25,7 +25,10 @@ namespace smha::sm {
 // ---- Observations ---------------------------------------------------------
 
 // The local OpenSM process as the supervisor sees it.
-enum class ProcessState : std::uint8_t { Stopped, Running, Exited };
+// Failed: supervision gave up (permanent failure, crash loop); a start is
+// refused until the operator fixes it. The engine does not ask again; it goes
+// on when the process is Running again (e.g. after a reload).
+enum class ProcessState : std::uint8_t { Stopped, Running, Exited, Failed };
 std::string_view to_string(ProcessState s);
 
 enum class PortState : std::uint8_t { Unknown, Down, Up };
