@@ -83,6 +83,8 @@ struct DrillScenario {
   std::vector<std::string_view> a_events;
   std::vector<std::string_view> b_events;
   std::vector<std::string_view> forbidden;
+  // Text that B's takeover_started evidence must contain (empty: not checked).
+  std::string_view b_takeover_evidence = {};
 };
 
 inline constexpr int kMaxSameKind = 4;
@@ -123,7 +125,10 @@ inline const std::vector<DrillScenario>& ha_drills() {
        // (split_brain_yield, two_masters for one round). The probe's
        // confirmed_dual check still requires no observed overlap; only head02
        // (the new master) must never yield.
-       .forbidden = {"handover_started"}},
+       .forbidden = {"handover_started"},
+       // B reads the PortInfo of the switch port A is cabled to: Down, so
+       // the takeover knows the link is gone (no hang wait).
+       .b_takeover_evidence = "port down"},
       {.name = "sticky_restart",
        .steps = {{O::CrashHead}, {O::AwaitBMaster}, {O::RestartSmhad}, {O::AwaitAStandby}},
        .final_master = DrillHead::B,

@@ -442,15 +442,15 @@ class IbsimDrill {
       const bool lowered = std::any_of(pa.begin(), pa.end(), lowered_as_master);
       INFO("head01 priority changes: " << pa.size() << (lowered ? std::string() : "\n" + diagnostics()));
       CHECK(lowered);
-      // head02 read Hca1's switch port (Switch1 port 1) as down: the link is
-      // gone, not a hung SM, and the takeover said so.
-      bool port_down_evidence = false;
+    }
+    if (!d_.b_takeover_evidence.empty()) {
+      bool found = false;
       for (const auto& e : *eb)
         if (e.value("kind", "") == "takeover_started" &&
-            e.value("evidence", "").find("port down") != std::string::npos)
-          port_down_evidence = true;
+            e.value("evidence", "").find(d_.b_takeover_evidence) != std::string::npos)
+          found = true;
       INFO("head02 events:\n" << events_text(*eb));
-      CHECK(port_down_evidence);
+      CHECK(found);
     }
     std::string summary = "head01:";
     for (const auto& k : ka) summary += " " + k;

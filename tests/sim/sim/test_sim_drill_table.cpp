@@ -191,6 +191,15 @@ class SimDrill {
     CHECK(takeovers == d_.takeovers);
     const auto ka = kinds(kA);
     const auto kb = kinds(kB);
+    if (!d_.b_takeover_evidence.empty()) {
+      bool found = false;
+      for (const auto& r : c_.records(kB))
+        if (r.what == "event" && r.kind == "takeover_started" &&
+            r.detail.find(d_.b_takeover_evidence) != std::string::npos)
+          found = true;
+      INFO(dump());
+      CHECK(found);
+    }
     const auto problems = smha::testing::drill_event_problems(d_, ka, kb);
     INFO("event problems:\n" << problems);
     CHECK(problems.empty());
