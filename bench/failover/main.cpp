@@ -423,6 +423,21 @@ void add_dual_master(SoakResult& r, const std::string& probe_out, int lid1, int 
   }
 }
 
+// --loss-at: where the soak's MAD loss is set. "hca": on the head's own HCA
+// port (ibsim then also drops the hop-0 SMPs that port answers itself, which
+// on hardware never cross the cable); "switch": on the switch port the head is
+// cabled to (two-switch-4hca.net: Switch1[1] for Hca1, Switch2[1] for Hca2),
+// so only MADs that cross the head's link are lost.
+std::string g_loss_at = "hca";
+
+std::string loss_port(const std::string& hca) {
+  if (g_loss_at == "switch") {
+    if (hca == "Hca1") return "\"Switch1\"[1]";
+    if (hca == "Hca2") return "\"Switch2\"[1]";
+  }
+  return "\"" + hca + "\"[1]";
+}
+
 SoakResult run_soak(const std::string& topology, const OsmHa& ha, int rate,
                     const std::vector<std::string>& ports, double minutes, int interval_ms) {
   SoakResult r;
@@ -434,11 +449,11 @@ SoakResult run_soak(const std::string& topology, const OsmHa& ha, int rate,
     if (!wait_probe(f, probe, h.lid2, "STANDBY", 0, 10s))
       throw std::runtime_error("probe never saw the standby");
     const std::size_t log0 = f.log_size(h.standby);
-    for (const auto& p : ports) f.console("Error \"" + p + "\"[1] " + std::to_string(rate));
+    for (const auto& p : ports) f.console("Error " + loss_port(p) + " " + std::to_string(rate));
     const auto t0 = now_ns();
     std::this_thread::sleep_for(std::chrono::duration<double, std::ratio<60>>(minutes));
     const auto t_end = now_ns();
-    for (const auto& p : ports) f.console("Error \"" + p + "\"[1] 0");
+    for (const auto& p : ports) f.console("Error " + loss_port(p) + " 0");
     const std::string log = f.log_text(h.standby).substr(log0);
     r.takeovers = count_of(log, "Entering MASTER state");
     add_dual_master(r, f.process_stdout(probe), h.lid1, h.lid2, t0, t_end);
@@ -461,12 +476,11 @@ SoakResult run_smhad_soak(const std::string& topology, int rate, double minutes,
     const std::string log2 = p.h2.dir + "/opensm.log";
     const std::size_t log0 = smha::testing::read_file(log2).size();
     const std::size_t err0 = f.process_stderr(p.s2).size();
-    for (const char* n : {"Hca1", "Hca2"})
-      f.console("Error \"" + std::string(n) + "\"[1] " + std::to_string(rate));
+    for (const char* n : {"Hca1", "Hca2"}) f.console("Error " + loss_port(n) + " " + std::to_string(rate));
     const auto t0 = now_ns();
     std::this_thread::sleep_for(std::chrono::duration<double, std::ratio<60>>(minutes));
     const auto t_end = now_ns();
-    for (const char* n : {"Hca1", "Hca2"}) f.console("Error \"" + std::string(n) + "\"[1] 0");
+    for (const char* n : {"Hca1", "Hca2"}) f.console("Error " + loss_port(n) + " 0");
     reaper.add(opensm_children(f.process_pid(p.s1)));
     reaper.add(opensm_children(f.process_pid(p.s2)));
     r.takeovers = count_of(smha::testing::read_file(log2).substr(log0), "Entering MASTER state");
@@ -478,6 +492,7 @@ SoakResult run_smhad_soak(const std::string& topology, int rate, double minutes,
     add_dual_master(r, f.process_stdout(p.probe), p.lid1, p.lid2, t0, t_end);
     f.stop_process(p.s1);
     f.stop_process(p.s2);
+    keep_logs(f, p);
   } catch (const std::exception& e) {
     r.error = e.what();
   }
@@ -521,6 +536,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100));
   app.add_flag("--smhad-only", smhad_only,
                "skip OpenSM's own HA in the --big and --soak-minutes runs (the smhad column only)");
+  app.add_option("--loss-at", g_loss_at,
+                 "soak loss on the heads' HCA ports (hca) or on the switch ports they are cabled "
+                 "to (switch: hop-0 SMPs are not lost)")
+      ->check(CLI::IsMember({"hca", "switch"}));
   app.add_option("--keep-logs", g_keep_logs,
                  "copy each smhad run's logs (smhad, OpenSM, probe) to DIR/run-N");
   app.add_option("--osm-conf", g_osm_conf,
@@ -618,7 +637,8 @@ int main(int argc, char** argv) {
   std::printf("\n");
 
   if (soak_minutes > 0) {
-    std::printf("\nMAD loss soak, %.1f min each:\n\n", soak_minutes);
+    std::printf("\nMAD loss soak, %.1f min each, loss set on the %s ports:\n\n", soak_minutes,
+                g_loss_at == "switch" ? "switch ports the heads are cabled to" : "heads' HCA");
     std::printf("| setting | loss | false takeovers | dual-master ms | both answering MASTER ms | ended with two masters |\n");
     std::printf("|---|---|---:|---:|---:|---|\n");
     struct Case { OsmHa ha; int rate; std::vector<std::string> ports; const char* what; };
