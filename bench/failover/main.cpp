@@ -204,7 +204,21 @@ class OsmReaper {
     for (int p : pids)
       if (std::find(pids_.begin(), pids_.end(), p) == pids_.end()) pids_.push_back(p);
   }
+  // smhad's OpenSM pidfile (state_dir/opensm.pid), read when the reaper goes:
+  // an OpenSM smhad started after the last add() (a restart as standby at the
+  // end of a run) is stopped too.
+  void add_pidfile(std::string path) { pidfiles_.push_back(std::move(path)); }
   ~OsmReaper() {
+    for (const auto& path : pidfiles_) {
+      std::ifstream in(path);
+      for (std::string line; std::getline(in, line);)
+        if (line.rfind("pid=", 0) == 0) {
+          const int pid = std::atoi(line.c_str() + 4);
+          std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+          std::string name;
+          if (pid > 0 && comm >> name && name == "opensm") add({pid});
+        }
+    }
     for (int p : pids_) ::kill(p, SIGKILL);
     for (int p : pids_)
       for (int i = 0; i < 200 && ::kill(p, 0) == 0; ++i) std::this_thread::sleep_for(10ms);
@@ -212,6 +226,7 @@ class OsmReaper {
 
  private:
   std::vector<int> pids_;
+  std::vector<std::string> pidfiles_;
 };
 
 std::string hex(std::uint64_t v) {
@@ -270,6 +285,8 @@ SmhadPair start_smhad_pair(IbsimFabric& f, OsmReaper& reaper, int interval_ms,
   if (!f.wait_subnet_up(boot, up_timeout)) throw std::runtime_error("boot OpenSM: no SUBNET UP");
   p.h1.dir = f.scratch_dir() + "/head01";
   p.h2.dir = f.scratch_dir() + "/head02";
+  reaper.add_pidfile(p.h1.dir + "/state/opensm.pid");
+  reaper.add_pidfile(p.h2.dir + "/state/opensm.pid");
   const auto p1 = f.node_port("Hca1");
   const auto p2 = f.node_port("Hca2");
   if (!p1 || !p2 || !p1->lid || !p2->lid) throw std::runtime_error("no LIDs for the heads");
