@@ -447,6 +447,16 @@ void add_dual_master(SoakResult& r, const std::string& probe_out, int lid1, int 
 // so only MADs that cross the head's link are lost.
 std::string g_loss_at = "hca";
 
+// --loss-attr: drop only MADs of this attribute (ibsim `Error "node"[port]
+// rate attr`; 32 = SMInfo, the HA protocol's traffic); 0: every attribute.
+int g_loss_attr = 0;
+
+std::string loss_cmd(const std::string& port, int rate) {
+  std::string c = "Error " + port + " " + std::to_string(rate);
+  if (rate > 0 && g_loss_attr > 0) c += " " + std::to_string(g_loss_attr);
+  return c;
+}
+
 std::string loss_port(const std::string& hca) {
   if (g_loss_at == "switch") {
     if (hca == "Hca1") return "\"Switch1\"[1]";
@@ -466,11 +476,11 @@ SoakResult run_soak(const std::string& topology, const OsmHa& ha, int rate,
     if (!wait_probe(f, probe, h.lid2, "STANDBY", 0, 10s))
       throw std::runtime_error("probe never saw the standby");
     const std::size_t log0 = f.log_size(h.standby);
-    for (const auto& p : ports) f.console("Error " + loss_port(p) + " " + std::to_string(rate));
+    for (const auto& p : ports) f.console(loss_cmd(loss_port(p), rate));
     const auto t0 = now_ns();
     std::this_thread::sleep_for(std::chrono::duration<double, std::ratio<60>>(minutes));
     const auto t_end = now_ns();
-    for (const auto& p : ports) f.console("Error " + loss_port(p) + " 0");
+    for (const auto& p : ports) f.console(loss_cmd(loss_port(p), 0));
     const std::string log = f.log_text(h.standby).substr(log0);
     r.takeovers = count_of(log, "Entering MASTER state");
     add_dual_master(r, f.process_stdout(probe), h.lid1, h.lid2, t0, t_end);
@@ -493,11 +503,11 @@ SoakResult run_smhad_soak(const std::string& topology, int rate, double minutes,
     const std::string log2 = p.h2.dir + "/opensm.log";
     const std::size_t log0 = smha::testing::read_file(log2).size();
     const std::size_t err0 = f.process_stderr(p.s2).size();
-    for (const char* n : {"Hca1", "Hca2"}) f.console("Error " + loss_port(n) + " " + std::to_string(rate));
+    for (const char* n : {"Hca1", "Hca2"}) f.console(loss_cmd(loss_port(n), rate));
     const auto t0 = now_ns();
     std::this_thread::sleep_for(std::chrono::duration<double, std::ratio<60>>(minutes));
     const auto t_end = now_ns();
-    for (const char* n : {"Hca1", "Hca2"}) f.console("Error " + loss_port(n) + " 0");
+    for (const char* n : {"Hca1", "Hca2"}) f.console(loss_cmd(loss_port(n), 0));
     reaper.add(opensm_children(f.process_pid(p.s1)));
     reaper.add(opensm_children(f.process_pid(p.s2)));
     r.takeovers = count_of(smha::testing::read_file(log2).substr(log0), "Entering MASTER state");
@@ -557,6 +567,9 @@ int main(int argc, char** argv) {
                  "soak loss on the heads' HCA ports (hca) or on the switch ports they are cabled "
                  "to (switch: hop-0 SMPs are not lost)")
       ->check(CLI::IsMember({"hca", "switch"}));
+  app.add_option("--loss-attr", g_loss_attr,
+                 "soak loss only on MADs of this attribute id (32: SMInfo); 0: all")
+      ->check(CLI::Range(0, 0xffff));
   app.add_option("--keep-logs", g_keep_logs,
                  "copy each smhad run's logs (smhad, OpenSM, probe) to DIR/run-N");
   app.add_option("--osm-conf", g_osm_conf,
@@ -654,8 +667,10 @@ int main(int argc, char** argv) {
   std::printf("\n");
 
   if (soak_minutes > 0) {
-    std::printf("\nMAD loss soak, %.1f min each, loss set on the %s ports:\n\n", soak_minutes,
-                g_loss_at == "switch" ? "switch ports the heads are cabled to" : "heads' HCA");
+    std::printf("\nMAD loss soak, %.1f min each, loss set on the %s ports, %s:\n\n", soak_minutes,
+                g_loss_at == "switch" ? "switch ports the heads are cabled to" : "heads' HCA",
+                g_loss_attr ? ("attribute " + std::to_string(g_loss_attr) + " only").c_str()
+                            : "every attribute");
     std::printf("| setting | loss | false takeovers | dual-master ms | both answering MASTER ms | ended with two masters |\n");
     std::printf("|---|---|---:|---:|---:|---|\n");
     struct Case { OsmHa ha; int rate; std::vector<std::string> ports; const char* what; };
