@@ -137,15 +137,21 @@ std::optional<std::pair<DrPath, std::uint8_t>> switch_port_of(const PeerAddress&
   return std::make_pair(std::move(sw), p.dr->hops.back());
 }
 
-void Agent::query_peer_port(const std::shared_ptr<Round>& round, std::size_t i, const DrPath& sw,
-                            std::uint8_t port) {
+// A PortInfo query: one request over the whole window, its attempts spread
+// evenly in it.
+mad::RequestOptions Agent::port_info_options() const {
   const int attempts = std::max(1, cfg_.attempts);
   mad::RequestOptions o;
   o.timeout = std::max<Duration>(window_ / attempts, milliseconds(1));
   o.retries = attempts - 1;
   o.m_key = cfg_.m_key;
+  return o;
+}
+
+void Agent::query_peer_port(const std::shared_ptr<Round>& round, std::size_t i, const DrPath& sw,
+                            std::uint8_t port) {
   std::weak_ptr<int> alive = alive_;
-  mad_.get_port_info(sw, port, o, [this, alive, round, i](Result<mad::PortInfoReply> r) {
+  mad_.get_port_info(sw, port, port_info_options(), [this, alive, round, i](Result<mad::PortInfoReply> r) {
     if (alive.expired() || round_ != round) return;
     round->peer_ports[i] = r.ok() ? port_state_of(r->info.state) : sm::PortState::Unknown;
     if (--round->outstanding == 0) finish_round();
@@ -153,14 +159,8 @@ void Agent::query_peer_port(const std::shared_ptr<Round>& round, std::size_t i, 
 }
 
 void Agent::query_local_port(const std::shared_ptr<Round>& round) {
-  // One request over the whole window, its attempts spread evenly in it.
-  const int attempts = std::max(1, cfg_.attempts);
-  mad::RequestOptions o;
-  o.timeout = std::max<Duration>(window_ / attempts, milliseconds(1));
-  o.retries = attempts - 1;
-  o.m_key = cfg_.m_key;
   std::weak_ptr<int> alive = alive_;
-  mad_.get_port_info(DrPath{}, cfg_.local_port_num, o,
+  mad_.get_port_info(DrPath{}, cfg_.local_port_num, port_info_options(),
                      [this, alive, round](Result<mad::PortInfoReply> r) {
                        if (alive.expired() || round_ != round) return;
                        round->port = r.ok() ? port_state_of(r->info.state) : sm::PortState::Unknown;

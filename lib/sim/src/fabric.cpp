@@ -540,16 +540,20 @@ struct Fabric::Impl {
       answer = pi;
     }
     if (chance(me.loss)) return;  // lost on the way back
-    q.schedule_in(2 * (params.hop_delay + me.delay), [this, r, a, answer] {
-      if (r->finished || r->attempt != a) return;
-      if (!answer) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "0x%04x", kStatusBadModifier);
-        finish_port(r, make_error(mad::kErrMadStatus, std::string("MAD status ") + buf));
-        return;
-      }
-      finish_port(r, mad::PortInfoReply{*answer, q.now() - r->sent, a});
-    });
+    q.schedule_in(2 * (params.hop_delay + me.delay), [this, r, a, answer] { reply_port(r, a, answer); });
+  }
+
+  // The answer of attempt `a` reaches the requester: the PortInfo, or a bad
+  // modifier status when the port does not exist.
+  void reply_port(const std::shared_ptr<PortReq>& r, int a, const std::optional<mad::PortInfo>& answer) {
+    if (r->finished || r->attempt != a) return;
+    if (!answer) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "0x%04x", kStatusBadModifier);
+      finish_port(r, make_error(mad::kErrMadStatus, std::string("MAD status ") + buf));
+      return;
+    }
+    finish_port(r, mad::PortInfoReply{*answer, q.now() - r->sent, a});
   }
 
   void port_attempt(const std::shared_ptr<PortReq>& r) {
@@ -570,16 +574,7 @@ struct Fabric::Impl {
           answer = pi;
         }
         if (!path_ok(to, r->from)) return;
-        q.schedule_in(one_way(to, r->from), [this, r, a, answer] {
-          if (r->finished || r->attempt != a) return;
-          if (!answer) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "0x%04x", kStatusBadModifier);
-            finish_port(r, make_error(mad::kErrMadStatus, std::string("MAD status ") + buf));
-            return;
-          }
-          finish_port(r, mad::PortInfoReply{*answer, q.now() - r->sent, a});
-        });
+        q.schedule_in(one_way(to, r->from), [this, r, a, answer] { reply_port(r, a, answer); });
       });
     }
     q.schedule_in(r->opts.timeout, [this, r, a] {

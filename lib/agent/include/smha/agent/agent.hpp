@@ -101,6 +101,7 @@ class Agent {
   void start_query(const std::shared_ptr<Round>& round, const mad::Target& target,
                    std::function<void(sm::Probe)> report);
   void send_attempt(const std::shared_ptr<Query>& q);
+  mad::RequestOptions port_info_options() const;
   void query_local_port(const std::shared_ptr<Round>& round);
   void query_peer_port(const std::shared_ptr<Round>& round, std::size_t i, const DrPath& sw,
                        std::uint8_t port);
