@@ -175,12 +175,15 @@ class IbsimDrill {
   void setup() {
     const int boot = fabric_.start_opensm("Hca3", 0);
     REQUIRE(fabric_.wait_subnet_up(boot, 20s));
-    const auto p1 = fabric_.node_port("Hca1");
-    const auto p2 = fabric_.node_port("Hca2");
-    REQUIRE(p1);
-    REQUIRE(p2);
-    REQUIRE(p1->lid != 0);
-    REQUIRE(p2->lid != 0);
+    // Read both heads' ports until they show their LIDs (an ibstat can fail
+    // while the machine is busy).
+    std::optional<NodePort> p1, p2;
+    const bool have_lids = wait_for([&] {
+      p1 = fabric_.node_port("Hca1");
+      p2 = fabric_.node_port("Hca2");
+      return p1 && p2 && p1->lid != 0 && p2->lid != 0;
+    }, 10s);
+    REQUIRE(have_lids);
     fabric_.stop_opensm(boot);
     a_ = SmhadHead{"head01", "Hca1", p1->port_guid, fabric_.scratch_dir() + "/head01"};
     b_ = SmhadHead{"head02", "Hca2", p2->port_guid, fabric_.scratch_dir() + "/head02"};
