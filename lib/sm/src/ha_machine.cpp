@@ -239,7 +239,8 @@ void HaMachine::start(TimePoint now, Ctx& c, const std::string& why) {
   role_ = Role::Starting;
 }
 
-bool HaMachine::peer_was_live_standby() const {
+// A peer answered in the last round as STANDBY or DISCOVERING: it can take over.
+bool HaMachine::peer_live() const {
   for (const auto& p : peers_)
     if (p.misses == 0 && p.last &&
         (p.last->state == SmState::Standby || p.last->state == SmState::Discovering))
@@ -251,6 +252,18 @@ bool HaMachine::peer_was_live_standby() const {
 // discovery sweep grows with the fabric): an OpenSM started now would race it
 // with a sweep of its own and could end MASTER first. The restart waits for the
 // peer's MASTER, up to sweep_bound after our OpenSM went down.
+// Recovering, OpenSM not running and not failed: the recovery delay is over
+// and no peer sweeps. While one does, the delay moves one poll interval on.
+bool HaMachine::recovery_due(TimePoint now) {
+  if (process_ == ProcessState::Running || process_ == ProcessState::Failed || now < restart_at_)
+    return false;
+  if (peer_sweeping(now)) {
+    restart_at_ = now + policy_.poll_interval;  // look again after the next round
+    return false;
+  }
+  return true;
+}
+
 bool HaMachine::peer_sweeping(TimePoint now) const {
   if (now - recovering_since_ >= policy_.sweep_bound) return false;
   for (const auto& p : peers_)
@@ -284,8 +297,8 @@ void HaMachine::local_down(TimePoint now, Ctx& c, const std::string& why) {
   // priority, and an equal priority with our lower GUID would win OpenSM's
   // election there and leave no MASTER until our own sweep ends. Raised to
   // the standby priority once a MASTER is seen.
-  yield_until_master_ = peer_was_live_standby() && live_master_peer() == nullptr;
-  if (was_master && peer_was_live_standby()) {
+  yield_until_master_ = peer_live() && live_master_peer() == nullptr;
+  if (was_master && peer_live()) {
     role_ = Role::Recovering;
     restart_at_ = now + policy_.poll_interval * (required_rounds() + 2) + policy_.takeover_bound;
     recovering_since_ = now;
@@ -339,13 +352,8 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
 }
 
 void HaMachine::on_tick(TimePoint now, Ctx& c) {
-  if (role_ == Role::Recovering && process_ != ProcessState::Running &&
-      process_ != ProcessState::Failed && now >= restart_at_) {
-    if (peer_sweeping(now)) {
-      restart_at_ = now + policy_.poll_interval;  // look again after the next round
-      return;
-    }
-    start(now, c, "recovery delay over: restart as standby");
+  if (role_ == Role::Recovering) {
+    if (recovery_due(now)) start(now, c, "recovery delay over: restart as standby");
     return;
   }
   if (role_ == Role::TakingOver && now >= deadline_) {
@@ -512,14 +520,11 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   if (master_seen_) yield_until_master_ = false;
 
   if (role_ == Role::Recovering) {
-    if (process_ != ProcessState::Running && now >= restart_at_ && live_master_peer() == nullptr &&
-        peer_sweeping(now))
-      restart_at_ = now + policy_.poll_interval;
     if (process_ != ProcessState::Running && process_ != ProcessState::Failed &&
-        (live_master_peer() != nullptr || now >= restart_at_)) {
-      start(now, c, live_master_peer() ? "a peer is MASTER: restart as standby"
-                                       : "recovery delay over: restart as standby");
-    }
+        live_master_peer() != nullptr)
+      start(now, c, "a peer is MASTER: restart as standby");
+    else if (recovery_due(now))
+      start(now, c, "recovery delay over: restart as standby");
     return;
   }
   if (process_ != ProcessState::Running) return;

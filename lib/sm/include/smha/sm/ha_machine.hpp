@@ -208,11 +208,12 @@ class HaMachine {
   void local_down(TimePoint now, Ctx& c, const std::string& why);
   void restart_as_standby(TimePoint now, Ctx& c);
   bool peer_sweeping(TimePoint now) const;
+  bool recovery_due(TimePoint now);
   void start(TimePoint now, Ctx& c, const std::string& why);
   void set_alarm(AlarmKind k, bool on, const std::string& detail, Ctx& c);
   void sync_priority(Ctx& c);
   std::uint8_t desired_priority() const;
-  bool peer_was_live_standby() const;
+  bool peer_live() const;
   const PeerTrack* live_master_peer() const;
   std::string peer_name(Guid g) const;
 
