@@ -116,17 +116,22 @@ struct Heads {
 };
 
 // Starts both OpenSMs and waits for MASTER + STANDBY. Throws on failure.
-Heads start_heads(IbsimFabric& f, const OsmHa& ha, std::chrono::milliseconds up_timeout) {
+// `env1`/`env2` override each head's environment (e.g. the SMInfo loss shim).
+Heads start_heads(IbsimFabric& f, const OsmHa& ha, std::chrono::milliseconds up_timeout,
+                  std::vector<std::pair<std::string, std::string>> env1 = {},
+                  std::vector<std::pair<std::string, std::string>> env2 = {}) {
   Heads h;
   OpensmSpec spec;
   spec.node = "Hca1";
   spec.priority = 15;
   spec.conf_lines = ha_conf(ha);
+  spec.extra_env = std::move(env1);
   h.master = f.start_opensm(spec);
   if (!f.wait_subnet_up(h.master, up_timeout))
     throw std::runtime_error("master OpenSM on Hca1: no SUBNET UP");
   spec.node = "Hca2";
   spec.priority = 1;
+  spec.extra_env = std::move(env2);
   h.standby = f.start_opensm(spec);
   if (!f.wait_log(h.standby, "Entering STANDBY state", up_timeout))
     throw std::runtime_error("OpenSM on Hca2: never STANDBY");
@@ -277,8 +282,10 @@ struct SmhadPair {
   int lid2 = 0;
 };
 
+// `loss_env`: both smhad (and the OpenSMs they start) under the SMInfo loss shim.
 SmhadPair start_smhad_pair(IbsimFabric& f, OsmReaper& reaper, int interval_ms,
-                           std::chrono::seconds up_timeout) {
+                           std::chrono::seconds up_timeout,
+                           std::vector<std::pair<std::string, std::string>> loss_env = {}) {
   SmhadPair p;
   // LIDs: a plain OpenSM on Hca3 assigns them once; later masters keep them.
   const int boot = f.start_opensm("Hca3", 0);
@@ -293,8 +300,10 @@ SmhadPair start_smhad_pair(IbsimFabric& f, OsmReaper& reaper, int interval_ms,
   p.h1.port = *p1;
   p.h2.port = *p2;
   f.stop_opensm(boot);
-  const std::vector<std::pair<std::string, std::string>> env{
-      {"LD_PRELOAD", smha::testing::umad_timeout_shim_preload()}};
+  const std::vector<std::pair<std::string, std::string>> env =
+      loss_env.empty() ? std::vector<std::pair<std::string, std::string>>{
+                             {"LD_PRELOAD", smha::testing::umad_timeout_shim_preload()}}
+                       : loss_env;
   p.s1 = f.spawn("Hca1", {SMHA_SMHAD, "-c", write_smhad_config(p.h1, p.h2)}, env);
   p.lid1 = p.h1.port.lid;
   p.lid2 = p.h2.port.lid;
@@ -392,6 +401,10 @@ struct SoakResult {
   // head that stops answering, e.g. a fenced OpenSM, does not count).
   double fresh_dual_master_ms = 0;
   bool ended_dual = false;
+  // --loss-attr 32: what the SMInfo loss shim dropped (the soak fails if nothing).
+  bool shim = false;
+  unsigned long long loss_seen = 0;
+  unsigned long long loss_dropped = 0;
   std::string error;
 };
 
@@ -447,9 +460,30 @@ void add_dual_master(SoakResult& r, const std::string& probe_out, int lid1, int 
 // so only MADs that cross the head's link are lost.
 std::string g_loss_at = "hca";
 
-// --loss-attr: drop only MADs of this attribute (ibsim `Error "node"[port]
-// rate attr`; 32 = SMInfo, the HA protocol's traffic); 0: every attribute.
+// --loss-attr: drop only MADs of this attribute; 0: every attribute (ibsim
+// `Error "node"[port] rate [attr]`). 32 (SMInfo, the HA protocol's traffic) is
+// injected by the SMInfo loss shim in the heads' processes instead, because
+// ibsim forwards SMInfo before it applies the error rate (its `Error ... 32`
+// drops nothing); --loss-at does not apply to it.
 int g_loss_attr = 0;
+constexpr int kSmInfoAttr = 32;
+
+// Closes a shim soak: loss off, the counts into `r`; a soak whose injector
+// dropped nothing measured nothing, so it is an error.
+void finish_shim_loss(smha::testing::SmInfoLoss& loss, SoakResult& r) {
+  loss.set_percent(0);
+  const auto c = loss.counts();
+  r.shim = true;
+  r.loss_seen = c.seen;
+  r.loss_dropped = c.dropped;
+  if (c.dropped == 0)
+    throw std::runtime_error("the SMInfo loss shim dropped nothing (" + std::to_string(c.seen) + " seen)");
+}
+
+std::string loss_text(const SoakResult& r) {
+  if (!r.shim) return "ibsim Error (not counted)";
+  return std::to_string(r.loss_dropped) + " of " + std::to_string(r.loss_seen) + " SMInfo";
+}
 
 std::string loss_cmd(const std::string& port, int rate) {
   std::string c = "Error " + port + " " + std::to_string(rate);
@@ -471,16 +505,25 @@ SoakResult run_soak(const std::string& topology, const OsmHa& ha, int rate,
   try {
     IbsimFabric f(topology);
     f.set_timeout_shim_default(true);
-    const Heads h = start_heads(f, ha, 30s);
+    const bool shim = g_loss_attr == kSmInfoAttr;
+    std::optional<smha::testing::SmInfoLoss> loss;
+    std::vector<std::pair<std::string, std::string>> env1, env2;
+    if (shim) {
+      loss.emplace(f.scratch_dir() + "/loss");
+      for (const auto& p : ports) (p == "Hca1" ? env1 : env2) = loss->env();
+    }
+    const Heads h = start_heads(f, ha, 30s, env1, env2);
     const int probe = spawn_probe(f, {h.lid1, h.lid2}, interval_ms);
     if (!wait_probe(f, probe, h.lid2, "STANDBY", 0, 10s))
       throw std::runtime_error("probe never saw the standby");
     const std::size_t log0 = f.log_size(h.standby);
-    for (const auto& p : ports) f.console(loss_cmd(loss_port(p), rate));
+    if (shim) loss->set_percent(rate);
+    else for (const auto& p : ports) f.console(loss_cmd(loss_port(p), rate));
     const auto t0 = now_ns();
     std::this_thread::sleep_for(std::chrono::duration<double, std::ratio<60>>(minutes));
     const auto t_end = now_ns();
-    for (const auto& p : ports) f.console(loss_cmd(loss_port(p), 0));
+    if (shim) finish_shim_loss(*loss, r);
+    else for (const auto& p : ports) f.console(loss_cmd(loss_port(p), 0));
     const std::string log = f.log_text(h.standby).substr(log0);
     r.takeovers = count_of(log, "Entering MASTER state");
     add_dual_master(r, f.process_stdout(probe), h.lid1, h.lid2, t0, t_end);
@@ -499,15 +542,21 @@ SoakResult run_smhad_soak(const std::string& topology, int rate, double minutes,
   try {
     IbsimFabric f(topology);
     OsmReaper reaper;
-    const SmhadPair p = start_smhad_pair(f, reaper, interval_ms, 30s);
+    const bool shim = g_loss_attr == kSmInfoAttr;
+    std::optional<smha::testing::SmInfoLoss> loss;
+    if (shim) loss.emplace(f.scratch_dir() + "/loss");
+    const SmhadPair p = start_smhad_pair(f, reaper, interval_ms, 30s,
+                                         shim ? loss->env() : std::vector<std::pair<std::string, std::string>>{});
     const std::string log2 = p.h2.dir + "/opensm.log";
     const std::size_t log0 = smha::testing::read_file(log2).size();
     const std::size_t err0 = f.process_stderr(p.s2).size();
-    for (const char* n : {"Hca1", "Hca2"}) f.console(loss_cmd(loss_port(n), rate));
+    if (shim) loss->set_percent(rate);
+    else for (const char* n : {"Hca1", "Hca2"}) f.console(loss_cmd(loss_port(n), rate));
     const auto t0 = now_ns();
     std::this_thread::sleep_for(std::chrono::duration<double, std::ratio<60>>(minutes));
     const auto t_end = now_ns();
-    for (const char* n : {"Hca1", "Hca2"}) f.console(loss_cmd(loss_port(n), 0));
+    if (shim) finish_shim_loss(*loss, r);
+    else for (const char* n : {"Hca1", "Hca2"}) f.console(loss_cmd(loss_port(n), 0));
     reaper.add(opensm_children(f.process_pid(p.s1)));
     reaper.add(opensm_children(f.process_pid(p.s2)));
     r.takeovers = count_of(smha::testing::read_file(log2).substr(log0), "Entering MASTER state");
@@ -568,7 +617,8 @@ int main(int argc, char** argv) {
                  "to (switch: hop-0 SMPs are not lost)")
       ->check(CLI::IsMember({"hca", "switch"}));
   app.add_option("--loss-attr", g_loss_attr,
-                 "soak loss only on MADs of this attribute id (32: SMInfo); 0: all")
+                 "soak loss only on MADs of this attribute id; 0: all (ibsim Error). 32 (SMInfo): "
+                 "the SMInfo loss shim in the heads' processes, drop count reported")
       ->check(CLI::Range(0, 0xffff));
   app.add_option("--keep-logs", g_keep_logs,
                  "copy each smhad run's logs (smhad, OpenSM, probe) to DIR/run-N");
@@ -667,12 +717,16 @@ int main(int argc, char** argv) {
   std::printf("\n");
 
   if (soak_minutes > 0) {
-    std::printf("\nMAD loss soak, %.1f min each, loss set on the %s ports, %s:\n\n", soak_minutes,
-                g_loss_at == "switch" ? "switch ports the heads are cabled to" : "heads' HCA",
-                g_loss_attr ? ("attribute " + std::to_string(g_loss_attr) + " only").c_str()
-                            : "every attribute");
-    std::printf("| setting | loss | false takeovers | dual-master ms | both answering MASTER ms | ended with two masters |\n");
-    std::printf("|---|---|---:|---:|---:|---|\n");
+    if (g_loss_attr == kSmInfoAttr)
+      std::printf("\nMAD loss soak, %.1f min each: the SMInfo MADs the heads' processes send off-node, "
+                  "dropped by the loss shim (tests/ibsim/shim/umad_loss_shim.c):\n\n", soak_minutes);
+    else
+      std::printf("\nMAD loss soak, %.1f min each, loss set on the %s ports (ibsim Error), %s:\n\n", soak_minutes,
+                  g_loss_at == "switch" ? "switch ports the heads are cabled to" : "heads' HCA",
+                  g_loss_attr ? ("attribute " + std::to_string(g_loss_attr) + " only").c_str()
+                              : "every attribute");
+    std::printf("| setting | loss | MADs dropped | false takeovers | dual-master ms | both answering MASTER ms | ended with two masters |\n");
+    std::printf("|---|---|---|---:|---:|---:|---|\n");
     struct Case { OsmHa ha; int rate; std::vector<std::string> ports; const char* what; };
     const std::vector<Case> cases{
         {settings[2], 20, {"Hca1", "Hca2"}, "20 % on both heads' ports"},
@@ -682,20 +736,21 @@ int main(int argc, char** argv) {
       if (smhad_only) continue;
       const auto r = run_soak(topo, c.ha, c.rate, c.ports, soak_minutes, interval_ms);
       if (!r.error.empty())
-        std::printf("| %s | %s | failed: %s | | | |\n", c.ha.name.c_str(), c.what, r.error.c_str());
+        std::printf("| %s | %s | | failed: %s | | | |\n", c.ha.name.c_str(), c.what, r.error.c_str());
       else
-        std::printf("| %s | %s | %d | %.0f | %.0f | %s |\n", c.ha.name.c_str(), c.what, r.takeovers,
-                    r.dual_master_ms, r.fresh_dual_master_ms, r.ended_dual ? "yes" : "no");
+        std::printf("| %s | %s | %s | %d | %.0f | %.0f | %s |\n", c.ha.name.c_str(), c.what,
+                    loss_text(r).c_str(), r.takeovers, r.dual_master_ms, r.fresh_dual_master_ms,
+                    r.ended_dual ? "yes" : "no");
     }
     int kicks = 0;
     int fences = 0;
     const auto r = run_smhad_soak(topo, 20, soak_minutes, interval_ms, &kicks, &fences);
     if (!r.error.empty())
-      std::printf("| smhad | 20 %% on both heads' ports | failed: %s | | | |\n", r.error.c_str());
+      std::printf("| smhad | 20 %% on both heads' ports | | failed: %s | | | |\n", r.error.c_str());
     else
-      std::printf("| smhad | 20 %% on both heads' ports | %d (DISCOVER sent: %d, own OpenSM fenced: %d) | %.0f | %.0f | %s |\n",
-                  r.takeovers, kicks, fences, r.dual_master_ms, r.fresh_dual_master_ms,
-                  r.ended_dual ? "yes" : "no");
+      std::printf("| smhad | 20 %% on both heads' ports | %s | %d (DISCOVER sent: %d, own OpenSM fenced: %d) | %.0f | %.0f | %s |\n",
+                  loss_text(r).c_str(), r.takeovers, kicks, fences, r.dual_master_ms,
+                  r.fresh_dual_master_ms, r.ended_dual ? "yes" : "no");
   } else {
     std::printf("\nMAD loss soak: not run (--soak-minutes M)\n");
   }

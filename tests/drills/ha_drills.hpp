@@ -50,7 +50,7 @@ enum class DrillOp {
   Relink,           // restore it (`ReLink "Hca1"[1]`)
   CrashHead,        // kill -9 of A's smhad and of its OpenSM
   RestartSmhad,     // start A's smhad again (it starts OpenSM)
-  LossOn,           // `arg` % MAD loss on both heads' ports (ibsim `Error`)
+  LossOn,           // `arg` % loss of the SMInfo MADs both heads send off-node (ibsim: the loss shim)
   LossOff,          // loss back to 0
   Soak,             // `arg` seconds; invariants checked continuously
   AwaitBMaster,     // the observer sees B as the only MASTER

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -143,6 +144,57 @@ std::string umad_timeout_shim_preload() {
   if (shim.empty() || access(shim.c_str(), R_OK) != 0)
     throw error("umad timeout shim not built: '" + shim + "'");
   return shim + ":" + kUmad2sim;
+}
+
+std::string umad_loss_shim_path() {
+#ifdef SMHA_UMAD_LOSS_SHIM
+  return SMHA_UMAD_LOSS_SHIM;
+#else
+  return {};
+#endif
+}
+
+SmInfoLoss::SmInfoLoss(std::string dir, int percent, unsigned seed) : dir_(std::move(dir)), seed_(seed) {
+  const std::string shim = umad_loss_shim_path();
+  if (shim.empty() || access(shim.c_str(), R_OK) != 0)
+    throw error("umad loss shim not built: '" + shim + "'");
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) throw error("cannot create " + dir_ + ": " + ec.message());
+  set_percent(percent);
+}
+
+std::vector<std::pair<std::string, std::string>> SmInfoLoss::env() const {
+  return {{"LD_PRELOAD", umad_timeout_shim_path() + ":" + umad_loss_shim_path() + ":" + kUmad2sim},
+          {"SMHA_LOSS_CONTROL", dir_ + "/percent"},
+          {"SMHA_LOSS_COUNTS", dir_ + "/counts"},
+          {"SMHA_LOSS_SEED", std::to_string(seed_)}};
+}
+
+void SmInfoLoss::set_percent(int percent) {
+  if (percent < 0 || percent > 100) throw error("loss percent out of range: " + std::to_string(percent));
+  const std::string tmp = dir_ + "/percent.tmp";
+  write_file(tmp, std::to_string(percent) + "\n");
+  if (::rename(tmp.c_str(), (dir_ + "/percent").c_str()) != 0) throw error(errno_text("rename " + tmp));
+}
+
+SmInfoLoss::Counts SmInfoLoss::counts() const {
+  Counts c;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    if (e.path().filename().string().rfind("counts.", 0) != 0) continue;
+    const std::string line = read_file(e.path().string());
+    unsigned long long seen = 0, dropped = 0;
+    const auto at = line.find("seen=");
+    if (at == std::string::npos ||
+        std::sscanf(line.c_str() + at, "seen=%llu dropped=%llu", &seen, &dropped) != 2)
+      continue;
+    c.seen += seen;
+    c.dropped += dropped;
+    ++c.processes;
+    c.text += line;
+  }
+  return c;
 }
 
 IbsimFabric::IbsimFabric(const std::string& topology) {
@@ -413,6 +465,15 @@ int IbsimFabric::start_opensm(const OpensmSpec& spec) {
   env.emplace_back("OSM_TMP_DIR", dir);
   if (spec.timeout_shim.value_or(timeout_shim_default_)) {
     env[0].second = umad_timeout_shim_preload();
+  }
+  for (const auto& [k, v] : spec.extra_env) {
+    bool replaced = false;
+    for (auto& kv : env)
+      if (kv.first == k) {
+        kv.second = v;
+        replaced = true;
+      }
+    if (!replaced) env.emplace_back(k, v);
   }
   std::vector<std::string> argv{"opensm", "-F", conf, "-f", log, "-p",
                                 std::to_string(spec.priority)};

@@ -55,6 +55,8 @@ struct OpensmSpec {
   // Preload the umad timeout shim (tests/ibsim/shim) so unanswered MADs time
   // out as with the kernel's ib_umad. nullopt: the fabric default.
   std::optional<bool> timeout_shim;
+  // Overrides the client environment last (e.g. SmInfoLoss::env()).
+  std::vector<std::pair<std::string, std::string>> extra_env;
 };
 
 class IbsimFabric {
@@ -197,6 +199,40 @@ std::string topology_path(const std::string& name);
 // LD_PRELOAD value loading it together with libumad2sim.
 std::string umad_timeout_shim_preload();
 std::string umad_timeout_shim_path();
+// Absolute path of the built SMInfo loss shim (empty if not built).
+std::string umad_loss_shim_path();
+
+// SMInfo loss for the processes of a test (tests/ibsim/shim/umad_loss_shim.c).
+// ibsim's own `Error "node"[port] rate 32` drops no SMInfo (ibsim forwards it
+// before it applies the error rate), so the ibsim tier injects the HA
+// protocol's loss in the sending processes instead: each process started with
+// env() drops `percent` % of the SMInfo MADs it sends off-node (directed-route
+// hop 0 exempt) and counts them in its own file under `dir`.
+// Contract: set_percent() takes effect for the next MAD of every such
+// process (smhad and the OpenSM it starts, which inherits the environment);
+// counts() sums every process's count file. Throws std::runtime_error if the
+// shim is not built or `dir` cannot be written.
+class SmInfoLoss {
+ public:
+  struct Counts {
+    unsigned long long seen = 0;     // off-node SMInfo MADs sent while the loss was on
+    unsigned long long dropped = 0;  // of those, dropped
+    int processes = 0;               // count files found
+    std::string text;                // their lines, for failure messages
+  };
+  // Creates `dir`; the loss starts at `percent` %.
+  explicit SmInfoLoss(std::string dir, int percent = 0, unsigned seed = 1);
+  // LD_PRELOAD (timeout shim, loss shim, umad2sim, in that order: a dropped
+  // request then times out as on hardware) and the shim's variables.
+  std::vector<std::pair<std::string, std::string>> env() const;
+  void set_percent(int percent);
+  Counts counts() const;
+
+ private:
+  std::string dir_;
+  unsigned seed_;
+};
+
 // Reads a whole file ("" if it does not exist).
 std::string read_file(const std::string& path);
 
