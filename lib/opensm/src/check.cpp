@@ -1,5 +1,7 @@
 #include "smha/opensm/check.hpp"
 
+#include "smha/opensm/cli.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <set>
@@ -164,10 +166,12 @@ std::vector<Diagnostic> verify_accepted(OpensmRunner& runner, const config::Conf
 }
 
 PreparedConf prepare_opensm_conf(const config::Config& c, const Capabilities& caps,
-                                 std::uint8_t sm_priority, std::optional<Guid> port_guid) {
+                                 std::uint8_t sm_priority, std::optional<Guid> port_guid,
+                                 const FileSystem* policy_fs) {
   PreparedConf out;
   auto plan = plan_render(c, caps, sm_priority, port_guid);
   out.inputs = plan.inputs;
+  if (policy_fs) out.inputs.policy_files = hash_policy_files(c, *policy_fs);
   out.warnings = std::move(plan.warnings);
   if (!plan.ok()) {
     out.errors = std::move(plan.errors);
@@ -187,8 +191,9 @@ CheckReport check_loaded_config(const config::Config& c, OpensmRunner& runner) {
     return report;
   }
   report.capabilities = *caps;
+  const ReadOnlyFileSystem fs;
   auto prepared = prepare_opensm_conf(c, *caps, static_cast<std::uint8_t>(c.sm_priority),
-                                      c.port.port_guid);
+                                      c.port.port_guid, &fs);
   report.warnings = prepared.warnings;
   if (!c.sm_key_set) {
     report.warnings.push_back(Diagnostic{c.source_path, {}, "sm_key", config::kDefaultSmKeyWarning});

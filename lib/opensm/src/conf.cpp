@@ -1,5 +1,7 @@
 #include "smha/opensm/conf.hpp"
 
+#include "smha/opensm/file_system.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cinttypes>
@@ -37,6 +39,7 @@ std::uint64_t fnv1a64(std::string_view data) {
 namespace {
 
 constexpr std::string_view kHashTag = "# body-hash fnv1a64:";
+constexpr std::string_view kPolicyTag = "# policy-file ";
 
 std::string hex64(std::uint64_t v) {
   char buf[17];
@@ -115,6 +118,8 @@ std::string render_opensm_conf(const config::Config& config, const RenderInputs&
   out += "# opensm.conf rendered by smha from " + config.source_path + "\n";
   out += "# Do not edit: smhad rewrites this file. Edit the YAML and reload smhad.\n";
   out += "# flavor " + std::string(to_string(in.flavor)) + "\n";
+  for (const auto& p : in.policy_files)
+    out += std::string(kPolicyTag) + p.key + " " + p.path + " " + p.hash + "\n";
   out += std::string(kHashTag) + hex64(fnv1a64(b)) + "\n\n";
   out += b;
   return out;
@@ -128,6 +133,51 @@ std::optional<std::string> header_hash(std::string_view conf_text) {
     }
   }
   return std::nullopt;
+}
+
+const std::vector<std::string>& sweep_read_policy_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k{
+        "cn_guid_file",           "dimn_ports_file",     "guid_routing_order_file",
+        "hop_weights_file",       "ids_guid_file",       "io_guid_file",
+        "lfts_file",              "lid_matrix_dump_file", "partition_config_file",
+        "per_module_logging_file", "port_prof_ignore_file", "port_search_ordering_file",
+        "prefix_routes_file",     "qos_policy_file",     "root_guid_file"};
+    std::sort(k.begin(), k.end());
+    return k;
+  }();
+  return keys;
+}
+
+std::vector<PolicyFileHash> hash_policy_files(const config::Config& config, const FileSystem& fs) {
+  std::vector<PolicyFileHash> out;
+  const auto& keys = sweep_read_policy_keys();
+  for (const auto& e : config.opensm.extra) {  // sorted by key
+    if (!std::binary_search(keys.begin(), keys.end(), e.key) || e.value.empty()) continue;
+    PolicyFileHash h{e.key, e.value, {}};
+    if (auto r = fs.read(e.value); r.ok()) {
+      h.hash = "fnv1a64:" + hex64(fnv1a64(r.value()));
+    } else {
+      h.hash = r.error().code == "not_found" ? "missing" : "unreadable";
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+std::map<std::string, std::pair<std::string, std::string>> header_policy_files(std::string_view conf_text) {
+  std::map<std::string, std::pair<std::string, std::string>> out;
+  for (auto line : split_lines(conf_text)) {
+    if (line.empty()) break;  // the header ends at the first blank line
+    if (line.substr(0, kPolicyTag.size()) != kPolicyTag) continue;
+    line.remove_prefix(kPolicyTag.size());
+    const auto sp1 = line.find(' ');
+    const auto sp2 = line.rfind(' ');
+    if (sp1 == std::string_view::npos || sp2 == sp1) continue;
+    out[std::string(line.substr(0, sp1))] = {std::string(line.substr(sp1 + 1, sp2 - sp1 - 1)),
+                                             std::string(line.substr(sp2 + 1))};
+  }
+  return out;
 }
 
 ConfMap parse_opensm_conf(std::string_view text) {
@@ -206,7 +256,23 @@ ReloadDecision classify_change(const ConfMap& old_conf, const ConfMap& new_conf)
 }
 
 ReloadDecision classify_change(std::string_view old_text, std::string_view new_text) {
-  return classify_change(parse_opensm_conf(old_text), parse_opensm_conf(new_text));
+  const ConfMap old_conf = parse_opensm_conf(old_text);
+  const ConfMap new_conf = parse_opensm_conf(new_text);
+  ReloadDecision d = classify_change(old_conf, new_conf);
+  // A policy file edited in place: same key and path in opensm.conf (so the
+  // key itself is unchanged), another content hash in the header.
+  const auto old_files = header_policy_files(old_text);
+  for (const auto& [key, now] : header_policy_files(new_text)) {
+    auto o = old_conf.find(key);
+    auto n = new_conf.find(key);
+    if (o == old_conf.end() || n == new_conf.end() || o->second != n->second) continue;
+    auto was = old_files.find(key);
+    if (was != old_files.end() && was->second == now) continue;
+    d.changed.push_back(key + " (content)");
+    if (d.kind == ReloadDecision::Kind::None) d.kind = ReloadDecision::Kind::Sighup;
+  }
+  std::sort(d.changed.begin(), d.changed.end());
+  return d;
 }
 
 std::string diff_lines(std::string_view old_text, std::string_view new_text,

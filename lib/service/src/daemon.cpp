@@ -110,8 +110,11 @@ class Daemon final : public DrillHost {
   PriorityRenderer make_renderer(const config::Config& c) const {
     const opensm::Capabilities caps = caps_;
     const Guid guid = own_guid_;
-    return [c, caps, guid](std::uint8_t prio) -> Result<std::string> {
-      auto prep = opensm::prepare_opensm_conf(c, caps, prio, guid);
+    // Each rendering hashes the policy files again, so a reload after an edit
+    // of e.g. the partitions file SIGHUPs OpenSM (opensm::classify_change).
+    const opensm::FileSystem* fs = &fs_;
+    return [c, caps, guid, fs](std::uint8_t prio) -> Result<std::string> {
+      auto prep = opensm::prepare_opensm_conf(c, caps, prio, guid, fs);
       if (!prep.ok()) return make_error("config", join_errors(prep.errors));
       return std::move(prep.rendered);
     };

@@ -48,7 +48,9 @@ std::vector<Diagnostic> verify_accepted(OpensmRunner& runner, const config::Conf
 // What the daemon calls before each write of opensm.conf (start, reload, priority
 // change), with the capabilities probed once at start: plan_render, render and
 // check_rendered_keys, without running OpenSM. `rendered` is set only if there
-// are no errors.
+// are no errors. With `policy_fs`, the policy files opensm.conf names are read
+// through it and their content hashes go into the header (hash_policy_files);
+// without, the header has none.
 struct PreparedConf {
   std::string rendered;
   RenderInputs inputs;
@@ -57,7 +59,8 @@ struct PreparedConf {
   bool ok() const { return errors.empty(); }
 };
 PreparedConf prepare_opensm_conf(const config::Config& config, const Capabilities& caps,
-                                 std::uint8_t sm_priority, std::optional<Guid> port_guid);
+                                 std::uint8_t sm_priority, std::optional<Guid> port_guid,
+                                 const FileSystem* policy_fs = nullptr);
 
 struct CheckReport {
   std::vector<Diagnostic> errors;
@@ -72,6 +75,7 @@ struct CheckReport {
 // check the keys, and have OpenSM read the result. Stops after the first stage
 // that fails (later stages need its output); within a stage reports everything.
 CheckReport check_config(const std::string& path, OpensmRunner& runner);
+// The rendered text includes the policy files' hashes, read from disk.
 CheckReport check_loaded_config(const config::Config& config, OpensmRunner& runner);
 
 }  // namespace smha::opensm
