@@ -1,4 +1,5 @@
 #include "smha/config/config.hpp"
+#include "smha/core/limits.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -164,6 +165,9 @@ class Loader {
   // Integer in [min, max]; the message names the bound that was broken.
   std::optional<long long> ranged(const YAML::Node& n, const std::string& path, long long min,
                                   long long max);
+  std::optional<long long> ranged(const YAML::Node& n, const std::string& path, limits::IntRange r) {
+    return ranged(n, path, r.min, r.max);
+  }
   std::optional<bool> boolean(const YAML::Node& n, const std::string& path);
   std::optional<std::string> text(const YAML::Node& n, const std::string& path);
   std::optional<std::string> absolute_path(const YAML::Node& n, const std::string& path);
@@ -447,7 +451,7 @@ void Loader::load_peers(const Entry& e, Config& c) {
       }
     }
     if (auto it = m->find("sm_priority"); it != m->end()) {
-      if (auto v = ranged(it->second.value, path + ".sm_priority", 0, 15))
+      if (auto v = ranged(it->second.value, path + ".sm_priority", limits::kSmPriority))
         p.sm_priority = static_cast<int>(*v);
       else
         good = false;
@@ -465,11 +469,11 @@ void Loader::load_failover(const Entry& e, Config& c) {
   auto& f = c.failover;
   constexpr long long kIntMax = std::numeric_limits<int>::max();
   if (auto it = m->find("poll_interval_ms"); it != m->end()) {
-    if (auto v = ranged(it->second.value, "failover.poll_interval_ms", 1, 60000))
+    if (auto v = ranged(it->second.value, "failover.poll_interval_ms", limits::kPollIntervalMs))
       f.poll_interval = std::chrono::milliseconds(*v);
   }
   if (auto it = m->find("misses_before_takeover"); it != m->end()) {
-    if (auto v = ranged(it->second.value, "failover.misses_before_takeover", 1, 1000))
+    if (auto v = ranged(it->second.value, "failover.misses_before_takeover", limits::kMisses))
       f.misses_before_takeover = static_cast<int>(*v);
   }
   if (auto it = m->find("failback"); it != m->end()) {
@@ -897,7 +901,7 @@ ConfigResult Loader::load(std::string_view text) {
   }
   if (auto it = top->find("peers"); it != top->end()) load_peers(it->second, c);
   if (auto it = top->find("sm_priority"); it != top->end()) {
-    if (auto v = ranged(it->second.value, "sm_priority", 0, 15)) c.sm_priority = static_cast<int>(*v);
+    if (auto v = ranged(it->second.value, "sm_priority", limits::kSmPriority)) c.sm_priority = static_cast<int>(*v);
   }
   if (auto it = top->find("failover"); it != top->end()) load_failover(it->second, c);
   load_sm_key(*top, c);

@@ -194,7 +194,7 @@ bool Daemon::init() {
 
   auto mapped = map_config(config_, own_guid_, &unaddressed_);
   if (!mapped) {
-    err_ << "smhad: " << config_.source_path << ": " << mapped.error().message << '\n';
+    err_ << "smhad: " << mapped.error().message << '\n';
     return false;
   }
   for (const auto& name : unaddressed_)

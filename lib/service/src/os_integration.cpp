@@ -8,6 +8,7 @@
 #include "smha/opensm/cli.hpp"
 #include "smha/opensm/posix_process_runner.hpp"
 #include "smha/platform/logging.hpp"
+#include "smha/service/service.hpp"
 
 namespace smha::service {
 
@@ -302,6 +303,17 @@ int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std:
   }
   if (auto st = HookDispatcher::check(loaded.value()); !st.ok()) {
     err << "error: " << path << ": " << st.error().message << '\n';
+    err << path << ": 1 error(s)\n";
+    return 1;
+  }
+  // The HA policy start-up builds from the file (map_config, sm::validate).
+  // Without node.port_guid start-up takes the GUID of the opened port; here a
+  // stand-in that no peer uses.
+  const config::Config& cfg = loaded.value();
+  Guid own{1};
+  for (const auto& peer : cfg.peers) own = Guid{std::max(own.value, peer.port_guid.value + 1)};
+  if (auto mapped = map_config(cfg, cfg.port.port_guid.value_or(own)); !mapped) {
+    err << "error: " << mapped.error().message << '\n';
     err << path << ": 1 error(s)\n";
     return 1;
   }

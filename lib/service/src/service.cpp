@@ -430,6 +430,38 @@ void LogEventSink::clear_daemon_alarm(const std::string& kind) {
 
 // ---- map_config ------------------------------------------------------------
 
+namespace {
+
+// sm::validate names the HaPolicy field ("poll_interval: ...",
+// "peers[head02].guid: ..."); the operator needs the YAML key that set it and
+// its position. Derived bounds (hang_timeout, takeover_bound ...) point at the
+// poll interval they follow from.
+Error policy_error_at(const config::Config& c, const Error& e) {
+  const std::string& m = e.message;
+  const std::string field = m.substr(0, m.find_first_of(":[."));
+  std::string key = "failover.poll_interval_ms";
+  if (field == "misses") key = "failover.misses_before_takeover";
+  else if (field == "base_priority" || field == "priority") key = "sm_priority";
+  else if (field == "own_guid") key = "node.port_guid";
+  else if (field == "preferred_master") key = "failover";
+  else if (field == "peers") {
+    key = "peers";
+    const auto open = m.find('[');
+    const auto close = m.find(']');
+    if (open != std::string::npos && close != std::string::npos && close > open) {
+      const std::string name = m.substr(open + 1, close - open - 1);
+      for (std::size_t i = 0; i < c.peers.size(); ++i)
+        if (c.peers[i].name == name)
+          key = "peers[" + std::to_string(i) + "]" +
+                (m.find("].priority", open) == close ? ".sm_priority" : ".port_guid");
+    }
+  }
+  config::Diagnostic d{c.source_path, c.position_of(key), key, "HA policy: " + m};
+  return Error{e.code, d.to_string()};
+}
+
+}  // namespace
+
 Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid,
                                       std::vector<std::string>* unaddressed) {
   agent::AgentConfig a;
@@ -453,7 +485,13 @@ Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid,
   p.preempt_hold_down = c.failover.preempt_holddown;
   p.base_priority = static_cast<std::uint8_t>(std::clamp(c.sm_priority, 0, 15));
   p.hang_timeout = (p.misses + 1) * p.poll_interval;
-  if (auto st = sm::validate(p); !st.ok()) return st.error();
+  // Bounds that must cover at least a round (sm::validate) follow a long
+  // poll interval; at the default interval they keep the engine's defaults.
+  p.takeover_bound = std::max(p.takeover_bound, p.poll_interval);
+  p.handover_bound = std::max(p.handover_bound, p.poll_interval);
+  p.unresponsive_timeout = std::max(p.unresponsive_timeout, p.hang_timeout);
+  p.query_window = agent::query_window_for(a);  // what the agent will use
+  if (auto st = sm::validate(p); !st.ok()) return policy_error_at(c, st.error());
   return a;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "smha/core/limits.hpp"
+
 namespace smha::sm {
 
 std::string_view to_string(FailbackMode mode) {
@@ -23,14 +25,19 @@ Status validate(const HaPolicy& p) {
     if (!guids.insert(peer.guid.value).second)
       return bad("peers[" + peer.name + "].guid: " + to_string(peer.guid) + " is used twice");
   }
-  if (p.poll_interval < milliseconds(10) || p.poll_interval > seconds(10))
-    return bad("poll_interval: must be 10 ms .. 10 s");
-  if (p.misses < 1 || p.misses > 100) return bad("misses: must be 1 .. 100");
-  if (p.base_priority > 15) return bad("base_priority: must be 0 .. 15");
+  const auto range_text = [](limits::IntRange r) {
+    return std::to_string(r.min) + " .. " + std::to_string(r.max);
+  };
+  if (p.poll_interval < milliseconds(limits::kPollIntervalMs.min) ||
+      p.poll_interval > milliseconds(limits::kPollIntervalMs.max))
+    return bad("poll_interval: must be " + range_text(limits::kPollIntervalMs) + " ms");
+  if (!limits::kMisses.contains(p.misses)) return bad("misses: must be " + range_text(limits::kMisses));
+  if (!limits::kSmPriority.contains(p.base_priority))
+    return bad("base_priority: must be " + range_text(limits::kSmPriority));
   std::vector<std::uint8_t> configured{p.base_priority};
   for (const auto& peer : p.peers) {
-    if (peer.priority && *peer.priority > 15)
-      return bad("peers[" + peer.name + "].priority: must be 0 .. 15");
+    if (peer.priority && !limits::kSmPriority.contains(*peer.priority))
+      return bad("peers[" + peer.name + "].priority: must be " + range_text(limits::kSmPriority));
     configured.push_back(peer.priority.value_or(p.base_priority));
   }
   if (auto r = standby_priorities(configured); !r) return r.error();

@@ -18,6 +18,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include "smha/core/limits.hpp"
 #include "smha/service/os_integration.hpp"
 #include "smha/service/service.hpp"
 
@@ -127,6 +128,49 @@ TEST_CASE("map_config refuses a policy the engine would not accept") {
   auto r = map_config(c, Guid{0x10});
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == "policy");
+}
+
+// One range table (smha/core/limits.hpp): whatever the loader accepts, the
+// engine accepts. Before it, poll_interval_ms 5 loaded and then start-up
+// refused it, and 2000 loaded but failed takeover_bound >= poll_interval.
+TEST_CASE("every poll interval and miss count the loader accepts starts (range table corners)") {
+  for (long long poll : {limits::kPollIntervalMs.min, 49LL, 100LL, 1001LL, 5001LL, limits::kPollIntervalMs.max})
+    for (long long misses : {limits::kMisses.min, 3LL, limits::kMisses.max}) {
+      const std::string yaml = "node:\n  name: head01\n  port_guid: 0x10\npeers:\n  - name: head02\n    port_guid: 0x20\n"
+                               "failover:\n  poll_interval_ms: " + std::to_string(poll) +
+                               "\n  misses_before_takeover: " + std::to_string(misses) +
+                               "\n  opensm_polling_timeout_ms: 2147483647\n";
+      INFO("poll " << poll << " misses " << misses);
+      auto loaded = config::load_config_from_string(yaml, "t.yaml");
+      INFO(loaded.error_text());
+      REQUIRE(loaded.ok());
+      auto r = map_config(loaded.value(), Guid{0x10});
+      INFO((r ? std::string() : r.error().message));
+      CHECK(r.ok());
+    }
+  for (long long poll : {limits::kPollIntervalMs.min - 1, limits::kPollIntervalMs.max + 1}) {
+    const std::string yaml = "node:\n  name: head01\n  port_guid: 0x10\npeers:\n  - name: head02\n    port_guid: 0x20\n"
+                             "failover:\n  poll_interval_ms: " + std::to_string(poll) + "\n";
+    auto loaded = config::load_config_from_string(yaml, "t.yaml");
+    REQUIRE_FALSE(loaded.ok());
+    CHECK_THAT(loaded.error_text(), Catch::StartsWith("t.yaml:8:21: failover.poll_interval_ms: must be"));
+  }
+}
+
+TEST_CASE("map_config's policy errors name the YAML key and its position") {
+  auto c = two_heads();
+  c.failover.poll_interval = 5ms;  // below the range (a Config not from the loader)
+  auto r = map_config(c, Guid{0x10});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == "policy");
+  CHECK_THAT(r.error().message,
+             Catch::StartsWith("t.yaml:12:21: failover.poll_interval_ms: HA policy: poll_interval: must be 10 .. 10000 ms"));
+  c = two_heads();
+  c.peers[1].port_guid = Guid{0x20};  // head03 reuses head02's GUID
+  r = map_config(c, Guid{0x10});
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error().message, Catch::Contains("peers[1].port_guid: HA policy: peers[head03].guid:"));
+  CHECK_THAT(r.error().message, Catch::StartsWith("t.yaml:9:16: "));
 }
 
 TEST_CASE("LogEventSink names each transition with the event that caused it and tracks alarms") {
@@ -462,6 +506,7 @@ TEST_CASE("smhad --check-config also refuses an insecure hook") {
   REQUIRE(::chmod(hook.c_str(), 0757) == 0);
   const std::string yaml = dir.path() + "/smha.yaml";
   std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\nsm_key: 0x5\n"
+                      << "peers:\n  - name: head02\n    port_guid: 0x20\n"
                       << "opensm:\n  conf_path: " << dir.path() << "/opensm.conf\n"
                       << "hooks:\n  master: " << hook << "\n";
   opensm::ExecOpensmRunner runner;
@@ -474,4 +519,19 @@ TEST_CASE("smhad --check-config also refuses an insecure hook") {
   std::ostringstream out2, err2;
   CHECK(run_check_config(yaml, runner, out2, err2) == 0);
   CHECK(out2.str().find(yaml + ": OK for OpenSM") == 0);
+}
+
+// Start-up's policy check (map_config) runs in --check-config too: a file with
+// no peer loads, and smhad would refuse to start with it.
+TEST_CASE("smhad --check-config refuses what start-up refuses: no peer") {
+  TempDir dir;
+  const std::string yaml = dir.path() + "/smha.yaml";
+  std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\nsm_key: 0x5\n"
+                      << "opensm:\n  conf_path: " << dir.path() << "/opensm.conf\n";
+  opensm::ExecOpensmRunner runner;
+  std::ostringstream out, err;
+  CHECK(run_check_config(yaml, runner, out, err) == 1);
+  CHECK(out.str().empty());
+  CHECK(err.str() == "error: " + yaml + ": peers: HA policy: peers: at least one other head is needed\n" + yaml +
+                         ": 1 error(s)\n");
 }

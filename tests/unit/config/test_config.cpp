@@ -300,9 +300,9 @@ TEST_CASE("validation errors: exact file:line:column, key path and message") {
        "t.yaml:4:14: sm_priority: integer out of range (got 99999999999999999999)"},
       {kNode + "sm_priority: [1]\n", "t.yaml:4:14: sm_priority: must be a single value (got a list)"},
       {kNode + "failover:\n  poll_interval_ms: 0\n",
-       "t.yaml:5:21: failover.poll_interval_ms: must be > 0 (got 0)"},
+       "t.yaml:5:21: failover.poll_interval_ms: must be >= 10 (got 0)"},
       {kNode + "failover:\n  misses_before_takeover: 0\n",
-       "t.yaml:5:27: failover.misses_before_takeover: must be > 0 (got 0)"},
+       "t.yaml:5:27: failover.misses_before_takeover: must be between 1 and 100 (got 0)"},
       {kNode + "failover:\n  failback: stiky\n",
        "t.yaml:5:13: failover.failback: must be sticky or preempt (got \"stiky\"); did you mean 'sticky'?"},
       {kNode + "failover:\n  preempt_holddown_s: -1\n",
@@ -440,7 +440,7 @@ peers:
 )");
   CHECK(errors == std::vector<std::string>{
                       "t.yaml:4:14: sm_priority: must be between 0 and 15 (got 99)",
-                      "t.yaml:6:27: failover.misses_before_takeover: must be > 0 (got 0)",
+                      "t.yaml:6:27: failover.misses_before_takeover: must be between 1 and 100 (got 0)",
                       "t.yaml:8:19: opensm.sweep_interval: must be > 0 (got -3)",
                       "t.yaml:9:3: opensm.flavr: unknown key; did you mean 'flavor'?",
                       "t.yaml:11:5: opensm.extra.priority: refused: not an OpenSM key (OpenSM "

@@ -262,7 +262,9 @@ class LogEventSink final : public agent::EventSink {
 
 // Config -> the agent's configuration. `own_guid` is the local port GUID (from
 // node.port_guid or the opened port). Peers without a LID are in the policy but
-// not polled (listed in `unaddressed`). Errors: code "policy" (sm::validate).
+// not polled (listed in `unaddressed`). Errors: code "policy" (sm::validate),
+// the message "<file>:<line>:<col>: <yaml key>: HA policy: ..." naming the
+// YAML key the field comes from. smhad --check-config runs it too.
 // The engine gets sm_priority and every peer's sm_priority (default: the same)
 // and renders from them (doc/ha-engine.md "Rendered priorities"); a hung local
 // OpenSM is fenced after (misses + 1) x poll_interval.
