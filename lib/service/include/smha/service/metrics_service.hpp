@@ -86,7 +86,7 @@ class MetricsService {
   Render render_;
   std::unique_ptr<control::MetricsHttpServer> http_;
   std::unique_ptr<boost::asio::steady_timer> timer_;
-  std::string last_error_;
+  bool textfile_failing_ = false;
 };
 
 }  // namespace smha::service
