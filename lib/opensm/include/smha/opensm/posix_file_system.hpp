@@ -18,6 +18,7 @@ class PosixFileSystem final : public FileSystem {
   Status write_atomic(const std::string& path, std::string_view content, unsigned mode) override;
   // Errors: "not_found" if `path` does not exist, "io" otherwise.
   Result<std::string> read(const std::string& path) const override;
+  Result<Tail> read_tail(const std::string& path, std::uint64_t from, std::size_t max) const override;
 };
 
 }  // namespace smha::opensm
