@@ -76,6 +76,7 @@ set(CPACK_DEBIAN_PACKAGE_DEPENDS "opensm, libibumad3, adduser")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "infiniband-diags")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
   ${SMHA_PKG_DIR}/debian/conffiles
+  ${SMHA_PKG_DIR}/debian/preinst
   ${SMHA_PKG_DIR}/debian/postinst
   ${SMHA_PKG_DIR}/debian/prerm
   ${SMHA_PKG_DIR}/debian/postrm)
