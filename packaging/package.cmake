@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # Installation layout and the Debian package (CPack DEB). Included from the root
 # CMakeLists.txt; `cpack -G DEB` (scripts/package) builds smha_<version>_<arch>.deb.
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // smhad's operating-system side, through the real smhad binary under ibsim:
 // sd_notify (READY/STATUS/WATCHDOG/RELOADING/STOPPING on a NOTIFY_SOCKET the test
 // binds), notify hooks run on role changes, and OpenSM start failures / crash

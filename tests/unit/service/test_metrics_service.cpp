@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Metrics from daemon state: the snapshot built from a status reply and the
 // event stream, served over HTTP on loopback and written to a textfile, each
 // read back with a real exposition parser (python3-prometheus-client).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // FileSystem: the seam through which smha writes opensm.conf and its state files.
 // Real implementation: PosixFileSystem (temp + fsync + rename). The simulated
 // fabric keeps files in memory, so a simulated OpenSM can read its rendered

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // PosixFileSystem: the real FileSystem. write_atomic() writes a temporary file in
 // the target's directory (O_EXCL, created with `mode` & 07777 so a secret is never
 // readable by others, not even briefly), fsyncs it, rename()s it over the target

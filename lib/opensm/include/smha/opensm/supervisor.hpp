@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // OpensmSupervisor: keeps one OpenSM process running with the rendered opensm.conf.
 //
 // It starts OpenSM (argv from the integrator's ProcessSpec factory, normally

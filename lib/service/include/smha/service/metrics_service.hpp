@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // smhad's Prometheus metrics (doc/control-protocol.md "metrics", doc/configuration.md
 // "metrics"): a snapshot built from the status reply plus counters the status does
 // not carry, the `metrics` control method, and the two optional outputs: an HTTP
