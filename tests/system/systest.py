@@ -29,11 +29,17 @@ MIRROR = os.environ.get("SMHA_SYSTEM_MIRROR", "http://deb.debian.org/debian")
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NET = os.path.join(TOP, "topologies", "two-switch-4hca.net")
-# What the cached root carries: systemd, and the test's own tools (libumad2sim).
-INCLUDE = "systemd,systemd-sysv,dbus,procps,libumad2sim0"
-# smha's dependencies, downloaded (not installed) into the root's apt archive so
-# that `apt install ./smha.deb` resolves them without the network.
-PRESEED = ["opensm", "libibumad3", "adduser", "infiniband-diags"]
+# What the cached root carries: systemd, perl (on every real head; minbase lacks
+# it, and unpacking it would dominate each install), and the test's own tool
+# (libumad2sim).
+INCLUDE = "systemd,systemd-sysv,dbus,procps,perl,libumad2sim0"
+# smha's dependencies (Depends, Recommends and what dpkg-shlibdeps adds),
+# downloaded (not installed) into the root's apt archive so that
+# `apt install ./smha.deb` resolves them without the network.
+PRESEED = ["opensm", "libibumad3", "adduser", "infiniband-diags", "libfmt9", "libspdlog1.10",
+           "libyaml-cpp0.7", "libsystemd0"]
+# Changes with INCLUDE/PRESEED: a cached root of another version is rebuilt.
+ROOT_VERSION = "2 " + INCLUDE + " " + " ".join(PRESEED)
 CENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         "DEBIAN_FRONTEND": "noninteractive", "LANG": "C.UTF-8", "HOME": "/root"}
 
@@ -79,7 +85,9 @@ def cached_root():
     os.makedirs(CACHE, exist_ok=True)
     with open(os.path.join(CACHE, "lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.path.exists(os.path.join(root, ".smha-ready")):
+        ready = os.path.join(root, ".smha-ready")
+        if os.path.exists(ready) and open(ready).read() == ROOT_VERSION:
+            tune_root(root)
             return root
         new = os.path.join(CACHE, "root.new")
         shutil.rmtree(new, ignore_errors=True)
@@ -95,11 +103,22 @@ def cached_root():
                 env=CENV, timeout=600)
         if r.returncode != 0:
             raise Failure(f"pre-seeding {PRESEED} failed: {r.stdout[-2000:]}{r.stderr[-2000:]}")
-        open(os.path.join(new, ".smha-ready"), "w").close()
+        tune_root(new)
+        with open(os.path.join(new, ".smha-ready"), "w") as f:
+            f.write(ROOT_VERSION)
         shutil.rmtree(root, ignore_errors=True)
         os.rename(new, root)
         log(f"cached root ready in {time.monotonic() - t0:.0f}s")
         return root
+
+
+def tune_root(root):
+    """Test-machine settings of the cached root (not the product's): dpkg without
+    fsync (containers are thrown away), as Debian's container images do."""
+    cfg = os.path.join(root, "etc/dpkg/dpkg.cfg.d/smha-system-test")
+    if not os.path.exists(cfg):
+        with open(cfg, "w") as f:
+            f.write("# smha system tier: throwaway containers\nforce-unsafe-io\n")
 
 
 # --- ibsim on the host -----------------------------------------------------------
