@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // smctl: the operator's command-line tool. Thin: parses argv and dispatches.
 #include <cstdio>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Each smctl subcommand registers itself on the CLI11 app and stores its
 // exit code in `exit_code` when it runs. Exit codes: doc/smctl.md.
 #pragma once

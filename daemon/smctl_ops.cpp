@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // smctl subcommands that talk to smhad over the control socket: status, events,
 // metrics, handover, drill, hold, release, reload. Thin: options -> params,
 // lib/control's run_cli_call does the call, lib/service renders status and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // `smctl render-config [-c FILE] [--diff]`: the opensm.conf smhad would write.
 #include <iostream>
 #include <memory>

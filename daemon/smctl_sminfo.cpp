@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // `smctl sminfo`: one SubnGet(SMInfo) over libibumad. Parses argv; the query and
 // its output live in lib/mad (sminfo_query.hpp). Exit codes: doc/smctl.md.
 #include <cstdio>

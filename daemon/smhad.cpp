@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // smhad: the smha daemon. Thin: parses argv and hands over to lib/.
 // `smhad -c FILE` runs the daemon (lib/service); --check-config and
 // --print-opensm-conf only check and print.

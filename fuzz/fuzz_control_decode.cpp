@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // libFuzzer target: the control-socket request decoder (framing + JSON +
 // envelope validation), fed in chunks as a socket would deliver it.
 // Invariants checked: no crash/UB/leak; a frame never exceeds the cap; a

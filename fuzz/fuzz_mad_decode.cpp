@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // libFuzzer: the SMP, SMInfo and PortInfo decoders take any bytes without UB
 // or crash, and whatever decodes re-encodes to the same fields.
 #include <cstddef>

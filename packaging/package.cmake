@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # Installation layout and the Debian package (CPack DEB). Included from the root
 # CMakeLists.txt; `cpack -G DEB` (scripts/package) builds smha_<version>_<arch>.deb.
 #
@@ -76,6 +77,7 @@ set(CPACK_DEBIAN_PACKAGE_DEPENDS "opensm, libibumad3, adduser")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "infiniband-diags")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
   ${SMHA_PKG_DIR}/debian/conffiles
+  ${SMHA_PKG_DIR}/debian/preinst
   ${SMHA_PKG_DIR}/debian/postinst
   ${SMHA_PKG_DIR}/debian/prerm
   ${SMHA_PKG_DIR}/debian/postrm)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // bench_control, part 2: smhad's resident memory and CPU while idle at 10 Hz
 // polling, beside OpenSM's in the same run (the baseline).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // bench_control: status round trip over the control socket.
 //
 // A ControlServer with a canned `status` handler runs on its own thread (as in

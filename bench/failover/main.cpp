@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // bench_failover: how long a subnet is without a MASTER when the master SM
 // fails, as a third node sees it, and whether MAD loss causes false takeovers.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // bench_failover_probe: the failover benchmark's observer. Attached at a third
 // node (through umad2sim), it polls SubnGet(SMInfo) of the given LIDs one
 // after the other, every --interval-ms, with smha::mad::UmadTransport, and

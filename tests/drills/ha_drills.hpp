@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The HA drills, defined once: each is a start mode, a fault sequence and the
 // outcome it must end with. tests/sim/sim/test_sim_drill_table.cpp runs them on
 // the in-process simulated fabric (lib/sim), tests/ibsim/service/

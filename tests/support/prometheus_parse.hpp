@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Parses Prometheus exposition text with a real parser
 // (python3-prometheus-client's text_string_to_metric_families), so tests check
 // metrics output without ad-hoc pattern matching. Header-only; Catch2 asserts.

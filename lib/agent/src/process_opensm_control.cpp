@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/agent/process_opensm_control.hpp"
 
 #include <csignal>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/opensm/posix_file_system.hpp"
 
 #include <fcntl.h>
@@ -90,6 +91,33 @@ Result<std::string> PosixFileSystem::read(const std::string& path) const {
     out.append(buf, static_cast<std::size_t>(n));
   }
   return out;
+}
+
+Result<FileSystem::Tail> PosixFileSystem::read_tail(const std::string& path, std::uint64_t from,
+                                                    std::size_t max) const {
+  Fd file;
+  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (file.fd < 0) return io_error("open", path, errno);
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) return io_error("stat", path, errno);
+  if (!S_ISREG(st.st_mode)) return make_error("not_regular", path + ": not a regular file");
+  Tail t;
+  t.size = static_cast<std::uint64_t>(st.st_size);
+  std::uint64_t start = from <= t.size ? from : 0;
+  if (t.size - start > max) start = t.size - max;
+  t.text.resize(static_cast<std::size_t>(t.size - start));
+  std::size_t got = 0;
+  while (got < t.text.size()) {
+    ssize_t n = ::pread(file.fd, t.text.data() + got, t.text.size() - got, static_cast<off_t>(start + got));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return io_error("read", path, errno);
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  t.text.resize(got);
+  return t;
 }
 
 }  // namespace smha::opensm

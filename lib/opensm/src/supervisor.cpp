@@ -1,9 +1,11 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/opensm/supervisor.hpp"
 
 #include <signal.h>
 #include <string.h>
 
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <utility>
 
@@ -248,6 +250,10 @@ Status OpensmSupervisor::spawn_now() {
   permanent_.reset();
   came_up_ = false;
   recent_lines_.clear();
+  log_offset_ = 0;
+  if (!options_.log_file.empty()) {
+    if (auto t = fs_.read_tail(options_.log_file, UINT64_MAX, 0)) log_offset_ = t->size;
+  }
   std::weak_ptr<int> alive = alive_;
   auto pid = runner_.spawn(
       spec,
@@ -338,20 +344,49 @@ void OpensmSupervisor::on_exit(std::uint64_t run, const ExitInfo& exit) {
     return;
   }
 
+  // Before OpenSM came up, its own log says why it stopped; after, the ERR lines
+  // there are routine sweep complaints (e.g. routing fallbacks), not the cause.
+  const auto logged = came_up_ ? std::nullopt : log_error();
   if (permanent_) {
     status_.last_exit_class = ExitClass::Permanent;
-    fail("permanent failure: " + *permanent_ + "; " + describe_exit(exit) + "; not restarting");
+    fail("permanent failure: " + (logged ? *logged : *permanent_) + "; " + describe_exit(exit) +
+         "; not restarting");
     return;
   }
   if (!exit.signaled && (exit.status == 2 || exit.status == 255)) {
     status_.last_exit_class = ExitClass::Permanent;
-    std::string last = recent_lines_.empty() ? "" : "; last output: \"" + recent_lines_.back() + "\"";
+    std::string last = logged                  ? "; " + *logged
+                       : recent_lines_.empty() ? ""
+                                               : "; last output: \"" + recent_lines_.back() + "\"";
     fail("permanent failure: OpenSM rejected its command line or options (" + describe_exit(exit) + ")" + last +
          "; not restarting");
     return;
   }
   status_.last_exit_class = ExitClass::Crash;
-  handle_crash(exit, uptime, what);
+  handle_crash(exit, uptime, logged ? what + " (" + *logged + ")" : what);
+}
+
+// The first error OpenSM wrote to its own log during this run, e.g.
+// `OpenSM log /var/log/opensm.log: "osm_db_init: ERR 6101: Failed to create the db
+// directory:/var/cache/opensm"`. Reads at most the last 64 KiB the run appended.
+std::optional<std::string> OpensmSupervisor::log_error() const {
+  if (options_.log_file.empty()) return std::nullopt;
+  auto tail = fs_.read_tail(options_.log_file, log_offset_, 64 * 1024);
+  if (!tail) return std::nullopt;
+  std::string_view text = tail->text;
+  while (!text.empty()) {
+    const auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (line.find(": ERR ") == std::string_view::npos) continue;
+    // "Dec 03 13:45:01 123456 [7F2A...] 0x01 -> osm_db_init: ERR 6101: ..."
+    if (auto arrow = line.find("-> "); arrow != std::string_view::npos) line = line.substr(arrow + 3);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
+      line.remove_suffix(1);
+    if (line.size() > 300) line = line.substr(0, 300);
+    return "OpenSM log " + options_.log_file + ": \"" + std::string(line) + "\"";
+  }
+  return std::nullopt;
 }
 
 void OpensmSupervisor::handle_crash(const ExitInfo& exit, Duration uptime, const std::string& what) {

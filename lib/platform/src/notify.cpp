@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The only file that talks to systemd's notification socket.
 #include "smha/platform/notify.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/service/daemon.hpp"
 
 #include <signal.h>
@@ -39,6 +40,13 @@ namespace {
 using nlohmann::json;
 using control::Reply;
 using control::ResultCode;
+using smha::SmState;
+
+// smhad's exit status when OpenSM fails for good before smhad is ready (EX_CONFIG:
+// systemd shows it as status=78/CONFIG); the unit does not restart on it.
+constexpr int kExitOpensmFailed = 78;
+// How long READY=1 waits for the local SM to answer before it is sent anyway.
+constexpr auto kStartupGrace = std::chrono::seconds(30);
 
 std::string iso_time(std::chrono::system_clock::time_point t) {
   const std::time_t tt = std::chrono::system_clock::to_time_t(t);
@@ -166,6 +174,8 @@ class Daemon final : public DrillHost {
   std::unique_ptr<boost::asio::signal_set> hup_signal_;
   std::unique_ptr<boost::asio::steady_timer> hold_timer_;
   TimePoint started_at_{};
+  int exit_code_ = 0;
+  bool startup_ready();
   bool handover_running_ = false;
   std::unique_ptr<EventJournal> journal_;
   std::string journal_error_;
@@ -238,6 +248,7 @@ bool Daemon::init() {
     opensm::SupervisorOptions so;
     so.conf_path = c.opensm.conf_path;
     so.pidfile_path = c.state_dir + "/opensm.pid";
+    so.log_file = c.opensm.log_file;
     so.keep_running_on_exit = true;
     so.backoff_initial = c.opensm.restart_backoff_initial;
     so.backoff_max = c.opensm.restart_backoff_max;
@@ -340,7 +351,34 @@ bool Daemon::start_metrics(Duration handover_bound) {
 
 int Daemon::run() {
   io_.run();
-  return 0;
+  return exit_code_;
+}
+
+// READY=1 (and the end of `systemctl start`) waits for the first poll round and
+// for OpenSM's start: the local SM answers SMInfo (OpenSM is past its
+// initialisation), OpenSM was adopted, or kStartupGrace passed (a port that is
+// down: smhad runs and reports it). If OpenSM fails for good before that, smhad
+// exits with kExitOpensmFailed, which the unit does not restart
+// (RestartPreventExitStatus=), so the unit is "failed" with OpenSM's reason in
+// STATUS= and the journal instead of "active" beside a dead OpenSM.
+bool Daemon::startup_ready() {
+  if (!agent_ || agent_->rounds() < 1) return false;
+  if (!supervised_) return true;
+  const auto& st = supervised_->supervisor_status();
+  if (st.state == opensm::SupervisorState::Failed) {
+    if (exit_code_ == 0) {
+      exit_code_ = kExitOpensmFailed;
+      const std::string why = "OpenSM failed at start-up: " + st.reason;
+      spdlog::error("{}; exiting with status {} (not restarted by the unit)", why, kExitOpensmFailed);
+      boost::asio::post(io_, [this, why] {
+        shutdown("OpenSM failed");
+        systemd_->failed(EIO, why);
+      });
+    }
+    return false;
+  }
+  const auto local = agent_->status().local_state;
+  return (local && *local != SmState::NotActive) || st.adopted || clock_.now() - started_at_ >= kStartupGrace;
 }
 
 void Daemon::arm_signals() {
@@ -720,7 +758,7 @@ DaemonEventSink::Snapshot Daemon::snapshot() const {
 
 void Daemon::start_systemd() {
   systemd_ = std::make_unique<SystemdReporter>(
-      io_, [this] { return agent_ && agent_->rounds() >= 1; },
+      io_, [this] { return startup_ready(); },
       [this] {
         if (!agent_) return std::string("starting");  // between agents during a reload
         return systemd_status_line(config_, agent_->status(), *mad_, hold_,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/service/metrics_service.hpp"
 
 #include <spdlog/spdlog.h>
@@ -130,12 +131,15 @@ void MetricsService::stop() {
 
 Status MetricsService::write_textfile() {
   auto st = fs_.write_atomic(textfile_path(), render_(), 0644);
-  const std::string err = st.ok() ? std::string() : st.error().message;
-  if (err != last_error_) {
-    if (err.empty()) spdlog::info("metrics: writing {} again", textfile_path());
-    else spdlog::warn("metrics: cannot write {}: {}", textfile_path(), err);
-    last_error_ = err;
+  // Logged once when the writes start failing and once when they work again: the
+  // message itself may differ per attempt (it names the temporary file).
+  if (!st.ok() && !textfile_failing_) {
+    spdlog::warn("metrics: cannot write {}: {} (retried every {}s; logged again when it works)",
+                 textfile_path(), st.error().message, settings_.textfile_interval.count());
+  } else if (st.ok() && textfile_failing_) {
+    spdlog::info("metrics: writing {} again", textfile_path());
   }
+  textfile_failing_ = !st.ok();
   return st;
 }
 

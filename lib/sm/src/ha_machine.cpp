@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/sm/ha_machine.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // IbsimFabric: one simulated InfiniBand fabric (ibsim) plus the real OpenSM
 // instances and client tools attached to it, for the ibsim test tier.
 //

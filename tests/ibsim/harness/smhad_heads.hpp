@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Helpers for ibsim tests that run smhad on head nodes (tests/ibsim/service):
 // write a head's smha.yaml, start smhad attached at its node, query it over its
 // control socket, read SMInfo from a third node with `sminfo`, and stop the

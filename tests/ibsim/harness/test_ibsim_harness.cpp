@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The ibsim harness itself: two real OpenSM on two-switch-4hca come up as one
 // MASTER and one STANDBY (read with infiniband-diags), and every process the
 // fabric started is gone once it is destroyed.

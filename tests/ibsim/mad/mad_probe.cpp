@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // mad_probe: a UmadTransport client for the ibsim tier, for what `smctl sminfo`
 // cannot do: SubnSet(SMInfo) and several requests in flight at once.
 //

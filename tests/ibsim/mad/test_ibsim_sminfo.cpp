@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // `smctl sminfo` and UmadTransport against two real OpenSMs under ibsim:
 // MASTER (priority 15) at Hca1 and STANDBY (priority 1) at Hca2, queried from
 // the other nodes. Every answer is compared field by field with what

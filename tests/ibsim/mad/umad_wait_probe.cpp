@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // umad_wait_probe: the experiment behind UmadTransport's receive thread
 // (doc/mad-transport.md). Opens the default umad port and prints, one
 // "key value" line each, how the umad fd behaves with each wait mechanism:

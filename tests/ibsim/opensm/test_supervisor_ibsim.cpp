@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // OpensmSupervisor driving the real OpenSM under ibsim: it reaches MASTER, a
 // kill -9 is followed by a restart to MASTER, a smhad restart adopts the running
 // OpenSM (same PID, still MASTER), and an OpenSM that cannot bind is reported as

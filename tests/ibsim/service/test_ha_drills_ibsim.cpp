@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The HA drills of issue 4 on real OpenSM: two smhad (head01 on Hca1, head02 on
 // Hca2), each running its own OpenSM under umad2sim with the umad timeout shim,
 // observed from Hca3. The drills, their faults and their expected outcomes are

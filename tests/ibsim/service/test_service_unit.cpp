@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // lib/service pieces without a fabric: AsioScheduler, map_config, LogEventSink,
 // RecordingTransport's hold, the human status layout, and os_integration (the
 // STATUS line, SystemdReporter on a real datagram socket, HookDispatcher

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // smhad end to end under ibsim: smhad (under umad2sim) starts the real OpenSM,
 // restarts it after kill -9, is restarted itself without moving mastership,
 // applies a priority-only reload by SIGHUP to OpenSM, and two smhad run the

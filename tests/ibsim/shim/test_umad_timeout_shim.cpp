@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The umad timeout shim: under plain umad2sim a request to a frozen SM is
 // never completed; with the shim it completes with ETIMEDOUT after
 // timeout x (retries + 1), answered requests are untouched, and a standby

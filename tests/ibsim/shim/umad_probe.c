@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 /*
  * umad_probe: sends one SubnGet(SMInfo) to a LID through libibumad with the
  * given send timeout and retries, waits for the completion and prints it:

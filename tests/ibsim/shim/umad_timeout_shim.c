@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 /*
  * umad timeout shim: gives libibumad clients under ibsim the kernel's send
  * timeout behaviour. Test-only; LD_PRELOAD it together with libumad2sim.so.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The simulated OpenSM answers SubnSet(SMInfo) as internals §2.2-2.3 describe.
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The shared HA drill table (tests/drills/ha_drills.hpp) on the in-process
 // simulated fabric: the same faults and the same expected outcome as the ibsim
 // drills in tests/ibsim/service/test_ha_drills_ibsim.cpp. Virtual time; the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Property tests: seeded random fault schedules on the simulated fabric, with the
 // HA invariants checked after every simulated event.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The drills the ibsim tier runs, on the simulated fabric. Each ends with exactly
 // one MASTER seen from a third node; the takeover times are printed (virtual time).
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Agent and ProcessOpensmControl against scripted fakes (no simulated fabric).
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // smctl plumbing: exit codes and output for every outcome.
 #include <catch2/catch.hpp>
 

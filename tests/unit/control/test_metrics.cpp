@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The Prometheus renderer, checked by a real exposition-format parser
 // (python3-prometheus-client's text parser), not by pattern matching.
 #include <catch2/catch.hpp>

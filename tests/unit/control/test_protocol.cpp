@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The pure codec: framing, JSON limits, request/reply validation.
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The control server over real unix sockets in a scratch directory.
 #include <catch2/catch.hpp>
 

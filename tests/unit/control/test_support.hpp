@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Helpers for the control-socket tests: a scratch directory, a server running
 // on its own io thread, a log capture and the test group.
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # packaging/smctl.bash-completion offers every smctl subcommand and every option
 # of each (the expected lists below are the spec; the completion reads them from
 # the built smctl's --help). Usage: test_completion.sh SMCTL COMPLETION_FILE

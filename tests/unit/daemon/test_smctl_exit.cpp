@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // smctl's documented exit codes, end to end: the built binary against a real
 // control server whose methods answer each result code.
 #include <catch2/catch.hpp>

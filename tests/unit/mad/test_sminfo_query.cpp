@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The `smctl sminfo` logic without a device: a scripted MadTransport.
 #include <catch2/catch.hpp>
 

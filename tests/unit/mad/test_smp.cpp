@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The SMP/SMInfo codec against bytes captured from infiniband-diags `sminfo`
 // under ibsim (data/README.md), plus every error path of the decoders.
 #include <catch2/catch.hpp>

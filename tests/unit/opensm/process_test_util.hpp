@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Test helpers for real-process tests: scratch directories, fake "opensm" shell
 // scripts, waiting on conditions while running the io_context, and a guard that
 // SIGKILLs (by PID, only if still our child) every process a test saw.

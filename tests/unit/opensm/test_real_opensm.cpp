@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Against the installed /usr/sbin/opensm (3.3.23) in its config-dump mode:
 // no fabric, no ibsim, no umad device is opened.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <fstream>
 #include <memory>
 #include <vector>
 
@@ -265,6 +267,66 @@ TEST_CASE("fatal start-up failures are permanent and not restarted", "[superviso
   run_for(h.io, 200ms);  // longer than the first backoff
   CHECK(h.sup->status().spawns == 1);
   CHECK(h.sup->status().state == SupervisorState::Failed);
+}
+
+TEST_CASE("a start-up failure is reported in OpenSM's words from its own log file", "[supervisor]") {
+  Harness h;
+  const std::string log = h.dir / "opensm.log";
+  // An earlier run's error stays in the log; only this run's lines count.
+  {
+    std::ofstream f(log);
+    f << "Dec 03 13:40:00 000001 [7F0000000001] 0x01 -> osm_vendor_bind: ERR 5426: an old run's error\n";
+  }
+  // What OpenSM 3.3.23 does when it cannot create OSM_CACHE_DIR: the reason in its
+  // log file, a generic line on stdout, exit 42 (measured under systemd).
+  h.path = write_script(
+      h.dir, "opensm",
+      "echo 'Dec 03 13:45:01 123456 [7F2A00000001] 0x80 -> OpenSM 3.3.23' >> '" + log +
+          "'\n"
+          "echo 'Dec 03 13:45:01 123480 [7F2A00000001] 0x01 -> osm_db_init: ERR 6101: Failed to create the db "
+          "directory:/var/cache/opensm' >> '" + log + "'\n"
+          "echo 'Error from osm_opensm_init: IB_ERROR.'\nexit 42\n");
+  auto o = h.options();
+  o.log_file = log;
+  h.make(o);
+  REQUIRE(h.sup->start("conf\n").ok());
+  REQUIRE(h.wait_state(SupervisorState::Failed));
+  const auto& st = h.sup->status();
+  CHECK(st.last_exit_class == ExitClass::Permanent);
+  CHECK_THAT(st.reason, Catch::Contains("OpenSM log " + log +
+                                        ": \"osm_db_init: ERR 6101: Failed to create the db directory:/var/cache/opensm\""));
+  CHECK_THAT(st.reason, !Catch::Contains("umad"));
+  CHECK_THAT(st.reason, !Catch::Contains("old run"));
+
+  SECTION("without a log file the stdout classification stays") {
+    Harness g;
+    g.path = write_script(g.dir, "opensm", "echo 'Error from osm_opensm_init: IB_ERROR.'\nexit 42\n");
+    auto go = g.options();
+    go.log_file = g.dir / "missing.log";
+    g.make(go);
+    REQUIRE(g.sup->start("conf\n").ok());
+    REQUIRE(g.wait_state(SupervisorState::Failed));
+    CHECK_THAT(g.sup->status().reason, Catch::Contains("initialisation failed"));
+  }
+}
+
+TEST_CASE("read_tail reads only what a file gained, bounded, and refuses a FIFO", "[supervisor]") {
+  ScratchDir dir;
+  PosixFileSystem fs;
+  const std::string f = dir / "log";
+  { std::ofstream(f) << "0123456789"; }
+  auto t = fs.read_tail(f, 4, 100);
+  REQUIRE(t);
+  CHECK(t->text == "456789");
+  CHECK(t->size == 10);
+  CHECK(fs.read_tail(f, 0, 3)->text == "789");
+  CHECK(fs.read_tail(f, 50, 100)->text == "0123456789");  // shorter than before: rotated
+  const std::string fifo = dir / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto r = fs.read_tail(fifo, 0, 100);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == "not_regular");
+  CHECK(fs.read_tail(dir / "none", 0, 100).error().code == "not_found");
 }
 
 TEST_CASE("an unexplained exit 0, or a fatal line after start-up, is a crash", "[supervisor]") {

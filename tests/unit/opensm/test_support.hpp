@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Shared helpers for the opensm.conf tests: test data, a fake OpenSM that answers
 // like `opensm [-F conf] -c dump`, and an in-memory FileSystem.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Shared helpers for the platform tests: a scratch directory and environment
 // variables restored on scope exit.
 #pragma once

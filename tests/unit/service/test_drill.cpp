@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The drill: every refusal (observe, hold, busy, alarms, not master, no live
 // standby, unknown peer) over a status reply, and the runner against a fake host
 // whose engine follows the handovers it is asked for: a passing drill, a failed

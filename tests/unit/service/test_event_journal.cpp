@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // EventJournal: the format round-trips, events survive a "restart" (a new
 // journal and sink on the same file), the file stays within its bound, and bad
 // lines are skipped.

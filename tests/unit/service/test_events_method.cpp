@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The events method over a real control socket: newest N, after/wait_s long
 // polling woken by a new event, timeouts, bad params; and follow_events (smctl
 // events --follow) printing new events, stopping on a signal and on smhad going away.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Metrics from daemon state: the snapshot built from a status reply and the
 // event stream, served over HTTP on loopback and written to a textfile, each
 // read back with a real exposition parser (python3-prometheus-client).
@@ -12,6 +13,10 @@
 #include <future>
 #include <sstream>
 #include <thread>
+
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+#include <filesystem>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -201,4 +206,36 @@ TEST_CASE("a failed textfile write is reported and nothing is left behind", "[se
   auto st = svc.write_textfile();
   REQUIRE_FALSE(st.ok());
   CHECK_THAT(st.error().message, Catch::Contains(dir.sub("missing")));
+}
+
+TEST_CASE("a failing textfile write is logged once, and its recovery once", "[service][metrics]") {
+  TempDir dir;
+  boost::asio::io_context io;
+  opensm::PosixFileSystem fs;
+  config::MetricsSettings settings;
+  settings.textfile_dir = dir.sub("later");
+  MetricsService svc(io, settings, fs, [] { return std::string("x 1\n"); });
+
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("metrics-textfile-test", sink));
+  struct Restore {
+    std::shared_ptr<spdlog::logger> l;
+    ~Restore() { spdlog::set_default_logger(l); }
+  } restore{previous};
+  auto count = [&](const std::string& needle) {
+    int n = 0;
+    for (const auto& line : sink->last_formatted()) n += line.find(needle) != std::string::npos;
+    return n;
+  };
+
+  // Each failed attempt names a different temporary file; still one warning.
+  for (int i = 0; i < 5; ++i) REQUIRE_FALSE(svc.write_textfile().ok());
+  CHECK(count("cannot write " + dir.sub("later/smha.prom")) == 1);
+  std::filesystem::create_directory(dir.sub("later"));
+  for (int i = 0; i < 3; ++i) REQUIRE(svc.write_textfile().ok());
+  CHECK(count("writing " + dir.sub("later/smha.prom") + " again") == 1);
+  std::filesystem::remove_all(dir.sub("later"));
+  REQUIRE_FALSE(svc.write_textfile().ok());
+  CHECK(count("cannot write") == 2);
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Test rig for HaMachine: strong argument types for table rows (Kea style).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Heads configured with different sm_priority values (e.g. head01 15, head02 14:
 // "prefer head01"): the rendered table, and the engine's decisions with it. The
 // expected values are written out per row, not computed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // HaMachine scenarios: sequences of rounds through takeover, fallback, local
 // failure, planned handover, failback policies, loss adaptation, alarms, N heads.
 #include <catch2/catch.hpp>

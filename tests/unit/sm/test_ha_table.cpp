@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Exhaustive decision table: after a steady warm-up (this head STANDBY beside a
 // healthy master, or MASTER beside a healthy standby), eight poll rounds (800 ms,
 // past hang_timeout 400 ms and a peer's wait for a silent master, 650 ms) of one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 /* umad_capture.so: an LD_PRELOAD logger used once to capture the golden SMP
  * bytes in this folder from infiniband-diags `sminfo` under ibsim. It wraps
  * libibumad's umad_send()/umad_recv() (which libibmad calls through the PLT),

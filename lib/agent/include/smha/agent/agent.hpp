@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Agent: runs one HaMachine. Every poll interval it queries the local SM (DR hop
 // 0) and every peer (by LID, and by DR when a path is known) through MadTransport,
 // waits for all answers of the round (each query ends by its own deadline), steps

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // OpensmControl over the ProcessRunner + FileSystem seams: renders opensm.conf
 // (through a replaceable renderer), spawns `opensm -F <conf> -g <guid>`, SIGHUPs
 // it on a priority change, stops it with SIGTERM escalating to SIGKILL. The same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The narrow seams the agent acts through. The daemon implements them on asio,
 // systemd and the real OpenSM supervisor; the simulated fabric on its virtual clock.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // smha configuration: one YAML file (default /etc/smha/smha.yaml) -> a validated
 // Config. Every key is documented in doc/configuration.md; config/smha.yaml is a
 // commented example.

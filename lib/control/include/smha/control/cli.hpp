@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // smctl plumbing shared by every subcommand that talks to smhad: the common
 // options (--socket, --json, --timeout) and one call that connects, sends,
 // prints and maps the outcome to smctl's stable exit code.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Synchronous control-socket client (smctl, tests, benchmarks). Plain
 // blocking-with-deadline POSIX I/O; no io_context needed.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Prometheus text exposition (format 0.0.4) of a metrics snapshot. Pure: the
 // daemon fills a MetricsSnapshot from its state and serves or writes the text
 // (HTTP on localhost, or an atomic write into node_exporter's textfile dir).

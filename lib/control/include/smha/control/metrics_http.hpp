@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // A minimal HTTP/1.x endpoint for Prometheus scrapes, bound to a loopback
 // address only. Single-threaded on the caller's io_context; no locks.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The control-socket protocol between smhad and its clients (smctl, monitoring).
 // This header and doc/control-protocol.md are the contract; keep them in step.
 //

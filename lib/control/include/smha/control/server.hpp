@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The control-socket server: a boost::asio AF_UNIX stream acceptor, a method
 // registry and SO_PEERCRED authorisation. Single-threaded: every member
 // function and every handler runs on the io_context's thread; no locks.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // All time comes from an injected Clock. Only src/clock.cpp reads the system clock.
 #pragma once
 

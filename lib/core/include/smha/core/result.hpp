@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Expected failures as values (leveldb Status style): Result<T> holds a T or an Error.
 #pragma once
 

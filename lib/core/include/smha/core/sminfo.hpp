@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The SMInfo attribute as a value (IBA 1.3 section 14.2.5.13). lib/mad encodes it
 // on the wire; lib/sm reasons about it; nothing here touches bytes.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // One SubnGet(SMInfo) for an operator: the logic behind `smctl sminfo`
 // (doc/smctl.md). The binary only parses argv and maps SminfoOutcome to its
 // exit codes.

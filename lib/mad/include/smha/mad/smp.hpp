@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Subnet Management Packets (IBA 1.3 section 14.2.1), the SMInfo attribute
 // (section 14.2.5.13) and the PortInfo fields smha reads (section 14.2.5.6) on
 // the wire. Pure functions over bytes: no I/O, no state.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // MadTransport: the seam through which smha sends SubnGet/SubnSet(SMInfo) and
 // SubnGet(PortInfo).
 // Real implementation: UmadTransport (libibumad). Test implementations: the

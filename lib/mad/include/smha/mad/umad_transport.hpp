@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // UmadTransport: MadTransport over libibumad, for real /dev/infiniband/umad*
 // devices and for ibsim's libumad2sim alike. Design and the experiment behind
 // it: doc/mad-transport.md.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Checking a Config against the installed OpenSM: deciding flavor and the
 // AR/SHARP switches (plan_render), refusing rendered keys the binary does not
 // know, and feeding the rendered file to the binary itself to see that every key

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The logic behind `smhad --check-config`, `smhad --print-opensm-conf` and
 // `smctl render-config`, kept out of the binaries so it is testable.
 #pragma once

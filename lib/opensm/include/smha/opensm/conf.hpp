@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // opensm.conf: the pure renderer Config -> text, the reload key table, and the
 // change classifier (SIGHUP vs restart). No I/O here.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Writing opensm.conf: it carries the SM key, so mode 0600, and only when the
 // content changed (an unchanged file keeps its mtime and causes no reload).
 #pragma once

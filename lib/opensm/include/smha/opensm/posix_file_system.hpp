@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // PosixFileSystem: the real FileSystem. write_atomic() writes a temporary file in
 // the target's directory (O_EXCL, created with `mode` & 07777 so a secret is never
 // readable by others, not even briefly), fsyncs it, rename()s it over the target
@@ -18,6 +19,7 @@ class PosixFileSystem final : public FileSystem {
   Status write_atomic(const std::string& path, std::string_view content, unsigned mode) override;
   // Errors: "not_found" if `path` does not exist, "io" otherwise.
   Result<std::string> read(const std::string& path) const override;
+  Result<Tail> read_tail(const std::string& path, std::uint64_t from, std::size_t max) const override;
 };
 
 }  // namespace smha::opensm

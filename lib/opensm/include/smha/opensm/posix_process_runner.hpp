@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // PosixProcessRunner: the real ProcessRunner (Linux). Spawns with fork + execve
 // (no shell), watches exits through pidfd_open(2) (Linux >= 5.3) on the caller's
 // boost::asio::io_context, and reads the child's stdout/stderr through pipes.

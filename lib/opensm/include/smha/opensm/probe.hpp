@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Capability probe: what the installed OpenSM is and which opensm.conf keys it
 // knows. `opensm -c FILE` writes every key it knows (with its default) to FILE
 // and exits without touching the fabric (measured with OpenSM 3.3.23: no umad

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Process identity for adoption: a PID alone is not an identity (PIDs are reused),
 // so the pidfile also records the process start time (/proc/<pid>/stat field 22,
 // clock ticks since boot) and the executable (/proc/<pid>/exe).

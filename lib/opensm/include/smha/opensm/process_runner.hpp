@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // ProcessRunner: the seam through which smha starts, signals and watches OpenSM.
 // Real implementation: PosixProcessRunner. Test implementations: the simulated
 // fabric (lib/sim) and FakeProcessRunner.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // OpensmSupervisor: keeps one OpenSM process running with the rendered opensm.conf.
 //
 // It starts OpenSM (argv from the integrator's ProcessSpec factory, normally
@@ -102,6 +103,9 @@ struct SupervisorOptions {
   std::string conf_path;                 // where opensm.conf is written (the spec must point at it)
   unsigned conf_mode = 0600;             // it carries the SM key
   std::string pidfile_path;              // empty: no pidfile, no adoption
+  // OpenSM's own log file (its -f): on a start-up failure or crash, the ERR lines
+  // this run appended to it give the reason in OpenSM's words. Empty: not read.
+  std::string log_file;
   std::string expected_exe;              // adoption check; empty: realpath(spec.path)
   bool keep_running_on_exit = true;      // no parent-death signal; see doc/supervision.md
   Duration backoff_initial = seconds(1);
@@ -192,6 +196,7 @@ class OpensmSupervisor {
   void on_exit(std::uint64_t run, const ExitInfo& exit);
   void handle_crash(const ExitInfo& exit, Duration uptime, const std::string& what);
   void fail(std::string reason);
+  std::optional<std::string> log_error() const;
   void begin_stop(AfterStop after);
   void notify();
   std::string expected_exe() const;
@@ -211,6 +216,7 @@ class OpensmSupervisor {
   std::size_t permanent_rank_ = 0;         // its kPermanentLines index (lower: more specific)
   bool came_up_ = false;                   // this run printed an SM state line
   std::deque<std::string> recent_lines_;   // last few output lines of this run
+  std::uint64_t log_offset_ = 0;           // log_file's size when this run started
   std::deque<TimePoint> crash_times_;      // within crash_loop_window
   AfterStop after_stop_ = AfterStop::Nothing;
   std::string restart_reason_;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Notify hooks: operator executables run on role changes and alarms, like
 // keepalived's notify scripts.
 //

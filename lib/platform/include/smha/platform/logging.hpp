@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Logging set-up for smhad and smctl: spdlog, one logger per module, to journald
 // when running under systemd and to stderr otherwise.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Notifier: every sd_notify(3) message smhad sends to systemd, in one place.
 //
 // The protocol: each call sends one datagram ("READY=1", "STATUS=...", ...) to

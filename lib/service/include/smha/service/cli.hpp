@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // smctl pieces that need more than one call (lib/control's run_cli_call does
 // single calls).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // smhad's run path: load the YAML, probe OpenSM, open the umad port, start (or
 // adopt) OpenSM under the supervisor, run the agent, serve the control socket,
 // handle SIGHUP (reload) and SIGTERM/SIGINT (stop polling, leave OpenSM running,

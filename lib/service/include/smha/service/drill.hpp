@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The `drill` control method (doc/control-protocol.md): a planned failover and
 // failback through the engine's own planned handover (sm::HandoverRequest), with
 // the time of each leg and a pass/fail verdict.

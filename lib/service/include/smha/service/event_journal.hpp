@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // EventJournal: smhad's event history on disk (state_dir/events.jsonl), so
 // `smctl events` shows what happened before a restart. doc/control-protocol.md
 // ("Event journal") documents the format and the bound.

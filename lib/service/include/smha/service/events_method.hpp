@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The `events` control method (doc/control-protocol.md): the recent history of
 // a LogEventSink, and long polling for `smctl events --follow`.
 //

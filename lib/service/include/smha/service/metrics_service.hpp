@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // smhad's Prometheus metrics (doc/control-protocol.md "metrics", doc/configuration.md
 // "metrics"): a snapshot built from the status reply plus counters the status does
 // not carry, the `metrics` control method, and the two optional outputs: an HTTP
@@ -86,7 +87,7 @@ class MetricsService {
   Render render_;
   std::unique_ptr<control::MetricsHttpServer> http_;
   std::unique_ptr<boost::asio::steady_timer> timer_;
-  std::string last_error_;
+  bool textfile_failing_ = false;
 };
 
 }  // namespace smha::service

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // smhad's operating-system side, kept out of daemon.cpp (doc/systemd.md,
 // doc/hooks.md, doc/log-messages.md):
 //   SystemdReporter   every sd_notify message smhad sends, through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // lib/service: the pieces smhad wires together (doc/architecture.md, "Daemon
 // wiring"). Everything runs on one io_context thread; nothing here locks.
 //   AsioScheduler            agent::Scheduler on asio steady_timers

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Cluster: N head nodes, each running smhad (agent::Agent + ProcessOpensmControl)
 // beside a simulated OpenSM, plus one observer node (a third node that only
 // queries SMInfo), on one Fabric. The scenario and property tests drive it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // A virtual clock with an event queue: the simulated fabric's only notion of time.
 // Events at the same instant run in the order they were scheduled.
 #pragma once

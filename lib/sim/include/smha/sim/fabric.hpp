@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The in-process simulated fabric: nodes on one switch, each with one port (GUID,
 // LID, link state, MAD loss and delay), an in-memory file system, a process runner
 // that can run a simulated "opensm", and a MadTransport bound to the node.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // HaMachine: the HA engine, a pure reactor (OpenSM osm_sm_state_mgr_process style).
 //
 //   Decision d = machine.step(observation, now);

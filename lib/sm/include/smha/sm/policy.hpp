@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // HaPolicy: the engine's own configuration, a plain struct. The daemon maps its
 // Config onto it; lib/sm does not depend on lib/config.
 #pragma once

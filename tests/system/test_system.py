@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+"""The system tier's scenarios (doc/packaging.md, "The system tier"): the .deb
+installed with apt into booted Debian 12 containers, configured only as the
+README's quick start says. Usage: test_system.py SCENARIO SMHA_DEB"""
+import json
+import os
+import re
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from systest import (Container, Failure, Ibsim, check, install_deb, log, main,  # noqa: E402
+                     opensm_pid, sim_dropin, unit_prop, wait_until)
+
+HOOK = """#!/bin/sh
+# smha notify hook (doc/hooks.md): one line per event
+echo "$(date +%s) $*" >> /var/log/smha/hook-events.log
+"""
+
+
+def smha_yaml(name, guid, peer_name, peer_guid, peer_lid, port=None, extra=""):
+    """/etc/smha/smha.yaml as the README's table says, plus every documented
+    option that touches files or the network."""
+    metrics = f"metrics:\n  listen: 127.0.0.1:{port}\n  textfile_dir: /var/lib/prometheus/node-exporter\n" \
+              f"  textfile_interval_s: 1\n" if port else ""
+    return f"""node:
+  name: {name}
+  port_guid: {guid}
+peers:
+  - name: {peer_name}
+    port_guid: {peer_guid}
+    lid: {peer_lid}
+sm_priority: 10
+sm_key_file: /etc/smha/sm_key
+opensm:
+  log_file: /var/log/opensm.log
+  dump_files_dir: /var/log/
+  cache_dir: /var/cache/opensm
+hooks:
+  master: /etc/smha/hooks/notify
+  standby: /etc/smha/hooks/notify
+{metrics}{extra}"""
+
+
+def status_json(c):
+    r = c.sh("smctl status --json", check_rc=False)
+    if r.returncode != 0:
+        return None
+    return json.loads(r.stdout).get("data")
+
+
+def role(c):
+    s = status_json(c)
+    return s and s.get("role")
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def configure_head(c, ibsim, node, yaml, key):
+    """The quick start on one head: the key file, the config, the hook, the
+    check, then systemctl enable --now (plus the test's umad2sim drop-in)."""
+    c.sh(f"umask 077; printf '%s\\n' {key} > /etc/smha/sm_key")
+    c.write("/etc/smha/smha.yaml", yaml)
+    c.sh("mkdir -p /etc/smha/hooks")
+    c.write("/etc/smha/hooks/notify", HOOK, 0o755)
+    sim_dropin(c, ibsim, node)
+
+
+def enable_now(c):
+    t0 = time.monotonic()
+    r = c.sh("systemctl enable --now smhad", check_rc=False, timeout=120)
+    check(r.returncode == 0, f"{c.name}: systemctl enable --now smhad: {r.stdout}{r.stderr}"
+          f"\nStatusText={unit_prop(c, 'StatusText')}")
+    log(f"{c.name}: enable --now returned after {time.monotonic() - t0:.1f}s: {unit_prop(c, 'StatusText')!r}")
+
+
+def first_install(scratch, root, debs, started):
+    """One head, every documented option that touches files or the network."""
+    ibsim = Ibsim(scratch)
+    started.append(ibsim)
+    guids = {n: ibsim.port_guid(n) for n in ("Hca1", "Hca2")}
+    c = Container(scratch, f"smha-h1-{os.getpid()}", root)
+    started.append(c)
+    install_deb(c, debs[0])
+    # Installing smha (which pulls opensm) starts no OpenSM.
+    r = c.sh("systemctl is-active opensm.service; systemctl is-enabled opensm.service", check_rc=False)
+    j = c.sh("journalctl -u opensm.service -o cat --no-pager", check_rc=False).stdout
+    check(r.stdout.split() == ["inactive", "disabled"] and "Start" not in j,
+          f"opensm.service after installing smha: {r.stdout.split()}, its journal: {j.strip()}")
+    check(c.sh("pgrep -x opensm", check_rc=False).returncode == 1, "an opensm process runs after install")
+    check(c.sh("systemctl is-enabled smhad", check_rc=False).stdout.strip() == "disabled",
+          "smhad enabled by the package")
+    port = free_port()
+    configure_head(c, ibsim, "Hca1", smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"], 49151, port),
+                   "0x00000000c0ffee01")
+    # node_exporter's textfile directory (its package creates it).
+    c.sh("mkdir -p /var/lib/prometheus/node-exporter")
+    r = c.sh("smhad --check-config -c /etc/smha/smha.yaml", check_rc=False)
+    check(r.returncode == 0 and "sm_key: not set" not in r.stdout + r.stderr,
+          f"--check-config: {r.returncode} {r.stdout}{r.stderr}")
+    enable_now(c)
+    check(c.sh("systemctl is-active smhad", check_rc=False).stdout.strip() == "active", "smhad not active")
+    wait_until("smctl status: role master", 30, lambda: role(c) == "master")
+    wait_until("STATUS= line MASTER", 10, lambda: unit_prop(c, "StatusText").startswith("MASTER"))
+    s = status_json(c)
+    check(s["opensm"].get("supervisor") == "running", f"OpenSM not running: {s['opensm']}")
+    check(not s.get("alarms"), f"alarms: {s.get('alarms')}")
+    # A third node (Hca3, on the host) sees head01's port as MASTER.
+    m = wait_until("Hca3 sees a MASTER", 20, lambda: ibsim.sminfo("Hca3"))
+    check(int(m["guid"], 16) == int(guids["Hca1"], 16) and m["state"] == "SMINFO_MASTER", f"Hca3 sminfo: {m}")
+    # Files and network: cache dir (guid2lid), log file, dumps, textfile, listen, hook.
+    wait_until("guid2lid in /var/cache/opensm", 20,
+               lambda: os.path.exists(c.root + "/var/cache/opensm/guid2lid"))
+    check("SUBNET UP" in c.read("/var/log/opensm.log"), "no SUBNET UP in /var/log/opensm.log")
+    wait_until("opensm-sa.dump in /var/log", 30, lambda: os.path.exists(c.root + "/var/log/opensm-sa.dump"))
+    prom = wait_until("smha.prom", 10, lambda: os.path.exists(c.root + "/var/lib/prometheus/node-exporter/smha.prom")
+                      and c.read("/var/lib/prometheus/node-exporter/smha.prom"))
+    check("smha_role" in prom, "smha.prom has no smha_role")
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    check('smha_role{node="head01",role="master"} 1' in body, f"GET /metrics: {body[:400]}")
+    hooks = wait_until("the master hook ran", 10, lambda: c.read("/var/log/smha/hook-events.log")
+                       if os.path.exists(c.root + "/var/log/smha/hook-events.log") else None)
+    check(re.search(r"\bMASTER\b", hooks), f"hook-events.log: {hooks}")
+    # No warning about an unwritable path in the journal.
+    j = c.sh("journalctl -u smhad -o cat --no-pager").stdout
+    for bad in ("Read-only file system", "cannot write", "Permission denied", "ERR 6101"):
+        check(bad not in j, f"journal mentions {bad!r}:\n{j[-3000:]}")
+
+
+def failed_opensm(scratch, root, debs, started):
+    """OpenSM cannot start (its cache dir cannot be created): the unit must not
+    look healthy, and the reason must be OpenSM's own words."""
+    ibsim = Ibsim(scratch)
+    started.append(ibsim)
+    guids = {n: ibsim.port_guid(n) for n in ("Hca1", "Hca2")}
+    c = Container(scratch, f"smha-f1-{os.getpid()}", root)
+    started.append(c)
+    install_deb(c, debs[0])
+    # A cache directory below a path the unit keeps read-only (ProtectSystem=strict).
+    yaml = smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"], 49151).replace(
+        "cache_dir: /var/cache/opensm", "cache_dir: /usr/local/opensm-cache")
+    configure_head(c, ibsim, "Hca1", yaml, "0x00000000c0ffee01")
+    c.sh("systemctl enable smhad")
+    r = c.sh("systemctl start smhad", check_rc=False, timeout=120)
+    st = unit_prop(c, "StatusText")
+    log(f"systemctl start: exit {r.returncode}; StatusText={st!r}")
+    check(r.returncode != 0, "systemctl start smhad succeeded beside a failed OpenSM")
+    wait_until("unit failed", 10, lambda: c.sh("systemctl is-active smhad", check_rc=False).stdout.strip() == "failed")
+    check(unit_prop(c, "ExecMainStatus") == "78", f"exit status {unit_prop(c, 'ExecMainStatus')} (want 78)")
+    check(unit_prop(c, "NRestarts") == "0", "the unit restarted smhad after an OpenSM start-up failure")
+    # OpenSM's own words (from its log file), not a guess from its stdout.
+    check("ERR 6101" in st and "umad" not in st, f"STATUS= does not give OpenSM's reason: {st!r}")
+    j = c.sh("journalctl -u smhad -o cat --no-pager").stdout
+    check("opensm_failed" in j and "ERR 6101" in j, f"journal: no opensm_failed alarm with OpenSM's reason:\n{j[-3000:]}")
+
+
+def failover(scratch, root, debs, started):
+    """Two containers = Head01 and Head02: kill -9 of the master's OpenSM -> the
+    other head is MASTER, seen from a third node; sticky afterwards."""
+    ibsim = Ibsim(scratch)
+    started.append(ibsim)
+    guids = {n: ibsim.port_guid(n) for n in ("Hca1", "Hca2")}
+    h1 = Container(scratch, f"smha-a1-{os.getpid()}", root)
+    started.append(h1)
+    h2 = Container(scratch, f"smha-a2-{os.getpid()}", root)
+    started.append(h2)
+    for c in (h1, h2):
+        install_deb(c, debs[0])
+    key = "0x00000000c0ffee02"
+    configure_head(h1, ibsim, "Hca1", smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"], 49151), key)
+    enable_now(h1)
+    wait_until("head01 master", 30, lambda: role(h1) == "master")
+    # The LIDs are known once head01's OpenSM has swept.
+    lids = {}
+    for n in ("Hca1", "Hca2"):
+        rc, out, _ = ibsim.run_at(n, "ibstat")
+        lids[n] = int(re.search(r"Base lid: (\d+)", out).group(1))
+    check(all(lids.values()), f"LIDs after SUBNET UP: {lids}")
+    h1.write("/etc/smha/smha.yaml",
+             smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"], lids["Hca2"]))
+    pid1 = opensm_pid(h1)
+    h1.sh("systemctl restart smhad")  # the peer list needs a restart; OpenSM is adopted
+    check(opensm_pid(h1) == pid1, "OpenSM PID changed by systemctl restart")
+    configure_head(h2, ibsim, "Hca2", smha_yaml("head02", guids["Hca2"], "head01", guids["Hca1"], lids["Hca1"]), key)
+    enable_now(h2)
+    wait_until("head02 standby", 30, lambda: role(h2) == "standby")
+    wait_until("head01 master", 30, lambda: role(h1) == "master")
+    t0 = time.monotonic()
+    h1.sh(f"kill -9 {pid1}")
+    wait_until("head02 master", 20, lambda: role(h2) == "master", interval=0.05)
+    took = time.monotonic() - t0
+    m = wait_until("Hca3 sees head02 MASTER", 20,
+                   lambda: (lambda m: m if m and int(m["guid"], 16) == int(guids["Hca2"], 16) and m["state"] == "SMINFO_MASTER"
+                            else None)(ibsim.sminfo("Hca3")))
+    log(f"kill -9 of head01's OpenSM: head02 MASTER after {took:.2f}s; Hca3: {m}")
+    # head01's smhad restarts its OpenSM, which comes back as STANDBY (sticky).
+    wait_until("head01 back as standby", 60, lambda: role(h1) == "standby")
+    for _ in range(10):
+        check(role(h2) == "master" and role(h1) == "standby", "mastership moved back (not sticky)")
+        time.sleep(0.2)
+    # journald: the transition with MESSAGE_ID and SYSLOG_IDENTIFIER.
+    j = [json.loads(line) for line in h2.sh("journalctl -u smhad -o json --no-pager").stdout.splitlines()]
+    tr = [e for e in j if e.get("SMHA_EVENT") == "SM_TRANSITION" and "MASTER" in e.get("MESSAGE", "")]
+    check(tr and tr[-1].get("MESSAGE_ID") and tr[-1].get("SYSLOG_IDENTIFIER") == "smhad",
+          f"journal SM_TRANSITION entries: {tr[-1:] or j[-3:]}")
+
+
+def restarts(scratch, root, debs, started):
+    """systemctl reload / restart / kill -9 of smhad (Restart=on-failure) and a
+    watchdog restart (SIGSTOP): the same OpenSM PID, still MASTER."""
+    ibsim = Ibsim(scratch)
+    started.append(ibsim)
+    guids = {n: ibsim.port_guid(n) for n in ("Hca1", "Hca2")}
+    c = Container(scratch, f"smha-r1-{os.getpid()}", root)
+    started.append(c)
+    install_deb(c, debs[0])
+    configure_head(c, ibsim, "Hca1", smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"], 49151),
+                   "0x00000000c0ffee03")
+    enable_now(c)
+    wait_until("master", 30, lambda: role(c) == "master")
+    pid = opensm_pid(c)
+
+    def main_pid():
+        return int(unit_prop(c, "MainPID"))
+
+    def same(what):
+        wait_until(f"smhad active after {what}", 60,
+                   lambda: c.sh("systemctl is-active smhad", check_rc=False).stdout.strip() == "active")
+        wait_until(f"master after {what}", 30, lambda: role(c) == "master")
+        check(opensm_pid(c) == pid, f"OpenSM PID changed by {what}")
+        s = status_json(c)
+        check(s["opensm"].get("pid") == pid and s["opensm"].get("supervisor") == "running",
+              f"after {what}: {s['opensm']}")
+
+    c.sh("systemctl reload smhad")
+    same("systemctl reload")
+    c.sh("systemctl restart smhad")
+    same("systemctl restart")
+    old = main_pid()
+    c.sh(f"kill -9 {old}")
+    wait_until("a new smhad after kill -9", 30, lambda: main_pid() not in (0, old))
+    same("kill -9 of smhad")
+    old = main_pid()
+    t0 = time.monotonic()
+    c.sh(f"kill -STOP {old}")
+    wait_until("a new smhad after the watchdog", 40, lambda: main_pid() not in (0, old), interval=0.2)
+    log(f"watchdog: SIGSTOPped smhad replaced after {time.monotonic() - t0:.1f}s (WatchdogSec=10s)")
+    same("a watchdog restart")
+    j = c.sh("journalctl -u smhad -o cat --no-pager").stdout
+    check("Watchdog timeout" in j or "watchdog" in j.lower(), "no watchdog message in the journal")
+
+
+def one_master_head(scratch, root, debs, started, name, key):
+    ibsim = Ibsim(scratch)
+    started.append(ibsim)
+    guids = {n: ibsim.port_guid(n) for n in ("Hca1", "Hca2")}
+    c = Container(scratch, f"smha-{name}-{os.getpid()}", root)
+    started.append(c)
+    install_deb(c, debs[0])
+    configure_head(c, ibsim, "Hca1", smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"], 49151), key)
+    enable_now(c)
+    wait_until("master", 30, lambda: role(c) == "master")
+    return ibsim, c
+
+
+def upgrade_remove(scratch, root, debs, started):
+    """apt install of a higher version over the running master: the maintainer
+    scripts restart smhad, OpenSM keeps its PID and mastership; then apt remove
+    and apt purge leave / remove what Debian policy says (purge: the conffile,
+    /var/lib/smha and /var/log/smha; files the operator made stay)."""
+    ibsim, c = one_master_head(scratch, root, debs, started, "u1", "0x00000000c0ffee04")
+    pid = opensm_pid(c)
+    smhad = int(unit_prop(c, "MainPID"))
+    install_deb(c, debs[1])
+    check(c.sh("dpkg-query -W -f='${Version}' smha").stdout.endswith("+systemtest1"), "upgrade not installed")
+    wait_until("smhad restarted by the upgrade", 30, lambda: int(unit_prop(c, "MainPID")) not in (0, smhad))
+    wait_until("master after the upgrade", 30, lambda: role(c) == "master")
+    check(opensm_pid(c) == pid, "OpenSM PID changed by the upgrade")
+    check(status_json(c)["opensm"].get("adopted") is True, "OpenSM not adopted after the upgrade")
+    m = ibsim.sminfo("Hca3")
+    check(m and m["state"] == "SMINFO_MASTER" and m["lid"] == status_json(c)["local"].get("lid", m["lid"]),
+          f"Hca3 sminfo after the upgrade: {m}")
+    # remove: smhad stopped, programs gone, configuration and state kept; OpenSM
+    # keeps running (stopping it is the operator's decision: doc/systemd.md).
+    c.sh("apt-get remove -y smha")
+    check(c.sh("systemctl is-active smhad", check_rc=False).stdout.strip() != "active", "smhad runs after remove")
+    for gone in ("/usr/sbin/smhad", "/usr/bin/smctl", "/lib/systemd/system/smhad.service"):
+        check(not os.path.lexists(c.root + gone), f"{gone} left after apt remove")
+    for kept in ("/etc/smha/smha.yaml", "/var/lib/smha"):
+        check(os.path.exists(c.root + kept), f"{kept} removed by apt remove")
+    check(c.sh(f"kill -0 {pid}", check_rc=False).returncode == 0, "apt remove stopped OpenSM")
+    c.sh("apt-get purge -y smha")
+    # The conffile and smhad's state and logs go; what the operator made
+    # (the key file, the hook) is not the package's to delete.
+    for gone in ("/etc/smha/smha.yaml", "/var/lib/smha", "/var/log/smha"):
+        check(not os.path.lexists(c.root + gone), f"{gone} left after apt purge")
+    for kept in ("/etc/smha/sm_key", "/etc/smha/hooks/notify"):
+        check(os.path.exists(c.root + kept), f"apt purge removed the operator's {kept}")
+    check(c.sh("dpkg-query -W -f='${Status}' smha", check_rc=False).stdout.strip() in ("", "unknown ok not-installed"),
+          "smha still known to dpkg after purge")
+
+
+def access(scratch, root, debs, started):
+    """A user in group smha gets status and is refused hold; a user outside the
+    group gets a clear refusal."""
+    ibsim, c = one_master_head(scratch, root, debs, started, "g1", "0x00000000c0ffee05")
+    c.sh("useradd -m -G smha alice && useradd -m bob")
+
+    def as_user(user, cmd):
+        return c.sh(f"setpriv --reuid={user} --regid={user} --init-groups {cmd}", check_rc=False)
+
+    r = as_user("alice", "smctl status")
+    check(r.returncode == 0 and "Role: master" in r.stdout, f"alice (group smha) smctl status: {r.returncode} "
+          f"{r.stdout}{r.stderr}")
+    r = as_user("alice", "smctl hold --for 60 --reason test")
+    check(r.returncode == 7, f"alice smctl hold: exit {r.returncode} (want 7): {r.stdout}{r.stderr}")
+    check(status_json(c).get("hold", {}).get("held") is not True, "alice's hold took effect")
+    r = as_user("bob", "smctl status")
+    check(r.returncode == 7 and ("permission" in (r.stdout + r.stderr).lower() or "smha" in r.stdout + r.stderr),
+          f"bob (not in smha) smctl status: exit {r.returncode}: {r.stdout}{r.stderr}")
+    log(f"bob's refusal: {(r.stdout + r.stderr).strip()}")
+
+
+if __name__ == "__main__":
+    sys.exit(main({"first_install": first_install, "failed_opensm": failed_opensm,
+                   "failover": failover, "restarts": restarts, "upgrade_remove": upgrade_remove,
+                   "access": access}))
