@@ -165,8 +165,21 @@ void Agent::query_local_port(const std::shared_ptr<Round>& round) {
                      [this, alive, round](Result<mad::PortInfoReply> r) {
                        if (alive.expired() || round_ != round) return;
                        round->port = r.ok() ? port_state_of(r->info.state) : sm::PortState::Unknown;
+                       if (r.ok()) query_port_master(round, r->info);
                        if (--round->outstanding == 0) finish_round();
                      });
+}
+
+// The SM our port names as master (MasterSMLID), unless that is us or a
+// configured peer's address (polled anyway): its SMInfo tells the engine
+// whether a master it does not poll exists (sm::PollRound::port_master).
+void Agent::query_port_master(const std::shared_ptr<Round>& round, const mad::PortInfo& pi) {
+  const Lid m = pi.sm_lid;
+  if (m.value == 0 || m == pi.lid) return;
+  for (const auto& p : cfg_.peers)
+    if (p.lid == m) return;
+  ++round->outstanding;  // before the query starts: an answer may come at once
+  start_query(round, m, [round](sm::Probe p) { round->obs.port_master = p; });
 }
 
 void Agent::start_query(const std::shared_ptr<Round>& round, const mad::Target& target,

@@ -693,18 +693,24 @@ void Daemon::handover(const control::Call& call, control::Responder respond) {
   auto timer = std::make_shared<boost::asio::steady_timer>(io_);
   auto check = std::make_shared<std::function<void()>>();
   auto responder = std::make_shared<control::Responder>(std::move(respond));
-  *check = [this, timer, check, responder, first_seq, t0, deadline, target] {
+  *check = [this, timer, check, responder, first_seq, t0, deadline] {
     const TimePoint now = clock_.now();
     const double ms = std::chrono::duration<double, std::milli>(now - t0).count();
+    // Done only when the engine says so: the target answers MASTER at the
+    // master value, so OpenSM's election cannot hand mastership back. A
+    // return of this head to MASTER after it left is a flip-back.
     std::string outcome;
+    bool left_master = false;
     for (const auto& e : sink_.events()) {
       if (e.seq <= first_seq) continue;
-      if (e.kind == "handover_done") outcome = "done";
+      if (e.kind == "handover_done" && outcome.empty()) outcome = "done";
       if (e.kind == "handover_rolled_back" || e.kind == "handover_rejected") outcome = e.kind + ": " + e.reason;
+      if (e.kind == "alarm" && e.reason == "two_masters") outcome = "two MASTERs seen: " + e.evidence;
+      if (e.kind == "transition" && e.reason.rfind("MASTER->", 0) == 0) left_master = true;
+      else if (e.kind == "transition" && left_master && e.reason.ends_with("->MASTER"))
+        outcome = "flipped back: this head became MASTER again (" + e.reason + ")";
     }
     const auto es = agent_->status();
-    if (outcome.empty() && es.master && *es.master != own_guid_ && (!target || *es.master == *target))
-      outcome = "done";
     if (outcome.empty() && now < deadline && responder->client_connected()) {
       timer->expires_after(std::chrono::milliseconds(50));
       timer->async_wait([check](const boost::system::error_code& ec) {

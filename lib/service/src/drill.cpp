@@ -70,6 +70,13 @@ struct DrillRunner::Run {
   json legs = json::array();
   std::vector<std::string> alarms;
   std::string failure;  // a leg that failed
+  // Mastership over the whole window, as this head sees it: the local SM's
+  // state changes (every one a poll round saw is a journal transition) and the
+  // master each round saw. Once a leg moved mastership, its coming back before
+  // the next leg (or after the failback) is a flip-back and fails the drill.
+  bool left_master = false;      // failover: the local SM left MASTER
+  bool regained_master = false;  // failback: the local SM is MASTER again
+  std::string flip;              // the first flip-back seen
 };
 
 DrillRunner::DrillRunner(boost::asio::io_context& io, DrillHost& host, const Clock& clock, DrillOptions options)
@@ -135,9 +142,32 @@ void DrillRunner::step() {
     if (e.seq <= r.seen_seq) continue;
     r.seen_seq = e.seq;
     if (e.kind == "alarm") r.alarms.push_back(e.reason);
+    if (e.kind == "alarm" && e.reason == "two_masters" && r.flip.empty())
+      r.flip = "two MASTERs seen: " + e.evidence;
+    if (e.kind == "transition") {
+      const auto arrow = e.reason.find("->");
+      const std::string from = arrow == std::string::npos ? "" : e.reason.substr(0, arrow);
+      const std::string to = arrow == std::string::npos ? "" : e.reason.substr(arrow + 2);
+      const bool failover = r.phase == Run::Phase::Failover || r.phase == Run::Phase::Settle1;
+      if (failover && from == "MASTER") r.left_master = true;
+      else if (failover && to == "MASTER" && r.left_master && r.flip.empty())
+        r.flip = "failover: this head became MASTER again before the failback (" + e.reason + ")";
+      if (!failover && to == "MASTER") r.regained_master = true;
+      else if (!failover && from == "MASTER" && r.regained_master && r.flip.empty())
+        r.flip = "failback: this head left MASTER again (" + e.reason + ")";
+    }
     if (e.kind == "handover_rolled_back" || e.kind == "handover_rejected") leg_error = e.kind + ": " + e.reason;
   }
   const auto es = host_.engine();
+  if (r.flip.empty() && r.new_master && es.master) {
+    const bool failover = r.phase == Run::Phase::Failover || r.phase == Run::Phase::Settle1;
+    if (failover && *es.master == own)
+      r.flip = "failover: mastership flipped back to this head before the failback";
+    if (!failover && *es.master == own) r.regained_master = true;
+    if (!failover && r.regained_master && *es.master == *r.new_master)
+      r.flip = "failback: mastership flipped back to " + to_string(*r.new_master);
+  }
+  if (!r.flip.empty()) return finish(false, r.flip);
   const double elapsed = ms_since(r.phase_started);
   const auto leg_limit = r.phase == Run::Phase::Failover || r.phase == Run::Phase::Failback ? options_.leg_timeout
                                                                                             : options_.settle_timeout;

@@ -66,7 +66,16 @@ Cluster::Cluster(std::uint64_t seed, ClusterParams params)
       if (j == i) continue;
       const NodeId o = heads_[j]->node;
       p.peers.push_back(sm::PeerSpec{fabric_.name(o), fabric_.guid(o), configured(j)});
-      h.cfg.peers.push_back(agent::PeerAddress{fabric_.guid(o), fabric_.lid(o), fabric_.dr_path(o)});
+      switch (params_.peer_addressing) {
+        case PeerAddressing::Lid:
+          h.cfg.peers.push_back(agent::PeerAddress{fabric_.guid(o), fabric_.lid(o), fabric_.dr_path(o)});
+          break;
+        case PeerAddressing::Unaddressed: break;
+        case PeerAddressing::StaleLid:
+          h.cfg.peers.push_back(agent::PeerAddress{
+              fabric_.guid(o), Lid{static_cast<std::uint16_t>(fabric_.lid(o).value + 50)}, std::nullopt});
+          break;
+      }
     }
     h.cfg.local_port_num = 1;  // the fabric answers PortInfo from its link model
   }

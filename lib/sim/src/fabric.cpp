@@ -67,6 +67,8 @@ struct Fabric::Impl {
     Guid master_guid;
     int retries = 0;
     std::uint64_t gen = 0;  // bumps on every state entry: stale timers do nothing
+    // A heavy sweep runs until then: a SIGHUP that lands in it is absorbed (see reload()).
+    TimePoint sweep_until{};
     std::vector<std::function<void()>> deferred;  // timers that fired while stopped
     opensm::ProcessRunner::ExitHandler on_exit;
   };
@@ -126,6 +128,7 @@ struct Fabric::Impl {
     Runner runner;
     Files fs;
     SmPtr sm;
+    Lid master_sm_lid;  // PortInfo MasterSMLID: set by the last master that swept this port
   };
 
   FabricParams params;
@@ -135,6 +138,8 @@ struct Fabric::Impl {
   int next_pid = 1000;
   std::uint64_t sets_to_master = 0;
   std::uint64_t handovers = 0;
+  std::uint64_t hups_absorbed = 0;
+  std::vector<int> absorb_hups;  // per node: SIGHUPs still to be absorbed as if a sweep ran
 
   Impl(std::uint64_t seed, FabricParams p) : params(p), rng(seed) {}
   // Held timers capture their SM: break those cycles.
@@ -304,12 +309,20 @@ struct Fabric::Impl {
 
   void enter_master(const SmPtr& sm) {
     sm->state = SmState::Master;
+    point_ports_at(*sm);
     const auto g = ++sm->gen;
     sm->act_count += 4 * static_cast<std::uint32_t>(nodes.size());
     // The first master sweep ends like every heavy sweep: hand over if a higher
     // SM is known (two masters after a HANDOVER to a standby last ~25 ms).
     heavy_sweep(sm);
     light_sweep_loop(sm, g);
+  }
+
+  // A master's heavy sweep sets every port it reaches to point at it (PortInfo
+  // MasterSMLID). Link state only: the sweep retries its Sets.
+  void point_ports_at(const Sm& sm) {
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      if (nodes[sm.node]->link && nodes[i]->link) nodes[i]->master_sm_lid = nodes[sm.node]->lid;
   }
 
   void light_sweep_loop(const SmPtr& sm, std::uint64_t g) {
@@ -349,6 +362,7 @@ struct Fabric::Impl {
   // Heavy sweep on a master; at its end, hand over to the highest SM if it outranks us.
   void heavy_sweep(const SmPtr& sm) {
     const auto g = sm->gen;
+    sm->sweep_until = std::max(sm->sweep_until, q.now() + params.sm.handover_sweep);
     sm_timer(sm, params.sm.handover_sweep, [this, sm, g] {
       if (sm->gen != g || sm->state != SmState::Master) return;
       sm->act_count += 2 * static_cast<std::uint32_t>(nodes.size());
@@ -356,6 +370,7 @@ struct Fabric::Impl {
         begin_discovery(sm);
         return;
       }
+      point_ports_at(*sm);
       std::optional<std::pair<NodeId, SmInfo>> best;
       for (std::size_t i = 0; i < nodes.size(); ++i) {
         if (static_cast<NodeId>(i) == sm->node || !nodes[i]->sm) continue;
@@ -570,6 +585,7 @@ struct Fabric::Impl {
         if (r->port <= 1) {
           mad::PortInfo pi;
           pi.lid = nodes[to]->lid;
+          pi.sm_lid = nodes[to]->master_sm_lid;
           pi.local_port = 1;
           pi.state = nodes[to]->link ? mad::PortState::Active : mad::PortState::Down;
           answer = pi;
@@ -640,7 +656,19 @@ struct Fabric::Impl {
     });
   }
 
-  void reload(const SmPtr& sm) {
+  // SIGHUP as OpenSM 3.3.23 handles it (main.c, do_sweep()): the signal sets
+  // force_heavy_sweep and wakes the sweeper; the file is re-read only at the
+  // start of a heavy sweep. A HUP that lands while a heavy sweep runs (one a
+  // trap 144, a HANDOVER or the first master sweep started) is taken by that
+  // sweep, which has already passed its re-read and clears the flag: the new
+  // file is not read. `hup` false: SIGCONT, whose re-read is not modelled as lost.
+  void reload(const SmPtr& sm, bool hup = false) {
+    auto& absorb = absorb_hups[static_cast<std::size_t>(sm->node)];
+    if (hup && sm->state == SmState::Master && (q.now() < sm->sweep_until || absorb > 0)) {
+      if (absorb > 0) --absorb;
+      ++hups_absorbed;
+      return;
+    }
     const auto old = sm->conf.priority;
     if (!sm->conf_path.empty()) {
       auto text = nodes[sm->node]->fs.read(sm->conf_path);
@@ -662,7 +690,7 @@ struct Fabric::Impl {
         else end(sm, false, 0);
         break;
       case SIGHUP:
-        if (!sm->stopped) reload(sm);
+        if (!sm->stopped) reload(sm, true);
         break;
       case SIGSTOP: sm->stopped = true; break;
       case SIGCONT:
@@ -708,6 +736,7 @@ NodeId Fabric::add_node(std::string name, Guid port_guid, Lid lid) {
   n->runner.f = impl_.get();
   n->runner.self = id;
   impl_->nodes.push_back(std::move(n));
+  impl_->absorb_hups.push_back(0);
   return id;
 }
 std::size_t Fabric::node_count() const { return impl_->nodes.size(); }
@@ -753,5 +782,9 @@ bool Fabric::signal_opensm(NodeId n, int sig) {
 
 std::uint64_t Fabric::sets_to_master() const { return impl_->sets_to_master; }
 std::uint64_t Fabric::handovers() const { return impl_->handovers; }
+std::uint64_t Fabric::hups_absorbed() const { return impl_->hups_absorbed; }
+void Fabric::absorb_next_hups(NodeId n, int count) {
+  impl_->absorb_hups[static_cast<std::size_t>(n)] = count;
+}
 
 }  // namespace smha::sim

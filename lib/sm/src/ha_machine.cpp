@@ -37,6 +37,7 @@ std::string_view to_string(AlarmKind k) {
     case AlarmKind::NoMaster: return "no_master";
     case AlarmKind::HandoverFailed: return "handover_failed";
     case AlarmKind::PriorityMismatch: return "priority_mismatch";
+    case AlarmKind::PriorityNotApplied: return "priority_not_applied";
   }
   return "unknown";
 }
@@ -57,6 +58,7 @@ std::string_view to_string(EventKind k) {
     case EventKind::HandoverRolledBack: return "handover_rolled_back";
     case EventKind::HandoverRejected: return "handover_rejected";
     case EventKind::PriorityChanged: return "priority_changed";
+    case EventKind::Adopted: return "adopted";
   }
   return "unknown";
 }
@@ -223,14 +225,70 @@ void HaMachine::sync_priority(Ctx& c) {
           std::to_string(rendered_) + "->" + std::to_string(want) + " as " +
               std::string(to_string(role_)));
   rendered_ = want;
+  prio_signalled_at_ = c.now;
+  prio_resends_ = 0;
+}
+
+// OpenSM applies sm_priority only when it re-reads its file: at start, and at
+// the start of the heavy sweep a SIGHUP requests. A SIGHUP that lands while a
+// heavy sweep runs is taken by that sweep, which has already re-read the file,
+// and is lost; a write that failed (disk full) leaves the old value. The local
+// SM's SMInfo priority, read every round, is the truth: a value not applied a
+// poll interval after it was signalled is signalled again (file written again,
+// SIGHUP), up to kPriorityResends times, then `priority_not_applied` is raised
+// and the signal repeats every kPriorityRetryRounds poll intervals until the
+// value shows, which clears the alarm.
+namespace {
+constexpr int kPriorityResends = 3;
+constexpr int kPriorityRetryRounds = 10;
+}  // namespace
+
+void HaMachine::verify_priority(const PollRound& r, TimePoint now, Ctx& c) {
+  if (!r.local.info || process_ != ProcessState::Running) return;
+  const auto answered = r.local.info->priority;
+  if (answered == rendered_) {
+    prio_resends_ = 0;
+    set_alarm(AlarmKind::PriorityNotApplied, false, "", c);
+    return;
+  }
+  const Duration since = now - prio_signalled_at_;
+  const std::string evidence = "rendered " + std::to_string(rendered_) + ", local SM answers " +
+                               std::to_string(answered) + " " + ms(since) + " after the signal";
+  if (prio_resends_ < kPriorityResends) {
+    if (since < policy_.poll_interval) return;
+    ++prio_resends_;
+    c.act(SetPriority{rendered_});
+    c.event(EventKind::PriorityChanged,
+            "not applied: signalled again (" + std::to_string(prio_resends_) + " of " +
+                std::to_string(kPriorityResends) + ")",
+            evidence);
+    prio_signalled_at_ = now;
+    return;
+  }
+  set_alarm(AlarmKind::PriorityNotApplied, true,
+            "wanted " + std::to_string(rendered_) + ", local SM answers " +
+                std::to_string(answered) + " after " + std::to_string(kPriorityResends) +
+                " re-sends; check that opensm.conf can be written",
+            c);
+  if (since >= kPriorityRetryRounds * policy_.poll_interval) {
+    c.act(SetPriority{rendered_});
+    prio_signalled_at_ = now;
+  }
 }
 
 void HaMachine::start(TimePoint now, Ctx& c, const std::string& why) {
+  // A head MASTER below the master value (its SIGHUP not applied yet) would
+  // not outrank a standby at our standby value: start at the yield value
+  // until it does (see on_round()).
+  if (const auto* m = live_master_peer(); m && m->last->priority < prio_.master)
+    yield_until_master_ = true;
   rendered_ = desired_priority();
   if (role_ == Role::Recovering || role_ == Role::Init)
     rendered_ = yield_until_master_ ? prio_.yield : prio_.standby;
   c.act(StartOpensm{rendered_});
   c.event(EventKind::OpensmStarted, why, "priority " + std::to_string(rendered_));
+  prio_signalled_at_ = now;
+  prio_resends_ = 0;
   process_ = ProcessState::Running;
   took_over_from_.reset();
   local_port_down_ = false;
@@ -318,8 +376,8 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
       started_at_ = now;
       answered_since_start_ = false;
       // Started without our asking (a reload that cleared a supervision
-      // failure): it is ours again.
-      if (role_ == Role::Init || role_ == Role::Recovering) role_ = Role::Starting;
+      // failure): it is ours again. At Init the first round decides (adopt()).
+      if (role_ == Role::Recovering) role_ = Role::Starting;
     }
     return;
   }
@@ -342,7 +400,14 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
     role_ = Role::Recovering;
     return;
   }
-  if (role_ == Role::Init || !was_known) {
+  if (role_ == Role::Init) {
+    // smhad start: the first poll round decides (adopt()): an OpenSM may still
+    // run on our port (the previous smhad's), and rendering before its answer
+    // could dip a MASTER's priority.
+    process_ = p;
+    return;
+  }
+  if (!was_known) {
     process_ = p;
     role_ = Role::Recovering;
     start(now, c, "smhad start: OpenSM not running");
@@ -366,11 +431,22 @@ void HaMachine::on_tick(TimePoint now, Ctx& c) {
       deadline_ = std::min(now + policy_.poll_interval, takeover_started_ + policy_.sweep_bound);
       return;
     }
+    // The SM our port names as master answered MASTER in the last round: there
+    // is a master (one we do not poll as a peer); a restart would fight it.
+    if (port_master_) {
+      role_ = Role::Standby;
+      takeover_stage_ = 0;
+      c.event(EventKind::TakeoverAborted, "a master answered",
+              peer_name(port_master_->guid) + " is MASTER at our port's MasterSMLID");
+      return;
+    }
     if (takeover_stage_ == 0) {
       takeover_stage_ = 1;
       deadline_ = now + policy_.takeover_bound + policy_.start_grace;
       c.act(RestartOpensm{prio_.master, false});
       rendered_ = prio_.master;
+      prio_signalled_at_ = now;
+      prio_resends_ = 0;
       started_at_ = now;
       answered_since_start_ = false;
       local_misses_ = 0;
@@ -418,6 +494,10 @@ void HaMachine::check_alarms(const PollRound& r, TimePoint, Ctx& c) {
   for (const auto& p : r.peers)
     if (const SmInfo* i = best_info(p); i && i->guid != p.guid)
       unknown += to_string(i->guid) + " (at " + peer_name(p.guid) + "'s address) ";
+  if (const auto& pm = r.port_master.info; pm && pm->guid != policy_.own_guid &&
+      std::none_of(peers_.begin(), peers_.end(), [&](const PeerTrack& t) { return t.spec.guid == pm->guid; }))
+    unknown += to_string(pm->guid) + " (" + std::string(to_string(pm->state)) +
+               " at our port's MasterSMLID) ";
   set_alarm(AlarmKind::UnknownSm, !unknown.empty(), "SM not a configured head: " + unknown, c);
 
   // SM_Key mismatch: heads with different keys ignore each other's SMInfo.
@@ -481,6 +561,10 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
                   (!it->via_dr.queried || it->via_dr.refused);
     }
   }
+  port_master_.reset();
+  if (r.port_master.info && r.port_master.info->state == SmState::Master &&
+      r.port_master.info->guid != policy_.own_guid)
+    port_master_ = *r.port_master.info;
   update_loss(r);
   check_alarms(r, now, c);
   if (r.local_port == PortState::Down) {
@@ -502,7 +586,8 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
     local_misses_ = 0;
     local_answer_at_ = now;
     answered_since_start_ = true;
-    if (!before || *before != r.local.info->state) {
+    // At Init the answer is an OpenSM smhad adopts (adopt()), not a change.
+    if (role_ != Role::Init && (!before || *before != r.local.info->state)) {
       const SmState old = before.value_or(SmState::NotActive);
       local_state_ = r.local.info->state;
       c.event(EventKind::StateChanged,
@@ -518,8 +603,26 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   master_seen_.reset();
   if (r.local.info && r.local.info->state == SmState::Master) master_seen_ = policy_.own_guid;
   else if (const auto* m = live_master_peer()) master_seen_ = m->last->guid;
-  if (master_seen_) yield_until_master_ = false;
+  else if (port_master_) master_seen_ = port_master_->guid;
+  // A head restarted after a failure keeps the yield value until the master
+  // runs at the master value: a new master's first SIGHUP may have been lost
+  // (verify_priority() repeats it), and at its standby value it would not
+  // outrank us at ours. A master that is not a head has no master value.
+  if (master_seen_) {
+    if (*master_seen_ == policy_.own_guid) yield_until_master_ = false;
+    else if (const auto* m = live_master_peer()) {
+      if (m->last->priority >= prio_.master) yield_until_master_ = false;
+    } else if (port_master_) {
+      const bool head = std::any_of(peers_.begin(), peers_.end(), [&](const PeerTrack& t) {
+        return t.spec.guid == port_master_->guid;
+      });
+      if (!head || port_master_->priority >= prio_.master) yield_until_master_ = false;
+    }
+  }
 
+  // The first round decides what to do with OpenSM; an adopted one is then
+  // judged in this same round (e.g. the second of two masters yields now).
+  if (role_ == Role::Init) adopt(r, now, c);
   if (role_ == Role::Recovering) {
     if (process_ != ProcessState::Running && process_ != ProcessState::Failed &&
         live_master_peer() != nullptr)
@@ -584,17 +687,24 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
         c.event(EventKind::TakeoverDone, "local SM is MASTER",
                 ms(now - takeover_started_) + " after DISCOVER");
         takeover_stage_ = 0;
-      } else if (live_master_peer() != nullptr) {
+      } else if (live_master_peer() != nullptr || port_master_) {
         role_ = Role::Standby;
         c.event(EventKind::TakeoverAborted, "a master answered",
-                peer_name(live_master_peer()->spec.guid) + " is MASTER");
+                peer_name(live_master_peer() ? live_master_peer()->spec.guid : port_master_->guid) +
+                    " is MASTER");
         takeover_stage_ = 0;
       } else if (now >= deadline_) {
         on_tick(now, c);
       }
       break;
     case Role::HandingOver:
-      if (handover_push_ && ls != SmState::Master && live_master_peer() != nullptr) {
+      // Done only once the target answers MASTER at the master value: until
+      // its smhad has rendered that, it runs at its standby value, and our
+      // standby value (equal, or higher by configuration; a lower GUID wins a
+      // tie) would make OpenSM's next election hand mastership back to us.
+      // Until then we keep the yield value.
+      if (handover_push_ && ls != SmState::Master && live_master_peer() != nullptr &&
+          live_master_peer()->last->priority >= prio_.master) {
         role_ = Role::Standby;
         set_alarm(AlarmKind::HandoverFailed, false, "", c);
         c.event(EventKind::HandoverDone, "handed over",
@@ -613,6 +723,8 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
 
   if (role_ != Role::Master) local_port_down_ = false;
   if (role_ != Role::Master && role_ != Role::TakingOver) took_over_from_.reset();
+  // A change this step asks for is signalled by sync_priority(); verify the one before.
+  if (desired_priority() == rendered_) verify_priority(r, now, c);
 
   // Our port is down and OpenSM still answers MASTER. OpenSM notices its own
   // port only when it sweeps; the standby priority rendered at the first such
@@ -638,7 +750,10 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   const bool peers_queried = std::any_of(r.peers.begin(), r.peers.end(), [](const PeerProbe& p) {
     return p.via_lid.queried || p.via_dr.queried;
   });
-  if (master_seen_) {
+  // Counted only while our own SM answers STANDBY: rounds in which it was
+  // still starting or sweeping say nothing about a master (OpenSM goes STANDBY
+  // only after its sweep found one, which a peer we cannot address may be).
+  if (master_seen_ || r.local.info->state != SmState::Standby) {
     no_master_rounds_ = 0;
   } else if (peers_queried || r.peers.empty()) {
     if (no_master_rounds_ == 0) no_master_since_ = now;
@@ -655,6 +770,62 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
     set_alarm(AlarmKind::TwoMasters, false, "", c);
     set_alarm(AlarmKind::IgnoreOtherSm, false, "", c);
   }
+}
+
+// The first poll round after smhad started. An OpenSM that answers on our
+// port (left running by the previous smhad: kill -9, restart, upgrade) is
+// adopted as it is: a MASTER keeps the master priority from the first write,
+// so a restart of smhad never dips it below a standby and never moves
+// mastership; no state change is recorded, since OpenSM did not change.
+// Nothing answers: OpenSM is started (or, when it runs but is silent, given
+// its start grace) as at any start.
+void HaMachine::adopt(const PollRound& r, TimePoint now, Ctx& c) {
+  if (!r.local.info) {
+    if (process_ == ProcessState::Running) {
+      role_ = Role::Starting;
+      return;
+    }
+    if (process_ == ProcessState::Failed) {
+      role_ = Role::Recovering;
+      return;
+    }
+    role_ = Role::Recovering;
+    start(now, c, "smhad start: OpenSM not running");
+    return;
+  }
+  const SmInfo& l = *r.local.info;
+  role_ = l.state == SmState::Master    ? Role::Master
+          : l.state == SmState::Standby ? Role::Standby
+                                        : Role::Starting;
+  local_ = l;
+  local_state_ = l.state;
+  local_answer_at_ = now;
+  answered_since_start_ = true;
+  started_at_ = now;
+  const std::uint8_t want = desired_priority();
+  std::string how;
+  if (process_ != ProcessState::Running && process_ != ProcessState::Failed) {
+    // Not ours yet: the start finds it running and takes it over, rendering
+    // the priority its state calls for.
+    c.act(StartOpensm{want});
+    rendered_ = want;
+    prio_signalled_at_ = now;
+    process_ = ProcessState::Running;
+    how = "rendered " + std::to_string(want);
+  } else {
+    // Already ours: sync_priority() renders the priority its state calls for
+    // if it does not run with it.
+    rendered_ = l.priority;
+    prio_signalled_at_ = now;
+    how = want == l.priority ? "priority kept" : "priority " + std::to_string(want) + " rendered";
+  }
+  master_seen_.reset();
+  if (l.state == SmState::Master) master_seen_ = policy_.own_guid;
+  else if (const auto* m = live_master_peer()) master_seen_ = m->last->guid;
+  c.event(EventKind::Adopted,
+          "OpenSM already runs on our port as " + std::string(to_string(l.state)),
+          "priority " + std::to_string(l.priority) + "; " + how + "; role " +
+              std::string(to_string(role_)));
 }
 
 void HaMachine::consider_takeover(const PollRound& r, TimePoint now, Ctx& c) {
@@ -782,6 +953,8 @@ void HaMachine::consider_split_brain(const PollRound& r, TimePoint now, Ctx& c) 
 void HaMachine::restart_as_standby(TimePoint now, Ctx& c) {
   c.act(RestartOpensm{prio_.standby, false});
   rendered_ = prio_.standby;
+  prio_signalled_at_ = now;
+  prio_resends_ = 0;
   role_ = Role::Starting;
   started_at_ = now;
   answered_since_start_ = false;

@@ -141,9 +141,11 @@ TEST_CASE("Priorities: decision table, head01 15 / head02 14", "[sm][priority][t
       {"head02 standby beside master head01: nothing", false, FailbackMode::Preempt,
        ProcessState::Running, S, 12, M, 14, {}},
       {"a standby peer rendering what our configuration does not expect", true,
-       FailbackMode::Sticky, ProcessState::Running, M, 14, S, 10, {.set = 14, .mismatch = true}},
+       FailbackMode::Sticky, ProcessState::Running, M, 14, S, 10, {.mismatch = true}},
       {"a standby peer at its claim value is expected", true, FailbackMode::Sticky,
-       ProcessState::Running, M, 14, S, 15, {.set = 14}},
+       ProcessState::Running, M, 14, S, 15, {}},
+      {"an adopted MASTER already at the master value is not written", true, FailbackMode::Sticky,
+       ProcessState::Running, M, 14, S, 12, {}},
   };
   for (const auto& row : rows) {
     INFO(row.what);

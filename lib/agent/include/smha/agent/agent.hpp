@@ -20,6 +20,10 @@
 // the round's local_port: Down for PortState Down, Up for Init/Armed/Active,
 // Unknown when unanswered or refused.
 //
+// Port master: when the local PortInfo names a MasterSMLID that is neither
+// ours nor a configured peer's LID, the round also asks that LID for SMInfo
+// (same query scheme) and reports it as the round's port_master.
+//
 // Peer ports: for a peer whose DR path crosses a switch ("0,1,3": out our port
 // 1, then the switch's port 3), every round also sends SubnGet(PortInfo) for
 // that switch port (DR path without its last hop, modifier = the last hop) and
@@ -104,6 +108,7 @@ class Agent {
   void send_attempt(const std::shared_ptr<Query>& q);
   mad::RequestOptions port_info_options() const;
   void query_local_port(const std::shared_ptr<Round>& round);
+  void query_port_master(const std::shared_ptr<Round>& round, const mad::PortInfo& pi);
   void query_peer_port(const std::shared_ptr<Round>& round, std::size_t i, const DrPath& sw,
                        std::uint8_t port);
   void finish_round();

@@ -17,6 +17,12 @@
 
 namespace smha::sim {
 
+// How every head's configuration addresses its peers.
+//   Lid:        the peer's real LID (and DR path);
+//   Unaddressed: no lid (the README quick start): the peer is not polled;
+//   StaleLid:   a LID nobody has any more (the peer moved), no DR path.
+enum class PeerAddressing : std::uint8_t { Lid, Unaddressed, StaleLid };
+
 struct ClusterParams {
   int heads = 2;
   sm::FailbackMode failback = sm::FailbackMode::Sticky;
@@ -32,6 +38,7 @@ struct ClusterParams {
   agent::MinimalConf opensm_conf;     // OpenSM's own polling stays at its defaults
   FabricParams fabric;
   Duration observer_interval = milliseconds(5);  // third-node SMInfo polling; 0: off
+  PeerAddressing peer_addressing = PeerAddressing::Lid;
 };
 
 // One event, alarm or error an smhad reported.

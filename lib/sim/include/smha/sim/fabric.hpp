@@ -20,7 +20,8 @@
 //     (MASTER at once), DISABLE (NOTACTIVE), ACKNOWLEDGE; NOTACTIVE accepts STANDBY;
 //     MASTER accepts only HANDOVER (forced sweep, stays MASTER); all else 0x0700;
 //   - reads sm_priority, sm_key and the polling keys from its -F file at start and
-//     on SIGHUP/SIGCONT; SIGSTOP freezes it (no answers, timers held), SIGCONT
+//     on SIGHUP/SIGCONT, except that a SIGHUP landing while a MASTER's heavy sweep
+//     runs is absorbed by that sweep and the file is not read (OpenSM 3.3.23); SIGSTOP freezes it (no answers, timers held), SIGCONT
 //     resumes it, SIGTERM/SIGKILL end it (SIGTERM waits for SIGCONT if stopped).
 // A MAD to a port with no SM bound (none running) is refused at once with an
 // error status, as the kernel answers unmatched SMPs; a frozen SM, a down link or
@@ -117,6 +118,12 @@ class Fabric {
   std::uint64_t sets_to_master() const;
   // Handovers OpenSM performed on its own (master -> higher SM).
   std::uint64_t handovers() const;
+  // SIGHUPs a MASTER absorbed without reading its file (a heavy sweep was running).
+  std::uint64_t hups_absorbed() const;
+  // The next `count` SIGHUPs to this node's OpenSM, while it is MASTER, are
+  // absorbed as if a heavy sweep were running (a trap-driven sweep the sim does
+  // not time exactly).
+  void absorb_next_hups(NodeId n, int count);
 
  private:
   struct Impl;

@@ -66,6 +66,11 @@ struct PollRound {
   bool local_stopped = false;
   std::vector<PeerProbe> peers;         // configured peers; missing ones count as unqueried
   std::vector<SmInfo> other_sms;        // SMs seen on the fabric that are not configured heads
+  // The SM our port's PortInfo names as master (MasterSMLID), asked for SMInfo
+  // by that LID. Queried when the LID is set and is neither ours nor a
+  // configured peer's address (those are polled anyway): a peer without a
+  // configured LID, one at a stale LID, or an SM that is not a head.
+  Probe port_master;
 };
 struct ProcessChanged {
   ProcessState process;
@@ -99,6 +104,7 @@ enum class AlarmKind : std::uint8_t {
   NoMaster,          // takeover did not produce a master within its bounds
   HandoverFailed,    // planned handover rolled back
   PriorityMismatch,  // a standby peer renders a priority our configuration does not expect
+  PriorityNotApplied,  // the local SM keeps answering another priority than the one rendered
 };
 std::string_view to_string(AlarmKind k);
 struct RaiseAlarm { AlarmKind kind; std::string detail; };
@@ -119,6 +125,7 @@ enum class EventKind : std::uint8_t {
   HandoverRolledBack,
   HandoverRejected,
   PriorityChanged,
+  Adopted,            // smhad started beside a running OpenSM and took it over as it was
 };
 std::string_view to_string(EventKind k);
 struct RecordEvent { EventKind kind; std::string reason; std::string evidence; };
@@ -213,6 +220,8 @@ class HaMachine {
   void start(TimePoint now, Ctx& c, const std::string& why);
   void set_alarm(AlarmKind k, bool on, const std::string& detail, Ctx& c);
   void sync_priority(Ctx& c);
+  void verify_priority(const PollRound& r, TimePoint now, Ctx& c);
+  void adopt(const PollRound& r, TimePoint now, Ctx& c);
   std::uint8_t desired_priority() const;
   bool peer_live() const;
   const PeerTrack* live_master_peer() const;
@@ -248,7 +257,13 @@ class HaMachine {
   // being master). If it shows up as MASTER again it is the stale one: its
   // smhad yields at once, so we give it time before yielding by rank.
   std::optional<Guid> took_over_from_;
+  // The sm_priority last rendered and signalled (SIGHUP, or read at start).
+  // OpenSM may not apply it (a SIGHUP absorbed by a running heavy sweep, a
+  // failed write): every answer of the local SM is compared with it, and the
+  // change is signalled again until it shows (verify_priority()).
   std::uint8_t rendered_ = 0;
+  TimePoint prio_signalled_at_{};
+  int prio_resends_ = 0;
   std::vector<PeerTrack> peers_;
   int no_master_rounds_ = 0;
   TimePoint no_master_since_{};
@@ -277,6 +292,10 @@ class HaMachine {
   std::optional<TimePoint> healthy_since_;
   std::vector<AlarmKind> alarms_;
   std::optional<Guid> master_seen_;
+  // The SM at our port's MasterSMLID answered MASTER this round (see
+  // PollRound::port_master): a master exists even if no configured peer
+  // answers as one (unaddressed, stale LID, not a head). No takeover acts then.
+  std::optional<SmInfo> port_master_;
 };
 
 }  // namespace smha::sm

@@ -1,0 +1,177 @@
+// HaMachine safety rules: verified priority changes, a handover that does not
+// bounce back, no takeover while the SM our port names as master answers, and
+// an adoption at smhad start that keeps a MASTER's priority.
+#include <catch2/catch.hpp>
+
+#include "rig.hpp"
+
+using namespace smha;
+using namespace smha::sm;
+using namespace smha::sm::test;
+
+namespace {
+constexpr auto S = SmState::Standby;
+constexpr auto M = SmState::Master;
+constexpr auto kSilent = std::nullopt;
+constexpr Guid kForeign{0x99};
+
+std::vector<std::uint8_t> priorities_set(const std::vector<Action>& acts) {
+  std::vector<std::uint8_t> out;
+  for (const auto& a : acts)
+    if (const auto* s = std::get_if<SetPriority>(&a)) out.push_back(s->priority);
+  return out;
+}
+
+// A round whose local PortInfo names an SM we do not poll as master.
+PollRound with_port_master(PollRound r, Guid g, SmState s, std::uint8_t prio) {
+  r.port_master = Probe::answered(info(g, s, prio));
+  return r;
+}
+}  // namespace
+
+TEST_CASE("Priority: a change OpenSM did not apply is signalled again, then alarmed, "
+          "and retried until it shows",
+          "[sm][priority_verify]") {
+  Rig rig;
+  rig.polls(3, round(Local{M, 11}, {Peer{S, 10}}));
+  REQUIRE(rig.m.status().role == Role::Master);
+  auto d = rig.step(HandoverRequest{kPeer});
+  REQUIRE(priorities_set(d.actions) == std::vector<std::uint8_t>{9});
+
+  // The SIGHUP is lost (absorbed by a running sweep): OpenSM keeps answering 11.
+  auto acts = rig.polls(1, round(Local{M, 11}, {Peer{S, 10}}));  // same instant: not yet
+  CHECK(priorities_set(acts).empty());
+  acts = rig.polls(3, round(Local{M, 11}, {Peer{S, 10}}));
+  CHECK(priorities_set(acts) == std::vector<std::uint8_t>{9, 9, 9});  // bounded re-sends
+  CHECK_FALSE(has_alarm(acts, AlarmKind::PriorityNotApplied));
+  acts = rig.polls(1, round(Local{M, 11}, {Peer{S, 10}}));
+  CHECK(has_alarm(acts, AlarmKind::PriorityNotApplied));
+  auto alarm = first<RaiseAlarm>(acts);
+  REQUIRE(alarm);
+  CHECK(alarm->detail.find("wanted 9, local SM answers 11") != std::string::npos);
+  // Alarmed, it keeps retrying on later rounds (the write may succeed now).
+  acts = rig.polls(10, round(Local{M, 11}, {Peer{S, 10}}));
+  CHECK(priorities_set(acts) == std::vector<std::uint8_t>{9});
+  CHECK(rig.m.status().rendered_priority == 9);
+  // Applied at last: the alarm clears.
+  acts = rig.polls(1, round(Local{M, 9}, {Peer{S, 10}}));
+  CHECK(std::any_of(acts.begin(), acts.end(), [](const Action& a) {
+    const auto* c = std::get_if<ClearAlarm>(&a);
+    return c && c->kind == AlarmKind::PriorityNotApplied;
+  }));
+  CHECK(priorities_set(acts).empty());
+}
+
+TEST_CASE("Priority: a change OpenSM applied at once is not signalled again", "[sm][priority_verify]") {
+  Rig rig;
+  rig.polls(3, round(Local{M, 11}, {Peer{S, 10}}));
+  rig.step(HandoverRequest{kPeer});
+  auto acts = rig.polls(20, round(Local{M, 9}, {Peer{S, 10}}));
+  CHECK(priorities_set(acts).empty());
+  CHECK_FALSE(has_alarm(acts, AlarmKind::PriorityNotApplied));
+}
+
+TEST_CASE("Handover push: the old master keeps the yield value until the target is MASTER "
+          "at the master value",
+          "[sm][handover]") {
+  Rig rig;
+  rig.polls(3, round(Local{M, 11}, {Peer{S, 10}}));
+  rig.step(HandoverRequest{kPeer});
+  // OpenSM handed over: the target is MASTER at its standby value; its smhad
+  // has not rendered the master value yet. Our standby value (10, lower GUID)
+  // would win OpenSM's next election: keep 9.
+  auto acts = rig.polls(5, round(Local{S, 9}, {Peer{M, 10}}));
+  CHECK_FALSE(has_event(acts, EventKind::HandoverDone));
+  CHECK(priorities_set(acts).empty());
+  CHECK(rig.m.status().role == Role::HandingOver);
+  acts = rig.polls(1, round(Local{S, 9}, {Peer{M, 11}}));
+  CHECK(has_event(acts, EventKind::HandoverDone));
+  CHECK(priorities_set(acts) == std::vector<std::uint8_t>{10});
+  CHECK(rig.m.status().role == Role::Standby);
+}
+
+TEST_CASE("Adoption: a MASTER found at smhad start keeps the master value from the first write",
+          "[sm][adopt]") {
+  // The real daemon: the supervisor has not adopted the process yet (Stopped);
+  // the local SM answers MASTER at 11.
+  Rig rig;
+  auto d = rig.step(ProcessChanged{ProcessState::Stopped});
+  CHECK(count<StartOpensm>(d.actions) == 0);  // decided by the first round
+  auto acts = rig.polls(1, round(Local{M, 11}, {Peer{S, 10}}, {}, ProcessState::Stopped));
+  auto s = first<StartOpensm>(acts);
+  REQUIRE(s);
+  CHECK(s->priority == 11);
+  CHECK(has_event(acts, EventKind::Adopted));
+  CHECK_FALSE(has_event(acts, EventKind::StateChanged));
+  CHECK_FALSE(has_event(acts, EventKind::OpensmStarted));
+  CHECK(rig.m.status().role == Role::Master);
+  acts = rig.polls(10, round(Local{M, 11}, {Peer{S, 10}}));
+  CHECK(priorities_set(acts).empty());
+  CHECK_FALSE(has_event(acts, EventKind::StateChanged));
+
+  // Already ours (the runner adopted it): nothing is written.
+  Rig running;
+  acts = running.polls(5, round(Local{M, 11}, {Peer{S, 10}}));
+  CHECK(priorities_set(acts).empty());
+  CHECK(count<StartOpensm>(acts) == 0);
+  CHECK(has_event(acts, EventKind::Adopted));
+  CHECK(running.m.status().role == Role::Master);
+
+  // A STANDBY is adopted at the standby value; nothing answers: started as standby.
+  Rig standby;
+  acts = standby.polls(1, round(Local{S, 10}, {Peer{M, 11}}, {}, ProcessState::Stopped));
+  s = first<StartOpensm>(acts);
+  REQUIRE(s);
+  CHECK(s->priority == 10);
+  Rig cold;
+  acts = cold.polls(1, round(Local{kSilent}, {Peer{M, 11}}, {}, ProcessState::Stopped));
+  s = first<StartOpensm>(acts);
+  REQUIRE(s);
+  CHECK(s->priority == 10);
+  CHECK(has_event(acts, EventKind::OpensmStarted));
+}
+
+TEST_CASE("Takeover: none while the SM at our port's MasterSMLID answers MASTER", "[sm][port_master]") {
+  // The peer has no lid in the configuration: it is not polled (no PeerProbe).
+  Rig rig;
+  auto acts = rig.polls(50, with_port_master(round(Local{S, 10}, {}), kPeer, M, 11));
+  CHECK(count<SendDiscover>(acts) == 0);
+  CHECK(count<RestartOpensm>(acts) == 0);
+  CHECK_FALSE(has_alarm(acts, AlarmKind::NoMaster));
+  CHECK_FALSE(has_alarm(acts, AlarmKind::UnknownSm));  // a configured head
+  CHECK(rig.m.status().master == kPeer);
+
+  // The peer at a stale LID: its configured address refuses; the master answers elsewhere.
+  Rig stale;
+  Peer gone{kSilent, 10, PortState::Unknown, kPeer, true, kKey, true};
+  stale.polls(5, round(Local{S, 10}, {Peer{M, 11}}));
+  acts = stale.polls(50, with_port_master(round(Local{S, 10}, {gone}), kPeer, M, 11));
+  CHECK(count<SendDiscover>(acts) == 0);
+  CHECK(count<RestartOpensm>(acts) == 0);
+
+  // An SM that is not a head: no takeover, unknown_sm with its GUID.
+  Rig foreign;
+  acts = foreign.polls(50, with_port_master(round(Local{S, 10}, {Peer{S, 10}}), kForeign, M, 0));
+  CHECK(count<SendDiscover>(acts) == 0);
+  CHECK(count<RestartOpensm>(acts) == 0);
+  REQUIRE(has_alarm(acts, AlarmKind::UnknownSm));
+  CHECK(first<RaiseAlarm>(acts)->detail.find(to_string(kForeign)) != std::string::npos);
+
+  // Once it stops answering, the takeover proceeds as before.
+  acts = foreign.polls(10, round(Local{S, 10}, {Peer{S, 10}}));
+  CHECK(count<SendDiscover>(acts) == 1);
+}
+
+TEST_CASE("Takeover: the fallback restart is not made when the port's master answers by then",
+          "[sm][port_master]") {
+  Rig rig;
+  rig.polls(5, round(Local{S, 10}, {Peer{M, 11}}));
+  auto acts = rig.polls(3, round(Local{S, 10}, {Peer{kSilent, 11, PortState::Down}}));
+  REQUIRE(count<SendDiscover>(acts) == 1);
+  // DISCOVER did not make us MASTER; an SM we do not poll is master now.
+  acts = rig.polls(15, with_port_master(round(Local{S, 10}, {Peer{kSilent, 11, PortState::Down}}),
+                                        kForeign, M, 0));
+  CHECK(count<RestartOpensm>(acts) == 0);
+  CHECK(has_event(acts, EventKind::TakeoverAborted));
+  CHECK(rig.m.status().role == Role::Standby);
+}
