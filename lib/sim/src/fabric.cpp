@@ -148,10 +148,15 @@ struct Fabric::Impl {
       if (n->sm) n->sm->deferred.clear();
   }
 
+  // Every use is a MAD crossing a port with loss probability p.
   bool chance(double p) {
     if (p <= 0) return false;
-    return std::uniform_real_distribution<double>(0, 1)(rng) < p;
+    ++losses.trials;
+    const bool lost = std::uniform_real_distribution<double>(0, 1)(rng) < p;
+    if (lost) ++losses.lost;
+    return lost;
   }
+  Fabric::LossCount losses;
 
   // ---- reachability ------------------------------------------------------
 
@@ -753,6 +758,7 @@ DrPath Fabric::dr_path(NodeId target) const {
 void Fabric::set_link(NodeId n, bool up) { impl_->nodes[n]->link = up; }
 bool Fabric::link_up(NodeId n) const { return impl_->nodes[n]->link; }
 void Fabric::set_loss(NodeId n, double p) { impl_->nodes[n]->loss = p; }
+Fabric::LossCount Fabric::loss_count() const { return impl_->losses; }
 void Fabric::set_extra_delay(NodeId n, Duration d) { impl_->nodes[n]->delay = d; }
 
 mad::MadTransport& Fabric::transport(NodeId n) { return impl_->nodes[n]->transport; }

@@ -373,8 +373,15 @@ class IbsimDrill {
   // `duration` of fixed length (the drill's definition), polling meanwhile:
   // the probe's verdict (two MASTERs in turn) and the master seen from Hca3.
   void soak(std::chrono::seconds duration) {
-    const int master_before = state_at(a_) == 3 ? 0 : state_at(b_) == 3 ? 1 : -1;
-    REQUIRE(master_before >= 0);
+    // sminfo from Hca3 is not under the loss shim, but the heads' answers are:
+    // ask until one head answers MASTER.
+    int master_before = -1;
+    const bool seen = wait_for([&] {
+      master_before = state_at(a_) == 3 ? 0 : state_at(b_) == 3 ? 1 : -1;
+      return master_before >= 0;
+    }, kAwaitBound);
+    INFO(diagnostics());
+    REQUIRE(seen);
     const auto end = Clock::now() + duration;
     int checks = 0;
     while (Clock::now() < end) {

@@ -45,11 +45,18 @@ using Head = SmhadHead;
 // This file's configs: the given base priority, the default failover policy,
 // `extra` appended (e.g. a metrics section).
 void write_config(const Head& h, int priority, const std::vector<PeerCfg>& peers,
-                  const std::string& extra = {}) {
+                  const std::string& extra = {}, const std::string& opensm_extra = {}) {
   SmhadOptions o;
   o.sm_priority = priority;
   o.extra = extra;
+  o.opensm_extra = opensm_extra;
   write_smhad_config(h, peers, o);
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::trunc);
+  f << text;
+  REQUIRE(f.good());
 }
 
 }  // namespace
@@ -66,7 +73,12 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   REQUIRE(hca2);
   Head h{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
   // The peer is configured but absent (no SM at that LID): it never answers.
-  write_config(h, 12, {{"head02", hca2->port_guid, 0xbff0}});
+  // opensm.conf names a partitions file (step f edits it).
+  std::filesystem::create_directories(h.dir);
+  const std::string partitions = h.dir + "/partitions.conf";
+  write_text(partitions, "Default=0x7fff, ipoib : ALL=full;\n");
+  const std::string osm_extra = "  extra:\n    partition_config_file: " + partitions + "\n";
+  write_config(h, 12, {{"head02", hca2->port_guid, 0xbff0}}, {}, osm_extra);
   start_smhad(fabric, h, SMHA_SMHAD);
 
   // (a) OpenSM started by smhad reaches MASTER, seen from a third node.
@@ -109,7 +121,7 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   // engine's base: master renders base + 1, so 12 -> 13 before, 8 -> 9 after).
   const int before_prio = m.priority;
   CHECK(before_prio == 13);
-  write_config(h, 8, {{"head02", hca2->port_guid, 0xbff0}});
+  write_config(h, 8, {{"head02", hca2->port_guid, 0xbff0}}, {}, osm_extra);
   {
     auto c = control::ControlClient::connect(h.socket());
     REQUIRE(c);
@@ -125,6 +137,27 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   REQUIRE(wait_status(fabric, h, guard, local_master, 5s, &s));
   CHECK(s["opensm"]["pid"] == second);
   CHECK(pid_running(second));
+
+  // (f) the partitions file edited in place (opensm.conf unchanged but for the
+  // header's content hash): the reload SIGHUPs OpenSM, which re-reads the file
+  // in the heavy sweep that forces; a second reload finds nothing to do.
+  write_text(partitions, "Default=0x7fff, ipoib : ALL=full;\nstorage=0x8001 : ALL=full;\n");
+  {
+    auto c = control::ControlClient::connect(h.socket());
+    REQUIRE(c);
+    auto r = c.value().call("reload", json::object(), 10s);
+    REQUIRE(r);
+    INFO(r.value().text);
+    REQUIRE(r.value().is_ok());
+    CHECK(r.value().data["opensm_change"] == "sighup");
+    CHECK(r.value().data["opensm_action"] == "signalled");
+    CHECK(r.value().data["changed_keys"] == json::array({"partition_config_file (content)"}));
+    r = c.value().call("reload", json::object(), 10s);
+    REQUIRE(r);
+    CHECK(r.value().data["opensm_action"] == "unchanged");
+  }
+  REQUIRE(wait_status(fabric, h, guard, local_master, 5s, &s));
+  CHECK(s["opensm"]["pid"] == second);
 
   // hold / release show in status and events; during a hold a handover is
   // refused (conflict) and nothing changes.
@@ -148,7 +181,7 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
     REQUIRE(r);
     std::vector<std::string> kinds;
     for (const auto& e : r.value().data["events"]) kinds.push_back(e["kind"]);
-    CHECK(std::count(kinds.begin(), kinds.end(), "RELOAD") == 1);
+    CHECK(std::count(kinds.begin(), kinds.end(), "RELOAD") == 3);  // (e), (f) and (f)'s no-op
     CHECK(std::count(kinds.begin(), kinds.end(), "HOLD") == 1);
     CHECK(std::count(kinds.begin(), kinds.end(), "RELEASE") == 1);
     r = c.value().call("status", json::object(), 5s);

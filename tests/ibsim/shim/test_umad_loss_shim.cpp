@@ -53,9 +53,11 @@ bool wait_until(Pred pred, std::chrono::milliseconds timeout) {
 }
 
 // The probe polls `lid` every 5 ms with one attempt per poll (no retries), so
-// each dropped request is exactly one error line.
-std::vector<std::string> probe_argv(int lid) {
-  return {SMHA_PROBE, "--lid", std::to_string(lid), "--interval-ms", "5", "--timeout-ms", "50", "--every", "1"};
+// each dropped request is one error line; an answer later than `timeout_ms`
+// (a busy machine) is one too, so only "at least one error per drop" holds.
+std::vector<std::string> probe_argv(int lid, int timeout_ms = 50) {
+  return {SMHA_PROBE, "--lid", std::to_string(lid), "--interval-ms", "5", "--timeout-ms",
+          std::to_string(timeout_ms), "--every", "1"};
 }
 
 }  // namespace
@@ -72,7 +74,8 @@ TEST_CASE("SMInfo loss: ibsim's Error drops none, the loss shim drops the given 
     // The loss the drills used to inject: on both ends of the path.
     fabric.console("Error \"Hca1\"[1] 100 32");
     fabric.console("Error \"Hca3\"[1] 100 32");
-    const int probe = fabric.spawn("Hca3", probe_argv(head01->lid));
+    // Nothing is lost, so a long timeout costs nothing and no answer comes late.
+    const int probe = fabric.spawn("Hca3", probe_argv(head01->lid, 2000));
     REQUIRE(wait_until([&] { return tally(fabric.process_stdout(probe)).answers >= 20; }, 10s));
     fabric.stop_process(probe);
     const auto t = tally(fabric.process_stdout(probe));
@@ -95,7 +98,8 @@ TEST_CASE("SMInfo loss: ibsim's Error drops none, the loss shim drops the given 
     // the stop); a busy machine may time out an answered poll too, so more
     // errors than drops are possible, never fewer.
     CHECK(static_cast<unsigned long long>(t.errors) + 1 >= c.dropped);
-    CHECK(static_cast<unsigned long long>(t.answers) + c.dropped + 1 >= c.seen);
+    // Every poll sent ended as an answer or an error.
+    CHECK(static_cast<unsigned long long>(t.answers + t.errors) + 1 >= c.seen);
     // 25 % of >= 400 (the decisions are fixed by the seed; 5 binomial sigma
     // would be about 11 % of the count).
     CHECK(c.dropped * 100 >= c.seen * 15);
@@ -106,7 +110,6 @@ TEST_CASE("SMInfo loss: ibsim's Error drops none, the loss shim drops the given 
     SmInfoLoss loss(fabric.scratch_dir() + "/loss", 0);
     const int probe = fabric.spawn("Hca3", probe_argv(head01->lid), loss.env());
     REQUIRE(wait_until([&] { return tally(fabric.process_stdout(probe)).answers >= 20; }, 10s));
-    CHECK(tally(fabric.process_stdout(probe)).errors == 0);
     CHECK(loss.counts().dropped == 0);
     loss.set_percent(100);
     REQUIRE(wait_until([&] { return loss.counts().dropped >= 10; }, 10s));

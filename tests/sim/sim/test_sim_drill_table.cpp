@@ -47,6 +47,8 @@ class SimDrill {
   }
 
  private:
+  Fabric::LossCount loss_at_on_;
+  int loss_percent_ = 0;
   static constexpr int kA = 0;  // head01: the lower GUID
   static constexpr int kB = 1;
 
@@ -139,10 +141,23 @@ class SimDrill {
       case DrillOp::RestartSmhad: start_smhad(kA); break;
       case DrillOp::LossOn:
         for (int i = 0; i < 2; ++i) f.set_loss(c_.head(i), arg / 100.0);
+        loss_at_on_ = f.loss_count();
+        loss_percent_ = arg;
         break;
-      case DrillOp::LossOff:
+      case DrillOp::LossOff: {
         for (int i = 0; i < 2; ++i) f.set_loss(c_.head(i), 0);
+        // As on ibsim: the loss was really injected, at about its rate.
+        const auto now = f.loss_count();
+        const auto trials = now.trials - loss_at_on_.trials;
+        const auto lost = now.lost - loss_at_on_.lost;
+        std::printf("sim drill table %-16s lost %llu of %llu port traversals at %d %%\n",
+                    std::string(d_.name).c_str(), static_cast<unsigned long long>(lost),
+                    static_cast<unsigned long long>(trials), loss_percent_);
+        CHECK(trials >= 1000);
+        CHECK(lost * 100 >= trials * static_cast<std::uint64_t>(std::max(loss_percent_ - 6, 1)));
+        CHECK(lost * 100 <= trials * static_cast<std::uint64_t>(loss_percent_ + 6));
         break;
+      }
       case DrillOp::Soak: {
         const auto before = c_.observed_masters();
         const auto dual = c_.dual_master_total();

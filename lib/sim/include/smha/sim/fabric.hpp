@@ -91,6 +91,13 @@ class Fabric {
   bool link_up(NodeId n) const;
   // Probability that a MAD is lost at each traversal of this node's port.
   void set_loss(NodeId n, double p);
+  // Since the fabric was made: port traversals that met a loss probability
+  // above 0, and how many of them lost the MAD (loss tests assert these).
+  struct LossCount {
+    std::uint64_t trials = 0;
+    std::uint64_t lost = 0;
+  };
+  LossCount loss_count() const;
   void set_extra_delay(NodeId n, Duration d);
 
   // Seams bound to a node. References live as long as the fabric.
