@@ -1,5 +1,7 @@
 #include "smha/config/config.hpp"
 
+#include "smha/core/file_read.hpp"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -8,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <tuple>
@@ -525,14 +528,21 @@ void Loader::load_sm_key(const CheckedMap& top, Config& c) {
   if (file_it != top.end()) {
     auto p = absolute_path(file_it->second.value, "sm_key_file");
     if (!p) return;
-    std::ifstream in(*p);
-    if (!in) {
-      error(file_it->second.value, "sm_key_file", "cannot read " + *p);
+    unsigned mode = 0;
+    auto content = read_regular_file(*p, kMaxKeyFileBytes, &mode);
+    if (!content) {
+      error(file_it->second.value, "sm_key_file", "cannot read " + *p + ": " + content.error().message);
       return;
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    parse_key(trim(ss.str()), file_it->second.value, "sm_key_file",
+    if ((mode & 077) != 0) {
+      char octal[8];
+      std::snprintf(octal, sizeof octal, "%04o", mode & 07777);
+      error(file_it->second.value, "sm_key_file",
+            *p + " has mode " + octal + "; it holds the SM_Key, so it must not be readable by others: chmod 600 " +
+                *p);
+      return;
+    }
+    parse_key(trim(*content), file_it->second.value, "sm_key_file",
               "the key in " + *p + " ");
   }
 }
@@ -931,13 +941,11 @@ ConfigResult load_config_from_string(std::string_view text, const std::string& n
 }
 
 ConfigResult load_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return ConfigResult(std::vector<Diagnostic>{{path, {}, "", "cannot read the file"}});
+  auto text = read_regular_file(path, kMaxConfigFileBytes);
+  if (!text) {
+    return ConfigResult(std::vector<Diagnostic>{{path, {}, "", "cannot read the file (" + text.error().message + ")"}});
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return load_config_from_string(ss.str(), path);
+  return load_config_from_string(*text, path);
 }
 
 bool is_loopback_address(std::string_view address) {
