@@ -1,6 +1,7 @@
 #include "smha/opensm/supervisor.hpp"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include <climits>
@@ -164,7 +165,20 @@ void OpensmSupervisor::notify() {
 Status OpensmSupervisor::write_conf_if_changed(std::string_view conf_text, bool& ret_changed) {
   auto current = fs_.read(options_.conf_path);
   ret_changed = !(current.ok() && *current == conf_text);
-  if (!ret_changed) return Status::Ok();
+  if (!ret_changed) {
+    // Unchanged content, but it carries the SM_Key: a file left readable by
+    // others (an older smhad, a hand edit) is rewritten with conf_mode.
+    struct stat st {};
+    if (::stat(options_.conf_path.c_str(), &st) == 0 && (st.st_mode & 07777) != options_.conf_mode) {
+      if (auto w = fs_.write_atomic(options_.conf_path, conf_text, options_.conf_mode); !w) {
+        log_->error("cannot rewrite {} with mode {:o}: {}", options_.conf_path, options_.conf_mode, w.error().message);
+        return w;
+      }
+      log_->warn("{} had mode {:o}; rewritten with mode {:o} (it holds the SM_Key)", options_.conf_path,
+                 st.st_mode & 07777, options_.conf_mode);
+    }
+    return Status::Ok();
+  }
   auto st = fs_.write_atomic(options_.conf_path, conf_text, options_.conf_mode);
   if (!st) {
     log_->error("cannot write {}: {}", options_.conf_path, st.error().message);

@@ -593,6 +593,22 @@ TEST_CASE("out of descriptors at spawn is retried with backoff, not a permanent 
   REQUIRE(run_until(h.io, [&] { return h.count_lines("ready") == 1; }));
 }
 
+TEST_CASE("an unchanged opensm.conf readable by others is made 0600 at start and at reload", "[supervisor]") {
+  Harness h;
+  h.path = write_script(h.dir, "opensm", kServeScript);
+  h.make(h.options());
+  std::ofstream(h.conf()) << "conf\n";
+  REQUIRE(::chmod(h.conf().c_str(), 0644) == 0);
+  REQUIRE(h.sup->start("conf\n").ok());
+  CHECK(mode_of(h.conf()) == 0600);
+  CHECK(read_text(h.conf()) == "conf\n");
+  REQUIRE(::chmod(h.conf().c_str(), 0644) == 0);
+  auto r = h.sup->reload("conf\n", ConfChange{});
+  REQUIRE(r.ok());
+  CHECK(*r == ReloadAction::Unchanged);
+  CHECK(mode_of(h.conf()) == 0600);
+}
+
 TEST_CASE("exit descriptions and the fatal-line table", "[supervisor]") {
   CHECK(describe_exit({1, false, 1}) == "exited with status 1");
   CHECK(describe_exit({1, true, 11}) == "killed by signal 11 (SEGV)");
