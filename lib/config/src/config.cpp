@@ -237,6 +237,10 @@ std::optional<std::string> Loader::scalar(const YAML::Node& n, const std::string
 std::optional<long long> Loader::integer(const YAML::Node& n, const std::string& path) {
   auto s = scalar(n, path);
   if (!s) return std::nullopt;
+  if (n.Tag() == "!") {  // a quoted scalar: a string, even if it looks like a number
+    error(n, path, "must be an integer, not a quoted string (got \"" + *s + "\")");
+    return std::nullopt;
+  }
   long long v = 0;
   const char* first = s->data();
   const char* last = s->data() + s->size();
@@ -879,7 +883,16 @@ void Loader::cross_checks(const CheckedMap& top, Config& c) {
 ConfigResult Loader::load(std::string_view text) {
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(text));
+    auto docs = YAML::LoadAll(std::string(text));
+    if (docs.size() > 1) {
+      const auto mark = docs[1].Mark();
+      Position pos;
+      if (!mark.is_null()) pos = {mark.line + 1, mark.column + 1};
+      errors_.push_back({file_, pos, "",
+                         "a second YAML document ('---') would be ignored; the file must hold exactly one"});
+      return ConfigResult(std::move(errors_));
+    }
+    if (!docs.empty()) root = docs[0];
   } catch (const YAML::ParserException& ex) {
     Position pos;
     if (!ex.mark.is_null()) pos = {ex.mark.line + 1, ex.mark.column + 1};

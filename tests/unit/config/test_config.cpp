@@ -293,6 +293,16 @@ TEST_CASE("an sm_key_file readable by others is refused, naming the path") {
   CHECK(errors_of(kNode + "sm_key_file: " + group_only.path() + "\n").size() == 1);
 }
 
+TEST_CASE("YAML that would be read laxly is refused with a position") {
+  auto multi = load_config_from_string(kNode + "---\nsm_priority: 3\n", "t.yaml");
+  REQUIRE_FALSE(multi.ok());
+  CHECK(multi.error_text() ==
+        "t.yaml:5:1: a second YAML document ('---') would be ignored; the file must hold exactly one\n");
+  CHECK(errors_of(kNode + "sm_priority: \"010\"\n") ==
+        std::vector<std::string>{"t.yaml:4:14: sm_priority: must be an integer, not a quoted string (got \"010\")"});
+  CHECK(load_ok(kNode + "sm_priority: 10\n").sm_priority == 10);
+}
+
 TEST_CASE("validation errors: exact file:line:column, key path and message") {
   struct Case {
     std::string yaml;
