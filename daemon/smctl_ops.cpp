@@ -23,7 +23,7 @@ struct OpsState {
   std::size_t n = 20;
   bool follow = false;
   std::string to, drill_to;
-  double hold_s = 3600;
+  std::string hold_for = "3600";
   std::string hold_reason = "maintenance";
 };
 
@@ -109,11 +109,16 @@ void register_daemon_ops(CLI::App& app, int& exit_code) {
 
   auto* hold = app.add_subcommand("hold", "maintenance hold: freeze automatic transitions");
   control::add_cli_options(*hold, st->hold);
-  hold->add_option("--for", st->hold_s, "seconds until the hold expires")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+  hold->add_option("--for", st->hold_for, "time until the hold expires: seconds, or with a unit (30m, 2h, 1d); at most 7 days")
+      ->check([](const std::string& v) {
+        auto d = control::parse_duration_seconds(v, control::kMaxHoldSeconds);
+        return d ? std::string() : d.error().message;
+      })
+      ->capture_default_str();
   hold->add_option("--reason", st->hold_reason, "shown in status and events");
   hold->callback([st, &exit_code] {
-    exit_code = call(st->hold, "hold", nlohmann::json{{"duration_s", st->hold_s}, {"reason", st->hold_reason}},
+    const double secs = control::parse_duration_seconds(st->hold_for, control::kMaxHoldSeconds).value();
+    exit_code = call(st->hold, "hold", nlohmann::json{{"duration_s", secs}, {"reason", st->hold_reason}},
                      print_text);
   });
 

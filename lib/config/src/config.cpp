@@ -2,6 +2,8 @@
 #include "smha/config/config.hpp"
 #include "smha/core/limits.hpp"
 
+#include "smha/core/file_read.hpp"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -10,6 +12,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <tuple>
@@ -239,6 +242,10 @@ std::optional<std::string> Loader::scalar(const YAML::Node& n, const std::string
 std::optional<long long> Loader::integer(const YAML::Node& n, const std::string& path) {
   auto s = scalar(n, path);
   if (!s) return std::nullopt;
+  if (n.Tag() == "!") {  // a quoted scalar: a string, even if it looks like a number
+    error(n, path, "must be an integer, not a quoted string (got \"" + *s + "\")");
+    return std::nullopt;
+  }
   long long v = 0;
   const char* first = s->data();
   const char* last = s->data() + s->size();
@@ -530,14 +537,21 @@ void Loader::load_sm_key(const CheckedMap& top, Config& c) {
   if (file_it != top.end()) {
     auto p = absolute_path(file_it->second.value, "sm_key_file");
     if (!p) return;
-    std::ifstream in(*p);
-    if (!in) {
-      error(file_it->second.value, "sm_key_file", "cannot read " + *p);
+    unsigned mode = 0;
+    auto content = read_regular_file(*p, kMaxKeyFileBytes, &mode);
+    if (!content) {
+      error(file_it->second.value, "sm_key_file", "cannot read " + *p + ": " + content.error().message);
       return;
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    parse_key(trim(ss.str()), file_it->second.value, "sm_key_file",
+    if ((mode & 077) != 0) {
+      char octal[8];
+      std::snprintf(octal, sizeof octal, "%04o", mode & 07777);
+      error(file_it->second.value, "sm_key_file",
+            *p + " has mode " + octal + "; it holds the SM_Key, so it must not be readable by others: chmod 600 " +
+                *p);
+      return;
+    }
+    parse_key(trim(*content), file_it->second.value, "sm_key_file",
               "the key in " + *p + " ");
   }
 }
@@ -874,7 +888,16 @@ void Loader::cross_checks(const CheckedMap& top, Config& c) {
 ConfigResult Loader::load(std::string_view text) {
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(text));
+    auto docs = YAML::LoadAll(std::string(text));
+    if (docs.size() > 1) {
+      const auto mark = docs[1].Mark();
+      Position pos;
+      if (!mark.is_null()) pos = {mark.line + 1, mark.column + 1};
+      errors_.push_back({file_, pos, "",
+                         "a second YAML document ('---') would be ignored; the file must hold exactly one"});
+      return ConfigResult(std::move(errors_));
+    }
+    if (!docs.empty()) root = docs[0];
   } catch (const YAML::ParserException& ex) {
     Position pos;
     if (!ex.mark.is_null()) pos = {ex.mark.line + 1, ex.mark.column + 1};
@@ -936,13 +959,11 @@ ConfigResult load_config_from_string(std::string_view text, const std::string& n
 }
 
 ConfigResult load_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return ConfigResult(std::vector<Diagnostic>{{path, {}, "", "cannot read the file"}});
+  auto text = read_regular_file(path, kMaxConfigFileBytes);
+  if (!text) {
+    return ConfigResult(std::vector<Diagnostic>{{path, {}, "", "cannot read the file (" + text.error().message + ")"}});
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return load_config_from_string(ss.str(), path);
+  return load_config_from_string(*text, path);
 }
 
 bool is_loopback_address(std::string_view address) {

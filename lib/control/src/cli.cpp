@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/control/cli.hpp"
 
+#include <cctype>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <ostream>
 
 #include "smha/control/client.hpp"
@@ -74,6 +77,42 @@ int run_cli_call(const CliOptions& options, const std::string& method, const nlo
     err << "smctl: " << method << ": " << to_string(reply->result) << ": " << reply->text << '\n';
   }
   return exit_code_for(reply->result);
+}
+
+Result<double> parse_duration_seconds(const std::string& text, double max_seconds) {
+  auto bad = [&](const std::string& why) {
+    return make_error("bad_duration", "duration '" + text + "': " + why);
+  };
+  if (text.empty()) return bad("empty");
+  std::string number = text;
+  double unit = 1;
+  switch (text.back()) {
+    case 's': unit = 1; number.pop_back(); break;
+    case 'm': unit = 60; number.pop_back(); break;
+    case 'h': unit = 3600; number.pop_back(); break;
+    case 'd': unit = 86400; number.pop_back(); break;
+    default: break;
+  }
+  bool plain = !number.empty();
+  for (char ch : number) plain = plain && (std::isdigit(static_cast<unsigned char>(ch)) || ch == '.');
+  if (!plain)
+    return bad("expected a number of seconds or a number with s, m, h or d (e.g. 90, 30m, 2h)");
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(number, &used);
+  } catch (const std::exception&) {
+    return bad("not a number");
+  }
+  if (used != number.size()) return bad("expected a number of seconds or a number with s, m, h or d (e.g. 90, 30m, 2h)");
+  v *= unit;
+  if (!std::isfinite(v) || v <= 0) return bad("must be more than 0");
+  if (v > max_seconds) {
+    char limit[64];
+    std::snprintf(limit, sizeof limit, "%.0f", max_seconds);
+    return bad(std::string("longer than the limit of ") + limit + " s");
+  }
+  return v;
 }
 
 }  // namespace smha::control

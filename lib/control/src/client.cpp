@@ -131,6 +131,17 @@ Status ControlClient::send_raw(std::string_view bytes, std::chrono::milliseconds
       continue;
     }
     int err = errno;
+    if (err == EPIPE || err == ECONNRESET) {
+      // The server may have answered before closing (e.g. "too many clients"):
+      // keep what it sent, so the caller can read that answer.
+      char buf[16 * 1024];
+      ssize_t got;
+      while ((got = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT)) > 0) {
+        auto frames = decoder_.feed(std::string_view(buf, static_cast<std::size_t>(got)));
+        if (!frames) break;
+        for (auto& f : *frames) frames_.push_back(std::move(f));
+      }
+    }
     close();
     if (err == EPIPE || err == ECONNRESET) return make_error(kErrClosed, "smhad closed the connection on " + path_);
     return make_error(kErrIo, "send to " + path_ + ": " + std::strerror(err));
@@ -196,7 +207,15 @@ Result<Reply> ControlClient::call(const std::string& method, nlohmann::json para
                                   std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
   Request req{method, std::move(params), nlohmann::json(next_id_++), kProtocolVersion};
-  if (auto st = send_raw(encode_request(req), timeout); !st) return st.error();
+  if (auto st = send_raw(encode_request(req), timeout); !st) {
+    // Closed by the server, which answered first (a refusal): that answer.
+    if (st.error().code == kErrClosed && !frames_.empty()) {
+      std::string frame = std::move(frames_.front());
+      frames_.pop_front();
+      if (auto refusal = parse_reply(frame)) return refusal;
+    }
+    return st.error();
+  }
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   auto reply = read_reply(std::max(left, std::chrono::milliseconds(0)));
   if (!reply) return reply;

@@ -6,6 +6,7 @@
 #include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -130,6 +131,12 @@ bool user_in_group_db(uid_t uid, gid_t gid) {
   return std::find(groups.begin(), groups.end(), gid) != groups.end();
 }
 
+std::size_t effective_max_clients(std::size_t configured, std::size_t nofile) {
+  std::size_t limit = configured;
+  if (nofile != 0) limit = std::min(limit, nofile > kReservedFds ? nofile - kReservedFds : std::size_t{1});
+  return std::max<std::size_t>(limit, 1);
+}
+
 bool authorized(const PeerCredentials& peer, Access access, gid_t group,
                 const GroupMembership& membership) {
   if (peer.uid == 0) return true;
@@ -206,6 +213,10 @@ class ControlServer::Impl : public std::enable_shared_from_this<ControlServer::I
   void stop();
   void accept();
   Reply dispatch_builtin(const std::string& name) const;
+  // Empty if a connection from `peer` may be admitted now, else why not;
+  // `limit` gets the limit that refused it.
+  std::string refusal(const PeerCredentials& peer, std::size_t& limit) const;
+  void forget(Connection* conn, uid_t uid);
 
   asio::io_context& io_;
   ServerOptions options_;
@@ -213,32 +224,33 @@ class ControlServer::Impl : public std::enable_shared_from_this<ControlServer::I
   asio::steady_timer retry_timer_;
   gid_t gid_ = 0;
   bool listening_ = false;
+  std::size_t max_clients_ = 0;  // in force, set by start()
+  bool accept_failing_ = false;  // CTL_ACCEPT_FAILED logged; not again until an accept succeeds
   std::map<std::string, Method> methods_;
   std::unordered_map<Connection*, std::weak_ptr<Connection>> connections_;
+  std::unordered_map<uid_t, std::size_t> per_uid_;
 };
 
 namespace {
 
 // One client connection. Reads continuously (so a hang-up is noticed even
-// while an async method runs), queues complete frames (at most kMaxQueued, then
-// stops reading: back-pressure), and answers them one at a time, in order.
+// while an async method runs), queues complete frames (at most kMaxQueued and
+// kMaxQueuedRequestBytes, then stops reading: back-pressure), and answers them
+// one at a time, in order; the next request waits until the previous reply is
+// written, so a connection holds at most one reply.
 class Connection final : public Responder::Sink, public std::enable_shared_from_this<Connection> {
  public:
   static constexpr std::size_t kMaxQueued = 16;
   using IdleClock = asio::steady_timer::clock_type;
 
-  Connection(std::shared_ptr<ControlServer::Impl> server, Local::socket socket)
-      : server_(std::move(server)), socket_(std::move(socket)), idle_timer_(server_->io_) {}
+  Connection(std::shared_ptr<ControlServer::Impl> server, Local::socket socket, PeerCredentials peer)
+      : server_(std::move(server)),
+        socket_(std::move(socket)),
+        idle_timer_(server_->io_),
+        write_timer_(server_->io_),
+        peer_(peer) {}
 
   void start() {
-    ucred cred{};
-    socklen_t len = sizeof(cred);
-    if (::getsockopt(socket_.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-      log().warn("CTL_PEERCRED_FAILED error=\"{}\"", errno_text(errno));
-      close();
-      return;
-    }
-    peer_ = PeerCredentials{cred.pid, cred.uid, cred.gid};
     log().debug("CTL_CONNECT uid={} gid={} pid={}", peer_.uid, peer_.gid, peer_.pid);
     process_queue();
   }
@@ -250,7 +262,13 @@ class Connection final : public Responder::Sink, public std::enable_shared_from_
     socket_.shutdown(Local::socket::shutdown_both, ignored);
     socket_.close(ignored);
     idle_timer_.cancel();
-    server_->connections_.erase(this);
+    write_timer_.cancel();
+    // Give the memory back now, not when the last handler lets go of us.
+    std::deque<std::string>().swap(queue_);
+    queued_bytes_ = 0;
+    decoder_ = FrameDecoder();
+    std::string().swap(out_);
+    server_->forget(this, peer_.uid);
   }
 
   // Sends the reply to the request in progress; ignored when none is (a
@@ -274,6 +292,7 @@ class Connection final : public Responder::Sink, public std::enable_shared_from_
     if (!queue_.empty()) {
       std::string frame = std::move(queue_.front());
       queue_.pop_front();
+      queued_bytes_ -= frame.size();
       busy_ = true;
       dispatch(frame);
     } else if (frame_error_) {
@@ -290,7 +309,10 @@ class Connection final : public Responder::Sink, public std::enable_shared_from_
   }
 
   void maybe_read() {
-    if (closed_ || reading_ || eof_ || frame_error_ || queue_.size() >= kMaxQueued) return;
+    // The unfinished frame is bounded by the decoder (kMaxRequestBytes).
+    if (closed_ || reading_ || eof_ || frame_error_ || queue_.size() >= kMaxQueued ||
+        queued_bytes_ >= kMaxQueuedRequestBytes)
+      return;
     reading_ = true;
     socket_.async_read_some(asio::buffer(buffer_), [self = shared_from_this()](auto ec, std::size_t n) {
       self->reading_ = false;
@@ -318,7 +340,10 @@ class Connection final : public Responder::Sink, public std::enable_shared_from_
       log().warn("CTL_BAD_FRAME uid={} pid={} error=\"{}\"", peer_.uid, peer_.pid, frames.error().message);
       frame_error_ = frames.error();
     } else {
-      for (auto& f : *frames) queue_.push_back(std::move(f));
+      for (auto& f : *frames) {
+        queued_bytes_ += f.size();
+        queue_.push_back(std::move(f));
+      }
     }
     process_queue();
     maybe_read();
@@ -342,7 +367,9 @@ class Connection final : public Responder::Sink, public std::enable_shared_from_
 
   void on_idle_timer(const boost::system::error_code& ec) {
     idle_armed_ = false;
-    if (ec || closed_ || busy_) return;  // a request in progress re-arms when it completes
+    // A request in progress re-arms when it completes; a reply being written is
+    // bounded by the write deadline instead.
+    if (ec || closed_ || busy_) return;
     auto deadline = idle_since_ + server_->options_.idle_timeout;
     if (IdleClock::now() < deadline) {
       start_idle_wait(deadline);
@@ -404,13 +431,34 @@ class Connection final : public Responder::Sink, public std::enable_shared_from_
     }
   }
 
+  // Writes one reply. A reply larger than kMaxReplyBytes (no client would
+  // accept it) is replaced by an `error` reply saying so. The client must take
+  // the whole reply within write_timeout, else the connection is closed.
   void send(std::string bytes, bool then_close) {
+    if (bytes.size() > kMaxReplyBytes + 1) {
+      log().warn("CTL_REPLY_TOO_LARGE uid={} pid={} bytes={} limit={}", peer_.uid, peer_.pid, bytes.size(),
+                 kMaxReplyBytes);
+      Reply too_large = Reply::failure(ResultCode::Error, "reply too large (" + std::to_string(bytes.size()) +
+                                                              " bytes, limit " + std::to_string(kMaxReplyBytes) +
+                                                              "); ask for less");
+      bytes = encode_reply(too_large);
+    }
     writing_ = true;
     out_ = std::move(bytes);
+    write_timer_.expires_after(server_->options_.write_timeout);
+    write_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->closed_ || !self->writing_) return;
+      self->log().warn("CTL_WRITE_TIMEOUT uid={} pid={} unsent_reply_bytes={} timeout_ms={}", self->peer_.uid,
+                       self->peer_.pid, self->out_.size(), self->server_->options_.write_timeout.count());
+      self->close();
+    });
     asio::async_write(socket_, asio::buffer(out_),
                       [self = shared_from_this(), then_close](const boost::system::error_code& ec, std::size_t) {
                         self->writing_ = false;
                         self->busy_ = false;
+                        self->write_timer_.cancel();
+                        std::string().swap(self->out_);
                         if (ec || then_close) {
                           self->close();
                           return;
@@ -422,10 +470,12 @@ class Connection final : public Responder::Sink, public std::enable_shared_from_
   std::shared_ptr<ControlServer::Impl> server_;
   Local::socket socket_;
   asio::steady_timer idle_timer_;
+  asio::steady_timer write_timer_;
   PeerCredentials peer_;
   FrameDecoder decoder_;
   std::array<char, 4096> buffer_{};
   std::deque<std::string> queue_;
+  std::size_t queued_bytes_ = 0;  // sum of queue_'s frame sizes
   std::optional<Error> frame_error_;
   std::optional<json> current_id_;
   std::string out_;
@@ -487,8 +537,18 @@ Status ControlServer::Impl::start() {
   if (::chmod(path.c_str(), options_.socket_mode) != 0) {
     return undo("cannot set mode of " + path + ": " + errno_text(errno));
   }
+  struct rlimit rl {};
+  std::size_t nofile = 0;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) nofile = rl.rlim_cur;
+  max_clients_ = effective_max_clients(options_.max_clients, nofile);
+  if (max_clients_ < options_.max_clients) {
+    options_.logger->warn("CTL_CLIENT_LIMIT_CLAMPED configured={} in_force={} rlimit_nofile={} reserved_fds={}",
+                          options_.max_clients, max_clients_, nofile, kReservedFds);
+  }
   listening_ = true;
-  options_.logger->info("CTL_LISTEN path={} group={} mode={:o}", path, options_.group, options_.socket_mode);
+  options_.logger->info("CTL_LISTEN path={} group={} mode={:o} max_clients={} per_uid={} root_reserve={}", path,
+                        options_.group, options_.socket_mode, max_clients_, options_.max_clients_per_uid,
+                        std::min(options_.root_reserve, max_clients_));
   accept();
   return Status::Ok();
 }
@@ -498,29 +558,66 @@ void ControlServer::Impl::accept() {
     if (!self->listening_) return;
     if (ec) {
       if (ec == asio::error::operation_aborted) return;
-      // EMFILE and friends: back off instead of spinning on a full fd table.
-      self->options_.logger->warn("CTL_ACCEPT_FAILED error=\"{}\"", ec.message());
+      // EMFILE and friends: back off instead of spinning on a full fd table;
+      // logged once per episode, not at every retry.
+      if (!self->accept_failing_) self->options_.logger->warn("CTL_ACCEPT_FAILED error=\"{}\"", ec.message());
+      self->accept_failing_ = true;
       self->retry_timer_.expires_after(std::chrono::milliseconds(100));
       self->retry_timer_.async_wait([self](const boost::system::error_code& tec) {
         if (!tec && self->listening_) self->accept();
       });
       return;
     }
-    if (self->connections_.size() >= self->options_.max_clients) {
-      self->options_.logger->warn("CTL_TOO_MANY_CLIENTS limit={}", self->options_.max_clients);
-      std::string reply = encode_reply(
-          Reply::failure(ResultCode::Error, "too many clients (" + std::to_string(self->options_.max_clients) + ")"));
-      boost::system::error_code ignored;
+    if (self->accept_failing_) self->options_.logger->info("CTL_ACCEPT_RECOVERED");
+    self->accept_failing_ = false;
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    boost::system::error_code ignored;
+    std::size_t limit = 0;
+    if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+      self->options_.logger->warn("CTL_PEERCRED_FAILED error=\"{}\"", errno_text(errno));
+      socket.close(ignored);
+    } else if (PeerCredentials peer{cred.pid, cred.uid, cred.gid}; !self->refusal(peer, limit).empty()) {
+      std::string why = self->refusal(peer, limit);
+      self->options_.logger->warn("CTL_TOO_MANY_CLIENTS limit={} uid={} pid={} reason=\"{}\"", limit, peer.uid,
+                                  peer.pid, why);
+      std::string reply = encode_reply(Reply::failure(ResultCode::Error, why));
       socket.non_blocking(true, ignored);
       socket.write_some(asio::buffer(reply), ignored);
       socket.close(ignored);
     } else {
-      auto conn = std::make_shared<Connection>(self, std::move(socket));
+      auto conn = std::make_shared<Connection>(self, std::move(socket), peer);
       self->connections_.emplace(conn.get(), conn);
+      ++self->per_uid_[peer.uid];
       conn->start();
     }
     self->accept();
   });
+}
+
+std::string ControlServer::Impl::refusal(const PeerCredentials& peer, std::size_t& limit) const {
+  const std::size_t total = connections_.size();
+  limit = max_clients_;
+  if (total >= max_clients_) return "too many clients (" + std::to_string(max_clients_) + ")";
+  if (peer.uid == 0) return {};
+  const std::size_t reserve = std::min(options_.root_reserve, max_clients_ - 1);
+  limit = max_clients_ - reserve;
+  if (total >= max_clients_ - reserve) {
+    return "too many clients (" + std::to_string(max_clients_ - reserve) + " for users other than root)";
+  }
+  auto it = per_uid_.find(peer.uid);
+  limit = options_.max_clients_per_uid;
+  if (it != per_uid_.end() && it->second >= options_.max_clients_per_uid) {
+    return "too many connections from uid " + std::to_string(peer.uid) + " (" +
+           std::to_string(options_.max_clients_per_uid) + ")";
+  }
+  return {};
+}
+
+void ControlServer::Impl::forget(Connection* conn, uid_t uid) {
+  if (connections_.erase(conn) == 0) return;
+  auto it = per_uid_.find(uid);
+  if (it != per_uid_.end() && --it->second == 0) per_uid_.erase(it);
 }
 
 void ControlServer::Impl::stop() {
@@ -531,11 +628,12 @@ void ControlServer::Impl::stop() {
   retry_timer_.cancel();
   struct stat st {};
   if (::lstat(options_.socket_path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(options_.socket_path.c_str());
-  auto conns = std::move(connections_);
-  connections_.clear();
+  auto conns = connections_;
   for (auto& [ptr, weak] : conns) {
     if (auto c = weak.lock()) c->close();
   }
+  connections_.clear();
+  per_uid_.clear();
   options_.logger->info("CTL_STOPPED path={}", options_.socket_path);
 }
 
@@ -557,6 +655,9 @@ Status ControlServer::register_async_method(const std::string& name, Access acce
 Status ControlServer::start() { return impl_->start(); }
 void ControlServer::stop() { impl_->stop(); }
 std::size_t ControlServer::connection_count() const { return impl_->connections_.size(); }
+std::size_t ControlServer::max_clients() const {
+  return impl_->max_clients_ != 0 ? impl_->max_clients_ : impl_->options_.max_clients;
+}
 const std::string& ControlServer::socket_path() const { return impl_->options_.socket_path; }
 
 std::vector<std::pair<std::string, Access>> ControlServer::methods() const {

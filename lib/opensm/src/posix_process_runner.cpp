@@ -32,6 +32,10 @@ namespace {
 
 std::string errno_text(int err) { return std::error_code(err, std::system_category()).message(); }
 
+// Out of descriptors, processes or memory: worth retrying later.
+bool transient_errno(int err) { return err == EMFILE || err == ENFILE || err == EAGAIN || err == ENOMEM; }
+const char* spawn_code(int err) { return transient_errno(err) ? "resources" : "spawn"; }
+
 int open_pidfd(int pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
 // Everything the child needs, prepared before fork(): after fork() the child may
@@ -49,8 +53,16 @@ struct ChildSetup {
   int max_fd = 1024;  // fallback when close_range() is not available
 };
 
-[[noreturn]] void report_and_exit(int error_fd, int err) {
-  ssize_t n = ::write(error_fd, &err, sizeof err);
+// What the child reports when its set-up or exec fails: the call and errno.
+enum class ChildCall : int { Setup = 0, Chdir = 1, Exec = 2 };
+struct ChildError {
+  ChildCall call;
+  int err;
+};
+
+[[noreturn]] void report_and_exit(int error_fd, int err, ChildCall call = ChildCall::Setup) {
+  const ChildError e{call, err};
+  ssize_t n = ::write(error_fd, &e, sizeof e);
   (void)n;
   ::_exit(127);
 }
@@ -90,9 +102,9 @@ struct ChildSetup {
   if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
     for (int fd = 3; fd < s.max_fd; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   }
-  if (s.cwd != nullptr && ::chdir(s.cwd) != 0) report_and_exit(error_fd, errno);
+  if (s.cwd != nullptr && ::chdir(s.cwd) != 0) report_and_exit(error_fd, errno, ChildCall::Chdir);
   ::execve(s.path, s.argv, s.envp);
-  report_and_exit(error_fd, errno);
+  report_and_exit(error_fd, errno, ChildCall::Exec);
 }
 
 void close_fd(int& fd) {
@@ -169,7 +181,7 @@ Result<int> PosixProcessRunner::spawn(const ProcessSpec& spec, OutputHandler on_
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(errp, O_CLOEXEC) != 0) {
     int e = errno;
     close_all();
-    return make_error("spawn", "spawn " + spec.path + ": pipe2: " + errno_text(e));
+    return make_error(spawn_code(e), "spawn " + spec.path + ": pipe2: " + errno_text(e));
   }
 
   ChildSetup setup;
@@ -190,24 +202,27 @@ Result<int> PosixProcessRunner::spawn(const ProcessSpec& spec, OutputHandler on_
   if (pid < 0) {
     int e = errno;
     close_all();
-    return make_error("spawn", "spawn " + spec.path + ": fork: " + errno_text(e));
+    return make_error(spawn_code(e), "spawn " + spec.path + ": fork: " + errno_text(e));
   }
   if (pid == 0) run_child(setup);
 
   close_fd(out[1]);
   close_fd(err[1]);
   close_fd(errp[1]);
-  int child_errno = 0;
+  ChildError child{};
   ssize_t n;
   do {
-    n = ::read(errp[0], &child_errno, sizeof child_errno);
+    n = ::read(errp[0], &child, sizeof child);
   } while (n < 0 && errno == EINTR);
   close_fd(errp[0]);
-  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+  if (n == static_cast<ssize_t>(sizeof child)) {
     while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
     close_all();
-    return make_error("exec", "cannot execute " + spec.path + ": " + errno_text(child_errno));
+    const std::string what = child.call == ChildCall::Chdir ? "cannot change to directory " + spec.cwd + " for " + spec.path
+                             : child.call == ChildCall::Exec ? "cannot execute " + spec.path
+                                                             : "cannot set up the child for " + spec.path;
+    return make_error(transient_errno(child.err) ? "resources" : "exec", what + ": " + errno_text(child.err));
   }
 
   int pidfd = open_pidfd(pid);
@@ -217,8 +232,8 @@ Result<int> PosixProcessRunner::spawn(const ProcessSpec& spec, OutputHandler on_
     while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
     close_all();
-    return make_error("spawn", "spawn " + spec.path + ": pidfd_open (needs Linux >= 5.3): " +
-                                   errno_text(e));
+    return make_error(spawn_code(e), "spawn " + spec.path + ": pidfd_open (needs Linux >= 5.3): " +
+                                         errno_text(e));
   }
 
   auto proc = std::make_shared<Proc>();

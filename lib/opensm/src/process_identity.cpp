@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <charconv>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <system_error>
 
@@ -74,6 +75,62 @@ Result<ProcessIdentity> read_process_identity(int pid, bool* ret_exe_deleted) {
   if (deleted) exe.resize(exe.size() - kDeletedSuffix.size());
   if (ret_exe_deleted) *ret_exe_deleted = deleted;
   return ProcessIdentity{pid, *start, exe};
+}
+
+Result<std::vector<std::string>> read_process_cmdline(int pid) {
+  if (pid <= 0) return make_error("not_found", "no process " + std::to_string(pid));
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  if (!in) return make_error("not_found", "no process " + std::to_string(pid));
+  std::vector<std::string> argv;
+  std::string arg;
+  std::size_t total = 0;
+  char c = 0;
+  while (in.get(c) && total++ < 128 * 1024) {
+    if (c == '\0') {
+      argv.push_back(std::move(arg));
+      arg.clear();
+    } else {
+      arg += c;
+    }
+  }
+  if (!arg.empty()) argv.push_back(std::move(arg));
+  return argv;
+}
+
+namespace {
+// The value after `short_opt` or `long_opt` ("-F x", "--config x", "--config=x").
+std::optional<std::string> option_value(const std::vector<std::string>& argv, std::string_view short_opt,
+                                        std::string_view long_opt) {
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    if ((argv[i] == short_opt || argv[i] == long_opt) && i + 1 < argv.size()) return argv[i + 1];
+    const std::string prefix = std::string(long_opt) + "=";
+    if (argv[i].rfind(prefix, 0) == 0) return argv[i].substr(prefix.size());
+  }
+  return std::nullopt;
+}
+
+std::optional<std::uint64_t> guid_number(std::string_view s) {
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
+  std::uint64_t v = 0;
+  if (s.empty()) return std::nullopt;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 16);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+}  // namespace
+
+bool opensm_argv_matches(const std::vector<std::string>& argv, const std::string& conf_path,
+                         const std::string& guid) {
+  if (!conf_path.empty()) {
+    auto f = option_value(argv, "-F", "--config");
+    if (!f || *f != conf_path) return false;
+  }
+  if (!guid.empty()) {
+    auto g = option_value(argv, "-g", "--guid");
+    auto want = guid_number(guid);
+    if (!g || !want || guid_number(*g) != want) return false;
+  }
+  return true;
 }
 
 std::string format_pidfile(const ProcessIdentity& id) {

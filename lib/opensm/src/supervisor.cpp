@@ -2,6 +2,7 @@
 #include "smha/opensm/supervisor.hpp"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include <climits>
@@ -59,6 +60,13 @@ constexpr PermanentLine kPermanentLines[] = {
 constexpr std::string_view kCameUpLines[] = {"Entering STANDBY state", "Entering MASTER state", "SUBNET UP"};
 
 constexpr std::size_t kRecentLines = 5;
+
+// The value following `opt` in `argv`, or "".
+std::string option_of(const std::vector<std::string>& argv, std::string_view opt) {
+  for (std::size_t i = 1; i + 1 < argv.size(); ++i)
+    if (argv[i] == opt) return argv[i + 1];
+  return {};
+}
 
 std::string seconds_text(Duration d) {
   char buf[32];
@@ -134,6 +142,7 @@ OpensmSupervisor::OpensmSupervisor(asio::io_context& io, const Clock& clock, Pro
       backoff_timer_(io),
       kill_timer_(io) {
   if (!options_.identify) options_.identify = [](int pid) { return read_process_identity(pid); };
+  if (!options_.cmdline) options_.cmdline = [](int pid) { return read_process_cmdline(pid); };
 }
 
 OpensmSupervisor::~OpensmSupervisor() {
@@ -158,7 +167,20 @@ void OpensmSupervisor::notify() {
 Status OpensmSupervisor::write_conf_if_changed(std::string_view conf_text, bool& ret_changed) {
   auto current = fs_.read(options_.conf_path);
   ret_changed = !(current.ok() && *current == conf_text);
-  if (!ret_changed) return Status::Ok();
+  if (!ret_changed) {
+    // Unchanged content, but it carries the SM_Key: a file left readable by
+    // others (an older smhad, a hand edit) is rewritten with conf_mode.
+    struct stat st {};
+    if (::stat(options_.conf_path.c_str(), &st) == 0 && (st.st_mode & 07777) != options_.conf_mode) {
+      if (auto w = fs_.write_atomic(options_.conf_path, conf_text, options_.conf_mode); !w) {
+        log_->error("cannot rewrite {} with mode {:o}: {}", options_.conf_path, options_.conf_mode, w.error().message);
+        return w;
+      }
+      log_->warn("{} had mode {:o}; rewritten with mode {:o} (it holds the SM_Key)", options_.conf_path,
+                 st.st_mode & 07777, options_.conf_mode);
+    }
+    return Status::Ok();
+  }
   auto st = fs_.write_atomic(options_.conf_path, conf_text, options_.conf_mode);
   if (!st) {
     log_->error("cannot write {}: {}", options_.conf_path, st.error().message);
@@ -221,6 +243,23 @@ Result<bool> OpensmSupervisor::try_adopt() {
                recorded->pid, live->exe, want);
     return false;
   }
+  // Same pid, start time and exe is not enough: it must be the OpenSM this
+  // head starts (our -F and -g), not one someone else started on this host.
+  {
+    const auto spec = make_spec_();
+    const std::string conf = option_of(spec.argv, "-F");
+    const std::string guid = option_of(spec.argv, "-g");
+    auto argv = options_.cmdline(recorded->pid);
+    if (!argv || !opensm_argv_matches(*argv, conf, guid)) {
+      std::string got;
+      if (argv)
+        for (const auto& a : *argv) got += (got.empty() ? "" : " ") + a;
+      log_->warn("pidfile {} names pid {} ({}), which is not the OpenSM of this head (its command line \"{}\" "
+                 "lacks -F {} -g {}); not adopting it",
+                 options_.pidfile_path, recorded->pid, live->exe, argv ? got : argv.error().message, conf, guid);
+      return false;
+    }
+  }
   const std::uint64_t run = ++run_;
   std::weak_ptr<int> alive = alive_;
   auto st = runner_.adopt(recorded->pid, [this, alive, run](const ExitInfo& exit) {
@@ -263,10 +302,15 @@ Status OpensmSupervisor::spawn_now() {
       [this, alive, run](const ExitInfo& exit) {
         if (!alive.expired()) on_exit(run, exit);
       });
+  if (!pid && pid.error().code == "resources") {
+    retry_spawn_later("cannot start " + spec.path + ": " + pid.error().message);
+    return Status::Ok();
+  }
   if (!pid) {
     fail("cannot start " + spec.path + ": " + pid.error().message);
     return pid.error();
   }
+  resource_retries_ = 0;
   status_.state = SupervisorState::Running;
   status_.pid = *pid;
   status_.adopted = false;
@@ -420,6 +464,27 @@ void OpensmSupervisor::handle_crash(const ExitInfo& exit, Duration uptime, const
   backoff_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
     if (ec || alive.expired() || status_.state != SupervisorState::Backoff) return;
     if (options_.respawn_on_request && !respawn_requested_) return;
+    (void)spawn_now();
+  });
+  notify();
+}
+
+void OpensmSupervisor::retry_spawn_later(std::string what) {
+  Duration delay = options_.backoff_initial;
+  for (int i = 0; i < resource_retries_ && delay < options_.backoff_max; ++i) delay *= 2;
+  if (delay > options_.backoff_max) delay = options_.backoff_max;
+  ++resource_retries_;
+  status_.state = SupervisorState::Backoff;
+  status_.pid = 0;
+  status_.current_backoff = delay;
+  status_.next_start_at = clock_.now() + delay;
+  respawn_requested_ = true;  // the spawn was asked for already
+  status_.reason = what + " (out of resources; retrying in " + seconds_text(delay) + ")";
+  if (resource_retries_ == 1 || resource_retries_ % 10 == 0) log_->error("{}", status_.reason);
+  std::weak_ptr<int> alive = alive_;
+  backoff_timer_.expires_after(delay);
+  backoff_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
+    if (ec || alive.expired() || status_.state != SupervisorState::Backoff) return;
     (void)spawn_now();
   });
   notify();

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/service/daemon.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iomanip>
@@ -101,6 +105,7 @@ class Daemon final : public DrillHost {
     if (metrics_) metrics_->stop();
     if (agent_) agent_->stop();
     if (server_) server_->stop();
+    if (lock_fd_ >= 0) ::close(lock_fd_);
   }
 
   bool init();
@@ -136,6 +141,9 @@ class Daemon final : public DrillHost {
   void arm_signals();
   void wait_hup();
   void shutdown(const char* why);
+  bool lock_state_dir();
+  // do_reload(), with any exception turned into an `error` reply (old configuration kept).
+  Reply reload_guarded(const char* via);
   Reply do_reload();
   Reply do_hold(const control::Call& call);
   Reply do_release();
@@ -183,10 +191,51 @@ class Daemon final : public DrillHost {
   std::unique_ptr<EventsMethod> events_method_;
   std::unique_ptr<MetricsService> metrics_;
   std::unique_ptr<DrillRunner> drill_;
+  int lock_fd_ = -1;  // state_dir/smhad.lock, flock'ed for our lifetime
 };
+
+// One smhad per state_dir (and so per OpenSM): an exclusive flock on
+// state_dir/smhad.lock, held until exit (the kernel drops it if we die). The
+// file carries the holder's PID for the message a second instance prints.
+bool Daemon::lock_state_dir() {
+  std::error_code ec;
+  std::filesystem::create_directories(config_.state_dir, ec);
+  const std::string path = config_.state_dir + "/smhad.lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) {
+    err_ << "smhad: cannot open the lock file " << path << ": " << std::strerror(errno) << '\n';
+    return false;
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    if (e == EWOULDBLOCK) {
+      char buf[32] = {};
+      ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+      std::string holder = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+      while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+      err_ << "smhad: another smhad (pid " << (holder.empty() ? "unknown" : holder)
+           << ") already runs with state_dir " << config_.state_dir << " (it holds " << path
+           << "); stop it first, or give this one its own state_dir and port\n";
+    } else {
+      err_ << "smhad: cannot lock " << path << ": " << std::strerror(e) << '\n';
+    }
+    ::close(fd);
+    return false;
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size()))
+    spdlog::warn("cannot record our pid in {}: {}", path, std::strerror(errno));
+  lock_fd_ = fd;
+  return true;
+}
 
 bool Daemon::init() {
   started_at_ = clock_.now();
+  // Signals first: a SIGTERM during start-up is handled (after init) by the
+  // normal shutdown, never by the default action between spawning OpenSM and
+  // recording its pidfile.
+  arm_signals();
+  if (!lock_state_dir()) return false;
   if (!init_os()) return false;
   mad::PortSelector sel;
   sel.ca = config_.port.ca;
@@ -275,7 +324,6 @@ bool Daemon::init() {
   }
   if (!start_metrics(mapped.value().policy.handover_bound)) return false;
   start_agent(std::move(mapped).value());
-  arm_signals();
   start_systemd();
   platform::log_event(*platform::module_logger("svc"), platform::kSmhadStarted,
                       {{"node", config_.node_name}, {"config", config_.source_path},
@@ -394,9 +442,9 @@ void Daemon::arm_signals() {
 void Daemon::wait_hup() {
   hup_signal_->async_wait([this](const boost::system::error_code& ec, int) {
     if (ec) return;
-    systemd_->reloading();
-    auto r = do_reload();
-    systemd_->reloaded();
+    if (systemd_) systemd_->reloading();
+    auto r = reload_guarded("SIGHUP");
+    if (systemd_) systemd_->reloaded();
     if (r.is_ok()) spdlog::info("SIGHUP: reload: {}", r.text);
     else spdlog::error("SIGHUP: reload refused: {}", r.text);
     wait_hup();
@@ -524,7 +572,7 @@ void Daemon::register_methods() {
     return Reply::ok(status_json());
   });
   (void)server_->register_method("reload", Access::Mutating, [this](const control::Call&) {
-    return do_reload();
+    return reload_guarded("smctl reload");
   });
   (void)server_->register_method("hold", Access::Mutating,
                                  [this](const control::Call& call) { return do_hold(call); });
@@ -535,14 +583,34 @@ void Daemon::register_methods() {
       [this](const control::Call& call, control::Responder r) { handover(call, std::move(r)); });
 }
 
+Reply Daemon::reload_guarded(const char* via) {
+  try {
+    return do_reload();
+  } catch (const std::exception& e) {
+    sink_.note("RELOAD_REFUSED", std::string("reload failed: ") + e.what(), via);
+    return Reply::failure(ResultCode::Error,
+                          std::string("reload failed, old configuration kept: ") + e.what());
+  }
+}
+
 Reply Daemon::do_reload() {
   auto loaded = config::load_config(config_.source_path);
   if (!loaded) {
+    // The count and the first errors: a file with 100 000 errors must not make
+    // a reply larger than a client accepts (smhad --check-config lists all).
+    constexpr std::size_t kShown = 20;
+    const auto& all = loaded.errors();
     json errs = json::array();
-    for (const auto& d : loaded.errors()) errs.push_back(d.to_string());
-    sink_.note("RELOAD_REFUSED", std::to_string(loaded.errors().size()) + " error(s)", loaded.error_text());
-    return Reply::failure(ResultCode::Error, "invalid configuration, old one kept:\n" + loaded.error_text(),
-                          json{{"errors", errs}});
+    std::string shown;
+    for (std::size_t i = 0; i < all.size() && i < kShown; ++i) {
+      errs.push_back(all[i].to_string());
+      shown += all[i].to_string() + "\n";
+    }
+    if (all.size() > kShown)
+      shown += "... and " + std::to_string(all.size() - kShown) + " more (smhad --check-config lists them all)\n";
+    sink_.note("RELOAD_REFUSED", std::to_string(all.size()) + " error(s)", shown);
+    return Reply::failure(ResultCode::Error, "invalid configuration, old one kept:\n" + shown,
+                          json{{"errors", errs}, {"error_count", all.size()}});
   }
   config::Config next = std::move(loaded).value();
   if (auto st = HookDispatcher::check(next); !st.ok()) {
@@ -554,7 +622,17 @@ Reply Daemon::do_reload() {
   if (next.port.ca != config_.port.ca || next.port.port != config_.port.port ||
       next.port.port_guid != config_.port.port_guid)
     needs_restart.push_back("node.port");
-  if (next.control.socket_path != config_.control.socket_path) needs_restart.push_back("control.socket_path");
+  if (next.control.socket_path != config_.control.socket_path) needs_restart.push_back("control.socket");
+  if (next.control.group != config_.control.group) needs_restart.push_back("control.group");
+  if (next.opensm.restart_backoff_initial != config_.opensm.restart_backoff_initial)
+    needs_restart.push_back("opensm.restart_backoff_initial_ms");
+  if (next.opensm.restart_backoff_max != config_.opensm.restart_backoff_max)
+    needs_restart.push_back("opensm.restart_backoff_max_s");
+  if (next.opensm.restart_stable != config_.opensm.restart_stable) needs_restart.push_back("opensm.restart_stable_s");
+  if (next.opensm.crash_loop_count != config_.opensm.crash_loop_count)
+    needs_restart.push_back("opensm.crash_loop_count");
+  if (next.opensm.crash_loop_window != config_.opensm.crash_loop_window)
+    needs_restart.push_back("opensm.crash_loop_window_s");
   if (next.opensm.conf_path != config_.opensm.conf_path) needs_restart.push_back("opensm.conf_path");
   if (next.state_dir != config_.state_dir) needs_restart.push_back("state_dir");
   if (next.metrics.listen_address != config_.metrics.listen_address ||
@@ -617,9 +695,12 @@ Reply Daemon::do_reload() {
 Reply Daemon::do_hold(const control::Call& call) {
   double secs = 3600;
   if (call.params.contains("duration_s")) {
-    if (!call.params["duration_s"].is_number() || call.params["duration_s"].get<double>() <= 0)
-      return Reply::failure(ResultCode::BadRequest, "hold: duration_s must be a positive number");
-    secs = call.params["duration_s"].get<double>();
+    const auto& d = call.params["duration_s"];
+    if (!d.is_number() || !std::isfinite(d.get<double>()) || d.get<double>() <= 0 ||
+        d.get<double>() > control::kMaxHoldSeconds)
+      return Reply::failure(ResultCode::BadRequest,
+                            "hold: duration_s must be a number of seconds above 0 and at most 604800 (7 days)");
+    secs = d.get<double>();
   }
   hold_.held = true;
   hold_.by_uid = call.peer.uid;

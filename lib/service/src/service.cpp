@@ -400,7 +400,18 @@ void LogEventSink::error(const Error& e, TimePoint) {
   push(EventRecord{0, {}, "error", e.code, e.message});
 }
 
+std::string cap_event_text(std::string text) {
+  if (text.size() <= kMaxEventTextBytes) return text;
+  const std::size_t cut = text.size() - kMaxEventTextBytes;
+  text.resize(kMaxEventTextBytes);
+  while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80) text.pop_back();  // whole UTF-8
+  if (!text.empty() && (static_cast<unsigned char>(text.back()) & 0x80)) text.pop_back();
+  return text + "... (" + std::to_string(cut) + " more bytes not kept)";
+}
+
 void LogEventSink::note(std::string kind, std::string reason, std::string evidence) {
+  reason = cap_event_text(std::move(reason));
+  evidence = cap_event_text(std::move(evidence));
   const std::string name = "SMHAD_" + kind;
   const auto id = platform::find_message_id(name);
   platform::LogFields fields{{"reason", reason}};

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -237,13 +238,70 @@ TEST_CASE("sm_key_file errors name the file and the key") {
                                  " must be 0x followed by 1 to 16 hex digits (got \"not-a-key\")"});
   CHECK(errors_of(kNode + "sm_key_file: /nonexistent/smha/key\n") ==
         std::vector<std::string>{
-            "t.yaml:4:14: sm_key_file: cannot read /nonexistent/smha/key"});
+            "t.yaml:4:14: sm_key_file: cannot read /nonexistent/smha/key: open: No such file or directory"});
   CHECK(errors_of(kNode + "sm_key_file: relative/key\n") ==
         std::vector<std::string>{
             "t.yaml:4:14: sm_key_file: must be an absolute path (got \"relative/key\")"});
   CHECK(errors_of(kNode + "sm_key: 0x1\nsm_key_file: /etc/smha/sm_key\n") ==
         std::vector<std::string>{
             "t.yaml:5:1: sm_key_file: give either sm_key or sm_key_file, not both"});
+}
+
+TEST_CASE("sm_key_file and -c read only small regular files, never blocking") {
+  // A FIFO without a writer would block a plain open(); a device never ends.
+  std::string dir = (std::filesystem::temp_directory_path() / "smha-test-XXXXXX").string();
+  REQUIRE(::mkdtemp(dir.data()) != nullptr);
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { std::filesystem::remove_all(dir); }
+  } cleanup{dir};
+  const std::string fifo = dir + "/fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(errors_of(kNode + "sm_key_file: " + fifo + "\n") ==
+        std::vector<std::string>{"t.yaml:4:14: sm_key_file: cannot read " + fifo +
+                                 ": is a FIFO, not a regular file"});
+  CHECK(errors_of(kNode + "sm_key_file: /dev/zero\n") ==
+        std::vector<std::string>{
+            "t.yaml:4:14: sm_key_file: cannot read /dev/zero: is a character device, not a regular file"});
+  TempFile big(std::string(5000, '0'));
+  CHECK(errors_of(kNode + "sm_key_file: " + big.path() + "\n") ==
+        std::vector<std::string>{"t.yaml:4:14: sm_key_file: cannot read " + big.path() +
+                                 ": is 5000 bytes, over the limit of 4096"});
+
+  auto r = load_config(fifo);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error_text() == fifo + ": cannot read the file (is a FIFO, not a regular file)\n");
+  auto d = load_config(dir);
+  REQUIRE_FALSE(d.ok());
+  CHECK(d.error_text() == dir + ": cannot read the file (is a directory, not a regular file)\n");
+  auto z = load_config("/dev/zero");
+  REQUIRE_FALSE(z.ok());
+  CHECK(z.error_text() == "/dev/zero: cannot read the file (is a character device, not a regular file)\n");
+  TempFile huge(kNode + "# " + std::string(2 * 1024 * 1024, 'x') + "\n");
+  auto h = load_config(huge.path());
+  REQUIRE_FALSE(h.ok());
+  CHECK_THAT(h.error_text(), Catch::Contains("over the limit of 1048576"));
+}
+
+TEST_CASE("an sm_key_file readable by others is refused, naming the path") {
+  TempFile key("0x1\n", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                             std::filesystem::perms::group_read | std::filesystem::perms::others_read);
+  CHECK(errors_of(kNode + "sm_key_file: " + key.path() + "\n") ==
+        std::vector<std::string>{"t.yaml:4:14: sm_key_file: " + key.path() +
+                                 " has mode 0644; it holds the SM_Key, so it must not be readable by others: "
+                                 "chmod 600 " + key.path()});
+  TempFile group_only("0x1\n", std::filesystem::perms::owner_read | std::filesystem::perms::group_read);
+  CHECK(errors_of(kNode + "sm_key_file: " + group_only.path() + "\n").size() == 1);
+}
+
+TEST_CASE("YAML that would be read laxly is refused with a position") {
+  auto multi = load_config_from_string(kNode + "---\nsm_priority: 3\n", "t.yaml");
+  REQUIRE_FALSE(multi.ok());
+  CHECK(multi.error_text() ==
+        "t.yaml:5:1: a second YAML document ('---') would be ignored; the file must hold exactly one\n");
+  CHECK(errors_of(kNode + "sm_priority: \"010\"\n") ==
+        std::vector<std::string>{"t.yaml:4:14: sm_priority: must be an integer, not a quoted string (got \"010\")"});
+  CHECK(load_ok(kNode + "sm_priority: 10\n").sm_priority == 10);
 }
 
 TEST_CASE("validation errors: exact file:line:column, key path and message") {
@@ -455,7 +513,7 @@ peers:
 TEST_CASE("load_config names the path and reports an unreadable file") {
   auto r = load_config("/nonexistent/smha.yaml");
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error_text() == "/nonexistent/smha.yaml: cannot read the file\n");
+  CHECK(r.error_text() == "/nonexistent/smha.yaml: cannot read the file (open: No such file or directory)\n");
   TempFile f(kNode + "sm_priority: 77\n");
   auto bad = load_config(f.path());
   REQUIRE_FALSE(bad.ok());

@@ -92,3 +92,21 @@ TEST_CASE("add_cli_options parses --socket, --json and --timeout", "[control][cl
   add_cli_options(*sub2, bad);
   CHECK_THROWS_AS(app2.parse("status --timeout -1", false), CLI::ParseError);
 }
+
+TEST_CASE("hold durations: seconds or a unit, bounded, never overflowing", "[control][cli]") {
+  CHECK(parse_duration_seconds("90", kMaxHoldSeconds).value() == 90.0);
+  CHECK(parse_duration_seconds("1.5", kMaxHoldSeconds).value() == 1.5);
+  CHECK(parse_duration_seconds("30s", kMaxHoldSeconds).value() == 30.0);
+  CHECK(parse_duration_seconds("90m", kMaxHoldSeconds).value() == 5400.0);
+  CHECK(parse_duration_seconds("2h", kMaxHoldSeconds).value() == 7200.0);
+  CHECK(parse_duration_seconds("7d", kMaxHoldSeconds).value() == 604800.0);
+  for (const char* bad : {"", "0", "-5", "8d", "20000000000", "1e400", "nan", "inf", "2x", "h", "2 h", "0x10"}) {
+    INFO(bad);
+    auto r = parse_duration_seconds(bad, kMaxHoldSeconds);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == "bad_duration");
+    CHECK_THAT(r.error().message, Catch::Contains(std::string("'") + bad + "'"));
+  }
+  CHECK_THAT(parse_duration_seconds("20000000000", kMaxHoldSeconds).error().message,
+             Catch::Contains("longer than the limit of 604800 s"));
+}

@@ -660,7 +660,9 @@ TEST_CASE("1000 concurrent clients plus abusers are all answered; a 10 ms timer 
   LogCapture log;
   log.logger->set_level(spdlog::level::info);
   boost::asio::io_context io;
-  ControlServer server(io, test_options(dir, log));
+  auto opts = test_options(dir, log);
+  opts.max_clients = kClients + kAbusers + 16;  // above the default 128: this measures throughput
+  ControlServer server(io, opts);
   register_test_methods(server);
   REQUIRE(server.start().ok());
 
@@ -748,4 +750,188 @@ TEST_CASE("1000 concurrent clients plus abusers are all answered; a 10 ms timer 
   abusers.clear();
   io.restart();
   io.poll();
+}
+
+// --- Resource limits ----------------------------------------------------------
+
+TEST_CASE("the connection limit stays below RLIMIT_NOFILE", "[control][limits]") {
+  CHECK(effective_max_clients(128, 0) == 128);                   // unlimited
+  CHECK(effective_max_clients(128, 65536) == 128);
+  CHECK(effective_max_clients(4096, 1024) == 1024 - kReservedFds);  // systemd's default soft limit
+  CHECK(effective_max_clients(128, 100) == 100 - kReservedFds);
+  CHECK(effective_max_clients(128, 10) == 1);                    // never 0: root can still connect
+}
+
+namespace {
+
+// A forked child that becomes nobody (primary group: the socket's), opens
+// `count` connections, calls "echo" on each and reports one letter per
+// connection on a pipe: 'o' answered ok, 'r' refused with "too many ...".
+// It keeps its connections open until destroyed (killed and reaped).
+class NobodyConnections {
+ public:
+  NobodyConnections(const std::string& path, int count) {
+    REQUIRE(::pipe(fds_) == 0);
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::close(fds_[0]);
+      std::string out;
+      std::vector<ControlClient> held;
+      const gid_t users = test_group_gid();
+      if (::setgroups(0, nullptr) != 0 || ::setgid(users) != 0 || ::setuid(65534) != 0) {
+        out = "setuid-failed";
+      } else {
+        for (int i = 0; i < count; ++i) {
+          auto c = ControlClient::connect(path, 2s);
+          if (!c) {
+            out += 'c';
+            continue;
+          }
+          auto r = c->call("echo", json::object(), 5s);
+          if (r && r->is_ok()) out += 'o';
+          else if (r && r->text.find("too many") != std::string::npos) out += 'r';
+          else out += '?';
+          held.push_back(std::move(*c));
+        }
+      }
+      out += '\n';
+      (void)!::write(fds_[1], out.data(), out.size());
+      ::pause();  // hold the connections until killed
+      ::_exit(0);
+    }
+    ::close(fds_[1]);
+    fds_[1] = -1;
+  }
+  ~NobodyConnections() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (fds_[0] >= 0) ::close(fds_[0]);
+  }
+  // The child's report line (bounded wait).
+  std::string report() {
+    std::string out;
+    auto deadline = SteadyNow::now() + 20s;
+    while (out.find('\n') == std::string::npos) {
+      pollfd p{fds_[0], POLLIN, 0};
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyNow::now()).count();
+      if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) return out + " (timeout)";
+      char buf[256];
+      ssize_t n = ::read(fds_[0], buf, sizeof(buf));
+      if (n <= 0) break;
+      out.append(buf, static_cast<std::size_t>(n));
+    }
+    return out.substr(0, out.find('\n'));
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int fds_[2] = {-1, -1};
+};
+
+}  // namespace
+
+TEST_CASE("one user cannot take more than its share of connections", "[control][limits]") {
+  REQUIRE(::geteuid() == 0);
+  TempDir dir;
+  LogCapture log;
+  auto opts = test_options(dir, log);
+  opts.max_clients = 20;
+  opts.max_clients_per_uid = 3;
+  ThreadedServer ts(opts);
+  register_test_methods(ts.server());
+  REQUIRE(ts.server().start().ok());
+  NobodyConnections flood(ts.server().socket_path(), 5);  // forked before the io thread starts
+  ts.run();
+  CHECK(flood.report() == "ooorr");
+  CHECK(log.contains("too many connections from uid 65534 (3)"));
+  auto root = connect_ok(ts.server().socket_path());
+  CHECK(root.call("echo").ok());
+}
+
+TEST_CASE("root can connect while other users hold every other slot", "[control][limits]") {
+  REQUIRE(::geteuid() == 0);
+  TempDir dir;
+  LogCapture log;
+  auto opts = test_options(dir, log);
+  opts.max_clients = 6;
+  opts.max_clients_per_uid = 100;
+  opts.root_reserve = 2;
+  ThreadedServer ts(opts);
+  register_test_methods(ts.server());
+  REQUIRE(ts.server().start().ok());
+  NobodyConnections flood(ts.server().socket_path(), 6);
+  ts.run();
+  CHECK(flood.report() == "oooorr");
+  auto root1 = connect_ok(ts.server().socket_path());
+  auto root2 = connect_ok(ts.server().socket_path());
+  auto r1 = root1.call("echo");
+  auto r2 = root2.call("echo");
+  REQUIRE(r1.ok());
+  REQUIRE(r2.ok());
+  CHECK(r1->is_ok());
+  CHECK(r2->is_ok());
+  auto root3 = connect_ok(ts.server().socket_path());  // the total is reached
+  auto r3 = root3.read_reply(2s);
+  REQUIRE(r3.ok());
+  CHECK_THAT(r3->text, Catch::Contains("too many clients (6)"));
+}
+
+TEST_CASE("a client that sends and never reads is closed at the write deadline", "[control][limits]") {
+  TempDir dir;
+  LogCapture log;
+  auto opts = test_options(dir, log);  // idle timeout 10 s: not what closes it
+  opts.write_timeout = 300ms;
+  ThreadedServer ts(opts);
+  register_test_methods(ts.server());
+  REQUIRE(ts.server().start().ok());
+  ts.run();
+
+  // Pipeline requests with 60 KB ids and never read a reply: once the kernel's
+  // buffers are full, the server's reply write blocks.
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, ts.server().socket_path().c_str(), sizeof(addr.sun_path) - 1);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  const std::string frame = encode_request(Request{"echo", json::object(), json(std::string(60'000, 'x')), 1});
+  std::size_t sent = 0;
+  auto deadline = SteadyNow::now() + 5s;
+  bool closed = false;
+  while (SteadyNow::now() < deadline && !closed) {
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, 50) < 0) break;
+    if (p.revents & (POLLHUP | POLLERR)) closed = true;
+    else if (p.revents & POLLOUT) {
+      ssize_t n = ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && errno == EPIPE) closed = true;
+      if (n > 0) sent += static_cast<std::size_t>(n);
+    }
+  }
+  ::close(fd);
+  INFO("bytes sent before the server closed: " << sent);
+  CHECK(closed);
+  CHECK(log.contains("CTL_WRITE_TIMEOUT uid=0"));
+  CHECK(wait_connections(ts.server().socket_path(), [](std::size_t n) { return n == 0; }));
+}
+
+TEST_CASE("a reply larger than a client accepts is replaced by an error", "[control][limits]") {
+  TempDir dir;
+  LogCapture log;
+  ThreadedServer ts(test_options(dir, log));
+  REQUIRE(ts.server().register_method("huge", Access::ReadOnly, [](const Call&) {
+                      return Reply::ok(json{{"blob", std::string(kMaxReplyBytes + 10, 'a')}});
+                    }).ok());
+  register_test_methods(ts.server());
+  REQUIRE(ts.server().start().ok());
+  ts.run();
+  auto c = connect_ok(ts.server().socket_path());
+  auto r = c.call("huge");
+  REQUIRE(r.ok());
+  CHECK(r->result == ResultCode::Error);
+  CHECK_THAT(r->text, Catch::Contains("reply too large"));
+  CHECK(c.call("echo").ok());  // the connection stays usable
 }

@@ -185,6 +185,15 @@ TEST_CASE("exec failures are errors and leave nothing running", "[runner]") {
   auto badcwd = runner.spawn(ProcessSpec{"/bin/true", {"true"}, {}, dir / "no-such-dir"}, capture_output(c),
                              capture_exit(c));
   REQUIRE_FALSE(badcwd.ok());
+  // The message names the call that failed (chdir), not exec.
+  CHECK(badcwd.error().message == "cannot change to directory " + (dir / "no-such-dir") +
+                                      " for /bin/true: No such file or directory");
+  std::ofstream(dir / "a-file") << "x";
+  auto filecwd = runner.spawn(ProcessSpec{"/bin/true", {"true"}, {}, dir / "a-file/state"}, capture_output(c),
+                              capture_exit(c));
+  REQUIRE_FALSE(filecwd.ok());
+  CHECK(filecwd.error().message == "cannot change to directory " + (dir / "a-file/state") +
+                                       " for /bin/true: Not a directory");
   CHECK(runner.watched() == 0);
   // Nothing left to reap: every failed child was reaped by spawn().
   CHECK(::waitpid(-1, nullptr, WNOHANG) == -1);

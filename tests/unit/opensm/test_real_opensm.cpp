@@ -135,6 +135,7 @@ TEST_CASE("real opensm: check_config end to end, the example config included") {
   std::filesystem::create_directories(dir);
   std::string key = dir + "/sm_key";
   std::ofstream(key) << "0x00000000c0ffee01\n";
+  std::filesystem::permissions(key, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   // The shipped example as is: valid, with one warning (no SM_Key: OpenSM's default).
   std::string example = read_data("../../config/smha.yaml");
   std::string path = dir + "/smha.yaml";

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -469,6 +471,51 @@ TEST_CASE("a restarted supervisor adopts the OpenSM it left running", "[supervis
   }
 }
 
+TEST_CASE("an OpenSM with the right pid, start time and exe but another -F or -g is not adopted",
+          "[supervisor]") {
+  Harness h;
+  h.path = write_script(h.dir, "opensm", kServeScript);
+  auto o = h.options();
+  o.pidfile_path = h.pidfile();
+  o.expected_exe = real("/bin/sh");
+  h.make(o);  // argv: -F <conf> -g 0x0002c90300000001
+  REQUIRE(h.sup->start("conf\n").ok());
+  const int pid = h.sup->status().pid;
+  REQUIRE(pid > 0);
+  REQUIRE(run_until(h.io, [&] { return h.count_lines("ready") == 1; }));
+
+  // A second head's supervisor on this host, sharing the pidfile by mistake
+  // (or a pidfile pointing at an OpenSM someone else started).
+  const std::string other_guid = GENERATE(std::string("0x0002c90300000001"), std::string("0x0002c90300000002"));
+  const std::string other_conf = GENERATE(std::string("same"), std::string("other"));
+  if (other_guid == "0x0002c90300000001" && other_conf == "same") return;  // that one is ours: adopted
+  h.forget();
+  h.runner = std::make_unique<PosixProcessRunner>(h.io);
+  auto oo = o;
+  oo.on_change = [&](const SupervisorStatus& st) { h.guard.add(st.pid); };
+  const std::string conf = other_conf == "same" ? h.conf() : h.dir / "other.conf";
+  h.sup = std::make_unique<OpensmSupervisor>(
+      h.io, h.clock, *h.runner, h.fs,
+      [&, conf, other_guid] { return ProcessSpec{h.path, {"opensm", "-F", conf, "-g", other_guid}, {}, h.dir.path()}; },
+      oo);
+  auto r = h.sup->start("conf\n");
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->adopted);
+  CHECK(h.sup->status().pid != pid);
+  CHECK(h.sup->status().spawns == 1);
+  CHECK(alive(pid));  // the other OpenSM is left alone, never signalled
+}
+
+TEST_CASE("opensm_argv_matches compares -F exactly and -g as a number", "[supervisor]") {
+  const std::vector<std::string> argv{"/usr/sbin/opensm", "-F", "/var/lib/smha/opensm.conf", "-g", "0x0010"};
+  CHECK(opensm_argv_matches(argv, "/var/lib/smha/opensm.conf", "0x10"));
+  CHECK_FALSE(opensm_argv_matches(argv, "/etc/opensm/opensm.conf", "0x10"));
+  CHECK_FALSE(opensm_argv_matches(argv, "/var/lib/smha/opensm.conf", "0x11"));
+  CHECK_FALSE(opensm_argv_matches({"/usr/sbin/opensm"}, "/var/lib/smha/opensm.conf", "0x10"));
+  CHECK(opensm_argv_matches({"opensm", "--config=/c", "--guid", "16"}, "/c", "0x16"));
+  CHECK(opensm_argv_matches(argv, "", ""));
+}
+
 TEST_CASE("reload writes only a changed file, then SIGHUPs or restarts", "[supervisor]") {
   Harness h;
   h.path = write_script(h.dir, "opensm", kServeScript);
@@ -555,6 +602,73 @@ TEST_CASE("an OpenSM that cannot be executed is a permanent failure", "[supervis
   CHECK(h.sup->status().state == SupervisorState::Failed);
   CHECK(h.sup->status().reason.find("no-such-opensm") != std::string::npos);
   CHECK(read_text(h.conf()) == "conf\n");
+}
+
+TEST_CASE("out of descriptors at spawn is retried with backoff, not a permanent failure", "[supervisor]") {
+  Harness h;
+  h.path = write_script(h.dir, "opensm", kServeScript);
+  auto o = h.options();
+  o.backoff_initial = 50ms;
+  o.backoff_max = 100ms;
+  h.make(o);
+  std::ofstream(h.conf()) << "conf\n";
+  // Fill the descriptor table under a low soft limit (restored on the way out).
+  struct rlimit saved {};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  std::vector<int> filler;
+  struct Restore {
+    struct rlimit& saved;
+    std::vector<int>& filler;
+    ~Restore() {
+      for (int fd : filler) ::close(fd);
+      ::setrlimit(RLIMIT_NOFILE, &saved);
+    }
+  } restore{saved, filler};
+  struct rlimit low = saved;
+  low.rlim_cur = 256;
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+  for (;;) {
+    int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) break;
+    filler.push_back(fd);
+  }
+  REQUIRE(errno == EMFILE);
+  // One descriptor free: enough to read the (unchanged) opensm.conf, not for
+  // the output pipes of a new OpenSM.
+  ::close(filler.back());
+  filler.pop_back();
+
+  auto r = h.sup->start("conf\n");
+  CHECK(r.ok());  // the supervisor retries by itself
+  CHECK(h.sup->status().state == SupervisorState::Backoff);
+  CHECK(h.sup->status().reason.find("Too many open files") != std::string::npos);
+  CHECK(h.sup->status().reason.find("retrying") != std::string::npos);
+  run_for(h.io, 200ms);  // several retries, all still out of descriptors
+  CHECK(h.sup->status().state == SupervisorState::Backoff);
+  CHECK(h.sup->status().spawns == 0);
+
+  for (int fd : filler) ::close(fd);
+  filler.clear();
+  REQUIRE(h.wait_state(SupervisorState::Running));
+  CHECK(h.sup->status().spawns == 1);
+  CHECK(h.sup->status().crashes == 0);
+  REQUIRE(run_until(h.io, [&] { return h.count_lines("ready") == 1; }));
+}
+
+TEST_CASE("an unchanged opensm.conf readable by others is made 0600 at start and at reload", "[supervisor]") {
+  Harness h;
+  h.path = write_script(h.dir, "opensm", kServeScript);
+  h.make(h.options());
+  std::ofstream(h.conf()) << "conf\n";
+  REQUIRE(::chmod(h.conf().c_str(), 0644) == 0);
+  REQUIRE(h.sup->start("conf\n").ok());
+  CHECK(mode_of(h.conf()) == 0600);
+  CHECK(read_text(h.conf()) == "conf\n");
+  REQUIRE(::chmod(h.conf().c_str(), 0644) == 0);
+  auto r = h.sup->reload("conf\n", ConfChange{});
+  REQUIRE(r.ok());
+  CHECK(*r == ReloadAction::Unchanged);
+  CHECK(mode_of(h.conf()) == 0600);
 }
 
 TEST_CASE("exit descriptions and the fatal-line table", "[supervisor]") {

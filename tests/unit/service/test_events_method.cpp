@@ -196,3 +196,17 @@ TEST_CASE("follow_events exits 6 when smhad goes away, 6 when it is not there", 
   CHECK(follow_events(o, 5, out, err2, &g_stop) == 6);
   CHECK_THAT(err2.str(), Catch::Contains("cannot reach smhad"));
 }
+
+TEST_CASE("a daemon note keeps at most kMaxEventTextBytes of reason and evidence", "[service][events]") {
+  LogEventSink sink;
+  std::string errors;
+  for (int i = 0; i < 100'000; ++i) errors += "smha.yaml:" + std::to_string(i) + ":1: peers: bad\n";
+  sink.note("RELOAD_REFUSED", "100000 error(s)", errors);
+  REQUIRE_FALSE(sink.events().empty());
+  const auto& e = sink.events().back();
+  CHECK(e.evidence.size() < kMaxEventTextBytes + 64);
+  CHECK(e.evidence.rfind("smha.yaml:0:1: peers: bad\n", 0) == 0);
+  CHECK_THAT(e.evidence, Catch::Contains("more bytes not kept)"));
+  CHECK(e.reason == "100000 error(s)");
+  CHECK(cap_event_text("short") == "short");
+}

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "smha/control/protocol.hpp"
+#include "smha/core/result.hpp"
 
 namespace smha::control {
 
@@ -52,5 +53,11 @@ int run_cli_call(const CliOptions& options, const std::string& method, const nlo
 
 // Exit code for a reply's result code.
 int exit_code_for(ResultCode result);
+
+// Parses a duration for smctl: a positive number of seconds ("90", "1.5"), or
+// a number with one unit s, m, h or d ("30s", "90m", "2h", "1d"). Error code
+// "bad_duration" naming the text, also for 0, negative, non-finite values and
+// anything over `max_seconds`.
+Result<double> parse_duration_seconds(const std::string& text, double max_seconds);
 
 }  // namespace smha::control

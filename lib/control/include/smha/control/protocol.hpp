@@ -52,6 +52,9 @@ inline constexpr int kMaxJsonDepth = 32;
 // Longest method name; names are lowercase ASCII letters, digits and '-'.
 inline constexpr std::size_t kMaxMethodLength = 64;
 
+// Longest maintenance hold (`hold` duration_s) smhad accepts: 7 days.
+inline constexpr double kMaxHoldSeconds = 7 * 24 * 3600.0;
+
 inline constexpr const char* kDefaultSocketPath = "/run/smha/smhad.sock";
 inline constexpr const char* kDefaultGroup = "smha";
 

@@ -7,8 +7,17 @@
 // answers them in order, one at a time, and keeps the connection for further
 // requests. It closes a connection when the peer closes it, after
 // `idle_timeout` without a complete request, after a frame larger than
-// kMaxRequestBytes (answered `bad_request` first), or on stop(). A slow or
-// malicious client never blocks the loop: all socket I/O is asynchronous.
+// kMaxRequestBytes (answered `bad_request` first), when a reply is not taken
+// by the client within `write_timeout`, or on stop(). A slow or malicious
+// client never blocks the loop: all socket I/O is asynchronous.
+//
+// Memory and descriptors are bounded per connection and in total: at most
+// `max_clients` connections (clamped below RLIMIT_NOFILE, leaving
+// kReservedFds for the daemon's own files and for spawning OpenSM), at most
+// `max_clients_per_uid` per non-root user, the last `root_reserve` slots for
+// uid 0 only; per connection at most kMaxQueuedRequestBytes of unanswered
+// requests (then the server stops reading) and one reply, itself capped at
+// kMaxReplyBytes (a larger one is replaced by an `error` reply).
 #pragma once
 
 #include <sys/types.h>
@@ -28,6 +37,18 @@
 #include "smha/core/result.hpp"
 
 namespace smha::control {
+
+// Descriptors kept free for the daemon's own work (opensm.conf, the journal,
+// the pipes of a new OpenSM, MAD ports) when the connection limit is derived
+// from RLIMIT_NOFILE.
+inline constexpr std::size_t kReservedFds = 64;
+// Unanswered request bytes a connection may have queued before the server
+// stops reading from it (back-pressure: the rest stays in the kernel).
+inline constexpr std::size_t kMaxQueuedRequestBytes = kMaxRequestBytes;
+
+// The connection limit in force for `configured` under a soft RLIMIT_NOFILE of
+// `nofile` (0: unlimited): min(configured, nofile - kReservedFds), at least 1.
+std::size_t effective_max_clients(std::size_t configured, std::size_t nofile);
 
 // The peer's credentials as the kernel recorded them at connect() (SO_PEERCRED).
 struct PeerCredentials {
@@ -94,8 +115,17 @@ struct ServerOptions {
   mode_t dir_mode = 0750;
   // Close a connection that has not completed a request for this long.
   std::chrono::milliseconds idle_timeout{30'000};
-  // Further connections are answered `error` and closed.
-  std::size_t max_clients = 4096;
+  // Further connections are answered `error` and closed. The limit in force
+  // is min(max_clients, RLIMIT_NOFILE - kReservedFds) (effective_max_clients).
+  std::size_t max_clients = 128;
+  // Connections one non-root uid may hold at once.
+  std::size_t max_clients_per_uid = 16;
+  // Of the max_clients slots, this many are kept for uid 0 (smctl as root
+  // always gets in while other users hold every other slot).
+  std::size_t root_reserve = 8;
+  // A reply the client has not read completely within this time closes the
+  // connection (a client that sends and never reads).
+  std::chrono::milliseconds write_timeout{10'000};
   // Reported by the built-in `version` method, e.g. "smhad 0.1.0".
   std::string server_name = "smhad";
   // Logger "ctl" by default (spdlog::get("ctl"), else a clone of the default).
@@ -130,6 +160,8 @@ class ControlServer {
   void stop();
 
   std::size_t connection_count() const;
+  // The connection limit in force (after start(): clamped by RLIMIT_NOFILE).
+  std::size_t max_clients() const;
   const std::string& socket_path() const;
   // Registered method names with their access, built-ins included, sorted.
   std::vector<std::pair<std::string, Access>> methods() const;

@@ -59,7 +59,8 @@ class PosixProcessRunner final : public ProcessRunner {
 
   // Errors: "invalid_argument" (empty path/argv), "spawn" (pipe/fork/pidfd failed;
   // the message names the call and errno), "exec" (execve failed in the child:
-  // message names the path and errno; the child has been reaped).
+  // message names the path and errno; the child has been reaped), "resources"
+  // (any of these failed with EMFILE, ENFILE, EAGAIN or ENOMEM: transient).
   Result<int> spawn(const ProcessSpec& spec, OutputHandler on_output,
                     ExitHandler on_exit) override;
 

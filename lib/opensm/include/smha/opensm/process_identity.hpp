@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "smha/core/result.hpp"
 
@@ -29,6 +30,15 @@ Result<ProcessIdentity> read_process_identity(int pid, bool* ret_exe_deleted = n
 // Parses the `starttime` (field 22) out of a /proc/<pid>/stat line. The comm field
 // (2) may contain spaces and parentheses; fields are counted after the last ')'.
 Result<std::uint64_t> parse_proc_stat_start_time(std::string_view stat_line);
+
+// The argv of a live process (/proc/<pid>/cmdline). Errors as read_process_identity.
+Result<std::vector<std::string>> read_process_cmdline(int pid);
+
+// Whether `argv` (a running OpenSM's) carries `-F <conf_path>` and `-g <guid>`
+// (also --config / --guid; the GUID compared as a number, so 0x10 == 0x0010).
+// Empty conf_path or guid: that part is not checked.
+bool opensm_argv_matches(const std::vector<std::string>& argv, const std::string& conf_path,
+                         const std::string& guid);
 
 // Pidfile text: "pid=<n>\nstart_time=<n>\nexe=<path>\n".
 std::string format_pidfile(const ProcessIdentity& id);

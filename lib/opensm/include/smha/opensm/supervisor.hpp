@@ -9,6 +9,9 @@
 //     "No local ports detected!", "Permission denied" — OpenSM exits 0 on several
 //     of these — or exited 2/255 = bad command line, or could not be executed):
 //     no respawn, state Failed with the reason;
+//   - a spawn that fails for want of resources (EMFILE, ENFILE, EAGAIN, ENOMEM:
+//     code "resources") is retried after a doubling backoff (state Backoff), so
+//     a head recovers by itself once the shortage ends;
 //   - crash (anything else, including an unexpected exit 0 and death by signal):
 //     respawn after a backoff of initial, 2x, 4x ... up to max, the doubling reset
 //     once a run lasted `stable_uptime`; after `crash_loop_count` crashes within
@@ -19,7 +22,8 @@
 //
 // Adoption: after each spawn it writes a pidfile (pid, /proc start time, exe).
 // start() first looks at that pidfile; if it names a live process with the same
-// start time whose exe is `expected_exe`, it adopts it (no new OpenSM, so a smhad
+// start time whose exe is `expected_exe` and whose command line carries the
+// spec's `-F <conf>` and `-g <guid>` (not an OpenSM someone else started), it adopts it (no new OpenSM, so a smhad
 // restart does not move mastership). Otherwise the pidfile is stale: it is ignored
 // and replaced after the spawn. Destroying the supervisor leaves OpenSM running
 // (when `keep_running_on_exit`, the default, OpenSM is also spawned without a
@@ -125,6 +129,9 @@ struct SupervisorOptions {
   std::function<void(int pid, std::string_view line)> on_line;
   // Identity of a live process; default read_process_identity (tests/sim inject).
   std::function<Result<ProcessIdentity>(int pid)> identify;
+  // Command line of a live process; default read_process_cmdline. Adoption
+  // also requires the spec's `-F <conf>` and `-g <guid>` in it.
+  std::function<Result<std::vector<std::string>>(int pid)> cmdline;
 };
 
 struct StartReport {
@@ -160,6 +167,7 @@ class OpensmSupervisor {
   // differs) and spawns OpenSM. Allowed in Stopped and Failed.
   // Errors: "busy" (not Stopped/Failed), "io" (conf not written: nothing started),
   // "exec"/"spawn" (OpenSM could not be started: state Failed, reason set).
+  // Out of resources at spawn is not an error: state Backoff, retried.
   Result<StartReport> start(std::string_view conf_text);
 
   // Stops OpenSM: SIGTERM to its process group, SIGKILL to the group after
@@ -197,6 +205,9 @@ class OpensmSupervisor {
   void handle_crash(const ExitInfo& exit, Duration uptime, const std::string& what);
   void fail(std::string reason);
   std::optional<std::string> log_error() const;
+  // A spawn failed for want of descriptors, processes or memory: Backoff, and
+  // try again after the (doubling) backoff. Not a crash, not Failed.
+  void retry_spawn_later(std::string what);
   void begin_stop(AfterStop after);
   void notify();
   std::string expected_exe() const;
@@ -213,6 +224,7 @@ class OpensmSupervisor {
   std::uint64_t run_ = 0;                  // generation of the current process
   std::optional<std::string> permanent_;   // fatal start-up line seen in this run
   bool respawn_requested_ = false;         // respawn_on_request: asked since the crash
+  int resource_retries_ = 0;               // consecutive spawns that failed for want of resources
   std::size_t permanent_rank_ = 0;         // its kPermanentLines index (lower: more specific)
   bool came_up_ = false;                   // this run printed an SM state line
   std::deque<std::string> recent_lines_;   // last few output lines of this run

@@ -217,6 +217,12 @@ struct EventRecord {
 // Events kept in memory and in the journal (event_journal.hpp).
 inline constexpr std::size_t kEventHistory = 1000;
 
+// Longest reason or evidence text a daemon note keeps (longer text is cut,
+// saying how much was dropped): a refused reload of a file with 100 000
+// errors must not fill the event ring, the journal or the log.
+inline constexpr std::size_t kMaxEventTextBytes = 4096;
+std::string cap_event_text(std::string text);
+
 // agent::EventSink for the daemon: logs every engine event (logger "sm"), each
 // local SM state change once at info as
 //   SM_TRANSITION from=STANDBY to=MASTER reason=<the engine event that led to it>
@@ -231,6 +237,7 @@ class LogEventSink final : public agent::EventSink {
   void error(const Error& e, TimePoint at) override;
   // Records a daemon-side event (reload, hold, handover request), logged as
   // SMHAD_<kind> reason=... [evidence=...] with its message id.
+  // reason and evidence are kept and logged up to kMaxEventTextBytes each.
   void note(std::string kind, std::string reason, std::string evidence = {});
   // A daemon-side alarm (not from the engine, e.g. "opensm_failed"): shown with
   // the engine's alarms, recorded as an "alarm" event, logged as SM_ALARM.

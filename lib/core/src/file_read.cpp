@@ -1,0 +1,64 @@
+#include "smha/core/file_read.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace smha {
+
+std::string file_kind(unsigned mode) {
+  switch (mode & S_IFMT) {
+    case S_IFREG: return "a regular file";
+    case S_IFDIR: return "a directory";
+    case S_IFIFO: return "a FIFO";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFSOCK: return "a socket";
+    case S_IFLNK: return "a symlink";
+  }
+  return "not a regular file";
+}
+
+Result<std::string> read_regular_file(const std::string& path, std::size_t max_bytes, unsigned* mode) {
+  // O_NONBLOCK: opening a FIFO without a writer must not wait for one.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    int e = errno;
+    return make_error(e == ENOENT ? "not_found" : "io", std::string("open: ") + std::strerror(e));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return make_error("io", std::string("fstat: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) {
+    return make_error("not_file", "is " + file_kind(st.st_mode) + ", not a regular file");
+  }
+  if (mode != nullptr) *mode = st.st_mode;
+  if (static_cast<std::size_t>(st.st_size) > max_bytes) {
+    return make_error("too_large", "is " + std::to_string(st.st_size) + " bytes, over the limit of " +
+                                       std::to_string(max_bytes));
+  }
+  std::string out;
+  out.reserve(static_cast<std::size_t>(st.st_size));
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_error("io", std::string("read: ") + std::strerror(errno));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > max_bytes) {  // it grew while we read
+      return make_error("too_large", "holds more than the limit of " + std::to_string(max_bytes) + " bytes");
+    }
+  }
+  return out;
+}
+
+}  // namespace smha

@@ -1,0 +1,60 @@
+// One smhad per state_dir: a second instance exits at once with a message
+// naming the holder's PID, before it opens the IB port or starts anything.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "test_support.hpp"
+
+using namespace smha::control::test;
+
+namespace {
+
+// Runs `cmd`; its exit status and everything it wrote to stdout and stderr.
+std::pair<int, std::string> run(const std::string& cmd) {
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  std::array<char, 512> buf{};
+  while (std::fgets(buf.data(), static_cast<int>(buf.size()), p) != nullptr) out += buf.data();
+  const int rc = ::pclose(p);
+  REQUIRE(WIFEXITED(rc));
+  return {WEXITSTATUS(rc), out};
+}
+
+}  // namespace
+
+TEST_CASE("a second smhad on the same state_dir exits naming the holder's PID", "[smhad][lock]") {
+  TempDir dir;
+  const std::string state = dir.sub("state");
+  std::filesystem::create_directories(state);
+  const std::string yaml = dir.sub("smha.yaml");
+  std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\n"
+                      << "control:\n  socket: " << dir.sub("ctl/smhad.sock") << "\n  group: root\n"
+                      << "opensm:\n  conf_path: " << dir.sub("opensm.conf") << "\n  cache_dir: " << dir.sub("cache")
+                      << "\nstate_dir: " << state << "\n";
+  // The running instance: it holds the lock and recorded its PID.
+  const std::string lock = state + "/smhad.lock";
+  int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  REQUIRE(::pwrite(fd, "424242\n", 7, 0) == 7);
+
+  auto [rc, out] = run(std::string(SMHA_SMHAD) + " -c " + yaml + " --log-target stderr");
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK(out.find("another smhad (pid 424242) already runs with state_dir " + state) != std::string::npos);
+  CHECK(out.find(lock) != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir.sub("opensm.conf")));  // nothing was started or written
+  CHECK_FALSE(std::filesystem::exists(dir.sub("ctl/smhad.sock")));
+  ::close(fd);
+}
