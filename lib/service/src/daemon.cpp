@@ -486,6 +486,7 @@ json Daemon::status_json() {
   j["rounds"] = agent_->rounds();
   j["master"] = es.master ? json(to_string(*es.master)) : json(nullptr);
   j["uptime_s"] = seconds_since(started_at_, now);
+  j["smhad_version"] = SMHA_SERVICE_VERSION;
   json local;
   local["guid"] = to_string(own_guid_);
   local["rendered_priority"] = es.rendered_priority;

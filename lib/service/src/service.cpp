@@ -518,13 +518,35 @@ std::string str(const nlohmann::json& j, const char* key, const char* dflt = "-"
 }
 
 std::string age_text(const nlohmann::json& j, const char* key) {
-  if (!j.contains(key) || j[key].is_null()) return "never";
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(2) << j[key].get<double>() << "s ago";
-  return o.str();
+  if (!j.contains(key) || j[key].is_null() || !j[key].is_number()) return "never";
+  return human_duration(j[key].get<double>()) + " ago";
+}
+
+// A duration field in seconds for people, "-" when absent.
+std::string duration_field(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || !j[key].is_number()) return "-";
+  return human_duration(j[key].get<double>());
 }
 
 }  // namespace
+
+std::string human_duration(double seconds) {
+  if (!(seconds >= 0)) return "-";  // also NaN
+  if (seconds < 1) return fmt::format("{:.0f}ms", seconds * 1000);
+  if (seconds < 10) return fmt::format("{:.1f}s", seconds);
+  auto s = static_cast<long long>(seconds);
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  if (s < 86400) return fmt::format("{}h{:02}m", s / 3600, s % 3600 / 60);
+  return fmt::format("{}d{:02}h", s / 86400, s % 86400 / 3600);
+}
+
+std::string human_ms(double ms) {
+  if (!(ms >= 0)) return "-";
+  if (ms < 10) return fmt::format("{:.2f} ms", ms);
+  if (ms < 100) return fmt::format("{:.1f} ms", ms);
+  return fmt::format("{:.0f} ms", ms);
+}
 
 std::string render_status_text(const nlohmann::json& s) {
   std::ostringstream o;
@@ -532,6 +554,8 @@ std::string render_status_text(const nlohmann::json& s) {
   const std::string role = str(s, "role");
   o << (role == "master" ? "\u25cf " : "\u25cb ") << "smhad " << str(s, "node") << " - "
     << (s.value("observe", false) ? "observing" : "managing") << " OpenSM\n";
+  if (s.contains("smhad_version") || s.contains("uptime_s"))
+    o << "    smhad: " << str(s, "smhad_version") << ", up " << duration_field(s, "uptime_s") << "\n";
   o << "     Role: " << role;
   if (s.contains("hold") && s["hold"].value("held", false)) o << " (HOLD: " << str(s["hold"], "reason") << ")";
   o << "\n";
@@ -546,7 +570,7 @@ std::string render_status_text(const nlohmann::json& s) {
   if (s.contains("opensm")) {
     const auto& osm = s["opensm"];
     o << "   OpenSM: " << str(osm, "supervisor") << "  pid " << str(osm, "pid") << "  uptime "
-      << str(osm, "uptime_s") << "s  restarts " << str(osm, "restarts")
+      << duration_field(osm, "uptime_s") << "  restarts " << str(osm, "restarts")
       << (osm.value("adopted", false) ? "  (adopted)" : "");
     if (!str(osm, "reason", "").empty()) o << "\n           " << str(osm, "reason");
     o << "\n";
@@ -554,8 +578,9 @@ std::string render_status_text(const nlohmann::json& s) {
   o << "    Peers:\n";
   for (const auto& p : s.value("peers", nlohmann::json::array())) {
     o << "           " << str(p, "name") << "  " << str(p, "state") << "  prio " << str(p, "priority")
-      << "  guid " << str(p, "guid") << "  lid " << str(p, "lid") << "  rtt " << str(p, "rtt_ms")
-      << "ms  (" << age_text(p, "last_answer_age_s") << ")\n";
+      << "  guid " << str(p, "guid") << "  lid " << str(p, "lid") << "  rtt "
+      << (p.contains("rtt_ms") && p["rtt_ms"].is_number() ? human_ms(p["rtt_ms"].get<double>()) : "-")
+      << "  (" << age_text(p, "last_answer_age_s") << ")\n";
   }
   if (s.contains("policy")) {
     const auto& pol = s["policy"];

@@ -258,7 +258,7 @@ TEST_CASE("RecordingTransport keeps the last PortInfo answer per port across a s
 
 TEST_CASE("the human status shows role, local SM, OpenSM, peers and alarms") {
   const auto j = nlohmann::json::parse(R"({
-    "node":"head01","role":"Master","observe":false,
+    "node":"head01","role":"Master","observe":false,"smhad_version":"0.1.0","uptime_s":7980.4,
     "local":{"state":"MASTER","priority":14,"guid":"0x10","lid":1,"act_count":99,"last_poll_age_s":0.05,
              "port_state":"DOWN","port_state_source":"smp","port_state_age_s":0.02},
     "opensm":{"supervisor":"running","pid":1234,"uptime_s":12.5,"restarts":1,"adopted":true,"reason":""},
@@ -271,12 +271,28 @@ TEST_CASE("the human status shows role, local SM, OpenSM, peers and alarms") {
   CHECK(t.find("smhad head01") != std::string::npos);
   CHECK(t.find("Role: Master") != std::string::npos);
   CHECK(t.find("Local SM: MASTER  prio 14") != std::string::npos);
-  CHECK(t.find("Port: DOWN  (smp, PortInfo 0.02s ago)") != std::string::npos);
+  CHECK(t.find("Port: DOWN  (smp, PortInfo 20ms ago)") != std::string::npos);
+  CHECK(t.find("smhad: 0.1.0, up 2h13m") != std::string::npos);
+  CHECK(t.find("uptime 12s") != std::string::npos);
+  CHECK(t.find("rtt 0.40 ms  (100ms ago)") != std::string::npos);
   CHECK(t.find("pid 1234") != std::string::npos);
   CHECK(t.find("(adopted)") != std::string::npos);
   CHECK(t.find("head02  STANDBY  prio 13") != std::string::npos);
   CHECK(t.find("two_masters") != std::string::npos);
   CHECK(t.find("STANDBY->MASTER (takeover_done)") != std::string::npos);
+}
+
+TEST_CASE("durations and round-trip times are rounded for people") {
+  CHECK(human_duration(0.384122) == "384ms");
+  CHECK(human_duration(4.26) == "4.3s");
+  CHECK(human_duration(42.9) == "42s");
+  CHECK(human_duration(1918.028497873) == "31m58s");
+  CHECK(human_duration(7980) == "2h13m");
+  CHECK(human_duration(3 * 86400 + 4 * 3600 + 59) == "3d04h");
+  CHECK(human_duration(-1) == "-");
+  CHECK(human_ms(0.384122) == "0.38 ms");
+  CHECK(human_ms(12.34) == "12.3 ms");
+  CHECK(human_ms(250.4) == "250 ms");
 }
 
 namespace {
