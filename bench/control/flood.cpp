@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // bench_control_flood: the control socket under a connection flood by a
 // read-only user.
 //

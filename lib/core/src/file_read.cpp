@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/core/file_read.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The SMInfo loss shim: ibsim's own `Error ... 32` drops no SMInfo; the shim
 // drops the given fraction of the SMInfo MADs a process sends off-node, counts
 // exactly what it dropped, exempts directed-route hop 0, and can be turned on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 /*
  * SMInfo loss shim: drops a given fraction of the SMInfo MADs a libibumad
  * client sends off-node. Test-only; LD_PRELOAD it after the umad timeout shim

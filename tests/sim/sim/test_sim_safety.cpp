@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Safety scenarios on the simulated fabric: a SIGHUP OpenSM absorbs in a
 // running sweep, a planned handover that must not bounce back, peers the
 // configuration does not address (no lid, a stale LID) and an SM that is not a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // One smhad per state_dir: a second instance exits at once with a message
 // naming the holder's PID, before it opens the IB port or starts anything.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Policy files opensm.conf names (partitions, QoS, routing inputs): their
 // content hash is in the rendered header, so an edit in place changes the
 // rendered text and classify_change asks for a SIGHUP.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // HaMachine safety rules: verified priority changes, a handover that does not
 // bounce back, no takeover while the SM our port names as master answers, and
 // an adoption at smhad start that keeps a MASTER's priority.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Reading a small input file safely on the event loop: only a regular file is
 // read (a FIFO, a device such as /dev/zero, a directory or a socket is refused
 // without blocking: the open is O_NONBLOCK), and never more than `max_bytes`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Ranges of the HA settings, shared by the YAML loader (lib/config, which
 // reports a value outside them with its file:line:column) and the engine's
 // HaPolicy validation (lib/sm): one table, so whatever `smhad --check-config`
