@@ -610,3 +610,94 @@ TEST_CASE("HA drill (ibsim, two smhad): repeated kill -9 of the master's smhad n
   fabric.stop_process(a.pidx);
   fabric.stop_process(b.pidx);
 }
+
+namespace {
+
+// Two smhad whose peers the configuration does not address (`peer_lid` 0: no
+// lid; otherwise a LID nobody has) and, with `foreign_sm`, an OpenSM at
+// priority 0 on Hca3 that is MASTER before either head starts. No head may
+// act against a master that answers: no DISCOVER, no fallback restart, no
+// no_master alarm; exactly one MASTER, never two, seen from a third node.
+void no_takeover_while_master_answers(int peer_lid, bool foreign_sm) {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;  // after the fabric: the OpenSMs go before ibsim
+  const int boot = fabric.start_opensm("Hca3", 0);
+  REQUIRE(fabric.wait_subnet_up(boot, 20s));
+  std::optional<NodePort> p1, p2;
+  REQUIRE(wait_for([&] {
+    p1 = fabric.node_port("Hca1");
+    p2 = fabric.node_port("Hca2");
+    return p1 && p2 && p1->lid != 0 && p2->lid != 0;
+  }, 10s));
+  if (!foreign_sm) fabric.stop_opensm(boot);
+  SmhadHead a{"head01", "Hca1", p1->port_guid, fabric.scratch_dir() + "/head01"};
+  SmhadHead b{"head02", "Hca2", p2->port_guid, fabric.scratch_dir() + "/head02"};
+  a.lid = p1->lid;
+  b.lid = p2->lid;
+  SmhadOptions o;
+  o.poll_interval_ms = kPollIntervalMs;
+  write_smhad_config(a, {{b.name, b.guid, peer_lid}}, o);
+  write_smhad_config(b, {{a.name, a.guid, peer_lid}}, o);
+  guard.add_pidfile(a.pidfile());
+  guard.add_pidfile(b.pidfile());
+  const std::vector<std::pair<std::string, std::string>> env{{"LD_PRELOAD", umad_timeout_shim_preload()}};
+  start_smhad(fabric, a, SMHA_SMHAD, env);
+  json s;
+  if (!wait_status(fabric, a, guard, [](const json& j) { return j["local"]["state"] == "MASTER"; }, kAwaitBound, &s))
+    FAIL("head01 not MASTER: " << s.dump() << "\n" << smhad_log(fabric, a));
+  start_smhad(fabric, b, SMHA_SMHAD, env);
+  if (!wait_status(fabric, b, guard, [](const json& j) { return j["local"]["state"] == "STANDBY"; }, kAwaitBound, &s))
+    FAIL("head02 not STANDBY: " << s.dump() << "\n" << smhad_log(fabric, b));
+  MasterWatch watch(fabric, {a.lid, b.lid});
+  // Long enough for the old loop (no_master rounds, DISCOVER, a fallback
+  // restart after the 1 s takeover bound, no_master) to show several times.
+  std::this_thread::sleep_for(8s);
+  watch.stop();
+  auto v = watch.verdict();
+  auto ea = smhad_events(a, 1000);
+  auto eb = smhad_events(b, 1000);
+  REQUIRE(ea);
+  REQUIRE(eb);
+  INFO("head01 events:\n" << events_text(*ea) << "head02 events:\n" << events_text(*eb) << "watch:\n"
+                           << v.first_dual);
+  for (const auto* k : {&*ea, &*eb}) {
+    const auto kinds = table_kinds(*k);
+    for (const char* bad : {"takeover_fallback", "alarm:no_master", "alarm:two_masters", "split_brain_yield"})
+      CHECK(std::count(kinds.begin(), kinds.end(), bad) == 0);
+    // With the foreign SM, OpenSM's own election hands mastership to head01
+    // (priority 10 over 0): while the foreign SM has sent its HANDOVER and
+    // answers STANDBY no master answers, and a DISCOVER then is harmless.
+    if (!foreign_sm) CHECK(std::count(kinds.begin(), kinds.end(), "takeover_started") == 0);
+  }
+  CHECK(v.answers > 0);
+  CHECK(v.confirmed_dual == 0);
+  CHECK(v.last[a.lid] == "MASTER");
+  CHECK(v.last[b.lid] == "STANDBY");
+  if (foreign_sm) {
+    // head01 saw the foreign master at its port's MasterSMLID before OpenSM's
+    // election handed mastership to it.
+    const auto ka = table_kinds(*ea);
+    CHECK(std::count(ka.begin(), ka.end(), "alarm:unknown_sm") >= 1);
+    fabric.stop_opensm(boot);
+  }
+  fabric.stop_process(a.pidx);
+  fabric.stop_process(b.pidx);
+}
+
+}  // namespace
+
+TEST_CASE("HA drill (ibsim, two smhad): peers without a lid, no takeover while the master answers",
+          "[ibsim][smhad][drill]") {
+  no_takeover_while_master_answers(0, false);
+}
+
+TEST_CASE("HA drill (ibsim, two smhad): peers at a stale LID, no takeover while the master answers",
+          "[ibsim][smhad][drill]") {
+  no_takeover_while_master_answers(0xbff0, false);
+}
+
+TEST_CASE("HA drill (ibsim, two smhad): an OpenSM at priority 0 on a compute node is MASTER when the "
+          "heads start",
+          "[ibsim][smhad][drill]") {
+  no_takeover_while_master_answers(0, true);
+}
