@@ -221,8 +221,10 @@ void DrillRunner::step() {
         masters += str(p, "state") == "MASTER";
         if (r.new_master && str(p, "guid") == to_string(*r.new_master)) peer_state = str(p, "state");
       }
+      // A peer whose latest poll went unanswered (one lost round while
+      // OpenSM sweeps) has not changed role; any answer but STANDBY has.
       const bool still = es.master == own && es.role == sm::Role::Master && masters == 1 &&
-                         peer_state == "STANDBY";
+                         (peer_state == "STANDBY" || peer_state == "unreachable");
       if (!still)
         return finish(false, "not stable after the failback: " + std::to_string(masters) + " MASTER(s), role " +
                                  std::string(sm::to_string(es.role)) + ", peer " + peer_state + " after " +

@@ -215,8 +215,22 @@ Status SupervisedOpensmControl::restart(std::uint8_t priority, bool force) {
 }
 
 Status SupervisedOpensmControl::set_priority(std::uint8_t priority) {
+  using S = opensm::SupervisorState;
   if (hold_.held) return make_error("hold", "maintenance hold: priority not changed");
-  return write_and_apply(priority, opensm::ConfChangeKind::Sighup);
+  auto text = render_(priority);
+  if (!text) return text.error();
+  const auto old = fs_.read(conf_path_);
+  const bool unchanged = old && old.value() == text.value();
+  if (auto st = write_and_apply(priority, opensm::ConfChangeKind::Sighup); !st.ok()) return st;
+  // The engine asks again for a priority OpenSM has not applied (a SIGHUP that
+  // landed in a running heavy sweep is lost, doc/ha-engine.md): the file
+  // already holds it, so the supervisor leaves OpenSM alone; signal it here.
+  const int pid = sup_->status().pid;
+  if (unchanged && sup_->status().state == S::Running && pid > 0) {
+    if (auto st = runner_.kill(pid, SIGHUP); !st.ok()) return st;
+    sm_log()->info("sm_priority {} not applied yet: sent SIGHUP to OpenSM pid {} again", priority, pid);
+  }
+  return Status::Ok();
 }
 
 Result<opensm::ReloadAction> SupervisedOpensmControl::reload(PriorityRenderer render,

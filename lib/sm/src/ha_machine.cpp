@@ -225,7 +225,7 @@ void HaMachine::sync_priority(Ctx& c) {
           std::to_string(rendered_) + "->" + std::to_string(want) + " as " +
               std::string(to_string(role_)));
   rendered_ = want;
-  prio_signalled_at_ = c.now;
+  prio_signalled_at_ = prio_wanted_since_ = c.now;
   prio_resends_ = 0;
 }
 
@@ -235,9 +235,10 @@ void HaMachine::sync_priority(Ctx& c) {
 // and is lost; a write that failed (disk full) leaves the old value. The local
 // SM's SMInfo priority, read every round, is the truth: a value not applied a
 // poll interval after it was signalled is signalled again (file written again,
-// SIGHUP), up to kPriorityResends times, then `priority_not_applied` is raised
-// and the signal repeats every kPriorityRetryRounds poll intervals until the
-// value shows, which clears the alarm.
+// SIGHUP), up to kPriorityResends times; then the signal repeats every
+// kPriorityRetryRounds poll intervals until the value shows, and
+// `priority_not_applied` is raised once it has been missing for
+// handover_bound. The value showing clears the alarm.
 namespace {
 constexpr int kPriorityResends = 3;
 constexpr int kPriorityRetryRounds = 10;
@@ -265,11 +266,15 @@ void HaMachine::verify_priority(const PollRound& r, TimePoint now, Ctx& c) {
     prio_signalled_at_ = now;
     return;
   }
-  set_alarm(AlarmKind::PriorityNotApplied, true,
-            "wanted " + std::to_string(rendered_) + ", local SM answers " +
-                std::to_string(answered) + " after " + std::to_string(kPriorityResends) +
-                " re-sends; check that opensm.conf can be written",
-            c);
+  // A heavy sweep that waits for transaction timeouts delays the re-read by
+  // up to a second or so; the alarm is for a value that stays unapplied.
+  if (now - prio_wanted_since_ >= policy_.handover_bound)
+    set_alarm(AlarmKind::PriorityNotApplied, true,
+              "wanted " + std::to_string(rendered_) + ", local SM answers " +
+                  std::to_string(answered) + " " + ms(now - prio_wanted_since_) + " and " +
+                  std::to_string(kPriorityResends) +
+                  " re-sends later; check that opensm.conf can be written",
+              c);
   if (since >= kPriorityRetryRounds * policy_.poll_interval) {
     c.act(SetPriority{rendered_});
     prio_signalled_at_ = now;
@@ -287,7 +292,7 @@ void HaMachine::start(TimePoint now, Ctx& c, const std::string& why) {
     rendered_ = yield_until_master_ ? prio_.yield : prio_.standby;
   c.act(StartOpensm{rendered_});
   c.event(EventKind::OpensmStarted, why, "priority " + std::to_string(rendered_));
-  prio_signalled_at_ = now;
+  prio_signalled_at_ = prio_wanted_since_ = now;
   prio_resends_ = 0;
   process_ = ProcessState::Running;
   took_over_from_.reset();
@@ -445,7 +450,7 @@ void HaMachine::on_tick(TimePoint now, Ctx& c) {
       deadline_ = now + policy_.takeover_bound + policy_.start_grace;
       c.act(RestartOpensm{prio_.master, false});
       rendered_ = prio_.master;
-      prio_signalled_at_ = now;
+      prio_signalled_at_ = prio_wanted_since_ = now;
       prio_resends_ = 0;
       started_at_ = now;
       answered_since_start_ = false;
@@ -809,14 +814,14 @@ void HaMachine::adopt(const PollRound& r, TimePoint now, Ctx& c) {
     // the priority its state calls for.
     c.act(StartOpensm{want});
     rendered_ = want;
-    prio_signalled_at_ = now;
+    prio_signalled_at_ = prio_wanted_since_ = now;
     process_ = ProcessState::Running;
     how = "rendered " + std::to_string(want);
   } else {
     // Already ours: sync_priority() renders the priority its state calls for
     // if it does not run with it.
     rendered_ = l.priority;
-    prio_signalled_at_ = now;
+    prio_signalled_at_ = prio_wanted_since_ = now;
     how = want == l.priority ? "priority kept" : "priority " + std::to_string(want) + " rendered";
   }
   master_seen_.reset();
@@ -953,7 +958,7 @@ void HaMachine::consider_split_brain(const PollRound& r, TimePoint now, Ctx& c) 
 void HaMachine::restart_as_standby(TimePoint now, Ctx& c) {
   c.act(RestartOpensm{prio_.standby, false});
   rendered_ = prio_.standby;
-  prio_signalled_at_ = now;
+  prio_signalled_at_ = prio_wanted_since_ = now;
   prio_resends_ = 0;
   role_ = Role::Starting;
   started_at_ = now;

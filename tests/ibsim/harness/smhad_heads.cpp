@@ -121,7 +121,8 @@ void write_smhad_config(const SmhadHead& h, const std::vector<PeerCfg>& peers, c
   y << "peers:\n";
   for (const auto& p : peers)
   {
-    y << "  - name: " << p.name << "\n    port_guid: " << hex_guid(p.guid) << "\n    lid: " << p.lid << "\n";
+    y << "  - name: " << p.name << "\n    port_guid: " << hex_guid(p.guid) << "\n";
+    if (p.lid != 0) y << "    lid: " << p.lid << "\n";
     if (!p.dr_path.empty()) y << "    dr_path: \"" << p.dr_path << "\"\n";
   }
   y << "sm_priority: " << o.sm_priority << "\n";

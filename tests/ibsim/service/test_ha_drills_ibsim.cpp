@@ -543,3 +543,201 @@ TEST_CASE("HA drill (ibsim, two smhad): both smhad started at the same moment", 
 TEST_CASE("HA drill (ibsim, two smhad): kill -9 of the master OpenSM (table)", "[ibsim][smhad][drill]") {
   run_drill("kill9");
 }
+
+// A restart of smhad under a running MASTER never moves mastership: the
+// adopted MASTER keeps the master priority from the first write. The
+// lower-GUID head is the standby, so a single dip of the master to its standby
+// value (equal, the standby's GUID lower) would hand mastership over.
+TEST_CASE("HA drill (ibsim, two smhad): repeated kill -9 of the master's smhad never moves "
+          "mastership (lower-GUID head standby)",
+          "[ibsim][smhad][drill]") {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;  // after the fabric: the OpenSMs go before ibsim
+  const int boot = fabric.start_opensm("Hca3", 0);
+  REQUIRE(fabric.wait_subnet_up(boot, 20s));
+  std::optional<NodePort> p1, p2;
+  REQUIRE(wait_for([&] {
+    p1 = fabric.node_port("Hca1");
+    p2 = fabric.node_port("Hca2");
+    return p1 && p2 && p1->lid != 0 && p2->lid != 0;
+  }, 10s));
+  fabric.stop_opensm(boot);
+  SmhadHead a{"head01", "Hca1", p1->port_guid, fabric.scratch_dir() + "/head01"};
+  SmhadHead b{"head02", "Hca2", p2->port_guid, fabric.scratch_dir() + "/head02"};
+  a.lid = p1->lid;
+  b.lid = p2->lid;
+  REQUIRE(a.guid < b.guid);
+  SmhadOptions o;
+  o.poll_interval_ms = kPollIntervalMs;
+  write_smhad_config(a, {{b.name, b.guid, b.lid, "0,1,3,1"}}, o);
+  write_smhad_config(b, {{a.name, a.guid, a.lid, "0,1,3,1"}}, o);
+  guard.add_pidfile(a.pidfile());
+  guard.add_pidfile(b.pidfile());
+  const std::vector<std::pair<std::string, std::string>> env{{"LD_PRELOAD", umad_timeout_shim_preload()}};
+
+  // head02 first: MASTER; head01 (lower GUID) joins as STANDBY.
+  start_smhad(fabric, b, SMHA_SMHAD, env);
+  json s;
+  if (!wait_status(fabric, b, guard, [](const json& j) { return local_master(j) && j["role"] == "master"; },
+                   kAwaitBound, &s))
+    FAIL("head02 not MASTER: " << s.dump() << "\n" << smhad_log(fabric, b));
+  const int osm = s["opensm"]["pid"];
+  start_smhad(fabric, a, SMHA_SMHAD, env);
+  if (!wait_status(fabric, a, guard, [](const json& j) {
+        return j["local"]["state"] == "STANDBY" && j["peers"][0]["state"] == "MASTER";
+      }, kAwaitBound, &s))
+    FAIL("head01 not STANDBY seeing head02 MASTER: " << s.dump() << "\n" << smhad_log(fabric, a));
+  auto eb = smhad_events(b, 1000);
+  REQUIRE(eb);
+  const auto transitions_before = std::count_if(eb->begin(), eb->end(), [](const json& e) {
+    return e.value("kind", "") == "transition";
+  });
+  const auto priority_changes_before = priority_changes(*eb).size();
+
+  MasterWatch watch(fabric, {a.lid, b.lid});
+  constexpr int kRestarts = 4;
+  for (int i = 0; i < kRestarts; ++i) {
+    fabric.stop_process(b.pidx, SIGKILL);  // OpenSM keeps running (no parent-death signal)
+    REQUIRE(pid_running(osm));
+    start_smhad(fabric, b, SMHA_SMHAD, env);
+    if (!wait_status(fabric, b, guard, [&](const json& j) {
+          return local_master(j) && j["role"] == "master" && j["opensm"]["pid"] == osm &&
+                 j["opensm"]["adopted"] == true;
+        }, kAwaitBound, &s))
+      FAIL("restart " << i << ": head02 did not adopt its MASTER: " << s.dump() << "\n" << smhad_log(fabric, b));
+    // A few poll rounds of both heads after the adoption.
+    REQUIRE(wait_status(fabric, a, guard, [](const json& j) {
+      return j["local"]["state"] == "STANDBY" && j["peers"][0]["state"] == "MASTER" &&
+             j["peers"][0]["last_poll_answered"] == true;
+    }, kAwaitBound, &s));
+  }
+  watch.stop();
+  auto v = watch.verdict();
+  INFO("watch (first overlap):\n" << v.first_dual << "\nhead02 smhad:\n" << smhad_log(fabric, b));
+  CHECK(v.answers > 0);
+  CHECK(v.confirmed_dual == 0);
+  CHECK(v.last[b.lid] == "MASTER");
+  CHECK(v.last[a.lid] == "STANDBY");
+  // head02 recorded adoptions, no role change; head01 never acted.
+  eb = smhad_events(b, 1000);
+  REQUIRE(eb);
+  INFO("head02 events:\n" << events_text(*eb));
+  const auto kb = table_kinds(*eb);
+  CHECK(std::count(kb.begin(), kb.end(), "adopted") == kRestarts);
+  // Never rendered anything but the master value: no start at the standby
+  // value, no priority change at all across the restarts.
+  CHECK(std::count(kb.begin(), kb.end(), "opensm_started") == 1);
+  CHECK(priority_changes(*eb).size() == priority_changes_before);
+  CHECK(std::count_if(eb->begin(), eb->end(), [](const json& e) { return e.value("kind", "") == "transition"; }) ==
+        transitions_before);
+  auto ea = smhad_events(a, 1000);
+  REQUIRE(ea);
+  const auto ka = table_kinds(*ea);
+  for (const char* k : {"takeover_started", "handover_started", "split_brain_yield", "alarm:two_masters"}) {
+    CHECK(std::count(ka.begin(), ka.end(), k) == 0);
+    CHECK(std::count(kb.begin(), kb.end(), k) == 0);
+  }
+  fabric.stop_process(a.pidx);
+  fabric.stop_process(b.pidx);
+}
+
+namespace {
+
+// Two smhad whose peers the configuration does not address (`peer_lid` 0: no
+// lid; otherwise a LID nobody has) and, with `foreign_sm`, an OpenSM at
+// priority 0 on Hca3 that is MASTER before either head starts. No head may
+// act against a master that answers: no DISCOVER, no fallback restart, no
+// no_master alarm; exactly one MASTER, never two, seen from a third node.
+void no_takeover_while_master_answers(int peer_lid, bool foreign_sm) {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;  // after the fabric: the OpenSMs go before ibsim
+  const int boot = fabric.start_opensm("Hca3", 0);
+  REQUIRE(fabric.wait_subnet_up(boot, 20s));
+  std::optional<NodePort> p1, p2, p3;
+  REQUIRE(wait_for([&] {
+    p1 = fabric.node_port("Hca1");
+    p2 = fabric.node_port("Hca2");
+    p3 = fabric.node_port("Hca3");
+    return p1 && p2 && p3 && p1->lid != 0 && p2->lid != 0 && p3->lid != 0;
+  }, 10s));
+  if (!foreign_sm) fabric.stop_opensm(boot);
+  SmhadHead a{"head01", "Hca1", p1->port_guid, fabric.scratch_dir() + "/head01"};
+  SmhadHead b{"head02", "Hca2", p2->port_guid, fabric.scratch_dir() + "/head02"};
+  a.lid = p1->lid;
+  b.lid = p2->lid;
+  SmhadOptions o;
+  o.poll_interval_ms = kPollIntervalMs;
+  write_smhad_config(a, {{b.name, b.guid, peer_lid}}, o);
+  write_smhad_config(b, {{a.name, a.guid, peer_lid}}, o);
+  guard.add_pidfile(a.pidfile());
+  guard.add_pidfile(b.pidfile());
+  const std::vector<std::pair<std::string, std::string>> env{{"LD_PRELOAD", umad_timeout_shim_preload()}};
+  start_smhad(fabric, a, SMHA_SMHAD, env);
+  json s;
+  // Without a foreign SM head01 becomes MASTER; beside one, OpenSM's own
+  // election decides (a higher standby's trap 144 makes the master hand over,
+  // in its own time): head01 answers MASTER or STANDBY.
+  const auto up = [&](const json& j) {
+    return j["local"]["state"] == "MASTER" || (foreign_sm && j["local"]["state"] == "STANDBY");
+  };
+  if (!wait_status(fabric, a, guard, up, kAwaitBound, &s))
+    FAIL("head01 not up: " << s.dump() << "\n" << smhad_log(fabric, a));
+  start_smhad(fabric, b, SMHA_SMHAD, env);
+  if (!wait_status(fabric, b, guard, [](const json& j) { return j["local"]["state"] == "STANDBY"; }, kAwaitBound, &s))
+    FAIL("head02 not STANDBY: " << s.dump() << "\n" << smhad_log(fabric, b));
+  std::vector<int> lids{a.lid, b.lid};
+  if (foreign_sm) lids.push_back(p3->lid);
+  MasterWatch watch(fabric, lids);
+  // Long enough for the old loop (no_master rounds, DISCOVER, a fallback
+  // restart after the 1 s takeover bound, no_master) to show several times.
+  std::this_thread::sleep_for(8s);
+  watch.stop();
+  auto v = watch.verdict();
+  auto ea = smhad_events(a, 1000);
+  auto eb = smhad_events(b, 1000);
+  REQUIRE(ea);
+  REQUIRE(eb);
+  INFO("head01 events:\n" << events_text(*ea) << "head02 events:\n" << events_text(*eb) << "watch:\n"
+                           << v.first_dual);
+  for (const auto* k : {&*ea, &*eb}) {
+    const auto kinds = table_kinds(*k);
+    for (const char* bad : {"takeover_fallback", "alarm:no_master", "alarm:two_masters", "split_brain_yield"})
+      CHECK(std::count(kinds.begin(), kinds.end(), bad) == 0);
+    // With the foreign SM, OpenSM's own election hands mastership to head01
+    // (priority 10 over 0): while the foreign SM has sent its HANDOVER and
+    // answers STANDBY no master answers, and a DISCOVER then is harmless.
+    if (!foreign_sm) CHECK(std::count(kinds.begin(), kinds.end(), "takeover_started") == 0);
+  }
+  CHECK(v.answers > 0);
+  CHECK(v.confirmed_dual == 0);
+  CHECK(std::count_if(v.last.begin(), v.last.end(), [](const auto& kv) { return kv.second == "MASTER"; }) == 1);
+  if (!foreign_sm) {
+    CHECK(v.last[a.lid] == "MASTER");
+    CHECK(v.last[b.lid] == "STANDBY");
+  } else {
+    // head01 saw the foreign master at its port's MasterSMLID.
+    const auto ka = table_kinds(*ea);
+    CHECK(std::count(ka.begin(), ka.end(), "alarm:unknown_sm") >= 1);
+    fabric.stop_opensm(boot);
+  }
+  fabric.stop_process(a.pidx);
+  fabric.stop_process(b.pidx);
+}
+
+}  // namespace
+
+TEST_CASE("HA drill (ibsim, two smhad): peers without a lid, no takeover while the master answers",
+          "[ibsim][smhad][drill]") {
+  no_takeover_while_master_answers(0, false);
+}
+
+TEST_CASE("HA drill (ibsim, two smhad): peers at a stale LID, no takeover while the master answers",
+          "[ibsim][smhad][drill]") {
+  no_takeover_while_master_answers(0xbff0, false);
+}
+
+TEST_CASE("HA drill (ibsim, two smhad): an OpenSM at priority 0 on a compute node is MASTER when the "
+          "heads start",
+          "[ibsim][smhad][drill]") {
+  no_takeover_while_master_answers(0, true);
+}

@@ -346,11 +346,16 @@ TEST_CASE("planned drill, metrics, persisted events and events --follow under tw
                "metrics:\n  listen: 127.0.0.1:" + std::to_string(port) + "\n  textfile_dir: " + prom_dir +
                    "\n  textfile_interval_s: 1\n");
   write_config(h2, 10, {{"head01", hca1->port_guid, hca1->lid}});
-  start_smhad(fabric, h1, SMHA_SMHAD);
+  // OpenSM gets the kernel's MAD timeouts (umad2sim has none): without them a
+  // sweep that waits for an answer ibsim never sends blocks every later
+  // sweep, and a rendered priority is never re-read (its SIGHUP only requests
+  // a sweep). smhad verifies every priority change, so that would fail the drill.
+  const std::vector<std::pair<std::string, std::string>> shim{{"LD_PRELOAD", umad_timeout_shim_preload()}};
+  start_smhad(fabric, h1, SMHA_SMHAD, shim);
   json s1, s2;
   if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
     FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
-  start_smhad(fabric, h2, SMHA_SMHAD);
+  start_smhad(fabric, h2, SMHA_SMHAD, shim);
   if (!wait_status(fabric, h1, guard, [](const json& j) {
         return local_master(j) && j["peers"][0]["state"] == "STANDBY" && j["peers"][0]["last_poll_answered"] == true;
       }, 30s, &s1))
@@ -435,7 +440,7 @@ TEST_CASE("planned drill, metrics, persisted events and events --follow under tw
   CHECK(fabric.process_exit_code(follower2) == 6);
   CHECK_THAT(fabric.process_stderr(follower2), Catch::Contains("smhad went away"));
 
-  start_smhad(fabric, h1, SMHA_SMHAD);
+  start_smhad(fabric, h1, SMHA_SMHAD, shim);
   REQUIRE(wait_status(fabric, h1, guard, [](const json& j) { return j["local"]["state"] == "MASTER"; }, 30s, &s1));
   const json after = call(h1, "events", json{{"n", 1000}})["data"];
   const auto kinds = event_kinds(after["events"]);

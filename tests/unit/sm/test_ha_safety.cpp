@@ -34,28 +34,29 @@ TEST_CASE("Priority: a change OpenSM did not apply is signalled again, then alar
           "and retried until it shows",
           "[sm][priority_verify]") {
   Rig rig;
-  rig.polls(3, round(Local{M, 11}, {Peer{S, 10}}));
+  rig.polls(3, round(Local{S, 10}, {Peer{M, 11}}));
+  // Our SM became MASTER (the peer handed over or died): the master value is rendered.
+  auto acts = rig.polls(1, round(Local{M, 10}, {Peer{S, 10}}));
+  REQUIRE(priorities_set(acts) == std::vector<std::uint8_t>{11});
   REQUIRE(rig.m.status().role == Role::Master);
-  auto d = rig.step(HandoverRequest{kPeer});
-  REQUIRE(priorities_set(d.actions) == std::vector<std::uint8_t>{9});
-
-  // The SIGHUP is lost (absorbed by a running sweep): OpenSM keeps answering 11.
-  auto acts = rig.polls(1, round(Local{M, 11}, {Peer{S, 10}}));  // same instant: not yet
-  CHECK(priorities_set(acts).empty());
-  acts = rig.polls(3, round(Local{M, 11}, {Peer{S, 10}}));
-  CHECK(priorities_set(acts) == std::vector<std::uint8_t>{9, 9, 9});  // bounded re-sends
+  // The SIGHUP is lost (absorbed by a running sweep): OpenSM keeps answering 10.
+  acts = rig.polls(3, round(Local{M, 10}, {Peer{S, 10}}));
+  CHECK(priorities_set(acts) == std::vector<std::uint8_t>{11, 11, 11});  // bounded re-sends
+  // Then a retry every 10 rounds (the write may succeed now); the alarm once
+  // the value has been missing for handover_bound (2 s here).
+  acts = rig.polls(16, round(Local{M, 10}, {Peer{S, 10}}));  // 0.4 .. 1.9 s after the signal
+  CHECK(priorities_set(acts) == std::vector<std::uint8_t>{11});
   CHECK_FALSE(has_alarm(acts, AlarmKind::PriorityNotApplied));
-  acts = rig.polls(1, round(Local{M, 11}, {Peer{S, 10}}));
+  acts = rig.polls(1, round(Local{M, 10}, {Peer{S, 10}}));
   CHECK(has_alarm(acts, AlarmKind::PriorityNotApplied));
   auto alarm = first<RaiseAlarm>(acts);
   REQUIRE(alarm);
-  CHECK(alarm->detail.find("wanted 9, local SM answers 11") != std::string::npos);
-  // Alarmed, it keeps retrying on later rounds (the write may succeed now).
-  acts = rig.polls(10, round(Local{M, 11}, {Peer{S, 10}}));
-  CHECK(priorities_set(acts) == std::vector<std::uint8_t>{9});
-  CHECK(rig.m.status().rendered_priority == 9);
+  CHECK(alarm->detail.find("wanted 11, local SM answers 10") != std::string::npos);
+  acts = rig.polls(10, round(Local{M, 10}, {Peer{S, 10}}));
+  CHECK(priorities_set(acts) == std::vector<std::uint8_t>{11});
+  CHECK(rig.m.status().rendered_priority == 11);
   // Applied at last: the alarm clears.
-  acts = rig.polls(1, round(Local{M, 9}, {Peer{S, 10}}));
+  acts = rig.polls(1, round(Local{M, 11}, {Peer{S, 10}}));
   CHECK(std::any_of(acts.begin(), acts.end(), [](const Action& a) {
     const auto* c = std::get_if<ClearAlarm>(&a);
     return c && c->kind == AlarmKind::PriorityNotApplied;

@@ -263,6 +263,7 @@ class HaMachine {
   // change is signalled again until it shows (verify_priority()).
   std::uint8_t rendered_ = 0;
   TimePoint prio_signalled_at_{};
+  TimePoint prio_wanted_since_{};  // when rendered_ took its current value
   int prio_resends_ = 0;
   std::vector<PeerTrack> peers_;
   int no_master_rounds_ = 0;
