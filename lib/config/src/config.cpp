@@ -74,6 +74,22 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::optional<std::string> did_you_mean(std::string_view word,
                                         const std::vector<std::string>& candidates) {
+  // A word of a longer key ("guid" for "port_guid") beats a short key a few
+  // edits away ("lid"), if only one key has that word.
+  std::optional<std::string> part_of;
+  int parts = 0;
+  for (const auto& c : candidates) {
+    if (word.empty() || c == word || c.size() <= word.size()) continue;
+    const auto at = c.find(word);
+    if (at == std::string::npos) continue;
+    const bool starts = at == 0 || c[at - 1] == '_';
+    const bool ends = at + word.size() == c.size() || c[at + word.size()] == '_';
+    if (starts && ends) {
+      part_of = c;
+      ++parts;
+    }
+  }
+  if (parts == 1) return part_of;
   std::optional<std::string> best;
   std::size_t best_distance = 0;
   for (const auto& c : candidates) {
@@ -129,6 +145,56 @@ std::string lower(std::string s) {
   return s;
 }
 
+// Offset of the first byte of `s` that is not part of printable UTF-8 (a C0 or
+// C1 control character, DEL, a malformed, overlong or surrogate sequence).
+std::optional<std::size_t> first_unprintable(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80) {
+      if (b < 0x20 || b == 0x7f) return i;
+      ++i;
+      continue;
+    }
+    std::size_t len = 0;
+    std::uint32_t cp = 0;
+    if ((b & 0xE0) == 0xC0) { len = 2; cp = b & 0x1F; }
+    else if ((b & 0xF0) == 0xE0) { len = 3; cp = b & 0x0F; }
+    else if ((b & 0xF8) == 0xF0) { len = 4; cp = b & 0x07; }
+    else return i;
+    if (i + len > s.size()) return i;
+    for (std::size_t k = 1; k < len; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      if ((c & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    static constexpr std::uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || (cp >= 0x80 && cp < 0xA0))
+      return i;
+    i += len;
+  }
+  return std::nullopt;
+}
+
+// The first node (in document order) that carries an explicit tag such as
+// "!!str" or "!!python/object:os.system". Plain scalars have tag "?", quoted
+// ones "!"; an untagged map or list "?".
+std::optional<YAML::Node> first_tagged(const YAML::Node& n) {
+  if (!n.IsDefined()) return std::nullopt;
+  const std::string& tag = n.Tag();
+  if (!tag.empty() && tag != "?" && tag != "!") return n;
+  if (n.IsSequence()) {
+    for (const auto& item : n)
+      if (auto t = first_tagged(item)) return t;
+  } else if (n.IsMap()) {
+    for (const auto& kv : n) {
+      if (auto t = first_tagged(kv.first)) return t;
+      if (auto t = first_tagged(kv.second)) return t;
+    }
+  }
+  return std::nullopt;
+}
+
 std::string kind_of(const YAML::Node& n) {
   switch (n.Type()) {
     case YAML::NodeType::Map: return "a map";
@@ -174,6 +240,8 @@ class Loader {
   }
   std::optional<bool> boolean(const YAML::Node& n, const std::string& path);
   std::optional<std::string> text(const YAML::Node& n, const std::string& path);
+  // text() that is at most kMaxNameBytes of printable UTF-8.
+  std::optional<std::string> name(const YAML::Node& n, const std::string& path);
   std::optional<std::string> absolute_path(const YAML::Node& n, const std::string& path);
   std::optional<Guid> guid(const YAML::Node& n, const std::string& path);
   // A value that goes into opensm.conf verbatim: one line, no '#', not too long.
@@ -298,6 +366,25 @@ std::optional<std::string> Loader::text(const YAML::Node& n, const std::string& 
     error(n, path, "must not be empty");
     return std::nullopt;
   }
+  if (s->size() > kMaxStringBytes) {
+    error(n, path, "is " + std::to_string(s->size()) + " bytes long, at most " + std::to_string(kMaxStringBytes));
+    return std::nullopt;
+  }
+  return s;
+}
+
+std::optional<std::string> Loader::name(const YAML::Node& n, const std::string& path) {
+  auto s = text(n, path);
+  if (!s) return std::nullopt;
+  if (s->size() > kMaxNameBytes) {
+    error(n, path, "is " + std::to_string(s->size()) + " bytes long, at most " + std::to_string(kMaxNameBytes));
+    return std::nullopt;
+  }
+  if (auto bad = first_unprintable(*s)) {
+    error(n, path,
+          "byte " + std::to_string(*bad + 1) + " is a control character or not UTF-8; a name is printable UTF-8");
+    return std::nullopt;
+  }
   return s;
 }
 
@@ -349,7 +436,7 @@ void Loader::load_node(const Entry& e, Config& c) {
   auto m = check_map(e.value, "node", {"name", "ca", "port", "port_guid"});
   if (!m) return;
   if (auto it = m->find("name"); it != m->end()) {
-    if (auto s = text(it->second.value, "node.name")) c.node_name = *s;
+    if (auto s = name(it->second.value, "node.name")) c.node_name = *s;
   } else {
     error(e.key, "node", "missing required key 'name'");
   }
@@ -384,6 +471,10 @@ void Loader::load_peers(const Entry& e, Config& c) {
     error(seq, "peers", "must be a list of {name, port_guid} (got " + kind_of(seq) + ")");
     return;
   }
+  if (seq.size() > kMaxPeers) {
+    error(seq, "peers", "lists " + std::to_string(seq.size()) + " peers, at most " + std::to_string(kMaxPeers));
+    return;
+  }
   std::map<std::string, int> names;
   std::map<std::uint64_t, int> guids;
   for (std::size_t i = 0; i < seq.size(); ++i) {
@@ -393,7 +484,7 @@ void Loader::load_peers(const Entry& e, Config& c) {
     Peer p;
     bool good = true;
     if (auto it = m->find("name"); it != m->end()) {
-      auto s = text(it->second.value, path + ".name");
+      auto s = name(it->second.value, path + ".name");
       if (s) {
         p.name = *s;
         if (auto prev = names.find(p.name); prev != names.end()) {
@@ -905,6 +996,11 @@ ConfigResult Loader::load(std::string_view text) {
     return ConfigResult(std::move(errors_));
   } catch (const YAML::Exception& ex) {
     errors_.push_back({file_, {}, "", std::string("cannot parse YAML: ") + ex.what()});
+    return ConfigResult(std::move(errors_));
+  }
+  if (auto tagged = first_tagged(root)) {
+    error(*tagged, "",
+          "YAML tag '" + tagged->Tag() + "' is not supported; write the plain value (smha.yaml uses no tags)");
     return ConfigResult(std::move(errors_));
   }
   if (root.IsNull()) {

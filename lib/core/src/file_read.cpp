@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -59,6 +60,43 @@ Result<std::string> read_regular_file(const std::string& path, std::size_t max_b
       return make_error("too_large", "holds more than the limit of " + std::to_string(max_bytes) + " bytes");
     }
   }
+  return out;
+}
+
+Result<std::string> read_regular_file_tail(const std::string& path, std::size_t max_bytes, bool* ret_cut) {
+  if (ret_cut != nullptr) *ret_cut = false;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    int e = errno;
+    return make_error(e == ENOENT ? "not_found" : "io", std::string("open: ") + std::strerror(e));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return make_error("io", std::string("fstat: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) {
+    return make_error("not_file", "is " + file_kind(st.st_mode) + ", not a regular file");
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
+  off_t at = 0;
+  if (size > max_bytes) {
+    at = static_cast<off_t>(size - max_bytes);
+    if (ret_cut != nullptr) *ret_cut = true;
+  }
+  std::string out(std::min(size, max_bytes), '\0');
+  std::size_t got = 0;
+  while (got < out.size()) {
+    ssize_t n = ::pread(fd, out.data() + got, out.size() - got, at + static_cast<off_t>(got));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_error("io", std::string("read: ") + std::strerror(errno));
+    }
+    if (n == 0) break;  // it shrank while we read
+    got += static_cast<std::size_t>(n);
+  }
+  out.resize(got);
   return out;
 }
 

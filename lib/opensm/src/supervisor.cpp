@@ -275,6 +275,7 @@ Result<bool> OpensmSupervisor::try_adopt() {
   status_.state = SupervisorState::Running;
   status_.pid = recorded->pid;
   status_.adopted = true;
+  had_process_ = true;
   status_.started_at = clock_.now();
   status_.next_start_at.reset();
   log_->info("adopted running OpenSM pid {} ({}), left running by an earlier smhad", status_.pid, live->exe);
@@ -318,6 +319,8 @@ Status OpensmSupervisor::spawn_now() {
   status_.next_start_at.reset();
   status_.reason = status_.last_exit ? "previous run " + describe_exit(*status_.last_exit) : "";
   ++status_.spawns;
+  if (had_process_) ++status_.restarts;
+  had_process_ = true;
   std::string argv;
   for (const auto& a : spec.argv) argv += (argv.empty() ? "" : " ") + a;
   log_->info("started OpenSM pid {}: {}", *pid, argv);

@@ -558,7 +558,7 @@ json Daemon::status_json() {
     o["uptime_s"] = st.started_at ? json(seconds_since(*st.started_at, now)) : json(nullptr);
     o["spawns"] = st.spawns;
     o["crashes"] = st.crashes;
-    o["restarts"] = std::max(0, st.spawns - (st.adopted ? 0 : 1));
+    o["restarts"] = st.restarts;
     o["reason"] = st.reason;
     o["conf_path"] = config_.opensm.conf_path;
     o["version"] = caps_.version;

@@ -7,12 +7,12 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <iomanip>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "smha/core/file_read.hpp"
 #include "smha/opensm/posix_file_system.hpp"
 
 namespace smha::service {
@@ -94,7 +94,7 @@ std::optional<EventRecord> decode_event_line(std::string_view line) {
       !str("evidence"))
     return std::nullopt;
   auto wall = parse_utc(str("time")->get<std::string>());
-  if (!wall || seq->get<std::uint64_t>() == 0) return std::nullopt;
+  if (!wall || seq->get<std::uint64_t>() == 0 || seq->get<std::uint64_t>() > kMaxEventSeq) return std::nullopt;
   EventRecord e;
   e.seq = seq->get<std::uint64_t>();
   e.wall = *wall;
@@ -114,14 +114,27 @@ Result<EventJournal::Loaded> EventJournal::load() {
   Loaded out;
   tail_.clear();
   lines_ = 0;
-  std::ifstream in(path_);
-  if (!in) {
-    if (errno == ENOENT) return out;
-    return io_error("open", path_, errno);
+  cut_line_ = false;
+  bool cut_start = false;
+  auto text = read_regular_file_tail(path_, kMaxJournalReadBytes, &cut_start);
+  if (!text.ok()) {
+    if (text.error().code == "not_found") return out;
+    return Error{"io", "event journal " + path_ + ": " + text.error().message};
   }
-  std::string line;
+  const std::string& all = text.value();
+  std::size_t at = 0;
+  if (cut_start) {
+    // The first line read is most likely a part of one; skip to the next.
+    const auto nl = all.find('\n');
+    at = nl == std::string::npos ? all.size() : nl + 1;
+    ++out.skipped;
+  }
   std::uint64_t last_seq = 0;
-  while (std::getline(in, line)) {
+  while (at < all.size()) {
+    auto nl = all.find('\n', at);
+    const std::size_t end = nl == std::string::npos ? all.size() : nl;
+    const std::string_view line(all.data() + at, end - at);
+    at = end + 1;
     ++lines_;
     auto e = decode_event_line(line);
     // Sequence numbers only grow; a line that goes back is not trusted.
@@ -131,22 +144,18 @@ Result<EventJournal::Loaded> EventJournal::load() {
     }
     last_seq = e->seq;
     tail_.push_back(std::move(*e));
-    if (tail_.size() > keep_) tail_.erase(tail_.begin());
+    if (tail_.size() > keep_) tail_.pop_front();
   }
-  if (in.bad()) return io_error("read", path_, errno);
-  in.close();
-  std::ifstream tail(path_, std::ios::binary | std::ios::ate);
-  if (tail && tail.tellg() > 0) {
-    tail.seekg(-1, std::ios::end);
-    cut_line_ = tail.get() != '\n';
-  }
-  out.events = tail_;
+  cut_line_ = !all.empty() && all.back() != '\n';
+  // A file larger than what was read is rewritten with the newest events first thing.
+  if (cut_start) lines_ = 2 * keep_;
+  out.events.assign(tail_.begin(), tail_.end());
   return out;
 }
 
 Status EventJournal::append(const EventRecord& e) {
   tail_.push_back(e);
-  if (tail_.size() > keep_) tail_.erase(tail_.begin());
+  if (tail_.size() > keep_) tail_.pop_front();
   if (lines_ + 1 >= 2 * keep_) return compact();
   if (fd_ < 0) {
     fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
@@ -161,6 +170,8 @@ Status EventJournal::append(const EventRecord& e) {
       const int err = errno;
       ::close(fd_);
       fd_ = -1;
+      // A part of the line is on disk (ENOSPC, EFBIG): the next one starts afresh.
+      if (done > 0) cut_line_ = true;
       return io_error("write", path_, err);
     }
     done += static_cast<std::size_t>(n);

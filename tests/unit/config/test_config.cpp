@@ -304,6 +304,41 @@ TEST_CASE("YAML that would be read laxly is refused with a position") {
   CHECK(load_ok(kNode + "sm_priority: 10\n").sm_priority == 10);
 }
 
+TEST_CASE("YAML tags are refused with their position") {
+  CHECK(errors_of(kNode + "sm_priority: !!python/object:os.system 10\n") ==
+        std::vector<std::string>{"t.yaml:4:14: YAML tag 'tag:yaml.org,2002:python/object:os.system' is not "
+                                 "supported; write the plain value (smha.yaml uses no tags)"});
+  CHECK(errors_of("node:\n  name: !!str head01\n  port_guid: 0x10\n") ==
+        std::vector<std::string>{"t.yaml:2:9: YAML tag 'tag:yaml.org,2002:str' is not supported; write the plain "
+                                 "value (smha.yaml uses no tags)"});
+  CHECK(errors_of(kNode + "peers: !custom\n  - {name: b, port_guid: 0x20}\n").size() == 1);
+}
+
+TEST_CASE("config sizes are capped: name length, peer count, string length") {
+  const std::string long_name(kMaxNameBytes + 1, 'n');
+  CHECK(errors_of("node:\n  name: " + long_name + "\n  port_guid: 0x10\n") ==
+        std::vector<std::string>{"t.yaml:2:9: node.name: is 65 bytes long, at most 64"});
+  CHECK(load_ok("node:\n  name: " + std::string(kMaxNameBytes, 'n') + "\n  port_guid: 0x10\n").node_name.size() ==
+        kMaxNameBytes);
+  std::string peers = kNode + "peers:\n";
+  for (std::size_t i = 0; i <= kMaxPeers; ++i)
+    peers += "  - {name: p" + std::to_string(i) + ", port_guid: 0x" + std::to_string(100 + i) + "}\n";
+  CHECK(errors_of(peers) == std::vector<std::string>{"t.yaml:5:3: peers: lists 65 peers, at most 64"});
+  CHECK(errors_of(kNode + "state_dir: /" + std::string(kMaxStringBytes, 'd') + "\n") ==
+        std::vector<std::string>{"t.yaml:4:12: state_dir: is 4097 bytes long, at most 4096"});
+}
+
+TEST_CASE("names must be printable UTF-8: no ANSI escapes, control characters or bad bytes") {
+  CHECK(errors_of("node:\n  name: \"head\\e[31m01\"\n  port_guid: 0x10\n") ==
+        std::vector<std::string>{
+            "t.yaml:2:9: node.name: byte 5 is a control character or not UTF-8; a name is printable UTF-8"});
+  CHECK(errors_of(kNode + "peers:\n  - {name: \"b\\x85\", port_guid: 0x20}\n").size() == 1);  // C1 NEL
+  CHECK(errors_of(kNode + "peers:\n  - {name: \"b\\x7f\", port_guid: 0x20}\n").size() == 1);  // DEL
+  CHECK(errors_of("node:\n  name: \"h\xff\"\n  port_guid: 0x10\n").size() == 1);  // not UTF-8
+  CHECK(errors_of("node:\n  name: \"h\xc0\xaf\"\n  port_guid: 0x10\n").size() == 1);  // overlong
+  CHECK(load_ok("node:\n  name: \"t\xc3\xaate-01\"\n  port_guid: 0x10\n").node_name == "t\xc3\xaate-01");
+}
+
 TEST_CASE("validation errors: exact file:line:column, key path and message") {
   struct Case {
     std::string yaml;
@@ -536,6 +571,13 @@ TEST_CASE("edit distance and did-you-mean") {
   // Not when the edits would replace the whole word.
   CHECK(did_you_mean("ne", {"node"}) == std::nullopt);
   CHECK(did_you_mean("ab", {"cd"}) == std::nullopt);
+  // A word of a longer key beats a short key two edits away.
+  CHECK(did_you_mean("guid", {"name", "port_guid", "lid", "dr_path", "sm_priority"}) == "port_guid");
+  CHECK(did_you_mean("priority", {"sm_priority", "sm_key"}) == "sm_priority");
+  CHECK(did_you_mean("sm", {"sm_priority", "sm_key"}) == std::nullopt);  // two keys have it
+  const auto errs = errors_of(kNode + "peers:\n  - {name: b, guid: 0x20}\n");
+  CHECK(std::find(errs.begin(), errs.end(),
+                  "t.yaml:5:15: peers[0].guid: unknown key; did you mean 'port_guid'?") != errs.end());
 }
 
 TEST_CASE("peers may carry a LID and a directed-route path") {

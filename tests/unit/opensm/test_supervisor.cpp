@@ -423,6 +423,21 @@ TEST_CASE("a restarted supervisor adopts the OpenSM it left running", "[supervis
     CHECK(h.sup->status().pid == pid);
     CHECK(h.sup->status().adopted);
     CHECK(h.sup->status().spawns == 0);
+    CHECK(h.sup->status().restarts == 0);
+    // A respawn after adopting is a restart.
+    REQUIRE(h.sup->restart("operator asked", false).ok());
+    REQUIRE(run_until(h.io, [&] {
+      return h.sup->status().state == SupervisorState::Running && h.sup->status().pid != pid;
+    }));
+    CHECK_FALSE(alive(pid));
+    CHECK(h.sup->status().spawns == 1);
+    CHECK(h.sup->status().restarts == 1);
+    CHECK_FALSE(h.sup->status().adopted);
+  }
+  SECTION("adopted again by the next smhad: a new file is not applied") {
+    restart_smhad();
+    REQUIRE(h.sup->start("conf\n").ok());
+    REQUIRE(h.sup->status().adopted);
     // A new file is not applied behind the adopted OpenSM's back.
     restart_smhad();
     auto r2 = h.sup->start("conf v2\n");
@@ -576,6 +591,7 @@ TEST_CASE("the caller can force a restart, counted as a crash or not", "[supervi
   h.make(h.options());
   CHECK(h.sup->restart("x", false).error().code == "not_running");
   REQUIRE(h.sup->start("conf\n").ok());
+  CHECK(h.sup->status().restarts == 0);
   const int first = h.sup->status().pid;
   REQUIRE(h.sup->restart("local SM does not answer SMInfo", true).ok());
   REQUIRE(h.wait_state(SupervisorState::Backoff));
@@ -589,6 +605,7 @@ TEST_CASE("the caller can force a restart, counted as a crash or not", "[supervi
     return h.sup->status().state == SupervisorState::Running && h.sup->status().pid != second;
   }));
   CHECK(h.sup->status().crashes == 1);
+  CHECK(h.sup->status().restarts == 2);
   CHECK(h.backoffs().size() == 1);
 }
 

@@ -4,7 +4,13 @@
 // lines are skipped.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "smha/service/event_journal.hpp"
@@ -150,4 +156,108 @@ TEST_CASE("unparsable and out-of-order lines are skipped and counted", "[service
   auto empty = none.load();
   REQUIRE(empty.ok());
   CHECK(empty.value().events.empty());
+}
+
+TEST_CASE("a seq that would wrap is a bad line, and the events after it load", "[service][events]") {
+  TempDir dir;
+  const std::string path = dir.sub("events.jsonl");
+  EventRecord top;
+  top.seq = std::numeric_limits<std::uint64_t>::max();
+  top.kind = "x";
+  EventRecord next = top;
+  next.seq = 7;
+  std::ofstream(path) << encode_event_line(top) << "\n" << encode_event_line(next) << "\n";
+  CHECK_FALSE(decode_event_line(encode_event_line(top)));
+  top.seq = kMaxEventSeq;
+  CHECK(decode_event_line(encode_event_line(top)));
+  EventJournal journal(path);
+  auto loaded = journal.load();
+  REQUIRE(loaded.ok());
+  CHECK(loaded.value().skipped == 1);
+  REQUIRE(loaded.value().events.size() == 1);
+  CHECK(loaded.value().events[0].seq == 7);
+}
+
+TEST_CASE("after a write cut by a full disk the next event starts on a fresh line", "[service][events]") {
+  TempDir dir;
+  const std::string path = dir.sub("events.jsonl");
+  EventJournal journal(path);
+  REQUIRE(journal.load().ok());
+  EventRecord e;
+  e.kind = "note";
+  e.reason = std::string(200, 'r');
+  e.seq = 1;
+  REQUIRE(journal.append(e).ok());
+  const auto size = std::filesystem::file_size(path);
+  // RLIMIT_FSIZE lets only part of the next line through, then write() fails
+  // (EFBIG) as it would on ENOSPC.
+  struct sigaction ign {}, old {};
+  ign.sa_handler = SIG_IGN;
+  REQUIRE(::sigaction(SIGXFSZ, &ign, &old) == 0);
+  struct rlimit saved {};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+  struct rlimit small = saved;
+  small.rlim_cur = size + 50;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  e.seq = 2;
+  const bool second_ok = journal.append(e).ok();
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &saved) == 0);
+  REQUIRE(::sigaction(SIGXFSZ, &old, nullptr) == 0);
+  CHECK_FALSE(second_ok);
+  REQUIRE(std::filesystem::file_size(path) == size + 50);
+  e.seq = 3;
+  REQUIRE(journal.append(e).ok());
+  EventJournal reread(path);
+  auto loaded = reread.load();
+  REQUIRE(loaded.ok());
+  CHECK(loaded.value().skipped == 1);  // the cut line only
+  REQUIRE(loaded.value().events.size() == 2);
+  CHECK(loaded.value().events[1].seq == 3);
+}
+
+TEST_CASE("loading reads only the newest end of a huge journal", "[service][events]") {
+  TempDir dir;
+  const std::string path = dir.sub("events.jsonl");
+  constexpr std::size_t keep = 10;
+  std::uint64_t seq = 0;
+  {
+    std::ofstream out(path);
+    EventRecord e;
+    e.kind = "note";
+    e.reason = std::string(100, 'r');
+    std::size_t bytes = 0;
+    while (bytes < 2 * kMaxJournalReadBytes) {
+      e.seq = ++seq;
+      const std::string line = encode_event_line(e) + "\n";
+      out << line;
+      bytes += line.size();
+    }
+  }
+  EventJournal journal(path, keep);
+  auto loaded = journal.load();
+  REQUIRE(loaded.ok());
+  // Only the last kMaxJournalReadBytes are read: far fewer lines than written,
+  // and the part line at the start of the read is skipped.
+  CHECK(journal.lines() >= 2 * keep);
+  CHECK(loaded.value().skipped == 1);
+  REQUIRE(loaded.value().events.size() == keep);
+  CHECK(loaded.value().events.back().seq == seq);
+  // The next append rewrites the file with the newest `keep`.
+  EventRecord e;
+  e.kind = "note";
+  e.seq = seq + 1;
+  REQUIRE(journal.append(e).ok());
+  CHECK(count_lines(path) == keep);
+}
+
+TEST_CASE("a FIFO in the journal's place is an error, not a hang", "[service][events]") {
+  TempDir dir;
+  const std::string path = dir.sub("events.jsonl");
+  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+  EventJournal journal(path);
+  auto loaded = journal.load();
+  REQUIRE_FALSE(loaded.ok());
+  CHECK(loaded.error().code == "io");
+  CHECK(loaded.error().message.find("FIFO") != std::string::npos);
+  CHECK(loaded.error().message.find(path) != std::string::npos);
 }

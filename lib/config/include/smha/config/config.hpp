@@ -22,6 +22,14 @@ namespace smha::config {
 
 inline constexpr const char* kDefaultConfigPath = "/etc/smha/smha.yaml";
 
+// Size caps (doc/configuration.md "Limits"). A name (node.name, peers[].name)
+// is at most kMaxNameBytes of UTF-8 without control characters, so it can go
+// into `smctl status` text, logs and Prometheus labels as it is; any other
+// string value is at most kMaxStringBytes; `peers` holds at most kMaxPeers.
+inline constexpr std::size_t kMaxNameBytes = 64;
+inline constexpr std::size_t kMaxStringBytes = 4096;
+inline constexpr std::size_t kMaxPeers = 64;
+
 // A place in the YAML file. line/column are 1-based; 0 means "no position"
 // (e.g. a problem with the file as a whole).
 struct Position {

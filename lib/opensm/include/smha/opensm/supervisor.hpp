@@ -95,6 +95,7 @@ struct SupervisorStatus {
   std::optional<TimePoint> started_at;
   std::optional<TimePoint> next_start_at;  // Backoff
   int spawns = 0;                    // processes started by this supervisor
+  int restarts = 0;                  // spawns that replaced an earlier process (spawned or adopted)
   int crashes = 0;                   // crash exits seen by this supervisor
   int consecutive_crashes = 0;       // drives the backoff; 0 after a stable run
   Duration current_backoff{};        // delay used for the scheduled respawn
@@ -224,6 +225,7 @@ class OpensmSupervisor {
   std::uint64_t run_ = 0;                  // generation of the current process
   std::optional<std::string> permanent_;   // fatal start-up line seen in this run
   bool respawn_requested_ = false;         // respawn_on_request: asked since the crash
+  bool had_process_ = false;               // an OpenSM ran (spawned or adopted) before
   int resource_retries_ = 0;               // consecutive spawns that failed for want of resources
   std::size_t permanent_rank_ = 0;         // its kPermanentLines index (lower: more specific)
   bool came_up_ = false;                   // this run printed an SM state line

@@ -16,12 +16,21 @@
 //
 // Appends are plain write()s without fsync: they survive a crash or restart of
 // smhad, but the last events may be lost on a power failure. Lines that do not
-// parse (a line cut by a crash, hand edits) are skipped when loading and
-// counted. Single-threaded; no locks.
+// parse (a line cut by a crash, hand edits), whose seq is 0 or above
+// kMaxEventSeq, or whose seq does not grow are skipped when loading and
+// counted. An append after a write that failed part-way (ENOSPC) starts on a
+// fresh line, so the cut line is the only one lost.
+//
+// Loading reads the file without blocking (a FIFO or device in its place is an
+// "io" error) and reads at most its last kMaxJournalReadBytes; a larger file
+// (not written by smhad) loses its start and is compacted on the next append.
+// Loading is linear in what is read. Single-threaded; no locks.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +43,13 @@ namespace smha::service {
 
 inline constexpr std::size_t kJournalKeep = kEventHistory;
 inline constexpr std::size_t kMaxFieldBytes = 1024;
+// Above 2^53 a sequence number is no longer exact in every JSON reader; far
+// beyond anything a running smhad reaches, so a larger one is a bad line (and
+// the next event's seq + 1 can never wrap).
+inline constexpr std::uint64_t kMaxEventSeq = (std::uint64_t{1} << 53) - 1;
+// What load() reads at most: the newest end of the file. 2 x keep lines of
+// typical size fit many times over.
+inline constexpr std::size_t kMaxJournalReadBytes = 8 * 1024 * 1024;
 
 // "2026-12-02T14:30:00.123Z" (UTC, milliseconds), and back; nullopt if `text`
 // is not in exactly that form.
@@ -56,8 +72,9 @@ class EventJournal {
   EventJournal(const EventJournal&) = delete;
   EventJournal& operator=(const EventJournal&) = delete;
 
-  // Reads the file. A missing file is an empty journal. Error "io" (naming the
-  // path) if it exists but cannot be read. Remembers the line count for the bound.
+  // Reads the file (its last kMaxJournalReadBytes at most). A missing file is an
+  // empty journal. Error "io" (naming the path) if it exists but cannot be read
+  // or is not a regular file. Remembers the line count for the bound.
   Result<Loaded> load();
 
   // Appends one event (opening the file on first use, mode 0640). On error
@@ -75,7 +92,7 @@ class EventJournal {
   std::size_t lines_ = 0;
   int fd_ = -1;
   bool cut_line_ = false;  // the file ends without a newline (a crash mid-write)
-  std::vector<EventRecord> tail_;  // the newest `keep` events, for compaction
+  std::deque<EventRecord> tail_;  // the newest `keep` events, for compaction
 };
 
 }  // namespace smha::service
