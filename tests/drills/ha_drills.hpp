@@ -89,8 +89,10 @@ struct DrillScenario {
 };
 
 inline constexpr int kMaxSameKind = 4;
+// State changes (the engine's and those OpenSM logged, opensm_state) and
+// priority changes come several to an episode; they are not loop evidence.
 inline bool counted_for_loops(std::string_view kind) {
-  return kind != "state_changed" && kind != "priority_changed";
+  return kind != "state_changed" && kind != "priority_changed" && kind != "opensm_state";
 }
 
 // Kinds that mean the guard had to act or that a standby took mastership.

@@ -25,6 +25,7 @@
 #include "smha/control/server.hpp"
 #include "smha/mad/umad_transport.hpp"
 #include "smha/opensm/check.hpp"
+#include "smha/opensm/log_follower.hpp"
 #include "smha/opensm/posix_file_system.hpp"
 #include "smha/opensm/posix_process_runner.hpp"
 #include "smha/opensm/probe.hpp"
@@ -134,6 +135,7 @@ class Daemon final : public DrillHost {
   }
   void start_agent(agent::AgentConfig cfg);
   bool init_history_and_metrics();
+  void follow_opensm_log();
   bool start_metrics(Duration handover_bound);
   void register_methods();
   json status_json();
@@ -192,6 +194,12 @@ class Daemon final : public DrillHost {
   std::unique_ptr<MetricsService> metrics_;
   std::unique_ptr<DrillRunner> drill_;
   int lock_fd_ = -1;  // state_dir/smhad.lock, flock'ed for our lifetime
+  // The local OpenSM's log file, read each poll interval: every SM state change
+  // OpenSM logged becomes an "opensm_state" event, however short it was.
+  std::unique_ptr<opensm::OpensmLogFollower> osm_log_;
+  std::unique_ptr<boost::asio::steady_timer> osm_log_timer_;
+  Duration osm_log_interval_{};
+  std::string osm_log_state_ = "UNKNOWN";  // the last state the log showed
 };
 
 // One smhad per state_dir (and so per OpenSM): an exclusive flock on
@@ -323,7 +331,9 @@ bool Daemon::init() {
     return false;
   }
   if (!start_metrics(mapped.value().policy.handover_bound)) return false;
+  osm_log_interval_ = mapped.value().policy.poll_interval;
   start_agent(std::move(mapped).value());
+  follow_opensm_log();
   start_systemd();
   platform::log_event(*platform::module_logger("svc"), platform::kSmhadStarted,
                       {{"node", config_.node_name}, {"config", config_.source_path},
@@ -342,6 +352,33 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
   agent_ = std::make_unique<agent::Agent>(std::move(cfg), *sched_, *mad_, *control_, *events_);
   if (supervised_) agent_->set_local_stopped([this] { return supervised_->process_stopped(); });
   agent_->start();
+}
+
+// Each poll interval, what the local OpenSM appended to its log file (bounded,
+// non-blocking: OpensmLogFollower). Each `Entering <STATE> state` line is
+// recorded as an "opensm_state" event "<from>-><to>" with OpenSM's time stamp,
+// so a mastership shorter than one poll round is on record too (doc/supervision.md).
+void Daemon::follow_opensm_log() {
+  const std::string& path = config_.opensm.log_file;
+  if (path.empty()) {
+    osm_log_.reset();
+  } else if (!osm_log_ || osm_log_->path() != path) {
+    osm_log_ = std::make_unique<opensm::OpensmLogFollower>(fs_, path);
+    osm_log_->skip_existing();
+    osm_log_state_ = "UNKNOWN";
+  } else {
+    for (const auto& s : osm_log_->poll()) {
+      sink_.note("opensm_state", osm_log_state_ + "->" + s.state,
+                 "OpenSM log " + path + (s.stamp.empty() ? "" : " " + s.stamp) + ": Entering " + s.state +
+                     " state");
+      osm_log_state_ = s.state;
+    }
+  }
+  if (!osm_log_timer_) osm_log_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
+  osm_log_timer_->expires_after(osm_log_interval_);
+  osm_log_timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) follow_opensm_log();
+  });
 }
 
 // The event history (restored from state_dir/events.jsonl and appended to it),
@@ -458,6 +495,7 @@ void Daemon::shutdown(const char* why) {
   if (server_) server_->stop();
   if (metrics_) metrics_->stop();
   if (hold_timer_) hold_timer_->cancel();
+  if (osm_log_timer_) osm_log_timer_->cancel();
   if (hup_signal_) hup_signal_->cancel();
   io_.stop();
 }
@@ -681,6 +719,7 @@ Reply Daemon::do_reload() {
   config_ = std::move(next);
   unaddressed_ = unaddressed;
   if (policy_changed) {
+    osm_log_interval_ = mapped.value().policy.poll_interval;
     start_agent(std::move(mapped).value());
     text += (text.empty() ? "" : "; ") + std::string("HA policy changed: engine restarted with the new policy");
   } else {
@@ -782,7 +821,7 @@ void Daemon::handover(const control::Call& call, control::Responder respond) {
     // master value, so OpenSM's election cannot hand mastership back. A
     // return of this head to MASTER after it left is a flip-back.
     std::string outcome;
-    bool left_master = false;
+    bool left_master = false, log_left = false;
     for (const auto& e : sink_.events()) {
       if (e.seq <= first_seq) continue;
       if (e.kind == "handover_done" && outcome.empty()) outcome = "done";
@@ -791,6 +830,10 @@ void Daemon::handover(const control::Call& call, control::Responder respond) {
       if (e.kind == "transition" && e.reason.rfind("MASTER->", 0) == 0) left_master = true;
       else if (e.kind == "transition" && left_master && e.reason.ends_with("->MASTER"))
         outcome = "flipped back: this head became MASTER again (" + e.reason + ")";
+      // OpenSM's own log also holds a mastership shorter than a poll round.
+      if (e.kind == "opensm_state" && !e.reason.ends_with("->MASTER")) log_left = true;
+      else if (e.kind == "opensm_state" && log_left)
+        outcome = "flipped back: this head's OpenSM was MASTER again (" + e.evidence + ")";
     }
     const auto es = agent_->status();
     if (outcome.empty() && now < deadline && responder->client_connected()) {

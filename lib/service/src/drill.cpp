@@ -76,6 +76,12 @@ struct DrillRunner::Run {
   // the next leg (or after the failback) is a flip-back and fails the drill.
   bool left_master = false;      // failover: the local SM left MASTER
   bool regained_master = false;  // failback: the local SM is MASTER again
+  // The same from OpenSM's own log ("opensm_state" events), which also holds a
+  // mastership shorter than a poll round. Kept apart from the rounds' view: the
+  // log is read once per poll interval, so its lines may arrive a leg late.
+  // Expected over the whole window: MASTER, left once, MASTER once more.
+  bool log_left = false;
+  bool log_regained = false;
   std::string flip;              // the first flip-back seen
 };
 
@@ -155,6 +161,21 @@ void DrillRunner::step() {
       if (!failover && to == "MASTER") r.regained_master = true;
       else if (!failover && from == "MASTER" && r.regained_master && r.flip.empty())
         r.flip = "failback: this head left MASTER again (" + e.reason + ")";
+    }
+    if (e.kind == "opensm_state") {
+      const bool to_master = e.reason.ends_with("->MASTER");
+      const bool failover = r.phase == Run::Phase::Failover || r.phase == Run::Phase::Settle1;
+      if (!to_master && !r.log_left) {
+        r.log_left = true;
+      } else if (to_master && r.log_left && !r.log_regained) {
+        if (failover && r.flip.empty())
+          r.flip = "failover: this head's OpenSM was MASTER again before the failback (" + e.evidence + ")";
+        r.log_regained = true;
+      } else if (!to_master && r.log_regained && r.flip.empty()) {
+        r.flip = "this head's OpenSM left MASTER again after regaining it (" + e.evidence + ")";
+      } else if (to_master && r.log_regained && r.flip.empty()) {
+        r.flip = "this head's OpenSM entered MASTER twice (" + e.evidence + ")";
+      }
     }
     if (e.kind == "handover_rolled_back" || e.kind == "handover_rejected") leg_error = e.kind + ": " + e.reason;
   }

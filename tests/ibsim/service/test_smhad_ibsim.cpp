@@ -23,6 +23,7 @@
 #include <map>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -159,6 +160,41 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   REQUIRE(wait_status(fabric, h, guard, local_master, 5s, &s));
   CHECK(s["opensm"]["pid"] == second);
 
+  // (g) keys that take effect only when smhad restarts (the control socket's
+  // group, OpenSM's restart backoff and crash-loop limits): the reload is
+  // refused naming each of them, and nothing changes (same OpenSM, the next
+  // reload of the unchanged file does nothing).
+  {
+    write_config(h, 8, {{"head02", hca2->port_guid, 0xbff0}}, {},
+                 osm_extra + "  restart_backoff_initial_ms: 700\n  restart_backoff_max_s: 30\n"
+                             "  crash_loop_count: 9\n  crash_loop_window_s: 100\n");
+    std::string yaml = read_file(h.yaml());
+    const auto at = yaml.find("  group: root\n");
+    REQUIRE(at != std::string::npos);
+    yaml.replace(at, 14, "  group: daemon\n");
+    write_text(h.yaml(), yaml);
+    auto c = control::ControlClient::connect(h.socket());
+    REQUIRE(c);
+    auto r = c.value().call("reload", json::object(), 10s);
+    REQUIRE(r);
+    INFO(r.value().text);
+    CHECK(r.value().result == control::ResultCode::Conflict);
+    const json want = json::array({"control.group", "opensm.restart_backoff_initial_ms", "opensm.restart_backoff_max_s",
+                                   "opensm.crash_loop_count", "opensm.crash_loop_window_s"});
+    CHECK(r.value().data["restart_keys"] == want);
+    for (const auto& k : want) CHECK_THAT(r.value().text, Catch::Contains(k.get<std::string>()));
+    CHECK_THAT(r.value().text, Catch::Contains("nothing changed"));
+    // Back to the running file: the reload finds nothing to do.
+    write_config(h, 8, {{"head02", hca2->port_guid, 0xbff0}}, {}, osm_extra);
+    r = c.value().call("reload", json::object(), 10s);
+    REQUIRE(r);
+    INFO(r.value().text);
+    REQUIRE(r.value().is_ok());
+    CHECK(r.value().data["opensm_action"] == "unchanged");
+  }
+  REQUIRE(wait_status(fabric, h, guard, local_master, 5s, &s));
+  CHECK(s["opensm"]["pid"] == second);
+
   // hold / release show in status and events; during a hold a handover is
   // refused (conflict) and nothing changes.
   {
@@ -181,7 +217,7 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
     REQUIRE(r);
     std::vector<std::string> kinds;
     for (const auto& e : r.value().data["events"]) kinds.push_back(e["kind"]);
-    CHECK(std::count(kinds.begin(), kinds.end(), "RELOAD") == 3);  // (e), (f) and (f)'s no-op
+    CHECK(std::count(kinds.begin(), kinds.end(), "RELOAD") == 4);  // (e), (f), (f)'s and (g)'s no-op
     CHECK(std::count(kinds.begin(), kinds.end(), "HOLD") == 1);
     CHECK(std::count(kinds.begin(), kinds.end(), "RELEASE") == 1);
     r = c.value().call("status", json::object(), 5s);
@@ -372,6 +408,15 @@ TEST_CASE("planned drill, metrics, persisted events and events --follow under tw
   CHECK_THAT(r.err, Catch::Contains("drill refused: a maintenance hold is active"));
   REQUIRE(call(h1, "release")["result"] == "ok");
 
+  // Where each head's OpenSM log and event history stand before the drill.
+  const std::size_t log_mark1 = read_file(h1.dir + "/opensm.log").size();
+  const std::size_t log_mark2 = read_file(h2.dir + "/opensm.log").size();
+  auto seq_now = [&](const Head& h) {
+    const json ev = call(h, "events", json{{"n", 1}})["data"]["events"];
+    return ev.empty() ? std::uint64_t{0} : ev.back()["seq"].get<std::uint64_t>();
+  };
+  const std::uint64_t seq_mark1 = seq_now(h1), seq_mark2 = seq_now(h2);
+
   // smctl events --follow on head01 while the drill runs.
   const int follower = fabric.spawn("Hca4", {SMHA_SMCTL, "events", "--follow", "-n", "1", "--socket", h1.socket()});
 
@@ -386,6 +431,44 @@ TEST_CASE("planned drill, metrics, persisted events and events --follow under tw
   std::cout << "planned drill under ibsim: failover " << drill["data"]["legs"][0]["duration_ms"].get<double>()
             << " ms, failback " << drill["data"]["legs"][1]["duration_ms"].get<double>() << " ms, total "
             << drill["data"]["total_ms"].get<double>() << " ms" << std::endl;
+  // Each head recorded every state change its own OpenSM logged in the window,
+  // in order, with OpenSM's time stamp: as many MASTER entries as the log has
+  // `Entering MASTER state` lines (however short each mastership was).
+  auto logged_states = [&](const Head& h, std::size_t mark) {
+    std::vector<std::string> out;
+    const std::string log = read_file(h.dir + "/opensm.log").substr(mark);
+    for (std::size_t at = 0; (at = log.find("Entering ", at)) != std::string::npos; at += 9) {
+      const auto end = log.find(" state", at);
+      if (end != std::string::npos && log.find('\n', at) > end) out.push_back(log.substr(at + 9, end - at - 9));
+    }
+    return out;
+  };
+  auto recorded_states = [&](const Head& h, std::uint64_t seq_mark) {
+    std::vector<std::string> out;
+    const json reply = call(h, "events", json{{"n", 1000}});
+    for (const auto& e : reply["data"]["events"]) {
+      if (e["seq"].get<std::uint64_t>() <= seq_mark || e["kind"] != "opensm_state") continue;
+      const std::string reason = e["reason"];
+      out.push_back(reason.substr(reason.find("->") + 2));
+      CHECK_THAT(e["evidence"].get<std::string>(), Catch::StartsWith("OpenSM log " + h.dir + "/opensm.log "));
+    }
+    return out;
+  };
+  for (const auto& [h, log_mark, seq_mark] :
+       {std::tuple{&h1, log_mark1, seq_mark1}, std::tuple{&h2, log_mark2, seq_mark2}}) {
+    std::vector<std::string> logged, recorded;
+    CHECK(wait_for([&] {
+      logged = logged_states(*h, log_mark);
+      recorded = recorded_states(*h, seq_mark);
+      return !logged.empty() && recorded == logged;
+    }, 5s));
+    INFO(h->name << ": OpenSM logged " << logged.size() << " state change(s), smhad recorded " << recorded.size()
+                 << "; events after seq " << seq_mark << ": "
+                 << call(*h, "events", json{{"n", 50}})["data"]["events"].dump());
+    CHECK(recorded == logged);
+    CHECK(std::count(recorded.begin(), recorded.end(), "MASTER") == 1);
+  }
+
   // Exactly one MASTER afterwards, each head's SM asked by LID from a third node.
   // (Not plain `sminfo` at Hca3: after a handover the ports keep pointing at the
   // old master's LID until the new master's next heavy sweep.)

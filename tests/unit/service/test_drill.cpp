@@ -65,14 +65,29 @@ class FakeHost final : public DrillHost {
         later([this] {
           es.role = sm::Role::Standby;
           es.local_state = SmState::Standby;
+          if (log_states) log("MASTER->STANDBY");
+          if (log_bounce_failover) {  // back and gone again between two poll rounds
+            log("STANDBY->MASTER");
+            log("MASTER->STANDBY");
+          }
         });
       } else {  // pull
         es.master = kOwn;
         es.role = sm::Role::Master;
         es.local_state = SmState::Master;
         peer_master = false;
+        if (log_states) log("STANDBY->MASTER");
+        if (log_bounce_failback) {
+          log("MASTER->STANDBY");
+          log("STANDBY->MASTER");
+        }
       }
     });
+  }
+  // What smhad records from OpenSM's log file (Daemon::follow_opensm_log).
+  void log(const std::string& change) {
+    sink.note("opensm_state", change, "OpenSM log /var/log/opensm.log Dec 03 15:00:00 000000: Entering " +
+                                          change.substr(change.find("->") + 2) + " state");
   }
   void later(std::function<void()> fn) {
     auto t = std::make_shared<boost::asio::steady_timer>(io_, 30ms);
@@ -87,6 +102,9 @@ class FakeHost final : public DrillHost {
   bool stuck = false;
   bool roll_back = false;
   bool dual_at_end = false;
+  bool log_states = false;           // OpenSM's log shows each state change
+  bool log_bounce_failover = false;  // ... and a mastership the rounds never saw, in the failover
+  bool log_bounce_failback = false;  // ... or a standby spell after the failback
   std::optional<int> retake_at;  // the peer answers MASTER again after this many status() calls
   int status_calls = 0;
   LogEventSink sink;
@@ -243,4 +261,39 @@ TEST_CASE("a drill fails when the peer takes mastership back after the failback"
   auto r = run_drill(io, runner);
   CHECK(r.data["verdict"] == "fail");
   CHECK_THAT(r.data["reason"].get<std::string>(), Catch::Contains("not stable after the failback: 2 MASTER(s)"));
+}
+
+TEST_CASE("a drill passes with OpenSM's log showing exactly its two changes", "[service][drill]") {
+  boost::asio::io_context io;
+  FakeHost host(io);
+  host.log_states = true;
+  SteadyClock clock;
+  DrillRunner runner(io, host, clock, fast());
+  auto r = run_drill(io, runner);
+  INFO(r.text);
+  CHECK(r.data["verdict"] == "pass");
+}
+
+TEST_CASE("a drill fails on a mastership only OpenSM's log saw", "[service][drill]") {
+  boost::asio::io_context io;
+  FakeHost host(io);
+  host.log_states = true;
+  SECTION("back to MASTER during the failover, shorter than a poll round") {
+    host.log_bounce_failover = true;
+    SteadyClock clock;
+    DrillRunner runner(io, host, clock, fast());
+    auto r = run_drill(io, runner);
+    CHECK(r.data["verdict"] == "fail");
+    CHECK_THAT(r.data["reason"].get<std::string>(),
+               Catch::Contains("OpenSM was MASTER again before the failback") &&
+                   Catch::Contains("Dec 03 15:00:00 000000: Entering MASTER state"));
+  }
+  SECTION("a standby spell after the failback") {
+    host.log_bounce_failback = true;
+    SteadyClock clock;
+    DrillRunner runner(io, host, clock, fast());
+    auto r = run_drill(io, runner);
+    CHECK(r.data["verdict"] == "fail");
+    CHECK_THAT(r.data["reason"].get<std::string>(), Catch::Contains("left MASTER again after regaining it"));
+  }
 }
