@@ -20,6 +20,7 @@ enum ExitCode : int {
   kExitNoDaemon = 6,       // cannot reach smhad (or it went away during events --follow)
   kExitUnauthorized = 7,   // smhad refused: not allowed (or no permission on its socket)
   kExitUnsupported = 8,    // smhad does not know the method, or speaks an incompatible protocol
+  kExitDiffers = 9,        // render-config --diff: the file at opensm.conf_path differs
 };
 
 // One table of exit codes: the control-socket commands return lib/control's.

@@ -126,12 +126,31 @@ std::string render_prometheus(const MetricsSnapshot& s) {
   w.family("smha_opensm_restarts_total", "counter", "OpenSM restarts by the supervisor.");
   w.sample("smha_opensm_restarts_total", {}, s.opensm_restarts);
 
-  w.family("smha_alarm_active", "gauge", "1 for each active alarm.");
-  for (const auto& a : s.active_alarms) w.sample("smha_alarm_active", {{"alarm", a}}, 1.0);
+  w.family("smha_alarm_active", "gauge", "1 for each active alarm, 0 for the others.");
+  std::vector<std::string> alarms = s.known_alarms;
+  for (const auto& a : s.active_alarms)
+    if (std::find(alarms.begin(), alarms.end(), a) == alarms.end()) alarms.push_back(a);
+  for (const auto& a : alarms) {
+    const bool on = std::find(s.active_alarms.begin(), s.active_alarms.end(), a) != s.active_alarms.end();
+    w.sample("smha_alarm_active", {{"alarm", a}}, on ? 1.0 : 0.0);
+  }
   w.family("smha_alarms_active", "gauge", "Number of active alarms.");
   w.sample("smha_alarms_active", {}, static_cast<double>(s.active_alarms.size()));
   w.family("smha_hold_active", "gauge", "1 while a maintenance hold freezes automatic transitions.");
   w.sample("smha_hold_active", {}, s.hold_active ? 1.0 : 0.0);
+  if (!s.version.empty()) {
+    w.family("smha_build_info", "gauge", "1, labelled with smhad's version.");
+    w.sample("smha_build_info", {{"version", s.version}}, 1.0);
+  }
+  if (s.start_time) {
+    w.family("smha_start_time_seconds", "gauge", "When smhad started, Unix time in seconds.");
+    w.sample("smha_start_time_seconds", {}, *s.start_time);
+  }
+  if (s.last_reload_success) {
+    w.family("smha_config_last_reload_success_timestamp_seconds", "gauge",
+             "When smhad last loaded its configuration successfully (start or reload), Unix time in seconds.");
+    w.sample("smha_config_last_reload_success_timestamp_seconds", {}, *s.last_reload_success);
+  }
   return w.take();
 }
 

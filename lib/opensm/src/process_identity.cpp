@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/opensm/process_identity.hpp"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,6 +27,19 @@ bool parse_number(std::string_view s, T& out) {
 constexpr std::string_view kDeletedSuffix = " (deleted)";
 
 }  // namespace
+
+Result<std::chrono::nanoseconds> process_age(std::uint64_t start_time) {
+  timespec ts{};
+  if (::clock_gettime(CLOCK_BOOTTIME, &ts) != 0) return make_error("io", "CLOCK_BOOTTIME: " + errno_text(errno));
+  const long ticks = ::sysconf(_SC_CLK_TCK);
+  if (ticks <= 0) return make_error("io", "_SC_CLK_TCK: " + errno_text(errno));
+  const auto now = std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+  const auto started = std::chrono::nanoseconds(static_cast<std::int64_t>(
+      static_cast<long double>(start_time) * 1e9L / static_cast<long double>(ticks)));
+  if (started > now) return make_error("range", "process start time " + std::to_string(start_time) +
+                                                    " ticks lies after now");
+  return now - started;
+}
 
 Result<std::uint64_t> parse_proc_stat_start_time(std::string_view line) {
   auto close = line.rfind(')');

@@ -142,6 +142,7 @@ OpensmSupervisor::OpensmSupervisor(asio::io_context& io, const Clock& clock, Pro
       backoff_timer_(io),
       kill_timer_(io) {
   if (!options_.identify) options_.identify = [](int pid) { return read_process_identity(pid); };
+  if (!options_.age) options_.age = [](const ProcessIdentity& id) { return process_age(id.start_time); };
   if (!options_.cmdline) options_.cmdline = [](int pid) { return read_process_cmdline(pid); };
 }
 
@@ -277,6 +278,12 @@ Result<bool> OpensmSupervisor::try_adopt() {
   status_.adopted = true;
   had_process_ = true;
   status_.started_at = clock_.now();
+  if (auto age = options_.age(*live); age.ok()) {
+    status_.started_at = clock_.now() - std::chrono::duration_cast<Duration>(*age);
+  } else {
+    log_->warn("cannot tell when OpenSM pid {} started: {}; its uptime counts from now", status_.pid,
+               age.error().message);
+  }
   status_.next_start_at.reset();
   log_->info("adopted running OpenSM pid {} ({}), left running by an earlier smhad", status_.pid, live->exe);
   notify();

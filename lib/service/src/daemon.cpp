@@ -53,22 +53,12 @@ constexpr int kExitOpensmFailed = 78;
 // How long READY=1 waits for the local SM to answer before it is sent anyway.
 constexpr auto kStartupGrace = std::chrono::seconds(30);
 
-std::string iso_time(std::chrono::system_clock::time_point t) {
-  const std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count() % 1000;
-  std::ostringstream o;
-  o << std::put_time(&tm, "%Y-%m-%dT%H:%M:%S") << '.' << std::setw(3) << std::setfill('0') << ms << 'Z';
-  return o.str();
-}
-
 double seconds_since(TimePoint then, TimePoint now) {
   return std::chrono::duration<double>(now - then).count();
 }
 
 json event_json(const EventRecord& e) {
-  return json{{"seq", e.seq}, {"time", iso_time(e.wall)}, {"kind", e.kind}, {"reason", e.reason},
+  return json{{"seq", e.seq}, {"time", format_utc(e.wall)}, {"kind", e.kind}, {"reason", e.reason},
               {"evidence", e.evidence}};
 }
 
@@ -184,6 +174,9 @@ class Daemon final : public DrillHost {
   std::unique_ptr<boost::asio::signal_set> hup_signal_;
   std::unique_ptr<boost::asio::steady_timer> hold_timer_;
   TimePoint started_at_{};
+  std::chrono::system_clock::time_point started_wall_{};
+  std::chrono::system_clock::time_point config_loaded_wall_{};  // start, then each successful reload
+  std::string head_name(Guid guid) const;
   int exit_code_ = 0;
   bool startup_ready();
   bool handover_running_ = false;
@@ -239,6 +232,7 @@ bool Daemon::lock_state_dir() {
 
 bool Daemon::init() {
   started_at_ = clock_.now();
+  started_wall_ = config_loaded_wall_ = std::chrono::system_clock::now();
   // Signals first: a SIGTERM during start-up is handled (after init) by the
   // normal shutdown, never by the default action between spawning OpenSM and
   // recording its pidfile.
@@ -511,7 +505,20 @@ void Daemon::add_smp_port_state(json& local, TimePoint now) const {
   if (!rec->answered || !rec->info) return;
   local["port_state"] = std::string(mad::to_string(rec->info->state));
   local["port_state_source"] = "smp";
+  // The port's LID and master SM LID as the SMA answers them now (sysfs may
+  // still show 0 from before the SM assigned them).
+  if (rec->info->lid.value != 0) {
+    local["lid"] = rec->info->lid.value;
+    local["sm_lid"] = rec->info->sm_lid.value;
+  }
   local["port_state_age_s"] = seconds_since(rec->info_at, now);
+}
+
+std::string Daemon::head_name(Guid guid) const {
+  if (guid == own_guid_) return config_.node_name;
+  for (const auto& peer : config_.peers)
+    if (peer.port_guid == guid) return peer.name;
+  return "";  // an SM that is not a configured head
 }
 
 json Daemon::status_json() {
@@ -525,6 +532,28 @@ json Daemon::status_json() {
   j["master"] = es.master ? json(to_string(*es.master)) : json(nullptr);
   j["uptime_s"] = seconds_since(started_at_, now);
   j["smhad_version"] = SMHA_SERVICE_VERSION;
+  j["started_at"] = format_utc(started_wall_);
+  j["config_loaded_at"] = format_utc(config_loaded_wall_);
+  if (const auto& m = mad_->master()) {
+    json ms;
+    ms["guid"] = m->guid ? json(to_string(*m->guid)) : json(nullptr);
+    ms["node"] = m->guid ? json(head_name(*m->guid)) : json(nullptr);
+    ms["since"] = format_utc(m->since_wall);
+    ms["for_s"] = seconds_since(m->since, now);
+    ms["exact"] = m->exact;
+    j["mastership"] = ms;
+  } else {
+    j["mastership"] = nullptr;
+  }
+  if (const auto& c = failovers_.last_change()) {
+    j["last_change"] = {{"kind", c->kind},
+                        {"reason", c->reason},
+                        {"outcome", c->outcome},
+                        {"time", format_utc(c->started)},
+                        {"duration_s", c->duration_s ? json(*c->duration_s) : json(nullptr)}};
+  } else {
+    j["last_change"] = nullptr;
+  }
   json local;
   local["guid"] = to_string(own_guid_);
   local["rendered_priority"] = es.rendered_priority;
@@ -725,6 +754,7 @@ Reply Daemon::do_reload() {
   } else {
     text += (text.empty() ? "" : "; ") + std::string("HA policy unchanged");
   }
+  config_loaded_wall_ = std::chrono::system_clock::now();
   sink_.note("RELOAD", text);
   hooks_->configure(config_);
   const auto snap = snapshot();

@@ -10,6 +10,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include <fmt/chrono.h>
 #include <nlohmann/json.hpp>
 
 #include "smha/core/file_read.hpp"
@@ -35,14 +36,9 @@ std::string cut(const std::string& s) {
 }  // namespace
 
 std::string format_utc(std::chrono::system_clock::time_point t) {
-  const auto ms_total = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-  const std::time_t tt = static_cast<std::time_t>(ms_total / 1000 - (ms_total % 1000 < 0 ? 1 : 0));
-  const long long ms = ((ms_total % 1000) + 1000) % 1000;
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  std::ostringstream o;
-  o << std::put_time(&tm, "%Y-%m-%dT%H:%M:%S") << '.' << std::setw(3) << std::setfill('0') << ms << 'Z';
-  return o.str();
+  const auto secs = std::chrono::floor<std::chrono::seconds>(t);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - secs).count();
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:03}Z", fmt::gmtime(std::chrono::system_clock::to_time_t(secs)), ms);
 }
 
 std::optional<std::chrono::system_clock::time_point> parse_utc(std::string_view text) {

@@ -3,6 +3,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "smha/service/event_journal.hpp"
+#include "smha/sm/ha_machine.hpp"
+
 namespace smha::service {
 
 using nlohmann::json;
@@ -23,9 +26,18 @@ void FailoverStats::observe(const EventRecord& e) {
   if (e.kind == "takeover_started" || e.kind == "handover_started") {
     started_ = e.at;
     episode_ = e.kind == "takeover_started" ? "takeover" : e.reason.rfind("preempt", 0) == 0 ? "preempt" : "handover";
+    change_ = MastershipChange{episode_, e.evidence.empty() ? e.reason : e.reason + ": " + e.evidence, "running",
+                               e.wall, std::nullopt};
+    change_at_ = e.at;
     return;
   }
-  if (e.kind == "takeover_aborted" || e.kind == "handover_rolled_back") {
+  const bool ended = e.kind == "takeover_done" || e.kind == "handover_done";
+  const bool failed = e.kind == "takeover_aborted" || e.kind == "handover_rolled_back";
+  if ((ended || failed) && change_ && change_->outcome == "running") {
+    change_->outcome = ended ? "done" : e.kind == "takeover_aborted" ? "aborted" : "rolled_back";
+    if (e.at >= change_at_) change_->duration_s = std::chrono::duration<double>(e.at - change_at_).count();
+  }
+  if (failed) {
     started_.reset();
     episode_.clear();
     return;
@@ -72,6 +84,7 @@ control::MetricsSnapshot metrics_snapshot(const json& s, const PollStats& polls,
     m.sms.push_back(sm);
   }
   m.failovers_by_reason = failovers.by_reason();
+  for (const char* r : {"takeover", "handover", "preempt", "start"}) m.failovers_by_reason.emplace(r, 0);
   m.last_takeover_seconds = failovers.last_takeover_seconds();
   m.poll_rtt.bounds.assign(std::begin(PollStats::kBounds), std::end(PollStats::kBounds));
   m.poll_rtt.counts.assign(std::begin(polls.buckets), std::end(polls.buckets));
@@ -81,6 +94,21 @@ control::MetricsSnapshot metrics_snapshot(const json& s, const PollStats& polls,
   if (s.contains("opensm")) m.opensm_restarts = s["opensm"].value("restarts", std::uint64_t{0});
   for (const auto& a : s.value("alarms", json::array())) m.active_alarms.push_back(a.value("kind", std::string()));
   m.hold_active = s.value("hold", json::object()).value("held", false);
+  for (int k = 0;; ++k) {  // every engine alarm, then smhad's own
+    const auto name = sm::to_string(static_cast<sm::AlarmKind>(k));
+    if (name == "unknown") break;
+    m.known_alarms.emplace_back(name);
+  }
+  m.known_alarms.emplace_back("opensm_failed");
+  m.version = s.value("smhad_version", std::string());
+  auto unix_time = [&](const char* key) -> std::optional<double> {
+    if (!s.contains(key) || !s[key].is_string()) return std::nullopt;
+    auto t = parse_utc(s[key].get<std::string>());
+    if (!t) return std::nullopt;
+    return std::chrono::duration<double>(t->time_since_epoch()).count();
+  };
+  m.start_time = unix_time("started_at");
+  m.last_reload_success = unix_time("config_loaded_at");
   return m;
 }
 

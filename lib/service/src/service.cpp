@@ -269,9 +269,10 @@ void RecordingTransport::get_sminfo(const mad::Target& target, const mad::Reques
   std::weak_ptr<std::map<std::uint64_t, SmSighting>> seen = seen_;
   std::weak_ptr<std::map<std::string, TargetRecord>> targets = targets_;
   std::weak_ptr<PollStats> stats = stats_;
+  std::weak_ptr<MasterWatch> master = master_;
   const Clock* clock = &clock_;
   inner_.get_sminfo(target, opts,
-                    [seen, targets, stats, clock, key = target_key(target),
+                    [seen, targets, stats, master, clock, key = target_key(target),
                      done = std::move(done)](Result<mad::SmInfoReply> r) {
                       auto s = seen.lock();
                       auto t = targets.lock();
@@ -284,6 +285,8 @@ void RecordingTransport::get_sminfo(const mad::Target& target, const mad::Reques
                         if (r.ok()) {
                           rec.guid = r.value().info.guid;
                           (*s)[r.value().info.guid.value] = SmSighting{r.value().info, r.value().rtt, now};
+                          if (auto m = master.lock())
+                            m->observe(r.value().info, now, std::chrono::system_clock::now());
                         }
                         (*t)[key] = rec;
                       }
@@ -329,6 +332,19 @@ std::optional<PortRecord> RecordingTransport::last_port_info(const mad::Target& 
   auto it = ports_->find(port_key(target, port));
   if (it == ports_->end()) return std::nullopt;
   return it->second;
+}
+
+void MasterWatch::observe(const SmInfo& info, TimePoint now, std::chrono::system_clock::time_point wall) {
+  if (info.state == SmState::Master) {
+    if (rec_ && rec_->guid == info.guid) return;
+    // Exact when something was known before (another master, or none after
+    // one), or this SM was seen in another state first.
+    const bool exact = rec_.has_value() || seen_not_master_.count(info.guid.value) != 0;
+    rec_ = MasterRecord{info.guid, now, wall, exact};
+    return;
+  }
+  if (seen_not_master_.size() < 4096) seen_not_master_.insert(info.guid.value);
+  if (rec_ && rec_->guid == info.guid) rec_ = MasterRecord{std::nullopt, now, wall, true};
 }
 
 std::optional<SmSighting> RecordingTransport::last_seen(Guid guid) const {
@@ -386,6 +402,7 @@ void LogEventSink::event(const sm::RecordEvent& e, TimePoint at) {
                       {{"kind", std::string(sm::to_string(e.kind))}, {"reason", e.reason},
                        {"evidence", e.evidence}});
   push(EventRecord{0, {}, std::string(sm::to_string(e.kind)), e.reason, e.evidence, at});
+  if (e.kind == sm::EventKind::Adopted) last_transition_ = events_.back();
 }
 
 void LogEventSink::alarm(const sm::RaiseAlarm& a, TimePoint) {
@@ -573,6 +590,24 @@ std::string render_status_text(const nlohmann::json& s) {
   o << "     Role: " << role;
   if (s.contains("hold") && s["hold"].value("held", false)) o << " (HOLD: " << str(s["hold"], "reason") << ")";
   o << "\n";
+  if (s.contains("mastership") && s["mastership"].is_object()) {
+    const auto& m = s["mastership"];
+    if (m.contains("guid") && m["guid"].is_string()) {
+      const std::string node = str(m, "node", "");
+      o << "   Master: " << (node.empty() ? "unknown SM" : node) << " (" << str(m, "guid") << ") since "
+        << (m.value("exact", false) ? "" : "at least ") << str(m, "since") << ", "
+        << duration_field(m, "for_s") << "\n";
+    } else {
+      o << "   Master: none since " << str(m, "since") << ", " << duration_field(m, "for_s") << "\n";
+    }
+  }
+  if (s.contains("last_change") && s["last_change"].is_object()) {
+    const auto& c = s["last_change"];
+    o << "  Changed: " << str(c, "kind") << " (" << str(c, "reason") << ") at " << str(c, "time") << ", "
+      << str(c, "outcome");
+    if (c.contains("duration_s") && c["duration_s"].is_number()) o << " in " << duration_field(c, "duration_s");
+    o << "\n";
+  }
   o << " Local SM: " << str(local, "state") << "  prio " << str(local, "priority") << "  guid "
     << str(local, "guid") << "  lid " << str(local, "lid") << "  actcount " << str(local, "act_count")
     << "  (" << age_text(local, "last_poll_age_s") << ")\n";
@@ -609,8 +644,9 @@ std::string render_status_text(const nlohmann::json& s) {
   o << "\n";
   if (s.contains("last_transition") && !s["last_transition"].is_null()) {
     const auto& t = s["last_transition"];
-    o << "     Last: " << str(t, "reason") << " (" << str(t, "evidence") << ") at " << str(t, "time")
-      << "\n";
+    const std::string kind = str(t, "kind", "transition");
+    o << "     Last: " << (kind == "transition" ? std::string() : kind + ": ") << str(t, "reason") << " ("
+      << str(t, "evidence") << ") at " << str(t, "time") << "\n";
   }
   return o.str();
 }

@@ -20,6 +20,7 @@
 #include <boost/asio/post.hpp>
 
 #include "smha/core/limits.hpp"
+#include "smha/service/event_journal.hpp"
 #include "smha/service/os_integration.hpp"
 #include "smha/service/service.hpp"
 
@@ -188,6 +189,100 @@ TEST_CASE("LogEventSink names each transition with the event that caused it and 
   CHECK(sink.events().size() == 3);  // bounded
   CHECK(sink.events().back().kind == "alarm_cleared");
   CHECK(sink.events().front().seq == 2);
+}
+
+TEST_CASE("after an adoption the last transition is the adoption, not an earlier run's cause") {
+  LogEventSink sink;
+  EventRecord earlier;
+  earlier.seq = 7;
+  earlier.kind = "transition";
+  earlier.reason = "->MASTER";
+  earlier.evidence = "opensm_started: smhad start: OpenSM not running";
+  sink.restore({earlier});
+  REQUIRE(sink.last_transition());
+  CHECK(sink.last_transition()->evidence == earlier.evidence);
+  sink.event({sm::EventKind::Adopted, "OpenSM already runs on our port as MASTER", "priority 14; priority kept"},
+             TimePoint{});
+  REQUIRE(sink.last_transition());
+  CHECK(sink.last_transition()->kind == "adopted");
+  CHECK(sink.last_transition()->reason == "OpenSM already runs on our port as MASTER");
+  nlohmann::json j{{"node", "head01"},
+                   {"role", "master"},
+                   {"last_transition",
+                    {{"kind", "adopted"}, {"reason", "OpenSM already runs on our port as MASTER"},
+                     {"evidence", "priority 14; priority kept"}, {"time", "T"}}}};
+  CHECK(render_status_text(j).find(
+            "Last: adopted: OpenSM already runs on our port as MASTER (priority 14; priority kept) at T") !=
+        std::string::npos);
+}
+
+TEST_CASE("MasterWatch: who is master and since when") {
+  MasterWatch w;
+  const TimePoint t0{std::chrono::seconds(50)};
+  const auto wall0 = std::chrono::system_clock::time_point(std::chrono::seconds(1796292000));
+  SmInfo a{};
+  a.guid = Guid{0x10};
+  SmInfo b{};
+  b.guid = Guid{0x20};
+  CHECK_FALSE(w.current());
+  // Already MASTER at its first answer: the time is only a lower bound.
+  b.state = SmState::Master;
+  a.state = SmState::Standby;
+  w.observe(a, t0, wall0);
+  w.observe(b, t0, wall0);
+  REQUIRE(w.current());
+  CHECK(w.current()->guid == Guid{0x20});
+  CHECK_FALSE(w.current()->exact);
+  // Later answers of the same master do not move the time.
+  w.observe(b, t0 + 5s, wall0 + 5s);
+  CHECK(w.current()->since == t0);
+  // The master leaves MASTER: none since then; a takeover: exact.
+  b.state = SmState::NotActive;
+  w.observe(b, t0 + 10s, wall0 + 10s);
+  CHECK_FALSE(w.current()->guid);
+  CHECK(w.current()->since == t0 + 10s);
+  a.state = SmState::Master;
+  w.observe(a, t0 + 10s + 400ms, wall0 + 10s + 400ms);
+  CHECK(w.current()->guid == Guid{0x10});
+  CHECK(w.current()->exact);
+  CHECK(w.current()->since_wall == wall0 + 10s + 400ms);
+  // A fresh fabric: an SM seen DISCOVERING first becomes MASTER, exactly then.
+  MasterWatch fresh;
+  SmInfo c{};
+  c.guid = Guid{0x30};
+  c.state = SmState::Discovering;
+  fresh.observe(c, t0, wall0);
+  CHECK_FALSE(fresh.current());
+  c.state = SmState::Master;
+  fresh.observe(c, t0 + 2s, wall0 + 2s);
+  REQUIRE(fresh.current());
+  CHECK(fresh.current()->exact);
+}
+
+TEST_CASE("status shows the master, since when, and the last takeover or handover") {
+  auto j = nlohmann::json::parse(R"({
+    "node":"head01","role":"standby",
+    "mastership":{"guid":"0x20","node":"head02","since":"2026-12-03T15:02:11.123Z","for_s":7980.2,"exact":true},
+    "last_change":{"kind":"handover","reason":"by request: push: target head02","outcome":"done",
+                   "time":"2026-12-03T15:02:10.900Z","duration_s":0.2234}})");
+  std::string t = render_status_text(j);
+  CHECK(t.find("Master: head02 (0x20) since 2026-12-03T15:02:11.123Z, 2h13m\n") != std::string::npos);
+  CHECK(t.find("Changed: handover (by request: push: target head02) at 2026-12-03T15:02:10.900Z, done in 223ms\n") !=
+        std::string::npos);
+  j["mastership"]["exact"] = false;
+  j["mastership"]["node"] = "";
+  t = render_status_text(j);
+  CHECK(t.find("Master: unknown SM (0x20) since at least 2026-12-03T15:02:11.123Z, 2h13m") != std::string::npos);
+  j["mastership"]["guid"] = nullptr;
+  t = render_status_text(j);
+  CHECK(t.find("Master: none since 2026-12-03T15:02:11.123Z, 2h13m") != std::string::npos);
+}
+
+TEST_CASE("event times: one formatter, UTC with milliseconds, also before 1970") {
+  using std::chrono::system_clock;
+  CHECK(format_utc(system_clock::time_point(std::chrono::milliseconds(1796221800123))) == "2026-12-02T14:30:00.123Z");
+  CHECK(format_utc(system_clock::time_point(std::chrono::milliseconds(-1))) == "1969-12-31T23:59:59.999Z");
+  CHECK(format_utc(system_clock::time_point(std::chrono::microseconds(1999))) == "1970-01-01T00:00:00.001Z");
 }
 
 TEST_CASE("RecordingTransport remembers answers per SM and refuses Sets during a hold") {

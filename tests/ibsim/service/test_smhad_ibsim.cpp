@@ -91,6 +91,18 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   REQUIRE(wait_for([&] { m = query_sm(fabric, "Hca3"); return m.state == 3; }, 20s));
   CHECK(m.guid == hca1->port_guid);
   CHECK(s["role"] == "master");
+  // The local SM's LID as the fabric assigned it (not the 0 umad2sim's sysfs
+  // snapshot still shows), and who is master since when.
+  {
+    const auto now_port = fabric.node_port("Hca1");
+    REQUIRE(now_port);
+    REQUIRE(now_port->lid != 0);
+    if (!wait_status(fabric, h, guard, [&](const json& j) { return j["local"].value("lid", 0) != 0; }, 10s, &s))
+      FAIL("no local LID in status: " << s.dump());
+    CHECK(s["local"]["lid"] == now_port->lid);
+    REQUIRE(s["mastership"].is_object());
+    CHECK(s["mastership"]["node"] == "head01");
+  }
 
   // (b) kill -9 of OpenSM: smhad starts a new one, which becomes MASTER again.
   REQUIRE(::kill(first, SIGKILL) == 0);
@@ -113,6 +125,12 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   CHECK(s["opensm"]["pid"] == second);
   CHECK(s["opensm"]["adopted"] == true);
   CHECK(s["opensm"]["spawns"] == 0);
+  // An adopted OpenSM's uptime counts from its real start, before this smhad's;
+  // the last transition is the adoption, not the previous run's start.
+  CHECK(s["opensm"]["uptime_s"].get<double>() > s["uptime_s"].get<double>());
+  CHECK(s["last_transition"]["kind"] == "adopted");
+  CHECK(s["mastership"]["node"] == "head01");
+  CHECK(s["mastership"]["exact"] == false);  // already MASTER at the first answer
   m = query_sm(fabric, "Hca3");
   CHECK(m.state == 3);
   CHECK(m.guid == hca1->port_guid);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -86,36 +87,73 @@ TEST_CASE("render-config prints the file; --diff compares with conf_path") {
   FakeOpensm fake("opensm-3.3.23");
   MemoryFileSystem fs;
   std::ostringstream out, err;
-  REQUIRE(run_render_config(cfg.path(), fake, fs, false, out, err) == 0);
+  REQUIRE(run_render_config(cfg.path(), fake, fs, false, out, err) == kRenderOk);
   const std::string rendered = out.str();
   CHECK(parse_opensm_conf(rendered).at("guid") == "0x0000000000000010");
-  CHECK(err.str().empty());
+  // sm_priority 0 on the only head: standby 1, the value smhad starts with.
+  CHECK(parse_opensm_conf(rendered).at("sm_priority") == "1");
+  CHECK(err.str() ==
+        "note: sm_priority 1: the standby value smhad starts with (standby 1, master 2, yield 0, "
+        "claim 3); /etc/opensm/smha.conf not read\n");
 
-  SECTION("no file yet: everything is added") {
+  SECTION("no file yet: everything is added, exit kRenderDiffers") {
     std::ostringstream d, e;
-    REQUIRE(run_render_config(cfg.path(), fake, fs, true, d, e) == 0);
+    REQUIRE(run_render_config(cfg.path(), fake, fs, true, d, e) == kRenderDiffers);
     CHECK(d.str().rfind("--- /etc/opensm/smha.conf\n+++ rendered from " + cfg.path() + "\n+#", 0) == 0);
   }
-  SECTION("up to date") {
+  SECTION("up to date: exit kRenderOk") {
     fs.files["/etc/opensm/smha.conf"] = rendered;
     std::ostringstream d, e;
-    REQUIRE(run_render_config(cfg.path(), fake, fs, true, d, e) == 0);
+    REQUIRE(run_render_config(cfg.path(), fake, fs, true, d, e) == kRenderOk);
     CHECK(d.str() == "/etc/opensm/smha.conf is up to date\n");
   }
-  SECTION("a changed key shows as -/+ lines") {
+  SECTION("a changed key shows as -/+ lines, exit kRenderDiffers") {
     std::string old = rendered;
-    old.replace(old.find("sm_priority 0"), 13, "sm_priority 5");
+    old.replace(old.find("sweep_interval "), 15, "sweep_interval 99 ");
     fs.files["/etc/opensm/smha.conf"] = old;
     std::ostringstream d, e;
-    REQUIRE(run_render_config(cfg.path(), fake, fs, true, d, e) == 0);
-    CHECK(d.str().find("\n-sm_priority 5\n+sm_priority 0\n") != std::string::npos);
+    REQUIRE(run_render_config(cfg.path(), fake, fs, true, d, e) == kRenderDiffers);
+    CHECK(d.str().find("\n-sweep_interval 99 ") != std::string::npos);
+    CHECK(d.str().find("\n+sweep_interval ") != std::string::npos);
     CHECK(fs.writes.empty());  // --diff never writes
+  }
+  SECTION("a priority that is none of this head's values is shown as changed") {
+    std::string old = rendered;
+    old.replace(old.find("sm_priority 1"), 13, "sm_priority 5");
+    fs.files["/etc/opensm/smha.conf"] = old;
+    std::ostringstream d, e;
+    REQUIRE(run_render_config(cfg.path(), fake, fs, true, d, e) == kRenderDiffers);
+    CHECK(d.str().find("\n-sm_priority 5\n+sm_priority 1\n") != std::string::npos);
   }
   SECTION("an unreadable conf_path is an error") {
     fs.read_error = make_error("io", "Permission denied");
     std::ostringstream d, e;
-    CHECK(run_render_config(cfg.path(), fake, fs, true, d, e) == 1);
+    CHECK(run_render_config(cfg.path(), fake, fs, true, d, e) == kRenderError);
     CHECK(e.str() == "error: cannot read /etc/opensm/smha.conf: Permission denied\n");
+  }
+}
+
+TEST_CASE("render-config shows the priority OpenSM runs with and not the configured one") {
+  // head a 15, head b 14: standby 13 (a) / 12 (b), master 14, yield 11, claim 15.
+  TempConfig cfg(kYaml + "sm_priority: 15\npeers:\n  - name: b\n    port_guid: 0x20\n    sm_priority: 14\n");
+  FakeOpensm fake("opensm-3.3.23");
+  MemoryFileSystem fs;
+  SECTION("no file: the standby value smhad starts with") {
+    std::ostringstream out, err;
+    REQUIRE(run_render_config(cfg.path(), fake, fs, false, out, err) == kRenderOk);
+    CHECK(parse_opensm_conf(out.str()).at("sm_priority") == "13");
+  }
+  SECTION("smhad wrote the master value: render-config and --diff agree with it") {
+    fs.files["/etc/opensm/smha.conf"] = "sm_priority 14\n";
+    std::ostringstream o2, e2;
+    REQUIRE(run_render_config(cfg.path(), fake, fs, false, o2, e2) == kRenderOk);
+    CHECK(parse_opensm_conf(o2.str()).at("sm_priority") == "14");
+    CHECK(e2.str() ==
+          "note: sm_priority 14: the value in the current file (standby 13, master 14, yield 11, claim 15)\n");
+    fs.files["/etc/opensm/smha.conf"] = o2.str();  // what smhad wrote as master
+    std::ostringstream d, e;
+    CHECK(run_render_config(cfg.path(), fake, fs, true, d, e) == kRenderOk);
+    CHECK(d.str() == "/etc/opensm/smha.conf is up to date\n");
   }
 }
 
@@ -144,4 +182,17 @@ TEST_CASE("ReadOnlyFileSystem reads and refuses to write") {
   REQUIRE_FALSE(w.ok());
   CHECK(w.error().code == "read_only");
   CHECK(*fs.read(cfg.path()) == "hello\n");
+}
+
+TEST_CASE("ReadOnlyFileSystem does not block on a FIFO and refuses a directory") {
+  TempConfig cfg("x\n");
+  const std::string fifo = std::filesystem::path(cfg.path()).parent_path().string() + "/fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  ReadOnlyFileSystem fs;
+  auto r = fs.read(fifo);  // no writer: a blocking open would hang here
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message == fifo + ": not a regular file");
+  auto d = fs.read(std::filesystem::path(cfg.path()).parent_path().string());
+  REQUIRE_FALSE(d.ok());
+  CHECK(d.error().code == "io");
 }

@@ -419,6 +419,13 @@ TEST_CASE("a restarted supervisor adopts the OpenSM it left running", "[supervis
     auto r = h.sup->start("conf\n");
     REQUIRE(r.ok());
     CHECK(r->adopted);
+    // Its uptime counts from its real start (procfs), not from the adoption.
+    const auto age = process_age(read_process_identity(pid).value().start_time);
+    REQUIRE(age.ok());
+    REQUIRE(h.sup->status().started_at);
+    const auto by_status = h.clock.now() - *h.sup->status().started_at;
+    CHECK(by_status >= *age - std::chrono::milliseconds(50));
+    CHECK(by_status <= *age + std::chrono::milliseconds(50));
     CHECK_FALSE(r->conf_differs);
     CHECK(h.sup->status().pid == pid);
     CHECK(h.sup->status().adopted);
@@ -451,6 +458,23 @@ TEST_CASE("a restarted supervisor adopts the OpenSM it left running", "[supervis
     REQUIRE(run_until(h.io, [&] { return done; }));
     CHECK_FALSE(alive(pid));
     CHECK(h.sup->status().state == SupervisorState::Stopped);
+  }
+  SECTION("an adopted OpenSM that started a day ago shows a day of uptime") {
+    restart_smhad();
+    auto oo = o;
+    oo.on_change = [&](const SupervisorStatus& s) { h.guard.add(s.pid); };
+    oo.age = [](const ProcessIdentity&) -> Result<std::chrono::nanoseconds> {
+      return std::chrono::nanoseconds(std::chrono::hours(24));
+    };
+    h.sup = std::make_unique<OpensmSupervisor>(
+        h.io, h.clock, *h.runner, h.fs, [] { return ProcessSpec{"/bin/sleep", {"sleep", "30"}, {}, ""}; }, oo);
+    const auto before = h.clock.now();
+    auto r = h.sup->start("conf\n");
+    REQUIRE(r.ok());
+    REQUIRE(r->adopted);
+    REQUIRE(h.sup->status().started_at);
+    CHECK(before - *h.sup->status().started_at >= std::chrono::hours(24) - std::chrono::seconds(1));
+    CHECK(before - *h.sup->status().started_at <= std::chrono::hours(24));
   }
   SECTION("same PID, other start time (PID reused): not adopted") {
     auto id = parse_pidfile(read_text(h.pidfile())).value();

@@ -46,7 +46,9 @@ json status_fixture() {
       {"name": "head03", "guid": "0x0000000000000030", "state": "unreachable", "last_poll_answered": false}],
     "alarms": [{"kind": "unknown_sm", "detail": "0x99"}],
     "hold": {"held": true, "reason": "x"},
-    "opensm": {"restarts": 2}
+    "opensm": {"restarts": 2},
+    "smhad_version": "1.2.3", "started_at": "2026-12-03T10:00:00.500Z",
+    "config_loaded_at": "2026-12-03T11:30:00.000Z"
   })");
 }
 
@@ -133,6 +135,57 @@ TEST_CASE("the metrics snapshot covers every SM, alarms, hold, polls and restart
   CHECK(sample_value(doc["smha_opensm_restarts"], "smha_opensm_restarts_total", json::object()) == 2.0);
   CHECK(sample_value(doc["smha_alarm_active"], "smha_alarm_active", {{"alarm", "unknown_sm"}}) == 1.0);
   CHECK(sample_value(doc["smha_hold_active"], "smha_hold_active", json::object()) == 1.0);
+}
+
+TEST_CASE("every alarm and failover cause is present from the start, at 0; build, start and reload times",
+          "[service][metrics]") {
+  PollStats polls;
+  FailoverStats f;
+  auto doc = parse_with_prometheus_client(control::render_prometheus(metrics_snapshot(status_fixture(), polls, f)));
+  REQUIRE_FALSE(doc.contains("error"));
+  for (const char* a : {"two_masters", "sm_key_mismatch", "ignore_other_sm", "local_sm_hung", "no_master",
+                        "handover_failed", "priority_mismatch", "priority_not_applied", "opensm_failed"})
+    CHECK(sample_value(doc["smha_alarm_active"], "smha_alarm_active", {{"alarm", a}}) == 0.0);
+  CHECK(sample_value(doc["smha_alarm_active"], "smha_alarm_active", {{"alarm", "unknown_sm"}}) == 1.0);
+  CHECK(sample_value(doc["smha_alarms_active"], "smha_alarms_active", json::object()) == 1.0);
+  for (const char* r : {"takeover", "handover", "preempt", "start"})
+    CHECK(sample_value(doc["smha_failovers"], "smha_failovers_total", {{"reason", r}}) == 0.0);
+  CHECK(sample_value(doc["smha_build_info"], "smha_build_info", {{"version", "1.2.3"}}) == 1.0);
+  // 2026-12-03T10:00:00.500Z and 11:30:00Z as Unix time.
+  CHECK(sample_value(doc["smha_start_time_seconds"], "smha_start_time_seconds", json::object()) ==
+        Approx(1796292000.5));
+  CHECK(sample_value(doc["smha_config_last_reload_success_timestamp_seconds"],
+                     "smha_config_last_reload_success_timestamp_seconds", json::object()) == Approx(1796297400.0));
+}
+
+TEST_CASE("the last takeover or handover: kind, reason, outcome and duration", "[service][metrics]") {
+  FailoverStats f;
+  const TimePoint t0{std::chrono::seconds(100)};
+  CHECK_FALSE(f.last_change());
+  auto started = ev("takeover_started", "master lost", "head02 silent 3 rounds", t0);
+  started.wall = std::chrono::system_clock::time_point(std::chrono::seconds(1796292000));
+  f.observe(started);
+  REQUIRE(f.last_change());
+  CHECK(f.last_change()->kind == "takeover");
+  CHECK(f.last_change()->reason == "master lost: head02 silent 3 rounds");
+  CHECK(f.last_change()->outcome == "running");
+  CHECK_FALSE(f.last_change()->duration_s);
+  f.observe(ev("takeover_done", "local SM is MASTER", "", t0 + 380ms));
+  CHECK(f.last_change()->outcome == "done");
+  REQUIRE(f.last_change()->duration_s);
+  CHECK(*f.last_change()->duration_s == Approx(0.38));
+  CHECK(f.last_change()->started == started.wall);
+  f.observe(ev("handover_started", "by request: push", "target head02", t0 + 60s));
+  f.observe(ev("handover_rolled_back", "no new master", "", t0 + 65s));
+  CHECK(f.last_change()->kind == "handover");
+  CHECK(f.last_change()->outcome == "rolled_back");
+  CHECK(*f.last_change()->duration_s == Approx(5.0));
+  f.observe(ev("handover_started", "preempt: preferred head takes mastership back", "", t0 + 90s));
+  CHECK(f.last_change()->kind == "preempt");
+  // A later done without a start does not touch a finished record.
+  f.observe(ev("handover_done", "handed over", "", t0 + 91s));
+  f.observe(ev("handover_done", "handed over", "", t0 + 99s));
+  CHECK(*f.last_change()->duration_s == Approx(1.0));
 }
 
 TEST_CASE("metrics served over loopback HTTP and written to the textfile", "[service][metrics]") {

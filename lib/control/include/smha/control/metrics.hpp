@@ -15,9 +15,13 @@
 //   smha_poll_rtt_seconds                histogram (_bucket{le}, _sum, _count)
 //   smha_missed_polls_total              counter
 //   smha_opensm_restarts_total           counter
-//   smha_alarm_active{alarm}             gauge 1 per active alarm
+//   smha_alarm_active{alarm}             gauge 1 per active alarm, 0 for every other known alarm
 //   smha_alarms_active                   gauge number of active alarms
 //   smha_hold_active                     gauge 1 while a maintenance hold is in force
+//   smha_build_info{version}             gauge 1 (absent if the version is unknown)
+//   smha_start_time_seconds              gauge smhad's start, Unix time
+//   smha_config_last_reload_success_timestamp_seconds  gauge the last successful load, Unix time
+//   (counters and labelled gauges carry every known label value from the start, at 0)
 #pragma once
 
 #include <cstdint>
@@ -58,7 +62,11 @@ struct MetricsSnapshot {
   uint64_t missed_polls = 0;
   uint64_t opensm_restarts = 0;
   std::vector<std::string> active_alarms;
+  std::vector<std::string> known_alarms;  // rendered at 0 unless active
   bool hold_active = false;
+  std::string version;                    // smha_build_info
+  std::optional<double> start_time;       // Unix seconds
+  std::optional<double> last_reload_success;  // Unix seconds
 };
 
 // Renders the snapshot. Label values are escaped (\\, \", \n); if `role` is not

@@ -27,7 +27,16 @@ void print_report(const CheckReport& report, std::ostream& err);
 int run_check_config(const std::string& path, OpensmRunner& runner, std::ostream& out,
                      std::ostream& err);
 
-// --print-opensm-conf / render-config: prints the rendered file (0) or the errors (1).
+// run_render_config's results.
+constexpr int kRenderOk = 0;       // printed; with diff: the file is up to date
+constexpr int kRenderError = 1;    // errors printed to `err`
+constexpr int kRenderDiffers = 2;  // with diff: the file at opensm.conf_path differs
+
+// --print-opensm-conf / render-config: prints the rendered file or the errors.
+// sm_priority is the value OpenSM runs with, not the configured one: the value
+// in the file at opensm.conf_path when it is one of this head's rendered values
+// (standby, master, yield, claim; doc/ha-engine.md "Rendered priorities"), else
+// the standby value smhad starts with; a "note:" line on `err` says which.
 // With `diff`, prints what would change versus the file at opensm.conf_path
 // (read through `fs`; a missing file diffs against empty) instead.
 int run_render_config(const std::string& path, OpensmRunner& runner, const FileSystem& fs,

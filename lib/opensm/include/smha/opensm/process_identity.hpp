@@ -4,6 +4,7 @@
 // clock ticks since boot) and the executable (/proc/<pid>/exe).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -30,6 +31,11 @@ Result<ProcessIdentity> read_process_identity(int pid, bool* ret_exe_deleted = n
 // Parses the `starttime` (field 22) out of a /proc/<pid>/stat line. The comm field
 // (2) may contain spaces and parentheses; fields are counted after the last ')'.
 Result<std::uint64_t> parse_proc_stat_start_time(std::string_view stat_line);
+
+// How long ago a process with `start_time` (field 22, clock ticks since boot)
+// started: CLOCK_BOOTTIME now minus start_time / _SC_CLK_TCK. Error "io" if the
+// clock cannot be read, "range" if the start lies in the future.
+Result<std::chrono::nanoseconds> process_age(std::uint64_t start_time);
 
 // The argv of a live process (/proc/<pid>/cmdline). Errors as read_process_identity.
 Result<std::vector<std::string>> read_process_cmdline(int pid);

@@ -92,7 +92,7 @@ struct SupervisorStatus {
   SupervisorState state = SupervisorState::Stopped;
   int pid = 0;                       // running (or stopping) process, else 0
   bool adopted = false;              // the running process was adopted, not spawned
-  std::optional<TimePoint> started_at;
+  std::optional<TimePoint> started_at;   // adopted: the process's real start (procfs), when known
   std::optional<TimePoint> next_start_at;  // Backoff
   int spawns = 0;                    // processes started by this supervisor
   int restarts = 0;                  // spawns that replaced an earlier process (spawned or adopted)
@@ -130,6 +130,9 @@ struct SupervisorOptions {
   std::function<void(int pid, std::string_view line)> on_line;
   // Identity of a live process; default read_process_identity (tests/sim inject).
   std::function<Result<ProcessIdentity>(int pid)> identify;
+  // How long ago an adopted process started (its uptime in status); default
+  // process_age of its start time. An error: uptime counted from the adoption.
+  std::function<Result<std::chrono::nanoseconds>(const ProcessIdentity&)> age;
   // Command line of a live process; default read_process_cmdline. Adoption
   // also requires the spec's `-F <conf>` and `-g <guid>` in it.
   std::function<Result<std::vector<std::string>>(int pid)> cmdline;

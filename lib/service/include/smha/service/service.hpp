@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -142,6 +143,26 @@ struct SmSighting {
   Duration rtt{};
   TimePoint at{};
 };
+// Which SM answers MASTER and since when, from the SMInfo answers seen (smctl
+// status "Master"). A change is stamped when the first answer shows it; so the
+// time is exact to a poll interval unless the SM was already MASTER at its
+// first answer after smhad started (`exact` false: "since at least").
+struct MasterRecord {
+  std::optional<Guid> guid;  // nullopt: the last master left MASTER, none since
+  TimePoint since{};
+  std::chrono::system_clock::time_point since_wall{};
+  bool exact = false;
+};
+class MasterWatch {
+ public:
+  void observe(const SmInfo& info, TimePoint now, std::chrono::system_clock::time_point wall);
+  const std::optional<MasterRecord>& current() const { return rec_; }
+
+ private:
+  std::optional<MasterRecord> rec_;
+  std::set<std::uint64_t> seen_not_master_;  // SMs seen in another state first
+};
+
 // Every SMInfo Get the poller made, for metrics: answered ones by round-trip
 // time (cumulative buckets, seconds), unanswered ones (after the transport's
 // retries) counted as missed.
@@ -189,6 +210,7 @@ class RecordingTransport final : public mad::MadTransport {
   std::optional<TargetRecord> last_query(const mad::Target& target) const;
   const PollStats& poll_stats() const { return *stats_; }
   std::optional<PortRecord> last_port_info(const mad::Target& target, std::uint8_t port) const;
+  const std::optional<MasterRecord>& master() const { return master_->current(); }
 
  private:
   mad::MadTransport& inner_;
@@ -200,6 +222,7 @@ class RecordingTransport final : public mad::MadTransport {
   std::shared_ptr<std::map<std::string, TargetRecord>> targets_ =
       std::make_shared<std::map<std::string, TargetRecord>>();
   std::shared_ptr<PollStats> stats_ = std::make_shared<PollStats>();
+  std::shared_ptr<MasterWatch> master_ = std::make_shared<MasterWatch>();
   std::shared_ptr<std::map<std::string, PortRecord>> ports_ =
       std::make_shared<std::map<std::string, PortRecord>>();
 };
@@ -248,6 +271,8 @@ class LogEventSink final : public agent::EventSink {
   const std::deque<EventRecord>& events() const { return events_; }
   // Active alarms: kind -> detail.
   const std::map<std::string, std::string>& alarms() const { return alarms_; }
+  // The last local SM transition; after an adoption at smhad start, the
+  // `adopted` event (the state OpenSM was found in, not an earlier run's cause).
   std::optional<EventRecord> last_transition() const { return last_transition_; }
 
   // Called with every new event after it is recorded (journal, long polls, metrics).
