@@ -24,22 +24,41 @@ std::string file_kind(unsigned mode) {
   return "not a regular file";
 }
 
-Result<std::string> read_regular_file(const std::string& path, std::size_t max_bytes, unsigned* mode) {
-  // O_NONBLOCK: opening a FIFO without a writer must not wait for one.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) {
+namespace {
+
+// An fd closed when it goes out of scope.
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Opens `path` for reading without blocking (O_NONBLOCK: opening a FIFO
+// without a writer must not wait for one) and checks that it is a regular file.
+Result<struct stat> open_regular(const std::string& path, Fd& out) {
+  out.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (out.fd < 0) {
     int e = errno;
     return make_error(e == ENOENT ? "not_found" : "io", std::string("open: ") + std::strerror(e));
   }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return make_error("io", std::string("fstat: ") + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) {
-    return make_error("not_file", "is " + file_kind(st.st_mode) + ", not a regular file");
-  }
+  if (::fstat(out.fd, &st) != 0) return make_error("io", std::string("fstat: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return make_error("not_file", "is " + file_kind(st.st_mode) + ", not a regular file");
+  return st;
+}
+
+}  // namespace
+
+Result<std::string> read_regular_file(const std::string& path, std::size_t max_bytes, unsigned* mode) {
+  Fd file;
+  auto opened = open_regular(path, file);
+  if (!opened) return opened.error();
+  const int fd = file.fd;
+  const struct stat st = opened.value();
   if (mode != nullptr) *mode = st.st_mode;
   if (static_cast<std::size_t>(st.st_size) > max_bytes) {
     return make_error("too_large", "is " + std::to_string(st.st_size) + " bytes, over the limit of " +
@@ -65,20 +84,11 @@ Result<std::string> read_regular_file(const std::string& path, std::size_t max_b
 
 Result<std::string> read_regular_file_tail(const std::string& path, std::size_t max_bytes, bool* ret_cut) {
   if (ret_cut != nullptr) *ret_cut = false;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) {
-    int e = errno;
-    return make_error(e == ENOENT ? "not_found" : "io", std::string("open: ") + std::strerror(e));
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return make_error("io", std::string("fstat: ") + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) {
-    return make_error("not_file", "is " + file_kind(st.st_mode) + ", not a regular file");
-  }
+  Fd file;
+  auto opened = open_regular(path, file);
+  if (!opened) return opened.error();
+  const int fd = file.fd;
+  const struct stat st = opened.value();
   const auto size = static_cast<std::size_t>(st.st_size);
   off_t at = 0;
   if (size > max_bytes) {
