@@ -171,6 +171,13 @@ def failover(scratch, root, debs, started):
     started.append(h1)
     h2 = Container(scratch, f"smha-a2-{os.getpid()}", root)
     started.append(h2)
+    # Both containers share the host's network namespace, and umad2sim names
+    # its abstract ctl socket after the client's PID: two containers booted
+    # alike hand out the same PIDs, and the second OpenSM (or smhad) fails
+    # with "sim_init: can't bind ctl socket". Head02's PIDs start far above
+    # head01's (nspawn keeps /proc/sys read-only, so ns_last_pid cannot be
+    # set: spend the PIDs). Test bed only: on hardware each head has its umad.
+    h2.sh("i=0; while [ $i -lt 2000 ]; do /bin/true; i=$((i+1)); done")
     for c in (h1, h2):
         install_deb(c, debs[0])
     key = "0x00000000c0ffee02"
