@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <tuple>
 #include <set>
 #include <sstream>
@@ -976,19 +978,56 @@ void Loader::cross_checks(const CheckedMap& top, Config& c) {
   }
 }
 
+// Records where each document starts; the node content is read by YAML::Load.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// Anything after the first document. YAML::LoadAll is not used: on a stray flow
+// indicator at document level (a lone ',' or ']') yaml-cpp 0.7 starts an empty
+// document at that token without consuming it, forever. At most two documents
+// are read here; a second one that does not start with '---' is such a token.
+std::optional<Diagnostic> trailing_content(const std::string& text, const std::string& file) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts docs;
+  if (!parser.HandleNextDocument(docs) || !parser.HandleNextDocument(docs) || docs.starts.size() < 2)
+    return std::nullopt;
+  const YAML::Mark& mark = docs.starts[1];
+  Position pos;
+  if (!mark.is_null()) pos = {mark.line + 1, mark.column + 1};
+  const auto at = static_cast<std::size_t>(std::max(mark.pos, 0));
+  if (text.compare(at, 3, "---") == 0)
+    return Diagnostic{file, pos, "", "a second YAML document ('---') would be ignored; the file must hold exactly one"};
+  std::string what = "end of file";
+  if (at < text.size()) {
+    const auto c = static_cast<unsigned char>(text[at]);
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x", c);
+    what = std::isprint(c) ? "'" + std::string(1, static_cast<char>(c)) + "'" : std::string("byte ") + hex;
+  }
+  return Diagnostic{file, pos, "", "YAML syntax error: unexpected " + what + " where the document should end"};
+}
+
 ConfigResult Loader::load(std::string_view text) {
   YAML::Node root;
   try {
-    auto docs = YAML::LoadAll(std::string(text));
-    if (docs.size() > 1) {
-      const auto mark = docs[1].Mark();
-      Position pos;
-      if (!mark.is_null()) pos = {mark.line + 1, mark.column + 1};
-      errors_.push_back({file_, pos, "",
-                         "a second YAML document ('---') would be ignored; the file must hold exactly one"});
+    const std::string whole(text);
+    if (auto extra = trailing_content(whole, file_)) {
+      errors_.push_back(std::move(*extra));
       return ConfigResult(std::move(errors_));
     }
-    if (!docs.empty()) root = docs[0];
+    root = YAML::Load(whole);
   } catch (const YAML::ParserException& ex) {
     Position pos;
     if (!ex.mark.is_null()) pos = {ex.mark.line + 1, ex.mark.column + 1};
