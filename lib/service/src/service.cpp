@@ -46,8 +46,11 @@ AsioScheduler::~AsioScheduler() {
 agent::Scheduler::TimerId AsioScheduler::schedule_at(TimePoint when, std::function<void()> fn) {
   const TimerId id = next_++;
   auto timer = std::make_unique<boost::asio::steady_timer>(io_);
-  const auto delay = when - clock_.now();
-  timer->expires_after(std::max(Duration::zero(), delay));
+  // Map `when` onto the steady clock the timer runs on, without clamping a past
+  // time to "now": a timer already due stays earlier than a later one armed
+  // before it, so timers fire in the order of their times even when the loop
+  // was slow to arm them (a clamp once fired {3, 1, 0} under load).
+  timer->expires_at(std::chrono::steady_clock::now() + (when - clock_.now()));
   timer->async_wait([this, id, fn = std::move(fn)](const boost::system::error_code& ec) {
     if (ec) return;  // cancelled; the entry is already gone
     auto it = timers_.find(id);

@@ -15,6 +15,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -87,6 +89,23 @@ TEST_CASE("AsioScheduler fires timers in time order and not after cancel") {
   CHECK(fired == std::vector<int>{0, 1, 3});
   CHECK(sched.pending() == 0);
   CHECK(clock.now() - now >= 30ms);
+}
+
+TEST_CASE("AsioScheduler keeps time order when the loop arms timers late") {
+  // A loop that is late arming timers (a busy machine) must not reorder them:
+  // a time already past stays earlier than a later time armed before it.
+  boost::asio::io_context io;
+  SteadyClock clock;
+  AsioScheduler sched(io, clock);
+  std::vector<int> fired;
+  const auto now = clock.now();
+  sched.schedule_at(now + 30ms, [&] { fired.push_back(3); });
+  // The late loop: arm the next timers only once now + 30 ms has passed.
+  std::this_thread::sleep_until(now + 40ms);
+  sched.schedule_at(now + 10ms, [&] { fired.push_back(1); });
+  sched.schedule_at(now - 5ms, [&] { fired.push_back(0); });
+  io.run();
+  CHECK(fired == std::vector<int>{0, 1, 3});
 }
 
 TEST_CASE("map_config maps the failover policy and polls only peers with a LID") {
