@@ -200,8 +200,25 @@ void MastershipWindow::event(const EventRecord& e) {
 json MastershipWindow::summary() const {
   json plan = json::array();
   for (const auto& g : plan_) plan.push_back(name(g));
-  return json{{"plan", plan},          {"masters_seen", masters_}, {"sweeps", sweeps_},
-              {"sminfo_answers", answers_}, {"port_samples", port_samples_}};
+  // Each SM's ActCount as last seen and its median rate as STANDBY (per second).
+  json act = json::object();
+  for (const auto& [g, t] : rates_.all()) {
+    if (!t.last) continue;
+    std::vector<double> r = t.rates;
+    double median = 0;
+    if (!r.empty()) {
+      std::nth_element(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(r.size() / 2), r.end());
+      median = r[r.size() / 2];
+    }
+    act[name(Guid{g})] = {{"act_count", t.last->act_count}, {"state", std::string(to_string(t.last->state))},
+                          {"standby_rate_per_s", std::lround(median)}, {"rate_samples", t.rates.size()}};
+  }
+  return json{{"plan", plan},
+              {"masters_seen", masters_},
+              {"sweeps", sweeps_},
+              {"act_counts", act},
+              {"sminfo_answers", answers_},
+              {"port_samples", port_samples_}};
 }
 
 }  // namespace smha::service

@@ -67,6 +67,7 @@ class ActCountRates {
   // rate sample unless `sample` is false (a sweep is no sample).
   void record(const SmInfo& info, TimePoint received, bool sample = true);
   const Track* find(Guid g) const;
+  const std::map<std::uint64_t, Track>& all() const { return sms_; }
 
  private:
   std::map<std::uint64_t, Track> sms_;
