@@ -646,6 +646,19 @@ TEST_CASE("a drill fails on a mastership of the peer shorter than a poll round",
   // ... while head01's OpenSM logged no state change at all.
   CHECK(read_file(h1.opensm_log()).substr(mark1).find("Entering ") == std::string::npos);
 
+  // `smctl handover` replies with the same verdict: a clean push to head02 is
+  // done, and its data lists the plan and the masters seen.
+  REQUIRE(wait_status(fabric, h1, guard, [](const json& j) {
+    return local_master(j) && j["role"] == "master" && j["peers"][0]["state"] == "STANDBY";
+  }, 20s, &s1));
+  const auto ho = fabric.run("Hca4", {SMHA_SMCTL, "handover", "--json", "--to", "head02", "--socket", h1.socket()}, 30s);
+  INFO("handover: " << ho.out << ho.err);
+  CHECK(ho.exit_code == 0);
+  const json hj = json::parse(ho.out);
+  CHECK(hj["data"]["outcome"] == "done");
+  CHECK(hj["data"]["mastership"]["plan"] == json::array({"head01 (this head)", "head02"}));
+  CHECK(hj["data"]["mastership"]["masters_seen"].back()["name"] == "head02");
+
   fabric.stop_process(h1.pidx, SIGTERM);
   fabric.stop_process(h2.pidx, SIGTERM);
 }
