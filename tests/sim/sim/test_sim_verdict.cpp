@@ -8,6 +8,7 @@
 // nothing: only the peer's ActCount between two STANDBY answers does.
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <memory>
 
@@ -143,4 +144,70 @@ TEST_CASE("Verdict: the peer MASTER for 25 ms between two rounds fails the drill
                                            Catch::Contains("it was MASTER or DISCOVERING in between"));
     std::printf("sim verdict (seed %llu): %s\n", static_cast<unsigned long long>(seed), d.window->violation()->c_str());
   }
+}
+
+TEST_CASE("Verdict: the failover target handing mastership on to a third head fails the drill",
+          "[sim][drill][verdict]") {
+  ClusterParams p;
+  p.heads = 3;
+  p.observer_interval = Duration{0};
+  Cluster c(7, p);
+  std::shared_ptr<MastershipWindow> window;
+  service::ActCountRates rates;
+  int m = -1;
+  for (int i = 0; i < 3; ++i) {
+    Cluster::Tap tap;
+    tap.sminfo = [&, i](const SmInfo& info, TimePoint sent, TimePoint received, const std::string& via) {
+      if (i != m) return;
+      if (window) window->sminfo(info, sent, received, via);
+      else rates.record(info, received);
+    };
+    tap.local_port = [&, i](const mad::PortInfo& pi, TimePoint sent, TimePoint received) {
+      if (i == m && window) window->local_port(pi.lid, pi.sm_lid, sent, received);
+    };
+    c.set_tap(i, tap);
+  }
+  auto role = [&](int i) { return c.agent(i)->status().role; };
+  auto state = [&](int i) { return c.fabric().sm(c.head(i))->state; };
+  c.start_all_smhad();
+  REQUIRE(c.run_until([&] {
+    int masters = 0, standbys = 0;
+    for (int i = 0; i < 3; ++i) {
+      if (!c.fabric().sm(c.head(i))) return false;
+      masters += state(i) == SmState::Master && role(i) == sm::Role::Master;
+      standbys += state(i) == SmState::Standby && role(i) == sm::Role::Standby;
+    }
+    return masters == 1 && standbys == 2;
+  }, 10s));
+  for (int i = 0; i < 3; ++i)
+    if (state(i) == SmState::Master) m = i;
+  c.run_for(1s);
+  std::vector<MastershipWindow::Head> peers;
+  for (int i = 0; i < 3; ++i)
+    if (i != m) peers.push_back({c.fabric().guid(c.head(i)), c.fabric().name(c.head(i)), c.fabric().lid(c.head(i))});
+  window = std::make_shared<MastershipWindow>(c.fabric().guid(c.head(m)), c.fabric().name(c.head(m)), peers, c.now(),
+                                              rates);
+  c.agent(m)->request_handover(std::nullopt);  // the engine picks the best standby
+  const auto target = c.agent(m)->status().handover_target;
+  REQUIRE(target);
+  window->set_target(*target);
+  const int t = c.head_of(*target);
+  const int third = 3 - m - t;
+  REQUIRE(c.run_until([&] { return state(t) == SmState::Master && role(m) == sm::Role::Standby; }, 5s));
+  CHECK_FALSE(window->violation());
+  // The third head's OpenSM is raised above the new master behind its smhad's
+  // back (its smhad is down): the new master's next light sweep finds it higher
+  // and hands mastership on.
+  c.crash_smhad(third);
+  REQUIRE(c.fabric().fs(c.head(third)).write_atomic("/etc/opensm/opensm.conf",
+                                                    agent::render_minimal_conf(p.opensm_conf, 15), 0644).ok());
+  REQUIRE(c.fabric().signal_opensm(c.head(third), SIGHUP));
+  REQUIRE(c.run_until([&] { return state(third) == SmState::Master; }, 15s));
+  c.run_for(500ms);
+  INFO(window->summary().dump());
+  REQUIRE(window->violation());
+  CHECK_THAT(*window->violation(), Catch::Contains(c.fabric().name(c.head(third)) + " was MASTER") &&
+                                       Catch::Contains("the planned master then was " +
+                                                       c.fabric().name(c.head(t))));
+  std::printf("sim verdict, bounce to a third head: %s\n", window->violation()->c_str());
 }
