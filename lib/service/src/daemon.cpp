@@ -109,6 +109,17 @@ class Daemon final : public DrillHost {
   void request_handover(std::optional<Guid> target) override { agent_->request_handover(target); }
   bool handover_running() const override { return handover_running_; }
   const LogEventSink& events() const override { return sink_; }
+  std::shared_ptr<MastershipWindow> open_window() override {
+    std::vector<MastershipWindow::Head> heads;
+    for (const auto& p : config_.peers) heads.push_back({p.port_guid, p.name, p.lid});
+    window_ =
+        std::make_shared<MastershipWindow>(own_guid_, config_.node_name, std::move(heads), clock_.now(), rates_);
+    return window_;
+  }
+  void close_window() override {
+    if (window_) rates_ = window_->rates();
+    window_.reset();
+  }
 
  private:
   PriorityRenderer make_renderer(const config::Config& c) const {
@@ -193,6 +204,10 @@ class Daemon final : public DrillHost {
   std::unique_ptr<boost::asio::steady_timer> osm_log_timer_;
   Duration osm_log_interval_{};
   std::string osm_log_state_ = "UNKNOWN";  // the last state the log showed
+  // The handover's or drill's window, fed with every SMInfo and local PortInfo
+  // answer while one runs (they never run at once).
+  std::shared_ptr<MastershipWindow> window_;
+  ActCountRates rates_;  // every SM's ActCount rate as STANDBY, for each window's start
 };
 
 // One smhad per state_dir (and so per OpenSM): an exclusive flock on
@@ -251,6 +266,14 @@ bool Daemon::init() {
   umad_ = std::move(port).value();
   own_guid_ = config_.port.port_guid.value_or(umad_->local_port().port_guid);
   mad_ = std::make_unique<RecordingTransport>(*umad_, clock_, hold_, options_.observe);
+  mad_->set_taps(
+      [this](const SmInfo& info, TimePoint sent, TimePoint received, const std::string& via) {
+        if (window_) window_->sminfo(info, sent, received, via);
+        else rates_.record(info, received);
+      },
+      [this](const mad::PortInfo& pi, TimePoint sent, TimePoint received) {
+        if (window_) window_->local_port(pi.lid, pi.sm_lid, sent, received);
+      });
   sched_ = std::make_unique<AsioScheduler>(io_, clock_);
 
   auto mapped = map_config(config_, own_guid_, &unaddressed_);
@@ -838,35 +861,34 @@ void Daemon::handover(const control::Call& call, control::Responder respond) {
   handover_running_ = true;
   sink_.note("HANDOVER_REQUEST", target ? "to " + to_string(*target) : "to the best standby",
              "uid " + std::to_string(call.peer.uid));
+  // The same verdict as the drill's (MastershipWindow): the plan is this head,
+  // then the engine's target; anything else seen in the window fails the reply.
+  auto window = open_window();
+  if (target) window->set_target(*target);
   agent_->request_handover(target);
+  if (const auto t = agent_->status().handover_target) window->set_target(*t);
   const TimePoint t0 = clock_.now();
   const TimePoint deadline = t0 + agent_->config().policy.handover_bound + seconds(2);
   auto timer = std::make_shared<boost::asio::steady_timer>(io_);
   auto check = std::make_shared<std::function<void()>>();
   auto responder = std::make_shared<control::Responder>(std::move(respond));
-  *check = [this, timer, check, responder, first_seq, t0, deadline] {
+  auto seen = std::make_shared<std::uint64_t>(first_seq);
+  auto outcome = std::make_shared<std::string>();
+  *check = [this, timer, check, responder, seen, outcome, window, t0, deadline] {
     const TimePoint now = clock_.now();
     const double ms = std::chrono::duration<double, std::milli>(now - t0).count();
     // Done only when the engine says so: the target answers MASTER at the
-    // master value, so OpenSM's election cannot hand mastership back. A
-    // return of this head to MASTER after it left is a flip-back.
-    std::string outcome;
-    bool left_master = false, log_left = false;
+    // master value, so OpenSM's election cannot hand mastership back.
     for (const auto& e : sink_.events()) {
-      if (e.seq <= first_seq) continue;
-      if (e.kind == "handover_done" && outcome.empty()) outcome = "done";
-      if (e.kind == "handover_rolled_back" || e.kind == "handover_rejected") outcome = e.kind + ": " + e.reason;
-      if (e.kind == "alarm" && e.reason == "two_masters") outcome = "two MASTERs seen: " + e.evidence;
-      if (e.kind == "transition" && e.reason.rfind("MASTER->", 0) == 0) left_master = true;
-      else if (e.kind == "transition" && left_master && e.reason.ends_with("->MASTER"))
-        outcome = "flipped back: this head became MASTER again (" + e.reason + ")";
-      // OpenSM's own log also holds a mastership shorter than a poll round.
-      if (e.kind == "opensm_state" && !e.reason.ends_with("->MASTER")) log_left = true;
-      else if (e.kind == "opensm_state" && log_left)
-        outcome = "flipped back: this head's OpenSM was MASTER again (" + e.evidence + ")";
+      if (e.seq <= *seen) continue;
+      *seen = e.seq;
+      window->event(e);
+      if (e.kind == "handover_done" && outcome->empty()) *outcome = "done";
+      if (e.kind == "handover_rolled_back" || e.kind == "handover_rejected") *outcome = e.kind + ": " + e.reason;
     }
+    if (const auto& v = window->violation()) *outcome = *v;
     const auto es = agent_->status();
-    if (outcome.empty() && now < deadline && responder->client_connected()) {
+    if (outcome->empty() && now < deadline && responder->client_connected()) {
       timer->expires_after(std::chrono::milliseconds(50));
       timer->async_wait([check](const boost::system::error_code& ec) {
         if (!ec) (*check)();
@@ -874,12 +896,15 @@ void Daemon::handover(const control::Call& call, control::Responder respond) {
       return;
     }
     handover_running_ = false;
-    json data{{"duration_ms", ms}, {"master", es.master ? json(to_string(*es.master)) : json(nullptr)}};
-    if (outcome == "done") {
+    if (window_ == window) close_window();
+    json data{{"duration_ms", ms},
+              {"master", es.master ? json(to_string(*es.master)) : json(nullptr)},
+              {"mastership", window->summary()}};
+    if (*outcome == "done") {
       data["outcome"] = "done";
       (*responder)(Reply::ok(data, "handover done in " + std::to_string(static_cast<int>(ms)) + " ms"));
     } else {
-      data["outcome"] = outcome.empty() ? "timeout" : outcome;
+      data["outcome"] = outcome->empty() ? "timeout" : *outcome;
       (*responder)(Reply::failure(ResultCode::Error, "handover failed: " + data["outcome"].get<std::string>(), data));
     }
     *check = nullptr;  // break the cycle

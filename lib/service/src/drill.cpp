@@ -70,19 +70,9 @@ struct DrillRunner::Run {
   json legs = json::array();
   std::vector<std::string> alarms;
   std::string failure;  // a leg that failed
-  // Mastership over the whole window, as this head sees it: the local SM's
-  // state changes (every one a poll round saw is a journal transition) and the
-  // master each round saw. Once a leg moved mastership, its coming back before
-  // the next leg (or after the failback) is a flip-back and fails the drill.
-  bool left_master = false;      // failover: the local SM left MASTER
-  bool regained_master = false;  // failback: the local SM is MASTER again
-  // The same from OpenSM's own log ("opensm_state" events), which also holds a
-  // mastership shorter than a poll round. Kept apart from the rounds' view: the
-  // log is read once per poll interval, so its lines may arrive a leg late.
-  // Expected over the whole window: MASTER, left once, MASTER once more.
-  bool log_left = false;
-  bool log_regained = false;
-  std::string flip;              // the first flip-back seen
+  // Who was MASTER over the whole window, on every head, as far as this head
+  // can see (MastershipWindow): the first break of the plan fails the drill.
+  std::shared_ptr<MastershipWindow> window;
 };
 
 DrillRunner::DrillRunner(boost::asio::io_context& io, DrillHost& host, const Clock& clock, DrillOptions options)
@@ -130,7 +120,12 @@ void DrillRunner::start(const json& params, uid_t uid, std::function<void(Reply)
   run_->seen_seq = ev.empty() ? 0 : ev.back().seq;
   run_->started = run_->phase_started = clock_.now();
   spdlog::info("DRILL_START to={} uid={}", to.value_or("best standby"), uid);
+  run_->window = host_.open_window();
+  if (run_->target) run_->window->set_target(*run_->target);
   host_.request_handover(run_->target);
+  // The engine chose the target (the highest-ranked live standby): a master
+  // other than that one is a bounce, even if it is a configured head.
+  if (const auto t = host_.engine().handover_target) run_->window->set_target(*t);
   timer_.expires_after(options_.check_interval);
   timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) step();
@@ -148,47 +143,11 @@ void DrillRunner::step() {
     if (e.seq <= r.seen_seq) continue;
     r.seen_seq = e.seq;
     if (e.kind == "alarm") r.alarms.push_back(e.reason);
-    if (e.kind == "alarm" && e.reason == "two_masters" && r.flip.empty())
-      r.flip = "two MASTERs seen: " + e.evidence;
-    if (e.kind == "transition") {
-      const auto arrow = e.reason.find("->");
-      const std::string from = arrow == std::string::npos ? "" : e.reason.substr(0, arrow);
-      const std::string to = arrow == std::string::npos ? "" : e.reason.substr(arrow + 2);
-      const bool failover = r.phase == Run::Phase::Failover || r.phase == Run::Phase::Settle1;
-      if (failover && from == "MASTER") r.left_master = true;
-      else if (failover && to == "MASTER" && r.left_master && r.flip.empty())
-        r.flip = "failover: this head became MASTER again before the failback (" + e.reason + ")";
-      if (!failover && to == "MASTER") r.regained_master = true;
-      else if (!failover && from == "MASTER" && r.regained_master && r.flip.empty())
-        r.flip = "failback: this head left MASTER again (" + e.reason + ")";
-    }
-    if (e.kind == "opensm_state") {
-      const bool to_master = e.reason.ends_with("->MASTER");
-      const bool failover = r.phase == Run::Phase::Failover || r.phase == Run::Phase::Settle1;
-      if (!to_master && !r.log_left) {
-        r.log_left = true;
-      } else if (to_master && r.log_left && !r.log_regained) {
-        if (failover && r.flip.empty())
-          r.flip = "failover: this head's OpenSM was MASTER again before the failback (" + e.evidence + ")";
-        r.log_regained = true;
-      } else if (!to_master && r.log_regained && r.flip.empty()) {
-        r.flip = "this head's OpenSM left MASTER again after regaining it (" + e.evidence + ")";
-      } else if (to_master && r.log_regained && r.flip.empty()) {
-        r.flip = "this head's OpenSM entered MASTER twice (" + e.evidence + ")";
-      }
-    }
+    r.window->event(e);
     if (e.kind == "handover_rolled_back" || e.kind == "handover_rejected") leg_error = e.kind + ": " + e.reason;
   }
   const auto es = host_.engine();
-  if (r.flip.empty() && r.new_master && es.master) {
-    const bool failover = r.phase == Run::Phase::Failover || r.phase == Run::Phase::Settle1;
-    if (failover && *es.master == own)
-      r.flip = "failover: mastership flipped back to this head before the failback";
-    if (!failover && *es.master == own) r.regained_master = true;
-    if (!failover && r.regained_master && *es.master == *r.new_master)
-      r.flip = "failback: mastership flipped back to " + to_string(*r.new_master);
-  }
-  if (!r.flip.empty()) return finish(false, r.flip);
+  if (const auto& v = r.window->violation()) return finish(false, *v);
   const double elapsed = ms_since(r.phase_started);
   const auto leg_limit = r.phase == Run::Phase::Failover || r.phase == Run::Phase::Failback ? options_.leg_timeout
                                                                                             : options_.settle_timeout;
@@ -208,6 +167,7 @@ void DrillRunner::step() {
       if (es.role == sm::Role::Standby && es.local_state == SmState::Standby && es.master == r.new_master) {
         r.legs.back()["settle_ms"] = elapsed;
         next_phase(Run::Phase::Failback);
+        r.window->plan_failback(clock_.now());
         host_.request_handover(std::nullopt);
       }
       break;
@@ -276,8 +236,10 @@ void DrillRunner::step() {
 
 void DrillRunner::finish(bool pass, const std::string& why) {
   auto run = std::move(run_);
+  host_.close_window();
   const double total = ms_since(run->started);
-  json data{{"verdict", pass ? "pass" : "fail"}, {"legs", run->legs}, {"total_ms", total}, {"alarms", run->alarms}};
+  json data{{"verdict", pass ? "pass" : "fail"}, {"legs", run->legs},           {"total_ms", total},
+            {"alarms", run->alarms},             {"mastership", run->window->summary()}};
   if (!why.empty()) data["reason"] = why;
   std::string text = pass ? "drill passed" : "drill FAILED: " + why;
   for (const auto& l : run->legs)

@@ -273,14 +273,17 @@ void RecordingTransport::get_sminfo(const mad::Target& target, const mad::Reques
   std::weak_ptr<std::map<std::string, TargetRecord>> targets = targets_;
   std::weak_ptr<PollStats> stats = stats_;
   std::weak_ptr<MasterWatch> master = master_;
+  std::weak_ptr<Taps> taps = taps_;
   const Clock* clock = &clock_;
+  const TimePoint sent = clock_.now();
   inner_.get_sminfo(target, opts,
-                    [seen, targets, stats, master, clock, key = target_key(target),
+                    [seen, targets, stats, master, taps, clock, sent, key = target_key(target),
                      done = std::move(done)](Result<mad::SmInfoReply> r) {
                       auto s = seen.lock();
                       auto t = targets.lock();
                       if (s && t) {
                         const TimePoint now = clock->now();
+                        if (auto tp = taps.lock(); tp && tp->sminfo && r.ok()) tp->sminfo(r.value().info, sent, now, key);
                         TargetRecord rec;
                         rec.at = now;
                         rec.answered = r.ok();
@@ -313,13 +316,19 @@ void RecordingTransport::get_port_info(const mad::Target& target, std::uint8_t p
                                        const mad::RequestOptions& opts,
                                        mad::PortInfoCallback done) {
   std::weak_ptr<std::map<std::string, PortRecord>> ports = ports_;
+  std::weak_ptr<Taps> taps = taps_;
   const Clock* clock = &clock_;
+  const TimePoint sent = clock_.now();
+  const auto* dr = std::get_if<DrPath>(&target);
+  const bool local = dr != nullptr && dr->hops.empty();
   inner_.get_port_info(target, port, opts,
-                       [ports, clock, key = port_key(target, port),
+                       [ports, taps, clock, sent, local, key = port_key(target, port),
                         done = std::move(done)](Result<mad::PortInfoReply> r) {
                          if (auto p = ports.lock()) {
                            PortRecord& rec = (*p)[key];
                            rec.at = clock->now();
+                           if (auto tp = taps.lock(); tp && tp->local_port && local && r.ok())
+                             tp->local_port(r.value().info, sent, rec.at);
                            rec.answered = r.ok();
                            if (r.ok()) {
                              rec.info = r.value().info;

@@ -25,8 +25,49 @@ struct Cluster::Sink final : agent::EventSink {
   }
 };
 
+namespace {
+
+// Passes every call to the fabric's transport and reports the answers to a tap.
+class TapTransport final : public mad::MadTransport {
+ public:
+  TapTransport(mad::MadTransport& inner, const EventQueue& q, const Cluster::Tap& tap)
+      : inner_(inner), q_(q), tap_(tap) {}
+  void get_sminfo(const mad::Target& target, const mad::RequestOptions& opts, mad::SmInfoCallback done) override {
+    const TimePoint sent = q_.now();
+    std::string via = std::holds_alternative<Lid>(target) ? "lid:" + std::to_string(std::get<Lid>(target).value)
+                                                          : "dr:" + to_string(std::get<DrPath>(target));
+    inner_.get_sminfo(target, opts, [this, sent, via, done = std::move(done)](Result<mad::SmInfoReply> r) {
+      if (r.ok() && tap_.sminfo) tap_.sminfo(r.value().info, sent, q_.now(), via);
+      done(std::move(r));
+    });
+  }
+  void set_sminfo(const mad::Target& target, SmInfoModifier mod, const SmInfo& payload,
+                  const mad::RequestOptions& opts, mad::SmInfoCallback done) override {
+    inner_.set_sminfo(target, mod, payload, opts, std::move(done));
+  }
+  void get_port_info(const mad::Target& target, std::uint8_t port, const mad::RequestOptions& opts,
+                     mad::PortInfoCallback done) override {
+    const TimePoint sent = q_.now();
+    const auto* dr = std::get_if<DrPath>(&target);
+    const bool local = dr != nullptr && dr->hops.empty();
+    inner_.get_port_info(target, port, opts, [this, sent, local, done = std::move(done)](Result<mad::PortInfoReply> r) {
+      if (r.ok() && local && tap_.local_port) tap_.local_port(r.value().info, sent, q_.now());
+      done(std::move(r));
+    });
+  }
+
+ private:
+  mad::MadTransport& inner_;
+  const EventQueue& q_;
+  const Cluster::Tap& tap_;
+};
+
+}  // namespace
+
 struct Cluster::Head {
   NodeId node = 0;
+  Tap tap;
+  std::unique_ptr<TapTransport> tapped;
   agent::AgentConfig cfg;
   std::unique_ptr<agent::ProcessOpensmControl> control;
   std::unique_ptr<agent::Agent> agent;
@@ -111,8 +152,10 @@ void Cluster::start_smhad(int i) {
       fabric_.runner(h.node), fabric_.fs(h.node), fabric_.queue(), launch,
       [conf](std::uint8_t prio) { return agent::render_minimal_conf(conf, prio); });
   if (auto sm = fabric_.sm(h.node)) (void)h.control->adopt(sm->pid, sm->priority);
-  h.agent = std::make_unique<agent::Agent>(h.cfg, fabric_.queue(), fabric_.transport(h.node),
-                                           *h.control, h.sink);
+  // One per head for the cluster's life: the fabric may still answer a query
+  // of an smhad that crashed.
+  if (!h.tapped) h.tapped = std::make_unique<TapTransport>(fabric_.transport(h.node), fabric_.queue(), h.tap);
+  h.agent = std::make_unique<agent::Agent>(h.cfg, fabric_.queue(), *h.tapped, *h.control, h.sink);
   const NodeId node = h.node;
   Fabric* f = &fabric_;
   h.agent->set_local_stopped([f, node] {
@@ -121,6 +164,8 @@ void Cluster::start_smhad(int i) {
   });
   h.agent->start();
 }
+
+void Cluster::set_tap(int i, Tap tap) { heads_[i]->tap = std::move(tap); }
 
 void Cluster::start_all_smhad() {
   for (int i = 0; i < heads(); ++i) start_smhad(i);

@@ -264,7 +264,7 @@ struct Fabric::Impl {
         });
         return;
       }
-      sm->act_count += 2 * static_cast<std::uint32_t>(nodes.size());
+      sm->act_count += sweep_smps(2);
       for (std::size_t i = 0; i < nodes.size(); ++i) {
         if (static_cast<NodeId>(i) == sm->node || !nodes[i]->sm) continue;
         auto r = sm_query(*sm, static_cast<NodeId>(i));
@@ -277,6 +277,13 @@ struct Fabric::Impl {
         if (sm->gen == g) enter_master(sm);  // DISCOVERY_COMPLETED
       });
     });
+  }
+
+  // SMPs one sweep sends (OpenSM's ActCount counts them): `per_node` per node
+  // plus a PortInfo for each of the switch's 36 ports. A STANDBY sends only
+  // its SMInfo answers and polls, so a sweep stands out in its ActCount.
+  std::uint32_t sweep_smps(std::uint32_t per_node) const {
+    return per_node * static_cast<std::uint32_t>(nodes.size()) + 36;
   }
 
   void enter_standby(const SmPtr& sm, Guid master) {
@@ -316,7 +323,7 @@ struct Fabric::Impl {
     sm->state = SmState::Master;
     point_ports_at(*sm);
     const auto g = ++sm->gen;
-    sm->act_count += 4 * static_cast<std::uint32_t>(nodes.size());
+    sm->act_count += sweep_smps(4);
     // The first master sweep ends like every heavy sweep: hand over if a higher
     // SM is known (two masters after a HANDOVER to a standby last ~25 ms).
     heavy_sweep(sm);
@@ -370,7 +377,7 @@ struct Fabric::Impl {
     sm->sweep_until = std::max(sm->sweep_until, q.now() + params.sm.handover_sweep);
     sm_timer(sm, params.sm.handover_sweep, [this, sm, g] {
       if (sm->gen != g || sm->state != SmState::Master) return;
-      sm->act_count += 2 * static_cast<std::uint32_t>(nodes.size());
+      sm->act_count += sweep_smps(2);
       if (!nodes[sm->node]->link) {
         begin_discovery(sm);
         return;
@@ -784,6 +791,13 @@ bool Fabric::signal_opensm(NodeId n, int sig) {
   const auto& sm = impl_->nodes[n]->sm;
   if (!sm) return false;
   return impl_->kill(n, sm->pid, sig).ok();
+}
+
+bool Fabric::stray_handover(NodeId n) {
+  const auto& sm = impl_->nodes[n]->sm;
+  if (!sm || sm->stopped || sm->state != SmState::Standby) return false;
+  impl_->receive_handover(sm);
+  return true;
 }
 
 std::uint64_t Fabric::sets_to_master() const { return impl_->sets_to_master; }

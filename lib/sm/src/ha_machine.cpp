@@ -157,6 +157,7 @@ EngineStatus HaMachine::status() const {
   if (local_) s.local_state = local_state_;
   s.rendered_priority = rendered_;
   s.master = master_seen_;
+  if (role_ == Role::HandingOver) s.handover_target = handover_target_;
   s.required_rounds = required_rounds();
   s.round_miss_estimate = round_miss_estimate();
   s.alarms = alarms_;

@@ -551,3 +551,114 @@ TEST_CASE("planned drill, metrics, persisted events and events --follow under tw
   CHECK(std::filesystem::exists(h1.state_dir() + "/events.jsonl"));
   fabric.stop_process(h1.pidx, SIGTERM);
 }
+
+// Issue 11 item 2: the drill's verdict covers every head. During the drill's
+// stable phase (after the failback) a stray SubnSet(SMInfo, HANDOVER) from a
+// third node (`sminfo -s 3 <lid> 1`) makes head02's STANDBY OpenSM MASTER at
+// once; its sweep finds head01 higher and hands mastership back (~25 ms, less
+// than a poll round; head01's OpenSM stays MASTER and logs no state change).
+// The drill must fail, naming head02. Before, the verdict read only head01's
+// own state changes and OpenSM log, which show nothing of it.
+TEST_CASE("a drill fails on a mastership of the peer shorter than a poll round", "[ibsim][smhad][drill]") {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;
+  const int boot = fabric.start_opensm("Hca3", 0);
+  REQUIRE(fabric.wait_subnet_up(boot, 20s));
+  const auto hca1 = fabric.node_port("Hca1");
+  const auto hca2 = fabric.node_port("Hca2");
+  REQUIRE(hca1);
+  REQUIRE(hca2);
+  REQUIRE(hca1->lid != 0);
+  REQUIRE(hca2->lid != 0);
+  fabric.stop_opensm(boot);
+
+  Head h1{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
+  Head h2{"head02", "Hca2", hca2->port_guid, fabric.scratch_dir() + "/head02"};
+  write_config(h1, 10, {{"head02", hca2->port_guid, hca2->lid}});
+  // head02's smhad polls once a second, so it (almost) never catches its own
+  // OpenSM's few milliseconds as MASTER and restarts it as the lower-ranked of
+  // two masters: what is left to see is on head01's side of the fabric.
+  SmhadOptions slow;
+  slow.poll_interval_ms = 1000;
+  write_smhad_config(h2, {{"head01", hca1->port_guid, hca1->lid}}, slow);
+  const std::vector<std::pair<std::string, std::string>> shim{{"LD_PRELOAD", umad_timeout_shim_preload()}};
+  start_smhad(fabric, h1, SMHA_SMHAD, shim, &guard);
+  json s1, s2;
+  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
+    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
+  start_smhad(fabric, h2, SMHA_SMHAD, shim, &guard);
+  REQUIRE(wait_status(fabric, h1, guard, [](const json& j) {
+    return local_master(j) && j["peers"][0]["state"] == "STANDBY" && j["peers"][0]["last_poll_answered"] == true;
+  }, 30s, &s1));
+  REQUIRE(wait_status(fabric, h2, guard, [](const json& j) { return j["role"] == "standby"; }, 10s, &s2));
+  // A drill is refused while an alarm is active (e.g. the start's priority checks).
+  REQUIRE(wait_status(fabric, h1, guard, [](const json& j) { return j["alarms"].empty(); }, 20s, &s1));
+  // head01 knows head02's ActCount rate as STANDBY (10 rounds): a sweep is
+  // judged against it (doc/ha-engine.md).
+  const auto rounds0 = s1["rounds"].get<std::uint64_t>();
+  REQUIRE(wait_status(fabric, h1, guard, [&](const json& j) { return j["rounds"].get<std::uint64_t>() >= rounds0 + 10; },
+                      10s, &s1));
+
+  auto done_pulls = [&](std::uint64_t after) {
+    int n = 0;
+    if (auto ev = smhad_events(h1, 200))
+      for (const auto& e : *ev)
+        n += e["seq"].get<std::uint64_t>() > after && e["kind"] == "handover_done" &&
+             e["reason"] == "took over by request";
+    return n;
+  };
+  std::uint64_t mark = 0;
+  if (auto ev = smhad_events(h1, 1); ev && !ev->empty()) mark = ev->back()["seq"].get<std::uint64_t>();
+  const int drill = fabric.spawn("Hca4", {SMHA_SMCTL, "drill", "--json", "--to", "head02", "--socket", h1.socket()});
+  // Failover, then failback (the pull's handover_done), then head02 seen STANDBY again.
+  const bool failed_back = wait_for([&] { return done_pulls(mark) == 1; }, 30s) &&
+                           wait_status(fabric, h1, guard, [](const json& j) {
+                             return local_master(j) && j["role"] == "master" && j["peers"][0]["state"] == "STANDBY";
+                           }, 10s, &s1);
+  if (!failed_back)
+    FAIL("the drill did not get to its stable phase: " << s1.dump() << "\ndrill: " << fabric.process_stdout(drill)
+                                                        << fabric.process_stderr(drill) << "\nhead01 smhad:\n"
+                                                        << smhad_log(fabric, h1));
+  REQUIRE(fabric.process_running(drill));  // in its stable phase (handover_bound + 1 s)
+  const std::size_t mark1 = read_file(h1.opensm_log()).size();
+  const std::size_t mark2 = read_file(h2.opensm_log()).size();
+  const auto inject = fabric.run("Hca3", {"sminfo", "-s", "3", std::to_string(hca2->lid), "1"}, 10s);
+  INFO("sminfo: " << inject.out << inject.err);
+  REQUIRE(inject.exit_code == 0);
+
+  REQUIRE(wait_for([&] { return !fabric.process_running(drill); }, 30s));
+  const std::string out = fabric.process_stdout(drill);
+  INFO("drill: " << out << fabric.process_stderr(drill) << "\nhead01 smhad:\n" << smhad_log(fabric, h1)
+                 << "\nhead02 opensm.log after the HANDOVER:\n" << read_file(h2.opensm_log()).substr(mark2));
+  CHECK(fabric.process_exit_code(drill) == 1);
+  const json reply = json::parse(out);
+  CHECK(reply["data"]["verdict"] == "fail");
+  const std::string reason = reply["data"].value("reason", "");
+  CHECK_THAT(reason, Catch::Contains("head02"));
+  std::cout << "drill with a stray HANDOVER to head02 in its stable phase: " << reason << "\n  mastership: "
+            << reply["data"]["mastership"].dump() << std::endl;
+  // head02's OpenSM really was MASTER and gave it back...
+  CHECK(wait_for([&] {
+    const std::string l = read_file(h2.opensm_log()).substr(mark2);
+    const auto m = l.find("Entering MASTER state");
+    return m != std::string::npos && l.find("Entering STANDBY state", m) != std::string::npos;
+  }, 10s));
+  // ... while head01's OpenSM logged no state change at all.
+  CHECK(read_file(h1.opensm_log()).substr(mark1).find("Entering ") == std::string::npos);
+
+  // `smctl handover` replies with the same verdict: a clean push to head02 is
+  // done, and its data lists the plan and the masters seen.
+  REQUIRE(wait_status(fabric, h1, guard, [](const json& j) {
+    return local_master(j) && j["role"] == "master" && j["peers"][0]["state"] == "STANDBY";
+  }, 20s, &s1));
+  const auto ho = fabric.run("Hca4", {SMHA_SMCTL, "handover", "--json", "--to", "head02", "--socket", h1.socket()}, 30s);
+  INFO("handover: " << ho.out << ho.err);
+  CHECK(ho.exit_code == 0);
+  const json hj = json::parse(ho.out);
+  CHECK(hj["data"]["outcome"] == "done");
+  CHECK(hj["data"]["mastership"]["plan"] == json::array({"head01 (this head)", "head02"}));
+  CHECK(hj["data"]["mastership"]["masters_seen"].back()["name"] == "head02");
+
+  fabric.stop_process(h1.pidx, SIGTERM);
+  fabric.stop_process(h2.pidx, SIGTERM);
+}

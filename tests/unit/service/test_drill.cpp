@@ -51,6 +51,23 @@ class FakeHost final : public DrillHost {
   Guid own_guid() const override { return kOwn; }
   bool handover_running() const override { return false; }
   const LogEventSink& events() const override { return sink; }
+  std::shared_ptr<MastershipWindow> open_window() override {
+    window = std::make_shared<MastershipWindow>(kOwn, "head01",
+                                                std::vector<MastershipWindow::Head>{{kPeer, "head02", Lid{2}},
+                                                                                    {kThird, "head03", Lid{3}}},
+                                                clock.now());
+    return window;
+  }
+  void close_window() override { window.reset(); }
+  // What the daemon's poller feeds the window: an SMInfo answer seen now.
+  void seen(Guid g, SmState st, std::uint32_t act = 0) {
+    if (!window) return;
+    SmInfo i;
+    i.guid = g;
+    i.state = st;
+    i.act_count = act;
+    window->sminfo(i, clock.now(), clock.now(), "lid:" + std::to_string(g.value));
+  }
   void request_handover(std::optional<Guid> target) override {
     requests.push_back(target);
     if (stuck) return;
@@ -62,6 +79,9 @@ class FakeHost final : public DrillHost {
       if (target || es.master == kOwn) {  // push
         es.master = kPeer;
         peer_master = true;
+        seen(kOwn, SmState::Standby);
+        seen(kPeer, SmState::Master);
+        if (bounce_third) seen(kThird, SmState::Master);  // the target handed on to head03
         later([this] {
           es.role = sm::Role::Standby;
           es.local_state = SmState::Standby;
@@ -81,6 +101,9 @@ class FakeHost final : public DrillHost {
           log("MASTER->STANDBY");
           log("STANDBY->MASTER");
         }
+        seen(kOwn, SmState::Master);
+        seen(kPeer, SmState::Standby, peer_act);
+        if (peer_sweeps_after_failback) feed_peer(0);
       }
     });
   }
@@ -89,6 +112,18 @@ class FakeHost final : public DrillHost {
     sink.note("opensm_state", change, "OpenSM log /var/log/opensm.log Dec 03 15:00:00 000000: Entering " +
                                           change.substr(change.find("->") + 2) + " state");
   }
+  // The peer answers STANDBY every 35 ms, its ActCount up by 3 each time (the
+  // SMInfo answers it sends); the 5th gap holds a sweep (+400): it was MASTER
+  // for a moment (a stray HANDOVER, handed back) between two answers.
+  void feed_peer(int n) {
+    auto t = std::make_shared<boost::asio::steady_timer>(io_, 35ms);
+    t->async_wait([this, t, n](auto) {
+      if (!window) return;
+      peer_act += n == 4 ? 400 : 3;
+      seen(kPeer, SmState::Standby, peer_act);
+      if (n < 12) feed_peer(n + 1);
+    });
+  }
   void later(std::function<void()> fn) {
     auto t = std::make_shared<boost::asio::steady_timer>(io_, 30ms);
     t->async_wait([t, fn = std::move(fn)](auto) { fn(); });
@@ -96,6 +131,9 @@ class FakeHost final : public DrillHost {
 
   static constexpr Guid kOwn{0x10};
   static constexpr Guid kPeer{0x20};
+  static constexpr Guid kThird{0x30};
+  SteadyClock clock;
+  std::shared_ptr<MastershipWindow> window;
   boost::asio::io_context& io_;
   sm::EngineStatus es;
   bool peer_master = false;
@@ -105,6 +143,9 @@ class FakeHost final : public DrillHost {
   bool log_states = false;           // OpenSM's log shows each state change
   bool log_bounce_failover = false;  // ... and a mastership the rounds never saw, in the failover
   bool log_bounce_failback = false;  // ... or a standby spell after the failback
+  bool bounce_third = false;               // the target hands mastership on to head03
+  bool peer_sweeps_after_failback = false;  // the peer sweeps between two STANDBY answers
+  std::uint32_t peer_act = 1000;
   std::optional<int> retake_at;  // the peer answers MASTER again after this many status() calls
   int status_calls = 0;
   LogEventSink sink;
@@ -285,7 +326,7 @@ TEST_CASE("a drill fails on a mastership only OpenSM's log saw", "[service][dril
     auto r = run_drill(io, runner);
     CHECK(r.data["verdict"] == "fail");
     CHECK_THAT(r.data["reason"].get<std::string>(),
-               Catch::Contains("OpenSM was MASTER again before the failback") &&
+               Catch::Contains("flip-back: this head's OpenSM was MASTER again") &&
                    Catch::Contains("Dec 03 15:00:00 000000: Entering MASTER state"));
   }
   SECTION("a standby spell after the failback") {
@@ -295,5 +336,33 @@ TEST_CASE("a drill fails on a mastership only OpenSM's log saw", "[service][dril
     auto r = run_drill(io, runner);
     CHECK(r.data["verdict"] == "fail");
     CHECK_THAT(r.data["reason"].get<std::string>(), Catch::Contains("left MASTER again after regaining it"));
+  }
+}
+
+TEST_CASE("a drill fails on a mastership of another head that only the fabric shows", "[service][drill]") {
+  boost::asio::io_context io;
+  FakeHost host(io);
+  SECTION("the failover target hands mastership on to a third head") {
+    host.bounce_third = true;
+    SteadyClock clock;
+    DrillRunner runner(io, host, clock, fast());
+    auto r = run_drill(io, runner, json{{"to", "head02"}});
+    CHECK(r.data["verdict"] == "fail");
+    CHECK_THAT(r.data["reason"].get<std::string>(),
+               Catch::Contains("head03 was MASTER") && Catch::Contains("the planned master then was head02"));
+    CHECK(host.requests.size() == 1);  // no failback after a bounce
+  }
+  SECTION("the peer sweeps between two STANDBY answers after the failback") {
+    host.peer_sweeps_after_failback = true;
+    SteadyClock clock;
+    auto o = fast();
+    o.stable = 1000ms;  // the sweep comes ~175 ms after the failback
+    DrillRunner runner(io, host, clock, o);
+    auto r = run_drill(io, runner, json{{"to", "head02"}});
+    CHECK(r.data["verdict"] == "fail");
+    CHECK_THAT(r.data["reason"].get<std::string>(),
+               Catch::Contains("head02 swept between two STANDBY answers (ActCount +400") &&
+                   Catch::Contains("it was MASTER or DISCOVERING in between"));
+    CHECK(r.data["mastership"]["sweeps"].size() == 1);
   }
 }

@@ -9,9 +9,12 @@
 //   leg 2 "failback": Agent::request_handover(nullopt) on this now-standby head
 //                     (pull); done when this head's SM answers MASTER again.
 //   verdict "pass":   both legs done within their bound, no alarm raised during
-//                     the drill, and afterwards exactly one MASTER among the heads
+//                     the drill, afterwards exactly one MASTER among the heads
 //                     (this one) with the peer back in STANDBY, for all of
-//                     DrillOptions::stable.
+//                     DrillOptions::stable, and over the whole window no
+//                     mastership outside the plan (this head, the target, this
+//                     head) on any head: MastershipWindow's verdict, the one
+//                     `smctl handover` replies with too.
 //
 // The drill refuses to start (nothing is sent) unless the fabric is healthy; see
 // check_drill(). Single-threaded (the io_context's thread).
@@ -27,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "smha/control/server.hpp"
+#include "smha/service/mastership_window.hpp"
 #include "smha/service/service.hpp"
 #include "smha/sm/ha_machine.hpp"
 
@@ -57,6 +61,10 @@ class DrillHost {
   virtual void request_handover(std::optional<Guid> target) = 0;
   virtual bool handover_running() const = 0;   // a `handover` call is in progress
   virtual const LogEventSink& events() const = 0;
+  // A MastershipWindow opened now, which the host feeds with every SMInfo and
+  // local PortInfo answer its poller gets until close_window().
+  virtual std::shared_ptr<MastershipWindow> open_window() = 0;
+  virtual void close_window() = 0;
 };
 
 struct DrillOptions {

@@ -211,8 +211,22 @@ class RecordingTransport final : public mad::MadTransport {
   const PollStats& poll_stats() const { return *stats_; }
   std::optional<PortRecord> last_port_info(const mad::Target& target, std::uint8_t port) const;
   const std::optional<MasterRecord>& master() const { return master_->current(); }
+  // Every SMInfo answer (via: "lid:N" or "dr:PATH") and every PortInfo answer
+  // of a DR hop 0 query (our own port), with the time the query was sent and
+  // the answer received. For MastershipWindow; empty functions: none.
+  using SmInfoTap = std::function<void(const SmInfo&, TimePoint sent, TimePoint received, const std::string& via)>;
+  using LocalPortTap = std::function<void(const mad::PortInfo&, TimePoint sent, TimePoint received)>;
+  void set_taps(SmInfoTap sminfo, LocalPortTap local_port) {
+    taps_->sminfo = std::move(sminfo);
+    taps_->local_port = std::move(local_port);
+  }
 
  private:
+  struct Taps {
+    SmInfoTap sminfo;
+    LocalPortTap local_port;
+  };
+  std::shared_ptr<Taps> taps_ = std::make_shared<Taps>();
   mad::MadTransport& inner_;
   const Clock& clock_;
   const HoldState& hold_;

@@ -66,6 +66,16 @@ class Cluster {
   // Head index whose node runs this GUID's OpenSM, or -1.
   int head_of(Guid g) const;
 
+  // Every SMInfo answer head i's smhad gets (via "lid:N" or "dr:PATH") and
+  // every answer of its own port's PortInfo (DR hop 0), with the times the
+  // query was sent and answered: what smhad's RecordingTransport feeds a
+  // MastershipWindow (lib/service). Applies to smhad started after the call.
+  struct Tap {
+    std::function<void(const SmInfo&, TimePoint sent, TimePoint received, const std::string& via)> sminfo;
+    std::function<void(const mad::PortInfo&, TimePoint sent, TimePoint received)> local_port;
+  };
+  void set_tap(int i, Tap tap);
+
   void start_smhad(int i);
   void start_all_smhad();
   // smhad dies (its OpenSM keeps running, as with a real crash of smhad).

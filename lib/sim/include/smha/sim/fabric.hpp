@@ -120,6 +120,12 @@ class Fabric {
   // Sends a signal to the node's OpenSM. False if none runs there.
   bool signal_opensm(NodeId n, int sig);
 
+  // A SubnSet(SMInfo, HANDOVER) from outside smha (a tool, a foreign SM) to the
+  // node's STANDBY SM: it becomes MASTER at once, sweeps and, if a higher SM
+  // exists, hands mastership to it and is STANDBY again (~25 ms: a mastership
+  // shorter than a poll round). False if that SM is not a running STANDBY.
+  bool stray_handover(NodeId n);
+
   // SubnSet(SMInfo) MADs that reached an SM in MASTER state from smha (not from
   // another SM). smha must never send one.
   std::uint64_t sets_to_master() const;

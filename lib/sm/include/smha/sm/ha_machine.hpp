@@ -170,6 +170,9 @@ struct EngineStatus {
   std::optional<SmState> local_state;  // last answered
   std::uint8_t rendered_priority = 0;
   std::optional<Guid> master;          // who answered MASTER last round (us included)
+  // While HandingOver: the head that is to be MASTER when the handover is done
+  // (the chosen standby on a push, this head on a pull).
+  std::optional<Guid> handover_target;
   int required_rounds = 0;
   double round_miss_estimate = 0;      // estimated chance a live peer misses a whole round
   std::vector<AlarmKind> alarms;
