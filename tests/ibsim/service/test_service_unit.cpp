@@ -61,6 +61,13 @@ class FakeTransport final : public mad::MadTransport {
       else done(make_error(mad::kErrTimeout, "no answer"));
     });
   }
+  void get_node_info(const mad::Target&, const mad::RequestOptions&, mad::NodeInfoCallback done) override {
+    boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
+  }
+  void get_node_description(const mad::Target&, const mad::RequestOptions&,
+                            mad::NodeDescriptionCallback done) override {
+    boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
+  }
   SmInfo info{Guid{0x20}, 0, 42, 5, SmState::Standby};
   std::optional<mad::PortInfo> port;
   int sets = 0;

@@ -206,6 +206,15 @@ class RecordingTransport final : public mad::MadTransport {
                   const mad::RequestOptions& opts, mad::SmInfoCallback done) override;
   void get_port_info(const mad::Target& target, std::uint8_t port, const mad::RequestOptions& opts,
                      mad::PortInfoCallback done) override;
+  // Discovery reads pass straight through (nothing to remember).
+  void get_node_info(const mad::Target& target, const mad::RequestOptions& opts,
+                     mad::NodeInfoCallback done) override {
+    inner_.get_node_info(target, opts, std::move(done));
+  }
+  void get_node_description(const mad::Target& target, const mad::RequestOptions& opts,
+                            mad::NodeDescriptionCallback done) override {
+    inner_.get_node_description(target, opts, std::move(done));
+  }
   std::optional<SmSighting> last_seen(Guid guid) const;
   std::optional<TargetRecord> last_query(const mad::Target& target) const;
   const PollStats& poll_stats() const { return *stats_; }
