@@ -326,12 +326,17 @@ int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std:
 
 std::string systemd_status_line(const config::Config& config, const sm::EngineStatus& engine,
                                 const RecordingTransport& mad, const HoldState& hold,
-                                const opensm::SupervisorStatus* opensm) {
+                                const opensm::SupervisorStatus* opensm,
+                                const std::vector<agent::PeerRoute>* routes) {
   std::string line = engine.local_state ? upper_state(*engine.local_state)
                                         : std::string("no answer from local SM");
   if (config.peers.empty()) line += "; no peer";
   bool first = true;
-  for (const auto& peer : config.peers) {
+  for (std::size_t pi = 0; pi < config.peers.size(); ++pi) {
+    const auto& peer = config.peers[pi];
+    const agent::PeerRoute* route = routes && pi < routes->size() && (*routes)[pi].guid == peer.port_guid
+                                        ? &(*routes)[pi]
+                                        : nullptr;
     line += first ? "; " : ", ";
     first = false;
     std::string state = "unknown";
@@ -340,12 +345,17 @@ std::string systemd_status_line(const config::Config& config, const sm::EngineSt
       state = upper_state(seen->info.state);
       prio = seen->info.priority;
     }
-    if (peer.lid) {
-      if (auto q = mad.last_query(mad::Target{*peer.lid}); q && !q->answered) {
+    std::optional<Lid> lid = peer.lid;
+    if (!lid && route && route->lid.value != 0) lid = route->lid;
+    if (route && !peer.lid && !route->found) {
+      state = route->status;  // "resolving" or "not found (searched ...)"
+      prio = -1;
+    } else if (lid) {
+      if (auto q = mad.last_query(mad::Target{*lid}); q && !q->answered) {
         state = "unreachable";
         prio = -1;
       }
-    } else {
+    } else if (!route || !route->dr) {
       state = "unaddressed";
       prio = -1;
     }

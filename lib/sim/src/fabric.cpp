@@ -851,6 +851,7 @@ std::size_t Fabric::node_count() const { return impl_->nodes.size(); }
 const std::string& Fabric::name(NodeId n) const { return impl_->nodes[n]->name; }
 Guid Fabric::guid(NodeId n) const { return impl_->nodes[n]->guid; }
 Lid Fabric::lid(NodeId n) const { return impl_->nodes[n]->lid; }
+void Fabric::set_lid(NodeId n, Lid lid) { impl_->nodes[n]->lid = lid; }
 DrPath Fabric::dr_path(NodeId target) const {
   return DrPath{{1, static_cast<std::uint8_t>(target + 1)}};
 }

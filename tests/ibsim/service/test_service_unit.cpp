@@ -96,7 +96,7 @@ TEST_CASE("AsioScheduler fires timers in time order and not after cancel") {
   CHECK(clock.now() - now >= 30ms);
 }
 
-TEST_CASE("map_config maps the failover policy and polls only peers with a LID") {
+TEST_CASE("map_config maps the failover policy; every peer is found by discovery, lid an override") {
   std::vector<std::string> unaddressed;
   auto r = map_config(two_heads(), Guid{0x10}, &unaddressed);
   REQUIRE(r.ok());
@@ -112,10 +112,15 @@ TEST_CASE("map_config maps the failover policy and polls only peers with a LID")
   CHECK(sm::priorities(a.policy).master == 14);
   CHECK_FALSE(a.policy.peers[0].priority.has_value());  // not given: the same as ours
   CHECK(a.policy.hang_timeout == 150ms);                 // (misses + 1) x poll interval
-  REQUIRE(a.peers.size() == 1);
+  REQUIRE(a.peers.size() == 2);
   CHECK(a.peers[0].guid == Guid{0x20});
   CHECK(a.peers[0].lid == Lid{7});
-  CHECK(unaddressed == std::vector<std::string>{"head03"});
+  CHECK(a.peers[0].discover);
+  CHECK(a.peers[1].guid == Guid{0x30});
+  CHECK(a.peers[1].lid == Lid{});  // none configured: discovery fills it in
+  CHECK_FALSE(a.peers[1].dr);
+  CHECK(a.peers[1].discover);
+  CHECK(unaddressed.empty());
 }
 
 TEST_CASE("map_config passes each peer's configured priority") {
@@ -480,6 +485,18 @@ TEST_CASE("systemd_status_line: local state and every peer and hold and a failed
   CHECK(systemd_status_line(c, es, t, hold, &st) ==
         "MASTER; peer head02 STANDBY prio 5, peer head03 unaddressed; OpenSM failed: crash loop: 2 "
         "crashes within 60s");
+
+  // With the agent's routes: head03 (no lid) shows its discovery.
+  std::vector<agent::PeerRoute> routes(2);
+  routes[0].guid = c.peers[0].port_guid;
+  routes[1].guid = c.peers[1].port_guid;
+  routes[1].discover = true;
+  routes[1].status = "not found (searched 6 nodes, 14 ports)";
+  CHECK(systemd_status_line(c, es, t, hold, nullptr, &routes) ==
+        "MASTER; peer head02 STANDBY prio 5, peer head03 not found (searched 6 nodes, 14 ports)");
+  routes[1].status = "resolving";
+  CHECK(systemd_status_line(c, es, t, hold, nullptr, &routes) ==
+        "MASTER; peer head02 STANDBY prio 5, peer head03 resolving");
 }
 
 TEST_CASE("SystemdReporter: READY once when ready and STATUS only on change and RELOADING and STOPPING") {

@@ -211,9 +211,13 @@ int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std:
 // <reason>" when OpenSM is not running under supervision. The local state is
 // the local SM's last SMInfo answer ("no answer from local SM" before one).
 // A peer whose last poll went unanswered is "unreachable", one never polled
-// "unknown".
+// "unknown". With the agent's `routes` (same order as config.peers), a peer
+// without a configured lid shows its discovery: "resolving", "not found
+// (searched N nodes, M ports)", or its state at the LID discovery found;
+// without them such a peer is "unaddressed".
 std::string systemd_status_line(const config::Config& config, const sm::EngineStatus& engine,
                                 const RecordingTransport& mad, const HoldState& hold,
-                                const opensm::SupervisorStatus* opensm);
+                                const opensm::SupervisorStatus* opensm,
+                                const std::vector<agent::PeerRoute>* routes = nullptr);
 
 }  // namespace smha::service

@@ -303,8 +303,10 @@ class LogEventSink final : public agent::EventSink {
 };
 
 // Config -> the agent's configuration. `own_guid` is the local port GUID (from
-// node.port_guid or the opened port). Peers without a LID are in the policy but
-// not polled (listed in `unaddressed`). Errors: code "policy" (sm::validate),
+// node.port_guid or the opened port). Every peer is found by directed-route
+// discovery (PeerAddress::discover; a configured lid or dr_path is an
+// override checked against it), so `unaddressed` stays empty (kept for
+// callers). Errors: code "policy" (sm::validate),
 // the message "<file>:<line>:<col>: <yaml key>: HA policy: ..." naming the
 // YAML key the field comes from. smhad --check-config runs it too.
 // The engine gets sm_priority and every peer's sm_priority (default: the same)

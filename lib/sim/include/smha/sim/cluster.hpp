@@ -20,8 +20,10 @@ namespace smha::sim {
 // How every head's configuration addresses its peers.
 //   Lid:        the peer's real LID (and DR path);
 //   Unaddressed: no lid (the README quick start): the peer is not polled;
-//   StaleLid:   a LID nobody has any more (the peer moved), no DR path.
-enum class PeerAddressing : std::uint8_t { Lid, Unaddressed, StaleLid };
+//   StaleLid:   a LID nobody has any more (the peer moved), no DR path;
+//   GuidOnly:   name + port_guid only: every route found by discovery
+//               (doc/discovery.md).
+enum class PeerAddressing : std::uint8_t { Lid, Unaddressed, StaleLid, GuidOnly };
 
 struct ClusterParams {
   int heads = 2;
