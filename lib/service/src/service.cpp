@@ -629,7 +629,11 @@ std::string render_status_text(const nlohmann::json& s) {
     o << "           " << str(p, "name") << "  " << str(p, "state") << "  prio " << str(p, "priority")
       << "  guid " << str(p, "guid") << "  lid " << str(p, "lid") << "  rtt "
       << (p.contains("rtt_ms") && p["rtt_ms"].is_number() ? human_ms(p["rtt_ms"].get<double>()) : "-")
-      << "  (" << age_text(p, "last_answer_age_s") << ")\n";
+      << "  (" << age_text(p, "last_answer_age_s") << ")";
+    // NodeDescription next to the GUID (escaped by smhad), and the route found.
+    if (!str(p, "node_description", "").empty()) o << "  \"" << str(p, "node_description") << "\"";
+    if (!str(p, "dr_path", "").empty()) o << "  dr " << str(p, "dr_path");
+    o << "\n";
   }
   if (s.contains("policy")) {
     const auto& pol = s["policy"];

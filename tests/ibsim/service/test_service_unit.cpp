@@ -369,7 +369,8 @@ TEST_CASE("the human status shows role, local SM, OpenSM, peers and alarms") {
     "local":{"state":"MASTER","priority":14,"guid":"0x10","lid":1,"act_count":99,"last_poll_age_s":0.05,
              "port_state":"DOWN","port_state_source":"smp","port_state_age_s":0.02},
     "opensm":{"supervisor":"running","pid":1234,"uptime_s":12.5,"restarts":1,"adopted":true,"reason":""},
-    "peers":[{"name":"head02","state":"STANDBY","priority":13,"guid":"0x20","lid":7,"rtt_ms":0.4,"last_answer_age_s":0.1}],
+    "peers":[{"name":"head02","state":"STANDBY","priority":13,"guid":"0x20","lid":7,"rtt_ms":0.4,"last_answer_age_s":0.1,
+              "node_description":"head02 mlx5_0\\x0a","dr_path":"0,1,3,1"}],
     "policy":{"poll_interval_ms":100,"misses":3,"failback":"sticky","base_priority":13},
     "alarms":[{"kind":"two_masters","detail":"x"}],
     "hold":{"held":false},
@@ -385,6 +386,7 @@ TEST_CASE("the human status shows role, local SM, OpenSM, peers and alarms") {
   CHECK(t.find("pid 1234") != std::string::npos);
   CHECK(t.find("(adopted)") != std::string::npos);
   CHECK(t.find("head02  STANDBY  prio 13") != std::string::npos);
+  CHECK(t.find("(100ms ago)  \"head02 mlx5_0\\x0a\"  dr 0,1,3,1") != std::string::npos);
   CHECK(t.find("two_masters") != std::string::npos);
   CHECK(t.find("STANDBY->MASTER (takeover_done)") != std::string::npos);
 }
