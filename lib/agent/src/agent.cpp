@@ -494,7 +494,11 @@ void Agent::check_routes(const Round& round) {
     const bool lid_ok = pp.via_lid.queried && pp.via_lid.info.has_value();
     // Both silent is a peer gone, not a route gone: the engine's business,
     // and a search would only delay its verdict.
-    if ((lid_silent && dr_ok) || (dr_failed && lid_ok)) again = true;
+    // A configured override is polled whatever discovery finds: searching
+    // again cannot mend it (the mismatch was reported).
+    const bool lid_ours = configured_[i].lid.value != 0;
+    const bool dr_ours = configured_[i].dr.has_value();
+    if ((lid_silent && dr_ok && !lid_ours) || (dr_failed && lid_ok && !dr_ours)) again = true;
   }
   if (round.local_pi) {
     if (last_local_pi_ && (last_local_pi_->lid != round.local_pi->lid ||

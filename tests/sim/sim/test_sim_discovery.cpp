@@ -376,3 +376,31 @@ TEST_CASE("Discovery: re-resolving with the last path as a hint costs a few MADs
   CHECK(out->found.at(g).path.hops.back() == by_port);  // the leaf's new port
   CHECK_FALSE(out->found.at(g).path == last);
 }
+
+TEST_CASE("A configured lid that discovery contradicts: route_mismatch, polled by DR, no takeover, "
+          "no search storm", "[discovery][sim]") {
+  ClusterParams p;
+  p.peer_addressing = PeerAddressing::GuidWrongLid;
+  Cluster c(83, p);
+  settle_guid_only(c);
+  const int m = master_of(c);
+  c.run_for(seconds(10));
+  for (int i = 0; i < 2; ++i) {
+    int mismatches = 0;
+    for (const auto& r : c.records(i))
+      if (r.what == "error" && r.kind == "route_mismatch") {
+        ++mismatches;
+        CHECK(r.detail.find("but its configured lid is") != std::string::npos);
+      }
+    CHECK(mismatches >= 1);
+    const auto& route = c.agent(i)->routes()[0];
+    CHECK(route.found);
+    CHECK(route.lid == Lid{static_cast<std::uint16_t>(c.fabric().lid(c.head(1 - i)).value + 50)});
+    REQUIRE(route.dr);
+    // Start, a few local-port changes while the master settles, no more: the
+    // silent override does not make it search every round.
+    CHECK(c.agent(i)->discoveries() <= 4);
+  }
+  CHECK(takeovers(c) == 0);
+  CHECK(master_of(c) == m);
+}

@@ -22,8 +22,10 @@ namespace smha::sim {
 //   Unaddressed: no lid (the README quick start): the peer is not polled;
 //   StaleLid:   a LID nobody has any more (the peer moved), no DR path;
 //   GuidOnly:   name + port_guid only: every route found by discovery
-//               (doc/discovery.md).
-enum class PeerAddressing : std::uint8_t { Lid, Unaddressed, StaleLid, GuidOnly };
+//               (doc/discovery.md);
+//   GuidWrongLid: discovery with a configured lid override that is wrong
+//               (the peer's LID + 50): polled there, reported as a mismatch.
+enum class PeerAddressing : std::uint8_t { Lid, Unaddressed, StaleLid, GuidOnly, GuidWrongLid };
 
 struct ClusterParams {
   int heads = 2;
