@@ -404,3 +404,20 @@ TEST_CASE("A configured lid that discovery contradicts: route_mismatch, polled b
   CHECK(takeovers(c) == 0);
   CHECK(master_of(c) == m);
 }
+
+TEST_CASE("GUID-only: our own port's LID changes: re-resolved at once, no takeover", "[discovery][sim]") {
+  ClusterParams p;
+  p.peer_addressing = PeerAddressing::GuidOnly;
+  Cluster c(89, p);
+  settle_guid_only(c);
+  const int m = master_of(c);
+  const int s = 1 - m;
+  c.run_for(seconds(1));
+  const auto before = c.agent(s)->discoveries();
+  c.fabric().set_lid(c.head(s), Lid{static_cast<std::uint16_t>(c.fabric().lid(c.head(s)).value + 200)});
+  REQUIRE(c.run_until([&] { return c.agent(s)->discoveries() > before; }, milliseconds(500)));
+  c.run_for(seconds(5));
+  CHECK(c.agent(s)->routes()[0].status == "resolved");
+  CHECK(takeovers(c) == 0);
+  CHECK(master_of(c) == m);
+}
