@@ -382,10 +382,14 @@ void Agent::request_discovery(const std::string& why) {
   if (!running_) return;
   std::vector<Guid> targets;
   std::vector<DrPath> hints;
-  for (const auto& r : routes_) {
+  for (std::size_t i = 0; i < routes_.size(); ++i) {
+    const auto& r = routes_[i];
     if (!r.discover) continue;
     targets.push_back(r.guid);
-    if (r.found && r.dr) hints.push_back(*r.dr);
+    // A configured dr_path that leads to the peer is found there first (a
+    // fabric with parallel links has several right paths); else the last one.
+    if (configured_[i].dr) hints.push_back(*configured_[i].dr);
+    else if (r.found && r.dr) hints.push_back(*r.dr);
   }
   if (targets.empty()) return;
   if (discovery_.running()) {

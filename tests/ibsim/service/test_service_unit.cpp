@@ -673,3 +673,60 @@ TEST_CASE("smhad --check-config refuses what start-up refuses: no peer") {
   CHECK(err.str() == "error: " + yaml + ": peers: HA policy: peers: at least one other head is needed\n" + yaml +
                          ": 1 error(s)\n");
 }
+
+TEST_CASE("route_warnings: a GUID on no port, a lid or dr_path discovery contradicts") {
+  auto c = two_heads();
+  c.peers[0].dr_path = DrPath{{1, 3, 1}};
+  agent::DiscoveryResult r;
+  r.nodes = 6;
+  r.ports = 18;
+  agent::ResolvedPort p;
+  p.port_guid = Guid{0x20};
+  p.path = DrPath{{1, 5, 1}};
+  p.lid = Lid{9};
+  p.lid_known = true;
+  r.found[Guid{0x20}] = p;
+  r.missing = {Guid{0x30}};
+  auto w = route_warnings(c, r);
+  REQUIRE(w.size() == 3);
+  CHECK(w[0].key_path == "peers[0].lid");
+  CHECK(w[0].message == "peer head02 is at LID 9, not 7 (directed-route discovery)");
+  CHECK(w[1].key_path == "peers[0].dr_path");
+  CHECK(w[1].message == "peer head02 is at directed route 0,1,5,1, not 0,1,3,1 (directed-route discovery)");
+  CHECK(w[2].key_path == "peers[1].port_guid");
+  CHECK(w[2].message == "peer head03 (0x0000000000000030) is on no port of the fabric: not found "
+                        "(searched 6 nodes, 18 ports)");
+  CHECK(w[2].to_string().find("t.yaml:") == 0);
+  // What discovery confirms is not warned about.
+  r.found[Guid{0x20}].lid = Lid{7};
+  r.found[Guid{0x20}].path = DrPath{{1, 3, 1}};
+  r.found[Guid{0x30}] = p;
+  CHECK(route_warnings(c, r).empty());
+}
+
+TEST_CASE("smhad --check-config prints route warnings when the fabric answers, and still passes") {
+  TempDir dir;
+  const std::string yaml = dir.path() + "/smha.yaml";
+  std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\nsm_key: 0x5\n"
+                      << "peers:\n  - name: head02\n    port_guid: 0x20\n"
+                      << "opensm:\n  conf_path: " << dir.path() << "/opensm.conf\n";
+  opensm::ExecOpensmRunner runner;
+  std::ostringstream out, err;
+  RouteProbe none_found = [](const config::Config&) {
+    agent::DiscoveryResult r;
+    r.nodes = 3;
+    r.ports = 4;
+    r.missing = {Guid{0x20}};
+    return std::optional<agent::DiscoveryResult>(r);
+  };
+  CHECK(run_check_config(yaml, runner, out, err, none_found) == 0);
+  CHECK(out.str().find(yaml + ": OK for OpenSM") == 0);
+  CHECK(err.str() == "warning: " + yaml + ":7:16: peers[0].port_guid: peer head02 (0x0000000000000020) is on no "
+                     "port of the fabric: not found (searched 3 nodes, 4 ports)\n");
+  // No fabric: nothing checked, nothing printed.
+  std::ostringstream out2, err2;
+  CHECK(run_check_config(yaml, runner, out2, err2, [](const config::Config&) {
+          return std::optional<agent::DiscoveryResult>();
+        }) == 0);
+  CHECK(err2.str().empty());
+}
