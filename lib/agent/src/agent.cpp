@@ -2,6 +2,7 @@
 #include "smha/agent/agent.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace smha::agent {
 
@@ -57,6 +58,26 @@ sm::PortState port_state_of(mad::PortState s) {
     case mad::PortState::Unknown: break;
   }
   return sm::PortState::Unknown;
+}
+
+// A NodeDescription for events: printable ASCII kept, '\\' and '"' escaped,
+// every other byte \\xNN (as mad::printable(), which lives in smha_mad).
+std::string escaped(const std::string& text) {
+  std::string out;
+  char buf[8];
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += ch;
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += ch;
+    } else {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -434,10 +455,12 @@ void Agent::on_discovery(const DiscoveryResult& res) {
   for (std::size_t i = 0; i < routes_.size(); ++i) {
     PeerRoute& r = routes_[i];
     if (!r.discover) continue;
+    const PeerRoute before = r;
     r.resolving = false;
     auto it = res.found.find(r.guid);
     if (it == res.found.end()) {
       r.status = not_found_text(res);
+      report_route(i, before);
       continue;
     }
     const ResolvedPort& p = it->second;
@@ -468,6 +491,7 @@ void Agent::on_discovery(const DiscoveryResult& res) {
     }
     r.lid = eff.lid;
     r.dr = eff.dr;
+    report_route(i, before);
   }
   // Background refresh.
   if (discovery_timer_) sched_.cancel(*discovery_timer_);
@@ -483,6 +507,21 @@ void Agent::on_discovery(const DiscoveryResult& res) {
     discovery_timer_.reset();
     request_discovery("refresh");
   });
+}
+
+// A peer_route event when what discovery says about peer `i` changed.
+void Agent::report_route(std::size_t i, const PeerRoute& before) {
+  const PeerRoute& r = routes_[i];
+  if (r.status == before.status && r.lid == before.lid && r.dr == before.dr &&
+      r.description == before.description)
+    return;
+  std::string name = to_string(r.guid);
+  for (const auto& p : cfg_.policy.peers)
+    if (p.guid == r.guid) name = p.name;
+  sm::RecordEvent e{sm::EventKind::PeerRoute,
+                    name + " (" + to_string(r.guid) + ") \"" + escaped(r.description) + "\": " + r.status,
+                    "lid " + std::to_string(r.lid.value) + ", dr " + (r.dr ? to_string(*r.dr) : "-")};
+  sink_.event(e, sched_.now());
 }
 
 // After a round: the triggers for re-resolving (see the header comment).

@@ -285,6 +285,15 @@ TEST_CASE("GUID-only config in the sim: both peers resolved by discovery, failov
     REQUIRE(routes[0].dr);
     CHECK(*routes[0].dr == c.fabric().dr_path(other));
     CHECK(routes[0].description == c.fabric().name(other));
+    // The event names the peer with its GUID and NodeDescription.
+    int route_events = 0;
+    for (const auto& r : c.records(i))
+      if (r.what == "event" && r.kind == "peer_route") {
+        ++route_events;
+        CHECK(r.detail.find(c.fabric().name(other) + " (" + to_string(c.fabric().guid(other)) + ") \"" +
+                            c.fabric().name(other) + "\": resolved") != std::string::npos);
+      }
+    CHECK(route_events >= 1);
   }
   const int m = master_of(c);
   const Guid old = c.fabric().guid(c.head(m));

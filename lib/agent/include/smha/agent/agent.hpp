@@ -153,6 +153,7 @@ class Agent {
   void request_discovery(const std::string& why);
   void on_discovery(const DiscoveryResult& r);
   void check_routes(const Round& round);
+  void report_route(std::size_t i, const PeerRoute& before);
   bool step(const sm::Observation& obs);  // true: poll again soon
   void apply(const sm::Decision& d);
   void arm_wakeup(std::optional<TimePoint> t);
