@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// libFuzzer: the SMP, SMInfo and PortInfo decoders take any bytes without UB
+// libFuzzer: the SMP, SMInfo, PortInfo, NodeInfo and NodeDescription decoders take any bytes without UB
 // or crash, and whatever decodes re-encodes to the same fields.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <span>
+#include <string>
 
 #include "smha/mad/smp.hpp"
 
@@ -18,6 +19,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto port = decode_portinfo_response(bytes);
   if (port.ok() && !smp.ok()) std::abort();
   if (port.ok() && info.ok()) std::abort();  // one attribute ID: never both
+  auto node = decode_nodeinfo_response(bytes);
+  if (node.ok() && (!smp.ok() || port.ok() || info.ok())) std::abort();
+  auto desc = decode_node_description_response(bytes);
+  if (desc.ok() && (!smp.ok() || node.ok() || port.ok() || info.ok())) std::abort();
+  if (desc.ok()) {
+    if (desc->size() > kNodeDescriptionSize) std::abort();
+    const std::string shown = printable(*desc);
+    for (char c : shown)
+      if (c < 0x20 || c > 0x7e) std::abort();  // printable() leaves only printable ASCII
+  }
   if (smp.ok()) {
     MadBytes again = encode_smp(*smp);
     auto back = decode_smp(again);
@@ -35,6 +46,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       auto re = decode_portinfo(encode_portinfo(*pi));
       if (!re.ok() || !(*re == *pi)) std::abort();
     }
+  }
+  if (size >= kSmpDataSize) {
+    auto ni = decode_nodeinfo(bytes.first(kSmpDataSize));
+    if (ni.ok()) {
+      if (ni->type == NodeType::Unknown || ni->num_ports == 0 || ni->local_port > ni->num_ports)
+        std::abort();
+      auto re = decode_nodeinfo(encode_nodeinfo(*ni));
+      if (!re.ok() || !(*re == *ni)) std::abort();
+    }
+    auto nd = decode_node_description(bytes.first(kSmpDataSize));
+    if (!nd.ok()) std::abort();  // any 64 bytes are a description
+    auto re = decode_node_description(encode_node_description(*nd));
+    if (!re.ok() || *re != *nd) std::abort();
   }
   (void)describe_mad_status(size >= 2 ? static_cast<std::uint16_t>(data[0] << 8 | data[1]) : 0);
   return 0;

@@ -2,6 +2,7 @@
 #include "smha/agent/agent.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace smha::agent {
 
@@ -42,6 +43,8 @@ struct Agent::Round {
   int outstanding = 0;
   sm::PortState port = sm::PortState::Unknown;  // this round's PortInfo answer
   std::vector<sm::PortState> peer_ports;        // the peers' switch ports, same order
+  std::optional<mad::PortInfo> local_pi;        // this round's PortInfo of our port
+  std::vector<bool> polled;                     // per peer: queried this round
 };
 
 namespace {
@@ -57,6 +60,26 @@ sm::PortState port_state_of(mad::PortState s) {
   return sm::PortState::Unknown;
 }
 
+// A NodeDescription for events: printable ASCII kept, '\\' and '"' escaped,
+// every other byte \\xNN (as mad::printable(), which lives in smha_mad).
+std::string escaped(const std::string& text) {
+  std::string out;
+  char buf[8];
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += ch;
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += ch;
+    } else {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Agent::Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmControl& opensm,
@@ -68,7 +91,19 @@ Agent::Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmCo
       sink_(sink),
       machine_(policy_for(cfg_)),
       window_(query_window_for(cfg_)),
-      alive_(std::make_shared<int>(0)) {}
+      alive_(std::make_shared<int>(0)),
+      discovery_(sched, mad, cfg_.discovery),
+      configured_(cfg_.peers) {
+  for (const auto& p : cfg_.peers) {
+    PeerRoute r;
+    r.guid = p.guid;
+    r.lid = p.lid;
+    r.dr = p.dr;
+    r.discover = p.discover;
+    r.status = p.discover ? "resolving" : "configured";
+    routes_.push_back(std::move(r));
+  }
+}
 
 Agent::~Agent() { stop(); }
 
@@ -82,6 +117,7 @@ void Agent::start() {
     step(sm::ProcessChanged{opensm_.state()});
   });
   step(sm::ProcessChanged{opensm_.state()});
+  request_discovery("start");
   begin_round();
 }
 
@@ -92,8 +128,13 @@ void Agent::stop() {
   round_.reset();
   if (poll_timer_) sched_.cancel(*poll_timer_);
   if (wake_timer_) sched_.cancel(*wake_timer_);
+  if (discovery_timer_) sched_.cancel(*discovery_timer_);
   poll_timer_.reset();
   wake_timer_.reset();
+  discovery_timer_.reset();
+  discovery_.cancel();
+  discovery_pending_ = false;
+  for (auto& r : routes_) r.resolving = false;
   opensm_.set_exit_handler(nullptr);
 }
 
@@ -111,25 +152,36 @@ void Agent::begin_round() {
   // Count every query first: reports may come while later queries start.
   round->outstanding = 1;
   for (const auto& p : cfg_.peers) round->obs.peers.push_back(sm::PeerProbe{p.guid, {}, {}, {}});
-  for (const auto& p : cfg_.peers) round->outstanding += p.dr ? 2 : 1;
+  // A peer being resolved, or with no address yet, is not polled: unqueried.
+  round->polled.assign(cfg_.peers.size(), false);
+  for (std::size_t i = 0; i < cfg_.peers.size(); ++i)
+    round->polled[i] = !routes_[i].resolving;
+  for (std::size_t i = 0; i < cfg_.peers.size(); ++i) {
+    if (!round->polled[i]) continue;
+    const auto& p = cfg_.peers[i];
+    round->outstanding += (p.lid.value != 0 ? 1 : 0) + (p.dr ? 1 : 0);
+  }
   const bool ask_port = cfg_.local_port_num != 0 && !local_port_;
   if (ask_port) ++round->outstanding;
   round->peer_ports.assign(cfg_.peers.size(), sm::PortState::Unknown);
   const bool ask_peer_ports = !peer_port_;
   if (ask_peer_ports)
-    for (const auto& p : cfg_.peers)
-      if (switch_port_of(p)) ++round->outstanding;
+    for (std::size_t i = 0; i < cfg_.peers.size(); ++i)
+      if (round->polled[i] && switch_port_of(cfg_.peers[i])) ++round->outstanding;
 
   start_query(round, DrPath{}, [round](sm::Probe p) { round->obs.local = p; });
   for (std::size_t i = 0; i < cfg_.peers.size(); ++i) {
     const auto& p = cfg_.peers[i];
-    start_query(round, p.lid, [round, i](sm::Probe pr) { round->obs.peers[i].via_lid = pr; });
+    if (!round->polled[i]) continue;
+    if (p.lid.value != 0)
+      start_query(round, p.lid, [round, i](sm::Probe pr) { round->obs.peers[i].via_lid = pr; });
     if (p.dr) start_query(round, *p.dr, [round, i](sm::Probe pr) { round->obs.peers[i].via_dr = pr; });
   }
   if (ask_port) query_local_port(round);
   if (ask_peer_ports)
     for (std::size_t i = 0; i < cfg_.peers.size(); ++i)
-      if (auto sp = switch_port_of(cfg_.peers[i])) query_peer_port(round, i, sp->first, sp->second);
+      if (round->polled[i])
+        if (auto sp = switch_port_of(cfg_.peers[i])) query_peer_port(round, i, sp->first, sp->second);
 }
 
 std::optional<std::pair<DrPath, std::uint8_t>> switch_port_of(const PeerAddress& p) {
@@ -165,6 +217,7 @@ void Agent::query_local_port(const std::shared_ptr<Round>& round) {
                      [this, alive, round](Result<mad::PortInfoReply> r) {
                        if (alive.expired() || round_ != round) return;
                        round->port = r.ok() ? port_state_of(r->info.state) : sm::PortState::Unknown;
+                       if (r.ok()) round->local_pi = r->info;
                        if (r.ok()) query_port_master(round, r->info);
                        if (--round->outstanding == 0) finish_round();
                      });
@@ -176,8 +229,8 @@ void Agent::query_local_port(const std::shared_ptr<Round>& round) {
 void Agent::query_port_master(const std::shared_ptr<Round>& round, const mad::PortInfo& pi) {
   const Lid m = pi.sm_lid;
   if (m.value == 0 || m == pi.lid) return;
-  for (const auto& p : cfg_.peers)
-    if (p.lid == m) return;
+  for (std::size_t i = 0; i < cfg_.peers.size(); ++i)
+    if (cfg_.peers[i].lid == m && !routes_[i].resolving) return;
   ++round->outstanding;  // before the query starts: an answer may come at once
   start_query(round, m, [round](sm::Probe p) { round->obs.port_master = p; });
 }
@@ -271,6 +324,7 @@ void Agent::finish_round() {
       discount(p.via_dr);
     }
   }
+  check_routes(*round);
   const bool soon = step(round->obs);
   if (!running_ || poll_timer_) return;
   const TimePoint next = soon ? sched_.now() + cfg_.policy.poll_interval / 10
@@ -341,6 +395,161 @@ void Agent::apply(const sm::Decision& d) {
     if (!st.ok()) sink_.error(st.error(), now);
   }
   arm_wakeup(d.next_wakeup);
+}
+
+// ---- discovery ---------------------------------------------------------------
+
+void Agent::request_discovery(const std::string& why) {
+  if (!running_) return;
+  std::vector<Guid> targets;
+  std::vector<DrPath> hints;
+  for (std::size_t i = 0; i < routes_.size(); ++i) {
+    const auto& r = routes_[i];
+    if (!r.discover) continue;
+    targets.push_back(r.guid);
+    // A configured dr_path that leads to the peer is found there first (a
+    // fabric with parallel links has several right paths); else the last one.
+    if (configured_[i].dr) hints.push_back(*configured_[i].dr);
+    else if (r.found && r.dr) hints.push_back(*r.dr);
+  }
+  if (targets.empty()) return;
+  if (discovery_.running()) {
+    discovery_pending_ = true;
+    return;
+  }
+  const TimePoint now = sched_.now();
+  if (last_discovery_at_ && now - *last_discovery_at_ < cfg_.rediscover_min_gap) {
+    // Rate bound: once the gap is over.
+    if (discovery_timer_) sched_.cancel(*discovery_timer_);
+    std::weak_ptr<int> alive = alive_;
+    discovery_timer_ = sched_.schedule_at(*last_discovery_at_ + cfg_.rediscover_min_gap,
+                                          [this, alive, why] {
+                                            if (alive.expired()) return;
+                                            discovery_timer_.reset();
+                                            request_discovery(why);
+                                          });
+    return;
+  }
+  if (discovery_timer_) sched_.cancel(*discovery_timer_);
+  discovery_timer_.reset();
+  discovery_pending_ = false;
+  ++discoveries_;
+  for (auto& r : routes_)
+    if (r.discover) {
+      r.resolving = true;
+      if (!r.found) r.status = "resolving";
+    }
+  last_discovery_at_ = now;
+  std::weak_ptr<int> alive = alive_;
+  discovery_.start(std::move(targets), [this, alive](const DiscoveryResult& r) {
+    if (alive.expired() || !running_) return;
+    on_discovery(r);
+  }, std::move(hints));
+  (void)why;
+}
+
+void Agent::on_discovery(const DiscoveryResult& res) {
+  const TimePoint now = sched_.now();
+  last_discovery_at_ = now;
+  last_result_ = res;
+  for (std::size_t i = 0; i < routes_.size(); ++i) {
+    PeerRoute& r = routes_[i];
+    if (!r.discover) continue;
+    const PeerRoute before = r;
+    r.resolving = false;
+    auto it = res.found.find(r.guid);
+    if (it == res.found.end()) {
+      r.status = not_found_text(res);
+      report_route(i, before);
+      continue;
+    }
+    const ResolvedPort& p = it->second;
+    const PeerAddress& conf = configured_[i];
+    PeerAddress& eff = cfg_.peers[i];
+    r.found = true;
+    ++r.resolutions;
+    if (p.description_known) r.description = p.description;
+    r.status = "resolved";
+    if (conf.lid.value != 0) {
+      if (p.lid_known && p.lid != conf.lid)
+        sink_.error(make_error("route_mismatch", "peer " + to_string(r.guid) + " is at LID " +
+                                                     std::to_string(p.lid.value) +
+                                                     " but its configured lid is " +
+                                                     std::to_string(conf.lid.value)),
+                    now);
+    } else if (p.lid_known) {
+      eff.lid = p.lid;  // 0 (no SM has given it one yet): polled by DR only
+    }
+    if (conf.dr) {
+      if (*conf.dr != p.path)
+        sink_.error(make_error("route_mismatch", "peer " + to_string(r.guid) + " is at DR path " +
+                                                     to_string(p.path) + " but its configured dr_path is " +
+                                                     to_string(*conf.dr)),
+                    now);
+    } else if (!p.path.hops.empty()) {
+      eff.dr = p.path;
+    }
+    r.lid = eff.lid;
+    r.dr = eff.dr;
+    report_route(i, before);
+  }
+  // Background refresh.
+  if (discovery_timer_) sched_.cancel(*discovery_timer_);
+  discovery_timer_.reset();
+  if (discovery_pending_) {
+    discovery_pending_ = false;
+    request_discovery("pending");
+    return;
+  }
+  std::weak_ptr<int> alive = alive_;
+  discovery_timer_ = sched_.schedule_at(now + cfg_.rediscover_interval, [this, alive] {
+    if (alive.expired()) return;
+    discovery_timer_.reset();
+    request_discovery("refresh");
+  });
+}
+
+// A peer_route event when what discovery says about peer `i` changed.
+void Agent::report_route(std::size_t i, const PeerRoute& before) {
+  const PeerRoute& r = routes_[i];
+  if (r.status == before.status && r.lid == before.lid && r.dr == before.dr &&
+      r.description == before.description)
+    return;
+  std::string name = to_string(r.guid);
+  for (const auto& p : cfg_.policy.peers)
+    if (p.guid == r.guid) name = p.name;
+  sm::RecordEvent e{sm::EventKind::PeerRoute,
+                    name + " (" + to_string(r.guid) + ") \"" + escaped(r.description) + "\": " + r.status,
+                    "lid " + std::to_string(r.lid.value) + ", dr " + (r.dr ? to_string(*r.dr) : "-")};
+  sink_.event(e, sched_.now());
+}
+
+// After a round: the triggers for re-resolving (see the header comment).
+void Agent::check_routes(const Round& round) {
+  bool again = false;
+  for (std::size_t i = 0; i < routes_.size(); ++i) {
+    const PeerRoute& r = routes_[i];
+    if (!r.discover || !r.found || r.resolving || !round.polled[i]) continue;
+    const auto& pp = round.obs.peers[i];
+    const bool lid_silent = pp.via_lid.queried && !pp.via_lid.info;
+    const bool dr_ok = pp.via_dr.queried && pp.via_dr.info.has_value();
+    const bool dr_failed = pp.via_dr.queried && !pp.via_dr.info;
+    const bool lid_ok = pp.via_lid.queried && pp.via_lid.info.has_value();
+    // Both silent is a peer gone, not a route gone: the engine's business,
+    // and a search would only delay its verdict.
+    // A configured override is polled whatever discovery finds: searching
+    // again cannot mend it (the mismatch was reported).
+    const bool lid_ours = configured_[i].lid.value != 0;
+    const bool dr_ours = configured_[i].dr.has_value();
+    if ((lid_silent && dr_ok && !lid_ours) || (dr_failed && lid_ok && !dr_ours)) again = true;
+  }
+  if (round.local_pi) {
+    if (last_local_pi_ && (last_local_pi_->lid != round.local_pi->lid ||
+                           last_local_pi_->sm_lid != round.local_pi->sm_lid))
+      again = true;
+    last_local_pi_ = round.local_pi;
+  }
+  if (again) request_discovery("route check");
 }
 
 }  // namespace smha::agent

@@ -34,6 +34,19 @@ constexpr std::size_t kOffPiSmLid = offsetof(PortInfoWire, master_sm_lid);
 constexpr std::size_t kOffPiLocalPort = offsetof(PortInfoWire, local_port_num);
 constexpr std::size_t kOffPiState = offsetof(PortInfoWire, speed_supported_state);
 
+constexpr std::size_t kOffNiBase = offsetof(NodeInfoWire, base_version);
+constexpr std::size_t kOffNiClass = offsetof(NodeInfoWire, class_version);
+constexpr std::size_t kOffNiType = offsetof(NodeInfoWire, node_type);
+constexpr std::size_t kOffNiPorts = offsetof(NodeInfoWire, num_ports);
+constexpr std::size_t kOffNiSysGuid = offsetof(NodeInfoWire, system_image_guid);
+constexpr std::size_t kOffNiGuid = offsetof(NodeInfoWire, node_guid);
+constexpr std::size_t kOffNiPortGuid = offsetof(NodeInfoWire, port_guid);
+constexpr std::size_t kOffNiPartCap = offsetof(NodeInfoWire, partition_cap);
+constexpr std::size_t kOffNiDevId = offsetof(NodeInfoWire, device_id);
+constexpr std::size_t kOffNiRev = offsetof(NodeInfoWire, revision);
+constexpr std::size_t kOffNiLocalPort = offsetof(NodeInfoWire, local_port_num);
+constexpr std::size_t kOffNiVendor = offsetof(NodeInfoWire, vendor_id);
+
 // Big-endian field access; callers have checked the span's size.
 std::uint64_t get_be(std::span<const std::uint8_t> b, std::size_t off, std::size_t n) {
   std::uint64_t v = 0;
@@ -273,6 +286,126 @@ Result<SmInfo> decode_sminfo_response(std::span<const std::uint8_t> mad) {
   auto smp = decode_get_response(mad, kAttrSmInfo, "SMInfo");
   if (!smp) return smp.error();
   return decode_sminfo(smp->data);
+}
+
+std::string_view to_string(NodeType type) {
+  switch (type) {
+    case NodeType::Ca: return "CA";
+    case NodeType::Switch: return "switch";
+    case NodeType::Router: return "router";
+    case NodeType::Unknown: break;
+  }
+  return "unknown";
+}
+
+std::array<std::uint8_t, kSmpDataSize> encode_nodeinfo(const NodeInfo& info) {
+  std::array<std::uint8_t, kSmpDataSize> b{};
+  b[kOffNiBase] = info.base_version;
+  b[kOffNiClass] = info.class_version;
+  b[kOffNiType] = static_cast<std::uint8_t>(info.type);
+  b[kOffNiPorts] = info.num_ports;
+  put_be(b, kOffNiSysGuid, 8, info.system_image_guid.value);
+  put_be(b, kOffNiGuid, 8, info.node_guid.value);
+  put_be(b, kOffNiPortGuid, 8, info.port_guid.value);
+  put_be(b, kOffNiPartCap, 2, info.partition_cap);
+  put_be(b, kOffNiDevId, 2, info.device_id);
+  put_be(b, kOffNiRev, 4, info.revision);
+  b[kOffNiLocalPort] = info.local_port;
+  put_be(b, kOffNiVendor, 3, info.vendor_id & 0xffffff);
+  return b;
+}
+
+Result<NodeInfo> decode_nodeinfo(std::span<const std::uint8_t> data) {
+  if (data.size() != kSmpDataSize)
+    return decode_error("NodeInfo attribute is " + std::to_string(data.size()) +
+                        " bytes; expected 64");
+  NodeInfo info;
+  info.base_version = data[kOffNiBase];
+  info.class_version = data[kOffNiClass];
+  const std::uint8_t type = data[kOffNiType];
+  if (type < 1 || type > 3)
+    return decode_error("NodeInfo NodeType " + std::to_string(type) + " at SMP data offset " +
+                        std::to_string(kOffNiType) + " is not 1..3 (CA, switch, router)");
+  info.type = static_cast<NodeType>(type);
+  info.num_ports = data[kOffNiPorts];
+  if (info.num_ports == 0)
+    return decode_error("NodeInfo NumPorts 0 at SMP data offset " + std::to_string(kOffNiPorts));
+  info.system_image_guid = Guid{get_be(data, kOffNiSysGuid, 8)};
+  info.node_guid = Guid{get_be(data, kOffNiGuid, 8)};
+  info.port_guid = Guid{get_be(data, kOffNiPortGuid, 8)};
+  info.partition_cap = static_cast<std::uint16_t>(get_be(data, kOffNiPartCap, 2));
+  info.device_id = static_cast<std::uint16_t>(get_be(data, kOffNiDevId, 2));
+  info.revision = static_cast<std::uint32_t>(get_be(data, kOffNiRev, 4));
+  info.local_port = data[kOffNiLocalPort];
+  if (info.local_port > info.num_ports)
+    return decode_error("NodeInfo LocalPortNum " + std::to_string(info.local_port) +
+                        " at SMP data offset " + std::to_string(kOffNiLocalPort) +
+                        " exceeds NumPorts " + std::to_string(info.num_ports));
+  info.vendor_id = static_cast<std::uint32_t>(get_be(data, kOffNiVendor, 3));
+  return info;
+}
+
+Result<MadBytes> encode_nodeinfo_get(std::uint64_t tid, const Target& target, std::uint64_t m_key) {
+  auto smp = smp_request(kMethodGet, kAttrNodeInfo, tid, target, m_key);
+  if (!smp) return smp.error();
+  return encode_smp(*smp);
+}
+
+Result<NodeInfo> decode_nodeinfo_response(std::span<const std::uint8_t> mad) {
+  auto smp = decode_get_response(mad, kAttrNodeInfo, "NodeInfo");
+  if (!smp) return smp.error();
+  return decode_nodeinfo(smp->data);
+}
+
+std::array<std::uint8_t, kSmpDataSize> encode_node_description(std::string_view text) {
+  std::array<std::uint8_t, kSmpDataSize> b{};
+  const std::size_t n = std::min(text.size(), kNodeDescriptionSize);
+  for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<std::uint8_t>(text[i]);
+  return b;
+}
+
+Result<std::string> decode_node_description(std::span<const std::uint8_t> data) {
+  if (data.size() != kNodeDescriptionSize)
+    return decode_error("NodeDescription attribute is " + std::to_string(data.size()) +
+                        " bytes; expected 64");
+  std::string text;
+  for (std::uint8_t c : data) {
+    if (c == 0) break;
+    text += static_cast<char>(c);
+  }
+  return text;
+}
+
+Result<MadBytes> encode_node_description_get(std::uint64_t tid, const Target& target,
+                                             std::uint64_t m_key) {
+  auto smp = smp_request(kMethodGet, kAttrNodeDescription, tid, target, m_key);
+  if (!smp) return smp.error();
+  return encode_smp(*smp);
+}
+
+Result<std::string> decode_node_description_response(std::span<const std::uint8_t> mad) {
+  auto smp = decode_get_response(mad, kAttrNodeDescription, "NodeDescription");
+  if (!smp) return smp.error();
+  return decode_node_description(smp->data);
+}
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  char buf[8];
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += ch;
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += ch;
+    } else {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
 }
 
 std::string describe_mad_status(std::uint16_t status) {

@@ -151,7 +151,7 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
   std::size_t pending() const { return pending_.size(); }
 
   // A decoded answer, whichever attribute the request asked for.
-  using Payload = std::variant<SmInfo, PortInfo>;
+  using Payload = std::variant<SmInfo, PortInfo, NodeInfo, std::string>;
   struct Answer {
     Payload payload;
     Duration rtt{};
@@ -434,6 +434,42 @@ void UmadTransport::get_port_info(const Target& target, std::uint8_t port,
       [done = std::move(done)](Result<Core::Answer> r) {
         if (!r) return done(r.error());
         done(PortInfoReply{std::get<PortInfo>(r->payload), r->rtt, r->attempts});
+      });
+}
+
+void UmadTransport::get_node_info(const Target& target, const RequestOptions& opts,
+                                  NodeInfoCallback done) {
+  std::uint64_t m_key = opts.m_key;
+  core_->submit(
+      [target, m_key](std::uint64_t tid) { return encode_nodeinfo_get(tid, target, m_key); },
+      [](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
+        auto info = decode_nodeinfo_response(mad);
+        if (!info) return info.error();
+        return Core::Payload{*info};
+      },
+      target, opts,
+      [done = std::move(done)](Result<Core::Answer> r) {
+        if (!r) return done(r.error());
+        done(NodeInfoReply{std::get<NodeInfo>(r->payload), r->rtt, r->attempts});
+      });
+}
+
+void UmadTransport::get_node_description(const Target& target, const RequestOptions& opts,
+                                         NodeDescriptionCallback done) {
+  std::uint64_t m_key = opts.m_key;
+  core_->submit(
+      [target, m_key](std::uint64_t tid) {
+        return encode_node_description_get(tid, target, m_key);
+      },
+      [](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
+        auto text = decode_node_description_response(mad);
+        if (!text) return text.error();
+        return Core::Payload{std::in_place_type<std::string>, std::move(*text)};
+      },
+      target, opts,
+      [done = std::move(done)](Result<Core::Answer> r) {
+        if (!r) return done(r.error());
+        done(NodeDescriptionReply{std::get<std::string>(r->payload), r->rtt, r->attempts});
       });
 }
 

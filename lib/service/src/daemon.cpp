@@ -23,6 +23,7 @@
 #include "smha/agent/agent.hpp"
 #include "smha/config/config.hpp"
 #include "smha/control/server.hpp"
+#include "smha/mad/smp.hpp"
 #include "smha/mad/umad_transport.hpp"
 #include "smha/opensm/check.hpp"
 #include "smha/opensm/log_follower.hpp"
@@ -281,8 +282,10 @@ bool Daemon::init() {
     err_ << "smhad: " << mapped.error().message << '\n';
     return false;
   }
-  for (const auto& name : unaddressed_)
-    spdlog::warn("peer {} has no lid in {}: it is not polled", name, config_.source_path);
+  for (const auto& peer : config_.peers)
+    if (!peer.lid)
+      spdlog::info("peer {} ({}) has no lid in {}: found by directed-route discovery", peer.name,
+                   to_string(peer.port_guid), config_.source_path);
 
   if (options_.observe) {
     control_ = &observe_control_;
@@ -596,13 +599,27 @@ json Daemon::status_json() {
   }
   j["local"] = local;
   json peers = json::array();
-  for (const auto& peer : config_.peers) {
+  const std::vector<agent::PeerRoute>* routes = agent_ ? &agent_->routes() : nullptr;
+  for (std::size_t pi = 0; pi < config_.peers.size(); ++pi) {
+    const auto& peer = config_.peers[pi];
+    const agent::PeerRoute* route =
+        routes && pi < routes->size() && (*routes)[pi].guid == peer.port_guid ? &(*routes)[pi] : nullptr;
     json p;
     p["name"] = peer.name;
     p["guid"] = to_string(peer.port_guid);
-    p["lid"] = peer.lid ? json(peer.lid->value) : json(nullptr);
-    p["dr_path"] = peer.dr_path ? json(to_string(*peer.dr_path)) : json(nullptr);
-    p["addressed"] = peer.lid.has_value();
+    // The addresses polled: the configured overrides, else what discovery found.
+    std::optional<Lid> lid = peer.lid;
+    if (route && route->lid.value != 0) lid = route->lid;
+    std::optional<DrPath> dr = peer.dr_path;
+    if (route && route->dr) dr = route->dr;
+    p["lid"] = lid ? json(lid->value) : json(nullptr);
+    p["dr_path"] = dr ? json(to_string(*dr)) : json(nullptr);
+    p["configured_lid"] = peer.lid ? json(peer.lid->value) : json(nullptr);
+    p["configured_dr_path"] = peer.dr_path ? json(to_string(*peer.dr_path)) : json(nullptr);
+    p["addressed"] = lid.has_value() || dr.has_value();
+    p["node_description"] =
+        route && !route->description.empty() ? json(mad::printable(route->description)) : json(nullptr);
+    p["route"] = route ? json(route->status) : json(nullptr);
     p["state"] = "unknown";
     if (auto s = mad_->last_seen(peer.port_guid)) {
       p["state"] = std::string(to_string(s->info.state));
@@ -611,13 +628,17 @@ json Daemon::status_json() {
       p["rtt_ms"] = std::chrono::duration<double, std::milli>(s->rtt).count();
       p["last_answer_age_s"] = seconds_since(s->at, now);
     }
-    if (peer.lid) {
-      if (auto q = mad_->last_query(mad::Target{*peer.lid})) {
+    if (route && route->resolving && !route->found) {
+      p["state"] = "resolving";
+    } else if (route && !route->found && route->status.rfind("not found", 0) == 0) {
+      p["state"] = route->status;  // "not found (searched N nodes, M ports)": unknown, never absent
+    } else if (lid) {
+      if (auto q = mad_->last_query(mad::Target{*lid})) {
         p["last_poll_answered"] = q->answered;
         p["last_poll_age_s"] = seconds_since(q->at, now);
         if (!q->answered) p["state"] = "unreachable";
       }
-    } else {
+    } else if (!dr) {
       p["state"] = "unaddressed";
     }
     peers.push_back(p);
@@ -948,7 +969,8 @@ void Daemon::start_systemd() {
       [this] {
         if (!agent_) return std::string("starting");  // between agents during a reload
         return systemd_status_line(config_, agent_->status(), *mad_, hold_,
-                                   supervised_ ? &supervised_->supervisor_status() : nullptr);
+                                   supervised_ ? &supervised_->supervisor_status() : nullptr,
+                                   &agent_->routes());
       });
   systemd_->start();
 }

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <utility>
 
+#include "smha/agent/discovery.hpp"
+#include "smha/mad/umad_transport.hpp"
 #include "smha/opensm/cli.hpp"
 #include "smha/opensm/posix_process_runner.hpp"
 #include "smha/platform/logging.hpp"
@@ -292,8 +294,59 @@ void OpensmWatch::on_change(const opensm::SupervisorStatus& st) {
 
 // ---- check-config ----------------------------------------------------------
 
+std::optional<agent::DiscoveryResult> probe_routes(const config::Config& cfg) {
+  boost::asio::io_context io;
+  SteadyClock clock;
+  mad::PortSelector sel;
+  sel.ca = cfg.port.ca;
+  sel.port = cfg.port.port;
+  sel.guid = cfg.port.port_guid;
+  auto transport = mad::UmadTransport::open(io, sel, clock);
+  if (!transport) return std::nullopt;
+  AsioScheduler sched(io, clock);
+  agent::Discovery discovery(sched, **transport);
+  std::vector<Guid> targets;
+  std::vector<DrPath> hints;  // a configured dr_path that leads to its peer is found there first
+  for (const auto& p : cfg.peers) {
+    targets.push_back(p.port_guid);
+    if (p.dr_path) hints.push_back(*p.dr_path);
+  }
+  std::optional<agent::DiscoveryResult> out;
+  discovery.start(targets, [&out](const agent::DiscoveryResult& r) { out = r; }, hints);
+  while (!out && io.run_one() > 0) {
+  }
+  return out;
+}
+
+std::vector<config::Diagnostic> route_warnings(const config::Config& cfg,
+                                               const agent::DiscoveryResult& found) {
+  std::vector<config::Diagnostic> w;
+  for (std::size_t i = 0; i < cfg.peers.size(); ++i) {
+    const auto& p = cfg.peers[i];
+    const std::string at = "peers[" + std::to_string(i) + "]";
+    auto it = found.found.find(p.port_guid);
+    if (it == found.found.end()) {
+      w.push_back(config::Diagnostic{cfg.source_path, cfg.position_of(at + ".port_guid"), at + ".port_guid",
+                                     "peer " + p.name + " (" + to_string(p.port_guid) +
+                                         ") is on no port of the fabric: " + agent::not_found_text(found)});
+      continue;
+    }
+    const auto& r = it->second;
+    if (p.lid && r.lid_known && r.lid != *p.lid)
+      w.push_back(config::Diagnostic{cfg.source_path, cfg.position_of(at + ".lid"), at + ".lid",
+                                     "peer " + p.name + " is at LID " + std::to_string(r.lid.value) +
+                                         ", not " + std::to_string(p.lid->value) +
+                                         " (directed-route discovery)"});
+    if (p.dr_path && *p.dr_path != r.path)
+      w.push_back(config::Diagnostic{cfg.source_path, cfg.position_of(at + ".dr_path"), at + ".dr_path",
+                                     "peer " + p.name + " is at directed route " + to_string(r.path) +
+                                         ", not " + to_string(*p.dr_path) + " (directed-route discovery)"});
+  }
+  return w;
+}
+
 int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std::ostream& out,
-                     std::ostream& err) {
+                     std::ostream& err, const RouteProbe& probe) {
   std::ostringstream ok_text;
   const int rc = opensm::run_check_config(path, runner, ok_text, err);
   if (rc != 0) return rc;  // the config did not load or OpenSM refused it: all printed
@@ -318,6 +371,9 @@ int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std:
     err << path << ": 1 error(s)\n";
     return 1;
   }
+  if (probe)
+    if (auto found = probe(cfg))
+      for (const auto& d : route_warnings(cfg, *found)) err << "warning: " << d.to_string() << '\n';
   out << ok_text.str();
   return 0;
 }
@@ -326,12 +382,17 @@ int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std:
 
 std::string systemd_status_line(const config::Config& config, const sm::EngineStatus& engine,
                                 const RecordingTransport& mad, const HoldState& hold,
-                                const opensm::SupervisorStatus* opensm) {
+                                const opensm::SupervisorStatus* opensm,
+                                const std::vector<agent::PeerRoute>* routes) {
   std::string line = engine.local_state ? upper_state(*engine.local_state)
                                         : std::string("no answer from local SM");
   if (config.peers.empty()) line += "; no peer";
   bool first = true;
-  for (const auto& peer : config.peers) {
+  for (std::size_t pi = 0; pi < config.peers.size(); ++pi) {
+    const auto& peer = config.peers[pi];
+    const agent::PeerRoute* route = routes && pi < routes->size() && (*routes)[pi].guid == peer.port_guid
+                                        ? &(*routes)[pi]
+                                        : nullptr;
     line += first ? "; " : ", ";
     first = false;
     std::string state = "unknown";
@@ -340,12 +401,17 @@ std::string systemd_status_line(const config::Config& config, const sm::EngineSt
       state = upper_state(seen->info.state);
       prio = seen->info.priority;
     }
-    if (peer.lid) {
-      if (auto q = mad.last_query(mad::Target{*peer.lid}); q && !q->answered) {
+    std::optional<Lid> lid = peer.lid;
+    if (!lid && route && route->lid.value != 0) lid = route->lid;
+    if (route && !peer.lid && !route->found) {
+      state = route->status;  // "resolving" or "not found (searched ...)"
+      prio = -1;
+    } else if (lid) {
+      if (auto q = mad.last_query(mad::Target{*lid}); q && !q->answered) {
         state = "unreachable";
         prio = -1;
       }
-    } else {
+    } else if (!route || !route->dr) {
       state = "unaddressed";
       prio = -1;
     }

@@ -527,11 +527,11 @@ Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid,
     std::optional<std::uint8_t> prio;
     if (peer.sm_priority) prio = static_cast<std::uint8_t>(*peer.sm_priority);
     p.peers.push_back(sm::PeerSpec{peer.name, peer.port_guid, prio});
-    if (peer.lid) {
-      a.peers.push_back(agent::PeerAddress{peer.port_guid, *peer.lid, peer.dr_path});
-    } else if (unaddressed) {
-      unaddressed->push_back(peer.name);
-    }
+    // Every peer is found by its port GUID (doc/discovery.md); a configured
+    // lid or dr_path is an override, checked against what discovery finds.
+    a.peers.push_back(
+        agent::PeerAddress{peer.port_guid, peer.lid.value_or(Lid{}), peer.dr_path, true});
+    (void)unaddressed;  // no peer is unaddressed any more
   }
   p.poll_interval = c.failover.poll_interval;
   p.misses = c.failover.misses_before_takeover;
@@ -641,7 +641,11 @@ std::string render_status_text(const nlohmann::json& s) {
     o << "           " << str(p, "name") << "  " << str(p, "state") << "  prio " << str(p, "priority")
       << "  guid " << str(p, "guid") << "  lid " << str(p, "lid") << "  rtt "
       << (p.contains("rtt_ms") && p["rtt_ms"].is_number() ? human_ms(p["rtt_ms"].get<double>()) : "-")
-      << "  (" << age_text(p, "last_answer_age_s") << ")\n";
+      << "  (" << age_text(p, "last_answer_age_s") << ")";
+    // NodeDescription next to the GUID (escaped by smhad), and the route found.
+    if (!str(p, "node_description", "").empty()) o << "  \"" << str(p, "node_description") << "\"";
+    if (!str(p, "dr_path", "").empty()) o << "  dr " << str(p, "dr_path");
+    o << "\n";
   }
   if (s.contains("policy")) {
     const auto& pol = s["policy"];

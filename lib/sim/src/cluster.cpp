@@ -112,6 +112,13 @@ Cluster::Cluster(std::uint64_t seed, ClusterParams params)
           h.cfg.peers.push_back(agent::PeerAddress{fabric_.guid(o), fabric_.lid(o), fabric_.dr_path(o)});
           break;
         case PeerAddressing::Unaddressed: break;
+        case PeerAddressing::GuidOnly:
+          h.cfg.peers.push_back(agent::PeerAddress{fabric_.guid(o), Lid{}, std::nullopt, true});
+          break;
+        case PeerAddressing::GuidWrongLid:
+          h.cfg.peers.push_back(agent::PeerAddress{
+              fabric_.guid(o), Lid{static_cast<std::uint16_t>(fabric_.lid(o).value + 50)}, std::nullopt, true});
+          break;
         case PeerAddressing::StaleLid:
           h.cfg.peers.push_back(agent::PeerAddress{
               fabric_.guid(o), Lid{static_cast<std::uint16_t>(fabric_.lid(o).value + 50)}, std::nullopt});

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <map>
 #include <sstream>
+#include <variant>
 
 namespace smha::sim {
 
@@ -75,6 +76,12 @@ struct Fabric::Impl {
   using SmPtr = std::shared_ptr<Sm>;
 
   struct Node;
+  struct NodeAnswer {
+    std::variant<mad::NodeInfo, std::string> value;
+    Duration rtt{};
+    int attempts = 1;
+  };
+  using NodeDone = std::function<void(Result<NodeAnswer>)>;
   struct Transport final : mad::MadTransport {
     Impl* f;
     NodeId self;
@@ -88,6 +95,20 @@ struct Fabric::Impl {
     void get_port_info(const mad::Target& t, std::uint8_t port, const mad::RequestOptions& o,
                        mad::PortInfoCallback done) override {
       f->send_port_info(self, t, port, o, std::move(done));
+    }
+    void get_node_info(const mad::Target& t, const mad::RequestOptions& o,
+                       mad::NodeInfoCallback done) override {
+      f->send_node_read(self, t, o, [done = std::move(done)](Result<NodeAnswer> r) {
+        if (!r) return done(r.error());
+        done(mad::NodeInfoReply{std::get<mad::NodeInfo>(r->value), r->rtt, r->attempts});
+      });
+    }
+    void get_node_description(const mad::Target& t, const mad::RequestOptions& o,
+                              mad::NodeDescriptionCallback done) override {
+      f->send_node_read(self, t, o, [done = std::move(done)](Result<NodeAnswer> r) {
+        if (!r) return done(r.error());
+        done(mad::NodeDescriptionReply{std::get<std::string>(r->value), r->rtt, r->attempts});
+      }, true);
     }
   };
   struct Runner final : opensm::ProcessRunner {
@@ -617,6 +638,88 @@ struct Fabric::Impl {
     });
   }
 
+  // SubnGet(NodeInfo) and SubnGet(NodeDescription), answered by the SMAs as
+  // ibsim's do, so smha's discovery runs here unchanged: DR {} is the node
+  // itself (a CA with one port, node GUID = port GUID), DR {1} the switch
+  // (NumPorts = node count, LocalPortNum = the asker's switch port, port GUID
+  // kSwitchGuid), DR {1,k} node k-1; a LID reaches the node holding it. A path
+  // the fabric does not have, a down link or a lost MAD give silence.
+  static constexpr std::uint64_t kSwitchGuid = 0x0002c90000005a00ULL;
+  struct NodeReq {
+    NodeId from;
+    mad::Target target;
+    mad::RequestOptions opts;
+    NodeDone done;
+    bool description = false;
+    int attempt = 0;
+    bool finished = false;
+    TimePoint sent{};
+  };
+
+  void send_node_read(NodeId from, const mad::Target& t, const mad::RequestOptions& o,
+                      NodeDone done, bool description = false) {
+    node_attempt(std::make_shared<NodeReq>(NodeReq{from, t, o, std::move(done), description}));
+  }
+
+  std::variant<mad::NodeInfo, std::string> node_answer(NodeId to, bool description) const {
+    if (description) return nodes[to]->name;
+    mad::NodeInfo ni;
+    ni.type = mad::NodeType::Ca;
+    ni.num_ports = 1;
+    ni.system_image_guid = nodes[to]->guid;
+    ni.node_guid = nodes[to]->guid;
+    ni.port_guid = nodes[to]->guid;
+    ni.local_port = 1;
+    return ni;
+  }
+
+  void node_attempt(const std::shared_ptr<NodeReq>& r) {
+    const int a = ++r->attempt;
+    r->sent = q.now();
+    auto answer_in = [this, r, a](Duration d, std::variant<mad::NodeInfo, std::string> v) {
+      q.schedule_in(d, [this, r, a, v] {
+        if (r->finished || r->attempt != a) return;
+        r->finished = true;
+        auto done = std::move(r->done);
+        done(NodeAnswer{v, q.now() - r->sent, a});
+      });
+    };
+    if (is_switch(r->target)) {
+      const auto& me = *nodes[r->from];
+      if (me.link && !chance(me.loss) && !chance(me.loss)) {
+        std::variant<mad::NodeInfo, std::string> v = std::string("sim switch");
+        if (!r->description) {
+          mad::NodeInfo ni;
+          ni.type = mad::NodeType::Switch;
+          ni.num_ports = static_cast<std::uint8_t>(std::min<std::size_t>(nodes.size(), 254));
+          ni.system_image_guid = Guid{kSwitchGuid};
+          ni.node_guid = Guid{kSwitchGuid};
+          ni.port_guid = Guid{kSwitchGuid};
+          ni.local_port = static_cast<std::uint8_t>(std::min(r->from + 1, 254));
+          v = ni;
+        }
+        answer_in(2 * (params.hop_delay + me.delay), v);
+      }
+    } else if (auto dest = resolve(r->from, r->target); dest && path_ok(r->from, *dest)) {
+      const NodeId to = *dest;
+      if (path_ok(to, r->from))
+        answer_in(one_way(r->from, to) + one_way(to, r->from), node_answer(to, r->description));
+    }
+    q.schedule_in(r->opts.timeout, [this, r, a] {
+      if (r->finished || r->attempt != a) return;
+      if (r->attempt <= r->opts.retries) {
+        node_attempt(r);
+        return;
+      }
+      r->finished = true;
+      auto done = std::move(r->done);
+      done(make_error(mad::kErrTimeout, std::string("no ") +
+                                            (r->description ? "NodeDescription" : "NodeInfo") +
+                                            " answer after " + std::to_string(r->attempt) +
+                                            " attempts"));
+    });
+  }
+
   // ---- processes ---------------------------------------------------------
 
   Result<int> spawn(NodeId n, const opensm::ProcessSpec& spec, opensm::ProcessRunner::ExitHandler on_exit) {
@@ -755,6 +858,7 @@ std::size_t Fabric::node_count() const { return impl_->nodes.size(); }
 const std::string& Fabric::name(NodeId n) const { return impl_->nodes[n]->name; }
 Guid Fabric::guid(NodeId n) const { return impl_->nodes[n]->guid; }
 Lid Fabric::lid(NodeId n) const { return impl_->nodes[n]->lid; }
+void Fabric::set_lid(NodeId n, Lid lid) { impl_->nodes[n]->lid = lid; }
 DrPath Fabric::dr_path(NodeId target) const {
   return DrPath{{1, static_cast<std::uint8_t>(target + 1)}};
 }

@@ -59,6 +59,7 @@ std::string_view to_string(EventKind k) {
     case EventKind::HandoverRejected: return "handover_rejected";
     case EventKind::PriorityChanged: return "priority_changed";
     case EventKind::Adopted: return "adopted";
+    case EventKind::PeerRoute: return "peer_route";
   }
   return "unknown";
 }

@@ -79,7 +79,7 @@ std::string hex_guid(std::uint64_t v);
 struct PeerCfg {
   std::string name;
   std::uint64_t guid;
-  int lid;                   // 0: no lid (the README quick start): not polled
+  int lid;                   // 0: no lid (the README quick start): found by discovery
   std::string dr_path = {};  // e.g. "0,1,3,1"; empty: none
 };
 

@@ -197,11 +197,12 @@ class IbsimDrill {
     o.poll_interval_ms = kPollIntervalMs;
     o.failback = d_.failback == DrillFailback::Preempt ? "preempt" : "sticky";
     o.preempt_holddown_s = d_.preempt_holddown_s;
-    // Directed routes between the heads in two-switch-4hca.net: out the HCA's
-    // port 1, Switch port 3 to the other switch, its port 1 to the other head.
-    // smhad then also reads the PortInfo of the switch port the peer hangs on.
-    write_smhad_config(a_, {{b_.name, b_.guid, b_.lid, "0,1,3,1"}}, o);
-    write_smhad_config(b_, {{a_.name, a_.guid, a_.lid, "0,1,3,1"}}, o);
+    // GUID-only configs (name + port_guid): each smhad finds the other head's
+    // directed route (0,1,3,1 in two-switch-4hca.net) and LID by discovery
+    // (doc/discovery.md), and then also reads the PortInfo of the switch port
+    // the peer hangs on. The LIDs above are only the observer's.
+    write_smhad_config(a_, {{b_.name, b_.guid, 0}}, o);
+    write_smhad_config(b_, {{a_.name, a_.guid, 0}}, o);
     guard_.add_pidfile(a_.pidfile());
     guard_.add_pidfile(b_.pidfile());
     // A drill with MAD loss runs both smhad (and the OpenSMs they start, which

@@ -63,6 +63,13 @@ class FakeTransport final : public mad::MadTransport {
       else done(make_error(mad::kErrTimeout, "no answer"));
     });
   }
+  void get_node_info(const mad::Target&, const mad::RequestOptions&, mad::NodeInfoCallback done) override {
+    boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
+  }
+  void get_node_description(const mad::Target&, const mad::RequestOptions&,
+                            mad::NodeDescriptionCallback done) override {
+    boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
+  }
   SmInfo info{Guid{0x20}, 0, 42, 5, SmState::Standby};
   std::optional<mad::PortInfo> port;
   int sets = 0;
@@ -108,7 +115,7 @@ TEST_CASE("AsioScheduler keeps time order when the loop arms timers late") {
   CHECK(fired == std::vector<int>{0, 1, 3});
 }
 
-TEST_CASE("map_config maps the failover policy and polls only peers with a LID") {
+TEST_CASE("map_config maps the failover policy; every peer is found by discovery, lid an override") {
   std::vector<std::string> unaddressed;
   auto r = map_config(two_heads(), Guid{0x10}, &unaddressed);
   REQUIRE(r.ok());
@@ -124,10 +131,15 @@ TEST_CASE("map_config maps the failover policy and polls only peers with a LID")
   CHECK(sm::priorities(a.policy).master == 14);
   CHECK_FALSE(a.policy.peers[0].priority.has_value());  // not given: the same as ours
   CHECK(a.policy.hang_timeout == 150ms);                 // (misses + 1) x poll interval
-  REQUIRE(a.peers.size() == 1);
+  REQUIRE(a.peers.size() == 2);
   CHECK(a.peers[0].guid == Guid{0x20});
   CHECK(a.peers[0].lid == Lid{7});
-  CHECK(unaddressed == std::vector<std::string>{"head03"});
+  CHECK(a.peers[0].discover);
+  CHECK(a.peers[1].guid == Guid{0x30});
+  CHECK(a.peers[1].lid == Lid{});  // none configured: discovery fills it in
+  CHECK_FALSE(a.peers[1].dr);
+  CHECK(a.peers[1].discover);
+  CHECK(unaddressed.empty());
 }
 
 TEST_CASE("map_config passes each peer's configured priority") {
@@ -376,7 +388,8 @@ TEST_CASE("the human status shows role, local SM, OpenSM, peers and alarms") {
     "local":{"state":"MASTER","priority":14,"guid":"0x10","lid":1,"act_count":99,"last_poll_age_s":0.05,
              "port_state":"DOWN","port_state_source":"smp","port_state_age_s":0.02},
     "opensm":{"supervisor":"running","pid":1234,"uptime_s":12.5,"restarts":1,"adopted":true,"reason":""},
-    "peers":[{"name":"head02","state":"STANDBY","priority":13,"guid":"0x20","lid":7,"rtt_ms":0.4,"last_answer_age_s":0.1}],
+    "peers":[{"name":"head02","state":"STANDBY","priority":13,"guid":"0x20","lid":7,"rtt_ms":0.4,"last_answer_age_s":0.1,
+              "node_description":"head02 mlx5_0\\x0a","dr_path":"0,1,3,1"}],
     "policy":{"poll_interval_ms":100,"misses":3,"failback":"sticky","base_priority":13},
     "alarms":[{"kind":"two_masters","detail":"x"}],
     "hold":{"held":false},
@@ -392,6 +405,7 @@ TEST_CASE("the human status shows role, local SM, OpenSM, peers and alarms") {
   CHECK(t.find("pid 1234") != std::string::npos);
   CHECK(t.find("(adopted)") != std::string::npos);
   CHECK(t.find("head02  STANDBY  prio 13") != std::string::npos);
+  CHECK(t.find("(100ms ago)  \"head02 mlx5_0\\x0a\"  dr 0,1,3,1") != std::string::npos);
   CHECK(t.find("two_masters") != std::string::npos);
   CHECK(t.find("STANDBY->MASTER (takeover_done)") != std::string::npos);
 }
@@ -492,6 +506,18 @@ TEST_CASE("systemd_status_line: local state and every peer and hold and a failed
   CHECK(systemd_status_line(c, es, t, hold, &st) ==
         "MASTER; peer head02 STANDBY prio 5, peer head03 unaddressed; OpenSM failed: crash loop: 2 "
         "crashes within 60s");
+
+  // With the agent's routes: head03 (no lid) shows its discovery.
+  std::vector<agent::PeerRoute> routes(2);
+  routes[0].guid = c.peers[0].port_guid;
+  routes[1].guid = c.peers[1].port_guid;
+  routes[1].discover = true;
+  routes[1].status = "not found (searched 6 nodes, 14 ports)";
+  CHECK(systemd_status_line(c, es, t, hold, nullptr, &routes) ==
+        "MASTER; peer head02 STANDBY prio 5, peer head03 not found (searched 6 nodes, 14 ports)");
+  routes[1].status = "resolving";
+  CHECK(systemd_status_line(c, es, t, hold, nullptr, &routes) ==
+        "MASTER; peer head02 STANDBY prio 5, peer head03 resolving");
 }
 
 TEST_CASE("SystemdReporter: READY once when ready and STATUS only on change and RELOADING and STOPPING") {
@@ -665,4 +691,61 @@ TEST_CASE("smhad --check-config refuses what start-up refuses: no peer") {
   CHECK(out.str().empty());
   CHECK(err.str() == "error: " + yaml + ": peers: HA policy: peers: at least one other head is needed\n" + yaml +
                          ": 1 error(s)\n");
+}
+
+TEST_CASE("route_warnings: a GUID on no port, a lid or dr_path discovery contradicts") {
+  auto c = two_heads();
+  c.peers[0].dr_path = DrPath{{1, 3, 1}};
+  agent::DiscoveryResult r;
+  r.nodes = 6;
+  r.ports = 18;
+  agent::ResolvedPort p;
+  p.port_guid = Guid{0x20};
+  p.path = DrPath{{1, 5, 1}};
+  p.lid = Lid{9};
+  p.lid_known = true;
+  r.found[Guid{0x20}] = p;
+  r.missing = {Guid{0x30}};
+  auto w = route_warnings(c, r);
+  REQUIRE(w.size() == 3);
+  CHECK(w[0].key_path == "peers[0].lid");
+  CHECK(w[0].message == "peer head02 is at LID 9, not 7 (directed-route discovery)");
+  CHECK(w[1].key_path == "peers[0].dr_path");
+  CHECK(w[1].message == "peer head02 is at directed route 0,1,5,1, not 0,1,3,1 (directed-route discovery)");
+  CHECK(w[2].key_path == "peers[1].port_guid");
+  CHECK(w[2].message == "peer head03 (0x0000000000000030) is on no port of the fabric: not found "
+                        "(searched 6 nodes, 18 ports)");
+  CHECK(w[2].to_string().find("t.yaml:") == 0);
+  // What discovery confirms is not warned about.
+  r.found[Guid{0x20}].lid = Lid{7};
+  r.found[Guid{0x20}].path = DrPath{{1, 3, 1}};
+  r.found[Guid{0x30}] = p;
+  CHECK(route_warnings(c, r).empty());
+}
+
+TEST_CASE("smhad --check-config prints route warnings when the fabric answers, and still passes") {
+  TempDir dir;
+  const std::string yaml = dir.path() + "/smha.yaml";
+  std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\nsm_key: 0x5\n"
+                      << "peers:\n  - name: head02\n    port_guid: 0x20\n"
+                      << "opensm:\n  conf_path: " << dir.path() << "/opensm.conf\n";
+  opensm::ExecOpensmRunner runner;
+  std::ostringstream out, err;
+  RouteProbe none_found = [](const config::Config&) {
+    agent::DiscoveryResult r;
+    r.nodes = 3;
+    r.ports = 4;
+    r.missing = {Guid{0x20}};
+    return std::optional<agent::DiscoveryResult>(r);
+  };
+  CHECK(run_check_config(yaml, runner, out, err, none_found) == 0);
+  CHECK(out.str().find(yaml + ": OK for OpenSM") == 0);
+  CHECK(err.str() == "warning: " + yaml + ":7:16: peers[0].port_guid: peer head02 (0x0000000000000020) is on no "
+                     "port of the fabric: not found (searched 3 nodes, 4 ports)\n");
+  // No fabric: nothing checked, nothing printed.
+  std::ostringstream out2, err2;
+  CHECK(run_check_config(yaml, runner, out2, err2, [](const config::Config&) {
+          return std::optional<agent::DiscoveryResult>();
+        }) == 0);
+  CHECK(err2.str().empty());
 }

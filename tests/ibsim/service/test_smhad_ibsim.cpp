@@ -323,6 +323,67 @@ TEST_CASE("HA drill: kill -9 of the master OpenSM under two smhad", "[ibsim][smh
   fabric.stop_process(h2.pidx, SIGTERM);
 }
 
+TEST_CASE("HA drill: GUID-only configs (name + port_guid), peers found by discovery, kill -9 of "
+          "the master", "[ibsim][smhad][drill][discovery]") {
+  // No LID anywhere and no OpenSM before smhad: each head finds the other by
+  // its port GUID (ibsim's GUIDs: Hca1 port 0x100001, Hca2 port 0x100004).
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;
+  const std::uint64_t g1 = 0x100001, g2 = 0x100004;
+  Head h1{"head01", "Hca1", g1, fabric.scratch_dir() + "/head01"};
+  Head h2{"head02", "Hca2", g2, fabric.scratch_dir() + "/head02"};
+  write_config(h1, 10, {{"head02", g2, 0}});
+  write_config(h2, 10, {{"head01", g1, 0}});
+  start_smhad(fabric, h1, SMHA_SMHAD);
+  json s1, s2;
+  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
+    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
+  start_smhad(fabric, h2, SMHA_SMHAD);
+  if (!wait_status(fabric, h2, guard, [](const json& j) {
+        return j["local"]["state"] == "STANDBY" && j["peers"][0]["state"] == "MASTER";
+      }, 30s, &s2))
+    FAIL("head02 not STANDBY seeing head01 MASTER: " << s2.dump() << "\n" << smhad_log(fabric, h2));
+  // Both peers resolved: the route ibsim has, a LID, and the node description.
+  REQUIRE(wait_status(fabric, h1, guard, [](const json& j) {
+    return j["local"]["state"] == "MASTER" && j["peers"][0]["state"] == "STANDBY" &&
+           j["peers"][0]["lid"].is_number();
+  }, 15s, &s1));
+  INFO(s1.dump() << "\n" << s2.dump());
+  CHECK(s1["peers"][0]["route"] == "resolved");
+  CHECK(s1["peers"][0]["dr_path"] == "0,1,3,1");
+  CHECK(s1["peers"][0]["node_description"] == "head02");
+  CHECK(s1["peers"][0]["configured_lid"].is_null());
+  CHECK(s2["peers"][0]["route"] == "resolved");
+  CHECK(s2["peers"][0]["dr_path"] == "0,1,3,1");
+  CHECK(s2["peers"][0]["node_description"] == "head01");
+  const auto hca1 = fabric.node_port("Hca1");
+  REQUIRE(hca1);
+  REQUIRE(wait_status(fabric, h2, guard, [&](const json& j) {
+    return j["peers"][0]["lid"] == hca1->lid;
+  }, 15s, &s2));
+
+  // kill -9 of the master OpenSM: head02 takes over.
+  const int victim = s1["opensm"]["pid"];
+  const auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(::kill(victim, SIGKILL) == 0);
+  MasterView m;
+  REQUIRE(wait_for([&] {
+    m = query_sm(fabric, "Hca3");
+    return m.state == 3 && m.guid == g2;
+  }, 20s));
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  std::cout << "HA drill (GUID-only): kill -9 of the master OpenSM -> new MASTER seen from Hca3 after "
+            << ms.count() << " ms" << std::endl;
+  CHECK(ms < 5s);
+  REQUIRE(wait_status(fabric, h1, guard, [&](const json& j) {
+    return j["opensm"]["pid"] != victim && j["local"]["state"] == "STANDBY";
+  }, 30s, &s1));
+  REQUIRE(wait_status(fabric, h2, guard, local_master, 10s, &s2));
+  free_ibsim_slot(fabric, victim);
+  fabric.stop_process(h1.pidx, SIGTERM);
+  fabric.stop_process(h2.pidx, SIGTERM);
+}
+
 namespace {
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, closed).

@@ -108,6 +108,15 @@ struct FakeTransport : mad::MadTransport {
                     [done] { done(make_error(mad::kErrTimeout, "timeout")); });
     }
   }
+  void get_node_info(const mad::Target&, const mad::RequestOptions& o, mad::NodeInfoCallback done) override {
+    s.schedule_at(s.now() + o.timeout * (o.retries + 1),
+                  [done] { done(make_error(mad::kErrTimeout, "timeout")); });
+  }
+  void get_node_description(const mad::Target&, const mad::RequestOptions& o,
+                            mad::NodeDescriptionCallback done) override {
+    s.schedule_at(s.now() + o.timeout * (o.retries + 1),
+                  [done] { done(make_error(mad::kErrTimeout, "timeout")); });
+  }
 };
 
 struct FakeControl : OpensmControl {

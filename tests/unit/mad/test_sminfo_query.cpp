@@ -30,6 +30,12 @@ class ScriptedTransport : public MadTransport {
   void get_port_info(const Target&, std::uint8_t, const RequestOptions&, PortInfoCallback) override {
     FAIL("sminfo must never ask PortInfo");
   }
+  void get_node_info(const Target&, const RequestOptions&, NodeInfoCallback) override {
+    FAIL("sminfo must never ask NodeInfo");
+  }
+  void get_node_description(const Target&, const RequestOptions&, NodeDescriptionCallback) override {
+    FAIL("sminfo must never ask NodeDescription");
+  }
   std::vector<Target> targets;
   std::vector<RequestOptions> options;
 

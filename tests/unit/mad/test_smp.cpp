@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <stdexcept>
+#include <tuple>
 #include <string>
 #include <utility>
 #include <vector>
@@ -453,4 +454,191 @@ TEST_CASE("PortState names", "[mad]") {
   CHECK(to_string(PortState::Active) == "ACTIVE");
   CHECK(to_string(PortState::Unknown) == "unknown");
   CHECK(to_string(static_cast<PortState>(9)) == "unknown");
+}
+
+TEST_CASE("NodeInfo layout: every field at the offset IBA Table 146 gives it", "[mad]") {
+  CHECK(kAttrNodeInfo == 0x0011);
+  CHECK(kAttrNodeDescription == 0x0010);
+  NodeInfo ni;
+  ni.base_version = 1;
+  ni.class_version = 1;
+  ni.type = NodeType::Switch;
+  ni.num_ports = 36;
+  ni.system_image_guid = Guid{0x0102030405060708};
+  ni.node_guid = Guid{0x1112131415161718};
+  ni.port_guid = Guid{0x2122232425262728};
+  ni.partition_cap = 0x3132;
+  ni.device_id = 0x4142;
+  ni.revision = 0x51525354;
+  ni.local_port = 17;
+  ni.vendor_id = 0x616263;
+  auto b = encode_nodeinfo(ni);
+  CHECK(b[0] == 1);
+  CHECK(b[1] == 1);
+  CHECK(b[2] == 2);
+  CHECK(b[3] == 36);
+  CHECK(b[4] == 0x01);
+  CHECK(b[11] == 0x08);
+  CHECK(b[12] == 0x11);
+  CHECK(b[19] == 0x18);
+  CHECK(b[20] == 0x21);
+  CHECK(b[27] == 0x28);
+  CHECK(b[28] == 0x31);
+  CHECK(b[30] == 0x41);
+  CHECK(b[32] == 0x51);
+  CHECK(b[35] == 0x54);
+  CHECK(b[36] == 17);
+  CHECK(b[37] == 0x61);
+  CHECK(b[39] == 0x63);
+  for (std::size_t i = 40; i < b.size(); ++i) CHECK(b[i] == 0);
+  auto back = decode_nodeinfo(b);
+  REQUIRE(back.ok());
+  CHECK(*back == ni);
+}
+
+TEST_CASE("Golden: NodeInfo by directed route from ibsim's SMAs, as smpquery printed it",
+          "[mad][golden]") {
+  struct Case {
+    const char* file;
+    DrPath path;
+    NodeType type;
+    std::uint8_t ports;
+    std::uint64_t node_guid;
+    std::uint64_t port_guid;
+    std::uint8_t local_port;
+  };
+  for (const Case& k :
+       {Case{"nodeinfo_dr0.txt", DrPath{}, NodeType::Ca, 2, 0x100000, 0x100001, 1},
+        Case{"nodeinfo_dr_switch.txt", DrPath{{1}}, NodeType::Switch, 8, 0x200000, 0x200000, 1},
+        Case{"nodeinfo_dr_hca2.txt", DrPath{{1, 3, 1}}, NodeType::Ca, 2, 0x100003, 0x100004, 1}}) {
+    INFO(k.file);
+    auto c = load(k.file);
+    REQUIRE(c.received.size() == 1);
+    auto info = decode_nodeinfo_response(c.received[0]);
+    REQUIRE(info.ok());
+    CHECK(info->type == k.type);
+    CHECK(info->num_ports == k.ports);
+    CHECK(info->node_guid == Guid{k.node_guid});
+    CHECK(info->system_image_guid == Guid{k.node_guid});
+    CHECK(info->port_guid == Guid{k.port_guid});
+    CHECK(info->local_port == k.local_port);
+    CHECK(info->revision == 0xa1);
+    // smpquery's request is ours byte for byte.
+    auto theirs = c.sent.at(0);
+    auto ours = encode_nodeinfo_get(tid_of(theirs), k.path, 0);
+    REQUIRE(ours.ok());
+    CHECK(*ours == to_array(theirs));
+    for (const auto& mad : c.received) CHECK(encode_smp(*decode_smp(mad)) == to_array(mad));
+  }
+}
+
+TEST_CASE("Golden: NodeDescription by directed route, and a switch port's PortInfo", "[mad][golden]") {
+  for (auto [file, path, text] : {std::tuple{"nodedesc_dr_hca2.txt", DrPath{{1, 3, 1}}, "head02"},
+                                  std::tuple{"nodedesc_dr_switch.txt", DrPath{{1}}, "Switch1"}}) {
+    INFO(file);
+    auto c = load(file);
+    // smpquery nodedesc asks NodeInfo first, then NodeDescription.
+    REQUIRE(c.received.size() == 2);
+    REQUIRE(decode_nodeinfo_response(c.received[0]).ok());
+    auto desc = decode_node_description_response(c.received[1]);
+    REQUIRE(desc.ok());
+    CHECK(*desc == text);
+    auto theirs = c.sent.at(1);
+    auto ours = encode_node_description_get(tid_of(theirs), path, 0);
+    REQUIRE(ours.ok());
+    CHECK(*ours == to_array(theirs));
+  }
+  // Switch1 port 8 has no cable: PortInfo says DOWN (what discovery checks
+  // before it extends a path through a switch port).
+  auto c = load("portinfo_dr_switch_port8.txt");
+  auto pi = decode_portinfo_response(c.received.at(0));
+  REQUIRE(pi.ok());
+  CHECK(pi->state == PortState::Down);
+  auto ours = encode_portinfo_get(tid_of(c.sent.at(0)), DrPath{{1}}, 8, 0);
+  REQUIRE(ours.ok());
+  CHECK(*ours == to_array(c.sent.at(0)));
+}
+
+TEST_CASE("Golden: NodeInfo through a switch port with no cable comes back unanswered",
+          "[mad][golden]") {
+  // ibsim hands back a copy of the request (method 0x01, no D bit) with
+  // ETIMEDOUT in the umad header: never a NodeInfo answer.
+  auto c = load("nodeinfo_dr_unconnected.txt");
+  REQUIRE(c.received.size() == 3);
+  for (const auto& mad : c.received) {
+    auto r = decode_nodeinfo_response(mad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == kErrDecode);
+  }
+}
+
+TEST_CASE("Malformed NodeInfo and NodeDescription answers name what and where", "[mad]") {
+  const auto good = to_array(load("nodeinfo_dr_switch.txt").received.at(0));
+  REQUIRE(decode_nodeinfo_response(good).ok());
+  auto expect = [](const MadBytes& m, const std::string& needle) {
+    auto r = decode_nodeinfo_response(m);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == kErrDecode);
+    INFO(r.error().message);
+    CHECK(r.error().message.find(needle) != std::string::npos);
+  };
+  MadBytes m = good;
+  for (std::uint8_t t : {0, 4, 255}) {
+    m = good;
+    m[kSmpDataOffset + 2] = t;
+    expect(m, "NodeType " + std::to_string(t) + " at SMP data offset 2");
+  }
+  m = good;
+  m[kSmpDataOffset + 3] = 0;
+  expect(m, "NumPorts 0 at SMP data offset 3");
+  m = good;
+  m[kSmpDataOffset + 36] = 9;  // 8 ports
+  expect(m, "LocalPortNum 9 at SMP data offset 36 exceeds NumPorts 8");
+  m = good;
+  m[17] = 0x10;
+  expect(m, "attribute 0x0010 at offset 16 is not NodeInfo (0x0011)");
+  m = good;
+  m[4] = 0;
+  expect(m, "D bit");
+  CHECK_FALSE(decode_nodeinfo(std::span(good).first(40)).ok());
+  // A NodeInfo answer is no NodeDescription answer.
+  auto d = decode_node_description_response(good);
+  REQUIRE_FALSE(d.ok());
+  CHECK(d.error().message.find("is not NodeDescription (0x0010)") != std::string::npos);
+  CHECK_FALSE(decode_node_description(std::span(good).first(10)).ok());
+
+  // NodeInfo Get by LID and DR.
+  auto by_lid = encode_nodeinfo_get(7, Lid{9}, 0);
+  REQUIRE(by_lid.ok());
+  auto smp = decode_smp(*by_lid);
+  REQUIRE(smp.ok());
+  CHECK(smp->mgmt_class == kClassSubnLid);
+  CHECK(smp->attr_id == kAttrNodeInfo);
+  CHECK(smp->attr_mod == 0);
+  CHECK_FALSE(encode_nodeinfo_get(1, Lid{0}, 0).ok());
+  CHECK_FALSE(encode_node_description_get(1, DrPath{{1, 0}}, 0).ok());
+  CHECK_FALSE(encode_nodeinfo_get(1, DrPath{std::vector<std::uint8_t>(64, 1)}, 0).ok());
+  auto deep = encode_nodeinfo_get(1, DrPath{std::vector<std::uint8_t>(63, 1)}, 0);
+  REQUIRE(deep.ok());
+  CHECK((*deep)[7] == 63);
+}
+
+TEST_CASE("NodeDescription: NUL-padded, 64 bytes at most, printable() escapes the rest", "[mad]") {
+  auto b = encode_node_description("head01 mlx5_0");
+  CHECK(b[0] == 'h');
+  CHECK(b[13] == 0);
+  CHECK(*decode_node_description(b) == "head01 mlx5_0");
+  // 64 bytes without a NUL: all of them.
+  std::string full(70, 'x');
+  auto f = encode_node_description(full);
+  CHECK(decode_node_description(f)->size() == 64);
+  // Bytes after the first NUL are ignored.
+  b[20] = 'z';
+  CHECK(*decode_node_description(b) == "head01 mlx5_0");
+  CHECK(printable("head01 mlx5_0") == "head01 mlx5_0");
+  CHECK(printable(std::string("a\nb\x01\x7f\xc3\xa9\"\\", 9)) == "a\\x0ab\\x01\\x7f\\xc3\\xa9\\\"\\\\");
+  CHECK(to_string(NodeType::Ca) == "CA");
+  CHECK(to_string(NodeType::Switch) == "switch");
+  CHECK(to_string(NodeType::Router) == "router");
+  CHECK(to_string(NodeType::Unknown) == "unknown");
 }

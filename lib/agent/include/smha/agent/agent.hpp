@@ -30,6 +30,17 @@
 // reports its state as the peer's port. The switch's SMA answers whatever the
 // peer does, so Down there means the peer's link is gone, not that MADs were
 // lost; unanswered or refused is Unknown. A PeerPortFn, when set, wins.
+//
+// Discovery (doc/discovery.md): a peer with `discover` set is found by its
+// port GUID with agent::Discovery. Until it is found, and while it is being
+// re-resolved, it is not polled at all: its probes stay unqueried, so the
+// engine sees it as unknown, never as absent. Re-resolution runs at start,
+// when a found peer's LID stops answering while its DR path answers, when its
+// DR path fails while its LID answers (both silent is a peer gone, left to
+// the engine), when our port's LID or MasterSMLID changes, and every
+// `rediscover_interval`; never more often than `rediscover_min_gap`. A peer
+// not found keeps the addresses it had (a peer found once and then gone is
+// polled there, and missed, as before).
 #pragma once
 
 #include <functional>
@@ -38,6 +49,7 @@
 #include <utility>
 #include <vector>
 
+#include "smha/agent/discovery.hpp"
 #include "smha/agent/seams.hpp"
 #include "smha/mad/transport.hpp"
 #include "smha/sm/ha_machine.hpp"
@@ -46,8 +58,25 @@ namespace smha::agent {
 
 struct PeerAddress {
   Guid guid;                  // must match a peer in the policy
-  Lid lid;                    // LID-routed SMInfo target
+  Lid lid;                    // LID-routed SMInfo target; 0: none (not queried by LID)
   std::optional<DrPath> dr;   // directed-route path from our port, if known
+  // Find the peer by discovery: a zero `lid` and an absent `dr` are filled in
+  // from what it finds; set ones are overrides, checked against it (a mismatch
+  // is reported through EventSink::error, code "route_mismatch").
+  bool discover = false;
+};
+
+// What the agent knows of a peer's route, for status.
+struct PeerRoute {
+  Guid guid;
+  Lid lid;                    // the LID polled (0: none)
+  std::optional<DrPath> dr;   // the DR path polled
+  bool discover = false;
+  bool found = false;         // discovery found it (at least once)
+  bool resolving = false;     // a discovery for it is running: not polled
+  std::string description;    // NodeDescription, raw
+  std::string status;         // "configured", "resolving", "resolved", "not found (searched ...)"
+  std::uint64_t resolutions = 0;  // discoveries that found it
 };
 
 struct AgentConfig {
@@ -62,6 +91,12 @@ struct AgentConfig {
   // Our own port's number (the PortInfo attribute modifier). 0: no PortInfo
   // query; the round's local_port is then set_local_port()'s answer, or Up.
   std::uint8_t local_port_num = 0;
+  // Discovery of peers with `discover` set (see the header comment).
+  DiscoveryLimits discovery;
+  Duration rediscover_interval = seconds(60);
+  // At most one discovery this often. A re-resolution asks the peers' last
+  // paths first (Discovery hints), so one that finds them costs a few MADs.
+  Duration rediscover_min_gap = milliseconds(500);
 };
 // The query window an AgentConfig gets (see AgentConfig::query_window).
 Duration query_window_for(const AgentConfig& cfg);
@@ -98,6 +133,9 @@ class Agent {
   sm::EngineStatus status() const { return machine_.status(); }
   const AgentConfig& config() const { return cfg_; }
   std::uint64_t rounds() const { return rounds_; }
+  const std::vector<PeerRoute>& routes() const { return routes_; }
+  std::uint64_t discoveries() const { return discoveries_; }
+  const std::optional<DiscoveryResult>& last_discovery() const { return last_result_; }
 
  private:
   struct Round;
@@ -112,6 +150,10 @@ class Agent {
   void query_peer_port(const std::shared_ptr<Round>& round, std::size_t i, const DrPath& sw,
                        std::uint8_t port);
   void finish_round();
+  void request_discovery(const std::string& why);
+  void on_discovery(const DiscoveryResult& r);
+  void check_routes(const Round& round);
+  void report_route(std::size_t i, const PeerRoute& before);
   bool step(const sm::Observation& obs);  // true: poll again soon
   void apply(const sm::Decision& d);
   void arm_wakeup(std::optional<TimePoint> t);
@@ -134,6 +176,16 @@ class Agent {
   std::optional<Scheduler::TimerId> poll_timer_;
   std::optional<Scheduler::TimerId> wake_timer_;
   std::uint64_t rounds_ = 0;
+  // Discovery.
+  Discovery discovery_;
+  std::vector<PeerRoute> routes_;        // same order as cfg_.peers
+  std::vector<PeerAddress> configured_;  // the overrides as configured
+  std::optional<TimePoint> last_discovery_at_;
+  std::optional<DiscoveryResult> last_result_;
+  std::optional<Scheduler::TimerId> discovery_timer_;
+  bool discovery_pending_ = false;
+  std::uint64_t discoveries_ = 0;
+  std::optional<mad::PortInfo> last_local_pi_;
 };
 
 }  // namespace smha::agent

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Subnet Management Packets (IBA 1.3 section 14.2.1), the SMInfo attribute
-// (section 14.2.5.13) and the PortInfo fields smha reads (section 14.2.5.6) on
-// the wire. Pure functions over bytes: no I/O, no state.
+// (section 14.2.5.13), the PortInfo fields smha reads (section 14.2.5.6),
+// NodeInfo (14.2.5.3) and NodeDescription (14.2.5.2) on the wire. Pure functions over bytes: no I/O, no state.
 //
 // Every multi-byte field is big-endian on the wire and is read and written one
 // byte at a time here, so host byte order never matters. Decoders accept any
@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "smha/core/result.hpp"
 #include "smha/core/sminfo.hpp"
@@ -39,6 +40,10 @@ inline constexpr std::uint8_t kMethodGetResp = 0x81;
 inline constexpr std::uint16_t kAttrSmInfo = 0x0020;
 // PortInfo attribute ID (IBA Table 145; libibmad IB_ATTR_PORT_INFO).
 inline constexpr std::uint16_t kAttrPortInfo = 0x0015;
+// NodeDescription and NodeInfo attribute IDs (IBA Table 145; libibmad
+// IB_ATTR_NODE_DESC, IB_ATTR_NODE_INFO).
+inline constexpr std::uint16_t kAttrNodeDescription = 0x0010;
+inline constexpr std::uint16_t kAttrNodeInfo = 0x0011;
 // "Permissive LID" used as DrSLID/DrDLID while a DR SMP travels directed.
 inline constexpr std::uint16_t kPermissiveDrLid = 0xffff;
 // The D bit is bit 15 of the DR SMP's status word (IBA Figure 150).
@@ -125,6 +130,40 @@ static_assert(offsetof(PortInfoWire, master_sm_lid) == 18);
 static_assert(offsetof(PortInfoWire, local_port_num) == 28);
 static_assert(offsetof(PortInfoWire, speed_supported_state) == 32);
 
+// The NodeInfo attribute layout (IBA 14.2.5.3 Table 146; libibmad IB_NODE_*_F:
+// BaseVers bits 0-7, ClassVers 8-15, NodeType 16-23, NumPorts 24-31,
+// SystemGuid 32-95, Guid 96-159, PortGuid 160-223, PartCap 224-239,
+// DevId 240-255, Revision 256-287, LocalPort 288-295, VendorId 296-319).
+// 40 bytes; the rest of the 64-byte SMP data is reserved.
+struct NodeInfoWire {
+  std::uint8_t base_version;
+  std::uint8_t class_version;
+  std::uint8_t node_type;
+  std::uint8_t num_ports;
+  std::uint8_t system_image_guid[8];
+  std::uint8_t node_guid[8];
+  std::uint8_t port_guid[8];
+  std::uint8_t partition_cap[2];
+  std::uint8_t device_id[2];
+  std::uint8_t revision[4];
+  std::uint8_t local_port_num;
+  std::uint8_t vendor_id[3];
+  std::uint8_t reserved[24];
+};
+static_assert(sizeof(NodeInfoWire) == kSmpDataSize);
+static_assert(offsetof(NodeInfoWire, system_image_guid) == 4);
+static_assert(offsetof(NodeInfoWire, node_guid) == 12);
+static_assert(offsetof(NodeInfoWire, port_guid) == 20);
+static_assert(offsetof(NodeInfoWire, partition_cap) == 28);
+static_assert(offsetof(NodeInfoWire, device_id) == 30);
+static_assert(offsetof(NodeInfoWire, revision) == 32);
+static_assert(offsetof(NodeInfoWire, local_port_num) == 36);
+static_assert(offsetof(NodeInfoWire, vendor_id) == 37);
+
+// NodeDescription is the whole 64-byte SMP data: "UTF-8 encoded string to
+// describe node in text format", NUL-padded (IBA 14.2.5.2 Table 145).
+inline constexpr std::size_t kNodeDescriptionSize = kSmpDataSize;
+
 // A decoded SMP. For LID-routed SMPs the DR-only fields are zero on encode and
 // ignored on decode.
 struct Smp {
@@ -193,6 +232,36 @@ Result<MadBytes> encode_portinfo_get(std::uint64_t tid, const Target& target, st
 // Decodes a GetResp(PortInfo) as decode_sminfo_response does a GetResp(SMInfo)
 // (attribute 0x0015 instead of 0x0020).
 Result<PortInfo> decode_portinfo_response(std::span<const std::uint8_t> mad);
+
+// The 64-byte NodeInfo attribute. Decoding rejects a NodeType other than
+// 1..3, NumPorts 0 and a LocalPortNum above NumPorts, naming the field and its
+// offset; reserved bytes are not checked.
+std::array<std::uint8_t, kSmpDataSize> encode_nodeinfo(const NodeInfo& info);
+Result<NodeInfo> decode_nodeinfo(std::span<const std::uint8_t> data);
+
+// SubnGet(NodeInfo) of the node at `target`, addressed and validated as in
+// encode_sminfo_get. Zero payload, attribute modifier 0.
+Result<MadBytes> encode_nodeinfo_get(std::uint64_t tid, const Target& target, std::uint64_t m_key);
+
+// Decodes a GetResp(NodeInfo) as decode_sminfo_response does a GetResp(SMInfo).
+Result<NodeInfo> decode_nodeinfo_response(std::span<const std::uint8_t> mad);
+
+// The 64-byte NodeDescription: `text` truncated to 64 bytes, NUL-padded.
+// Decoding takes the bytes before the first NUL (all 64 if none); it never
+// fails on content, only on a size other than 64.
+std::array<std::uint8_t, kSmpDataSize> encode_node_description(std::string_view text);
+Result<std::string> decode_node_description(std::span<const std::uint8_t> data);
+
+// SubnGet(NodeDescription) of the node at `target`, as encode_nodeinfo_get.
+Result<MadBytes> encode_node_description_get(std::uint64_t tid, const Target& target,
+                                             std::uint64_t m_key);
+Result<std::string> decode_node_description_response(std::span<const std::uint8_t> mad);
+
+// `text` (a NodeDescription) for logs, status and events: printable ASCII
+// kept, '\\' and '"' escaped with a backslash, every other byte (control
+// characters, DEL, bytes >= 0x80) as \xNN. A description is the operator's
+// text, not ours: it may hold anything.
+std::string printable(std::string_view text);
 
 // The MAD status of a decoded SMP as text ("0x0007: invalid attribute or
 // attribute modifier value", ...), for error messages and smctl.

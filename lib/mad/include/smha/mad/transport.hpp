@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // MadTransport: the seam through which smha sends SubnGet/SubnSet(SMInfo) and
-// SubnGet(PortInfo).
+// SubnGet(PortInfo, NodeInfo, NodeDescription).
 // Real implementation: UmadTransport (libibumad). Test implementations: the
 // in-process simulated fabric (lib/sim) and scripted fakes.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <string_view>
 #include <variant>
 
@@ -42,6 +43,28 @@ struct PortInfo {
   friend bool operator==(const PortInfo&, const PortInfo&) = default;
 };
 
+// NodeInfo NodeType (IBA 14.2.5.3, Table 146: 1 channel adapter, 2 switch, 3 router).
+enum class NodeType : std::uint8_t { Unknown = 0, Ca = 1, Switch = 2, Router = 3 };
+// "CA", "switch", "router"; "unknown" for anything else.
+std::string_view to_string(NodeType type);
+
+// The NodeInfo attribute (IBA 14.2.5.3, Table 146), all of it.
+struct NodeInfo {
+  std::uint8_t base_version = 1;
+  std::uint8_t class_version = 1;
+  NodeType type = NodeType::Unknown;
+  std::uint8_t num_ports = 0;       // physical ports (a switch's port 0 not counted)
+  Guid system_image_guid;
+  Guid node_guid;
+  Guid port_guid;                   // the port the SMP came in on (a switch: port 0)
+  std::uint16_t partition_cap = 0;
+  std::uint16_t device_id = 0;
+  std::uint32_t revision = 0;
+  std::uint8_t local_port = 0;      // LocalPortNum: the port the SMP came in on
+  std::uint32_t vendor_id = 0;      // 24 bits
+  friend bool operator==(const NodeInfo&, const NodeInfo&) = default;
+};
+
 struct SmInfoReply {
   SmInfo info;      // decoded payload of the GetResp
   Duration rtt{};   // send of the answered attempt -> receipt
@@ -66,8 +89,24 @@ inline constexpr const char* kErrSend = "send";
 inline constexpr const char* kErrDecode = "decode";
 inline constexpr const char* kErrCancelled = "cancelled";
 
+struct NodeInfoReply {
+  NodeInfo info;
+  Duration rtt{};
+  int attempts = 1;
+};
+
+// NodeDescription (IBA 14.2.5.2): up to 64 bytes of UTF-8, NUL-padded. `text`
+// is the bytes before the first NUL, unescaped (see mad::printable()).
+struct NodeDescriptionReply {
+  std::string text;
+  Duration rtt{};
+  int attempts = 1;
+};
+
 using SmInfoCallback = std::function<void(Result<SmInfoReply>)>;
 using PortInfoCallback = std::function<void(Result<PortInfoReply>)>;
+using NodeInfoCallback = std::function<void(Result<NodeInfoReply>)>;
+using NodeDescriptionCallback = std::function<void(Result<NodeDescriptionReply>)>;
 
 class MadTransport {
  public:
@@ -88,6 +127,14 @@ class MadTransport {
   // answers it whatever the link state). Same callback contract and error codes.
   virtual void get_port_info(const Target& target, std::uint8_t port, const RequestOptions& opts,
                              PortInfoCallback done) = 0;
+
+  // SubnGet(NodeInfo) of the node at `target` (discovery). Same contract.
+  virtual void get_node_info(const Target& target, const RequestOptions& opts,
+                             NodeInfoCallback done) = 0;
+
+  // SubnGet(NodeDescription) of the node at `target`. Same contract.
+  virtual void get_node_description(const Target& target, const RequestOptions& opts,
+                                    NodeDescriptionCallback done) = 0;
 };
 
 }  // namespace smha::mad

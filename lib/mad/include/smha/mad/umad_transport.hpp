@@ -92,6 +92,10 @@ class UmadTransport final : public MadTransport {
                   const RequestOptions& opts, SmInfoCallback done) override;
   void get_port_info(const Target& target, std::uint8_t port, const RequestOptions& opts,
                      PortInfoCallback done) override;
+  void get_node_info(const Target& target, const RequestOptions& opts,
+                     NodeInfoCallback done) override;
+  void get_node_description(const Target& target, const RequestOptions& opts,
+                            NodeDescriptionCallback done) override;
 
   // Requests sent but not yet completed (for tests and metrics).
   std::size_t pending() const;

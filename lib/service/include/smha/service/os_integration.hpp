@@ -199,21 +199,39 @@ class OpensmWatch {
   int last_spawns_ = 0;
 };
 
+// Directed-route discovery of every peer's port GUID from the configured port
+// (doc/discovery.md), for --check-config. nullopt when the port cannot be
+// opened (no fabric reachable from here): nothing is checked then.
+using RouteProbe = std::function<std::optional<agent::DiscoveryResult>(const config::Config&)>;
+std::optional<agent::DiscoveryResult> probe_routes(const config::Config& config);
+// What --check-config warns about a reachable fabric: a peer port GUID on no
+// port ("not found (searched N nodes, M ports)", at peers[i].port_guid), a
+// configured lid or dr_path other than the one discovery finds (at
+// peers[i].lid / peers[i].dr_path).
+std::vector<config::Diagnostic> route_warnings(const config::Config& config,
+                                               const agent::DiscoveryResult& found);
+
 // `smhad --check-config`: everything opensm::run_check_config checks, plus the
 // security check of every configured hook (HookDispatcher::check), so a config
 // smhad would refuse to start with fails here too. Prints like
 // opensm::run_check_config ("error: <file>: hooks.<event>: ..."); returns 0/1.
+// When `probe` reaches the fabric, route_warnings() are printed as
+// "warning: ..." (they do not fail the check).
 int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std::ostream& out,
-                     std::ostream& err);
+                     std::ostream& err, const RouteProbe& probe = probe_routes);
 
 // The STATUS= line: "<local state>; peer <name> <state> prio <n>[, peer ...]"
 // plus "; HOLD" during a maintenance hold and "; OpenSM <supervisor state>:
 // <reason>" when OpenSM is not running under supervision. The local state is
 // the local SM's last SMInfo answer ("no answer from local SM" before one).
 // A peer whose last poll went unanswered is "unreachable", one never polled
-// "unknown".
+// "unknown". With the agent's `routes` (same order as config.peers), a peer
+// without a configured lid shows its discovery: "resolving", "not found
+// (searched N nodes, M ports)", or its state at the LID discovery found;
+// without them such a peer is "unaddressed".
 std::string systemd_status_line(const config::Config& config, const sm::EngineStatus& engine,
                                 const RecordingTransport& mad, const HoldState& hold,
-                                const opensm::SupervisorStatus* opensm);
+                                const opensm::SupervisorStatus* opensm,
+                                const std::vector<agent::PeerRoute>* routes = nullptr);
 
 }  // namespace smha::service

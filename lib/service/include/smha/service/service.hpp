@@ -206,6 +206,15 @@ class RecordingTransport final : public mad::MadTransport {
                   const mad::RequestOptions& opts, mad::SmInfoCallback done) override;
   void get_port_info(const mad::Target& target, std::uint8_t port, const mad::RequestOptions& opts,
                      mad::PortInfoCallback done) override;
+  // Discovery reads pass straight through (nothing to remember).
+  void get_node_info(const mad::Target& target, const mad::RequestOptions& opts,
+                     mad::NodeInfoCallback done) override {
+    inner_.get_node_info(target, opts, std::move(done));
+  }
+  void get_node_description(const mad::Target& target, const mad::RequestOptions& opts,
+                            mad::NodeDescriptionCallback done) override {
+    inner_.get_node_description(target, opts, std::move(done));
+  }
   std::optional<SmSighting> last_seen(Guid guid) const;
   std::optional<TargetRecord> last_query(const mad::Target& target) const;
   const PollStats& poll_stats() const { return *stats_; }
@@ -308,8 +317,10 @@ class LogEventSink final : public agent::EventSink {
 };
 
 // Config -> the agent's configuration. `own_guid` is the local port GUID (from
-// node.port_guid or the opened port). Peers without a LID are in the policy but
-// not polled (listed in `unaddressed`). Errors: code "policy" (sm::validate),
+// node.port_guid or the opened port). Every peer is found by directed-route
+// discovery (PeerAddress::discover; a configured lid or dr_path is an
+// override checked against it), so `unaddressed` stays empty (kept for
+// callers). Errors: code "policy" (sm::validate),
 // the message "<file>:<line>:<col>: <yaml key>: HA policy: ..." naming the
 // YAML key the field comes from. smhad --check-config runs it too.
 // The engine gets sm_priority and every peer's sm_priority (default: the same)

@@ -20,8 +20,12 @@ namespace smha::sim {
 // How every head's configuration addresses its peers.
 //   Lid:        the peer's real LID (and DR path);
 //   Unaddressed: no lid (the README quick start): the peer is not polled;
-//   StaleLid:   a LID nobody has any more (the peer moved), no DR path.
-enum class PeerAddressing : std::uint8_t { Lid, Unaddressed, StaleLid };
+//   StaleLid:   a LID nobody has any more (the peer moved), no DR path;
+//   GuidOnly:   name + port_guid only: every route found by discovery
+//               (doc/discovery.md);
+//   GuidWrongLid: discovery with a configured lid override that is wrong
+//               (the peer's LID + 50): polled there, reported as a mismatch.
+enum class PeerAddressing : std::uint8_t { Lid, Unaddressed, StaleLid, GuidOnly, GuidWrongLid };
 
 struct ClusterParams {
   int heads = 2;

@@ -83,6 +83,9 @@ class Fabric {
   const std::string& name(NodeId n) const;
   Guid guid(NodeId n) const;
   Lid lid(NodeId n) const;
+  // Moves the node's port to another LID (an SM's reassign_lids, a cold
+  // restart with another guid2lid): SMInfo and PortInfo by LID follow.
+  void set_lid(NodeId n, Lid lid);
   // Directed route from any node to `target`: out of the node's port, one hop
   // through the switch, out of the switch port of `target`.
   DrPath dr_path(NodeId target) const;

@@ -126,6 +126,8 @@ enum class EventKind : std::uint8_t {
   HandoverRejected,
   PriorityChanged,
   Adopted,            // smhad started beside a running OpenSM and took it over as it was
+  PeerRoute,          // the agent's discovery found a peer (or not) or its route changed;
+                      // recorded by lib/agent, never by the engine
 };
 std::string_view to_string(EventKind k);
 struct RecordEvent { EventKind kind; std::string reason; std::string evidence; };

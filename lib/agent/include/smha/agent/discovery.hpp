@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// Directed-route discovery: finds the DR path, LID and NodeDescription of the
+// ports whose port GUIDs the caller names, by a bounded breadth-first search
+// from the local port over MadTransport (doc/discovery.md).
+//
+// From DR {} (our own node) it reads NodeInfo; out of our port it reads the
+// neighbour; at every switch it asks PortInfo of each other port and extends
+// the path through the ports that are not Down. Every node is expanded once
+// (by node GUID), so a loop in the fabric, or a path that comes back to a
+// visited node, costs one NodeInfo and nothing more. When a target's port GUID
+// answers NodeInfo at the end of a path, PortInfo of that port (modifier =
+// NodeInfo.LocalPortNum) gives its LID and NodeDescription its name.
+//
+// Bounds: paths of at most `max_hops` hops (<= 63, the DR limit), at most
+// `max_requests` requests, at most `in_flight` requests outstanding. The search
+// stops early once every target is found (and read). A request that times out,
+// is refused or answers with something malformed is counted and skipped.
+//
+// Single-threaded on the owner's event loop; callbacks after destruction or
+// cancel() are dropped.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "smha/agent/seams.hpp"
+#include "smha/mad/transport.hpp"
+
+namespace smha::agent {
+
+struct DiscoveryLimits {
+  int max_hops = 63;                   // clamped to kMaxDrHops
+  std::uint64_t max_requests = 20000;  // SubnGet requests (each up to 1 + retries MADs)
+  int in_flight = 16;                  // requests outstanding at once (>= 1)
+  mad::RequestOptions request{milliseconds(100), 1, 0};
+};
+
+// What discovery learned about one port.
+struct ResolvedPort {
+  Guid port_guid;
+  Guid node_guid;
+  mad::NodeType node_type = mad::NodeType::Unknown;
+  DrPath path;               // from our port; {} is our own node
+  std::uint8_t port_num = 0; // the port's number on its node (NodeInfo.LocalPortNum)
+  Lid lid;                   // PortInfo.LID of that port; 0 if PortInfo did not answer
+  bool lid_known = false;
+  std::string description;   // NodeDescription, raw (mad::printable() to show it)
+  bool description_known = false;
+};
+
+struct DiscoveryResult {
+  std::map<Guid, ResolvedPort> found;  // the targets found, by port GUID
+  std::vector<Guid> missing;           // the targets not found
+  std::size_t nodes = 0;               // distinct nodes (node GUIDs) that answered NodeInfo
+  std::size_t ports = 0;               // ports looked at: switch ports asked + CA ports reached
+  std::uint64_t requests = 0;          // SubnGet requests sent
+  std::uint64_t mads = 0;              // MADs sent (request attempts)
+  std::uint64_t timeouts = 0;          // requests without an answer
+  std::uint64_t refused = 0;           // answered with a MAD status
+  std::uint64_t malformed = 0;         // answers that did not decode (skipped)
+  std::uint64_t revisits = 0;          // NodeInfo answers from a node already expanded
+  bool hop_bound = false;              // a node at max_hops was not expanded
+  bool request_bound = false;          // max_requests stopped the search
+  Duration elapsed{};
+  bool complete() const { return missing.empty(); }
+};
+
+// "not found (searched N nodes, M ports)", for status.
+std::string not_found_text(const DiscoveryResult& r);
+
+class Discovery {
+ public:
+  using Done = std::function<void(const DiscoveryResult&)>;
+  // `sched` and `mad` must outlive the discovery.
+  Discovery(Scheduler& sched, mad::MadTransport& mad, DiscoveryLimits limits = {});
+  ~Discovery();
+  Discovery(const Discovery&) = delete;
+  Discovery& operator=(const Discovery&) = delete;
+
+  // Searches for `targets` (port GUIDs); `done` runs once, on the event loop,
+  // never from inside this call. A search already running is cancelled first.
+  // `hints` (where a target was last seen) are asked first: a target still
+  // there is confirmed with a handful of MADs and the search stops early.
+  void start(std::vector<Guid> targets, Done done, std::vector<DrPath> hints = {});
+  // Drops the running search: its answers are ignored, `done` is not called.
+  void cancel();
+  bool running() const { return static_cast<bool>(run_); }
+  const DiscoveryLimits& limits() const { return limits_; }
+
+ private:
+  struct Run;
+  Scheduler& sched_;
+  mad::MadTransport& mad_;
+  DiscoveryLimits limits_;
+  std::shared_ptr<Run> run_;
+};
+
+}  // namespace smha::agent

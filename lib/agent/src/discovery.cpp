@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+#include "smha/agent/discovery.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <set>
+#include <variant>
+
+namespace smha::agent {
+
+std::string not_found_text(const DiscoveryResult& r) {
+  return "not found (searched " + std::to_string(r.nodes) + " nodes, " + std::to_string(r.ports) +
+         " ports)";
+}
+
+namespace {
+
+// One unit of work: a request not yet sent.
+struct ReadNode {       // NodeInfo at `path`
+  DrPath path;
+};
+struct CheckPort {      // PortInfo of switch port `port` at `path`: extend through it if up
+  DrPath path;
+  std::uint8_t port;
+};
+struct ReadTarget {     // PortInfo (LID) or NodeDescription of a found target
+  Guid target;
+  bool description;
+};
+using Work = std::variant<ReadNode, CheckPort, ReadTarget>;
+
+}  // namespace
+
+struct Discovery::Run {
+  std::set<Guid> targets;
+  Done done;
+  TimePoint began{};
+  DiscoveryResult result;
+  std::deque<Work> queue;
+  std::set<Guid> expanded;   // node GUIDs whose ports were looked at
+  std::set<Guid> ca_ports;   // CA/router port GUIDs reached
+  int in_flight = 0;
+  int target_reads = 0;      // ReadTarget requests queued or outstanding
+  bool finished = false;
+};
+
+Discovery::Discovery(Scheduler& sched, mad::MadTransport& mad, DiscoveryLimits limits)
+    : sched_(sched), mad_(mad), limits_(limits) {
+  limits_.max_hops = std::clamp(limits_.max_hops, 0, static_cast<int>(kMaxDrHops));
+  limits_.in_flight = std::max(1, limits_.in_flight);
+}
+
+Discovery::~Discovery() { cancel(); }
+
+void Discovery::cancel() { run_.reset(); }
+
+void Discovery::start(std::vector<Guid> targets, Done done, std::vector<DrPath> hints) {
+  cancel();
+  auto run = std::make_shared<Run>();
+  run->targets.insert(targets.begin(), targets.end());
+  run->done = std::move(done);
+  run->began = sched_.now();
+  for (auto& h : hints)
+    if (!h.hops.empty() && static_cast<int>(h.hops.size()) <= limits_.max_hops)
+      run->queue.push_back(ReadNode{std::move(h)});
+  run->queue.push_back(ReadNode{DrPath{}});
+  run_ = run;
+
+  // Everything below runs on callbacks; `weak` drops them after cancel().
+  std::weak_ptr<Run> weak = run;
+  auto self = this;
+
+  struct Ops {
+    static bool all_found(const Run& r) {
+      return r.result.found.size() == r.targets.size() && r.target_reads == 0;
+    }
+    static void finish(Discovery* d, const std::shared_ptr<Run>& r) {
+      if (r->finished) return;
+      r->finished = true;
+      for (Guid g : r->targets)
+        if (!r->result.found.count(g)) r->result.missing.push_back(g);
+      r->result.ports += r->ca_ports.size();
+      r->result.elapsed = d->sched_.now() - r->began;
+      if (d->run_ == r) d->run_.reset();
+      auto cb = std::move(r->done);
+      if (cb) cb(r->result);
+    }
+    static void count_failure(Run& r, const Error& e, const mad::RequestOptions& o) {
+      if (e.code == mad::kErrTimeout) {
+        ++r.result.timeouts;
+        r.result.mads += static_cast<std::uint64_t>(o.retries) + 1;
+      } else if (e.code == mad::kErrMadStatus) {
+        ++r.result.refused;
+        r.result.mads += 1;
+      } else {
+        ++r.result.malformed;
+        r.result.mads += 1;
+      }
+    }
+    // Sends queued work while there is room; finishes when nothing is left.
+    static void pump(Discovery* d, const std::shared_ptr<Run>& r) {
+      if (r->finished) return;
+      while (r->in_flight < d->limits_.in_flight && !r->queue.empty()) {
+        const bool searching = r->result.found.size() < r->targets.size();
+        Work w = std::move(r->queue.front());
+        r->queue.pop_front();
+        // Once every target is found only their reads are still worth a MAD.
+        if (!searching && !std::holds_alternative<ReadTarget>(w)) continue;
+        if (r->result.requests >= d->limits_.max_requests) {
+          r->result.request_bound = true;
+          if (std::holds_alternative<ReadTarget>(w)) --r->target_reads;
+          r->queue.clear();
+          break;
+        }
+        ++r->result.requests;
+        ++r->in_flight;
+        send(d, r, std::move(w));
+      }
+      if (r->in_flight == 0 && (r->queue.empty() || all_found(*r))) finish(d, r);
+    }
+    static void send(Discovery* d, const std::shared_ptr<Run>& r, Work w) {
+      std::weak_ptr<Run> weak = r;
+      const mad::RequestOptions o = d->limits_.request;
+      if (auto* rn = std::get_if<ReadNode>(&w)) {
+        DrPath path = rn->path;
+        d->mad_.get_node_info(path, o, [d, weak, path, o](Result<mad::NodeInfoReply> res) {
+          auto r = weak.lock();
+          if (!r || r->finished) return;
+          --r->in_flight;
+          if (!res) count_failure(*r, res.error(), o);
+          else on_node(d, *r, path, res->info, res->attempts);
+          pump(d, r);
+        });
+      } else if (auto* cp = std::get_if<CheckPort>(&w)) {
+        DrPath path = cp->path;
+        const std::uint8_t port = cp->port;
+        d->mad_.get_port_info(path, port, o, [d, weak, path, port, o](Result<mad::PortInfoReply> res) {
+          auto r = weak.lock();
+          if (!r || r->finished) return;
+          --r->in_flight;
+          if (!res) {
+            count_failure(*r, res.error(), o);
+          } else {
+            r->result.mads += static_cast<std::uint64_t>(res->attempts);
+            if (res->info.state != mad::PortState::Down) {
+              DrPath next = path;
+              next.hops.push_back(port);
+              r->queue.push_back(ReadNode{std::move(next)});
+            }
+          }
+          pump(d, r);
+        });
+      } else {
+        const auto& rt = std::get<ReadTarget>(w);
+        const Guid g = rt.target;
+        const ResolvedPort& rp = r->result.found.at(g);
+        if (rt.description) {
+          d->mad_.get_node_description(rp.path, o, [d, weak, g, o](Result<mad::NodeDescriptionReply> res) {
+            auto r = weak.lock();
+            if (!r || r->finished) return;
+            --r->in_flight;
+            --r->target_reads;
+            if (!res) {
+              count_failure(*r, res.error(), o);
+            } else {
+              r->result.mads += static_cast<std::uint64_t>(res->attempts);
+              auto& p = r->result.found.at(g);
+              p.description = res->text;
+              p.description_known = true;
+            }
+            pump(d, r);
+          });
+        } else {
+          d->mad_.get_port_info(rp.path, rp.port_num, o, [d, weak, g, o](Result<mad::PortInfoReply> res) {
+            auto r = weak.lock();
+            if (!r || r->finished) return;
+            --r->in_flight;
+            --r->target_reads;
+            if (!res) {
+              count_failure(*r, res.error(), o);
+            } else {
+              r->result.mads += static_cast<std::uint64_t>(res->attempts);
+              auto& p = r->result.found.at(g);
+              p.lid = res->info.lid;
+              p.lid_known = true;
+            }
+            pump(d, r);
+          });
+        }
+      }
+    }
+    static void on_node(Discovery* d, Run& r, const DrPath& path, const mad::NodeInfo& ni,
+                        int attempts) {
+      r.result.mads += static_cast<std::uint64_t>(attempts);
+      if (ni.type != mad::NodeType::Switch) r.ca_ports.insert(ni.port_guid);
+      if (r.targets.count(ni.port_guid) && !r.result.found.count(ni.port_guid)) {
+        ResolvedPort p;
+        p.port_guid = ni.port_guid;
+        p.node_guid = ni.node_guid;
+        p.node_type = ni.type;
+        p.path = path;
+        p.port_num = ni.local_port;
+        r.result.found.emplace(ni.port_guid, std::move(p));
+        // A found target's reads go first.
+        r.queue.push_front(ReadTarget{ni.port_guid, true});
+        r.queue.push_front(ReadTarget{ni.port_guid, false});
+        r.target_reads += 2;
+      }
+      if (!r.expanded.insert(ni.node_guid).second) {
+        ++r.result.revisits;
+        return;
+      }
+      ++r.result.nodes;
+      const bool local = path.hops.empty();
+      if (ni.type != mad::NodeType::Switch && !local) return;  // CAs and routers do not forward SMPs
+      if (static_cast<int>(path.hops.size()) >= d->limits_.max_hops) {
+        r.result.hop_bound = true;
+        return;
+      }
+      if (ni.type != mad::NodeType::Switch) {
+        // Our own CA: out of the port we are on (LocalPortNum of DR {}).
+        if (ni.local_port != 0) r.queue.push_back(ReadNode{DrPath{{ni.local_port}}});
+        return;
+      }
+      for (unsigned port = 1; port <= ni.num_ports; ++port) {
+        if (port == ni.local_port && !local) continue;  // where we came from
+        ++r.result.ports;
+        r.queue.push_back(CheckPort{path, static_cast<std::uint8_t>(port)});
+      }
+    }
+  };
+
+  (void)weak;
+  (void)self;
+  if (run->targets.empty()) {
+    sched_.schedule_at(sched_.now(), [this, weak] {
+      if (auto r = weak.lock()) Ops::finish(this, r);
+    });
+    return;
+  }
+  Ops::pump(this, run);
+}
+
+}  // namespace smha::agent

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// A multi-switch fabric graph for discovery: switches and CAs cabled port to
+// port, read from an ibsim net file (topologies/*.net) or built in code, and
+// a MadTransport at any CA port whose SMAs answer NodeInfo, PortInfo and
+// NodeDescription along directed routes (and by LID) the way ibsim 0.10's do.
+// SMInfo is not modelled here (no SM runs): it times out.
+//
+// GUIDs follow ibsim 0.10 (checked against its answers, tests/unit/mad/data):
+// CAs in file order get node GUID 0x100000, 0x100000 + (ports + 1), ...,
+// port n of a CA node GUID + n; switches 0x200000, 0x200001, ... (port 0 =
+// node GUID). LIDs are 0 until assign_lids() (what an SM's sweep would do).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "smha/core/result.hpp"
+#include "smha/core/types.hpp"
+#include "smha/mad/transport.hpp"
+#include "smha/sim/event_queue.hpp"
+
+namespace smha::sim {
+
+class Topology {
+ public:
+  struct Port {
+    int peer = -1;               // node index at the other end of the cable, -1: none
+    std::uint8_t peer_port = 0;
+    Guid guid;                   // CA ports only (a switch's ports share port 0's)
+    Lid lid;                     // CA ports only
+  };
+  struct Node {
+    mad::NodeType type = mad::NodeType::Ca;
+    std::string id;              // the net file's "nodeid"
+    std::string description;     // NodeDescription: the `# "..."` text, else the id
+    Guid guid;
+    Lid lid;                     // a switch's port 0 LID
+    std::vector<Port> ports;     // index 0 unused for CAs, port 0 for switches
+  };
+
+  int add_switch(std::string id, int ports, std::string description = {});
+  int add_ca(std::string id, int ports, std::string description = {});
+  // Cables port `pa` of node `a` to port `pb` of node `b`. Errors name both ends.
+  Status link(int a, int pa, int b, int pb);
+  void unlink(int a, int pa);
+  // Gives every switch and every cabled CA port the next LID from 1.
+  void assign_lids();
+  void set_lid(Guid port_guid, Lid lid);
+
+  // An ibsim net file. Errors name the file (`where`), the line and what is wrong.
+  static Result<Topology> parse_ibsim(std::string_view text, std::string_view where);
+
+  std::size_t size() const { return nodes_.size(); }
+  const Node& node(int n) const { return nodes_.at(static_cast<std::size_t>(n)); }
+  std::optional<int> find(std::string_view id_or_description) const;
+  std::size_t switches() const;
+  std::size_t cas() const;
+
+  // Where a directed route from port `port` of node `from` ends: the node and
+  // the port the SMP came in on. nullopt: the route leaves the fabric (an
+  // uncabled port, a port the node lacks, a CA asked to forward).
+  struct End {
+    int node;
+    std::uint8_t in_port;
+    int hops;
+  };
+  std::optional<End> walk(int from, std::uint8_t port, const DrPath& path) const;
+  // The node and port holding `lid`.
+  std::optional<End> by_lid(Lid lid) const;
+
+ private:
+  std::vector<Node> nodes_;
+  std::uint64_t next_ca_guid_ = 0x100000;
+  std::uint64_t next_switch_guid_ = 0x200000;
+};
+
+// MadTransport at port `port` of CA `node` of a Topology, on an EventQueue.
+// An answer takes 2 x hop_delay per hop plus `sma_delay`; a route that ends
+// nowhere times out (silence, as on hardware). Counts what it sends.
+class TopologyTransport final : public mad::MadTransport {
+ public:
+  TopologyTransport(EventQueue& q, const Topology& topo, int node, std::uint8_t port,
+                    Duration hop_delay = microseconds(1), Duration sma_delay = microseconds(5));
+  void get_sminfo(const mad::Target& t, const mad::RequestOptions& o, mad::SmInfoCallback done) override;
+  void set_sminfo(const mad::Target& t, SmInfoModifier, const SmInfo&, const mad::RequestOptions& o,
+                  mad::SmInfoCallback done) override;
+  void get_port_info(const mad::Target& t, std::uint8_t port, const mad::RequestOptions& o,
+                     mad::PortInfoCallback done) override;
+  void get_node_info(const mad::Target& t, const mad::RequestOptions& o,
+                     mad::NodeInfoCallback done) override;
+  void get_node_description(const mad::Target& t, const mad::RequestOptions& o,
+                            mad::NodeDescriptionCallback done) override;
+  std::uint64_t mads_sent() const { return mads_; }
+  // MAD answers that come back with a corrupt payload (malformed) for this target key
+  // ("dr:0,1" style, see to_string(DrPath)): for tests of the decoder path.
+  void corrupt(const DrPath& path) { corrupt_.push_back(path); }
+
+ private:
+  std::optional<Topology::End> resolve(const mad::Target& t) const;
+  template <class Reply, class Fn>
+  void answer(const mad::Target& t, const mad::RequestOptions& o, std::function<void(Result<Reply>)> done,
+              Fn make);
+  EventQueue& q_;
+  const Topology& topo_;
+  int node_;
+  std::uint8_t port_;
+  Duration hop_delay_;
+  Duration sma_delay_;
+  std::uint64_t mads_ = 0;
+  std::vector<DrPath> corrupt_;
+};
+
+}  // namespace smha::sim
