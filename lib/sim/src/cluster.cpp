@@ -55,6 +55,14 @@ class TapTransport final : public mad::MadTransport {
       done(std::move(r));
     });
   }
+  void get_node_info(const mad::Target& target, const mad::RequestOptions& opts,
+                     mad::NodeInfoCallback done) override {
+    inner_.get_node_info(target, opts, std::move(done));
+  }
+  void get_node_description(const mad::Target& target, const mad::RequestOptions& opts,
+                            mad::NodeDescriptionCallback done) override {
+    inner_.get_node_description(target, opts, std::move(done));
+  }
 
  private:
   mad::MadTransport& inner_;
