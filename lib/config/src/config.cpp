@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 
 #include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -1028,6 +1029,14 @@ ConfigResult Loader::load(std::string_view text) {
       return ConfigResult(std::move(errors_));
     }
     root = YAML::Load(whole);
+  } catch (const YAML::DeepRecursion& ex) {
+    // yaml-cpp's own message for this is "bad file".
+    Position pos;
+    if (!ex.mark.is_null()) pos = {ex.mark.line + 1, ex.mark.column + 1};
+    errors_.push_back({file_, pos, "",
+                       "YAML nesting too deep (more than " + std::to_string(ex.depth()) +
+                           " levels of lists or maps; smha.yaml needs a few)"});
+    return ConfigResult(std::move(errors_));
   } catch (const YAML::ParserException& ex) {
     Position pos;
     if (!ex.mark.is_null()) pos = {ex.mark.line + 1, ex.mark.column + 1};

@@ -343,6 +343,7 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
   }
   // Our port's state comes from its own SMA every round (sysfs is static under umad2sim).
   cfg.local_port_num = static_cast<std::uint8_t>(umad_->local_port().port);
+  cfg.policy.observe = options_.observe;  // no OpenSM of ours: a silent local port is no hang
   agent_ = std::make_unique<agent::Agent>(std::move(cfg), *sched_, *mad_, *control_, *events_);
   if (supervised_) agent_->set_local_stopped([this] { return supervised_->process_stopped(); });
   agent_->start();
@@ -652,13 +653,7 @@ void Daemon::register_methods() {
 }
 
 Reply Daemon::reload_guarded(const char* via) {
-  try {
-    return do_reload();
-  } catch (const std::exception& e) {
-    sink_.note("RELOAD_REFUSED", std::string("reload failed: ") + e.what(), via);
-    return Reply::failure(ResultCode::Error,
-                          std::string("reload failed, old configuration kept: ") + e.what());
-  }
+  return guard_reload(via, sink_, [this] { return do_reload(); });
 }
 
 Reply Daemon::do_reload() {

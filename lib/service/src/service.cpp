@@ -440,6 +440,23 @@ std::string cap_event_text(std::string text) {
   return text + "... (" + std::to_string(cut) + " more bytes not kept)";
 }
 
+control::Reply guard_reload(const char* via, LogEventSink& sink, const std::function<control::Reply()>& body) {
+  std::string what;
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "an exception that is not a std::exception";
+  }
+  try {
+    sink.note("RELOAD_REFUSED", "reload failed: " + what, via);
+  } catch (...) {
+    // Out of memory again while recording it: the reply still says why.
+  }
+  return control::Reply::failure(control::ResultCode::Error, "reload failed, old configuration kept: " + what);
+}
+
 void LogEventSink::note(std::string kind, std::string reason, std::string evidence) {
   reason = cap_event_text(std::move(reason));
   evidence = cap_event_text(std::move(evidence));

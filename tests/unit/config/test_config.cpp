@@ -667,3 +667,15 @@ TEST_CASE("opensm restart policy: defaults, every key read, ranges and cross che
         std::vector<std::string>{"t.yaml:5:3: opensm.crash_loop_windw_s: unknown key; did you "
                                  "mean 'crash_loop_window_s'?"});
 }
+
+TEST_CASE("deep nesting is refused as such, with its position (yaml-cpp says 'bad file')") {
+  const std::string flow = std::string(5000, '[') + std::string(5000, ']') + "\n";
+  for (const auto& text : {flow, "node:\n  name: " + flow}) {
+    auto r = load_config_from_string(text, "t.yaml");
+    REQUIRE_FALSE(r.ok());
+    INFO(r.error_text());
+    CHECK(r.error_text().find("t.yaml:") == 0);
+    CHECK(r.error_text().find("YAML nesting too deep (more than ") != std::string::npos);
+    CHECK(r.error_text().find("bad file") == std::string::npos);
+  }
+}
