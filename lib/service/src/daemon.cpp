@@ -22,6 +22,7 @@
 
 #include "smha/agent/agent.hpp"
 #include "smha/config/config.hpp"
+#include "smha/core/state_dir.hpp"
 #include "smha/control/server.hpp"
 #include "smha/mad/umad_transport.hpp"
 #include "smha/opensm/check.hpp"
@@ -199,8 +200,12 @@ class Daemon final : public DrillHost {
 // state_dir/smhad.lock, held until exit (the kernel drops it if we die). The
 // file carries the holder's PID for the message a second instance prints.
 bool Daemon::lock_state_dir() {
-  std::error_code ec;
-  std::filesystem::create_directories(config_.state_dir, ec);
+  // An unusable state_dir (below a regular file, read-only) fails here with the
+  // call that failed, not later as OpenSM's "cannot execute" after READY.
+  if (auto st = check_writable_dir(config_.state_dir, true); !st.ok()) {
+    err_ << "smhad: state_dir " << config_.state_dir << " is not usable: " << st.error().message << '\n';
+    return false;
+  }
   const std::string path = config_.state_dir + "/smhad.lock";
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) {
