@@ -10,6 +10,7 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include "smha/core/text.hpp"
 #include "smha/opensm/conf.hpp"
 #include "smha/platform/logging.hpp"
 
@@ -559,10 +560,12 @@ Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid,
 
 namespace {
 
+// Every field shown goes through printable(): names, reasons and evidence may
+// carry what the fabric or OpenSM wrote (ANSI escapes, bytes that are not UTF-8).
 std::string str(const nlohmann::json& j, const char* key, const char* dflt = "-") {
   if (!j.contains(key) || j[key].is_null()) return dflt;
-  if (j[key].is_string()) return j[key].get<std::string>();
-  return j[key].dump();
+  if (j[key].is_string()) return printable(j[key].get<std::string>());
+  return printable(j[key].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 std::string age_text(const nlohmann::json& j, const char* key) {
