@@ -570,6 +570,9 @@ TEST_CASE("edit distance and did-you-mean") {
   CHECK(edit_distance("sm_priorty", "sm_priority") == 1);
   CHECK(did_you_mean("sm_priorty", {"node", "sm_priority", "sm_key"}) == "sm_priority");
   CHECK(did_you_mean("zzz", {"node", "peers"}) == std::nullopt);
+  // A key far longer than any known one has no suggestion (and costs no distances).
+  CHECK(did_you_mean(std::string(4096, 'x'), {"node", "sm_priority"}) == std::nullopt);
+  CHECK(did_you_mean("sm_priorityy", {"sm_priority", "node"}) == "sm_priority");
   CHECK(did_you_mean("grp", {"group", "socket"}) == "group");
   CHECK(did_you_mean("nde", {"node"}) == "node");
   // Not when the edits would replace the whole word.
