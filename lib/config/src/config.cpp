@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 
 #include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -92,18 +93,24 @@ std::optional<std::string> did_you_mean(std::string_view word,
     }
   }
   if (parts == 1) return part_of;
+  // A likely typo: a few edits (2, or a third of a long word, at most 3), and
+  // fewer edits than the word has characters (not a different word altogether).
+  const std::size_t limit = std::min<std::size_t>(3, std::max<std::size_t>(2, word.size() / 3));
   std::optional<std::string> best;
   std::size_t best_distance = 0;
   for (const auto& c : candidates) {
+    // The length difference is a lower bound of the distance: a candidate
+    // farther than `limit` by length alone cannot be the answer, so its
+    // O(|word| x |c|) distance is not computed (a 4 KiB unknown key cost
+    // ~1 ms against every known key).
+    const std::size_t gap = word.size() > c.size() ? word.size() - c.size() : c.size() - word.size();
+    if (gap > limit) continue;
     std::size_t d = edit_distance(word, c);
     if (!best || d < best_distance) {
       best = c;
       best_distance = d;
     }
   }
-  // A likely typo: a few edits (2, or a third of a long word, at most 3), and
-  // fewer edits than the word has characters (not a different word altogether).
-  std::size_t limit = std::min<std::size_t>(3, std::max<std::size_t>(2, word.size() / 3));
   if (best && best_distance <= limit && best_distance < word.size()) return best;
   return std::nullopt;
 }
@@ -1028,6 +1035,14 @@ ConfigResult Loader::load(std::string_view text) {
       return ConfigResult(std::move(errors_));
     }
     root = YAML::Load(whole);
+  } catch (const YAML::DeepRecursion& ex) {
+    // yaml-cpp's own message for this is "bad file".
+    Position pos;
+    if (!ex.mark.is_null()) pos = {ex.mark.line + 1, ex.mark.column + 1};
+    errors_.push_back({file_, pos, "",
+                       "YAML nesting too deep (more than " + std::to_string(ex.depth()) +
+                           " levels of lists or maps; smha.yaml needs a few)"});
+    return ConfigResult(std::move(errors_));
   } catch (const YAML::ParserException& ex) {
     Position pos;
     if (!ex.mark.is_null()) pos = {ex.mark.line + 1, ex.mark.column + 1};

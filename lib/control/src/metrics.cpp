@@ -5,10 +5,15 @@
 #include <charconv>
 #include <cmath>
 
+#include "smha/core/text.hpp"
+
 namespace smha::control {
 namespace {
 
-std::string escape_label(const std::string& v) {
+// The exposition format's escapes (\\, \", \n) over printable(): a label value
+// is valid UTF-8 without control characters, whatever the fabric named.
+std::string escape_label(const std::string& raw) {
+  const std::string v = printable(raw);
   std::string out;
   out.reserve(v.size());
   for (char c : v) {

@@ -177,7 +177,10 @@ Result<nlohmann::json> parse_json(std::string_view text) {
 Result<Request> parse_request(std::string_view frame) {
   auto parsed = parse_json(frame);
   if (!parsed) return bad(parsed.error().message);
-  const json& doc = *parsed;
+  return request_from_json(*parsed);
+}
+
+Result<Request> request_from_json(const nlohmann::json& doc) {
   if (!doc.is_object()) return bad("request must be a JSON object, " + got(doc));
 
   Request req;
@@ -211,7 +214,10 @@ Result<Request> parse_request(std::string_view frame) {
 Result<Reply> parse_reply(std::string_view frame) {
   auto parsed = parse_json(frame);
   if (!parsed) return proto("reply: " + parsed.error().message);
-  const json& doc = *parsed;
+  return reply_from_json(*parsed);
+}
+
+Result<Reply> reply_from_json(const nlohmann::json& doc) {
   if (!doc.is_object()) return proto("reply must be a JSON object, " + got(doc));
 
   Reply reply;

@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/opensm/process_identity.hpp"
 
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <system_error>
+
+#include "smha/core/file_read.hpp"
 
 namespace smha::opensm {
 
@@ -123,7 +128,29 @@ std::optional<std::string> option_value(const std::vector<std::string>& argv, st
   return std::nullopt;
 }
 
-std::optional<std::uint64_t> guid_number(std::string_view s) {
+std::optional<std::uint64_t> guid_number(std::string_view s) { return parse_guid_value(s); }
+
+std::string_view basename_of(std::string_view path) {
+  auto slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// The value of `name` in a NUL-separated environment block, or nullopt.
+std::optional<std::string> env_value(std::string_view block, std::string_view name) {
+  while (!block.empty()) {
+    auto end = block.find('\0');
+    std::string_view entry = block.substr(0, end);
+    block = end == std::string_view::npos ? std::string_view{} : block.substr(end + 1);
+    if (entry.size() > name.size() && entry.substr(0, name.size()) == name && entry[name.size()] == '=')
+      return std::string(entry.substr(name.size() + 1));
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<std::uint64_t> parse_guid_value(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
   std::uint64_t v = 0;
   if (s.empty()) return std::nullopt;
@@ -131,7 +158,65 @@ std::optional<std::uint64_t> guid_number(std::string_view s) {
   if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
   return v;
 }
-}  // namespace
+
+std::optional<std::uint64_t> opensm_argv_guid(const std::vector<std::string>& argv) {
+  if (auto g = option_value(argv, "-g", "--guid")) return guid_number(*g);
+  auto conf = option_value(argv, "-F", "--config");
+  if (!conf) return std::nullopt;
+  auto text = read_regular_file(*conf, kMaxConfigFileBytes);
+  if (!text) return std::nullopt;
+  std::string_view rest = *text;
+  while (!rest.empty()) {
+    auto nl = rest.find('\n');
+    std::string_view line = rest.substr(0, nl);
+    rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    if (line.substr(0, 4) != "guid" || line.size() < 5 || (line[4] != ' ' && line[4] != '\t')) continue;
+    auto v = guid_number(line.substr(5));
+    if (v && *v != 0) return v;  // "guid 0x0000000000000000": the first active port
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+bool looks_like_opensm(const std::vector<std::string>& argv, const std::string& exe) {
+  if (basename_of(exe) == "opensm") return true;
+  for (std::size_t i = 0; i < argv.size() && i < 2; ++i)
+    if (basename_of(argv[i]) == "opensm") return true;
+  return false;
+}
+
+std::vector<BoundOpensm> find_opensm_bound_to(std::uint64_t guid, int except_pid) {
+  std::vector<BoundOpensm> found;
+  const char* own_sock = std::getenv("IBSIM_SOCKNAME");
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return found;
+  while (dirent* e = ::readdir(proc)) {
+    int pid = 0;
+    std::string_view name = e->d_name;
+    if (!parse_number(name, pid) || pid <= 0 || pid == except_pid || pid == ::getpid()) continue;
+    auto argv = read_process_cmdline(pid);
+    if (!argv || argv->empty()) continue;  // gone, a kernel thread or a zombie
+    std::string exe;
+    char buf[4096];
+    if (ssize_t n = ::readlink(("/proc/" + std::string(name) + "/exe").c_str(), buf, sizeof buf - 1); n > 0)
+      exe.assign(buf, static_cast<std::size_t>(n));
+    if (exe.ends_with(kDeletedSuffix)) exe.resize(exe.size() - kDeletedSuffix.size());
+    if (!looks_like_opensm(*argv, exe)) continue;
+    auto bound = opensm_argv_guid(*argv);
+    if (!bound || *bound != guid) continue;
+    // umad2sim: the port is the simulator's; another IBSIM_SOCKNAME is another fabric.
+    {
+      std::ifstream env("/proc/" + std::string(name) + "/environ", std::ios::binary);
+      std::string block((std::istreambuf_iterator<char>(env)), {});
+      auto theirs = env_value(block, "IBSIM_SOCKNAME");
+      if (theirs.has_value() != (own_sock != nullptr) || (theirs && *theirs != own_sock)) continue;
+    }
+    found.push_back({pid, std::move(*argv), std::move(exe)});
+  }
+  ::closedir(proc);
+  return found;
+}
 
 bool opensm_argv_matches(const std::vector<std::string>& argv, const std::string& conf_path,
                          const std::string& guid) {

@@ -144,6 +144,8 @@ OpensmSupervisor::OpensmSupervisor(asio::io_context& io, const Clock& clock, Pro
   if (!options_.identify) options_.identify = [](int pid) { return read_process_identity(pid); };
   if (!options_.age) options_.age = [](const ProcessIdentity& id) { return process_age(id.start_time); };
   if (!options_.cmdline) options_.cmdline = [](int pid) { return read_process_cmdline(pid); };
+  if (!options_.find_bound)
+    options_.find_bound = [](std::uint64_t guid) { return find_opensm_bound_to(guid); };
 }
 
 OpensmSupervisor::~OpensmSupervisor() {
@@ -261,33 +263,70 @@ Result<bool> OpensmSupervisor::try_adopt() {
       return false;
     }
   }
+  return adopt_process(*live, "left running by an earlier smhad");
+}
+
+bool OpensmSupervisor::adopt_process(const ProcessIdentity& live, std::string_view why) {
   const std::uint64_t run = ++run_;
   std::weak_ptr<int> alive = alive_;
-  auto st = runner_.adopt(recorded->pid, [this, alive, run](const ExitInfo& exit) {
+  auto st = runner_.adopt(live.pid, [this, alive, run](const ExitInfo& exit) {
     if (!alive.expired()) on_exit(run, exit);
   });
   if (!st) {
-    log_->warn("cannot adopt OpenSM pid {}: {}; starting a new OpenSM", recorded->pid, st.error().message);
+    log_->warn("cannot adopt OpenSM pid {}: {}; starting a new OpenSM", live.pid, st.error().message);
     return false;
   }
   permanent_.reset();
   came_up_ = true;  // it ran before we came: no start-up failure to classify
   recent_lines_.clear();
   status_.state = SupervisorState::Running;
-  status_.pid = recorded->pid;
+  status_.pid = live.pid;
   status_.adopted = true;
   had_process_ = true;
   status_.started_at = clock_.now();
-  if (auto age = options_.age(*live); age.ok()) {
+  if (auto age = options_.age(live); age.ok()) {
     status_.started_at = clock_.now() - std::chrono::duration_cast<Duration>(*age);
   } else {
     log_->warn("cannot tell when OpenSM pid {} started: {}; its uptime counts from now", status_.pid,
                age.error().message);
   }
   status_.next_start_at.reset();
-  log_->info("adopted running OpenSM pid {} ({}), left running by an earlier smhad", status_.pid, live->exe);
+  log_->info("adopted running OpenSM pid {} ({}), {}", status_.pid, live.exe, why);
   notify();
   return true;
+}
+
+OpensmSupervisor::BoundCheck OpensmSupervisor::check_bound(const ProcessSpec& spec) {
+  const std::string guid_text = option_of(spec.argv, "-g");
+  const auto guid = parse_guid_value(guid_text);
+  if (!guid || !options_.find_bound) return BoundCheck::Free;
+  const std::string conf = option_of(spec.argv, "-F");
+  for (auto& b : options_.find_bound(*guid)) {
+    std::string argv;
+    for (const auto& a : b.argv) argv += (argv.empty() ? "" : " ") + a;
+    if (opensm_argv_matches(b.argv, conf, guid_text)) {
+      auto live = options_.identify(b.pid);
+      const std::string want = expected_exe();
+      if (live && live->exe == want) {
+        if (!adopt_process(*live, "found running with this head's -F and -g (its pidfile was lost or stale)"))
+          continue;
+        if (!options_.pidfile_path.empty()) {
+          if (auto w = fs_.write_atomic(options_.pidfile_path, format_pidfile(*live), 0644); !w)
+            log_->warn("cannot record OpenSM pid {} in {}: {} (a smhad restart will not adopt it)", live->pid,
+                       options_.pidfile_path, w.error().message);
+        }
+        return BoundCheck::Adopted;
+      }
+      bound_reason_ = "OpenSM pid " + std::to_string(b.pid) + " (\"" + argv + "\", executable " +
+                      (live ? live->exe : b.exe) + ", expected " + want +
+                      ") carries this head's -F and -g but is not this head's OpenSM";
+    } else {
+      bound_reason_ = "another OpenSM, pid " + std::to_string(b.pid) + " (\"" + argv + "\"), is bound to port GUID " +
+                      guid_text;
+    }
+    return BoundCheck::Foreign;
+  }
+  return BoundCheck::Free;
 }
 
 Status OpensmSupervisor::spawn_now() {
@@ -300,6 +339,14 @@ Status OpensmSupervisor::spawn_now() {
   log_offset_ = 0;
   if (!options_.log_file.empty()) {
     if (auto t = fs_.read_tail(options_.log_file, UINT64_MAX, 0)) log_offset_ = t->size;
+  }
+  switch (check_bound(spec)) {
+    case BoundCheck::Free: break;
+    case BoundCheck::Adopted: return Status::Ok();
+    case BoundCheck::Foreign:
+      fail("cannot start " + spec.path + ": " + bound_reason_ +
+           "; not starting a second OpenSM for this port (stop that one, then reload or restart smhad)");
+      return make_error("foreign", bound_reason_);
   }
   std::weak_ptr<int> alive = alive_;
   auto pid = runner_.spawn(

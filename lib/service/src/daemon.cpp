@@ -22,6 +22,7 @@
 
 #include "smha/agent/agent.hpp"
 #include "smha/config/config.hpp"
+#include "smha/core/state_dir.hpp"
 #include "smha/control/server.hpp"
 #include "smha/mad/smp.hpp"
 #include "smha/mad/umad_transport.hpp"
@@ -215,8 +216,12 @@ class Daemon final : public DrillHost {
 // state_dir/smhad.lock, held until exit (the kernel drops it if we die). The
 // file carries the holder's PID for the message a second instance prints.
 bool Daemon::lock_state_dir() {
-  std::error_code ec;
-  std::filesystem::create_directories(config_.state_dir, ec);
+  // An unusable state_dir (below a regular file, read-only) fails here with the
+  // call that failed, not later as OpenSM's "cannot execute" after READY.
+  if (auto st = check_writable_dir(config_.state_dir, true); !st.ok()) {
+    err_ << "smhad: state_dir " << config_.state_dir << " is not usable: " << st.error().message << '\n';
+    return false;
+  }
   const std::string path = config_.state_dir + "/smhad.lock";
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) {
@@ -369,6 +374,7 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
   }
   // Our port's state comes from its own SMA every round (sysfs is static under umad2sim).
   cfg.local_port_num = static_cast<std::uint8_t>(umad_->local_port().port);
+  cfg.policy.observe = options_.observe;  // no OpenSM of ours: a silent local port is no hang
   agent_ = std::make_unique<agent::Agent>(std::move(cfg), *sched_, *mad_, *control_, *events_);
   if (supervised_) agent_->set_local_stopped([this] { return supervised_->process_stopped(); });
   agent_->start();
@@ -696,13 +702,7 @@ void Daemon::register_methods() {
 }
 
 Reply Daemon::reload_guarded(const char* via) {
-  try {
-    return do_reload();
-  } catch (const std::exception& e) {
-    sink_.note("RELOAD_REFUSED", std::string("reload failed: ") + e.what(), via);
-    return Reply::failure(ResultCode::Error,
-                          std::string("reload failed, old configuration kept: ") + e.what());
-  }
+  return guard_reload(via, sink_, [this] { return do_reload(); });
 }
 
 Reply Daemon::do_reload() {

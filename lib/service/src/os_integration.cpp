@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "smha/agent/discovery.hpp"
+#include "smha/core/state_dir.hpp"
 #include "smha/mad/umad_transport.hpp"
 #include "smha/opensm/cli.hpp"
 #include "smha/opensm/posix_process_runner.hpp"
@@ -357,6 +358,13 @@ int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std:
   }
   if (auto st = HookDispatcher::check(loaded.value()); !st.ok()) {
     err << "error: " << path << ": " << st.error().message << '\n';
+    err << path << ": 1 error(s)\n";
+    return 1;
+  }
+  // state_dir: what start-up creates and writes (nothing is created here).
+  if (auto st = check_writable_dir(loaded.value().state_dir, false); !st.ok()) {
+    err << "error: " << path << ": state_dir " << loaded.value().state_dir << " is not usable: "
+        << st.error().message << '\n';
     err << path << ": 1 error(s)\n";
     return 1;
   }

@@ -10,6 +10,7 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include "smha/core/text.hpp"
 #include "smha/opensm/conf.hpp"
 #include "smha/platform/logging.hpp"
 
@@ -452,6 +453,23 @@ std::string cap_event_text(std::string text) {
   return text + "... (" + std::to_string(cut) + " more bytes not kept)";
 }
 
+control::Reply guard_reload(const char* via, LogEventSink& sink, const std::function<control::Reply()>& body) {
+  std::string what;
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "an exception that is not a std::exception";
+  }
+  try {
+    sink.note("RELOAD_REFUSED", "reload failed: " + what, via);
+  } catch (...) {
+    // Out of memory again while recording it: the reply still says why.
+  }
+  return control::Reply::failure(control::ResultCode::Error, "reload failed, old configuration kept: " + what);
+}
+
 void LogEventSink::note(std::string kind, std::string reason, std::string evidence) {
   reason = cap_event_text(std::move(reason));
   evidence = cap_event_text(std::move(evidence));
@@ -554,10 +572,12 @@ Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid,
 
 namespace {
 
+// Every field shown goes through printable(): names, reasons and evidence may
+// carry what the fabric or OpenSM wrote (ANSI escapes, bytes that are not UTF-8).
 std::string str(const nlohmann::json& j, const char* key, const char* dflt = "-") {
   if (!j.contains(key) || j[key].is_null()) return dflt;
-  if (j[key].is_string()) return j[key].get<std::string>();
-  return j[key].dump();
+  if (j[key].is_string()) return printable(j[key].get<std::string>());
+  return printable(j[key].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 std::string age_text(const nlohmann::json& j, const char* key) {

@@ -650,7 +650,7 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
                                       ? policy_.hang_timeout
                                       : policy_.unresponsive_timeout;
   if (!r.local.info && local_misses_ >= policy_.misses &&
-      (answered_since_start_ || now - started_at_ >= policy_.start_grace) &&
+      (answered_since_start_ || (!policy_.observe && now - started_at_ >= policy_.start_grace)) &&
       now - std::max(local_answer_at_, started_at_) >= silence_needed &&
       r.local_port != PortState::Down) {
     set_alarm(AlarmKind::LocalSmHung, true,

@@ -410,6 +410,29 @@ TEST_CASE("the human status shows role, local SM, OpenSM, peers and alarms") {
   CHECK(t.find("STANDBY->MASTER (takeover_done)") != std::string::npos);
 }
 
+TEST_CASE("the human status and events escape what the fabric or OpenSM wrote") {
+  // As smctl gets it: JSON carries ESC as \u001b; invalid UTF-8 was replaced
+  // by the server, but a raw byte string is escaped all the same.
+  auto j = nlohmann::json::parse(R"({
+    "node":"head01","role":"Master",
+    "opensm":{"supervisor":"failed","pid":0,"restarts":0,"reason":"OpenSM: \"\u001b[2J\u001b]0;owned\u0007\""},
+    "peers":[{"name":"head02","state":"STANDBY"}],
+    "alarms":[{"kind":"unknown_sm","detail":"node \u009b31mred\u202e"}]})");
+  j["peers"][0]["name"] = std::string("head02\xe9\x1b[31m");
+  const std::string t = render_status_text(j);
+  INFO(t);
+  CHECK(t.find('\x1b') == std::string::npos);
+  CHECK(t.find('\x07') == std::string::npos);
+  CHECK(t.find("OpenSM: \"\\x1b[2J\\x1b]0;owned\\x07\"") != std::string::npos);
+  CHECK(t.find("head02\\xe9\\x1b[31m  STANDBY") != std::string::npos);
+  CHECK(t.find("unknown_sm (node \\u009b31mred\\u202e)") != std::string::npos);
+
+  const auto ev = nlohmann::json::parse(
+      R"({"events":[{"time":"T","kind":"opensm_state","reason":"log \u001b[1mbold","evidence":"x\ny"}]})");
+  const std::string e = render_events_text(ev);
+  CHECK(e == "T  opensm_state  log \\x1b[1mbold  [x\\x0ay]\n");
+}
+
 TEST_CASE("durations and round-trip times are rounded for people") {
   CHECK(human_duration(0.384122) == "384ms");
   CHECK(human_duration(4.26) == "4.3s");

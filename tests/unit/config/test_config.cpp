@@ -570,6 +570,9 @@ TEST_CASE("edit distance and did-you-mean") {
   CHECK(edit_distance("sm_priorty", "sm_priority") == 1);
   CHECK(did_you_mean("sm_priorty", {"node", "sm_priority", "sm_key"}) == "sm_priority");
   CHECK(did_you_mean("zzz", {"node", "peers"}) == std::nullopt);
+  // A key far longer than any known one has no suggestion (and costs no distances).
+  CHECK(did_you_mean(std::string(4096, 'x'), {"node", "sm_priority"}) == std::nullopt);
+  CHECK(did_you_mean("sm_priorityy", {"sm_priority", "node"}) == "sm_priority");
   CHECK(did_you_mean("grp", {"group", "socket"}) == "group");
   CHECK(did_you_mean("nde", {"node"}) == "node");
   // Not when the edits would replace the whole word.
@@ -666,4 +669,16 @@ TEST_CASE("opensm restart policy: defaults, every key read, ranges and cross che
   CHECK(errors_of(kNode + "opensm:\n  crash_loop_windw_s: 60\n") ==
         std::vector<std::string>{"t.yaml:5:3: opensm.crash_loop_windw_s: unknown key; did you "
                                  "mean 'crash_loop_window_s'?"});
+}
+
+TEST_CASE("deep nesting is refused as such, with its position (yaml-cpp says 'bad file')") {
+  const std::string flow = std::string(5000, '[') + std::string(5000, ']') + "\n";
+  for (const auto& text : {flow, "node:\n  name: " + flow}) {
+    auto r = load_config_from_string(text, "t.yaml");
+    REQUIRE_FALSE(r.ok());
+    INFO(r.error_text());
+    CHECK(r.error_text().find("t.yaml:") == 0);
+    CHECK(r.error_text().find("YAML nesting too deep (more than ") != std::string::npos);
+    CHECK(r.error_text().find("bad file") == std::string::npos);
+  }
 }

@@ -65,10 +65,28 @@ TEST_CASE("rendered metrics parse with a real exposition parser", "[control][met
   CHECK(sample_value(rtt, "smha_poll_rtt_seconds_sum", json::object()) == 0.07);
   CHECK(sample_value(doc["smha_missed_polls"], "smha_missed_polls_total", json::object()) == 3.0);
   CHECK(sample_value(doc["smha_opensm_restarts"], "smha_opensm_restarts_total", json::object()) == 1.0);
-  // Escaped label values come back unescaped.
-  CHECK(sample_value(doc["smha_alarm_active"], "smha_alarm_active", {{"alarm", "weird \"name\"\\\n"}}) == 1.0);
+  // Escaped label values come back unescaped; the newline, a control
+  // character, as printable() writes it.
+  CHECK(sample_value(doc["smha_alarm_active"], "smha_alarm_active", {{"alarm", "weird \"name\"\\\\x0a"}}) ==
+        1.0);
   CHECK(sample_value(doc["smha_alarms_active"], "smha_alarms_active", json::object()) == 2.0);
   CHECK(sample_value(doc["smha_hold_active"], "smha_hold_active", json::object()) == 1.0);
+}
+
+TEST_CASE("label values from the fabric: ANSI escapes and bytes that are not UTF-8 are escaped",
+          "[control][metrics]") {
+  MetricsSnapshot m;
+  m.node = "head-a";
+  m.role = "master";
+  // An SM named by whatever the fabric said: an ANSI clear-screen, Latin-1 bytes.
+  m.sms = {{"\x1b[2Jevil\xe9\xff", smha::Guid{0x0002c90300a1b2c3}, smha::SmState::Master, 15}};
+  const std::string text = render_prometheus(m);
+  CHECK(text.find('\x1b') == std::string::npos);
+  CHECK(text.find('\xff') == std::string::npos);
+  auto doc = parse_with_prometheus_client(text);
+  REQUIRE_FALSE(doc.contains("error"));
+  CHECK(sample_value(doc["smha_sm_up"], "smha_sm_up",
+                     {{"node", "\\x1b[2Jevil\\xe9\\xff"}, {"guid", "0x0002c90300a1b2c3"}}) == 1.0);
 }
 
 TEST_CASE("an empty snapshot still renders valid exposition text", "[control][metrics]") {

@@ -59,3 +59,54 @@ TEST_CASE("a second smhad on the same state_dir exits naming the holder's PID", 
   CHECK_FALSE(std::filesystem::exists(dir.sub("ctl/smhad.sock")));
   ::close(fd);
 }
+
+TEST_CASE("an unusable state_dir fails --check-config and start-up, naming the failing call",
+          "[smhad][state_dir]") {
+  TempDir dir;
+  const std::string file = dir.sub("a-file");
+  std::ofstream(file) << "not a directory\n";
+  auto yaml_with = [&](const std::string& state) {
+    const std::string yaml = dir.sub("smha.yaml");
+    std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\n"
+                        << "control:\n  socket: " << dir.sub("ctl/smhad.sock") << "\n  group: root\n"
+                        << "opensm:\n  conf_path: " << dir.sub("opensm.conf") << "\n  cache_dir: "
+                        << dir.sub("cache") << "\npeers:\n  - name: head02\n    port_guid: 0x20\n"
+                        << "state_dir: " << state << "\n";
+    return yaml;
+  };
+  SECTION("a usable one passes --check-config") {
+    auto [rc, out] = run(std::string(SMHA_SMHAD) + " --check-config -c " + yaml_with(dir.sub("state")));
+    INFO(out);
+    CHECK(rc == 0);
+    CHECK_FALSE(std::filesystem::exists(dir.sub("state")));  // checked, not created
+  }
+  SECTION("below a regular file") {
+    const std::string yaml = yaml_with(file + "/state");
+    const std::string want = "state_dir " + file + "/state is not usable: mkdir " + file +
+                             "/state: Not a directory (" + file + " is not a directory)";
+    auto [rc, out] = run(std::string(SMHA_SMHAD) + " --check-config -c " + yaml);
+    INFO(out);
+    CHECK(rc == 1);
+    CHECK(out.find(want) != std::string::npos);
+    auto [rc2, out2] = run(std::string(SMHA_SMHAD) + " -c " + yaml + " --log-target stderr");
+    INFO(out2);
+    CHECK(rc2 == 1);
+    CHECK(out2.find("smhad: " + want) != std::string::npos);
+    CHECK(out2.find("cannot execute") == std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir.sub("opensm.conf")));  // nothing started or written
+    CHECK_FALSE(std::filesystem::exists(dir.sub("ctl/smhad.sock")));
+  }
+  SECTION("on a file system that refuses new entries (sysfs)") {
+    const std::string yaml = yaml_with("/sys/smha-state");
+    auto [rc, out] = run(std::string(SMHA_SMHAD) + " --check-config -c " + yaml);
+    INFO(out);
+    CHECK(rc == 1);
+    CHECK(out.find("state_dir /sys/smha-state is not usable: open /sys/.smhad-probe-") != std::string::npos);
+    CHECK(out.find("Permission denied") != std::string::npos);
+    auto [rc2, out2] = run(std::string(SMHA_SMHAD) + " -c " + yaml + " --log-target stderr");
+    INFO(out2);
+    CHECK(rc2 == 1);
+    CHECK(out2.find("smhad: state_dir /sys/smha-state is not usable: mkdir /sys/smha-state: Operation not permitted") !=
+          std::string::npos);
+  }
+}

@@ -40,6 +40,41 @@ constexpr const char* kServeScript =
     "echo ready\n"
     "while :; do sleep 30 & wait $!; done\n";
 
+// A port GUID no other test process uses (the pid in its low bits), `n` apart.
+std::string test_guid(int n) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x5a5a%04x%08x", n, static_cast<unsigned>(::getpid()));
+  return buf;
+}
+
+// Starts `argv` (argv[0] the executable) as a child outside any supervisor: an
+// OpenSM someone else started. The caller's ProcessGuard stops it.
+int start_outside(const std::vector<std::string>& argv) {
+  const int pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::setpgid(0, 0);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Waits until the process `pid` shows `needle` in its command line (the exec done).
+bool wait_cmdline(int pid, const std::string& needle) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto argv = read_process_cmdline(pid);
+    if (argv)
+      for (const auto& a : *argv)
+        if (a == needle) return true;
+    ::usleep(2000);
+  }
+  return false;
+}
+
 struct Seen {
   SupervisorStatus status;
   std::chrono::steady_clock::time_point at;
@@ -59,6 +94,9 @@ struct Harness {
   std::unique_ptr<PosixProcessRunner> runner;
   std::unique_ptr<OpensmSupervisor> sup;
 
+  // Unique per test process: test cases run in parallel (ctest -j), and each
+  // spawn looks in procfs for any OpenSM already bound to this GUID.
+  std::string guid = test_guid(0);
   std::string conf() const { return dir / "opensm.conf"; }
   std::string pidfile() const { return dir / "opensm.pid"; }
 
@@ -85,7 +123,7 @@ struct Harness {
     sup = std::make_unique<OpensmSupervisor>(
         io, clock, *runner, fs,
         [this] {
-          ProcessSpec spec{path, {"opensm", "-F", conf(), "-g", "0x0002c90300000001"}, {}, dir.path()};
+          ProcessSpec spec{path, {"opensm", "-F", conf(), "-g", guid}, {}, dir.path()};
           spec.argv.insert(spec.argv.end(), argv_tail.begin(), argv_tail.end());
           return spec;
         },
@@ -141,7 +179,7 @@ TEST_CASE("start writes opensm.conf 0600 and a pidfile, and runs the factory's a
   CHECK(id->exe == real("/bin/sh"));
   CHECK(id->start_time == read_process_identity(st.pid).value().start_time);
   REQUIRE(run_until(h.io, [&] { return h.count_lines("ready") == 1; }));
-  CHECK(h.count_lines("argv: -F " + h.conf() + " -g 0x0002c90300000001 --log_file /dev/null") == 1);
+  CHECK(h.count_lines("argv: -F " + h.conf() + " -g " + h.guid + " --log_file /dev/null") == 1);
   CHECK(h.sup->start("x").error().code == "busy");
   bool done = false;
   h.sup->stop([&] { done = true; });
@@ -517,7 +555,7 @@ TEST_CASE("an OpenSM with the right pid, start time and exe but another -F or -g
   auto o = h.options();
   o.pidfile_path = h.pidfile();
   o.expected_exe = real("/bin/sh");
-  h.make(o);  // argv: -F <conf> -g 0x0002c90300000001
+  h.make(o);  // argv: -F <conf> -g <h.guid>
   REQUIRE(h.sup->start("conf\n").ok());
   const int pid = h.sup->status().pid;
   REQUIRE(pid > 0);
@@ -525,9 +563,10 @@ TEST_CASE("an OpenSM with the right pid, start time and exe but another -F or -g
 
   // A second head's supervisor on this host, sharing the pidfile by mistake
   // (or a pidfile pointing at an OpenSM someone else started).
-  const std::string other_guid = GENERATE(std::string("0x0002c90300000001"), std::string("0x0002c90300000002"));
+  const bool same_guid = GENERATE(true, false);
+  const std::string other_guid = same_guid ? h.guid : test_guid(2);
   const std::string other_conf = GENERATE(std::string("same"), std::string("other"));
-  if (other_guid == "0x0002c90300000001" && other_conf == "same") return;  // that one is ours: adopted
+  if (same_guid && other_conf == "same") return;  // that one is ours: adopted
   h.forget();
   h.runner = std::make_unique<PosixProcessRunner>(h.io);
   auto oo = o;
@@ -538,11 +577,101 @@ TEST_CASE("an OpenSM with the right pid, start time and exe but another -F or -g
       [&, conf, other_guid] { return ProcessSpec{h.path, {"opensm", "-F", conf, "-g", other_guid}, {}, h.dir.path()}; },
       oo);
   auto r = h.sup->start("conf\n");
-  REQUIRE(r.ok());
-  CHECK_FALSE(r->adopted);
-  CHECK(h.sup->status().pid != pid);
-  CHECK(h.sup->status().spawns == 1);
+  if (same_guid) {
+    // Our port's OpenSM, started with another -F: not ours, and no second one beside it.
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == "foreign");
+    CHECK(h.sup->status().state == SupervisorState::Failed);
+    CHECK(h.sup->status().spawns == 0);
+  } else {
+    REQUIRE(r.ok());
+    CHECK_FALSE(r->adopted);
+    CHECK(h.sup->status().pid != pid);
+    CHECK(h.sup->status().spawns == 1);
+  }
   CHECK(alive(pid));  // the other OpenSM is left alone, never signalled
+}
+
+TEST_CASE("before spawning, an OpenSM already bound to the port GUID is adopted if ours, else refused",
+          "[supervisor]") {
+  Harness h;
+  h.path = write_script(h.dir, "opensm", kServeScript);
+  auto o = h.options();
+  o.pidfile_path = h.pidfile();  // never written: lost
+  o.expected_exe = real("/bin/sh");
+  h.make(o);
+
+  SECTION("another OpenSM with -g <our guid> (another -F): refused, none started") {
+    const int other = start_outside({h.path, "-F", h.dir / "elsewhere.conf", "-g", h.guid});
+    h.guard.add(other);
+    REQUIRE(wait_cmdline(other, h.guid));
+    auto r = h.sup->start("conf\n");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == "foreign");
+    const auto& st = h.sup->status();
+    CHECK(st.state == SupervisorState::Failed);
+    CHECK(st.spawns == 0);
+    CHECK(st.pid == 0);
+    CHECK(st.reason.find("another OpenSM, pid " + std::to_string(other)) != std::string::npos);
+    CHECK(st.reason.find("bound to port GUID " + h.guid) != std::string::npos);
+    CHECK(st.reason.find("not starting a second OpenSM") != std::string::npos);
+    CHECK(alive(other));
+    // The same guard on a respawn: a changed file retries, and is refused again.
+    auto again = h.sup->reload("conf v2\n", {});
+    REQUIRE_FALSE(again.ok());
+    CHECK(h.sup->status().spawns == 0);
+    CHECK(alive(other));
+  }
+  SECTION("another OpenSM whose -F conf names our guid (no -g): refused") {
+    std::ofstream(h.dir / "their.conf") << "# theirs\nguid " << h.guid << "\nsm_priority 3\n";
+    const int other = start_outside({h.path, "-F", h.dir / "their.conf"});
+    h.guard.add(other);
+    REQUIRE(wait_cmdline(other, h.dir / "their.conf"));
+    auto r = h.sup->start("conf\n");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == "foreign");
+    CHECK(h.sup->status().spawns == 0);
+    CHECK(h.sup->status().reason.find("pid " + std::to_string(other)) != std::string::npos);
+  }
+  SECTION("ours (our -F and -g, our exe) without a pidfile: adopted, and the pidfile written") {
+    const int ours = start_outside({h.path, "-F", h.conf(), "-g", h.guid});
+    h.guard.add(ours);
+    REQUIRE(wait_cmdline(ours, h.guid));
+    auto r = h.sup->start("conf\n");
+    REQUIRE(r.ok());
+    CHECK(h.sup->status().state == SupervisorState::Running);
+    CHECK(h.sup->status().adopted);
+    CHECK(h.sup->status().pid == ours);
+    CHECK(h.sup->status().spawns == 0);
+    CHECK(parse_pidfile(read_text(h.pidfile())).value().pid == ours);
+  }
+  SECTION("other GUIDs and non-OpenSM processes do not count") {
+    const int other = start_outside({h.path, "-F", h.conf(), "-g", test_guid(3)});
+    h.guard.add(other);
+    const int sleeper = start_outside({real("/bin/sleep"), "30"});
+    h.guard.add(sleeper);
+    REQUIRE(wait_cmdline(other, test_guid(3)));
+    auto r = h.sup->start("conf\n");
+    REQUIRE(r.ok());
+    CHECK_FALSE(h.sup->status().adopted);
+    CHECK(h.sup->status().spawns == 1);
+  }
+}
+
+TEST_CASE("opensm_argv_guid: -g, else the guid line of the -F conf", "[supervisor]") {
+  ScratchDir dir;
+  CHECK(opensm_argv_guid({"opensm", "-g", "0x10"}) == 0x10u);
+  CHECK(opensm_argv_guid({"opensm", "--guid=0x0011"}) == 0x11u);
+  CHECK(opensm_argv_guid({"opensm"}) == std::nullopt);
+  std::ofstream(dir / "a.conf") << "sm_priority 1\n  guid 0x0002c903000000ff\n";
+  std::ofstream(dir / "zero.conf") << "guid 0x0000000000000000\n";
+  CHECK(opensm_argv_guid({"opensm", "-F", dir / "a.conf"}) == 0x0002c903000000ffu);
+  CHECK(opensm_argv_guid({"opensm", "-F", dir / "zero.conf"}) == std::nullopt);
+  CHECK(opensm_argv_guid({"opensm", "-F", dir / "missing.conf"}) == std::nullopt);
+  CHECK(opensm_argv_guid({"opensm", "-F", "/dev/zero"}) == std::nullopt);
+  CHECK(looks_like_opensm({"/usr/sbin/opensm"}, "/usr/sbin/opensm"));
+  CHECK(looks_like_opensm({"/bin/sh", "/tmp/x/opensm", "-g", "1"}, "/usr/bin/dash"));
+  CHECK_FALSE(looks_like_opensm({"/usr/bin/ibstat", "-g", "1"}, "/usr/bin/ibstat"));
 }
 
 TEST_CASE("opensm_argv_matches compares -F exactly and -g as a number", "[supervisor]") {

@@ -8,6 +8,8 @@
 #include <signal.h>
 
 #include <functional>
+#include <new>
+#include <stdexcept>
 #include <future>
 #include <sstream>
 #include <thread>
@@ -209,4 +211,29 @@ TEST_CASE("a daemon note keeps at most kMaxEventTextBytes of reason and evidence
   CHECK_THAT(e.evidence, Catch::Contains("more bytes not kept)"));
   CHECK(e.reason == "100000 error(s)");
   CHECK(cap_event_text("short") == "short");
+}
+
+TEST_CASE("a reload that throws is refused and recorded, whatever it throws (SIGHUP and smctl reload)",
+          "[service][reload]") {
+  LogEventSink sink;
+  const int which = GENERATE(0, 1, 2);
+  auto reply = guard_reload("SIGHUP", sink, [which]() -> smha::control::Reply {
+    if (which == 0) throw std::bad_alloc();
+    if (which == 1) throw std::runtime_error("boom");
+    throw 42;
+  });
+  CHECK_FALSE(reply.is_ok());
+  const std::string what = which == 0   ? "std::bad_alloc"
+                           : which == 1 ? "boom"
+                                        : "an exception that is not a std::exception";
+  CHECK(reply.text == "reload failed, old configuration kept: " + what);
+  REQUIRE_FALSE(sink.events().empty());
+  const auto& e = sink.events().back();
+  CHECK(e.kind == "RELOAD_REFUSED");
+  CHECK(e.reason == "reload failed: " + what);
+  CHECK(e.evidence == "SIGHUP");
+  // A reload that does not throw passes its reply through.
+  auto ok = guard_reload("smctl reload", sink, [] { return smha::control::Reply::ok(nlohmann::json::object(), "fine"); });
+  CHECK(ok.is_ok());
+  CHECK(ok.text == "fine");
 }

@@ -177,3 +177,26 @@ TEST_CASE("Takeover: the fallback restart is not made when the port's master ans
   CHECK(has_event(acts, EventKind::TakeoverAborted));
   CHECK(rig.m.status().role == Role::Standby);
 }
+
+TEST_CASE("Observe: a node without OpenSM (local SM never answered) raises no local_sm_hung; "
+          "one that answered and went silent does",
+          "[ha][observe]") {
+  const bool observe = GENERATE(false, true);
+  auto p = policy();
+  p.observe = observe;
+  Rig rig(p);
+  // The control reports Running (smhad --observe cannot tell), nothing answers
+  // on DR hop 0, the peer is MASTER; far past start_grace and unresponsive_timeout.
+  Local none{kSilent};
+  none.stopped = false;
+  auto acts = rig.polls(200, round(none, {{M, 12}}));
+  CHECK(has_alarm(acts, AlarmKind::LocalSmHung) == !observe);
+  CHECK(has_event(acts, EventKind::FenceLocal) == !observe);
+
+  if (observe) {
+    // An OpenSM on the node (someone else's) answers, then hangs: still reported.
+    rig.polls(5, round({S, 10}, {{M, 12}}));
+    auto later = rig.polls(200, round(none, {{M, 12}}));
+    CHECK(has_alarm(later, AlarmKind::LocalSmHung));
+  }
+}

@@ -136,9 +136,14 @@ Result<nlohmann::json> parse_json(std::string_view text);
 // names the offending field and what was expected, e.g.
 // "\"params\" must be an object, got array".
 Result<Request> parse_request(std::string_view frame);
+// The envelope checks of parse_request on a document parse_json already made
+// (errors as parse_request's after the JSON step).
+Result<Request> request_from_json(const nlohmann::json& doc);
 
 // Parses one reply frame (client side). Error code "protocol".
 Result<Reply> parse_reply(std::string_view frame);
+// The envelope checks of parse_reply on a document parse_json already made.
+Result<Reply> reply_from_json(const nlohmann::json& doc);
 
 // Encode a message including the trailing NUL. Invalid UTF-8 in strings is
 // replaced (U+FFFD), so encoding never throws.

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,30 @@ Result<std::vector<std::string>> read_process_cmdline(int pid);
 // Empty conf_path or guid: that part is not checked.
 bool opensm_argv_matches(const std::vector<std::string>& argv, const std::string& conf_path,
                          const std::string& guid);
+
+// The port GUID an OpenSM command line binds to: its `-g`/`--guid` value or, when
+// it has none, the `guid` line of the opensm.conf its `-F`/`--config` names (read
+// only if it is a small regular file). nullopt: neither names a GUID (OpenSM then
+// binds the first active port, which this check cannot tell).
+std::optional<std::uint64_t> opensm_argv_guid(const std::vector<std::string>& argv);
+
+// Whether `argv` / `exe` look like an OpenSM: the basename of argv[0], of argv[1]
+// (a script run by an interpreter) or of exe is "opensm".
+bool looks_like_opensm(const std::vector<std::string>& argv, const std::string& exe);
+
+// The GUID value of `s` ("0x0002c903...", "0002c903...", as OpenSM reads it).
+std::optional<std::uint64_t> parse_guid_value(std::string_view s);
+
+struct BoundOpensm {
+  int pid = 0;
+  std::vector<std::string> argv;
+  std::string exe;
+};
+// Every live OpenSM process on this host (procfs) whose port GUID (see
+// opensm_argv_guid) is `guid`, except `except_pid`. Under ibsim (umad2sim), a
+// process whose IBSIM_SOCKNAME differs from ours runs on another simulated
+// fabric and is left out. Processes that vanish while being read are skipped.
+std::vector<BoundOpensm> find_opensm_bound_to(std::uint64_t guid, int except_pid = 0);
 
 // Pidfile text: "pid=<n>\nstart_time=<n>\nexe=<path>\n".
 std::string format_pidfile(const ProcessIdentity& id);

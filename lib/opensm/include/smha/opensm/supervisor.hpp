@@ -23,9 +23,13 @@
 // Adoption: after each spawn it writes a pidfile (pid, /proc start time, exe).
 // start() first looks at that pidfile; if it names a live process with the same
 // start time whose exe is `expected_exe` and whose command line carries the
-// spec's `-F <conf>` and `-g <guid>` (not an OpenSM someone else started), it adopts it (no new OpenSM, so a smhad
-// restart does not move mastership). Otherwise the pidfile is stale: it is ignored
-// and replaced after the spawn. Destroying the supervisor leaves OpenSM running
+// spec's `-F <conf>` and `-g <guid>` (not an OpenSM someone else started), it
+// adopts it (no new OpenSM, so a smhad restart does not move mastership). Otherwise the pidfile is stale: it is ignored
+// and replaced after the spawn. Before every spawn it also looks in procfs for an
+// OpenSM already bound to the spec's port GUID (`-g`, or the `guid` of the conf
+// its `-F` names): one with our -F and -g and our exe is adopted (a lost or stale
+// pidfile); any other makes the spawn fail ("foreign", state Failed) rather than
+// start a second OpenSM on the port. Destroying the supervisor leaves OpenSM running
 // (when `keep_running_on_exit`, the default, OpenSM is also spawned without a
 // parent-death signal so it survives smhad's exit).
 //
@@ -136,6 +140,10 @@ struct SupervisorOptions {
   // Command line of a live process; default read_process_cmdline. Adoption
   // also requires the spec's `-F <conf>` and `-g <guid>` in it.
   std::function<Result<std::vector<std::string>>(int pid)> cmdline;
+  // Every live OpenSM bound to a port GUID; default find_opensm_bound_to (procfs).
+  // Consulted before each spawn: one carrying the spec's -F and -g whose exe is
+  // expected_exe is adopted; any other refuses the spawn (Failed, no second OpenSM).
+  std::function<std::vector<BoundOpensm>(std::uint64_t guid)> find_bound;
 };
 
 struct StartReport {
@@ -170,7 +178,8 @@ class OpensmSupervisor {
   // Adopts the OpenSM named by the pidfile, or writes `conf_text` to conf_path (if it
   // differs) and spawns OpenSM. Allowed in Stopped and Failed.
   // Errors: "busy" (not Stopped/Failed), "io" (conf not written: nothing started),
-  // "exec"/"spawn" (OpenSM could not be started: state Failed, reason set).
+  // "exec"/"spawn" (OpenSM could not be started: state Failed, reason set),
+  // "foreign" (another OpenSM is bound to the port GUID: state Failed, none started).
   // Out of resources at spawn is not an error: state Backoff, retried.
   Result<StartReport> start(std::string_view conf_text);
 
@@ -203,6 +212,11 @@ class OpensmSupervisor {
 
   Status write_conf_if_changed(std::string_view conf_text, bool& ret_changed);
   Result<bool> try_adopt();
+  bool adopt_process(const ProcessIdentity& live, std::string_view why);
+  enum class BoundCheck { Free, Adopted, Foreign };
+  // Before a spawn: is an OpenSM already bound to the spec's port GUID (procfs)?
+  // Ours (our -F and -g, our exe): adopted. Another: Foreign, bound_reason_ says which.
+  BoundCheck check_bound(const ProcessSpec& spec);
   Status spawn_now();
   void on_output(std::uint64_t run, OutputStream stream, std::string_view line);
   void on_exit(std::uint64_t run, const ExitInfo& exit);
@@ -237,6 +251,7 @@ class OpensmSupervisor {
   std::deque<TimePoint> crash_times_;      // within crash_loop_window
   AfterStop after_stop_ = AfterStop::Nothing;
   std::string restart_reason_;
+  std::string bound_reason_;
   std::vector<std::function<void()>> stop_waiters_;
   boost::asio::steady_timer backoff_timer_;
   boost::asio::steady_timer kill_timer_;

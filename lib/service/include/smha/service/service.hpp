@@ -29,6 +29,7 @@
 #include "smha/agent/agent.hpp"
 #include "smha/agent/seams.hpp"
 #include "smha/config/config.hpp"
+#include "smha/control/protocol.hpp"
 #include "smha/mad/transport.hpp"
 #include "smha/opensm/conf.hpp"
 #include "smha/opensm/supervisor.hpp"
@@ -268,6 +269,14 @@ inline constexpr std::size_t kEventHistory = 1000;
 // errors must not fill the event ring, the journal or the log.
 inline constexpr std::size_t kMaxEventTextBytes = 4096;
 std::string cap_event_text(std::string text);
+
+class LogEventSink;
+// Every reload path (SIGHUP, `smctl reload`) runs its work through this: any
+// exception (std::bad_alloc from a huge file, or anything else thrown) becomes
+// a refused reload ("reload failed, old configuration kept: ..."), recorded as a
+// RELOAD_REFUSED note with `via` as evidence; smhad keeps running on the old
+// configuration.
+control::Reply guard_reload(const char* via, LogEventSink& sink, const std::function<control::Reply()>& body);
 
 // agent::EventSink for the daemon: logs every engine event (logger "sm"), each
 // local SM state change once at info as

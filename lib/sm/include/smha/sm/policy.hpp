@@ -81,6 +81,10 @@ struct HaPolicy {
   // Accepted probability that a healthy master looks dead to one peer for the
   // required number of rounds only because of MAD loss.
   double false_alarm_target = 1e-7;
+  // smhad --observe: it runs no OpenSM, and the node may have none. A local SM
+  // that never answered since smhad started is then absent, not hung (no
+  // local_sm_hung, no fence); one that answered and went silent still is.
+  bool observe = false;
 };
 
 // Checks ranges and identities. Error code "policy"; message names the field.
