@@ -471,7 +471,7 @@ void Agent::on_discovery(const DiscoveryResult& res) {
     if (p.description_known) r.description = p.description;
     r.status = "resolved";
     if (conf.lid.value != 0) {
-      if (p.lid_known && p.lid != conf.lid)
+      if (p.lid_known && p.lid.value != 0 && p.lid != conf.lid)  // 0: no SM has given one yet
         sink_.error(make_error("route_mismatch", "peer " + to_string(r.guid) + " is at LID " +
                                                      std::to_string(p.lid.value) +
                                                      " but its configured lid is " +

@@ -333,7 +333,7 @@ std::vector<config::Diagnostic> route_warnings(const config::Config& cfg,
       continue;
     }
     const auto& r = it->second;
-    if (p.lid && r.lid_known && r.lid != *p.lid)
+    if (p.lid && r.lid_known && r.lid.value != 0 && r.lid != *p.lid)  // 0: no LID assigned yet
       w.push_back(config::Diagnostic{cfg.source_path, cfg.position_of(at + ".lid"), at + ".lid",
                                      "peer " + p.name + " is at LID " + std::to_string(r.lid.value) +
                                          ", not " + std::to_string(p.lid->value) +
