@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -27,6 +28,17 @@ namespace asio = boost::asio;
 // How long the receive thread blocks in one umad_recv() before it looks at its
 // stop flag again; bounds the destructor's wait.
 constexpr int kRecvSliceMs = 50;
+// Closing: how long to wait for answers still in flight (quiet receive slices)
+// and how many MADs to read at most meanwhile.
+constexpr int kCloseDrainSlices = 4;
+constexpr int kCloseDrainMaxMads = 64;
+
+// The low 32 bits of a MAD's TID (offset 12..15), which carry our request's TID.
+std::uint32_t mad_tid(const std::uint8_t* mad) {
+  return (std::uint32_t{mad[12]} << 24) | (std::uint32_t{mad[13]} << 16) |
+         (std::uint32_t{mad[14]} << 8) | std::uint32_t{mad[15]};
+}
+
 // QP0 carries SMPs; it needs no Q_Key.
 constexpr int kQp0 = 0;
 
@@ -126,6 +138,7 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
     closed_ = true;
     stop_.store(true);
     if (thread_.joinable()) thread_.join();
+    drain_answers();
     auto pending = std::move(pending_);
     pending_.clear();
     tid_owner_.clear();
@@ -277,9 +290,7 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
   // On the io_context thread: one MAD from the receive thread.
   void on_receive(std::vector<std::uint8_t> mad, int umad_status) {
     if (closed_ || mad.size() < 16) return;
-    // TID low 32 bits sit at MAD offset 12..15.
-    std::uint32_t tid = (std::uint32_t{mad[12]} << 24) | (std::uint32_t{mad[13]} << 16) |
-                        (std::uint32_t{mad[14]} << 8) | std::uint32_t{mad[15]};
+    const std::uint32_t tid = mad_tid(mad.data());
     auto owner = tid_owner_.find(tid);
     if (owner == tid_owner_.end()) return;  // late answer to a finished request
     std::uint64_t id = owner->second;
@@ -307,6 +318,28 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
     answer.rtt = clock_.now() - r.sent_at.at(tid);
     answer.attempts = r.attempts;
     complete(id, std::move(answer));
+  }
+
+  // Before the port closes, wait a little for the answers to our requests still
+  // in flight, so none arrives for a closed port: umad2sim (libumad on ibsim,
+  // the test bed) crashes its receive thread on an answer for a device already
+  // closed. On hardware this costs at most the answers' round trip; a lost
+  // answer costs kCloseDrainSlices receive slices (200 ms) at most.
+  void drain_answers() {
+    std::set<std::uint32_t> awaited;
+    for (const auto& [id, r] : pending_)
+      if (r.current_tid != 0) awaited.insert(r.current_tid);
+    std::vector<std::uint8_t> buf(umad_size() + kMadSize);
+    int quiet = 0;
+    for (int read = 0; !awaited.empty() && quiet < kCloseDrainSlices && read < kCloseDrainMaxMads;) {
+      int length = static_cast<int>(kMadSize);
+      if (umad_recv(port_id_, buf.data(), &length, kRecvSliceMs) < 0) {
+        ++quiet;
+        continue;
+      }
+      ++read;
+      if (length >= 16) awaited.erase(mad_tid(static_cast<const std::uint8_t*>(umad_get_mad(buf.data()))));
+    }
   }
 
   void receive_loop(std::weak_ptr<Core> weak) {
