@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "smha/core/text.hpp"
 #include "smha/mad/smp.hpp"
 
 using namespace smha::mad;
@@ -25,9 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (desc.ok() && (!smp.ok() || node.ok() || port.ok() || info.ok())) std::abort();
   if (desc.ok()) {
     if (desc->size() > kNodeDescriptionSize) std::abort();
-    const std::string shown = printable(*desc);
+    const std::string shown = smha::printable(*desc);
     for (char c : shown)
-      if (c < 0x20 || c > 0x7e) std::abort();  // printable() leaves only printable ASCII
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) std::abort();  // no control characters left
   }
   if (smp.ok()) {
     MadBytes again = encode_smp(*smp);

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "smha/core/text.hpp"
+
 namespace smha::agent {
 
 namespace {
@@ -58,26 +60,6 @@ sm::PortState port_state_of(mad::PortState s) {
     case mad::PortState::Unknown: break;
   }
   return sm::PortState::Unknown;
-}
-
-// A NodeDescription for events: printable ASCII kept, '\\' and '"' escaped,
-// every other byte \\xNN (as mad::printable(), which lives in smha_mad).
-std::string escaped(const std::string& text) {
-  std::string out;
-  char buf[8];
-  for (char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '\\' || c == '"') {
-      out += '\\';
-      out += ch;
-    } else if (c >= 0x20 && c < 0x7f) {
-      out += ch;
-    } else {
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -519,7 +501,7 @@ void Agent::report_route(std::size_t i, const PeerRoute& before) {
   for (const auto& p : cfg_.policy.peers)
     if (p.guid == r.guid) name = p.name;
   sm::RecordEvent e{sm::EventKind::PeerRoute,
-                    name + " (" + to_string(r.guid) + ") \"" + escaped(r.description) + "\": " + r.status,
+                    name + " (" + to_string(r.guid) + ") \"" + printable(r.description) + "\": " + r.status,
                     "lid " + std::to_string(r.lid.value) + ", dr " + (r.dr ? to_string(*r.dr) : "-")};
   sink_.event(e, sched_.now());
 }

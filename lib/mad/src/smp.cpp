@@ -389,25 +389,6 @@ Result<std::string> decode_node_description_response(std::span<const std::uint8_
   return decode_node_description(smp->data);
 }
 
-std::string printable(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  char buf[8];
-  for (char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '\\' || c == '"') {
-      out += '\\';
-      out += ch;
-    } else if (c >= 0x20 && c < 0x7f) {
-      out += ch;
-    } else {
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    }
-  }
-  return out;
-}
-
 std::string describe_mad_status(std::uint16_t status) {
   // IBA Table 108 (MAD status field): bit 0 busy, bit 1 redirect, bits 2-4 the
   // invalid-field code, bits 8-14 class specific. OpenSM's SMInfo rejections

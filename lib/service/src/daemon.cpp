@@ -23,6 +23,7 @@
 #include "smha/agent/agent.hpp"
 #include "smha/config/config.hpp"
 #include "smha/core/state_dir.hpp"
+#include "smha/core/text.hpp"
 #include "smha/control/server.hpp"
 #include "smha/mad/smp.hpp"
 #include "smha/mad/umad_transport.hpp"
@@ -624,7 +625,7 @@ json Daemon::status_json() {
     p["configured_dr_path"] = peer.dr_path ? json(to_string(*peer.dr_path)) : json(nullptr);
     p["addressed"] = lid.has_value() || dr.has_value();
     p["node_description"] =
-        route && !route->description.empty() ? json(mad::printable(route->description)) : json(nullptr);
+        route && !route->description.empty() ? json(printable(route->description)) : json(nullptr);
     p["route"] = route ? json(route->status) : json(nullptr);
     p["state"] = "unknown";
     if (auto s = mad_->last_seen(peer.port_guid)) {

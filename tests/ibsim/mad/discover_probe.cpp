@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "smha/agent/discovery.hpp"
+#include "smha/core/text.hpp"
 #include "smha/mad/smp.hpp"
 #include "smha/mad/umad_transport.hpp"
 
@@ -130,7 +131,7 @@ int main(int argc, char** argv) {
                                   {"lid_known", p.lid_known},
                                   {"node_guid", hex(p.node_guid.value)},
                                   {"port", p.port_num},
-                                  {"description", mad::printable(p.description)}};
+                                  {"description", smha::printable(p.description)}};
   }
   std::printf("%s\n", j.dump().c_str());
   return 0;

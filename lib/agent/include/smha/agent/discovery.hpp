@@ -48,7 +48,7 @@ struct ResolvedPort {
   std::uint8_t port_num = 0; // the port's number on its node (NodeInfo.LocalPortNum)
   Lid lid;                   // PortInfo.LID of that port; 0 if PortInfo did not answer
   bool lid_known = false;
-  std::string description;   // NodeDescription, raw (mad::printable() to show it)
+  std::string description;   // NodeDescription, raw (smha::printable() to show it)
   bool description_known = false;
 };
 

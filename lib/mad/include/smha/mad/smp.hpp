@@ -257,12 +257,6 @@ Result<MadBytes> encode_node_description_get(std::uint64_t tid, const Target& ta
                                              std::uint64_t m_key);
 Result<std::string> decode_node_description_response(std::span<const std::uint8_t> mad);
 
-// `text` (a NodeDescription) for logs, status and events: printable ASCII
-// kept, '\\' and '"' escaped with a backslash, every other byte (control
-// characters, DEL, bytes >= 0x80) as \xNN. A description is the operator's
-// text, not ours: it may hold anything.
-std::string printable(std::string_view text);
-
 // The MAD status of a decoded SMP as text ("0x0007: invalid attribute or
 // attribute modifier value", ...), for error messages and smctl.
 std::string describe_mad_status(std::uint16_t status);

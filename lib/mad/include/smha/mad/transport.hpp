@@ -96,7 +96,7 @@ struct NodeInfoReply {
 };
 
 // NodeDescription (IBA 14.2.5.2): up to 64 bytes of UTF-8, NUL-padded. `text`
-// is the bytes before the first NUL, unescaped (see mad::printable()).
+// is the bytes before the first NUL, unescaped (smha::printable() shows it).
 struct NodeDescriptionReply {
   std::string text;
   Duration rtt{};
