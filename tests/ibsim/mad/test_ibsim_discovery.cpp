@@ -19,8 +19,12 @@ using smha::testing::topology_path;
 
 namespace {
 
+// One discovery from `node`. Each SubnGet waits up to 1 s for its answer (the
+// daemon's default is 100 ms, and it simply searches again): a one-shot probe
+// on a loaded test machine, where ibsim itself may be starved for a while
+// (a 100 ms probe from Hca2 once missed head01 in 10 loaded runs).
 nlohmann::json probe(IbsimFabric& f, const std::string& node, std::vector<std::string> args) {
-  std::vector<std::string> argv{SMHA_DISCOVER_PROBE};
+  std::vector<std::string> argv{SMHA_DISCOVER_PROBE, "--timeout-ms", "1000"};
   argv.insert(argv.end(), args.begin(), args.end());
   auto r = f.run(node, argv, 60s);
   INFO("discover_probe: exit " << r.exit_code << "\n" << r.out << r.err);
@@ -53,6 +57,7 @@ TEST_CASE("ibsim: discovery finds head02 from head01 on the lab fabric, LID as s
   CHECK(j["malformed"] == 0);
   // The same from head02's side (both peers of a two-head config).
   auto back = probe(f, "Hca2", {"0x100001"});
+  INFO(back.dump());
   CHECK(back["targets"]["0x0000000000100001"]["path"] == "0,1,3,1");
   CHECK(back["targets"]["0x0000000000100001"]["description"] == "head01");
 
