@@ -2,14 +2,14 @@
 #include "smha/opensm/process_identity.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <optional>
 #include <sstream>
 #include <system_error>
@@ -17,6 +17,26 @@
 #include "smha/core/file_read.hpp"
 
 namespace smha::opensm {
+
+namespace {
+// A /proc file's bytes, at most `cap`, with plain open/read: no streams, one
+// descriptor held briefly (the scan runs right before a spawn, which may be
+// short of descriptors). nullopt when it cannot be opened (gone, no access).
+std::optional<std::string> read_proc_file(const std::string& path, std::size_t cap) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return std::nullopt;
+  std::string out;
+  char buf[4096];
+  while (out.size() < cap) {
+    const ssize_t n = ::read(fd, buf, std::min(sizeof buf, cap - out.size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+}  // namespace
 
 namespace {
 
@@ -74,9 +94,9 @@ Result<std::uint64_t> parse_proc_stat_start_time(std::string_view line) {
 Result<ProcessIdentity> read_process_identity(int pid, bool* ret_exe_deleted) {
   if (pid <= 0) return make_error("not_found", "no process " + std::to_string(pid));
   const std::string dir = "/proc/" + std::to_string(pid);
-  std::ifstream stat(dir + "/stat");
-  std::string line;
-  if (!stat || !std::getline(stat, line)) return make_error("not_found", "no process " + std::to_string(pid));
+  const auto stat = read_proc_file(dir + "/stat", 4096);
+  if (!stat || stat->empty()) return make_error("not_found", "no process " + std::to_string(pid));
+  const std::string line = stat->substr(0, stat->find('\n'));
   auto close = line.rfind(')');
   if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z')
     return make_error("not_found", "process " + std::to_string(pid) + " is a zombie");
@@ -98,13 +118,11 @@ Result<ProcessIdentity> read_process_identity(int pid, bool* ret_exe_deleted) {
 
 Result<std::vector<std::string>> read_process_cmdline(int pid) {
   if (pid <= 0) return make_error("not_found", "no process " + std::to_string(pid));
-  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-  if (!in) return make_error("not_found", "no process " + std::to_string(pid));
+  const auto text = read_proc_file("/proc/" + std::to_string(pid) + "/cmdline", 128 * 1024);
+  if (!text) return make_error("not_found", "no process " + std::to_string(pid));
   std::vector<std::string> argv;
   std::string arg;
-  std::size_t total = 0;
-  char c = 0;
-  while (in.get(c) && total++ < 128 * 1024) {
+  for (char c : *text) {
     if (c == '\0') {
       argv.push_back(std::move(arg));
       arg.clear();
@@ -207,8 +225,8 @@ std::vector<BoundOpensm> find_opensm_bound_to(std::uint64_t guid, int except_pid
     if (!bound || *bound != guid) continue;
     // umad2sim: the port is the simulator's; another IBSIM_SOCKNAME is another fabric.
     {
-      std::ifstream env("/proc/" + std::string(name) + "/environ", std::ios::binary);
-      std::string block((std::istreambuf_iterator<char>(env)), {});
+      const std::string block =
+          read_proc_file("/proc/" + std::string(name) + "/environ", 256 * 1024).value_or(std::string());
       auto theirs = env_value(block, "IBSIM_SOCKNAME");
       if (theirs.has_value() != (own_sock != nullptr) || (theirs && *theirs != own_sock)) continue;
     }
