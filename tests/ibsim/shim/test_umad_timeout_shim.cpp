@@ -16,6 +16,7 @@ using namespace std::chrono_literals;
 using smha::testing::CommandResult;
 using smha::testing::IbsimFabric;
 using smha::testing::OpensmSpec;
+using smha::testing::SmInfoLoss;
 using smha::testing::topology_path;
 using smha::testing::umad_timeout_shim_preload;
 
@@ -92,6 +93,60 @@ TEST_CASE("the shim completes an unanswered request with ETIMEDOUT", "[ibsim][sh
     const auto r = fabric.run("Hca3", probe_argv(head01->lid, 100, 2, 1000), 10s);
     INFO(r.out << r.err);
     CHECK(r.exit_code == 2);  // umad_recv's own wait ran out
+  }
+}
+
+// The kernel's MAD layer sends a request again each time `timeout` passes
+// without an answer, `retries` times, and OpenSM asks for three retries: a
+// MAD lost on the wire costs it a retry, not a poll. The shim does the same,
+// or the loss drills lose a whole poll per lost MAD (what made OpenSM's own
+// standby polling give up on a live master under 20 % loss).
+TEST_CASE("the shim sends a request again on each retry, as the kernel does", "[ibsim][shim][loss]") {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  const int sm = fabric.start_opensm("Hca1", 15);
+  REQUIRE(fabric.wait_subnet_up(sm, 10s));
+  const auto head01 = fabric.node_port("Hca1");
+  REQUIRE(head01);
+
+  SECTION("every try lost: retries + 1 sends, then ETIMEDOUT") {
+    SmInfoLoss loss(fabric.scratch_dir() + "/loss", 100);
+    const auto r = fabric.run("Hca3", probe_argv(head01->lid, 100, 2, 5000), 10s, loss.env());
+    INFO(r.out << r.err << loss.counts().text);
+    REQUIRE(r.exit_code == 0);
+    const Probe p = parse_probe(r);
+    CHECK(p.status == ETIMEDOUT);
+    CHECK(p.elapsed_ms >= 300);
+    CHECK(loss.counts().seen == 3);
+    CHECK(loss.counts().dropped == 3);
+  }
+  SECTION("a lost try is answered by the next one") {
+    // 50 % loss of the probe's requests, one process per seed: the seed fixes
+    // which tries are lost. 3 retries: a request fails only if all 4 are lost.
+    int answered = 0, answered_after_loss = 0, timed_out = 0;
+    for (unsigned seed = 1; seed <= 20; ++seed) {
+      SmInfoLoss loss(fabric.scratch_dir() + "/loss-" + std::to_string(seed), 50, seed);
+      const auto r = fabric.run("Hca3", probe_argv(head01->lid, 100, 3, 5000), 10s, loss.env());
+      INFO(r.out << r.err << loss.counts().text);
+      REQUIRE(r.exit_code == 0);
+      const Probe p = parse_probe(r);
+      const auto c = loss.counts();
+      if (p.status == 0) {
+        ++answered;
+        CHECK(c.seen == c.dropped + 1);  // the last try was answered
+        if (c.dropped > 0) {
+          ++answered_after_loss;
+          CHECK(p.elapsed_ms >= 100 * static_cast<long>(c.dropped));
+        }
+      } else {
+        CHECK(p.status == ETIMEDOUT);
+        CHECK(c.dropped == 4);
+        ++timed_out;
+      }
+    }
+    std::cout << "shim resends at 50 % loss, 3 retries: " << answered << " of 20 answered, "
+              << answered_after_loss << " of them after a lost try, " << timed_out << " timed out\n";
+    CHECK(answered_after_loss >= 1);
+    CHECK(answered >= 15);
   }
 }
 

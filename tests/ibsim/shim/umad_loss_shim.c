@@ -18,8 +18,9 @@
  * (the local port's own SM: on hardware those never cross a cable). A dropped
  * MAD is not handed to the next umad_send (umad2sim never sees it) and the call
  * returns 0, as if the wire lost it; with the timeout shim ahead of this one
- * (see the LD_PRELOAD order above) a dropped request completes with ETIMEDOUT
- * at its deadline, as with the kernel's ib_umad.
+ * (see the LD_PRELOAD order above) a dropped request is sent again on each of
+ * the sender's retries, each try passing through this shim again, and
+ * completes with ETIMEDOUT after the last, as with the kernel's ib_umad.
  *
  * Environment (read once at the first SMInfo MAD):
  *   SMHA_LOSS_PERCENT   loss in percent, 0..100 (default 0), used while

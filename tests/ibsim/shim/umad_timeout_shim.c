@@ -29,10 +29,19 @@
  *     returns the request with status 110 when the peer's socket is gone),
  *     with a matching TID clears the record; at the deadline it returns the
  *     recorded request with status ETIMEDOUT, as the kernel does;
- *   - a late response to a request already completed as timed out is dropped,
- *     as the kernel drops responses with no outstanding send.
- * Not emulated: resending on each retry (ibsim does not lose MADs unless told
- * to, and then answers with an error at once), RMPP.
+ *   - with retries > 0, the request is sent again each time timeout_ms passes
+ *     without a response, retries times, with the same TID, as the kernel's
+ *     MAD layer resends it (drivers/infiniband/core/mad.c retry_send()); only
+ *     after the last try does it complete with ETIMEDOUT. Without this, one
+ *     lost MAD under the loss shim (umad_loss_shim.c) failed a request the
+ *     kernel would have retried: OpenSM's standby polling, three retries on
+ *     hardware, had one try, and gave up on a live master under 20 % loss;
+ *   - a late response to a request already completed (timed out, or answered
+ *     after a resend) is dropped, as the kernel drops responses with no
+ *     outstanding send.
+ * Resends happen in umad_recv, which OpenSM's receiver thread is always in;
+ * a client that is not in umad_recv when a try times out is resent late.
+ * Not emulated: RMPP.
  * The TID's upper 32 bits are matched loosely because the kernel and
  * umad2sim both rewrite them (agent id); OpenSM itself matches on the low 32.
  */
@@ -49,6 +58,8 @@
 #define SHIM_MAX_EXPIRED 256
 #define SHIM_MAD_SIZE 256
 #define SHIM_SLICE_MS 10
+#define SHIM_UMAD_HDR 128 /* >= umad_size(), checked at the first send */
+#define SHIM_MAX_RESEND 16
 
 struct pending {
 	int used;
@@ -56,9 +67,13 @@ struct pending {
 	int agent;
 	uint8_t mgmt_class;
 	uint32_t tid_lo;
-	int64_t deadline_ns;
+	int64_t deadline_ns;  /* of the current try */
+	int64_t try_ns;       /* timeout_ms of one try */
+	int tries_left;       /* resends still to make */
+	int resent;           /* sent more than once */
+	int timeout_ms;
 	int mad_len;
-	uint8_t mad[SHIM_MAD_SIZE];
+	uint8_t umad[SHIM_UMAD_HDR + SHIM_MAD_SIZE]; /* header (address) + MAD */
 };
 
 struct expired {
@@ -111,9 +126,10 @@ static int mad_is_response(const uint8_t *mad)
 }
 
 /* Returns the slot index, or -1 if the table is full (then: no timeout). */
-static int pending_add(int fd, int agent, const uint8_t *mad, int len,
-		       int64_t deadline_ns)
+static int pending_add(int fd, int agent, const void *umad, int len,
+		       int timeout_ms, int retries)
 {
+	const uint8_t *mad = umad_get_mad((void *)umad);
 	int i, slot = -1;
 
 	pthread_mutex_lock(&lock);
@@ -130,14 +146,26 @@ static int pending_add(int fd, int agent, const uint8_t *mad, int len,
 		p->agent = agent;
 		p->mgmt_class = mad[1];
 		p->tid_lo = mad_tid_lo(mad);
-		p->deadline_ns = deadline_ns;
+		p->try_ns = (int64_t)timeout_ms * 1000000;
+		p->deadline_ns = now_ns() + p->try_ns;
+		p->tries_left = retries < 0 ? 0 : retries > SHIM_MAX_RESEND ? SHIM_MAX_RESEND : retries;
+		p->resent = 0;
+		p->timeout_ms = timeout_ms;
 		p->mad_len = len < SHIM_MAD_SIZE ? len : SHIM_MAD_SIZE;
-		memcpy(p->mad, mad, (size_t)p->mad_len);
+		memcpy(p->umad, umad, umad_size() + (size_t)p->mad_len);
 		if (slot >= pending_high)
 			pending_high = slot + 1;
 	}
 	pthread_mutex_unlock(&lock);
 	return slot;
+}
+
+/* Remembers a TID whose later responses are to be dropped. Under the lock. */
+static void expired_add_locked(const struct pending *p)
+{
+	expireds[expired_next % SHIM_MAX_EXPIRED] =
+	    (struct expired){p->fd, p->mgmt_class, p->tid_lo};
+	expired_next++;
 }
 
 static void pending_drop(int slot)
@@ -165,6 +193,9 @@ static int pending_complete(int fd, const uint8_t *mad, uint32_t status)
 		    p->mgmt_class == mad[1]) {
 			p->used = 0;
 			found = 1;
+			/* an answer to one try: drop the answers to the others */
+			if (p->resent)
+				expired_add_locked(p);
 			break;
 		}
 	}
@@ -183,24 +214,48 @@ static int pending_complete(int fd, const uint8_t *mad, uint32_t status)
 	return drop;
 }
 
+/* A try to send again, copied out of the table (sent outside the lock). */
+struct resend {
+	int agent;
+	int timeout_ms;
+	int mad_len;
+	uint8_t umad[SHIM_UMAD_HDR + SHIM_MAD_SIZE];
+};
+
 /*
- * If a request on fd passed its deadline, builds its ETIMEDOUT completion in
- * umad (capacity: umad_size() + *length) and returns its agent id; else -1.
- * Also reports the nearest deadline on fd in *next_ns (0: none).
+ * If a request on fd passed the deadline of its last try, builds its
+ * ETIMEDOUT completion in umad (capacity: umad_size() + *length) and returns
+ * its agent id; else -1. A request with tries left whose try passed its
+ * deadline is copied to `again` (at most `max_again`, count in *n_again) and
+ * gets a new deadline. Also reports the nearest deadline on fd in *next_ns
+ * (0: none).
  */
 static int pending_take_expired(int fd, void *umad, int *length,
-				int64_t *next_ns)
+				int64_t *next_ns, struct resend *again,
+				int max_again, int *n_again)
 {
 	int64_t now = now_ns();
 	int i, agent = -1;
 
 	*next_ns = 0;
+	*n_again = 0;
 	pthread_mutex_lock(&lock);
 	for (i = 0; i < pending_high; i++) {
 		struct pending *p = &pendings[i];
 		if (!p->used || p->fd != fd)
 			continue;
-		if (p->deadline_ns <= now && agent < 0) {
+		if (p->deadline_ns <= now && p->tries_left > 0 &&
+		    *n_again < max_again) {
+			struct resend *r = &again[(*n_again)++];
+			r->agent = p->agent;
+			r->timeout_ms = p->timeout_ms;
+			r->mad_len = p->mad_len;
+			memcpy(r->umad, p->umad, umad_size() + (size_t)p->mad_len);
+			p->tries_left--;
+			p->resent = 1;
+			p->deadline_ns = now + p->try_ns;
+		} else if (p->deadline_ns <= now && p->tries_left == 0 &&
+			   agent < 0) {
 			struct ib_user_mad *u = umad;
 			int n = p->mad_len < *length ? p->mad_len : *length;
 
@@ -208,12 +263,10 @@ static int pending_take_expired(int fd, void *umad, int *length,
 			u->agent_id = (uint32_t)p->agent;
 			u->status = ETIMEDOUT;
 			u->length = (uint32_t)(umad_size() + (size_t)n);
-			memcpy(umad_get_mad(umad), p->mad, (size_t)n);
+			memcpy(umad_get_mad(umad), umad_get_mad(p->umad), (size_t)n);
 			*length = n;
 			agent = p->agent;
-			expireds[expired_next % SHIM_MAX_EXPIRED] =
-			    (struct expired){fd, p->mgmt_class, p->tid_lo};
-			expired_next++;
+			expired_add_locked(p);
 			p->used = 0;
 			continue;
 		}
@@ -232,11 +285,9 @@ int umad_send(int fd, int agentid, void *umad, int length, int timeout_ms,
 
 	if (!real_send())
 		return -EIO;
-	if (timeout_ms > 0 && length >= 24 && !mad_is_response(mad)) {
-		int64_t span = (int64_t)timeout_ms * (retries > 0 ? retries + 1 : 1);
-		slot = pending_add(fd, agentid, mad, length,
-				   now_ns() + span * 1000000);
-	}
+	if (timeout_ms > 0 && length >= 24 && !mad_is_response(mad) &&
+	    umad_size() <= SHIM_UMAD_HDR)
+		slot = pending_add(fd, agentid, umad, length, timeout_ms, retries);
 	ret = real_send()(fd, agentid, umad, length, timeout_ms, retries);
 	if (ret < 0 && slot >= 0)
 		pending_drop(slot);
@@ -254,15 +305,23 @@ int umad_recv(int fd, void *umad, int *length, int timeout_ms)
 		return real_recv()(fd, umad, length, timeout_ms);
 	in_length = *length;
 	for (;;) {
+		struct resend again[4];
 		int64_t next_ns, slice_ns;
-		int ret, agent;
+		int ret, agent, n_again, i;
 
 		*length = in_length;
-		agent = pending_take_expired(fd, umad, length, &next_ns);
+		agent = pending_take_expired(fd, umad, length, &next_ns, again,
+					     4, &n_again);
+		/* A resend that fails to send is one more lost try. */
+		for (i = 0; i < n_again; i++)
+			real_send()(fd, again[i].agent, again[i].umad,
+				    again[i].mad_len, again[i].timeout_ms, 0);
 		if (agent >= 0) {
 			errno = 0;
 			return agent;
 		}
+		if (n_again > 0)
+			continue; /* more tries may be due */
 
 		slice_ns = (int64_t)SHIM_SLICE_MS * 1000000;
 		if (next_ns) {
