@@ -112,7 +112,12 @@ class Daemon final : public DrillHost {
   void request_handover(std::optional<Guid> target) override { agent_->request_handover(target); }
   bool handover_running() const override { return handover_running_; }
   const LogEventSink& events() const override { return sink_; }
+  // A window judges what happens from its start: what OpenSM logged before is
+  // read now, so it is on record before the window's first event (the log is
+  // otherwise read once per poll interval, and a line written just before the
+  // start would count as inside the window: a false flip-back).
   std::shared_ptr<MastershipWindow> open_window() override {
+    read_opensm_log();
     std::vector<MastershipWindow::Head> heads;
     for (const auto& p : config_.peers) heads.push_back({p.port_guid, p.name, p.lid});
     window_ =
@@ -140,6 +145,7 @@ class Daemon final : public DrillHost {
   void start_agent(agent::AgentConfig cfg);
   bool init_history_and_metrics();
   void follow_opensm_log();
+  void read_opensm_log();  // what OpenSM appended to its log since the last read, as events
   bool start_metrics(Duration handover_bound);
   void register_methods();
   json status_json();
@@ -385,6 +391,16 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
 // non-blocking: OpensmLogFollower). Each `Entering <STATE> state` line is
 // recorded as an "opensm_state" event "<from>-><to>" with OpenSM's time stamp,
 // so a mastership shorter than one poll round is on record too (doc/supervision.md).
+void Daemon::read_opensm_log() {
+  if (!osm_log_) return;
+  for (const auto& s : osm_log_->poll()) {
+    sink_.note("opensm_state", osm_log_state_ + "->" + s.state,
+               "OpenSM log " + osm_log_->path() + (s.stamp.empty() ? "" : " " + s.stamp) + ": Entering " + s.state +
+                   " state");
+    osm_log_state_ = s.state;
+  }
+}
+
 void Daemon::follow_opensm_log() {
   const std::string& path = config_.opensm.log_file;
   if (path.empty()) {
@@ -394,12 +410,7 @@ void Daemon::follow_opensm_log() {
     osm_log_->skip_existing();
     osm_log_state_ = "UNKNOWN";
   } else {
-    for (const auto& s : osm_log_->poll()) {
-      sink_.note("opensm_state", osm_log_state_ + "->" + s.state,
-                 "OpenSM log " + path + (s.stamp.empty() ? "" : " " + s.stamp) + ": Entering " + s.state +
-                     " state");
-      osm_log_state_ = s.state;
-    }
+    read_opensm_log();
   }
   if (!osm_log_timer_) osm_log_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
   osm_log_timer_->expires_after(osm_log_interval_);
@@ -879,13 +890,14 @@ void Daemon::handover(const control::Call& call, control::Responder respond) {
                            "handover: this head is not MASTER (role " + std::string(sm::to_string(before.role)) + ")"));
     return;
   }
+  // The same verdict as the drill's (MastershipWindow): the plan is this head,
+  // then the engine's target; anything else seen in the window fails the reply.
+  // The window opens first: it records what OpenSM logged before the request.
+  auto window = open_window();
   const std::uint64_t first_seq = sink_.events().empty() ? 0 : sink_.events().back().seq;
   handover_running_ = true;
   sink_.note("HANDOVER_REQUEST", target ? "to " + to_string(*target) : "to the best standby",
              "uid " + std::to_string(call.peer.uid));
-  // The same verdict as the drill's (MastershipWindow): the plan is this head,
-  // then the engine's target; anything else seen in the window fails the reply.
-  auto window = open_window();
   if (target) window->set_target(*target);
   agent_->request_handover(target);
   if (const auto t = agent_->status().handover_target) window->set_target(*t);

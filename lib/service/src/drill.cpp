@@ -116,11 +116,13 @@ void DrillRunner::start(const json& params, uid_t uid, std::function<void(Reply)
   if (to)
     for (const auto& p : status["peers"])
       if (str(p, "name") == *to) run_->target = parse_guid(str(p, "guid"));
+  // The window first (it records what the local OpenSM logged until now), then
+  // the events from here on are the drill's.
+  run_->window = host_.open_window();
   const auto& ev = host_.events().events();
   run_->seen_seq = ev.empty() ? 0 : ev.back().seq;
   run_->started = run_->phase_started = clock_.now();
   spdlog::info("DRILL_START to={} uid={}", to.value_or("best standby"), uid);
-  run_->window = host_.open_window();
   if (run_->target) run_->window->set_target(*run_->target);
   host_.request_handover(run_->target);
   // The engine chose the target (the highest-ranked live standby): a master

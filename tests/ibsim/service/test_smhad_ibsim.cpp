@@ -723,3 +723,58 @@ TEST_CASE("a drill fails on a mastership of the peer shorter than a poll round",
   fabric.stop_process(h1.pidx, SIGTERM);
   fabric.stop_process(h2.pidx, SIGTERM);
 }
+
+// OpenSM's log is read once per poll interval. A state change OpenSM logged
+// just before `smctl handover` (here two lines appended to head01's log, as
+// OpenSM writes them, right before the request) happened before the window:
+// the reply must not call it a flip-back. Before the fix the window took every
+// line read after the request, and failed the handover ("flip-back: this
+// head's OpenSM was MASTER again") when a stray HANDOVER's aftermath was read
+// late (stress run, 2026-12-04). head01 polls once a second, so the appended
+// lines are not read by the regular timer before the request.
+TEST_CASE("smctl handover does not count OpenSM log lines written before the request", "[ibsim][smhad][drill]") {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;
+  const std::uint64_t g1 = 0x100001, g2 = 0x100004;
+  Head h1{"head01", "Hca1", g1, fabric.scratch_dir() + "/head01"};
+  Head h2{"head02", "Hca2", g2, fabric.scratch_dir() + "/head02"};
+  SmhadOptions slow;
+  slow.poll_interval_ms = 1000;
+  write_smhad_config(h1, {{"head02", g2, 0}}, slow);
+  write_config(h2, 10, {{"head01", g1, 0}});
+  start_smhad(fabric, h1, SMHA_SMHAD, {}, &guard);
+  json s1, s2;
+  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
+    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
+  start_smhad(fabric, h2, SMHA_SMHAD, {}, &guard);
+  REQUIRE(wait_status(fabric, h1, guard, [](const json& j) {
+    return local_master(j) && j["role"] == "master" && j["peers"][0]["state"] == "STANDBY" && j["alarms"].empty();
+  }, 40s, &s1));
+  REQUIRE(wait_status(fabric, h2, guard, [](const json& j) { return j["role"] == "standby"; }, 20s, &s2));
+
+  {
+    std::ofstream log(h1.opensm_log(), std::ios::app);
+    log << "Dec 04 04:44:41 205341 [D2BBD6C0] 0x80 -> Entering STANDBY state\n"
+        << "Dec 04 04:44:41 305341 [D2BBD6C0] 0x80 -> Entering MASTER state\n";
+    REQUIRE(log.good());
+  }
+  const auto ho = fabric.run("Hca4", {SMHA_SMCTL, "handover", "--json", "--to", "head02", "--socket", h1.socket()}, 30s);
+  INFO("handover: " << ho.out << ho.err << "\nhead01 smhad:\n" << smhad_log(fabric, h1));
+  CHECK(ho.exit_code == 0);
+  const json hj = json::parse(ho.out);
+  CHECK(hj["data"]["outcome"] == "done");
+  // The lines are on record, before the request.
+  auto ev = smhad_events(h1, 200);
+  REQUIRE(ev);
+  std::uint64_t logged = 0, requested = 0;
+  for (const auto& e : *ev) {
+    const std::string evidence = e.value("evidence", "");
+    if (e["kind"] == "opensm_state" && evidence.find("04:44:41 305341") != std::string::npos) logged = e["seq"];
+    if (e["kind"] == "handover_started" && requested == 0) requested = e["seq"];
+  }
+  CHECK(logged != 0);
+  CHECK(logged < requested);
+
+  fabric.stop_process(h1.pidx, SIGTERM);
+  fabric.stop_process(h2.pidx, SIGTERM);
+}

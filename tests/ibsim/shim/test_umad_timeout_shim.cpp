@@ -132,7 +132,10 @@ TEST_CASE("the shim sends a request again on each retry, as the kernel does", "[
       const auto c = loss.counts();
       if (p.status == 0) {
         ++answered;
-        CHECK(c.seen == c.dropped + 1);  // the last try was answered
+        // One try was answered; an answer later than a try's 100 ms (a
+        // loaded machine) is preceded by a resend, as with the kernel.
+        CHECK(c.seen >= c.dropped + 1);
+        CHECK(c.seen <= 4);
         if (c.dropped > 0) {
           ++answered_after_loss;
           CHECK(p.elapsed_ms >= 100 * static_cast<long>(c.dropped));
