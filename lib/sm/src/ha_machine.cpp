@@ -643,12 +643,14 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   // Hung local OpenSM: running, port up, DR hop 0 unanswered for `misses` rounds
   // and `hang_timeout` (a short CPU stall of OpenSM or of us is not a hang). Fence it.
   // The start grace covers only a fresh OpenSM that has not answered yet. Only
-  // a process the kernel shows stopped, or one a peer has already replaced as
-  // MASTER, is fenced that fast; one that runs but is silent (busy) gets
-  // `unresponsive_timeout`.
-  const Duration silence_needed = r.local_stopped || live_master_peer() != nullptr
-                                      ? policy_.hang_timeout
-                                      : policy_.unresponsive_timeout;
+  // a process the kernel shows stopped, or a MASTER a peer has already
+  // replaced, is fenced that fast; one that runs but is silent (busy) gets
+  // `unresponsive_timeout` — a standby too: its peer answering MASTER is the
+  // normal case, and a standby starved of CPU for a moment is no hang (the
+  // loss soak under load saw one killed after 0.4 s of silence).
+  const bool replaced_master = local_state_ == SmState::Master && live_master_peer() != nullptr;
+  const Duration silence_needed =
+      r.local_stopped || replaced_master ? policy_.hang_timeout : policy_.unresponsive_timeout;
   if (!r.local.info && local_misses_ >= policy_.misses &&
       (answered_since_start_ || (!policy_.observe && now - started_at_ >= policy_.start_grace)) &&
       now - std::max(local_answer_at_, started_at_) >= silence_needed &&

@@ -131,7 +131,7 @@ TEST_CASE("Fence: a silent local SM is fenced only after misses rounds AND hang_
 }
 
 TEST_CASE("Fence: a silent OpenSM that still runs (busy) waits for unresponsive_timeout, "
-          "unless a peer is MASTER", "[sm]") {
+          "unless it was MASTER and a peer is MASTER now", "[sm]") {
   Rig rig;
   rig.t = TimePoint{} + seconds(10);  // past start_grace
   rig.polls(5, round(Local{M, 11}, {Peer{S, 10}}));
@@ -154,12 +154,30 @@ TEST_CASE("Fence: a silent OpenSM that still runs (busy) waits for unresponsive_
   acts = slow.polls(2, round(busy, {Peer{S, 10}}));
   CHECK(count<StopOpensm>(acts) == 1);
 
-  // Busy standby while a peer answers MASTER: hang_timeout suffices.
+  // Busy standby while a peer answers MASTER (the normal case for a standby):
+  // no fence past hang_timeout either, only after unresponsive_timeout.
   Rig standby;
   standby.t = TimePoint{} + seconds(10);
   standby.polls(5, round(Local{S}, {Peer{M, 11}}));
-  acts = standby.polls(6, round(busy, {Peer{M, 11}}));
+  acts = standby.polls(99, round(busy, {Peer{M, 11}}));  // 9.9 s
+  CHECK(count<RestartOpensm>(acts) == 0);
+  CHECK_FALSE(has_event(acts, EventKind::FenceLocal));
+  acts = standby.polls(2, round(busy, {Peer{M, 11}}));
   CHECK(count<RestartOpensm>(acts) == 1);
+
+  // A stopped standby (SIGSTOP) is fenced after hang_timeout.
+  Rig stopped;
+  stopped.t = TimePoint{} + seconds(10);
+  stopped.polls(5, round(Local{S}, {Peer{M, 11}}));
+  acts = stopped.polls(6, round(Local{kSilent}, {Peer{M, 11}}));
+  CHECK(count<RestartOpensm>(acts) == 1);
+
+  // A MASTER a peer has already replaced: hang_timeout suffices.
+  Rig replaced;
+  replaced.t = TimePoint{} + seconds(10);
+  replaced.polls(5, round(Local{M, 11}, {Peer{S, 10}}));
+  acts = replaced.polls(6, round(busy, {Peer{M, 10}}));
+  CHECK(has_event(acts, EventKind::FenceLocal));
 }
 
 TEST_CASE("Takeover: DISCOVER finds the master alive and the takeover is aborted", "[sm]") {
