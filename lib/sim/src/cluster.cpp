@@ -86,11 +86,14 @@ struct Cluster::Head {
 Cluster::Cluster(std::uint64_t seed, ClusterParams params)
     : params_(params), fabric_(seed, params.fabric) {
   const int n = std::max(2, params_.heads);
+  // In a chain of switches the first head is on the first switch, the last
+  // head on the last one, and any between spread over the chain.
+  const int last_switch = std::max(1, params_.fabric.switches) - 1;
   for (int i = 0; i < n; ++i) {
     auto h = std::make_unique<Head>();
     h->node = fabric_.add_node("head" + std::string(i < 9 ? "0" : "") + std::to_string(i + 1),
                                Guid{0x0002c90300000010ULL + 0x10ULL * static_cast<unsigned>(i)},
-                               Lid{static_cast<std::uint16_t>(i + 1)});
+                               Lid{static_cast<std::uint16_t>(i + 1)}, i * last_switch / (n - 1));
     h->sink.out = &h->records;
     heads_.push_back(std::move(h));
   }
@@ -117,7 +120,7 @@ Cluster::Cluster(std::uint64_t seed, ClusterParams params)
       p.peers.push_back(sm::PeerSpec{fabric_.name(o), fabric_.guid(o), configured(j)});
       switch (params_.peer_addressing) {
         case PeerAddressing::Lid:
-          h.cfg.peers.push_back(agent::PeerAddress{fabric_.guid(o), fabric_.lid(o), fabric_.dr_path(o)});
+          h.cfg.peers.push_back(agent::PeerAddress{fabric_.guid(o), fabric_.lid(o), fabric_.dr_path(h.node, o)});
           break;
         case PeerAddressing::Unaddressed: break;
         case PeerAddressing::GuidOnly:

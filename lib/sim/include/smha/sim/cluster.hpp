@@ -40,7 +40,7 @@ struct ClusterParams {
   // policy lists all of them); empty: base_priority on every head.
   std::vector<std::uint8_t> priorities;
   agent::MinimalConf opensm_conf;     // OpenSM's own polling stays at its defaults
-  FabricParams fabric;
+  FabricParams fabric;  // fabric.switches > 1: head01 on the first switch, the last head on the last
   Duration observer_interval = milliseconds(5);  // third-node SMInfo polling; 0: off
   PeerAddressing peer_addressing = PeerAddressing::Lid;
 };
