@@ -783,3 +783,98 @@ TEST_CASE("smctl handover does not count OpenSM log lines written before the req
   fabric.stop_process(h1.pidx, SIGTERM);
   fabric.stop_process(h2.pidx, SIGTERM);
 }
+
+// Issue 14 item 6: the peer's LID changes while both heads run. Both OpenSMs
+// run with LMC 1, so the master's sweep gives every port two LIDs (base and
+// base + 1) and programs the switches for both. ibsim's `Baselid` then moves
+// head01's port to base + 1 alone (LMC 0): packets for the old LID still reach
+// the port and are dropped there, the new LID is routed. head02's smhad sees
+// its peer's LID silent while the DR path answers, re-resolves it (event
+// peer_route with the new LID) within a few rounds, and nobody takes over.
+TEST_CASE("GUID-only: the master's LID changes while both heads run: re-resolved, no takeover",
+          "[ibsim][smhad][discovery]") {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;
+  const auto hca1 = fabric.node_port("Hca1");
+  const auto hca2 = fabric.node_port("Hca2");
+  REQUIRE(hca1);
+  REQUIRE(hca2);
+  Head h1{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
+  Head h2{"head02", "Hca2", hca2->port_guid, fabric.scratch_dir() + "/head02"};
+  const std::string lmc = "  extra:\n    lmc: 1\n";
+  write_config(h1, 10, {{"head02", hca2->port_guid, 0}}, {}, lmc);
+  write_config(h2, 10, {{"head01", hca1->port_guid, 0}}, {}, lmc);
+  start_smhad(fabric, h1, SMHA_SMHAD, {}, &guard);
+  json s1, s2;
+  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
+    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
+  start_smhad(fabric, h2, SMHA_SMHAD, {}, &guard);
+  const int old_lid = assigned_lid(fabric, "Hca1");
+  REQUIRE(old_lid % 2 == 0);  // LMC 1: base LIDs are even
+  if (!wait_status(fabric, h2, guard, [&](const json& j) {
+        return j["local"]["state"] == "STANDBY" && j["peers"][0]["state"] == "MASTER" &&
+               j["peers"][0]["lid"] == old_lid && j["peers"][0]["last_poll_answered"] == true;
+      }, 30s, &s2))
+    FAIL("head02 not STANDBY polling head01 at LID " << old_lid << ": " << s2.dump() << "\n" << smhad_log(fabric, h2));
+  // A few rounds of both heads first: head02 knows head01 as a live MASTER.
+  const auto rounds0 = s2["rounds"].get<std::uint64_t>();
+  REQUIRE(wait_status(fabric, h2, guard, [&](const json& j) { return j["rounds"].get<std::uint64_t>() >= rounds0 + 5; },
+                      10s, &s2));
+  std::uint64_t mark1 = 0, mark2 = 0;
+  if (auto ev = smhad_events(h1, 1); ev && !ev->empty()) mark1 = ev->back()["seq"].get<std::uint64_t>();
+  if (auto ev = smhad_events(h2, 1); ev && !ev->empty()) mark2 = ev->back()["seq"].get<std::uint64_t>();
+
+  // head01's port moves to LID old + 1.
+  const int new_lid = old_lid + 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto rounds_before = smhad_status(h2).value_or(json{{"rounds", 0}})["rounds"].get<std::uint64_t>();
+  fabric.console("Baselid \"Hca1\"[1] " + std::to_string(new_lid) + " 0");
+  // The fabric really moved it: a third node reaches head01's SM at the new
+  // LID and not at the old one.
+  CHECK(query_sm(fabric, "Hca3", new_lid, 5s).guid == hca1->port_guid);
+  CHECK(query_sm(fabric, "Hca3", old_lid, 1s).state == -1);
+
+  if (!wait_status(fabric, h2, guard, [&](const json& j) {
+        return j["peers"][0]["lid"] == new_lid && j["peers"][0]["route"] == "resolved" &&
+               j["peers"][0]["last_poll_answered"] == true;
+      }, 10s, &s2))
+    FAIL("head02 did not re-resolve head01 at LID " << new_lid << ": " << s2.dump() << "\n" << smhad_log(fabric, h2));
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  const auto rounds = s2["rounds"].get<std::uint64_t>() - rounds_before;
+  std::cout << "ibsim GUID-only: head01 moved from LID " << old_lid << " to " << new_lid
+            << ", head02 polls it there after " << ms.count() << " ms (" << rounds << " rounds)" << std::endl;
+  CHECK(rounds <= 10);
+  auto ev2 = smhad_events(h2, 500);
+  REQUIRE(ev2);
+  bool route_event = false;
+  for (const auto& e : *ev2)
+    if (e["seq"].get<std::uint64_t>() > mark2 && e["kind"] == "peer_route" &&
+        e["evidence"].get<std::string>().rfind("lid " + std::to_string(new_lid) + ",", 0) == 0)
+      route_event = true;
+  INFO("head02 events: " << ev2->dump());
+  CHECK(route_event);
+
+  // No takeover meanwhile, nor in the rounds after: head01 MASTER, head02
+  // STANDBY, as seen by both smhad and from a third node.
+  const auto r1 = s2["rounds"].get<std::uint64_t>();
+  REQUIRE(wait_status(fabric, h2, guard, [&](const json& j) { return j["rounds"].get<std::uint64_t>() >= r1 + 20; },
+                      20s, &s2));
+  CHECK(s2["local"]["state"] == "STANDBY");
+  CHECK(s2["peers"][0]["state"] == "MASTER");
+  REQUIRE(wait_status(fabric, h1, guard, local_master, 5s, &s1));
+  CHECK(query_sm(fabric, "Hca3", new_lid, 5s).state == 3);
+  CHECK(query_sm(fabric, "Hca3", assigned_lid(fabric, "Hca2"), 5s).state == 2);
+  for (const auto& [h, mark] : {std::pair{&h1, mark1}, std::pair{&h2, mark2}}) {
+    auto ev = smhad_events(*h, 500);
+    REQUIRE(ev);
+    INFO(h->name << " events: " << ev->dump());
+    for (const auto& e : *ev) {
+      if (e["seq"].get<std::uint64_t>() <= mark) continue;
+      for (const char* bad : {"takeover_started", "takeover_done", "handover_started", "split_brain_yield"})
+        CHECK(e["kind"] != bad);
+      CHECK_FALSE((e["kind"] == "alarm" && e["reason"] == "two_masters"));
+    }
+  }
+  fabric.stop_process(h1.pidx, SIGTERM);
+  fabric.stop_process(h2.pidx, SIGTERM);
+}
