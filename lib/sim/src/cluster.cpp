@@ -33,6 +33,7 @@ class TapTransport final : public mad::MadTransport {
   TapTransport(mad::MadTransport& inner, const EventQueue& q, const Cluster::Tap& tap)
       : inner_(inner), q_(q), tap_(tap) {}
   void get_sminfo(const mad::Target& target, const mad::RequestOptions& opts, mad::SmInfoCallback done) override {
+    count("SMInfo");
     const TimePoint sent = q_.now();
     std::string via = std::holds_alternative<Lid>(target) ? "lid:" + std::to_string(std::get<Lid>(target).value)
                                                           : "dr:" + to_string(std::get<DrPath>(target));
@@ -43,10 +44,12 @@ class TapTransport final : public mad::MadTransport {
   }
   void set_sminfo(const mad::Target& target, SmInfoModifier mod, const SmInfo& payload,
                   const mad::RequestOptions& opts, mad::SmInfoCallback done) override {
+    count("SMInfo Set");
     inner_.set_sminfo(target, mod, payload, opts, std::move(done));
   }
   void get_port_info(const mad::Target& target, std::uint8_t port, const mad::RequestOptions& opts,
                      mad::PortInfoCallback done) override {
+    count("PortInfo");
     const TimePoint sent = q_.now();
     const auto* dr = std::get_if<DrPath>(&target);
     const bool local = dr != nullptr && dr->hops.empty();
@@ -57,14 +60,19 @@ class TapTransport final : public mad::MadTransport {
   }
   void get_node_info(const mad::Target& target, const mad::RequestOptions& opts,
                      mad::NodeInfoCallback done) override {
+    count("NodeInfo");
     inner_.get_node_info(target, opts, std::move(done));
   }
   void get_node_description(const mad::Target& target, const mad::RequestOptions& opts,
                             mad::NodeDescriptionCallback done) override {
+    count("NodeDescription");
     inner_.get_node_description(target, opts, std::move(done));
   }
 
  private:
+  void count(const char* attribute) {
+    if (tap_.request) tap_.request(attribute);
+  }
   mad::MadTransport& inner_;
   const EventQueue& q_;
   const Cluster::Tap& tap_;

@@ -77,6 +77,9 @@ class Cluster {
   struct Tap {
     std::function<void(const SmInfo&, TimePoint sent, TimePoint received, const std::string& via)> sminfo;
     std::function<void(const mad::PortInfo&, TimePoint sent, TimePoint received)> local_port;
+    // Every request smhad makes, by attribute ("SMInfo", "SMInfo Set",
+    // "PortInfo", "NodeInfo", "NodeDescription"): what it costs the fabric.
+    std::function<void(const char* attribute)> request;
   };
   void set_tap(int i, Tap tap);
 
