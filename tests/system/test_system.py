@@ -20,9 +20,10 @@ echo "$(date +%s) $*" >> /var/log/smha/hook-events.log
 """
 
 
-def smha_yaml(name, guid, peer_name, peer_guid, peer_lid, port=None, extra=""):
-    """/etc/smha/smha.yaml as the README's table says, plus every documented
-    option that touches files or the network."""
+def smha_yaml(name, guid, peer_name, peer_guid, port=None, extra=""):
+    """/etc/smha/smha.yaml as the README's table says (the peer by name and
+    port_guid only: smhad finds its route and LID by discovery), plus every
+    documented option that touches files or the network."""
     metrics = f"metrics:\n  listen: 127.0.0.1:{port}\n  textfile_dir: /var/lib/prometheus/node-exporter\n" \
               f"  textfile_interval_s: 1\n" if port else ""
     return f"""node:
@@ -31,7 +32,6 @@ def smha_yaml(name, guid, peer_name, peer_guid, peer_lid, port=None, extra=""):
 peers:
   - name: {peer_name}
     port_guid: {peer_guid}
-    lid: {peer_lid}
 sm_priority: 10
 sm_key_file: /etc/smha/sm_key
 opensm:
@@ -98,7 +98,7 @@ def first_install(scratch, root, debs, started):
     check(c.sh("systemctl is-enabled smhad", check_rc=False).stdout.strip() == "disabled",
           "smhad enabled by the package")
     port = free_port()
-    configure_head(c, ibsim, "Hca1", smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"], 49151, port),
+    configure_head(c, ibsim, "Hca1", smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"], port),
                    "0x00000000c0ffee01")
     # node_exporter's textfile directory (its package creates it).
     c.sh("mkdir -p /var/lib/prometheus/node-exporter")
@@ -144,7 +144,7 @@ def failed_opensm(scratch, root, debs, started):
     started.append(c)
     install_deb(c, debs[0])
     # A cache directory below a path the unit keeps read-only (ProtectSystem=strict).
-    yaml = smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"], 49151).replace(
+    yaml = smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"]).replace(
         "cache_dir: /var/cache/opensm", "cache_dir: /usr/local/opensm-cache")
     configure_head(c, ibsim, "Hca1", yaml, "0x00000000c0ffee01")
     c.sh("systemctl enable smhad")
@@ -181,21 +181,15 @@ def failover(scratch, root, debs, started):
     for c in (h1, h2):
         install_deb(c, debs[0])
     key = "0x00000000c0ffee02"
-    configure_head(h1, ibsim, "Hca1", smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"], 49151), key)
+    configure_head(h1, ibsim, "Hca1", smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"]), key)
     enable_now(h1)
     wait_until("head01 master", 30, lambda: role(h1) == "master")
-    # The LIDs are known once head01's OpenSM has swept.
-    lids = {}
-    for n in ("Hca1", "Hca2"):
-        rc, out, _ = ibsim.run_at(n, "ibstat")
-        lids[n] = int(re.search(r"Base lid: (\d+)", out).group(1))
-    check(all(lids.values()), f"LIDs after SUBNET UP: {lids}")
-    h1.write("/etc/smha/smha.yaml",
-             smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"], lids["Hca2"]))
+    # No LIDs in either config (no placeholder, no rewrite): each head finds
+    # the other by its port GUID. A restart of smhad adopts the running OpenSM.
     pid1 = opensm_pid(h1)
-    h1.sh("systemctl restart smhad")  # the peer list needs a restart; OpenSM is adopted
+    h1.sh("systemctl restart smhad")
     check(opensm_pid(h1) == pid1, "OpenSM PID changed by systemctl restart")
-    configure_head(h2, ibsim, "Hca2", smha_yaml("head02", guids["Hca2"], "head01", guids["Hca1"], lids["Hca1"]), key)
+    configure_head(h2, ibsim, "Hca2", smha_yaml("head02", guids["Hca2"], "head01", guids["Hca1"]), key)
     enable_now(h2)
     wait_until("head02 standby", 30, lambda: role(h2) == "standby")
     wait_until("head01 master", 30, lambda: role(h1) == "master")
@@ -228,7 +222,7 @@ def restarts(scratch, root, debs, started):
     c = Container(scratch, f"smha-r1-{os.getpid()}", root)
     started.append(c)
     install_deb(c, debs[0])
-    configure_head(c, ibsim, "Hca1", smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"], 49151),
+    configure_head(c, ibsim, "Hca1", smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"]),
                    "0x00000000c0ffee03")
     enable_now(c)
     wait_until("master", 30, lambda: role(c) == "master")
@@ -271,7 +265,7 @@ def one_master_head(scratch, root, debs, started, name, key):
     c = Container(scratch, f"smha-{name}-{os.getpid()}", root)
     started.append(c)
     install_deb(c, debs[0])
-    configure_head(c, ibsim, "Hca1", smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"], 49151), key)
+    configure_head(c, ibsim, "Hca1", smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"]), key)
     enable_now(c)
     wait_until("master", 30, lambda: role(c) == "master")
     return ibsim, c

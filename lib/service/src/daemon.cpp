@@ -119,7 +119,15 @@ class Daemon final : public DrillHost {
   std::shared_ptr<MastershipWindow> open_window() override {
     read_opensm_log();
     std::vector<MastershipWindow::Head> heads;
-    for (const auto& p : config_.peers) heads.push_back({p.port_guid, p.name, p.lid});
+    for (const auto& p : config_.peers) {
+      // The LID polled: a GUID-only peer's is the one discovery found, so that
+      // its sweep (our port's MasterSMLID) is known as that head's.
+      std::optional<Lid> lid = p.lid;
+      if (agent_)
+        for (const auto& r : agent_->routes())
+          if (r.guid == p.port_guid && r.lid.value != 0) lid = r.lid;
+      heads.push_back({p.port_guid, p.name, lid});
+    }
     window_ =
         std::make_shared<MastershipWindow>(own_guid_, config_.node_name, std::move(heads), clock_.now(), rates_);
     return window_;
@@ -199,6 +207,8 @@ class Daemon final : public DrillHost {
   std::string head_name(Guid guid) const;
   int exit_code_ = 0;
   bool startup_ready();
+  // The round count when every GUID-only peer was first resolved (or not found).
+  std::optional<std::uint64_t> routes_settled_round_;
   bool handover_running_ = false;
   std::unique_ptr<EventJournal> journal_;
   std::string journal_error_;
@@ -477,8 +487,9 @@ int Daemon::run() {
   return exit_code_;
 }
 
-// READY=1 (and the end of `systemctl start`) waits for the first poll round and
-// for OpenSM's start: the local SM answers SMInfo (OpenSM is past its
+// READY=1 (and the end of `systemctl start`) waits for the first poll round
+// that polled every peer (a GUID-only peer once discovery has found it, or
+// given up: "not found") and for OpenSM's start: the local SM answers SMInfo (OpenSM is past its
 // initialisation), OpenSM was adopted, or kStartupGrace passed (a port that is
 // down: smhad runs and reports it). If OpenSM fails for good before that, smhad
 // exits with kExitOpensmFailed, which the unit does not restart
@@ -486,6 +497,19 @@ int Daemon::run() {
 // STATUS= and the journal instead of "active" beside a dead OpenSM.
 bool Daemon::startup_ready() {
   if (!agent_ || agent_->rounds() < 1) return false;
+  // A peer found by discovery is polled only once found: READY waits for a
+  // round after every peer's first resolution, so that STATUS= carries each
+  // peer's first outcome ("unreachable", STANDBY ...), not "unknown".
+  if (!routes_settled_round_) {
+    bool any = false;
+    for (const auto& r : agent_->routes()) {
+      if (r.discover && !r.found && r.status == "resolving") return false;
+      any = any || r.discover;
+    }
+    // The round running now may have begun before the last resolution.
+    routes_settled_round_ = any ? agent_->rounds() + 1 : 0;
+  }
+  if (agent_->rounds() <= *routes_settled_round_) return false;
   if (!supervised_) return true;
   const auto& st = supervised_->supervisor_status();
   if (st.state == opensm::SupervisorState::Failed) {

@@ -419,7 +419,13 @@ std::string systemd_status_line(const config::Config& config, const sm::EngineSt
         state = "unreachable";
         prio = -1;
       }
-    } else if (!route || !route->dr) {
+    } else if (route && route->dr) {
+      // Found, but no LID yet (no SM has swept): polled by DR only.
+      if (auto q = mad.last_query(mad::Target{*route->dr}); q && !q->answered) {
+        state = "unreachable";
+        prio = -1;
+      }
+    } else {
       state = "unaddressed";
       prio = -1;
     }

@@ -33,6 +33,7 @@ class TapTransport final : public mad::MadTransport {
   TapTransport(mad::MadTransport& inner, const EventQueue& q, const Cluster::Tap& tap)
       : inner_(inner), q_(q), tap_(tap) {}
   void get_sminfo(const mad::Target& target, const mad::RequestOptions& opts, mad::SmInfoCallback done) override {
+    count("SMInfo");
     const TimePoint sent = q_.now();
     std::string via = std::holds_alternative<Lid>(target) ? "lid:" + std::to_string(std::get<Lid>(target).value)
                                                           : "dr:" + to_string(std::get<DrPath>(target));
@@ -43,10 +44,12 @@ class TapTransport final : public mad::MadTransport {
   }
   void set_sminfo(const mad::Target& target, SmInfoModifier mod, const SmInfo& payload,
                   const mad::RequestOptions& opts, mad::SmInfoCallback done) override {
+    count("SMInfo Set");
     inner_.set_sminfo(target, mod, payload, opts, std::move(done));
   }
   void get_port_info(const mad::Target& target, std::uint8_t port, const mad::RequestOptions& opts,
                      mad::PortInfoCallback done) override {
+    count("PortInfo");
     const TimePoint sent = q_.now();
     const auto* dr = std::get_if<DrPath>(&target);
     const bool local = dr != nullptr && dr->hops.empty();
@@ -57,14 +60,19 @@ class TapTransport final : public mad::MadTransport {
   }
   void get_node_info(const mad::Target& target, const mad::RequestOptions& opts,
                      mad::NodeInfoCallback done) override {
+    count("NodeInfo");
     inner_.get_node_info(target, opts, std::move(done));
   }
   void get_node_description(const mad::Target& target, const mad::RequestOptions& opts,
                             mad::NodeDescriptionCallback done) override {
+    count("NodeDescription");
     inner_.get_node_description(target, opts, std::move(done));
   }
 
  private:
+  void count(const char* attribute) {
+    if (tap_.request) tap_.request(attribute);
+  }
   mad::MadTransport& inner_;
   const EventQueue& q_;
   const Cluster::Tap& tap_;
@@ -86,11 +94,14 @@ struct Cluster::Head {
 Cluster::Cluster(std::uint64_t seed, ClusterParams params)
     : params_(params), fabric_(seed, params.fabric) {
   const int n = std::max(2, params_.heads);
+  // In a chain of switches the first head is on the first switch, the last
+  // head on the last one, and any between spread over the chain.
+  const int last_switch = std::max(1, params_.fabric.switches) - 1;
   for (int i = 0; i < n; ++i) {
     auto h = std::make_unique<Head>();
     h->node = fabric_.add_node("head" + std::string(i < 9 ? "0" : "") + std::to_string(i + 1),
                                Guid{0x0002c90300000010ULL + 0x10ULL * static_cast<unsigned>(i)},
-                               Lid{static_cast<std::uint16_t>(i + 1)});
+                               Lid{static_cast<std::uint16_t>(i + 1)}, i * last_switch / (n - 1));
     h->sink.out = &h->records;
     heads_.push_back(std::move(h));
   }
@@ -117,7 +128,7 @@ Cluster::Cluster(std::uint64_t seed, ClusterParams params)
       p.peers.push_back(sm::PeerSpec{fabric_.name(o), fabric_.guid(o), configured(j)});
       switch (params_.peer_addressing) {
         case PeerAddressing::Lid:
-          h.cfg.peers.push_back(agent::PeerAddress{fabric_.guid(o), fabric_.lid(o), fabric_.dr_path(o)});
+          h.cfg.peers.push_back(agent::PeerAddress{fabric_.guid(o), fabric_.lid(o), fabric_.dr_path(h.node, o)});
           break;
         case PeerAddressing::Unaddressed: break;
         case PeerAddressing::GuidOnly:

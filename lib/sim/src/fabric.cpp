@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 #include <variant>
@@ -142,6 +143,7 @@ struct Fabric::Impl {
     std::string name;
     Guid guid;
     Lid lid;
+    int sw = 0;  // the switch of the chain its cable goes to
     bool link = true;
     double loss = 0;
     Duration delay{};
@@ -181,20 +183,63 @@ struct Fabric::Impl {
 
   // ---- reachability ------------------------------------------------------
 
-  std::optional<NodeId> resolve(NodeId from, const mad::Target& t) const {
+  // The switches: one (params.switches <= 1), node i on its port i + 1; or a
+  // chain of them, switch s's port 1 cabled to switch s-1's port 2, and node i
+  // on port i + 3 of its switch (ports of nodes on other switches uncabled).
+  bool chain() const { return params.switches > 1; }
+  int switches() const { return std::max(1, params.switches); }
+  int switch_port(NodeId n) const { return chain() ? n + 3 : n + 1; }
+  int switch_ports() const {
+    return static_cast<int>(std::min<std::size_t>(nodes.size() + (chain() ? 2 : 0), 254));
+  }
+
+  // Where a target ends: a node, or switch `sw` entered by port `in_port`.
+  struct End {
+    bool is_switch = false;
+    int id = 0;  // node id, or switch index
+    std::uint8_t in_port = 0;
+  };
+  std::optional<End> walk(NodeId from, const mad::Target& t) const {
     if (const auto* lid = std::get_if<Lid>(&t)) {
       for (std::size_t i = 0; i < nodes.size(); ++i)
-        if (nodes[i]->lid == *lid) return static_cast<NodeId>(i);
+        if (nodes[i]->lid == *lid) return End{false, static_cast<int>(i), 1};
       return std::nullopt;
     }
     const auto& dr = std::get<DrPath>(t);
-    if (dr.hops.empty()) return from;
-    // Out of our port (hop 1, our only port), then the switch's port.
-    if (dr.hops.size() != 2 || dr.hops[0] != 1) return std::nullopt;
-    const int idx = static_cast<int>(dr.hops[1]) - 1;
-    if (idx < 0 || idx >= static_cast<int>(nodes.size())) return std::nullopt;
-    return idx;
+    if (dr.hops.empty()) return End{false, from, 1};
+    // Out of our port (hop 1, our only port), then from switch to switch.
+    if (dr.hops[0] != 1) return std::nullopt;
+    End at{true, nodes[from]->sw, static_cast<std::uint8_t>(switch_port(from))};
+    for (std::size_t h = 1; h < dr.hops.size(); ++h) {
+      if (!at.is_switch) return std::nullopt;  // a CA does not forward
+      const int p = dr.hops[h];
+      if (chain() && p == 1 && at.id > 0) {
+        at = End{true, at.id - 1, 2};
+      } else if (chain() && p == 2 && at.id + 1 < switches()) {
+        at = End{true, at.id + 1, 1};
+      } else {
+        const int n = chain() ? p - 3 : p - 1;
+        if (n < 0 || n >= static_cast<int>(nodes.size()) || nodes[n]->sw != at.id) return std::nullopt;
+        at = End{false, n, 1};
+      }
+    }
+    return at;
   }
+  std::optional<NodeId> resolve(NodeId from, const mad::Target& t) const {
+    auto e = walk(from, t);
+    if (!e || e->is_switch) return std::nullopt;
+    return e->id;
+  }
+  // The switch a target ends at, if it ends at one.
+  std::optional<End> switch_end(NodeId from, const mad::Target& t) const {
+    auto e = walk(from, t);
+    if (!e || !e->is_switch) return std::nullopt;
+    return e;
+  }
+  // Cables from node a's port to node b's: 2 on one switch, one more per
+  // switch-to-switch cable between them.
+  int cables(NodeId a, NodeId b) const { return 2 + std::abs(nodes[a]->sw - nodes[b]->sw); }
+  int cables_to_switch(NodeId a, int sw) const { return 1 + std::abs(nodes[a]->sw - sw); }
 
   // One traversal from `a` to `b` (both ports): false if lost or a link is down.
   bool path_ok(NodeId a, NodeId b) {
@@ -206,7 +251,7 @@ struct Fabric::Impl {
   }
   Duration one_way(NodeId a, NodeId b) const {
     if (a == b) return params.hop_delay;
-    return params.hop_delay * 2 + nodes[a]->delay + nodes[b]->delay;
+    return params.hop_delay * cables(a, b) + nodes[a]->delay + nodes[b]->delay;
   }
 
   // An SM's own SMInfo query to another SM (its sweeps and polls), with OpenSM's
@@ -570,26 +615,30 @@ struct Fabric::Impl {
     done(std::move(res));
   }
 
-  // The one switch every node is cabled to: DR path {1} from any node. Its
-  // port k is node k-1's cable; PortInfo of it shows that node's link state.
-  static bool is_switch(const mad::Target& t) {
-    const auto* dr = std::get_if<DrPath>(&t);
-    return dr && dr->hops.size() == 1 && dr->hops[0] == 1;
-  }
-
-  void switch_port_attempt(const std::shared_ptr<PortReq>& r, int a) {
+  // A switch: DR path {1} from any node is its own switch (the only one
+  // without a chain). Port switch_port(n) is node n's cable; PortInfo of it
+  // shows that node's link state; a chain's ports 1 and 2 go to the
+  // neighbouring switches (Down at the ends of the chain).
+  void switch_port_attempt(const std::shared_ptr<PortReq>& r, int a, const End& sw) {
     const auto& me = *nodes[r->from];
     if (!me.link || chance(me.loss)) return;  // lost on our cable on the way out
-    const int idx = static_cast<int>(r->port) - 1;
+    const int p = r->port;
     std::optional<mad::PortInfo> answer;
-    if (idx >= 0 && idx < static_cast<int>(nodes.size())) {
+    if (p >= 1 && p <= switch_ports()) {
       mad::PortInfo pi;
       pi.local_port = r->port;
-      pi.state = nodes[idx]->link ? mad::PortState::Active : mad::PortState::Down;
+      if (chain() && p <= 2) {
+        const bool cabled = p == 1 ? sw.id > 0 : sw.id + 1 < switches();
+        pi.state = cabled ? mad::PortState::Active : mad::PortState::Down;
+      } else {
+        const int n = chain() ? p - 3 : p - 1;
+        pi.state = nodes[n]->sw == sw.id && nodes[n]->link ? mad::PortState::Active : mad::PortState::Down;
+      }
       answer = pi;
     }
     if (chance(me.loss)) return;  // lost on the way back
-    q.schedule_in(2 * (params.hop_delay + me.delay), [this, r, a, answer] { reply_port(r, a, answer); });
+    q.schedule_in(2 * (params.hop_delay * cables_to_switch(r->from, sw.id) + me.delay),
+                  [this, r, a, answer] { reply_port(r, a, answer); });
   }
 
   // The answer of attempt `a` reaches the requester: the PortInfo, or a bad
@@ -608,8 +657,9 @@ struct Fabric::Impl {
   void port_attempt(const std::shared_ptr<PortReq>& r) {
     const int a = ++r->attempt;
     r->sent = q.now();
-    auto dest = is_switch(r->target) ? std::nullopt : resolve(r->from, r->target);
-    if (is_switch(r->target)) switch_port_attempt(r, a);
+    const auto sw = switch_end(r->from, r->target);
+    auto dest = sw ? std::nullopt : resolve(r->from, r->target);
+    if (sw) switch_port_attempt(r, a, *sw);
     if (dest && path_ok(r->from, *dest)) {
       const NodeId to = *dest;
       q.schedule_in(one_way(r->from, to), [this, r, a, to] {
@@ -684,21 +734,23 @@ struct Fabric::Impl {
         done(NodeAnswer{v, q.now() - r->sent, a});
       });
     };
-    if (is_switch(r->target)) {
+    if (const auto sw = switch_end(r->from, r->target)) {
       const auto& me = *nodes[r->from];
       if (me.link && !chance(me.loss) && !chance(me.loss)) {
-        std::variant<mad::NodeInfo, std::string> v = std::string("sim switch");
+        std::variant<mad::NodeInfo, std::string> v =
+            chain() ? "sim switch " + std::to_string(sw->id + 1) : std::string("sim switch");
         if (!r->description) {
+          const Guid g{kSwitchGuid + static_cast<std::uint64_t>(sw->id)};
           mad::NodeInfo ni;
           ni.type = mad::NodeType::Switch;
-          ni.num_ports = static_cast<std::uint8_t>(std::min<std::size_t>(nodes.size(), 254));
-          ni.system_image_guid = Guid{kSwitchGuid};
-          ni.node_guid = Guid{kSwitchGuid};
-          ni.port_guid = Guid{kSwitchGuid};
-          ni.local_port = static_cast<std::uint8_t>(std::min(r->from + 1, 254));
+          ni.num_ports = static_cast<std::uint8_t>(switch_ports());
+          ni.system_image_guid = g;
+          ni.node_guid = g;
+          ni.port_guid = g;
+          ni.local_port = sw->in_port;
           v = ni;
         }
-        answer_in(2 * (params.hop_delay + me.delay), v);
+        answer_in(2 * (params.hop_delay * cables_to_switch(r->from, sw->id) + me.delay), v);
       }
     } else if (auto dest = resolve(r->from, r->target); dest && path_ok(r->from, *dest)) {
       const NodeId to = *dest;
@@ -840,8 +892,9 @@ const EventQueue& Fabric::queue() const { return impl_->q; }
 std::mt19937_64& Fabric::rng() { return impl_->rng; }
 const FabricParams& Fabric::params() const { return impl_->params; }
 
-NodeId Fabric::add_node(std::string name, Guid port_guid, Lid lid) {
+NodeId Fabric::add_node(std::string name, Guid port_guid, Lid lid, int sw) {
   auto n = std::make_unique<Impl::Node>();
+  n->sw = std::clamp(sw, 0, impl_->switches() - 1);
   n->name = std::move(name);
   n->guid = port_guid;
   n->lid = lid;
@@ -860,8 +913,19 @@ Guid Fabric::guid(NodeId n) const { return impl_->nodes[n]->guid; }
 Lid Fabric::lid(NodeId n) const { return impl_->nodes[n]->lid; }
 void Fabric::set_lid(NodeId n, Lid lid) { impl_->nodes[n]->lid = lid; }
 DrPath Fabric::dr_path(NodeId target) const {
-  return DrPath{{1, static_cast<std::uint8_t>(target + 1)}};
+  if (!impl_->chain()) return DrPath{{1, static_cast<std::uint8_t>(target + 1)}};
+  const NodeId from = 0;
+  return dr_path(from, target);
 }
+DrPath Fabric::dr_path(NodeId from, NodeId target) const {
+  if (!impl_->chain()) return dr_path(target);
+  DrPath p{{1}};
+  const int a = impl_->nodes[from]->sw, b = impl_->nodes[target]->sw;
+  for (int s = a; s != b; s += a < b ? 1 : -1) p.hops.push_back(a < b ? 2 : 1);
+  p.hops.push_back(static_cast<std::uint8_t>(impl_->switch_port(target)));
+  return p;
+}
+int Fabric::switch_of(NodeId n) const { return impl_->nodes[n]->sw; }
 
 // A master does not notice its own port going down until it sweeps
 // (state_mgr_is_sm_port_down() in do_sweep): at its next light sweep, or the

@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -153,6 +154,18 @@ std::string events_text(const json& events) {
     out += "  " + e.value("time", "") + " " + e.value("kind", "") + " " + e.value("reason", "") + " | " +
            e.value("evidence", "") + "\n";
   return out;
+}
+
+// The LID a master's sweep gave `node`'s port (ibstat until it is not 0):
+// the observer's; smhad's configs name none.
+int assigned_lid(IbsimFabric& fabric, const std::string& node) {
+  std::optional<NodePort> p;
+  const bool have = wait_for([&] {
+    p = fabric.node_port(node);
+    return p && p->lid != 0;
+  }, 10s);
+  REQUIRE(have);
+  return p->lid;
 }
 
 class IbsimDrill {
@@ -567,24 +580,19 @@ TEST_CASE("HA drill (ibsim, two smhad): repeated kill -9 of the master's smhad n
           "[ibsim][smhad][drill]") {
   IbsimFabric fabric(topology_path("two-switch-4hca.net"));
   OsmGuard guard;  // after the fabric: the OpenSMs go before ibsim
-  const int boot = fabric.start_opensm("Hca3", 0);
-  REQUIRE(fabric.wait_subnet_up(boot, 20s));
-  std::optional<NodePort> p1, p2;
-  REQUIRE(wait_for([&] {
-    p1 = fabric.node_port("Hca1");
-    p2 = fabric.node_port("Hca2");
-    return p1 && p2 && p1->lid != 0 && p2->lid != 0;
-  }, 10s));
-  fabric.stop_opensm(boot);
+  // GUID-only configs and no OpenSM before smhad: the port GUIDs from ibstat;
+  // the observer's LIDs are read once head02's OpenSM has assigned them.
+  const auto p1 = fabric.node_port("Hca1");
+  const auto p2 = fabric.node_port("Hca2");
+  REQUIRE(p1);
+  REQUIRE(p2);
   SmhadHead a{"head01", "Hca1", p1->port_guid, fabric.scratch_dir() + "/head01"};
   SmhadHead b{"head02", "Hca2", p2->port_guid, fabric.scratch_dir() + "/head02"};
-  a.lid = p1->lid;
-  b.lid = p2->lid;
   REQUIRE(a.guid < b.guid);
   SmhadOptions o;
   o.poll_interval_ms = kPollIntervalMs;
-  write_smhad_config(a, {{b.name, b.guid, b.lid, "0,1,3,1"}}, o);
-  write_smhad_config(b, {{a.name, a.guid, a.lid, "0,1,3,1"}}, o);
+  write_smhad_config(a, {{b.name, b.guid, 0}}, o);
+  write_smhad_config(b, {{a.name, a.guid, 0}}, o);
   guard.add_pidfile(a.pidfile());
   guard.add_pidfile(b.pidfile());
   const std::vector<std::pair<std::string, std::string>> env{{"LD_PRELOAD", umad_timeout_shim_preload()}};
@@ -608,6 +616,8 @@ TEST_CASE("HA drill (ibsim, two smhad): repeated kill -9 of the master's smhad n
   });
   const auto priority_changes_before = priority_changes(*eb).size();
 
+  a.lid = assigned_lid(fabric, "Hca1");
+  b.lid = assigned_lid(fabric, "Hca2");
   MasterWatch watch(fabric, {a.lid, b.lid});
   constexpr int kRestarts = 4;
   for (int i = 0; i < kRestarts; ++i) {
@@ -658,27 +668,27 @@ TEST_CASE("HA drill (ibsim, two smhad): repeated kill -9 of the master's smhad n
 namespace {
 
 // Two smhad whose peers the configuration does not address (`peer_lid` 0: no
-// lid; otherwise a LID nobody has) and, with `foreign_sm`, an OpenSM at
+// lid, GUID only; otherwise a `lid` override nobody has: the one ibsim test
+// that configures a peer's lid, on purpose) and, with `foreign_sm`, an OpenSM at
 // priority 0 on Hca3 that is MASTER before either head starts. No head may
 // act against a master that answers: no DISCOVER, no fallback restart, no
 // no_master alarm; exactly one MASTER, never two, seen from a third node.
 void no_takeover_while_master_answers(int peer_lid, bool foreign_sm) {
   IbsimFabric fabric(topology_path("two-switch-4hca.net"));
   OsmGuard guard;  // after the fabric: the OpenSMs go before ibsim
-  const int boot = fabric.start_opensm("Hca3", 0);
-  REQUIRE(fabric.wait_subnet_up(boot, 20s));
-  std::optional<NodePort> p1, p2, p3;
-  REQUIRE(wait_for([&] {
-    p1 = fabric.node_port("Hca1");
-    p2 = fabric.node_port("Hca2");
-    p3 = fabric.node_port("Hca3");
-    return p1 && p2 && p3 && p1->lid != 0 && p2->lid != 0 && p3->lid != 0;
-  }, 10s));
-  if (!foreign_sm) fabric.stop_opensm(boot);
+  // The foreign SM on Hca3, MASTER before either head starts; without it no
+  // OpenSM runs before smhad (the observer's LIDs are read once the heads run).
+  int foreign = -1;
+  if (foreign_sm) {
+    foreign = fabric.start_opensm("Hca3", 0);
+    REQUIRE(fabric.wait_subnet_up(foreign, 20s));
+  }
+  const auto p1 = fabric.node_port("Hca1");
+  const auto p2 = fabric.node_port("Hca2");
+  REQUIRE(p1);
+  REQUIRE(p2);
   SmhadHead a{"head01", "Hca1", p1->port_guid, fabric.scratch_dir() + "/head01"};
   SmhadHead b{"head02", "Hca2", p2->port_guid, fabric.scratch_dir() + "/head02"};
-  a.lid = p1->lid;
-  b.lid = p2->lid;
   SmhadOptions o;
   o.poll_interval_ms = kPollIntervalMs;
   write_smhad_config(a, {{b.name, b.guid, peer_lid}}, o);
@@ -699,8 +709,10 @@ void no_takeover_while_master_answers(int peer_lid, bool foreign_sm) {
   start_smhad(fabric, b, SMHA_SMHAD, env);
   if (!wait_status(fabric, b, guard, [](const json& j) { return j["local"]["state"] == "STANDBY"; }, kAwaitBound, &s))
     FAIL("head02 not STANDBY: " << s.dump() << "\n" << smhad_log(fabric, b));
+  a.lid = assigned_lid(fabric, "Hca1");
+  b.lid = assigned_lid(fabric, "Hca2");
   std::vector<int> lids{a.lid, b.lid};
-  if (foreign_sm) lids.push_back(p3->lid);
+  if (foreign_sm) lids.push_back(assigned_lid(fabric, "Hca3"));
   MasterWatch watch(fabric, lids);
   // Long enough for the old loop (no_master rounds, DISCOVER, a fallback
   // restart after the 1 s takeover bound, no_master) to show several times.
@@ -732,7 +744,7 @@ void no_takeover_while_master_answers(int peer_lid, bool foreign_sm) {
     // head01 saw the foreign master at its port's MasterSMLID.
     const auto ka = table_kinds(*ea);
     CHECK(std::count(ka.begin(), ka.end(), "alarm:unknown_sm") >= 1);
-    fabric.stop_opensm(boot);
+    fabric.stop_opensm(foreign);
   }
   fabric.stop_process(a.pidx);
   fabric.stop_process(b.pidx);

@@ -21,6 +21,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -60,6 +61,18 @@ void write_text(const std::string& path, const std::string& text) {
   REQUIRE(f.good());
 }
 
+// The LID a master's sweep gave `node`'s port (read with ibstat until it is
+// not 0): what a third node's `sminfo <lid>` needs; smhad's configs name none.
+int assigned_lid(IbsimFabric& fabric, const std::string& node) {
+  std::optional<NodePort> p;
+  const bool have = wait_for([&] {
+    p = fabric.node_port(node);
+    return p && p->lid != 0;
+  }, 10s);
+  REQUIRE(have);
+  return p->lid;
+}
+
 }  // namespace
 
 
@@ -73,13 +86,14 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   REQUIRE(hca1);
   REQUIRE(hca2);
   Head h{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
-  // The peer is configured but absent (no SM at that LID): it never answers.
+  // The peer is configured by GUID only but absent (no SM on its port):
+  // discovery finds its port, and it never answers SMInfo.
   // opensm.conf names a partitions file (step f edits it).
   std::filesystem::create_directories(h.dir);
   const std::string partitions = h.dir + "/partitions.conf";
   write_text(partitions, "Default=0x7fff, ipoib : ALL=full;\n");
   const std::string osm_extra = "  extra:\n    partition_config_file: " + partitions + "\n";
-  write_config(h, 12, {{"head02", hca2->port_guid, 0xbff0}}, {}, osm_extra);
+  write_config(h, 12, {{"head02", hca2->port_guid, 0}}, {}, osm_extra);
   start_smhad(fabric, h, SMHA_SMHAD);
 
   // (a) OpenSM started by smhad reaches MASTER, seen from a third node.
@@ -140,7 +154,7 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   // engine's base: master renders base + 1, so 12 -> 13 before, 8 -> 9 after).
   const int before_prio = m.priority;
   CHECK(before_prio == 13);
-  write_config(h, 8, {{"head02", hca2->port_guid, 0xbff0}}, {}, osm_extra);
+  write_config(h, 8, {{"head02", hca2->port_guid, 0}}, {}, osm_extra);
   {
     auto c = control::ControlClient::connect(h.socket());
     REQUIRE(c);
@@ -183,7 +197,7 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
   // refused naming each of them, and nothing changes (same OpenSM, the next
   // reload of the unchanged file does nothing).
   {
-    write_config(h, 8, {{"head02", hca2->port_guid, 0xbff0}}, {},
+    write_config(h, 8, {{"head02", hca2->port_guid, 0}}, {},
                  osm_extra + "  restart_backoff_initial_ms: 700\n  restart_backoff_max_s: 30\n"
                              "  crash_loop_count: 9\n  crash_loop_window_s: 100\n");
     std::string yaml = read_file(h.yaml());
@@ -203,7 +217,7 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
     for (const auto& k : want) CHECK_THAT(r.value().text, Catch::Contains(k.get<std::string>()));
     CHECK_THAT(r.value().text, Catch::Contains("nothing changed"));
     // Back to the running file: the reload finds nothing to do.
-    write_config(h, 8, {{"head02", hca2->port_guid, 0xbff0}}, {}, osm_extra);
+    write_config(h, 8, {{"head02", hca2->port_guid, 0}}, {}, osm_extra);
     r = c.value().call("reload", json::object(), 10s);
     REQUIRE(r);
     INFO(r.value().text);
@@ -250,23 +264,19 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
 TEST_CASE("HA drill: kill -9 of the master OpenSM under two smhad", "[ibsim][smhad][drill]") {
   IbsimFabric fabric(topology_path("two-switch-4hca.net"));
   OsmGuard guard;
-  // LIDs: let a plain OpenSM assign them once; later masters keep a port's LID.
-  const int boot = fabric.start_opensm("Hca3", 0);
-  REQUIRE(fabric.wait_subnet_up(boot, 20s));
+  // GUID-only configs (name + port_guid), no OpenSM before smhad: the port
+  // GUIDs come from ibstat, each head finds the other by discovery.
   const auto hca1 = fabric.node_port("Hca1");
   const auto hca2 = fabric.node_port("Hca2");
   REQUIRE(hca1);
   REQUIRE(hca2);
-  REQUIRE(hca1->lid != 0);
-  REQUIRE(hca2->lid != 0);
-  fabric.stop_opensm(boot);
 
   Head h1{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
   Head h2{"head02", "Hca2", hca2->port_guid, fabric.scratch_dir() + "/head02"};
   // The same sm_priority on both heads, as the engine requires (sticky failback
   // rests on standby = base < master = base + 1); head01 starts first and masters.
-  write_config(h1, 10, {{"head02", hca2->port_guid, hca2->lid}});
-  write_config(h2, 10, {{"head01", hca1->port_guid, hca1->lid}});
+  write_config(h1, 10, {{"head02", hca2->port_guid, 0}});
+  write_config(h2, 10, {{"head01", hca1->port_guid, 0}});
   start_smhad(fabric, h1, SMHA_SMHAD);
   json s1, s2;
   if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
@@ -442,25 +452,22 @@ TEST_CASE("planned drill, metrics, persisted events and events --follow under tw
           "[ibsim][smhad][drill]") {
   IbsimFabric fabric(topology_path("two-switch-4hca.net"));
   OsmGuard guard;
-  const int boot = fabric.start_opensm("Hca3", 0);
-  REQUIRE(fabric.wait_subnet_up(boot, 20s));
+  // GUID-only configs (name + port_guid), no OpenSM before smhad: the port
+  // GUIDs come from ibstat, each head finds the other by discovery.
   const auto hca1 = fabric.node_port("Hca1");
   const auto hca2 = fabric.node_port("Hca2");
   REQUIRE(hca1);
   REQUIRE(hca2);
-  REQUIRE(hca1->lid != 0);
-  REQUIRE(hca2->lid != 0);
-  fabric.stop_opensm(boot);
 
   Head h1{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
   Head h2{"head02", "Hca2", hca2->port_guid, fabric.scratch_dir() + "/head02"};
   const int port = free_loopback_port();
   const std::string prom_dir = h1.dir + "/textfile";
   std::filesystem::create_directories(prom_dir);
-  write_config(h1, 10, {{"head02", hca2->port_guid, hca2->lid}},
+  write_config(h1, 10, {{"head02", hca2->port_guid, 0}},
                "metrics:\n  listen: 127.0.0.1:" + std::to_string(port) + "\n  textfile_dir: " + prom_dir +
                    "\n  textfile_interval_s: 1\n");
-  write_config(h2, 10, {{"head01", hca1->port_guid, hca1->lid}});
+  write_config(h2, 10, {{"head01", hca1->port_guid, 0}});
   // OpenSM gets the kernel's MAD timeouts (umad2sim has none): without them a
   // sweep that waits for an answer ibsim never sends blocks every later
   // sweep, and a rendered priority is never re-read (its SIGHUP only requests
@@ -551,8 +558,8 @@ TEST_CASE("planned drill, metrics, persisted events and events --follow under tw
   // Exactly one MASTER afterwards, each head's SM asked by LID from a third node.
   // (Not plain `sminfo` at Hca3: after a handover the ports keep pointing at the
   // old master's LID until the new master's next heavy sweep.)
-  CHECK(query_sm(fabric, "Hca3", hca1->lid).state == 3);
-  CHECK(query_sm(fabric, "Hca3", hca2->lid).state == 2);
+  CHECK(query_sm(fabric, "Hca3", assigned_lid(fabric, "Hca1")).state == 3);
+  CHECK(query_sm(fabric, "Hca3", assigned_lid(fabric, "Hca2")).state == 2);
   REQUIRE(wait_status(fabric, h2, guard, [](const json& j) { return j["local"]["state"] == "STANDBY"; }, 10s, &s2));
 
   // The follower printed the drill's handovers as they happened; SIGINT ends it with 0.
@@ -633,25 +640,22 @@ TEST_CASE("planned drill, metrics, persisted events and events --follow under tw
 TEST_CASE("a drill fails on a mastership of the peer shorter than a poll round", "[ibsim][smhad][drill]") {
   IbsimFabric fabric(topology_path("two-switch-4hca.net"));
   OsmGuard guard;
-  const int boot = fabric.start_opensm("Hca3", 0);
-  REQUIRE(fabric.wait_subnet_up(boot, 20s));
+  // GUID-only configs (name + port_guid), no OpenSM before smhad: the port
+  // GUIDs come from ibstat, each head finds the other by discovery.
   const auto hca1 = fabric.node_port("Hca1");
   const auto hca2 = fabric.node_port("Hca2");
   REQUIRE(hca1);
   REQUIRE(hca2);
-  REQUIRE(hca1->lid != 0);
-  REQUIRE(hca2->lid != 0);
-  fabric.stop_opensm(boot);
 
   Head h1{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
   Head h2{"head02", "Hca2", hca2->port_guid, fabric.scratch_dir() + "/head02"};
-  write_config(h1, 10, {{"head02", hca2->port_guid, hca2->lid}});
+  write_config(h1, 10, {{"head02", hca2->port_guid, 0}});
   // head02's smhad polls once a second, so it (almost) never catches its own
   // OpenSM's few milliseconds as MASTER and restarts it as the lower-ranked of
   // two masters: what is left to see is on head01's side of the fabric.
   SmhadOptions slow;
   slow.poll_interval_ms = 1000;
-  write_smhad_config(h2, {{"head01", hca1->port_guid, hca1->lid}}, slow);
+  write_smhad_config(h2, {{"head01", hca1->port_guid, 0}}, slow);
   const std::vector<std::pair<std::string, std::string>> shim{{"LD_PRELOAD", umad_timeout_shim_preload()}};
   start_smhad(fabric, h1, SMHA_SMHAD, shim, &guard);
   json s1, s2;
@@ -693,7 +697,8 @@ TEST_CASE("a drill fails on a mastership of the peer shorter than a poll round",
   REQUIRE(fabric.process_running(drill));  // in its stable phase (handover_bound + 1 s)
   const std::size_t mark1 = read_file(h1.opensm_log()).size();
   const std::size_t mark2 = read_file(h2.opensm_log()).size();
-  const auto inject = fabric.run("Hca3", {"sminfo", "-s", "3", std::to_string(hca2->lid), "1"}, 10s);
+  const int lid2 = assigned_lid(fabric, "Hca2");
+  const auto inject = fabric.run("Hca3", {"sminfo", "-s", "3", std::to_string(lid2), "1"}, 10s);
   INFO("sminfo: " << inject.out << inject.err);
   REQUIRE(inject.exit_code == 0);
 
@@ -785,6 +790,101 @@ TEST_CASE("smctl handover does not count OpenSM log lines written before the req
   CHECK(logged != 0);
   CHECK(logged < requested);
 
+  fabric.stop_process(h1.pidx, SIGTERM);
+  fabric.stop_process(h2.pidx, SIGTERM);
+}
+
+// Issue 14 item 6: the peer's LID changes while both heads run. Both OpenSMs
+// run with LMC 1, so the master's sweep gives every port two LIDs (base and
+// base + 1) and programs the switches for both. ibsim's `Baselid` then moves
+// head01's port to base + 1 alone (LMC 0): packets for the old LID still reach
+// the port and are dropped there, the new LID is routed. head02's smhad sees
+// its peer's LID silent while the DR path answers, re-resolves it (event
+// peer_route with the new LID) within a few rounds, and nobody takes over.
+TEST_CASE("GUID-only: the master's LID changes while both heads run: re-resolved, no takeover",
+          "[ibsim][smhad][discovery]") {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;
+  const auto hca1 = fabric.node_port("Hca1");
+  const auto hca2 = fabric.node_port("Hca2");
+  REQUIRE(hca1);
+  REQUIRE(hca2);
+  Head h1{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
+  Head h2{"head02", "Hca2", hca2->port_guid, fabric.scratch_dir() + "/head02"};
+  const std::string lmc = "  extra:\n    lmc: 1\n";
+  write_config(h1, 10, {{"head02", hca2->port_guid, 0}}, {}, lmc);
+  write_config(h2, 10, {{"head01", hca1->port_guid, 0}}, {}, lmc);
+  start_smhad(fabric, h1, SMHA_SMHAD, {}, &guard);
+  json s1, s2;
+  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
+    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
+  start_smhad(fabric, h2, SMHA_SMHAD, {}, &guard);
+  const int old_lid = assigned_lid(fabric, "Hca1");
+  REQUIRE(old_lid % 2 == 0);  // LMC 1: base LIDs are even
+  if (!wait_status(fabric, h2, guard, [&](const json& j) {
+        return j["local"]["state"] == "STANDBY" && j["peers"][0]["state"] == "MASTER" &&
+               j["peers"][0]["lid"] == old_lid && j["peers"][0]["last_poll_answered"] == true;
+      }, 30s, &s2))
+    FAIL("head02 not STANDBY polling head01 at LID " << old_lid << ": " << s2.dump() << "\n" << smhad_log(fabric, h2));
+  // A few rounds of both heads first: head02 knows head01 as a live MASTER.
+  const auto rounds0 = s2["rounds"].get<std::uint64_t>();
+  REQUIRE(wait_status(fabric, h2, guard, [&](const json& j) { return j["rounds"].get<std::uint64_t>() >= rounds0 + 5; },
+                      10s, &s2));
+  std::uint64_t mark1 = 0, mark2 = 0;
+  if (auto ev = smhad_events(h1, 1); ev && !ev->empty()) mark1 = ev->back()["seq"].get<std::uint64_t>();
+  if (auto ev = smhad_events(h2, 1); ev && !ev->empty()) mark2 = ev->back()["seq"].get<std::uint64_t>();
+
+  // head01's port moves to LID old + 1.
+  const int new_lid = old_lid + 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto rounds_before = smhad_status(h2).value_or(json{{"rounds", 0}})["rounds"].get<std::uint64_t>();
+  fabric.console("Baselid \"Hca1\"[1] " + std::to_string(new_lid) + " 0");
+  // The fabric really moved it: a third node reaches head01's SM at the new
+  // LID and not at the old one.
+  CHECK(query_sm(fabric, "Hca3", new_lid, 5s).guid == hca1->port_guid);
+  CHECK(query_sm(fabric, "Hca3", old_lid, 1s).state == -1);
+
+  if (!wait_status(fabric, h2, guard, [&](const json& j) {
+        return j["peers"][0]["lid"] == new_lid && j["peers"][0]["route"] == "resolved" &&
+               j["peers"][0]["last_poll_answered"] == true;
+      }, 10s, &s2))
+    FAIL("head02 did not re-resolve head01 at LID " << new_lid << ": " << s2.dump() << "\n" << smhad_log(fabric, h2));
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  const auto rounds = s2["rounds"].get<std::uint64_t>() - rounds_before;
+  std::cout << "ibsim GUID-only: head01 moved from LID " << old_lid << " to " << new_lid
+            << ", head02 polls it there after " << ms.count() << " ms (" << rounds << " rounds)" << std::endl;
+  CHECK(rounds <= 10);
+  auto ev2 = smhad_events(h2, 500);
+  REQUIRE(ev2);
+  bool route_event = false;
+  for (const auto& e : *ev2)
+    if (e["seq"].get<std::uint64_t>() > mark2 && e["kind"] == "peer_route" &&
+        e["evidence"].get<std::string>().rfind("lid " + std::to_string(new_lid) + ",", 0) == 0)
+      route_event = true;
+  INFO("head02 events: " << ev2->dump());
+  CHECK(route_event);
+
+  // No takeover meanwhile, nor in the rounds after: head01 MASTER, head02
+  // STANDBY, as seen by both smhad and from a third node.
+  const auto r1 = s2["rounds"].get<std::uint64_t>();
+  REQUIRE(wait_status(fabric, h2, guard, [&](const json& j) { return j["rounds"].get<std::uint64_t>() >= r1 + 20; },
+                      20s, &s2));
+  CHECK(s2["local"]["state"] == "STANDBY");
+  CHECK(s2["peers"][0]["state"] == "MASTER");
+  REQUIRE(wait_status(fabric, h1, guard, local_master, 5s, &s1));
+  CHECK(query_sm(fabric, "Hca3", new_lid, 5s).state == 3);
+  CHECK(query_sm(fabric, "Hca3", assigned_lid(fabric, "Hca2"), 5s).state == 2);
+  for (const auto& [h, mark] : {std::pair{&h1, mark1}, std::pair{&h2, mark2}}) {
+    auto ev = smhad_events(*h, 500);
+    REQUIRE(ev);
+    INFO(h->name << " events: " << ev->dump());
+    for (const auto& e : *ev) {
+      if (e["seq"].get<std::uint64_t>() <= mark) continue;
+      for (const char* bad : {"takeover_started", "takeover_done", "handover_started", "split_brain_yield"})
+        CHECK(e["kind"] != bad);
+      CHECK_FALSE((e["kind"] == "alarm" && e["reason"] == "two_masters"));
+    }
+  }
   fabric.stop_process(h1.pidx, SIGTERM);
   fabric.stop_process(h2.pidx, SIGTERM);
 }

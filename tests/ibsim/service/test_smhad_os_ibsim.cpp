@@ -163,9 +163,10 @@ TEST_CASE("smhad under a NOTIFY_SOCKET: READY after the first poll round and STA
   REQUIRE(hca1);
   REQUIRE(hca2);
   Head h{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
-  // The peer is configured but absent (no SM at that LID): every poll of it is
-  // unanswered, so the status shows "unreachable" once a round has finished.
-  write_config(h, 10, {{"head02", hca2->port_guid, 0xbff0}});
+  // The peer is configured (GUID only) but absent (no SM on its port):
+  // discovery finds its port, every poll of it is unanswered, so the status
+  // shows "unreachable" once a round has finished.
+  write_config(h, 10, {{"head02", hca2->port_guid, 0}});
   NotifyListener notify(fabric.scratch_dir() + "/notify.sock");
   // WatchdogSec=400ms: smhad must ping every 200 ms.
   start_smhad(fabric, h, {{"NOTIFY_SOCKET", notify.path()}, {"WATCHDOG_USEC", "400000"}}, &guard);
@@ -279,7 +280,7 @@ TEST_CASE("smhad runs the configured hooks on role changes and refuses a group-w
   REQUIRE(::chmod(hook.c_str(), 0775) == 0);
   const ConfigExtras extras{"", "hooks:\n  master: " + hook + "\n  standby: [" + hook +
                                     "]\n  fault: " + hook + "\nhook_timeout_s: 5\n"};
-  write_config(h, 10, {{"head02", hca2->port_guid, 0xbff0}}, extras);
+  write_config(h, 10, {{"head02", hca2->port_guid, 0}}, extras);
   start_smhad(fabric, h, {}, &guard);
   REQUIRE(wait_for([&] { return !fabric.process_running(h.pidx); }, 20s));
   CHECK(fabric.process_exit_code(h.pidx).value_or(-1) == 1);
@@ -351,7 +352,7 @@ TEST_CASE("OpenSM that cannot start is reported and not respawned and a crash lo
     SmhadOptions o;
     o.opensm_log_file = a.dir + "/missing/opensm.log";
     o.opensm_extra = "  restart_backoff_initial_ms: 100\n  restart_backoff_max_s: 1\n";
-    write_smhad_config(a, {{"head02", hca2->port_guid, 0xbff0}}, o);
+    write_smhad_config(a, {{"head02", hca2->port_guid, 0}}, o);
   }
   start_smhad(fabric, a, {}, &guard);
   REQUIRE(wait_for([&] { return !fabric.process_running(a.pidx); }, 30s));
@@ -373,7 +374,7 @@ TEST_CASE("OpenSM that cannot start is reported and not respawned and a crash lo
   // after smhad was ready: smhad stays up and reports it.
   json s;
   Head b{"head02", "Hca2", hca2->port_guid, fabric.scratch_dir() + "/head02"};
-  write_config(b, 10, {{"head01", hca1->port_guid, 0xbff0}},
+  write_config(b, 10, {{"head01", hca1->port_guid, 0}},
                {"  restart_backoff_initial_ms: 100\n  restart_backoff_max_s: 1\n"
                 "  crash_loop_count: 2\n  crash_loop_window_s: 60\n",
                 ""});

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <string>
 
 #include "ha_drills.hpp"
@@ -30,18 +31,25 @@ const Duration kAwaitBound = seconds(30);
 
 class SimDrill {
  public:
-  explicit SimDrill(const DrillScenario& d, std::uint64_t seed) : d_(d), c_(seed, params(d)) {}
+  // `tweak` changes the cluster's parameters beyond the drill's (e.g. the
+  // fabric's switches and how peers are addressed).
+  explicit SimDrill(const DrillScenario& d, std::uint64_t seed,
+                    const std::function<void(ClusterParams&)>& tweak = {})
+      : d_(d), c_(seed, params(d, tweak)) {}
 
-  static ClusterParams params(const DrillScenario& d) {
+  static ClusterParams params(const DrillScenario& d, const std::function<void(ClusterParams&)>& tweak) {
     ClusterParams p;
     p.poll_interval = kPollInterval;
     p.failback = d.failback == DrillFailback::Preempt ? sm::FailbackMode::Preempt : sm::FailbackMode::Sticky;
     p.preempt_hold_down = seconds(d.preempt_holddown_s);
+    if (tweak) tweak(p);
     return p;
   }
 
-  void run() {
+  // `started` runs once both heads are up, before the first step.
+  void run(const std::function<void(Cluster&)>& started = {}) {
     start();
+    if (started) started(c_);
     for (const auto& s : d_.steps) step(s.op, s.arg);
     check_outcome();
   }
@@ -189,6 +197,10 @@ class SimDrill {
     }
   }
 
+ public:
+  Cluster& cluster() { return c_; }
+
+ private:
   void check_outcome() {
     // A few poll rounds more: nothing may change after the last condition.
     c_.run_for(kPollInterval * 5);
@@ -245,5 +257,59 @@ TEST_CASE("Drill table on the simulated fabric (the same table as the ibsim dril
       SimDrill(d, seed).run();
     }
     ++seed;
+  }
+}
+
+// Heads 1 to 4 switches apart (a chain of switches, FabricParams::switches),
+// GUID-only configs (name + port_guid): each head finds the other's directed
+// route through every switch between them by discovery, exactly one MASTER,
+// and the kill -9 drill of the table is taken over.
+TEST_CASE("Drill kill9 with GUID-only configs, heads 1 to 4 switches apart (table)",
+          "[sim][drill][discovery]") {
+  const DrillScenario* kill9 = nullptr;
+  for (const auto& d : smha::testing::ha_drills())
+    if (d.name == std::string_view("kill9")) kill9 = &d;
+  REQUIRE(kill9);
+  for (int k = 1; k <= 4; ++k) {
+    DYNAMIC_SECTION(k << " switch(es) apart") {
+      SimDrill drill(*kill9, 400 + static_cast<std::uint64_t>(k), [k](ClusterParams& p) {
+        p.fabric.switches = k;
+        p.peer_addressing = PeerAddressing::GuidOnly;
+      });
+      TimePoint fault{};
+      Guid old;
+      std::string paths;
+      drill.run([&](Cluster& c) {
+        REQUIRE(c.fabric().switch_of(c.head(0)) == 0);
+        REQUIRE(c.fabric().switch_of(c.head(1)) == k - 1);
+        // Both peers resolved, through every switch between the heads.
+        for (int i = 0; i < 2; ++i) {
+          INFO("head0" << i + 1);
+          const auto& routes = c.agent(i)->routes();
+          REQUIRE(routes.size() == 1);
+          const NodeId self = c.head(i), other = c.head(1 - i);
+          CHECK(routes[0].found);
+          CHECK(routes[0].status == "resolved");
+          CHECK(routes[0].lid == c.fabric().lid(other));
+          CHECK(routes[0].description == c.fabric().name(other));
+          REQUIRE(routes[0].dr);
+          CHECK(routes[0].dr->hops.size() == static_cast<std::size_t>(k + 1));
+          CHECK(*routes[0].dr == c.fabric().dr_path(self, other));
+          paths += (i ? ", " : "") + to_string(*routes[0].dr);
+        }
+        const auto m = c.observed_masters();
+        REQUIRE(m.size() == 1);
+        CHECK(c.head_of(m[0]) == 0);
+        old = m[0];
+        fault = c.now();  // the drill's first step (kill -9 of head01's OpenSM) follows at once
+      });
+      auto& c = drill.cluster();
+      const auto seen = c.first_new_master_seen(fault, old);
+      REQUIRE(seen);
+      std::printf("sim GUID-only, heads %d switch(es) apart: routes %s; kill -9 of the master OpenSM, new "
+                  "MASTER seen after %.1f ms\n",
+                  k, paths.c_str(), to_ms(*seen - fault));
+      CHECK(c.dual_master_total() == Duration{0});
+    }
   }
 }

@@ -78,7 +78,7 @@ class MastershipWindow {
   struct Head {
     Guid guid;
     std::string name;
-    std::optional<Lid> lid;  // configured (peers); ours is learnt from the local PortInfo
+    std::optional<Lid> lid;  // peers: configured, or found by discovery; ours is learnt from the local PortInfo
   };
   // An ActCount rise between two STANDBY answers counts as a sweep above
   // 2 x the SM's own median rate (in this window) x the gap + kSweepSlack,

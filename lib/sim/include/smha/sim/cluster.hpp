@@ -40,7 +40,7 @@ struct ClusterParams {
   // policy lists all of them); empty: base_priority on every head.
   std::vector<std::uint8_t> priorities;
   agent::MinimalConf opensm_conf;     // OpenSM's own polling stays at its defaults
-  FabricParams fabric;
+  FabricParams fabric;  // fabric.switches > 1: head01 on the first switch, the last head on the last
   Duration observer_interval = milliseconds(5);  // third-node SMInfo polling; 0: off
   PeerAddressing peer_addressing = PeerAddressing::Lid;
 };
@@ -77,6 +77,9 @@ class Cluster {
   struct Tap {
     std::function<void(const SmInfo&, TimePoint sent, TimePoint received, const std::string& via)> sminfo;
     std::function<void(const mad::PortInfo&, TimePoint sent, TimePoint received)> local_port;
+    // Every request smhad makes, by attribute ("SMInfo", "SMInfo Set",
+    // "PortInfo", "NodeInfo", "NodeDescription"): what it costs the fabric.
+    std::function<void(const char* attribute)> request;
   };
   void set_tap(int i, Tap tap);
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// The in-process simulated fabric: nodes on one switch, each with one port (GUID,
+// The in-process simulated fabric: nodes on one switch (or a chain of
+// switches, FabricParams::switches), each with one port (GUID,
 // LID, link state, MAD loss and delay), an in-memory file system, a process runner
 // that can run a simulated "opensm", and a MadTransport bound to the node.
 //
@@ -59,8 +60,12 @@ struct SmTiming {
 };
 
 struct FabricParams {
-  Duration hop_delay = microseconds(20);  // per port traversal
+  Duration hop_delay = microseconds(20);  // per cable traversed
   SmTiming sm;
+  // 1: every node on one switch. More: switches in a row (switch s's port 2
+  // cabled to switch s+1's port 1), each node on the switch add_node names,
+  // so that heads can be several switches apart (doc/discovery.md).
+  int switches = 1;
 };
 
 using NodeId = int;
@@ -77,8 +82,10 @@ class Fabric {
   std::mt19937_64& rng();
   const FabricParams& params() const;
 
-  // Attaches a node to the next switch port (node i is on port i + 1).
-  NodeId add_node(std::string name, Guid port_guid, Lid lid);
+  // Attaches a node to switch `sw` (0-based, clamped to the chain): node i is
+  // on port i + 1 of the one switch, or port i + 3 of its switch in a chain.
+  NodeId add_node(std::string name, Guid port_guid, Lid lid, int sw = 0);
+  int switch_of(NodeId n) const;
   std::size_t node_count() const;
   const std::string& name(NodeId n) const;
   Guid guid(NodeId n) const;
@@ -86,9 +93,12 @@ class Fabric {
   // Moves the node's port to another LID (an SM's reassign_lids, a cold
   // restart with another guid2lid): SMInfo and PortInfo by LID follow.
   void set_lid(NodeId n, Lid lid);
-  // Directed route from any node to `target`: out of the node's port, one hop
-  // through the switch, out of the switch port of `target`.
+  // Directed route from any node (on one switch; in a chain: from node 0) to
+  // `target`: out of the node's port, through the switch(es), out of the
+  // switch port of `target`.
   DrPath dr_path(NodeId target) const;
+  // The directed route from `from` to `target` (through every switch between).
+  DrPath dr_path(NodeId from, NodeId target) const;
 
   void set_link(NodeId n, bool up);
   bool link_up(NodeId n) const;
