@@ -3,6 +3,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -139,6 +140,14 @@ void write_smhad_config(const SmhadHead& h, const std::vector<PeerCfg>& peers, c
 
 void start_smhad(IbsimFabric& f, SmhadHead& h, const std::string& smhad_binary,
                  std::vector<std::pair<std::string, std::string>> extra_env, OsmGuard* guard) {
+  // smhad and the OpenSM it starts get the kernel's send timeouts (the umad
+  // timeout shim) unless the caller preloads its own set (e.g. the loss
+  // shim's, which includes it): under plain umad2sim a MAD nobody answers
+  // never completes, and an OpenSM sweep that sent one (e.g. to a peer SM
+  // still starting) waits forever — no SIGHUP is applied after that.
+  const bool preload = std::any_of(extra_env.begin(), extra_env.end(),
+                                   [](const auto& kv) { return kv.first == "LD_PRELOAD"; });
+  if (!preload) extra_env.emplace_back("LD_PRELOAD", umad_timeout_shim_preload());
   h.pidx = f.spawn(h.node, {smhad_binary, "-c", h.yaml(), "--log-target", "stderr"}, std::move(extra_env));
   if (guard) guard->watch(f, h.pidx, h.pidfile());
 }

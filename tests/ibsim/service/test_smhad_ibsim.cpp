@@ -766,6 +766,14 @@ TEST_CASE("smctl handover does not count OpenSM log lines written before the req
     return local_master(j) && j["role"] == "master" && j["peers"][0]["state"] == "STANDBY" && j["alarms"].empty();
   }, 40s, &s1));
   REQUIRE(wait_status(fabric, h2, guard, [](const json& j) { return j["role"] == "standby"; }, 20s, &s2));
+  // Past head02's arrival: head01's OpenSM sweeps when a new SM appears, and a
+  // SIGHUP landing in a sweep is absorbed (the engine signals again a round
+  // later, here a second): three quiet rounds with head02 STANDBY first.
+  const auto rounds0 = s1["rounds"].get<std::uint64_t>();
+  REQUIRE(wait_status(fabric, h1, guard, [&](const json& j) {
+    return j["rounds"].get<std::uint64_t>() >= rounds0 + 3 && j["peers"][0]["state"] == "STANDBY" &&
+           j["alarms"].empty();
+  }, 20s, &s1));
 
   {
     std::ofstream log(h1.opensm_log(), std::ios::app);
