@@ -106,6 +106,13 @@ void Agent::start() {
   step(sm::ProcessChanged{opensm_.state()});
   request_discovery("start");
   if (cfg_.census.enabled) {
+    std::weak_ptr<int> a = alive_;
+    mad::RequestOptions o = cfg_.census.query;
+    o.m_key = cfg_.m_key;
+    mad_.get_node_description(DrPath{}, o, [this, a](Result<mad::NodeDescriptionReply> d) {
+      if (a.expired() || !d.ok()) return;
+      own_description_ = d->text;
+    });
     start_walk();
     std::weak_ptr<int> alive = alive_;
     census_timer_ = sched_.schedule_at(sched_.now() + cfg_.census.query_interval, [this, alive] {
@@ -575,6 +582,7 @@ void Agent::on_walk(const DiscoveryResult& r) {
   census_stats_.last_walk = r;
   census_stats_.last_walk_at = now;
   census_.walked(r.sm_ports, !r.request_bound && !r.hop_bound, now);
+  census_.known_ports(r.probed);
   recheck_ports_.clear();
   recheck_next_ = 0;
   for (const auto& p : r.probed) {
@@ -712,6 +720,10 @@ void Agent::census_round(Round& round) {
   }
   if (round.obs.port_master.info && round.local_pi)
     census_.answered(*round.obs.port_master.info, kFromMasterSmLid, round.local_pi->sm_lid, now);
+  // The heads' names: the peers' from discovery, ours read once.
+  for (const auto& r : routes_)
+    if (!r.description.empty()) census_.described(r.guid, r.description);
+  if (!own_description_.empty()) census_.described(cfg_.policy.own_guid, own_description_);
   census_.expire(now);
   if (cfg_.census.enabled) round.obs.other_sms = census_.others(now);
 }

@@ -43,7 +43,27 @@ CensusEntry* Census::entry(Guid guid, TimePoint now) {
   e.first_seen = now;
   e.local = guid == own_;
   e.head = e.local || std::find(peers_.begin(), peers_.end(), guid) != peers_.end();
+  annotate(e);
   return &entries_.emplace(guid, std::move(e)).first->second;
+}
+
+void Census::known_ports(const std::vector<SmPort>& ports) {
+  known_ports_.clear();
+  for (const auto& p : ports) known_ports_[p.port_guid] = p;
+  for (auto& [g, e] : entries_) annotate(e);
+}
+
+void Census::annotate(CensusEntry& e) const {
+  auto it = known_ports_.find(e.guid);
+  if (it == known_ports_.end()) return;
+  const SmPort& p = it->second;
+  if (!e.path) e.path = p.path;
+  if (e.lid.value == 0) e.lid = p.lid;
+  if (!e.neighbour && p.neighbour) {
+    e.neighbour = p.neighbour;
+    e.neighbour_port = p.neighbour_port;
+  }
+  if (e.description.empty() && p.description_known) e.description = p.description;
 }
 
 void Census::walked(const std::vector<SmPort>& ports, bool complete, TimePoint now) {
@@ -84,7 +104,7 @@ void Census::rechecked(const SmPort& port, bool is_sm, TimePoint now) {
 
 void Census::described(Guid guid, const std::string& description) {
   auto it = entries_.find(guid);
-  if (it != entries_.end()) it->second.description = description;
+  if (it != entries_.end() && !description.empty()) it->second.description = description;
 }
 
 void Census::answered(const SmInfo& info, unsigned source, Lid lid, TimePoint now) {

@@ -98,11 +98,12 @@ void Discovery::begin(bool survey, std::vector<Guid> targets, Done done, std::ve
         if (!r->result.found.count(g)) r->result.missing.push_back(g);
       r->result.ports += r->ca_ports.size();
       if (r->own_neighbour)
-        for (auto& p : r->result.sm_ports)
-          if (p.path.hops.empty() && p.node_type != mad::NodeType::Switch) {
-            p.neighbour = r->own_neighbour->first;
-            p.neighbour_port = r->own_neighbour->second;
-          }
+        for (auto* list : {&r->result.sm_ports, &r->result.probed})
+          for (auto& p : *list)
+            if (p.path.hops.empty() && p.node_type != mad::NodeType::Switch) {
+              p.neighbour = r->own_neighbour->first;
+              p.neighbour_port = r->own_neighbour->second;
+            }
       r->result.elapsed = d->sched_.now() - r->began;
       if (d->run_ == r) d->run_.reset();
       auto cb = std::move(r->done);

@@ -138,7 +138,14 @@ TEST_CASE("A third OpenSM at priority 0 on a compute node: unknown_sm names it, 
     // Both heads are in the census, as heads.
     const auto& e = c.agent(i)->census().entries();
     REQUIRE(e.size() == 2);
-    for (const auto& [g, x] : e) CHECK(x.head);
+    for (const auto& [g, x] : e) {
+      CHECK(x.head);
+      // Named and located (the walk's ports, discovery's and our own NodeDescription).
+      const int h = c.head_of(g);
+      REQUIRE(h >= 0);
+      CHECK(x.description == c.fabric().name(c.head(h)));
+      CHECK(x.neighbour.has_value());
+    }
   }
   const auto master_before = c.observed_masters();
 

@@ -141,3 +141,28 @@ TEST_CASE("Census: a recheck between walks adds an IsSM port, and clears it", "[
   c.expire(t0 + seconds(16));
   CHECK(c.entries().empty());
 }
+
+TEST_CASE("Census: heads known from polls get their cabling and LID from the walk's ports", "[agent][census]") {
+  Census c({seconds(15), 8});
+  c.set_heads(kOwn, {kPeer});
+  const TimePoint t0{};
+  c.answered(sminfo(kPeer, SmState::Standby, 10), kFromPoll, Lid{}, t0);
+  auto p = port(kPeer, "head02", DrPath{{1, 4}}, kSwitch, 4);
+  p.description_known = false;
+  c.known_ports({p});
+  const auto& e = c.entries().at(kPeer);
+  CHECK(e.lid == Lid{7});
+  REQUIRE(e.neighbour);
+  CHECK(*e.neighbour == kSwitch);
+  CHECK(e.neighbour_port == 4);
+  CHECK(e.description.empty());
+  CHECK_FALSE(e.is_sm);  // only a walk's IsSM or a recheck sets it
+  c.described(kPeer, "head02");
+  c.described(kPeer, "");  // an empty answer does not erase it
+  CHECK(c.entries().at(kPeer).description == "head02");
+  // An SM that appears later is filled in when it is first seen.
+  c.known_ports({port(kOther, "x", DrPath{{1, 5}}, kSwitch, 5)});
+  c.answered(sminfo(kOther, SmState::Standby, 0), kFromMasterSmLid, Lid{}, t0);
+  CHECK(c.entries().at(kOther).neighbour_port == 5);
+  CHECK(c.entries().at(kOther).description == "x");
+}

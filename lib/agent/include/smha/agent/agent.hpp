@@ -237,6 +237,7 @@ class Agent {
   std::optional<Scheduler::TimerId> walk_timer_;
   std::optional<Scheduler::TimerId> census_timer_;
   std::vector<SmPort> recheck_ports_;  // the last walk's ports, heads left out
+  std::string own_description_;        // our node's NodeDescription (census)
   std::size_t recheck_next_ = 0;
 };
 

@@ -68,6 +68,9 @@ class Census {
   // and ports it did not reach, lose is_sm (when `complete`, i.e. the walk
   // was not cut by a bound; a partial walk only adds).
   void walked(const std::vector<SmPort>& ports, bool complete, TimePoint now);
+  // Every port the last walk read (IsSM or not): where each is cabled, its
+  // LID and DR path, to fill in entries that come from polls (the heads).
+  void known_ports(const std::vector<SmPort>& ports);
   // A recheck of one port's PortInfo between walks: IsSM set (added or
   // refreshed as a walk would) or clear (the entry loses is_sm).
   void rechecked(const SmPort& port, bool is_sm, TimePoint now);
@@ -100,7 +103,9 @@ class Census {
   CensusLimits limits_;
   Guid own_;
   std::vector<Guid> peers_;
+  void annotate(CensusEntry& e) const;  // from known_ports_
   std::map<Guid, CensusEntry> entries_;
+  std::map<Guid, SmPort> known_ports_;
   std::uint64_t dropped_ = 0;
 };
 
