@@ -106,15 +106,12 @@ void Agent::start() {
   step(sm::ProcessChanged{opensm_.state()});
   request_discovery("start");
   if (cfg_.census.enabled) {
-    std::weak_ptr<int> a = alive_;
-    mad::RequestOptions o = cfg_.census.query;
-    o.m_key = cfg_.m_key;
-    mad_.get_node_description(DrPath{}, o, [this, a](Result<mad::NodeDescriptionReply> d) {
-      if (a.expired() || !d.ok()) return;
-      own_description_ = d->text;
+    walk_timer_ = sched_.schedule_at(sched_.now() + cfg_.census.first_walk_delay, [this, alive] {
+      if (alive.expired()) return;
+      walk_timer_.reset();
+      start_walk();
     });
-    start_walk();
-    std::weak_ptr<int> alive = alive_;
+    census_stats_.next_walk_at = sched_.now() + cfg_.census.first_walk_delay;
     census_timer_ = sched_.schedule_at(sched_.now() + cfg_.census.query_interval, [this, alive] {
       if (alive.expired()) return;
       census_timer_.reset();
@@ -510,8 +507,14 @@ void Agent::on_discovery(const DiscoveryResult& res) {
     request_discovery("pending");
     return;
   }
+  // A search in which not even our own node answered (every request timed
+  // out: a starved transport, as under a loaded ibsim) says nothing about the
+  // fabric: tried again soon, not after the background interval.
+  const Duration next = res.nodes == 0 && !res.missing.empty()
+                            ? std::max<Duration>(cfg_.rediscover_min_gap, seconds(1))
+                            : cfg_.rediscover_interval;
   std::weak_ptr<int> alive = alive_;
-  discovery_timer_ = sched_.schedule_at(now + cfg_.rediscover_interval, [this, alive] {
+  discovery_timer_ = sched_.schedule_at(now + next, [this, alive] {
     if (alive.expired()) return;
     discovery_timer_.reset();
     request_discovery("refresh");
@@ -569,6 +572,14 @@ void Agent::start_walk() {
   walk_timer_.reset();
   census_stats_.next_walk_at.reset();
   std::weak_ptr<int> alive = alive_;
+  if (own_description_.empty()) {  // our own name, once
+    mad::RequestOptions o = cfg_.census.query;
+    o.m_key = cfg_.m_key;
+    mad_.get_node_description(DrPath{}, o, [this, alive](Result<mad::NodeDescriptionReply> d) {
+      if (alive.expired() || !d.ok()) return;
+      own_description_ = d->text;
+    });
+  }
   survey_.survey([this, alive](const DiscoveryResult& r) {
     if (alive.expired() || !running_) return;
     on_walk(r);

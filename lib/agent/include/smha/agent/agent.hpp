@@ -38,7 +38,8 @@
 // when a found peer's LID stops answering while its DR path answers, when its
 // DR path fails while its LID answers (both silent is a peer gone, left to
 // the engine), when our port's LID or MasterSMLID changes, and every
-// `rediscover_interval`; never more often than `rediscover_min_gap`. A peer
+// `rediscover_interval` (after a search in which not even our own node
+// answered: after 1 s); never more often than `rediscover_min_gap`. A peer
 // not found keeps the addresses it had (a peer found once and then gone is
 // polled there, and missed, as before).
 #pragma once
@@ -95,6 +96,9 @@ struct CensusConfig {
   // Walks: the next one starts `walk_mads / walk_mads_per_s` after the last
   // one ended (its MADs spread over time at that average rate), never sooner
   // than walk_min_interval nor later than walk_max_interval.
+  // The first walk waits this long after start: the peers' discovery and the
+  // first polls (and OpenSM's own first sweep) go first.
+  Duration first_walk_delay = seconds(3);
   Duration walk_min_interval = seconds(60);
   Duration walk_max_interval = seconds(6 * 3600);
   double walk_mads_per_s = 0.5;
