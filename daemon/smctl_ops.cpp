@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// smctl subcommands that talk to smhad over the control socket: status, events,
+// smctl subcommands that talk to smhad over the control socket: status, sms, events,
 // metrics, handover, drill, hold, release, reload. Thin: options -> params,
 // lib/control's run_cli_call does the call, lib/service renders status and
 // events and follows them.
@@ -19,7 +19,7 @@ namespace smha::smctl {
 namespace {
 
 struct OpsState {
-  control::CliOptions status, events, metrics, handover, drill, hold, release, reload;
+  control::CliOptions status, sms, events, metrics, handover, drill, hold, release, reload;
   std::size_t n = 20;
   bool follow = false;
   std::string to, drill_to;
@@ -62,6 +62,13 @@ void register_daemon_ops(CLI::App& app, int& exit_code) {
                      [](const control::Reply& r, std::ostream& out) {
                        out << service::render_status_text(r.data);
                      });
+  });
+
+  auto* sms = app.add_subcommand("sms", "every SM on the fabric (the census), like chronyc sources");
+  control::add_cli_options(*sms, st->sms);
+  sms->callback([st, &exit_code] {
+    exit_code = call(st->sms, "sms", nlohmann::json::object(),
+                     [](const control::Reply& r, std::ostream& out) { out << service::render_sms_text(r.data); });
   });
 
   auto* events = app.add_subcommand("events", "recent transitions, alarms and operations");

@@ -75,7 +75,12 @@ Agent::Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmCo
       window_(query_window_for(cfg_)),
       alive_(std::make_shared<int>(0)),
       discovery_(sched, mad, cfg_.discovery),
-      configured_(cfg_.peers) {
+      configured_(cfg_.peers),
+      survey_(sched, mad, cfg_.census.walk),
+      census_(cfg_.census.limits) {
+  std::vector<Guid> peer_guids;
+  for (const auto& p : cfg_.peers) peer_guids.push_back(p.guid);
+  census_.set_heads(cfg_.policy.own_guid, peer_guids);
   for (const auto& p : cfg_.peers) {
     PeerRoute r;
     r.guid = p.guid;
@@ -100,6 +105,19 @@ void Agent::start() {
   });
   step(sm::ProcessChanged{opensm_.state()});
   request_discovery("start");
+  if (cfg_.census.enabled) {
+    walk_timer_ = sched_.schedule_at(sched_.now() + cfg_.census.first_walk_delay, [this, alive] {
+      if (alive.expired()) return;
+      walk_timer_.reset();
+      start_walk();
+    });
+    census_stats_.next_walk_at = sched_.now() + cfg_.census.first_walk_delay;
+    census_timer_ = sched_.schedule_at(sched_.now() + cfg_.census.query_interval, [this, alive] {
+      if (alive.expired()) return;
+      census_timer_.reset();
+      census_tick();
+    });
+  }
   begin_round();
 }
 
@@ -111,10 +129,15 @@ void Agent::stop() {
   if (poll_timer_) sched_.cancel(*poll_timer_);
   if (wake_timer_) sched_.cancel(*wake_timer_);
   if (discovery_timer_) sched_.cancel(*discovery_timer_);
+  if (walk_timer_) sched_.cancel(*walk_timer_);
+  if (census_timer_) sched_.cancel(*census_timer_);
   poll_timer_.reset();
   wake_timer_.reset();
   discovery_timer_.reset();
+  walk_timer_.reset();
+  census_timer_.reset();
   discovery_.cancel();
+  survey_.cancel();
   discovery_pending_ = false;
   for (auto& r : routes_) r.resolving = false;
   opensm_.set_exit_handler(nullptr);
@@ -307,6 +330,7 @@ void Agent::finish_round() {
     }
   }
   check_routes(*round);
+  census_round(*round);
   const bool soon = step(round->obs);
   if (!running_ || poll_timer_) return;
   const TimePoint next = soon ? sched_.now() + cfg_.policy.poll_interval / 10
@@ -483,8 +507,14 @@ void Agent::on_discovery(const DiscoveryResult& res) {
     request_discovery("pending");
     return;
   }
+  // A search in which not even our own node answered (every request timed
+  // out: a starved transport, as under a loaded ibsim) says nothing about the
+  // fabric: tried again soon, not after the background interval.
+  const Duration next = res.nodes == 0 && !res.missing.empty()
+                            ? std::max<Duration>(cfg_.rediscover_min_gap, seconds(1))
+                            : cfg_.rediscover_interval;
   std::weak_ptr<int> alive = alive_;
-  discovery_timer_ = sched_.schedule_at(now + cfg_.rediscover_interval, [this, alive] {
+  discovery_timer_ = sched_.schedule_at(now + next, [this, alive] {
     if (alive.expired()) return;
     discovery_timer_.reset();
     request_discovery("refresh");
@@ -532,6 +562,181 @@ void Agent::check_routes(const Round& round) {
     last_local_pi_ = round.local_pi;
   }
   if (again) request_discovery("route check");
+}
+
+// ---- census ------------------------------------------------------------------
+
+void Agent::start_walk() {
+  if (!running_ || !cfg_.census.enabled) return;
+  if (walk_timer_) sched_.cancel(*walk_timer_);
+  walk_timer_.reset();
+  census_stats_.next_walk_at.reset();
+  std::weak_ptr<int> alive = alive_;
+  if (own_description_.empty()) {  // our own name, once
+    mad::RequestOptions o = cfg_.census.query;
+    o.m_key = cfg_.m_key;
+    mad_.get_node_description(DrPath{}, o, [this, alive](Result<mad::NodeDescriptionReply> d) {
+      if (alive.expired() || !d.ok()) return;
+      own_description_ = d->text;
+    });
+  }
+  survey_.survey([this, alive](const DiscoveryResult& r) {
+    if (alive.expired() || !running_) return;
+    on_walk(r);
+  });
+}
+
+void Agent::on_walk(const DiscoveryResult& r) {
+  const TimePoint now = sched_.now();
+  ++census_stats_.walks;
+  census_stats_.walk_mads += r.mads;
+  census_stats_.last_walk = r;
+  census_stats_.last_walk_at = now;
+  census_.walked(r.sm_ports, !r.request_bound && !r.hop_bound, now);
+  census_.known_ports(r.probed);
+  recheck_ports_.clear();
+  recheck_next_ = 0;
+  for (const auto& p : r.probed) {
+    if (p.port_guid == cfg_.policy.own_guid) continue;
+    if (std::any_of(cfg_.peers.begin(), cfg_.peers.end(), [&](const PeerAddress& a) { return a.guid == p.port_guid; }))
+      continue;
+    recheck_ports_.push_back(p);
+  }
+  // The next walk: its MADs spread at walk_mads_per_s on average.
+  const auto& c = cfg_.census;
+  Duration gap = c.walk_min_interval;
+  if (c.walk_mads_per_s > 0) {
+    const auto spread = std::chrono::duration_cast<Duration>(
+        std::chrono::duration<double>(static_cast<double>(r.mads) / c.walk_mads_per_s));
+    gap = std::clamp<Duration>(spread, c.walk_min_interval, std::max(c.walk_min_interval, c.walk_max_interval));
+  }
+  census_stats_.next_walk_at = now + gap;
+  std::weak_ptr<int> alive = alive_;
+  walk_timer_ = sched_.schedule_at(now + gap, [this, alive] {
+    if (alive.expired()) return;
+    walk_timer_.reset();
+    start_walk();
+  });
+  // An SM the walk just found is asked at once, not at the next tick.
+  bool fresh = false;
+  for (const auto& p : r.sm_ports) {
+    auto it = census_.entries().find(p.port_guid);
+    if (it != census_.entries().end() && !it->second.head && it->second.answers == 0) fresh = true;
+  }
+  if (fresh) census_queries();
+}
+
+void Agent::census_tick() {
+  if (!running_ || !cfg_.census.enabled) return;
+  if (census_timer_) sched_.cancel(*census_timer_);
+  std::weak_ptr<int> alive = alive_;
+  census_timer_ = sched_.schedule_at(sched_.now() + cfg_.census.query_interval, [this, alive] {
+    if (alive.expired()) return;
+    census_timer_.reset();
+    census_tick();
+  });
+  census_rechecks();
+  census_queries();
+}
+
+// PortInfo of the next few ports the last walk read: IsSM appearing or gone
+// between walks. A port that turns IsSM is asked for SMInfo (and its
+// NodeDescription read) at once.
+void Agent::census_rechecks() {
+  if (recheck_ports_.empty()) return;
+  std::weak_ptr<int> alive = alive_;
+  mad::RequestOptions o = cfg_.census.query;
+  o.m_key = cfg_.m_key;
+  const std::size_t n = std::min(cfg_.census.rechecks, recheck_ports_.size());
+  for (std::size_t k = 0; k < n; ++k) {
+    const SmPort port = recheck_ports_[recheck_next_ % recheck_ports_.size()];
+    recheck_next_ = (recheck_next_ + 1) % recheck_ports_.size();
+    auto count = [this, o](const Error* e, int attempts) {
+      census_stats_.recheck_mads += e ? (e->code == mad::kErrTimeout ? static_cast<std::uint64_t>(o.retries) + 1 : 1)
+                                      : static_cast<std::uint64_t>(attempts);
+    };
+    mad_.get_port_info(port.path, port.port_num, o, [this, alive, port, o, count](Result<mad::PortInfoReply> r) {
+      if (alive.expired() || !running_) return;
+      if (!r.ok()) {
+        const Error e = r.error();
+        count(&e, 0);
+        return;
+      }
+      count(nullptr, r->attempts);
+      const bool is_sm = mad::is_sm(r->info);
+      auto before = census_.entries().find(port.port_guid);
+      const bool was = before != census_.entries().end() && before->second.is_sm;
+      SmPort p = port;
+      p.lid = r->info.lid;
+      census_.rechecked(p, is_sm, sched_.now());
+      if (!is_sm || was) return;
+      // New: its name, then its SMInfo (the SMInfo that makes it live, and
+      // so raises the alarm, comes after the name is known).
+      mad_.get_node_description(port.path, o, [this, alive, g = port.port_guid, count](
+                                                  Result<mad::NodeDescriptionReply> d) {
+        if (alive.expired() || !running_) return;
+        if (!d.ok()) {
+          const Error e = d.error();
+          count(&e, 0);
+        } else {
+          count(nullptr, d->attempts);
+          census_.described(g, d->text);
+        }
+        census_queries();  // named first: the alarm's text carries the name
+      });
+    });
+  }
+}
+
+// SMInfo, by its DR path, of every SM the walk found that is not a head (the
+// heads are polled every round), at most max_queries of them.
+void Agent::census_queries() {
+  if (!running_ || !cfg_.census.enabled) return;
+  std::weak_ptr<int> alive = alive_;
+  std::size_t sent = 0;
+  mad::RequestOptions o = cfg_.census.query;
+  o.m_key = cfg_.m_key;
+  for (const auto& [g, e] : census_.entries()) {
+    if (sent >= cfg_.census.max_queries) break;
+    if (e.head || !e.path || !e.is_sm) continue;
+    ++sent;
+    const Guid guid = g;
+    const Lid lid = e.lid;
+    mad_.get_sminfo(*e.path, o, [this, alive, guid, lid, o](Result<mad::SmInfoReply> r) {
+      if (alive.expired() || !running_) return;
+      if (r.ok()) {
+        census_stats_.query_mads += static_cast<std::uint64_t>(r->attempts);
+        ++census_stats_.query_answers;
+        // The port's SM answers with its own GUID: the port GUID it sits on.
+        census_.answered(r->info, kFromIsSm, r->info.guid == guid ? lid : Lid{}, sched_.now());
+      } else {
+        census_stats_.query_mads +=
+            r.error().code == mad::kErrTimeout ? static_cast<std::uint64_t>(o.retries) + 1 : 1;
+        census_.missed(guid);
+      }
+    });
+  }
+}
+
+// After a round: its SMInfo answers go into the census, and the live SMs that
+// are not heads into the round's other_sms (the engine's unknown_sm alarm).
+void Agent::census_round(Round& round) {
+  const TimePoint now = sched_.now();
+  if (round.obs.local.info)
+    census_.answered(*round.obs.local.info, kFromPoll, round.local_pi ? round.local_pi->lid : Lid{}, now);
+  for (std::size_t i = 0; i < round.obs.peers.size(); ++i) {
+    const auto& p = round.obs.peers[i];
+    if (p.via_lid.info) census_.answered(*p.via_lid.info, kFromPoll, cfg_.peers[i].lid, now);
+    else if (p.via_dr.info) census_.answered(*p.via_dr.info, kFromPoll, Lid{}, now);
+  }
+  if (round.obs.port_master.info && round.local_pi)
+    census_.answered(*round.obs.port_master.info, kFromMasterSmLid, round.local_pi->sm_lid, now);
+  // The heads' names: the peers' from discovery, ours read once.
+  for (const auto& r : routes_)
+    if (!r.description.empty()) census_.described(r.guid, r.description);
+  if (!own_description_.empty()) census_.described(cfg_.policy.own_guid, own_description_);
+  census_.expire(now);
+  if (cfg_.census.enabled) round.obs.other_sms = census_.others(now);
 }
 
 }  // namespace smha::agent

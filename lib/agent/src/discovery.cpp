@@ -18,16 +18,24 @@ namespace {
 // One unit of work: a request not yet sent.
 struct ReadNode {       // NodeInfo at `path`
   DrPath path;
+  std::optional<Guid> parent;  // the node at `path` less its last hop, when known
 };
 struct CheckPort {      // PortInfo of switch port `port` at `path`: extend through it if up
   DrPath path;
   std::uint8_t port;
+  Guid sw;              // the switch's node GUID
+};
+struct ReadSmPort {     // survey: PortInfo of a port, for its CapabilityMask
+  SmPort port;          // all but lid and description filled in
+};
+struct ReadSmDesc {     // survey: NodeDescription of the node of sm_ports[index]
+  std::size_t index;
 };
 struct ReadTarget {     // PortInfo (LID) or NodeDescription of a found target
   Guid target;
   bool description;
 };
-using Work = std::variant<ReadNode, CheckPort, ReadTarget>;
+using Work = std::variant<ReadNode, CheckPort, ReadTarget, ReadSmPort, ReadSmDesc>;
 
 }  // namespace
 
@@ -42,6 +50,8 @@ struct Discovery::Run {
   int in_flight = 0;
   int target_reads = 0;      // ReadTarget requests queued or outstanding
   bool finished = false;
+  bool survey = false;       // survey(): the whole fabric, and IsSM of every port
+  std::optional<std::pair<Guid, std::uint8_t>> own_neighbour;  // the node at our cable's end, its port
 };
 
 Discovery::Discovery(Scheduler& sched, mad::MadTransport& mad, DiscoveryLimits limits)
@@ -54,16 +64,23 @@ Discovery::~Discovery() { cancel(); }
 
 void Discovery::cancel() { run_.reset(); }
 
+void Discovery::survey(Done done) { begin(true, {}, std::move(done), {}); }
+
 void Discovery::start(std::vector<Guid> targets, Done done, std::vector<DrPath> hints) {
+  begin(false, std::move(targets), std::move(done), std::move(hints));
+}
+
+void Discovery::begin(bool survey, std::vector<Guid> targets, Done done, std::vector<DrPath> hints) {
   cancel();
   auto run = std::make_shared<Run>();
+  run->survey = survey;
   run->targets.insert(targets.begin(), targets.end());
   run->done = std::move(done);
   run->began = sched_.now();
   for (auto& h : hints)
     if (!h.hops.empty() && static_cast<int>(h.hops.size()) <= limits_.max_hops)
-      run->queue.push_back(ReadNode{std::move(h)});
-  run->queue.push_back(ReadNode{DrPath{}});
+      run->queue.push_back(ReadNode{std::move(h), std::nullopt});
+  run->queue.push_back(ReadNode{DrPath{}, std::nullopt});
   run_ = run;
 
   // Everything below runs on callbacks; `weak` drops them after cancel().
@@ -72,7 +89,7 @@ void Discovery::start(std::vector<Guid> targets, Done done, std::vector<DrPath> 
 
   struct Ops {
     static bool all_found(const Run& r) {
-      return r.result.found.size() == r.targets.size() && r.target_reads == 0;
+      return !r.survey && r.result.found.size() == r.targets.size() && r.target_reads == 0;
     }
     static void finish(Discovery* d, const std::shared_ptr<Run>& r) {
       if (r->finished) return;
@@ -80,6 +97,13 @@ void Discovery::start(std::vector<Guid> targets, Done done, std::vector<DrPath> 
       for (Guid g : r->targets)
         if (!r->result.found.count(g)) r->result.missing.push_back(g);
       r->result.ports += r->ca_ports.size();
+      if (r->own_neighbour)
+        for (auto* list : {&r->result.sm_ports, &r->result.probed})
+          for (auto& p : *list)
+            if (p.path.hops.empty() && p.node_type != mad::NodeType::Switch) {
+              p.neighbour = r->own_neighbour->first;
+              p.neighbour_port = r->own_neighbour->second;
+            }
       r->result.elapsed = d->sched_.now() - r->began;
       if (d->run_ == r) d->run_.reset();
       auto cb = std::move(r->done);
@@ -101,7 +125,7 @@ void Discovery::start(std::vector<Guid> targets, Done done, std::vector<DrPath> 
     static void pump(Discovery* d, const std::shared_ptr<Run>& r) {
       if (r->finished) return;
       while (r->in_flight < d->limits_.in_flight && !r->queue.empty()) {
-        const bool searching = r->result.found.size() < r->targets.size();
+        const bool searching = r->survey || r->result.found.size() < r->targets.size();
         Work w = std::move(r->queue.front());
         r->queue.pop_front();
         // Once every target is found only their reads are still worth a MAD.
@@ -123,18 +147,59 @@ void Discovery::start(std::vector<Guid> targets, Done done, std::vector<DrPath> 
       const mad::RequestOptions o = d->limits_.request;
       if (auto* rn = std::get_if<ReadNode>(&w)) {
         DrPath path = rn->path;
-        d->mad_.get_node_info(path, o, [d, weak, path, o](Result<mad::NodeInfoReply> res) {
+        auto parent = rn->parent;
+        d->mad_.get_node_info(path, o, [d, weak, path, parent, o](Result<mad::NodeInfoReply> res) {
           auto r = weak.lock();
           if (!r || r->finished) return;
           --r->in_flight;
           if (!res) count_failure(*r, res.error(), o);
-          else on_node(d, *r, path, res->info, res->attempts);
+          else on_node(d, *r, path, parent, res->info, res->attempts);
+          pump(d, r);
+        });
+      } else if (auto* sp = std::get_if<ReadSmPort>(&w)) {
+        SmPort port = std::move(sp->port);
+        const DrPath path = port.path;
+        const std::uint8_t num = port.port_num;
+        d->mad_.get_port_info(path, num, o, [d, weak, port, o](Result<mad::PortInfoReply> res) {
+          auto r = weak.lock();
+          if (!r || r->finished) return;
+          --r->in_flight;
+          if (!res) {
+            count_failure(*r, res.error(), o);
+          } else {
+            r->result.mads += static_cast<std::uint64_t>(res->attempts);
+            SmPort p = port;
+            p.lid = res->info.lid;
+            r->result.probed.push_back(p);
+            if (mad::is_sm(res->info)) {
+              r->result.sm_ports.push_back(std::move(p));
+              r->queue.push_front(ReadSmDesc{r->result.sm_ports.size() - 1});
+            }
+          }
+          pump(d, r);
+        });
+      } else if (auto* sd = std::get_if<ReadSmDesc>(&w)) {
+        const std::size_t idx = sd->index;
+        d->mad_.get_node_description(r->result.sm_ports.at(idx).path, o,
+                                     [d, weak, idx, o](Result<mad::NodeDescriptionReply> res) {
+          auto r = weak.lock();
+          if (!r || r->finished) return;
+          --r->in_flight;
+          if (!res) {
+            count_failure(*r, res.error(), o);
+          } else {
+            r->result.mads += static_cast<std::uint64_t>(res->attempts);
+            auto& p = r->result.sm_ports.at(idx);
+            p.description = res->text;
+            p.description_known = true;
+          }
           pump(d, r);
         });
       } else if (auto* cp = std::get_if<CheckPort>(&w)) {
         DrPath path = cp->path;
         const std::uint8_t port = cp->port;
-        d->mad_.get_port_info(path, port, o, [d, weak, path, port, o](Result<mad::PortInfoReply> res) {
+        const Guid sw = cp->sw;
+        d->mad_.get_port_info(path, port, o, [d, weak, path, port, sw, o](Result<mad::PortInfoReply> res) {
           auto r = weak.lock();
           if (!r || r->finished) return;
           --r->in_flight;
@@ -145,7 +210,7 @@ void Discovery::start(std::vector<Guid> targets, Done done, std::vector<DrPath> 
             if (res->info.state != mad::PortState::Down) {
               DrPath next = path;
               next.hops.push_back(port);
-              r->queue.push_back(ReadNode{std::move(next)});
+              r->queue.push_back(ReadNode{std::move(next), sw});
             }
           }
           pump(d, r);
@@ -189,10 +254,32 @@ void Discovery::start(std::vector<Guid> targets, Done done, std::vector<DrPath> 
         }
       }
     }
-    static void on_node(Discovery* d, Run& r, const DrPath& path, const mad::NodeInfo& ni,
-                        int attempts) {
+    static void on_node(Discovery* d, Run& r, const DrPath& path, const std::optional<Guid>& parent,
+                        const mad::NodeInfo& ni, int attempts) {
       r.result.mads += static_cast<std::uint64_t>(attempts);
-      if (ni.type != mad::NodeType::Switch) r.ca_ports.insert(ni.port_guid);
+      const bool new_ca_port = ni.type != mad::NodeType::Switch && r.ca_ports.insert(ni.port_guid).second;
+      if (r.survey) {
+        // Where our own cable ends: the node one hop out of our port.
+        if (path.hops.size() == 1 && parent && !r.own_neighbour)
+          r.own_neighbour = std::make_pair(ni.node_guid, ni.local_port);
+        SmPort p;
+        p.node_guid = ni.node_guid;
+        p.node_type = ni.type;
+        p.path = path;
+        if (new_ca_port) {
+          p.port_guid = ni.port_guid;
+          p.port_num = ni.local_port;
+          if (parent && !path.hops.empty()) {
+            p.neighbour = *parent;
+            p.neighbour_port = path.hops.back();
+          }
+          r.queue.push_back(ReadSmPort{std::move(p)});
+        } else if (ni.type == mad::NodeType::Switch && !r.expanded.count(ni.node_guid)) {
+          p.port_guid = ni.port_guid;  // port 0: an enhanced switch port 0 SM
+          p.port_num = 0;
+          r.queue.push_back(ReadSmPort{std::move(p)});
+        }
+      }
       if (r.targets.count(ni.port_guid) && !r.result.found.count(ni.port_guid)) {
         ResolvedPort p;
         p.port_guid = ni.port_guid;
@@ -219,20 +306,20 @@ void Discovery::start(std::vector<Guid> targets, Done done, std::vector<DrPath> 
       }
       if (ni.type != mad::NodeType::Switch) {
         // Our own CA: out of the port we are on (LocalPortNum of DR {}).
-        if (ni.local_port != 0) r.queue.push_back(ReadNode{DrPath{{ni.local_port}}});
+        if (ni.local_port != 0) r.queue.push_back(ReadNode{DrPath{{ni.local_port}}, ni.node_guid});
         return;
       }
       for (unsigned port = 1; port <= ni.num_ports; ++port) {
         if (port == ni.local_port && !local) continue;  // where we came from
         ++r.result.ports;
-        r.queue.push_back(CheckPort{path, static_cast<std::uint8_t>(port)});
+        r.queue.push_back(CheckPort{path, static_cast<std::uint8_t>(port), ni.node_guid});
       }
     }
   };
 
   (void)weak;
   (void)self;
-  if (run->targets.empty()) {
+  if (run->targets.empty() && !survey) {
     sched_.schedule_at(sched_.now(), [this, weak] {
       if (auto r = weak.lock()) Ops::finish(this, r);
     });

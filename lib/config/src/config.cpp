@@ -130,7 +130,7 @@ const std::map<std::string, std::string>& forbidden_opensm_keys() {
 }
 
 const std::vector<std::string> kHookEvents = {"master", "standby", "fault", "opensm_restart",
-                                              "reload"};
+                                              "reload", "unknown_sm"};
 
 Position position_of(const YAML::Node& node) {
   YAML::Mark m = node.Mark();

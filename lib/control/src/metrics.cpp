@@ -108,6 +108,19 @@ std::string render_prometheus(const MetricsSnapshot& s) {
              sm.state == SmState::Master ? 1.0 : 0.0);
   }
 
+  w.family("smha_fabric_sms", "gauge",
+           "SMs on the fabric the census knows (configured heads included), by SMInfo state; "
+           "silent: answered before but not lately, unknown: IsSM port that never answered.");
+  {
+    std::vector<std::string> states = s.fabric_sm_states;
+    for (const auto& [st, n] : s.fabric_sms)
+      if (std::find(states.begin(), states.end(), st) == states.end()) states.push_back(st);
+    for (const auto& st : states) {
+      auto it = s.fabric_sms.find(st);
+      w.sample("smha_fabric_sms", {{"state", st}}, static_cast<double>(it == s.fabric_sms.end() ? 0 : it->second));
+    }
+  }
+
   w.family("smha_failovers_total", "counter", "Times the local SM became MASTER, by cause (takeover, handover, start, ...).");
   for (const auto& [reason, n] : s.failovers_by_reason) w.sample("smha_failovers_total", {{"reason", reason}}, n);
 

@@ -31,6 +31,7 @@ constexpr std::size_t kOffPriState = offsetof(SmInfoWire, priority_state);
 
 constexpr std::size_t kOffPiLid = offsetof(PortInfoWire, lid);
 constexpr std::size_t kOffPiSmLid = offsetof(PortInfoWire, master_sm_lid);
+constexpr std::size_t kOffPiCapMask = offsetof(PortInfoWire, capability_mask);
 constexpr std::size_t kOffPiLocalPort = offsetof(PortInfoWire, local_port_num);
 constexpr std::size_t kOffPiState = offsetof(PortInfoWire, speed_supported_state);
 
@@ -231,6 +232,7 @@ std::array<std::uint8_t, kSmpDataSize> encode_portinfo(const PortInfo& info) {
   std::array<std::uint8_t, kSmpDataSize> b{};
   put_be(b, kOffPiLid, 2, info.lid.value);
   put_be(b, kOffPiSmLid, 2, info.sm_lid.value);
+  put_be(b, kOffPiCapMask, 4, info.capability_mask);
   b[kOffPiLocalPort] = info.local_port;
   b[kOffPiState] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(info.state) & 0x0f);
   return b;
@@ -243,6 +245,7 @@ Result<PortInfo> decode_portinfo(std::span<const std::uint8_t> data) {
   PortInfo info;
   info.lid = Lid{static_cast<std::uint16_t>(get_be(data, kOffPiLid, 2))};
   info.sm_lid = Lid{static_cast<std::uint16_t>(get_be(data, kOffPiSmLid, 2))};
+  info.capability_mask = static_cast<std::uint32_t>(get_be(data, kOffPiCapMask, 4));
   info.local_port = data[kOffPiLocalPort];
   const std::uint8_t state = data[kOffPiState] & 0x0f;
   if (state < static_cast<std::uint8_t>(PortState::Down) ||

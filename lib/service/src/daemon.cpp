@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/service/daemon.hpp"
 
+#include <algorithm>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -157,6 +158,7 @@ class Daemon final : public DrillHost {
   bool start_metrics(Duration handover_bound);
   void register_methods();
   json status_json();
+  json census_json(TimePoint now) const;  // "sms" and "census" (doc/census.md)
   void add_smp_port_state(json& local, TimePoint now) const;
   void arm_signals();
   void wait_hup();
@@ -589,6 +591,36 @@ std::string Daemon::head_name(Guid guid) const {
   return "";  // an SM that is not a configured head
 }
 
+// Every SM the census knows (doc/census.md), heads first, then by GUID.
+json Daemon::census_json(TimePoint now) const {
+  json sms = json::array();
+  const auto& census = agent_->census();
+  std::vector<const agent::CensusEntry*> order;
+  for (const auto& [g, e] : census.entries()) order.push_back(&e);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const agent::CensusEntry* a, const agent::CensusEntry* b) { return a->head && !b->head; });
+  for (const auto* e : order) {
+    json x;
+    x["guid"] = to_string(e->guid);
+    x["head"] = e->head ? json(head_name(e->guid)) : json(nullptr);
+    x["local"] = e->local;
+    x["node_description"] = e->description.empty() ? json(nullptr) : json(printable(e->description));
+    x["lid"] = e->lid.value != 0 ? json(e->lid.value) : json(nullptr);
+    x["state"] = census.state_text(*e, now);
+    x["priority"] = e->info ? json(e->info->priority) : json(nullptr);
+    x["act_count"] = e->info ? json(e->info->act_count) : json(nullptr);
+    x["dr_path"] = e->path ? json(to_string(*e->path)) : json(nullptr);
+    x["switch_guid"] = e->neighbour ? json(to_string(*e->neighbour)) : json(nullptr);
+    x["switch_port"] = e->neighbour ? json(e->neighbour_port) : json(nullptr);
+    x["is_sm"] = e->is_sm;
+    x["sources"] = agent::census_sources_text(e->sources);
+    x["last_answer_age_s"] = e->answered_at ? json(seconds_since(*e->answered_at, now)) : json(nullptr);
+    x["first_seen_age_s"] = seconds_since(e->first_seen, now);
+    sms.push_back(x);
+  }
+  return sms;
+}
+
 json Daemon::status_json() {
   const TimePoint now = clock_.now();
   const auto es = agent_->status();
@@ -686,6 +718,7 @@ json Daemon::status_json() {
     peers.push_back(p);
   }
   j["peers"] = peers;
+  j["sms"] = census_json(now);
   const auto& pol = agent_->config().policy;
   j["policy"] = {{"poll_interval_ms", std::chrono::duration_cast<std::chrono::milliseconds>(pol.poll_interval).count()},
                  {"misses", pol.misses},
@@ -724,6 +757,26 @@ void Daemon::register_methods() {
   using control::Access;
   (void)server_->register_method("status", Access::ReadOnly, [this](const control::Call&) {
     return Reply::ok(status_json());
+  });
+  (void)server_->register_method("sms", Access::ReadOnly, [this](const control::Call&) {
+    const TimePoint now = clock_.now();
+    const auto& st = agent_->census_stats();
+    json c;
+    c["enabled"] = agent_->config().census.enabled;
+    c["walks"] = st.walks;
+    c["walk_mads"] = st.walk_mads;
+    c["query_mads"] = st.query_mads;
+    c["dropped"] = agent_->census().dropped();
+    c["last_walk_age_s"] = st.last_walk_at ? json(seconds_since(*st.last_walk_at, now)) : json(nullptr);
+    c["next_walk_in_s"] = st.next_walk_at ? json(seconds_since(now, *st.next_walk_at)) : json(nullptr);
+    if (st.last_walk) {
+      const auto& w = *st.last_walk;
+      c["last_walk"] = {{"nodes", w.nodes}, {"ports", w.ports}, {"requests", w.requests}, {"mads", w.mads},
+                        {"timeouts", w.timeouts}, {"sm_ports", w.sm_ports.size()},
+                        {"bounded", w.request_bound || w.hop_bound},
+                        {"elapsed_ms", std::chrono::duration<double, std::milli>(w.elapsed).count()}};
+    }
+    return Reply::ok(json{{"node", config_.node_name}, {"sms", census_json(now)}, {"census", c}});
   });
   (void)server_->register_method("reload", Access::Mutating, [this](const control::Call&) {
     return reload_guarded("smctl reload");

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/service/metrics_service.hpp"
 
+#include <cctype>
+
 #include <spdlog/spdlog.h>
 
 #include "smha/service/event_journal.hpp"
@@ -82,6 +84,12 @@ control::MetricsSnapshot metrics_snapshot(const json& s, const PollStats& polls,
       sm.priority = p.value("priority", std::uint8_t{0});
     }
     m.sms.push_back(sm);
+  }
+  for (const auto& x : s.value("sms", json::array())) {
+    if (!x.is_object() || !x.contains("state") || !x["state"].is_string()) continue;
+    std::string st = x["state"].get<std::string>();
+    for (auto& ch : st) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    ++m.fabric_sms[st];
   }
   m.failovers_by_reason = failovers.by_reason();
   for (const char* r : {"takeover", "handover", "preempt", "start"}) m.failovers_by_reason.emplace(r, 0);

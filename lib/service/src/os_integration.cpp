@@ -181,6 +181,10 @@ void HookDispatcher::opensm_restart(const std::string& state, int priority,
       platform::HookCall{platform::HookEvent::OpensmRestart, state, state, priority, {}, reason});
 }
 
+void HookDispatcher::unknown_sm(const std::string& state, int priority, const std::string& reason) {
+  run("unknown_sm", platform::HookCall{platform::HookEvent::Alarm, state, state, priority, {}, reason});
+}
+
 void HookDispatcher::reload(const std::string& state, int priority, const std::string& reason) {
   run("reload", platform::HookCall{platform::HookEvent::Reload, state, state, priority, {}, reason});
 }
@@ -240,6 +244,8 @@ void DaemonEventSink::alarm(const sm::RaiseAlarm& a, TimePoint at) {
   if (!already) {
     const Snapshot s = snapshot_();
     hooks_.alarm(s.state, s.priority, std::string(sm::to_string(a.kind)) + ": " + a.detail);
+    if (a.kind == sm::AlarmKind::UnknownSm)
+      hooks_.unknown_sm(s.state, s.priority, std::string(sm::to_string(a.kind)) + ": " + a.detail);
   }
   changed_();
 }

@@ -667,6 +667,20 @@ std::string render_status_text(const nlohmann::json& s) {
     if (!str(p, "dr_path", "").empty()) o << "  dr " << str(p, "dr_path");
     o << "\n";
   }
+  // Every SM on the fabric (the census), heads and others.
+  if (s.contains("sms") && s["sms"].is_array() && !s["sms"].empty()) {
+    o << "      SMs:\n";
+    for (const auto& x : s["sms"]) {
+      const std::string head = str(x, "head", "");
+      o << "           " << (x.value("local", false) ? "this node" : head.empty() ? "NOT A HEAD" : head) << "  "
+        << str(x, "state") << "  prio " << str(x, "priority") << "  guid " << str(x, "guid") << "  lid "
+        << str(x, "lid");
+      if (!str(x, "node_description", "").empty()) o << "  \"" << str(x, "node_description") << "\"";
+      if (!str(x, "switch_guid", "").empty())
+        o << "  at " << str(x, "switch_guid") << " port " << str(x, "switch_port");
+      o << "\n";
+    }
+  }
   if (s.contains("policy")) {
     const auto& pol = s["policy"];
     o << "   Policy: poll " << str(pol, "poll_interval_ms") << "ms x " << str(pol, "misses")
@@ -683,6 +697,43 @@ std::string render_status_text(const nlohmann::json& s) {
     const std::string kind = str(t, "kind", "transition");
     o << "     Last: " << (kind == "transition" ? std::string() : kind + ": ") << str(t, "reason") << " ("
       << str(t, "evidence") << ") at " << str(t, "time") << "\n";
+  }
+  return o.str();
+}
+
+std::string render_sms_text(const nlohmann::json& j) {
+  // Like `chronyc sources`: a legend, a header, one line per SM.
+  std::ostringstream o;
+  o << "H = head (* this node, + peer, ! not a configured head)\n";
+  o << fmt::format("{:<1} {:<18} {:<11} {:>4} {:>5} {:<24} {:<14} {:>7}  {}\n", "H", "Port GUID", "State", "Prio",
+                   "LID", "Cabled at (switch port)", "Head", "Answer", "NodeDescription");
+  o << std::string(110, '=') << "\n";
+  for (const auto& x : j.value("sms", nlohmann::json::array())) {
+    const std::string head = str(x, "head", "");
+    const char* mark = x.value("local", false) ? "*" : head.empty() ? "!" : "+";
+    std::string at = "-";
+    if (!str(x, "switch_guid", "").empty()) at = str(x, "switch_guid") + " " + str(x, "switch_port");
+    std::string ago = "never";
+    if (x.contains("last_answer_age_s") && x["last_answer_age_s"].is_number())
+      ago = human_duration(x["last_answer_age_s"].get<double>());
+    o << fmt::format("{:<1} {:<18} {:<11} {:>4} {:>5} {:<24} {:<14} {:>7}  {}\n", mark, str(x, "guid"),
+                     str(x, "state"), str(x, "priority"), str(x, "lid"), at, head.empty() ? "-" : head, ago,
+                     str(x, "node_description"));
+  }
+  if (j.contains("census") && j["census"].is_object()) {
+    const auto& c = j["census"];
+    o << "\nCensus: " << (c.value("enabled", true) ? "" : "disabled, ") << str(c, "walks") << " walks ("
+      << str(c, "walk_mads") << " MADs), " << str(c, "query_mads") << " SMInfo MADs";
+    if (c.contains("last_walk") && c["last_walk"].is_object()) {
+      const auto& w = c["last_walk"];
+      o << "; last walk " << age_text(c, "last_walk_age_s") << ": " << str(w, "nodes") << " nodes, "
+        << str(w, "ports") << " ports, " << str(w, "mads") << " MADs, " << str(w, "sm_ports") << " IsSM ports"
+        << (w.value("bounded", false) ? " (cut by a bound)" : "");
+    }
+    if (c.contains("next_walk_in_s") && c["next_walk_in_s"].is_number())
+      o << "; next in " << duration_field(c, "next_walk_in_s");
+    if (c.value("dropped", 0) > 0) o << "; " << str(c, "dropped") << " SMs not kept (limit)";
+    o << "\n";
   }
   return o.str();
 }

@@ -145,6 +145,7 @@ Cluster::Cluster(std::uint64_t seed, ClusterParams params)
       }
     }
     h.cfg.local_port_num = 1;  // the fabric answers PortInfo from its link model
+    h.cfg.census = params_.census;
   }
   if (params_.observer_interval > Duration{0}) observe_loop();
 }

@@ -591,7 +591,8 @@ struct Fabric::Impl {
   // model. Nodes have one port: port 1 (or 0, "the port the SMP came in on");
   // any other port is refused. Its state is Active while the link is up, Down
   // when not; a zero-hop query reaches the own port whatever the link state.
-  // MasterSMLID is not modelled (0).
+  // MasterSMLID is the last master's that swept the port; CapabilityMask
+  // has IsSM while an OpenSM runs on the node.
   struct PortReq {
     NodeId from;
     mad::Target target;
@@ -671,6 +672,8 @@ struct Fabric::Impl {
           pi.sm_lid = nodes[to]->master_sm_lid;
           pi.local_port = 1;
           pi.state = nodes[to]->link ? mad::PortState::Active : mad::PortState::Down;
+          // IsSM while an OpenSM process holds the port (stopped or not).
+          if (nodes[to]->sm) pi.capability_mask = mad::kCapIsSm;
           answer = pi;
         }
         if (!path_ok(to, r->from)) return;

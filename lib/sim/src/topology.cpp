@@ -85,6 +85,22 @@ void Topology::set_lid(Guid port_guid, Lid lid) {
   }
 }
 
+bool Topology::set_is_sm(Guid port_guid, bool on) {
+  for (auto& n : nodes_) {
+    if (n.type == mad::NodeType::Switch) {
+      if (n.guid != port_guid || n.ports.empty()) continue;
+      n.ports[0].is_sm = on;
+      return true;
+    }
+    for (auto& p : n.ports)
+      if (p.guid == port_guid) {
+        p.is_sm = on;
+        return true;
+      }
+  }
+  return false;
+}
+
 std::optional<int> Topology::find(std::string_view key) const {
   for (std::size_t i = 0; i < nodes_.size(); ++i)
     if (nodes_[i].id == key || nodes_[i].description == key) return static_cast<int>(i);
@@ -274,6 +290,7 @@ void TopologyTransport::get_port_info(const mad::Target& t, std::uint8_t port,
     pi.lid = n.type == mad::NodeType::Switch ? n.lid : n.ports[p].lid;
     pi.local_port = e.in_port;
     pi.state = p == 0 || n.ports[p].peer >= 0 ? mad::PortState::Active : mad::PortState::Down;
+    if (n.ports[p].is_sm) pi.capability_mask = mad::kCapIsSm;
     return mad::PortInfoReply{pi, {}, 1};
   });
 }

@@ -497,12 +497,16 @@ void HaMachine::update_loss(const PollRound& r) {
 void HaMachine::check_alarms(const PollRound& r, TimePoint, Ctx& c) {
   // Unknown SMs: reported by the poller, or a configured LID answering with another GUID.
   std::string unknown;
-  for (const auto& s : r.other_sms) unknown += to_string(s.guid) + " ";
+  for (const auto& s : r.other_sms)
+    unknown += to_string(s.info.guid) + " " + std::string(to_string(s.info.state)) +
+               (s.where.empty() ? "" : " " + s.where) + "; ";
   for (const auto& p : r.peers)
-    if (const SmInfo* i = best_info(p); i && i->guid != p.guid)
+    if (const SmInfo* i = best_info(p); i && i->guid != p.guid &&
+        std::none_of(r.other_sms.begin(), r.other_sms.end(), [&](const OtherSm& o) { return o.info.guid == i->guid; }))
       unknown += to_string(i->guid) + " (at " + peer_name(p.guid) + "'s address) ";
   if (const auto& pm = r.port_master.info; pm && pm->guid != policy_.own_guid &&
-      std::none_of(peers_.begin(), peers_.end(), [&](const PeerTrack& t) { return t.spec.guid == pm->guid; }))
+      std::none_of(peers_.begin(), peers_.end(), [&](const PeerTrack& t) { return t.spec.guid == pm->guid; }) &&
+      std::none_of(r.other_sms.begin(), r.other_sms.end(), [&](const OtherSm& o) { return o.info.guid == pm->guid; }))
     unknown += to_string(pm->guid) + " (" + std::string(to_string(pm->state)) +
                " at our port's MasterSMLID) ";
   set_alarm(AlarmKind::UnknownSm, !unknown.empty(), "SM not a configured head: " + unknown, c);

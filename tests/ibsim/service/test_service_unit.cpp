@@ -309,6 +309,38 @@ TEST_CASE("status shows the master, since when, and the last takeover or handove
   CHECK(t.find("Master: none since 2026-12-03T15:02:11.123Z, 2h13m") != std::string::npos);
 }
 
+TEST_CASE("SMs on the fabric: status lines and the smctl sms table, escaped") {
+  using nlohmann::json;
+  const json sms = json::parse(R"([
+    {"guid":"0x10","head":"head01","local":true,"node_description":"head01","lid":1,"state":"MASTER",
+     "priority":14,"switch_guid":"0x200000","switch_port":3,"last_answer_age_s":0.05},
+    {"guid":"0x100009","head":null,"local":false,"node_description":"node07 \u001b[2J","lid":5,
+     "state":"STANDBY","priority":0,"switch_guid":"0x200001","switch_port":3,"last_answer_age_s":1.5},
+    {"guid":"0x100011","head":null,"local":false,"node_description":null,"lid":null,"state":"unknown",
+     "priority":null,"switch_guid":null,"switch_port":null,"last_answer_age_s":null}])");
+  json st = json::object();
+  st["sms"] = sms;
+  const std::string t = render_status_text(st);
+  CHECK(t.find("      SMs:\n           this node  MASTER  prio 14  guid 0x10  lid 1  \"head01\"  at 0x200000 port 3\n") !=
+        std::string::npos);
+  CHECK(t.find("NOT A HEAD  STANDBY  prio 0  guid 0x100009  lid 5  \"node07 \\x1b[2J\"  at 0x200001 port 3\n") !=
+        std::string::npos);
+  const json reply = {{"sms", sms},
+                      {"census", {{"enabled", true}, {"walks", 2}, {"walk_mads", 62}, {"query_mads", 4},
+                                  {"last_walk_age_s", 3.0}, {"next_walk_in_s", 57.0},
+                                  {"last_walk", {{"nodes", 6}, {"ports", 22}, {"mads", 31}, {"sm_ports", 3}}}}}};
+  const std::string tab = render_sms_text(reply);
+  INFO(tab);
+  CHECK(tab.find("* 0x10") != std::string::npos);
+  CHECK(tab.find("! 0x100009") != std::string::npos);
+  CHECK(tab.find("node07 \\x1b[2J") != std::string::npos);
+  CHECK(tab.find('\x1b') == std::string::npos);
+  CHECK(tab.find("! 0x100011           unknown") != std::string::npos);
+  CHECK(tab.find("never") != std::string::npos);
+  CHECK(tab.find("Census: 2 walks (62 MADs), 4 SMInfo MADs; last walk 3.0s ago: 6 nodes, 22 ports, 31 MADs, 3 IsSM ports; next in 57s") !=
+        std::string::npos);
+}
+
 TEST_CASE("event times: one formatter, UTC with milliseconds, also before 1970") {
   using std::chrono::system_clock;
   CHECK(format_utc(system_clock::time_point(std::chrono::milliseconds(1796221800123))) == "2026-12-02T14:30:00.123Z");
@@ -608,6 +640,7 @@ TEST_CASE("HookDispatcher: each event runs the hooks of its key with the documen
   c.hooks["fault"] = {script("f")};
   c.hooks["opensm_restart"] = {script("o")};
   c.hooks["reload"] = {script("r")};
+  c.hooks["unknown_sm"] = {script("u")};
   REQUIRE(HookDispatcher::check(c).ok());
   boost::asio::io_context io;
   std::vector<platform::HookResult> results;
@@ -618,10 +651,11 @@ TEST_CASE("HookDispatcher: each event runs the hooks of its key with the documen
   d.alarm("STANDBY", 10, "two_masters: x");
   d.opensm_restart("STANDBY", 10, "respawned after 1 crash(es): pid 5");
   d.reload("STANDBY", 10, "HA policy unchanged");
-  // HookRunner posts each start on the io_context: run until all six ended.
+  d.unknown_sm("STANDBY", 10, "unknown_sm: SM not a configured head: 0x100009 STANDBY");
+  // HookRunner posts each start on the io_context: run until all seven ended.
   const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (results.size() < 6 && std::chrono::steady_clock::now() < deadline) io.run_for(20ms);
-  REQUIRE(results.size() == 6);
+  while (results.size() < 7 && std::chrono::steady_clock::now() < deadline) io.run_for(20ms);
+  REQUIRE(results.size() == 7);
   for (const auto& r : results) CHECK(r.outcome == platform::HookOutcome::Ok);
   CHECK(slurp(out) ==
         "m TRANSITION MASTER STANDBY 11 peer=head02 reason=takeover_started: lost\n"
@@ -629,7 +663,8 @@ TEST_CASE("HookDispatcher: each event runs the hooks of its key with the documen
         "s TRANSITION STANDBY NOTACTIVE 10 peer=head02 reason=observed\n"
         "f ALARM STANDBY STANDBY 10 peer= reason=two_masters: x\n"
         "o OPENSM_RESTART STANDBY STANDBY 10 peer= reason=respawned after 1 crash(es): pid 5\n"
-        "r RELOAD STANDBY STANDBY 10 peer= reason=HA policy unchanged\n");
+        "r RELOAD STANDBY STANDBY 10 peer= reason=HA policy unchanged\n"
+        "u ALARM STANDBY STANDBY 10 peer= reason=unknown_sm: SM not a configured head: 0x100009 STANDBY\n");
 }
 
 TEST_CASE("HookDispatcher::check names the key of an insecure hook") {

@@ -396,6 +396,126 @@ TEST_CASE("HA drill: GUID-only configs (name + port_guid), peers found by discov
 
 namespace {
 
+bool has_alarm(const json& status, const std::string& kind, std::string* detail = nullptr) {
+  for (const auto& a : status.value("alarms", json::array()))
+    if (a.value("kind", std::string()) == kind) {
+      if (detail) *detail = a.value("detail", std::string());
+      return true;
+    }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("Census: a third OpenSM at priority 0 on a compute node raises unknown_sm naming it, "
+          "smctl sms lists it, cleared after it stops, no takeover", "[ibsim][smhad][census]") {
+  // GUID-only heads on Hca1 and Hca2; the third OpenSM on Hca3 (ibsim GUIDs:
+  // Hca1 port 0x100001, Hca2 0x100004; Hca3's read from the fabric).
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;
+  const std::uint64_t g1 = 0x100001, g2 = 0x100004;
+  Head h1{"head01", "Hca1", g1, fabric.scratch_dir() + "/head01"};
+  Head h2{"head02", "Hca2", g2, fabric.scratch_dir() + "/head02"};
+  write_config(h1, 10, {{"head02", g2, 0}});
+  write_config(h2, 10, {{"head01", g1, 0}});
+  start_smhad(fabric, h1, SMHA_SMHAD);
+  json s1, s2;
+  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
+    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
+  start_smhad(fabric, h2, SMHA_SMHAD);
+  if (!wait_status(fabric, h2, guard, [](const json& j) {
+        return j["local"]["state"] == "STANDBY" && j["peers"][0]["state"] == "MASTER";
+      }, 30s, &s2))
+    FAIL("head02 not STANDBY seeing head01 MASTER: " << s2.dump() << "\n" << smhad_log(fabric, h2));
+  // Both heads in each census, as heads; no unknown_sm.
+  for (Head* h : {&h1, &h2}) {
+    json s;
+    REQUIRE(wait_status(fabric, *h, guard, [](const json& j) {
+      return j["sms"].size() == 2 && !j["sms"][0]["head"].is_null() && !j["sms"][1]["head"].is_null();
+    }, 30s, &s));
+    CHECK_FALSE(has_alarm(s, "unknown_sm"));
+  }
+  const auto hca3 = fabric.node_port("Hca3");
+  REQUIRE(hca3);
+  const std::string third_guid = hex_guid(hca3->port_guid);
+
+  // The third OpenSM: priority 0, OpenSM's default sweep_interval (10 s).
+  const auto t0 = std::chrono::steady_clock::now();
+  const int third = fabric.start_opensm("Hca3", 0);
+  std::string detail;
+  for (Head* h : {&h1, &h2}) {
+    json s;
+    const auto left = 20s - std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+    if (!wait_status(fabric, *h, guard, [&](const json& j) { return has_alarm(j, "unknown_sm", &detail); },
+                     std::max<std::chrono::milliseconds>(left, 1ms), &s))
+      FAIL(h->name << ": no unknown_sm within two sweeps (20 s): " << s.dump() << "\n" << smhad_log(fabric, *h));
+    INFO(detail);
+    CHECK(detail.find(third_guid) != std::string::npos);
+    CHECK(detail.find("\"Hca3\"") != std::string::npos);
+    CHECK(detail.find("lid " + std::to_string(hca3->lid)) != std::string::npos);
+  }
+  const auto found_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  std::cout << "Census (ibsim): third OpenSM at priority 0 -> unknown_sm on both heads after " << found_ms.count()
+            << " ms" << std::endl;
+  {
+    // smctl sms --json lists it, not a head, cabled at a switch port.
+    const auto r = fabric.run("Hca4", {SMHA_SMCTL, "sms", "--json", "--socket", h1.socket()}, 10s);
+    REQUIRE(r.exit_code == 0);
+    const auto j = json::parse(r.out);
+    INFO(j.dump(2));
+    bool listed = false;
+    for (const auto& x : j["data"]["sms"])
+      if (x["guid"] == third_guid) {
+        listed = true;
+        CHECK(x["head"].is_null());
+        CHECK(x["node_description"] == "Hca3");
+        CHECK(x["state"] == "STANDBY");
+        CHECK(x["priority"] == 0);
+        CHECK(x["switch_guid"].is_string());
+        CHECK(x["switch_port"].is_number());
+      }
+    CHECK(listed);
+    CHECK(j["data"]["census"]["walks"].get<int>() >= 1);
+    // The heads: named (ibsim's NodeDescriptions) and located too.
+    for (const auto& x : j["data"]["sms"]) {
+      if (x["head"].is_null()) continue;
+      CHECK(x["node_description"] == x["head"]);
+      CHECK(x["switch_guid"].is_string());
+    }
+    // The table for people names it too.
+    const auto t = fabric.run("Hca4", {SMHA_SMCTL, "sms", "--socket", h1.socket()}, 10s);
+    REQUIRE(t.exit_code == 0);
+    CHECK(t.out.find(third_guid) != std::string::npos);
+    std::cout << t.out;
+  }
+
+  // It stops: cleared on both heads.
+  const auto t1 = std::chrono::steady_clock::now();
+  fabric.stop_opensm(third);
+  for (Head* h : {&h1, &h2}) {
+    json s;
+    if (!wait_status(fabric, *h, guard, [](const json& j) { return !has_alarm(j, "unknown_sm"); }, 40s, &s))
+      FAIL(h->name << ": unknown_sm not cleared: " << s.dump());
+  }
+  const auto cleared_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t1);
+  std::cout << "Census (ibsim): unknown_sm cleared on both heads " << cleared_ms.count()
+            << " ms after the third OpenSM stopped" << std::endl;
+  // No takeover because of it: head01 still MASTER, head02 STANDBY.
+  REQUIRE(wait_status(fabric, h1, guard, local_master, 5s, &s1));
+  REQUIRE(wait_status(fabric, h2, guard, [](const json& j) { return j["local"]["state"] == "STANDBY"; }, 5s, &s2));
+  for (Head* h : {&h1, &h2}) {
+    auto ev = smhad_events(*h, 1000);
+    REQUIRE(ev);
+    for (const auto& e : *ev) CHECK(e.value("kind", std::string()) != "takeover_started");
+  }
+  fabric.stop_process(h1.pidx, SIGTERM);
+  fabric.stop_process(h2.pidx, SIGTERM);
+}
+
+namespace {
+
 // A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, closed).
 int free_loopback_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);

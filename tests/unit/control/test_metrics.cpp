@@ -34,6 +34,7 @@ TEST_CASE("rendered metrics parse with a real exposition parser", "[control][met
   m.opensm_restarts = 1;
   m.active_alarms = {"no_standby", "weird \"name\"\\\n"};
   m.hold_active = true;
+  m.fabric_sms = {{"master", 1}, {"standby", 2}};
 
   auto doc = parse_with_prometheus_client(render_prometheus(m));
   REQUIRE_FALSE(doc.contains("error"));
@@ -71,6 +72,12 @@ TEST_CASE("rendered metrics parse with a real exposition parser", "[control][met
         1.0);
   CHECK(sample_value(doc["smha_alarms_active"], "smha_alarms_active", json::object()) == 2.0);
   CHECK(sample_value(doc["smha_hold_active"], "smha_hold_active", json::object()) == 1.0);
+  // The census: SMs per state, every state present.
+  CHECK(doc["smha_fabric_sms"]["type"] == "gauge");
+  CHECK(sample_value(doc["smha_fabric_sms"], "smha_fabric_sms", {{"state", "master"}}) == 1.0);
+  CHECK(sample_value(doc["smha_fabric_sms"], "smha_fabric_sms", {{"state", "standby"}}) == 2.0);
+  CHECK(sample_value(doc["smha_fabric_sms"], "smha_fabric_sms", {{"state", "silent"}}) == 0.0);
+  CHECK(sample_value(doc["smha_fabric_sms"], "smha_fabric_sms", {{"state", "unknown"}}) == 0.0);
 }
 
 TEST_CASE("label values from the fabric: ANSI escapes and bytes that are not UTF-8 are escaped",

@@ -344,11 +344,14 @@ TEST_CASE("PortInfo layout: LID, MasterSMLID, LocalPortNum, PortState low nibble
   CHECK(offsetof(PortInfoWire, master_sm_lid) == 18);
   CHECK(offsetof(PortInfoWire, local_port_num) == 28);
   CHECK(offsetof(PortInfoWire, speed_supported_state) == 32);
-  PortInfo info{Lid{0x0102}, Lid{0x0304}, 7, PortState::Armed};
+  CHECK(offsetof(PortInfoWire, capability_mask) == 20);
+  PortInfo info{Lid{0x0102}, Lid{0x0304}, 7, PortState::Armed, 0x0050c04a};
+  CHECK(is_sm(info));
   auto b = encode_portinfo(info);
   for (std::size_t i = 0; i < b.size(); ++i) {
     INFO("byte " << i);
     const std::uint8_t want = i == 16 ? 0x01 : i == 17 ? 0x02 : i == 18 ? 0x03 : i == 19 ? 0x04
+                              : i == 20 ? 0x00 : i == 21 ? 0x50 : i == 22 ? 0xc0 : i == 23 ? 0x4a
                               : i == 28 ? 7 : i == 32 ? 3 : 0;
     CHECK(b[i] == want);
   }
@@ -380,6 +383,9 @@ TEST_CASE("Golden: zero-hop PortInfo of our own port, as smpquery printed it", "
     CHECK(info->lid == Lid{k.lid});
     CHECK(info->sm_lid == Lid{k.sm_lid});
     CHECK(info->local_port == 1);
+    // CapMask 0x0050c048 as smpquery printed it: no IsSM (opensm -o had exited).
+    CHECK(info->capability_mask == 0x0050c048);
+    CHECK_FALSE(is_sm(*info));
     // smpquery's request is ours byte for byte (zero payload, modifier = port 1).
     auto theirs = c.sent.at(0);
     auto ours = encode_portinfo_get(tid_of(theirs), DrPath{}, 1, 0);

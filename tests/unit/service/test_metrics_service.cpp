@@ -45,6 +45,8 @@ json status_fixture() {
       {"name": "head02", "guid": "0x0000000000000020", "state": "STANDBY", "priority": 10, "last_poll_answered": true},
       {"name": "head03", "guid": "0x0000000000000030", "state": "unreachable", "last_poll_answered": false}],
     "alarms": [{"kind": "unknown_sm", "detail": "0x99"}],
+    "sms": [{"guid": "0x10", "state": "MASTER"}, {"guid": "0x20", "state": "STANDBY"},
+            {"guid": "0x99", "state": "STANDBY"}, {"guid": "0x98", "state": "silent"}, {"guid": "0x97"}],
     "hold": {"held": true, "reason": "x"},
     "opensm": {"restarts": 2},
     "smhad_version": "1.2.3", "started_at": "2026-12-03T10:00:00.500Z",
@@ -135,6 +137,11 @@ TEST_CASE("the metrics snapshot covers every SM, alarms, hold, polls and restart
   CHECK(sample_value(doc["smha_opensm_restarts"], "smha_opensm_restarts_total", json::object()) == 2.0);
   CHECK(sample_value(doc["smha_alarm_active"], "smha_alarm_active", {{"alarm", "unknown_sm"}}) == 1.0);
   CHECK(sample_value(doc["smha_hold_active"], "smha_hold_active", json::object()) == 1.0);
+  // The census's SMs per state (an entry without a state is not counted).
+  CHECK(sample_value(doc["smha_fabric_sms"], "smha_fabric_sms", {{"state", "master"}}) == 1.0);
+  CHECK(sample_value(doc["smha_fabric_sms"], "smha_fabric_sms", {{"state", "standby"}}) == 2.0);
+  CHECK(sample_value(doc["smha_fabric_sms"], "smha_fabric_sms", {{"state", "silent"}}) == 1.0);
+  CHECK(sample_value(doc["smha_fabric_sms"], "smha_fabric_sms", {{"state", "discovering"}}) == 0.0);
 }
 
 TEST_CASE("every alarm and failover cause is present from the start, at 0; build, start and reload times",

@@ -587,10 +587,20 @@ TEST_CASE("Alarms: SM_Key mismatch and unknown SMs are raised once and cleared",
   CHECK(count<ClearAlarm>(acts) == 1);
 
   PollRound r = round(Local{S}, {Peer{M, 11}});
-  r.other_sms.push_back(info(Guid{0xbad}, S, 3));
+  r.other_sms.push_back(OtherSm{info(Guid{0xbad}, S, 3), "\"node7 HCA-1\" lid 7"});
   acts = rig.polls(2, r);
   CHECK(has_alarm(acts, AlarmKind::UnknownSm));
   CHECK(count<RaiseAlarm>(acts) == 1);
+  // The census's text (node description, where) is in the detail.
+  bool named = false;
+  for (const auto& a : acts)
+    if (const auto* ra = std::get_if<RaiseAlarm>(&a); ra && ra->kind == AlarmKind::UnknownSm)
+      named = ra->detail.find(to_string(Guid{0xbad})) != std::string::npos &&
+              ra->detail.find("\"node7 HCA-1\" lid 7") != std::string::npos;
+  CHECK(named);
+  // Gone from the census: cleared.
+  acts = rig.polls(1, round(Local{S}, {Peer{M, 11}}));
+  CHECK(count<ClearAlarm>(acts) == 1);
 }
 
 TEST_CASE("Two masters that persist raise the ignore_other_sm alarm", "[sm]") {

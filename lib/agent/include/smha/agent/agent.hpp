@@ -38,7 +38,8 @@
 // when a found peer's LID stops answering while its DR path answers, when its
 // DR path fails while its LID answers (both silent is a peer gone, left to
 // the engine), when our port's LID or MasterSMLID changes, and every
-// `rediscover_interval`; never more often than `rediscover_min_gap`. A peer
+// `rediscover_interval` (after a search in which not even our own node
+// answered: after 1 s); never more often than `rediscover_min_gap`. A peer
 // not found keeps the addresses it had (a peer found once and then gone is
 // polled there, and missed, as before).
 #pragma once
@@ -49,6 +50,7 @@
 #include <utility>
 #include <vector>
 
+#include "smha/agent/census.hpp"
 #include "smha/agent/discovery.hpp"
 #include "smha/agent/seams.hpp"
 #include "smha/mad/transport.hpp"
@@ -79,6 +81,43 @@ struct PeerRoute {
   std::uint64_t resolutions = 0;  // discoveries that found it
 };
 
+// The SM census (doc/census.md): a census walk (Discovery::survey) finds the
+// ports with IsSM, SMInfo of those that are not heads every `query_interval`;
+// every poll round's SMInfo answers are counted too.
+struct CensusConfig {
+  bool enabled = true;
+  // Every tick: SMInfo of each non-head SM the walk or a recheck found, and
+  // PortInfo of the next `rechecks` ports the last walk read (round robin,
+  // heads left out), so a new SM on a known port is seen between walks.
+  Duration query_interval = seconds(5);
+  std::size_t max_queries = 16;          // SMInfo queries per tick
+  std::size_t rechecks = 4;              // PortInfo rechecks per tick
+  mad::RequestOptions query{milliseconds(200), 1, 0};  // per census SMInfo / recheck
+  // Walks: the next one starts `walk_mads / walk_mads_per_s` after the last
+  // one ended (its MADs spread over time at that average rate), never sooner
+  // than walk_min_interval nor later than walk_max_interval.
+  // The first walk waits this long after start: the peers' discovery and the
+  // first polls (and OpenSM's own first sweep) go first.
+  Duration first_walk_delay = seconds(3);
+  Duration walk_min_interval = seconds(60);
+  Duration walk_max_interval = seconds(6 * 3600);
+  double walk_mads_per_s = 0.5;
+  DiscoveryLimits walk{63, 20000, 4, mad::RequestOptions{milliseconds(100), 1, 0}};
+  CensusLimits limits;                   // expiry (live), max_sms
+};
+
+// What the census cost, for status and doc/census.md's figures.
+struct CensusStats {
+  std::uint64_t walks = 0;
+  std::uint64_t walk_mads = 0;       // MADs of every walk
+  std::uint64_t query_mads = 0;      // census SMInfo MADs (attempts)
+  std::uint64_t recheck_mads = 0;    // PortInfo rechecks and NodeDescription reads (attempts)
+  std::uint64_t query_answers = 0;
+  std::optional<DiscoveryResult> last_walk;
+  std::optional<TimePoint> last_walk_at;
+  std::optional<TimePoint> next_walk_at;
+};
+
 struct AgentConfig {
   sm::HaPolicy policy;
   std::vector<PeerAddress> peers;
@@ -97,6 +136,7 @@ struct AgentConfig {
   // At most one discovery this often. A re-resolution asks the peers' last
   // paths first (Discovery hints), so one that finds them costs a few MADs.
   Duration rediscover_min_gap = milliseconds(500);
+  CensusConfig census;
 };
 // The query window an AgentConfig gets (see AgentConfig::query_window).
 Duration query_window_for(const AgentConfig& cfg);
@@ -136,6 +176,8 @@ class Agent {
   const std::vector<PeerRoute>& routes() const { return routes_; }
   std::uint64_t discoveries() const { return discoveries_; }
   const std::optional<DiscoveryResult>& last_discovery() const { return last_result_; }
+  const Census& census() const { return census_; }
+  const CensusStats& census_stats() const { return census_stats_; }
 
  private:
   struct Round;
@@ -154,6 +196,12 @@ class Agent {
   void on_discovery(const DiscoveryResult& r);
   void check_routes(const Round& round);
   void report_route(std::size_t i, const PeerRoute& before);
+  void start_walk();
+  void on_walk(const DiscoveryResult& r);
+  void census_tick();
+  void census_queries();
+  void census_rechecks();
+  void census_round(Round& round);
   bool step(const sm::Observation& obs);  // true: poll again soon
   void apply(const sm::Decision& d);
   void arm_wakeup(std::optional<TimePoint> t);
@@ -186,6 +234,15 @@ class Agent {
   bool discovery_pending_ = false;
   std::uint64_t discoveries_ = 0;
   std::optional<mad::PortInfo> last_local_pi_;
+  // Census.
+  Discovery survey_;
+  Census census_;
+  CensusStats census_stats_;
+  std::optional<Scheduler::TimerId> walk_timer_;
+  std::optional<Scheduler::TimerId> census_timer_;
+  std::vector<SmPort> recheck_ports_;  // the last walk's ports, heads left out
+  std::string own_description_;        // our node's NodeDescription (census)
+  std::size_t recheck_next_ = 0;
 };
 
 }  // namespace smha::agent

@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,8 +53,28 @@ struct ResolvedPort {
   bool description_known = false;
 };
 
+// A port whose PortInfo CapabilityMask has IsSM: an SM is bound to it
+// (Discovery::survey(), the SM census: doc/census.md).
+struct SmPort {
+  Guid port_guid;
+  Guid node_guid;
+  mad::NodeType node_type = mad::NodeType::Unknown;
+  DrPath path;                  // from our port; {} is our own node
+  std::uint8_t port_num = 0;    // the port's number on its node (a switch: 0)
+  Lid lid;                      // PortInfo.LID
+  std::string description;      // NodeDescription, raw (smha::printable() to show it)
+  bool description_known = false;
+  // Where it is cabled: the node at the other end of its cable and that
+  // node's port (a switch GUID and port for a CA on a switch); unset for a
+  // switch's port 0 and when not known.
+  std::optional<Guid> neighbour;
+  std::uint8_t neighbour_port = 0;
+};
+
 struct DiscoveryResult {
   std::map<Guid, ResolvedPort> found;  // the targets found, by port GUID
+  std::vector<SmPort> sm_ports;        // survey(): every port with IsSM, in the order found
+  std::vector<SmPort> probed;          // survey(): every port whose PortInfo answered (IsSM or not)
   std::vector<Guid> missing;           // the targets not found
   std::size_t nodes = 0;               // distinct nodes (node GUIDs) that answered NodeInfo
   std::size_t ports = 0;               // ports looked at: switch ports asked + CA ports reached
@@ -86,6 +107,12 @@ class Discovery {
   // `hints` (where a target was last seen) are asked first: a target still
   // there is confirmed with a handful of MADs and the search stops early.
   void start(std::vector<Guid> targets, Done done, std::vector<DrPath> hints = {});
+  // The census walk: the whole fabric within the limits (no early stop),
+  // plus PortInfo of every CA port reached and of every switch's port 0; the
+  // ports with IsSM are read (NodeDescription) and returned in `sm_ports`.
+  // Costs the full search plus one request per CA port and per switch, plus
+  // one per SM. Same callback contract as start().
+  void survey(Done done);
   // Drops the running search: its answers are ignored, `done` is not called.
   void cancel();
   bool running() const { return static_cast<bool>(run_); }
@@ -93,6 +120,7 @@ class Discovery {
 
  private:
   struct Run;
+  void begin(bool survey, std::vector<Guid> targets, Done done, std::vector<DrPath> hints);
   Scheduler& sched_;
   mad::MadTransport& mad_;
   DiscoveryLimits limits_;

@@ -10,6 +10,8 @@
 //   smha_sm_priority{node,guid}          gauge SMInfo priority
 //   smha_sm_master{node,guid}            gauge 1 if that SM is MASTER
 //   (state, priority and master only for SMs that answered)
+//   smha_fabric_sms{state}               gauge SMs the census knows on the fabric (heads included), per
+//                                        state: master, standby, discovering, notactive, silent, unknown
 //   smha_failovers_total{reason}         counter
 //   smha_last_takeover_duration_seconds  gauge (absent until the first takeover)
 //   smha_poll_rtt_seconds                histogram (_bucket{le}, _sum, _count)
@@ -56,6 +58,10 @@ struct MetricsSnapshot {
   std::string role;  // "master", "standby", "not_active", "discovering", "held", ...
   std::vector<std::string> roles = {"master", "standby", "discovering", "not_active", "failed"};
   std::vector<SmMetrics> sms;
+  // The census (doc/census.md): SMs per state; every state in fabric_sm_states
+  // is rendered (0 when absent).
+  std::map<std::string, uint64_t> fabric_sms;
+  std::vector<std::string> fabric_sm_states = {"master", "standby", "discovering", "notactive", "silent", "unknown"};
   std::map<std::string, uint64_t> failovers_by_reason;
   std::optional<double> last_takeover_seconds;
   Histogram poll_rtt;

@@ -40,8 +40,15 @@ struct PortInfo {
   Lid sm_lid;                  // MasterSMLID
   std::uint8_t local_port = 0; // LocalPortNum: the port the SMP came in on
   PortState state = PortState::Unknown;
+  // CapabilityMask (IBA 14.2.5.6 Table 155): bit 1 IsSM is set on a port
+  // where an SM runs (the census looks for it, doc/census.md).
+  std::uint32_t capability_mask = 0;
   friend bool operator==(const PortInfo&, const PortInfo&) = default;
 };
+
+// PortInfo CapabilityMask bit 1: an SM is bound to this port (IsSM).
+inline constexpr std::uint32_t kCapIsSm = 1u << 1;
+inline bool is_sm(const PortInfo& p) { return (p.capability_mask & kCapIsSm) != 0; }
 
 // NodeInfo NodeType (IBA 14.2.5.3, Table 146: 1 channel adapter, 2 switch, 3 router).
 enum class NodeType : std::uint8_t { Unknown = 0, Ca = 1, Switch = 2, Router = 3 };

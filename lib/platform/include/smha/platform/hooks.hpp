@@ -116,7 +116,7 @@ class HookRunner {
   // Queues one execution of every hook of options.paths for `call`; returns at once.
   void run(const HookCall& call);
   // The same for `paths` (e.g. the config's hooks for this event: config `hooks`
-  // maps master/standby/fault/opensm_restart/reload to executables). Each path
+  // maps master/standby/fault/opensm_restart/reload/unknown_sm to executables). Each path
   // must have passed check_hook_security() at configuration time; it is checked
   // again before it runs.
   void run(const HookCall& call, const std::vector<std::string>& paths);

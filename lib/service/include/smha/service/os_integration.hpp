@@ -83,7 +83,7 @@ class SystemdReporter {
 };
 
 // Runs the configured hooks (config `hooks`: master, standby, fault,
-// opensm_restart, reload) with the contract of doc/hooks.md:
+// opensm_restart, reload, unknown_sm) with the contract of doc/hooks.md:
 //   TRANSITION to MASTER      -> hooks.master
 //   TRANSITION to STANDBY     -> hooks.standby
 //   TRANSITION to any other   -> hooks.fault
@@ -110,6 +110,9 @@ class HookDispatcher {
                   const std::string& reason);
   void alarm(const std::string& state, int priority, const std::string& reason);
   void opensm_restart(const std::string& state, int priority, const std::string& reason);
+  // hooks.unknown_sm, EVENT ALARM: an SM that is not a configured head was
+  // found on the fabric (alarm unknown_sm raised; doc/census.md).
+  void unknown_sm(const std::string& state, int priority, const std::string& reason);
   void reload(const std::string& state, int priority, const std::string& reason);
 
   std::size_t pending() const { return runner_ ? runner_->pending() : 0; }

@@ -345,6 +345,9 @@ std::string render_status_text(const nlohmann::json& status);
 // negative. human_ms: "0.38 ms", "12.3 ms", "250 ms".
 std::string human_duration(double seconds);
 std::string human_ms(double milliseconds);
+// The `sms` reply (doc/census.md) as a table like `chronyc sources`: one
+// line per SM the census knows, then what the census walk cost.
+std::string render_sms_text(const nlohmann::json& sms);
 // One line per event of an `events` reply.
 std::string render_events_text(const nlohmann::json& events);
 

@@ -43,6 +43,13 @@ struct ClusterParams {
   FabricParams fabric;  // fabric.switches > 1: head01 on the first switch, the last head on the last
   Duration observer_interval = milliseconds(5);  // third-node SMInfo polling; 0: off
   PeerAddressing peer_addressing = PeerAddressing::Lid;
+  // Every head's SM census (doc/census.md). Off by default here so that the
+  // seeded scenarios keep their MAD sequences; smhad has it on.
+  agent::CensusConfig census = [] {
+    agent::CensusConfig c;
+    c.enabled = false;
+    return c;
+  }();
 };
 
 // One event, alarm or error an smhad reported.

@@ -33,6 +33,7 @@ class Topology {
     std::uint8_t peer_port = 0;
     Guid guid;                   // CA ports only (a switch's ports share port 0's)
     Lid lid;                     // CA ports only
+    bool is_sm = false;          // PortInfo CapabilityMask.IsSM (a switch: port 0)
   };
   struct Node {
     mad::NodeType type = mad::NodeType::Ca;
@@ -51,6 +52,9 @@ class Topology {
   // Gives every switch and every cabled CA port the next LID from 1.
   void assign_lids();
   void set_lid(Guid port_guid, Lid lid);
+  // Sets or clears IsSM on the port with this GUID (a switch's: its port 0,
+  // an enhanced switch port 0 SM). False if no port has the GUID.
+  bool set_is_sm(Guid port_guid, bool on);
 
   // An ibsim net file. Errors name the file (`where`), the line and what is wrong.
   static Result<Topology> parse_ibsim(std::string_view text, std::string_view where);

@@ -56,6 +56,12 @@ struct PeerProbe {
   PortState port = PortState::Unknown;  // the peer's port, where known
 };
 
+// An SM on the fabric that is not a configured head (lib/agent's census).
+struct OtherSm {
+  SmInfo info;        // its last SMInfo answer
+  std::string where;  // for people: NodeDescription, LID, cabling (already printable)
+};
+
 // One poll round: every query of the round has completed (answered or not).
 struct PollRound {
   ProcessState process = ProcessState::Running;
@@ -65,7 +71,7 @@ struct PollRound {
   // tracer): it cannot answer until continued. False where unknown.
   bool local_stopped = false;
   std::vector<PeerProbe> peers;         // configured peers; missing ones count as unqueried
-  std::vector<SmInfo> other_sms;        // SMs seen on the fabric that are not configured heads
+  std::vector<OtherSm> other_sms;       // SMs seen on the fabric that are not configured heads
   // The SM our port's PortInfo names as master (MasterSMLID), asked for SMInfo
   // by that LID. Queried when the LID is set and is neither ours nor a
   // configured peer's address (those are polled anyway): a peer without a

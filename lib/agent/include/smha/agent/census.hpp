@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// The SM census (doc/census.md): every SM seen on the fabric, not just the
+// configured heads. Pure bookkeeping, fed by the agent:
+//   - SMInfo answers of the poll rounds (our own SM, the peers, the SM at our
+//     port's MasterSMLID),
+//   - the census walk (Discovery::survey()): ports whose PortInfo
+//     CapabilityMask has IsSM, with where they are cabled,
+//   - the census's own SMInfo queries to those ports (by DR path).
+// An SM is live while it answered SMInfo within `expiry`; a live SM that is
+// not a configured head is an "other SM" (sm::PollRound::other_sms, alarm
+// unknown_sm). An entry is kept while live or while the last walk that
+// reached its port saw IsSM; otherwise it is dropped (the SM is gone).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "smha/agent/discovery.hpp"
+#include "smha/core/clock.hpp"
+#include "smha/core/sminfo.hpp"
+#include "smha/core/types.hpp"
+#include "smha/sm/ha_machine.hpp"
+
+namespace smha::agent {
+
+// How the census learned of an SM (a bit set in CensusEntry::sources).
+enum CensusSource : unsigned {
+  kFromPoll = 1,         // a poll round's SMInfo (our own SM, a peer's address)
+  kFromMasterSmLid = 2,  // SMInfo at our port's MasterSMLID
+  kFromIsSm = 4,         // a port with CapabilityMask.IsSM (the census walk)
+};
+// "poll,master_sm_lid,is_sm" (the bits set, in that order).
+std::string census_sources_text(unsigned sources);
+
+struct CensusEntry {
+  Guid guid;                      // the SM's port GUID
+  std::string description;        // NodeDescription, raw; "" when not known
+  Lid lid;                        // 0 when not known
+  std::optional<DrPath> path;     // DR path of its port (census walk)
+  std::optional<Guid> neighbour;  // where it is cabled: the node (switch) at the other end
+  std::uint8_t neighbour_port = 0;
+  std::optional<SmInfo> info;     // its last SMInfo answer
+  std::optional<TimePoint> answered_at;
+  TimePoint first_seen{};
+  bool head = false;              // a configured head (or our own SM)
+  bool local = false;             // our own SM
+  bool is_sm = false;             // the last walk that reached its port saw IsSM
+  unsigned sources = 0;           // CensusSource bits
+  std::uint64_t answers = 0;
+  std::uint64_t misses = 0;       // census queries unanswered in a row
+};
+
+struct CensusLimits {
+  Duration expiry = seconds(15);  // live while answered this recently
+  std::size_t max_sms = 64;       // entries kept; more are counted in `dropped`
+};
+
+class Census {
+ public:
+  explicit Census(CensusLimits limits = {}) : limits_(limits) {}
+
+  // Our own port GUID and the configured peers': entries are marked head/local.
+  void set_heads(Guid own, const std::vector<Guid>& peers);
+  // A census walk finished: `ports` had IsSM. Ports it reached without IsSM,
+  // and ports it did not reach, lose is_sm (when `complete`, i.e. the walk
+  // was not cut by a bound; a partial walk only adds).
+  void walked(const std::vector<SmPort>& ports, bool complete, TimePoint now);
+  // Every port the last walk read (IsSM or not): where each is cabled, its
+  // LID and DR path, to fill in entries that come from polls (the heads).
+  void known_ports(const std::vector<SmPort>& ports);
+  // A recheck of one port's PortInfo between walks: IsSM set (added or
+  // refreshed as a walk would) or clear (the entry loses is_sm).
+  void rechecked(const SmPort& port, bool is_sm, TimePoint now);
+  // Its NodeDescription, read after a recheck found it.
+  void described(Guid guid, const std::string& description);
+  // An SMInfo answer. `lid`: where it was asked by LID (0: by DR / unknown).
+  void answered(const SmInfo& info, unsigned source, Lid lid, TimePoint now);
+  // A census query to this SM went unanswered.
+  void missed(Guid guid);
+  // Drops entries that are neither live nor IsSM.
+  void expire(TimePoint now);
+
+  bool live(const CensusEntry& e, TimePoint now) const;
+  // "MASTER", "STANDBY", ... while live; "silent" when it answered before but
+  // not within expiry; "unknown" when it never answered.
+  std::string state_text(const CensusEntry& e, TimePoint now) const;
+  // For people: "\"node desc\" lid 5 at 0x... port 3" (printable; parts unknown left out).
+  static std::string where(const CensusEntry& e);
+  // The live SMs that are not heads, for the engine.
+  std::vector<sm::OtherSm> others(TimePoint now) const;
+  // Entries per state_text(), lower case ("master", "standby", "silent", ...).
+  std::map<std::string, std::size_t> count_by_state(TimePoint now) const;
+
+  const std::map<Guid, CensusEntry>& entries() const { return entries_; }
+  std::uint64_t dropped() const { return dropped_; }
+  const CensusLimits& limits() const { return limits_; }
+
+ private:
+  CensusEntry* entry(Guid guid, TimePoint now);  // finds or adds; null when full
+  CensusLimits limits_;
+  Guid own_;
+  std::vector<Guid> peers_;
+  void annotate(CensusEntry& e) const;  // from known_ports_
+  std::map<Guid, CensusEntry> entries_;
+  std::map<Guid, SmPort> known_ports_;
+  std::uint64_t dropped_ = 0;
+};
+
+}  // namespace smha::agent

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+#include "smha/agent/census.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "smha/core/text.hpp"
+
+namespace smha::agent {
+
+std::string census_sources_text(unsigned sources) {
+  std::string s;
+  auto add = [&](unsigned bit, const char* name) {
+    if (!(sources & bit)) return;
+    if (!s.empty()) s += ",";
+    s += name;
+  };
+  add(kFromPoll, "poll");
+  add(kFromMasterSmLid, "master_sm_lid");
+  add(kFromIsSm, "is_sm");
+  return s;
+}
+
+void Census::set_heads(Guid own, const std::vector<Guid>& peers) {
+  own_ = own;
+  peers_ = peers;
+  for (auto& [g, e] : entries_) {
+    e.local = g == own_;
+    e.head = e.local || std::find(peers_.begin(), peers_.end(), g) != peers_.end();
+  }
+}
+
+CensusEntry* Census::entry(Guid guid, TimePoint now) {
+  auto it = entries_.find(guid);
+  if (it != entries_.end()) return &it->second;
+  if (entries_.size() >= limits_.max_sms) {
+    ++dropped_;
+    return nullptr;
+  }
+  CensusEntry e;
+  e.guid = guid;
+  e.first_seen = now;
+  e.local = guid == own_;
+  e.head = e.local || std::find(peers_.begin(), peers_.end(), guid) != peers_.end();
+  annotate(e);
+  return &entries_.emplace(guid, std::move(e)).first->second;
+}
+
+void Census::known_ports(const std::vector<SmPort>& ports) {
+  known_ports_.clear();
+  for (const auto& p : ports) known_ports_[p.port_guid] = p;
+  for (auto& [g, e] : entries_) annotate(e);
+}
+
+void Census::annotate(CensusEntry& e) const {
+  auto it = known_ports_.find(e.guid);
+  if (it == known_ports_.end()) return;
+  const SmPort& p = it->second;
+  if (!e.path) e.path = p.path;
+  if (e.lid.value == 0) e.lid = p.lid;
+  if (!e.neighbour && p.neighbour) {
+    e.neighbour = p.neighbour;
+    e.neighbour_port = p.neighbour_port;
+  }
+  if (e.description.empty() && p.description_known) e.description = p.description;
+}
+
+void Census::walked(const std::vector<SmPort>& ports, bool complete, TimePoint now) {
+  std::set<Guid> seen;
+  for (const auto& p : ports) {
+    seen.insert(p.port_guid);
+    CensusEntry* e = entry(p.port_guid, now);
+    if (!e) continue;
+    e->is_sm = true;
+    e->sources |= kFromIsSm;
+    e->path = p.path;
+    if (p.lid.value != 0) e->lid = p.lid;
+    if (p.description_known) e->description = p.description;
+    e->neighbour = p.neighbour;
+    e->neighbour_port = p.neighbour_port;
+  }
+  if (!complete) return;
+  for (auto& [g, e] : entries_)
+    if (!seen.count(g)) e.is_sm = false;
+}
+
+void Census::rechecked(const SmPort& port, bool is_sm, TimePoint now) {
+  if (!is_sm) {
+    auto it = entries_.find(port.port_guid);
+    if (it != entries_.end()) it->second.is_sm = false;
+    return;
+  }
+  CensusEntry* e = entry(port.port_guid, now);
+  if (!e) return;
+  e->is_sm = true;
+  e->sources |= kFromIsSm;
+  e->path = port.path;
+  if (port.lid.value != 0) e->lid = port.lid;
+  if (port.description_known) e->description = port.description;
+  e->neighbour = port.neighbour;
+  e->neighbour_port = port.neighbour_port;
+}
+
+void Census::described(Guid guid, const std::string& description) {
+  auto it = entries_.find(guid);
+  if (it != entries_.end() && !description.empty()) it->second.description = description;
+}
+
+void Census::answered(const SmInfo& info, unsigned source, Lid lid, TimePoint now) {
+  CensusEntry* e = entry(info.guid, now);
+  if (!e) return;
+  e->info = info;
+  e->answered_at = now;
+  e->sources |= source;
+  if (lid.value != 0) e->lid = lid;
+  ++e->answers;
+  e->misses = 0;
+}
+
+void Census::missed(Guid guid) {
+  auto it = entries_.find(guid);
+  if (it != entries_.end()) ++it->second.misses;
+}
+
+bool Census::live(const CensusEntry& e, TimePoint now) const {
+  return e.answered_at && now - *e.answered_at <= limits_.expiry;
+}
+
+void Census::expire(TimePoint now) {
+  for (auto it = entries_.begin(); it != entries_.end();)
+    it = !live(it->second, now) && !it->second.is_sm ? entries_.erase(it) : std::next(it);
+}
+
+std::string Census::state_text(const CensusEntry& e, TimePoint now) const {
+  if (live(e, now)) return std::string(to_string(e.info->state));
+  return e.info ? "silent" : "unknown";
+}
+
+std::string Census::where(const CensusEntry& e) {
+  std::string s;
+  auto add = [&](const std::string& part) {
+    if (!s.empty()) s += " ";
+    s += part;
+  };
+  if (!e.description.empty()) add("\"" + printable(e.description) + "\"");
+  if (e.lid.value != 0) add("lid " + std::to_string(e.lid.value));
+  if (e.neighbour) add("at " + to_string(*e.neighbour) + " port " + std::to_string(e.neighbour_port));
+  return s;
+}
+
+std::vector<sm::OtherSm> Census::others(TimePoint now) const {
+  std::vector<sm::OtherSm> out;
+  for (const auto& [g, e] : entries_)
+    if (!e.head && live(e, now)) out.push_back(sm::OtherSm{*e.info, where(e)});
+  return out;
+}
+
+std::map<std::string, std::size_t> Census::count_by_state(TimePoint now) const {
+  std::map<std::string, std::size_t> out;
+  for (const auto& [g, e] : entries_) {
+    std::string s = state_text(e, now);
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+    ++out[s];
+  }
+  return out;
+}
+
+}  // namespace smha::agent

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// The SM census (doc/census.md) in the sim: the census walk over multi-switch
+// topologies (lib/sim/topology) finds every port with IsSM and where it is
+// cabled; in a two-head cluster (lib/sim/cluster) a third OpenSM on a compute
+// node raises unknown_sm naming it, is listed by every head's census, causes
+// no takeover, and is cleared once it stops.
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <fstream>
+#include <sstream>
+
+#include "smha/agent/discovery.hpp"
+#include "smha/sim/cluster.hpp"
+#include "smha/sim/fabric.hpp"
+#include "smha/sim/topology.hpp"
+
+using namespace smha;
+using namespace smha::sim;
+using agent::Discovery;
+using agent::DiscoveryResult;
+
+namespace {
+
+Topology load_net(const std::string& name) {
+  const std::string path = std::string(SMHA_TOPOLOGIES) + "/" + name;
+  std::ifstream in(path);
+  REQUIRE(in);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto t = Topology::parse_ibsim(ss.str(), path);
+  REQUIRE(t.ok());
+  t->assign_lids();
+  return std::move(*t);
+}
+
+DiscoveryResult survey(const Topology& t, const std::string& from, agent::DiscoveryLimits limits = {}) {
+  EventQueue q;
+  TopologyTransport mad(q, t, *t.find(from), 1);
+  Discovery d(q, mad, limits);
+  std::optional<DiscoveryResult> out;
+  d.survey([&out](const DiscoveryResult& r) { out = r; });
+  REQUIRE_FALSE(out);
+  q.run_until(q.now() + seconds(600), [&out] { return out.has_value(); });
+  REQUIRE(out);
+  return *out;
+}
+
+const agent::SmPort* find_port(const DiscoveryResult& r, Guid g) {
+  for (const auto& p : r.sm_ports)
+    if (p.port_guid == g) return &p;
+  return nullptr;
+}
+
+int count_records(const Cluster& c, int head, const std::string& what, const std::string& kind) {
+  int n = 0;
+  for (const auto& r : c.records(head))
+    if (r.what == what && r.kind == kind) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("Census walk: every IsSM port, its NodeDescription and the switch port it is cabled to",
+          "[census][sim]") {
+  // Sw1 - Sw2 - Sw3; Hca1 (us) on Sw1 port 3, Hca2 on Sw3 port 4, Node2 on Sw3 port 5.
+  Topology t;
+  const int sw1 = t.add_switch("Sw1", 8), sw2 = t.add_switch("Sw2", 8), sw3 = t.add_switch("Sw3", 8);
+  const int h1 = t.add_ca("Hca1", 1, "head01"), h2 = t.add_ca("Hca2", 1, "head02");
+  const int n2 = t.add_ca("Node2", 1, "node02 HCA-1");
+  const int n3 = t.add_ca("Node3", 1, "node03 HCA-1");
+  REQUIRE(t.link(sw1, 2, sw2, 1).ok());
+  REQUIRE(t.link(sw2, 2, sw3, 1).ok());
+  REQUIRE(t.link(sw1, 6, sw2, 6).ok());  // a loop
+  REQUIRE(t.link(h1, 1, sw1, 3).ok());
+  REQUIRE(t.link(h2, 1, sw3, 4).ok());
+  REQUIRE(t.link(n2, 1, sw3, 5).ok());
+  REQUIRE(t.link(n3, 1, sw2, 5).ok());
+  t.assign_lids();
+  const Guid g1 = t.node(h1).ports[1].guid, g2 = t.node(h2).ports[1].guid, gn2 = t.node(n2).ports[1].guid;
+  REQUIRE(t.set_is_sm(g1, true));
+  REQUIRE(t.set_is_sm(g2, true));
+  REQUIRE(t.set_is_sm(gn2, true));
+  REQUIRE(t.set_is_sm(t.node(sw2).guid, true));  // a switch-embedded SM (port 0)
+  REQUIRE_FALSE(t.set_is_sm(Guid{0xdead}, true));
+
+  auto r = survey(t, "Hca1");
+  CHECK(r.sm_ports.size() == 4);
+  const auto* own = find_port(r, g1);
+  REQUIRE(own);
+  CHECK(own->path.hops.empty());
+  REQUIRE(own->neighbour);
+  CHECK(*own->neighbour == t.node(sw1).guid);
+  CHECK(own->neighbour_port == 3);
+  const auto* n = find_port(r, gn2);
+  REQUIRE(n);
+  CHECK(n->description == "node02 HCA-1");
+  CHECK(n->description_known);
+  CHECK(n->lid == t.node(n2).ports[1].lid);
+  REQUIRE(n->neighbour);
+  CHECK(*n->neighbour == t.node(sw3).guid);
+  CHECK(n->neighbour_port == 5);
+  const auto* s = find_port(r, t.node(sw2).guid);
+  REQUIRE(s);
+  CHECK(s->port_num == 0);
+  CHECK(s->node_type == mad::NodeType::Switch);
+  CHECK_FALSE(s->neighbour);
+  CHECK(find_port(r, g2));
+  CHECK(r.nodes == 7);
+  CHECK_FALSE(r.request_bound);
+}
+
+TEST_CASE("Census walk cost on the lab and fat-tree fabrics", "[census][sim]") {
+  for (const char* f : {"two-switch-4hca.net", "fattree-324.net", "fattree-1000.net"}) {
+    auto t = load_net(f);
+    auto r = survey(t, "Hca1");
+    INFO(f);
+    CHECK(r.sm_ports.empty());  // no IsSM set in the file
+    CHECK_FALSE(r.request_bound);
+    CHECK(r.nodes == t.size());
+    // Full search + one PortInfo per CA port and per switch (port 0).
+    WARN(f << ": " << r.requests << " requests, " << r.mads << " MADs, " << r.nodes << " nodes");
+  }
+}
+
+TEST_CASE("A third OpenSM at priority 0 on a compute node: unknown_sm names it, no takeover, cleared when it stops",
+          "[census][sim]") {
+  ClusterParams p;
+  p.peer_addressing = PeerAddressing::GuidOnly;
+  p.census.enabled = true;  // smhad's defaults: walks >= 60 s apart, rechecks and SMInfo every 5 s
+  Cluster c(83, p);
+  const TimePoint t_start = c.now();
+  c.start_all_smhad();
+  REQUIRE(c.run_until([&] { return c.observed_masters().size() == 1; }, seconds(3)));
+  c.run_for(seconds(20));
+  for (int i = 0; i < c.heads(); ++i) {
+    CHECK(count_records(c, i, "alarm", "unknown_sm") == 0);
+    // Both heads are in the census, as heads.
+    const auto& e = c.agent(i)->census().entries();
+    REQUIRE(e.size() == 2);
+    for (const auto& [g, x] : e) {
+      CHECK(x.head);
+      // Named and located (the walk's ports, discovery's and our own NodeDescription).
+      const int h = c.head_of(g);
+      REQUIRE(h >= 0);
+      CHECK(x.description == c.fabric().name(c.head(h)));
+      CHECK(x.neighbour.has_value());
+    }
+  }
+  const auto master_before = c.observed_masters();
+
+  // The third OpenSM, on node01 (the observer), priority 0, sweep 10 s.
+  const NodeId node = c.observer();
+  const Guid third = c.fabric().guid(node);
+  const std::string conf = "/etc/opensm/opensm.conf";
+  REQUIRE(c.fabric().fs(node).write_atomic(conf, agent::render_minimal_conf({}, 0), 0644).ok());
+  opensm::ProcessSpec spec;
+  spec.path = "/usr/sbin/opensm";
+  spec.argv = {spec.path, "-F", conf};
+  auto pid = c.fabric().runner(node).spawn(spec, {}, {});
+  REQUIRE(pid.ok());
+  const TimePoint started = c.now();
+  // The simulated OpenSM's own start shows a sub-millisecond overlap of
+  // masters while it sweeps (with the census off as well): not the census's.
+  c.run_for(seconds(1));
+  c.reset_dual_master_stats();
+  // Within two of its sweeps (sweep_interval 10 s) on both heads, counted
+  // from its start.
+  REQUIRE(c.run_until([&] {
+    return count_records(c, 0, "alarm", "unknown_sm") == 1 && count_records(c, 1, "alarm", "unknown_sm") == 1;
+  }, seconds(20)));
+  WARN("unknown_sm on both heads " << std::chrono::duration<double>(c.now() - started).count()
+                                   << " s after the third OpenSM started");
+  for (int i = 0; i < c.heads(); ++i) {
+    for (const auto& r : c.records(i))
+      if (r.what == "alarm" && r.kind == "unknown_sm") {
+        INFO(r.detail);
+        CHECK(r.detail.find(to_string(third)) != std::string::npos);
+        CHECK(r.detail.find("\"node01\"") != std::string::npos);
+        CHECK(r.detail.find("STANDBY") != std::string::npos);
+        CHECK(r.detail.find("lid 100") != std::string::npos);
+      }
+    const auto& e = c.agent(i)->census().entries();
+    REQUIRE(e.count(third));
+    const auto& x = e.at(third);
+    CHECK_FALSE(x.head);
+    CHECK(x.description == "node01");
+    REQUIRE(x.info);
+    CHECK(x.info->priority == 0);
+    CHECK(x.sources & agent::kFromIsSm);
+  }
+  c.run_for(seconds(10));
+  CHECK(c.observed_masters() == master_before);
+
+  // It stops: cleared within the expiry (15 s) plus a query interval.
+  REQUIRE(c.fabric().signal_opensm(node, SIGTERM));
+  const TimePoint stopped = c.now();
+  REQUIRE(c.run_until([&] {
+    return count_records(c, 0, "clear", "unknown_sm") == 1 && count_records(c, 1, "clear", "unknown_sm") == 1;
+  }, seconds(25)));
+  WARN("cleared " << std::chrono::duration<double>(c.now() - stopped).count() << " s after it stopped");
+  // Gone from the census once a recheck sees IsSM cleared.
+  REQUIRE(c.run_until([&] {
+    return !c.agent(0)->census().entries().count(third) && !c.agent(1)->census().entries().count(third);
+  }, seconds(20)));
+  for (int i = 0; i < c.heads(); ++i) {
+    CHECK(c.count_events(i, "takeover_started") == 0);
+    CHECK(count_records(c, i, "alarm", "no_master") == 0);
+  }
+  CHECK(c.observed_masters() == master_before);
+  CHECK(c.dual_master_total() == Duration{0});
+  // What the census cost head01: walks and SMInfo queries, MADs per second.
+  const auto& st = c.agent(0)->census_stats();
+  CHECK(st.walks >= 1);
+  const double secs = std::chrono::duration<double>(c.now() - t_start).count();
+  const double rate = static_cast<double>(st.walk_mads + st.recheck_mads + st.query_mads) / secs;
+  WARN("census: " << st.walks << " walks, " << st.walk_mads << " walk MADs, " << st.recheck_mads
+                  << " recheck MADs, " << st.query_mads << " query MADs in " << secs << " s: " << rate << " MAD/s");
+  CHECK(rate <= 2.0);
+}

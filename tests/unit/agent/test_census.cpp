@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// The SM census's bookkeeping (lib/agent/census): sources, heads, liveness,
+// expiry, the text the unknown_sm alarm carries, bounds.
+#include <catch2/catch.hpp>
+
+#include "smha/agent/census.hpp"
+
+using namespace smha;
+using namespace smha::agent;
+
+namespace {
+
+const Guid kOwn{0x10};
+const Guid kPeer{0x20};
+const Guid kOther{0x30};
+const Guid kSwitch{0x200000};
+
+SmInfo sminfo(Guid g, SmState s, std::uint8_t prio) {
+  SmInfo i;
+  i.guid = g;
+  i.state = s;
+  i.priority = prio;
+  return i;
+}
+
+SmPort port(Guid g, std::string desc, DrPath path, std::optional<Guid> nb, std::uint8_t nb_port) {
+  SmPort p;
+  p.port_guid = g;
+  p.node_guid = g;
+  p.node_type = smha::mad::NodeType::Ca;
+  p.path = std::move(path);
+  p.port_num = 1;
+  p.lid = Lid{7};
+  p.description = std::move(desc);
+  p.description_known = true;
+  p.neighbour = nb;
+  p.neighbour_port = nb_port;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("Census: heads are marked, an answering SM that is not a head is an other SM", "[agent][census]") {
+  Census c({seconds(15), 8});
+  c.set_heads(kOwn, {kPeer});
+  const TimePoint t0{};
+  c.answered(sminfo(kOwn, SmState::Master, 11), kFromPoll, Lid{1}, t0);
+  c.answered(sminfo(kPeer, SmState::Standby, 10), kFromPoll, Lid{2}, t0);
+  CHECK(c.others(t0).empty());
+  c.walked({port(kOther, "node07 HCA-1", DrPath{{1, 5}}, kSwitch, 5)}, true, t0);
+  // Seen by IsSM but never answered: listed, not alarmed.
+  REQUIRE(c.entries().count(kOther));
+  CHECK(c.state_text(c.entries().at(kOther), t0) == "unknown");
+  CHECK(c.others(t0).empty());
+  c.answered(sminfo(kOther, SmState::Standby, 0), kFromIsSm, Lid{}, t0 + seconds(1));
+  auto o = c.others(t0 + seconds(1));
+  REQUIRE(o.size() == 1);
+  CHECK(o[0].info.guid == kOther);
+  CHECK(o[0].where == "\"node07 HCA-1\" lid 7 at " + to_string(kSwitch) + " port 5");
+  const auto& e = c.entries().at(kOther);
+  CHECK(e.sources == (kFromIsSm));
+  CHECK_FALSE(e.head);
+  CHECK(c.entries().at(kOwn).local);
+  CHECK(c.entries().at(kPeer).head);
+  auto counts = c.count_by_state(t0 + seconds(1));
+  CHECK(counts["master"] == 1);
+  CHECK(counts["standby"] == 2);
+  CHECK(census_sources_text(kFromPoll | kFromIsSm) == "poll,is_sm");
+}
+
+TEST_CASE("Census: an SM that stops answering is no longer an other SM after expiry; gone when IsSM clears",
+          "[agent][census]") {
+  Census c({seconds(15), 8});
+  c.set_heads(kOwn, {kPeer});
+  const TimePoint t0{};
+  c.walked({port(kOther, "n", DrPath{{1, 5}}, kSwitch, 5)}, true, t0);
+  c.answered(sminfo(kOther, SmState::Standby, 0), kFromIsSm, Lid{}, t0);
+  CHECK(c.others(t0 + seconds(15)).size() == 1);
+  c.missed(kOther);
+  c.missed(kOther);
+  CHECK(c.entries().at(kOther).misses == 2);
+  CHECK(c.others(t0 + seconds(16)).empty());
+  c.expire(t0 + seconds(16));
+  REQUIRE(c.entries().count(kOther));  // IsSM still set: listed as silent
+  CHECK(c.state_text(c.entries().at(kOther), t0 + seconds(16)) == "silent");
+  // A partial walk does not clear IsSM; a complete one does.
+  c.walked({}, false, t0 + seconds(20));
+  c.expire(t0 + seconds(20));
+  CHECK(c.entries().count(kOther));
+  c.walked({}, true, t0 + seconds(30));
+  c.expire(t0 + seconds(30));
+  CHECK_FALSE(c.entries().count(kOther));
+}
+
+TEST_CASE("Census: the SM at our port's MasterSMLID is kept while it answers", "[agent][census]") {
+  Census c({seconds(15), 8});
+  c.set_heads(kOwn, {kPeer});
+  const TimePoint t0{};
+  c.answered(sminfo(kOther, SmState::Master, 15), kFromMasterSmLid, Lid{9}, t0);
+  REQUIRE(c.others(t0).size() == 1);
+  CHECK(c.others(t0)[0].where == "lid 9");
+  c.expire(t0 + seconds(16));
+  CHECK(c.entries().empty());
+}
+
+TEST_CASE("Census: bounded; odd descriptions escaped in the alarm text", "[agent][census]") {
+  Census c({seconds(15), 2});
+  c.set_heads(kOwn, {});
+  const TimePoint t0{};
+  c.answered(sminfo(Guid{1}, SmState::Standby, 0), kFromPoll, Lid{}, t0);
+  c.answered(sminfo(Guid{2}, SmState::Standby, 0), kFromPoll, Lid{}, t0);
+  c.answered(sminfo(Guid{3}, SmState::Standby, 0), kFromPoll, Lid{}, t0);
+  CHECK(c.entries().size() == 2);
+  CHECK(c.dropped() == 1);
+  Census d;
+  d.walked({port(kOther, std::string("evil\x1b[2J\xff", 8), DrPath{{1, 2}}, std::nullopt, 0)}, true, t0);
+  d.answered(sminfo(kOther, SmState::Standby, 0), kFromIsSm, Lid{}, t0);
+  const std::string w = d.others(t0).at(0).where;
+  CHECK(w.find('\x1b') == std::string::npos);
+  CHECK(w.find("evil") != std::string::npos);
+}
+
+TEST_CASE("Census: a recheck between walks adds an IsSM port, and clears it", "[agent][census]") {
+  Census c({seconds(15), 8});
+  c.set_heads(kOwn, {kPeer});
+  const TimePoint t0{};
+  auto p = port(kOther, "", DrPath{{1, 5}}, kSwitch, 5);
+  p.description_known = false;
+  c.rechecked(p, false, t0);
+  CHECK(c.entries().empty());  // not IsSM, not known: nothing
+  c.rechecked(p, true, t0);
+  REQUIRE(c.entries().count(kOther));
+  CHECK(c.entries().at(kOther).is_sm);
+  CHECK(c.entries().at(kOther).description.empty());
+  c.described(kOther, "node07 HCA-1");
+  c.answered(sminfo(kOther, SmState::Standby, 0), kFromIsSm, Lid{}, t0);
+  REQUIRE(c.others(t0).size() == 1);
+  CHECK(c.others(t0)[0].where == "\"node07 HCA-1\" lid 7 at " + to_string(kSwitch) + " port 5");
+  c.rechecked(p, false, t0 + seconds(1));
+  CHECK_FALSE(c.entries().at(kOther).is_sm);
+  c.expire(t0 + seconds(16));
+  CHECK(c.entries().empty());
+}
+
+TEST_CASE("Census: heads known from polls get their cabling and LID from the walk's ports", "[agent][census]") {
+  Census c({seconds(15), 8});
+  c.set_heads(kOwn, {kPeer});
+  const TimePoint t0{};
+  c.answered(sminfo(kPeer, SmState::Standby, 10), kFromPoll, Lid{}, t0);
+  auto p = port(kPeer, "head02", DrPath{{1, 4}}, kSwitch, 4);
+  p.description_known = false;
+  c.known_ports({p});
+  const auto& e = c.entries().at(kPeer);
+  CHECK(e.lid == Lid{7});
+  REQUIRE(e.neighbour);
+  CHECK(*e.neighbour == kSwitch);
+  CHECK(e.neighbour_port == 4);
+  CHECK(e.description.empty());
+  CHECK_FALSE(e.is_sm);  // only a walk's IsSM or a recheck sets it
+  c.described(kPeer, "head02");
+  c.described(kPeer, "");  // an empty answer does not erase it
+  CHECK(c.entries().at(kPeer).description == "head02");
+  // An SM that appears later is filled in when it is first seen.
+  c.known_ports({port(kOther, "x", DrPath{{1, 5}}, kSwitch, 5)});
+  c.answered(sminfo(kOther, SmState::Standby, 0), kFromMasterSmLid, Lid{}, t0);
+  CHECK(c.entries().at(kOther).neighbour_port == 5);
+  CHECK(c.entries().at(kOther).description == "x");
+}
