@@ -154,6 +154,24 @@ TEST_CASE("parse_request reports where the JSON is broken", "[control][protocol]
   CHECK_THAT(r.error().message, !Catch::Contains("json.exception"));
 }
 
+TEST_CASE("an empty frame (a NUL alone) gets the parser's own message, every time", "[control][protocol]") {
+  // parse_json answers an empty frame from a message built once; it must be the
+  // message the parser gives, with its position, and stay the same.
+  for (int i = 0; i < 3; ++i) {
+    auto r = parse_json("");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == "json");
+    CHECK(r.error().message ==
+          "invalid JSON: parse error at line 1, column 1: syntax error while parsing value - "
+          "unexpected end of input; "
+          "expected '[', '{', or a literal");
+  }
+  // A frame that is not empty still gets its own position.
+  auto blank = parse_json(" ");
+  REQUIRE_FALSE(blank.ok());
+  CHECK_THAT(blank.error().message, Catch::Contains("unexpected end of input"));
+}
+
 TEST_CASE("a long method name is quoted truncated", "[control][protocol]") {
   std::string name(5000, 'A');
   auto r = parse_request(R"({"method":")" + name + "\"}");
