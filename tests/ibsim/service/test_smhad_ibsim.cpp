@@ -73,6 +73,22 @@ int assigned_lid(IbsimFabric& fabric, const std::string& node) {
   return p->lid;
 }
 
+// Two heads configured by port GUID alone, each naming the other: head01
+// started first and MASTER, then head02 STANDBY seeing head01 MASTER; their
+// last status in s1 and s2.
+void start_guid_only_pair(IbsimFabric& fabric, OsmGuard& guard, Head& h1, Head& h2, json& s1, json& s2) {
+  write_config(h1, 10, {{h2.name, h2.guid, 0}});
+  write_config(h2, 10, {{h1.name, h1.guid, 0}});
+  start_smhad(fabric, h1, SMHA_SMHAD);
+  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
+    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
+  start_smhad(fabric, h2, SMHA_SMHAD);
+  if (!wait_status(fabric, h2, guard, [](const json& j) {
+        return j["local"]["state"] == "STANDBY" && j["peers"][0]["state"] == "MASTER";
+      }, 30s, &s2))
+    FAIL("head02 not STANDBY seeing head01 MASTER: " << s2.dump() << "\n" << smhad_log(fabric, h2));
+}
+
 }  // namespace
 
 
@@ -342,17 +358,8 @@ TEST_CASE("HA drill: GUID-only configs (name + port_guid), peers found by discov
   const std::uint64_t g1 = 0x100001, g2 = 0x100004;
   Head h1{"head01", "Hca1", g1, fabric.scratch_dir() + "/head01"};
   Head h2{"head02", "Hca2", g2, fabric.scratch_dir() + "/head02"};
-  write_config(h1, 10, {{"head02", g2, 0}});
-  write_config(h2, 10, {{"head01", g1, 0}});
-  start_smhad(fabric, h1, SMHA_SMHAD);
   json s1, s2;
-  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
-    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
-  start_smhad(fabric, h2, SMHA_SMHAD);
-  if (!wait_status(fabric, h2, guard, [](const json& j) {
-        return j["local"]["state"] == "STANDBY" && j["peers"][0]["state"] == "MASTER";
-      }, 30s, &s2))
-    FAIL("head02 not STANDBY seeing head01 MASTER: " << s2.dump() << "\n" << smhad_log(fabric, h2));
+  start_guid_only_pair(fabric, guard, h1, h2, s1, s2);
   // Both peers resolved: the route ibsim has, a LID, and the node description.
   REQUIRE(wait_status(fabric, h1, guard, [](const json& j) {
     return j["local"]["state"] == "MASTER" && j["peers"][0]["state"] == "STANDBY" &&
@@ -416,17 +423,8 @@ TEST_CASE("Census: a third OpenSM at priority 0 on a compute node raises unknown
   const std::uint64_t g1 = 0x100001, g2 = 0x100004;
   Head h1{"head01", "Hca1", g1, fabric.scratch_dir() + "/head01"};
   Head h2{"head02", "Hca2", g2, fabric.scratch_dir() + "/head02"};
-  write_config(h1, 10, {{"head02", g2, 0}});
-  write_config(h2, 10, {{"head01", g1, 0}});
-  start_smhad(fabric, h1, SMHA_SMHAD);
   json s1, s2;
-  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
-    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
-  start_smhad(fabric, h2, SMHA_SMHAD);
-  if (!wait_status(fabric, h2, guard, [](const json& j) {
-        return j["local"]["state"] == "STANDBY" && j["peers"][0]["state"] == "MASTER";
-      }, 30s, &s2))
-    FAIL("head02 not STANDBY seeing head01 MASTER: " << s2.dump() << "\n" << smhad_log(fabric, h2));
+  start_guid_only_pair(fabric, guard, h1, h2, s1, s2);
   // Both heads in each census, as heads; no unknown_sm.
   for (Head* h : {&h1, &h2}) {
     json s;
