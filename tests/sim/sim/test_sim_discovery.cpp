@@ -15,6 +15,7 @@
 #include "smha/sim/cluster.hpp"
 #include "smha/sim/fabric.hpp"
 #include "smha/sim/topology.hpp"
+#include "load_net.hpp"
 
 using namespace smha;
 using namespace smha::sim;
@@ -24,18 +25,7 @@ using agent::DiscoveryResult;
 
 namespace {
 
-Topology load_net(const std::string& name) {
-  const std::string path = std::string(SMHA_TOPOLOGIES) + "/" + name;
-  std::ifstream in(path);
-  REQUIRE(in);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto t = Topology::parse_ibsim(ss.str(), path);
-  INFO((t.ok() ? std::string() : t.error().message));
-  REQUIRE(t.ok());
-  t->assign_lids();
-  return std::move(*t);
-}
+using smha::sim::testing::load_net;
 
 Guid port1(const Topology& t, const std::string& id) {
   auto n = t.find(id);
