@@ -145,118 +145,83 @@ void Discovery::begin(bool survey, std::vector<Guid> targets, Done done, std::ve
     static void send(Discovery* d, const std::shared_ptr<Run>& r, Work w) {
       std::weak_ptr<Run> weak = r;
       const mad::RequestOptions o = d->limits_.request;
-      if (auto* rn = std::get_if<ReadNode>(&w)) {
-        DrPath path = rn->path;
-        auto parent = rn->parent;
-        d->mad_.get_node_info(path, o, [d, weak, path, parent, o](Result<mad::NodeInfoReply> res) {
+      // Every answer: ignored once the run is gone or over; otherwise a failure
+      // is counted, a reply's MADs are counted and it goes to on_reply(run,
+      // reply); then more work is sent.
+      auto answered = [d, weak, o](auto on_reply, bool target_read = false) {
+        return [d, weak, o, on_reply = std::move(on_reply), target_read](auto res) {
           auto r = weak.lock();
           if (!r || r->finished) return;
           --r->in_flight;
-          if (!res) count_failure(*r, res.error(), o);
-          else on_node(d, *r, path, parent, res->info, res->attempts);
+          if (target_read) --r->target_reads;
+          if (!res) {
+            count_failure(*r, res.error(), o);
+          } else {
+            r->result.mads += static_cast<std::uint64_t>(res->attempts);
+            on_reply(*r, *res);
+          }
           pump(d, r);
-        });
+        };
+      };
+      if (auto* rn = std::get_if<ReadNode>(&w)) {
+        DrPath path = rn->path;
+        auto parent = rn->parent;
+        d->mad_.get_node_info(path, o, answered([d, path, parent](Run& r, const mad::NodeInfoReply& reply) {
+          on_node(d, r, path, parent, reply.info);
+        }));
       } else if (auto* sp = std::get_if<ReadSmPort>(&w)) {
         SmPort port = std::move(sp->port);
         const DrPath path = port.path;
         const std::uint8_t num = port.port_num;
-        d->mad_.get_port_info(path, num, o, [d, weak, port, o](Result<mad::PortInfoReply> res) {
-          auto r = weak.lock();
-          if (!r || r->finished) return;
-          --r->in_flight;
-          if (!res) {
-            count_failure(*r, res.error(), o);
-          } else {
-            r->result.mads += static_cast<std::uint64_t>(res->attempts);
-            SmPort p = port;
-            p.lid = res->info.lid;
-            r->result.probed.push_back(p);
-            if (mad::is_sm(res->info)) {
-              r->result.sm_ports.push_back(std::move(p));
-              r->queue.push_front(ReadSmDesc{r->result.sm_ports.size() - 1});
-            }
+        d->mad_.get_port_info(path, num, o, answered([port](Run& r, const mad::PortInfoReply& reply) {
+          SmPort p = port;
+          p.lid = reply.info.lid;
+          r.result.probed.push_back(p);
+          if (mad::is_sm(reply.info)) {
+            r.result.sm_ports.push_back(std::move(p));
+            r.queue.push_front(ReadSmDesc{r.result.sm_ports.size() - 1});
           }
-          pump(d, r);
-        });
+        }));
       } else if (auto* sd = std::get_if<ReadSmDesc>(&w)) {
         const std::size_t idx = sd->index;
         d->mad_.get_node_description(r->result.sm_ports.at(idx).path, o,
-                                     [d, weak, idx, o](Result<mad::NodeDescriptionReply> res) {
-          auto r = weak.lock();
-          if (!r || r->finished) return;
-          --r->in_flight;
-          if (!res) {
-            count_failure(*r, res.error(), o);
-          } else {
-            r->result.mads += static_cast<std::uint64_t>(res->attempts);
-            auto& p = r->result.sm_ports.at(idx);
-            p.description = res->text;
-            p.description_known = true;
-          }
-          pump(d, r);
-        });
+                                     answered([idx](Run& r, const mad::NodeDescriptionReply& reply) {
+                                       auto& p = r.result.sm_ports.at(idx);
+                                       p.description = reply.text;
+                                       p.description_known = true;
+                                     }));
       } else if (auto* cp = std::get_if<CheckPort>(&w)) {
         DrPath path = cp->path;
         const std::uint8_t port = cp->port;
         const Guid sw = cp->sw;
-        d->mad_.get_port_info(path, port, o, [d, weak, path, port, sw, o](Result<mad::PortInfoReply> res) {
-          auto r = weak.lock();
-          if (!r || r->finished) return;
-          --r->in_flight;
-          if (!res) {
-            count_failure(*r, res.error(), o);
-          } else {
-            r->result.mads += static_cast<std::uint64_t>(res->attempts);
-            if (res->info.state != mad::PortState::Down) {
-              DrPath next = path;
-              next.hops.push_back(port);
-              r->queue.push_back(ReadNode{std::move(next), sw});
-            }
+        d->mad_.get_port_info(path, port, o, answered([path, port, sw](Run& r, const mad::PortInfoReply& reply) {
+          if (reply.info.state != mad::PortState::Down) {
+            DrPath next = path;
+            next.hops.push_back(port);
+            r.queue.push_back(ReadNode{std::move(next), sw});
           }
-          pump(d, r);
-        });
+        }));
       } else {
         const auto& rt = std::get<ReadTarget>(w);
         const Guid g = rt.target;
         const ResolvedPort& rp = r->result.found.at(g);
         if (rt.description) {
-          d->mad_.get_node_description(rp.path, o, [d, weak, g, o](Result<mad::NodeDescriptionReply> res) {
-            auto r = weak.lock();
-            if (!r || r->finished) return;
-            --r->in_flight;
-            --r->target_reads;
-            if (!res) {
-              count_failure(*r, res.error(), o);
-            } else {
-              r->result.mads += static_cast<std::uint64_t>(res->attempts);
-              auto& p = r->result.found.at(g);
-              p.description = res->text;
-              p.description_known = true;
-            }
-            pump(d, r);
-          });
+          d->mad_.get_node_description(rp.path, o, answered([g](Run& r, const mad::NodeDescriptionReply& reply) {
+            auto& p = r.result.found.at(g);
+            p.description = reply.text;
+            p.description_known = true;
+          }, true));
         } else {
-          d->mad_.get_port_info(rp.path, rp.port_num, o, [d, weak, g, o](Result<mad::PortInfoReply> res) {
-            auto r = weak.lock();
-            if (!r || r->finished) return;
-            --r->in_flight;
-            --r->target_reads;
-            if (!res) {
-              count_failure(*r, res.error(), o);
-            } else {
-              r->result.mads += static_cast<std::uint64_t>(res->attempts);
-              auto& p = r->result.found.at(g);
-              p.lid = res->info.lid;
-              p.lid_known = true;
-            }
-            pump(d, r);
-          });
+          d->mad_.get_port_info(rp.path, rp.port_num, o, answered([g](Run& r, const mad::PortInfoReply& reply) {
+            auto& p = r.result.found.at(g);
+            p.lid = reply.info.lid;
+            p.lid_known = true;
+          }, true));
         }
       }
     }
     static void on_node(Discovery* d, Run& r, const DrPath& path, const std::optional<Guid>& parent,
-                        const mad::NodeInfo& ni, int attempts) {
-      r.result.mads += static_cast<std::uint64_t>(attempts);
+                        const mad::NodeInfo& ni) {
       const bool new_ca_port = ni.type != mad::NodeType::Switch && r.ca_ports.insert(ni.port_guid).second;
       if (r.survey) {
         // Where our own cable ends: the node one hop out of our port.
