@@ -310,6 +310,7 @@ void Agent::finish_round() {
                           : cfg_.local_port_num != 0 ? round->port
                                                      : sm::PortState::Up;
   round->obs.local_stopped = local_stopped_ && local_stopped_();
+  round->obs.sent_at = round_started_;
   for (std::size_t i = 0; i < round->obs.peers.size(); ++i) {
     auto& p = round->obs.peers[i];
     p.port = peer_port_ ? peer_port_(p.guid) : round->peer_ports[i];

@@ -596,6 +596,7 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
     local_ = *r.local.info;
     local_misses_ = 0;
     local_answer_at_ = now;
+    local_alive_at_ = r.sent_at.value_or(now);
     answered_since_start_ = true;
     // At Init the answer is an OpenSM smhad adopts (adopt()), not a change.
     if (role_ != Role::Init && (!before || *before != r.local.info->state)) {
@@ -657,7 +658,7 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
       r.local_stopped || replaced_master ? policy_.hang_timeout : policy_.unresponsive_timeout;
   if (!r.local.info && local_misses_ >= policy_.misses &&
       (answered_since_start_ || (!policy_.observe && now - started_at_ >= policy_.start_grace)) &&
-      now - std::max(local_answer_at_, started_at_) >= silence_needed &&
+      now - std::max(local_alive_at_, started_at_) >= silence_needed &&
       r.local_port != PortState::Down) {
     set_alarm(AlarmKind::LocalSmHung, true,
               "no SMInfo answer from local OpenSM for " + std::to_string(local_misses_) + " rounds",
@@ -813,6 +814,7 @@ void HaMachine::adopt(const PollRound& r, TimePoint now, Ctx& c) {
   local_ = l;
   local_state_ = l.state;
   local_answer_at_ = now;
+  local_alive_at_ = r.sent_at.value_or(now);
   answered_since_start_ = true;
   started_at_ = now;
   const std::uint8_t want = desired_priority();

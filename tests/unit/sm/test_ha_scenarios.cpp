@@ -130,6 +130,34 @@ TEST_CASE("Fence: a silent local SM is fenced only after misses rounds AND hang_
   CHECK(has_event(d.actions, EventKind::FenceLocal));
 }
 
+TEST_CASE("Fence: silence is counted from when the last answered query was sent, so the "
+          "answer's latency does not cost a round", "[sm]") {
+  // The agent's rhythm with a silent local SM: a round every poll interval
+  // while it answers, then (poll_soon) one 60 ms apart, each ending when its
+  // 50 ms window closes. The last answered round was sent at 10.0 s and ended
+  // 3 ms later (the answer's latency). The round sent at 10.35 s ends at
+  // 10.40 s: hang_timeout (400 ms) after the query the SM last answered.
+  const TimePoint t0 = TimePoint{} + seconds(10);
+  auto sent = [&](Rig& rig, const PollRound& r, Duration at, Duration took) {
+    PollRound x = r;
+    x.sent_at = t0 + at;
+    rig.t = t0 + at + took;
+    return rig.step(x);
+  };
+  Rig rig;
+  for (int i = 0; i < 5; ++i)
+    sent(rig, round(Local{M, 11}, {Peer{S, 10}}), milliseconds(100 * (i - 4)), milliseconds(3));
+  std::vector<Action> acts;
+  for (const int at : {100, 160, 220, 280}) {
+    auto d = sent(rig, round(Local{kSilent}, {Peer{S, 10}}), milliseconds(at), milliseconds(50));
+    acts.insert(acts.end(), d.actions.begin(), d.actions.end());
+  }
+  CHECK(count<StopOpensm>(acts) == 0);
+  CHECK(count<RestartOpensm>(acts) == 0);
+  auto d = sent(rig, round(Local{kSilent}, {Peer{S, 10}}), milliseconds(350), milliseconds(50));
+  CHECK(has_event(d.actions, EventKind::FenceLocal));
+}
+
 TEST_CASE("Fence: a silent OpenSM that still runs (busy) waits for unresponsive_timeout, "
           "unless it was MASTER and a peer is MASTER now", "[sm]") {
   Rig rig;

@@ -77,6 +77,12 @@ struct PollRound {
   // configured peer's address (those are polled anyway): a peer without a
   // configured LID, one at a stale LID, or an SM that is not a head.
   Probe port_master;
+  // When the round's queries were sent (the agent sets it; unset: the step's
+  // `now`). An answer in this round shows the SM alive at this time at the
+  // latest, so a silence is measured from here, not from when the round ended:
+  // otherwise the answer's latency decides whether the fence comes at the
+  // round that completes hang_timeout or one round later.
+  std::optional<TimePoint> sent_at;
 };
 struct ProcessChanged {
   ProcessState process;
@@ -247,6 +253,7 @@ class HaMachine {
   SmState local_state_ = SmState::NotActive;
   int local_misses_ = 0;
   TimePoint local_answer_at_{};       // last answer of the local SM
+  TimePoint local_alive_at_{};        // when the query it answered last was sent
   TimePoint started_at_{};
   bool answered_since_start_ = false;  // the local SM answered since (re)start/adoption
   // Our own port went down while we were master. A real OpenSM stays MASTER
