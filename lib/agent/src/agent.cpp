@@ -106,6 +106,7 @@ void Agent::start() {
   step(sm::ProcessChanged{opensm_.state()});
   request_discovery("start");
   if (cfg_.census.enabled) {
+    read_own_description();
     walk_timer_ = sched_.schedule_at(sched_.now() + cfg_.census.first_walk_delay, [this, alive] {
       if (alive.expired()) return;
       walk_timer_.reset();
@@ -533,7 +534,8 @@ void Agent::report_route(std::size_t i, const PeerRoute& before) {
     if (p.guid == r.guid) name = p.name;
   sm::RecordEvent e{sm::EventKind::PeerRoute,
                     name + " (" + to_string(r.guid) + ") \"" + printable(r.description) + "\": " + r.status,
-                    "lid " + std::to_string(r.lid.value) + ", dr " + (r.dr ? to_string(*r.dr) : "-")};
+                    "lid " + std::to_string(r.lid.value) + ", dr " + (r.dr ? to_string(*r.dr) : "-"),
+                    {r.guid}};
   sink_.event(e, sched_.now());
 }
 
@@ -573,17 +575,25 @@ void Agent::start_walk() {
   walk_timer_.reset();
   census_stats_.next_walk_at.reset();
   std::weak_ptr<int> alive = alive_;
-  if (own_description_.empty()) {  // our own name, once
-    mad::RequestOptions o = cfg_.census.query;
-    o.m_key = cfg_.m_key;
-    mad_.get_node_description(DrPath{}, o, [this, alive](Result<mad::NodeDescriptionReply> d) {
-      if (alive.expired() || !d.ok()) return;
-      own_description_ = d->text;
-    });
-  }
+  read_own_description();  // if the read at start failed
   survey_.survey([this, alive](const DiscoveryResult& r) {
     if (alive.expired() || !running_) return;
     on_walk(r);
+  });
+}
+
+// Our own node's NodeDescription (one SubnGet on DR hop 0), once: the census
+// and the events name this head with it.
+void Agent::read_own_description() {
+  if (!own_description_.empty() || own_description_pending_) return;
+  own_description_pending_ = true;
+  mad::RequestOptions o = cfg_.census.query;
+  o.m_key = cfg_.m_key;
+  std::weak_ptr<int> alive = alive_;
+  mad_.get_node_description(DrPath{}, o, [this, alive](Result<mad::NodeDescriptionReply> d) {
+    if (alive.expired()) return;
+    own_description_pending_ = false;
+    if (d.ok()) own_description_ = d->text;
   });
 }
 

@@ -61,11 +61,6 @@ double seconds_since(TimePoint then, TimePoint now) {
   return std::chrono::duration<double>(now - then).count();
 }
 
-json event_json(const EventRecord& e) {
-  return json{{"seq", e.seq}, {"time", format_utc(e.wall)}, {"kind", e.kind}, {"reason", e.reason},
-              {"evidence", e.evidence}};
-}
-
 std::string join_errors(const std::vector<config::Diagnostic>& errors) {
   std::string out;
   for (const auto& d : errors) out += (out.empty() ? "" : "\n") + d.to_string();
@@ -207,6 +202,7 @@ class Daemon final : public DrillHost {
   std::chrono::system_clock::time_point started_wall_{};
   std::chrono::system_clock::time_point config_loaded_wall_{};  // start, then each successful reload
   std::string head_name(Guid guid) const;
+  EventNode event_node(Guid guid) const;
   int exit_code_ = 0;
   bool startup_ready();
   // The round count when every GUID-only peer was first resolved (or not found).
@@ -396,6 +392,7 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
   cfg.policy.observe = options_.observe;  // no OpenSM of ours: a silent local port is no hang
   agent_ = std::make_unique<agent::Agent>(std::move(cfg), *sched_, *mad_, *control_, *events_);
   if (supervised_) agent_->set_local_stopped([this] { return supervised_->process_stopped(); });
+  sink_.set_node_namer(own_guid_, [this](Guid g) { return event_node(g); });
   agent_->start();
 }
 
@@ -591,6 +588,20 @@ std::string Daemon::head_name(Guid guid) const {
   return "";  // an SM that is not a configured head
 }
 
+// An SM as events name it: head name, GUID, and the NodeDescription the
+// census (every SM, our own node included) or the peer's discovery found.
+EventNode Daemon::event_node(Guid guid) const {
+  EventNode n{head_name(guid), guid, {}};
+  if (!agent_) return n;
+  const auto& sms = agent_->census().entries();
+  if (auto it = sms.find(guid); it != sms.end()) n.description = it->second.description;
+  if (n.description.empty() && guid == own_guid_) n.description = agent_->own_description();
+  if (n.description.empty())
+    for (const auto& r : agent_->routes())
+      if (r.guid == guid) n.description = r.description;
+  return n;
+}
+
 // Every SM the census knows (doc/census.md), heads first, then by GUID.
 json Daemon::census_json(TimePoint now) const {
   json sms = json::array();
@@ -728,7 +739,7 @@ json Daemon::status_json() {
   json alarms = json::array();
   for (const auto& [kind, detail] : sink_.alarms()) alarms.push_back({{"kind", kind}, {"detail", detail}});
   j["alarms"] = alarms;
-  j["last_transition"] = sink_.last_transition() ? event_json(*sink_.last_transition()) : json(nullptr);
+  j["last_transition"] = sink_.last_transition() ? event_to_json(*sink_.last_transition()) : json(nullptr);
   json hold{{"held", hold_.held}};
   if (hold_.held) {
     hold["reason"] = hold_.reason;

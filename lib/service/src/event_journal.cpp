@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "smha/core/file_read.hpp"
+#include "smha/core/text.hpp"
 #include "smha/opensm/posix_file_system.hpp"
 
 namespace smha::service {
@@ -69,12 +70,26 @@ std::optional<std::chrono::system_clock::time_point> parse_utc(std::string_view 
   return std::chrono::system_clock::from_time_t(tt) + std::chrono::milliseconds(*ms);
 }
 
+nlohmann::json event_nodes_json(const std::vector<EventNode>& nodes, bool for_people) {
+  auto text = [&](const std::string& t) -> nlohmann::json {
+    if (t.empty()) return nullptr;
+    return for_people ? printable(t) : t.substr(0, kMaxNodeTextBytes);
+  };
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t i = 0; i < nodes.size() && i < kMaxEventNodes; ++i)
+    out.push_back({{"name", text(nodes[i].name)},
+                   {"guid", to_string(nodes[i].guid)},
+                   {"node_description", text(nodes[i].description)}});
+  return out;
+}
+
 std::string encode_event_line(const EventRecord& e) {
   nlohmann::json j{{"seq", e.seq},
                    {"time", format_utc(e.wall)},
                    {"kind", e.kind},
                    {"reason", cut(e.reason)},
                    {"evidence", cut(e.evidence)}};
+  if (!e.nodes.empty()) j["nodes"] = event_nodes_json(e.nodes, false);
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -97,6 +112,22 @@ std::optional<EventRecord> decode_event_line(std::string_view line) {
   e.kind = str("kind")->get<std::string>();
   e.reason = str("reason")->get<std::string>();
   e.evidence = str("evidence")->get<std::string>();
+  // Nodes are a courtesy: a malformed entry is left out, the event kept.
+  if (auto nodes = j.find("nodes"); nodes != j.end() && nodes->is_array()) {
+    for (const auto& n : *nodes) {
+      if (e.nodes.size() >= kMaxEventNodes) break;
+      if (!n.is_object()) continue;
+      auto g = n.find("guid");
+      const auto guid = g != n.end() && g->is_string() ? parse_guid(g->get<std::string>()) : std::nullopt;
+      if (!guid) continue;
+      auto text = [&](const char* k) {
+        auto it = n.find(k);
+        return it != n.end() && it->is_string() ? it->get<std::string>().substr(0, kMaxNodeTextBytes)
+                                                : std::string();
+      };
+      e.nodes.push_back(EventNode{text("name"), *guid, text("node_description")});
+    }
+  }
   return e;
 }
 

@@ -14,8 +14,10 @@ using control::ResultCode;
 using nlohmann::json;
 
 json event_to_json(const EventRecord& e) {
-  return json{{"seq", e.seq}, {"time", format_utc(e.wall)}, {"kind", e.kind}, {"reason", e.reason},
-              {"evidence", e.evidence}};
+  json j{{"seq", e.seq}, {"time", format_utc(e.wall)}, {"kind", e.kind}, {"reason", e.reason},
+         {"evidence", e.evidence}};
+  if (!e.nodes.empty()) j["nodes"] = event_nodes_json(e.nodes, true);
+  return j;
 }
 
 EventsMethod::EventsMethod(boost::asio::io_context& io, LogEventSink& sink, const Clock& clock)

@@ -395,8 +395,37 @@ void LogEventSink::restore(const std::vector<EventRecord>& earlier) {
   }
 }
 
+std::vector<EventNode> LogEventSink::nodes_of(const sm::RecordEvent& e) const {
+  std::vector<EventNode> out;
+  if (!namer_) return out;
+  auto add = [&](Guid g) {
+    if (out.size() >= kMaxEventNodes) return;
+    for (const auto& n : out)
+      if (n.guid == g) return;
+    out.push_back(namer_(g));
+  };
+  add(self_);
+  for (Guid g : e.nodes) add(g);
+  return out;
+}
+
+namespace {
+// "head02 0x0002c90300000002 "head02 HCA-1"; ..." for the log line.
+std::string nodes_text(const std::vector<EventNode>& nodes) {
+  std::string out;
+  for (const auto& n : nodes) {
+    if (!out.empty()) out += "; ";
+    if (!n.name.empty()) out += printable(n.name) + " ";
+    out += to_string(n.guid);
+    if (!n.description.empty()) out += " \"" + printable(n.description) + "\"";
+  }
+  return out;
+}
+}  // namespace
+
 void LogEventSink::event(const sm::RecordEvent& e, TimePoint at) {
   auto log = sm_log();
+  const auto nodes = nodes_of(e);
   if (e.kind == sm::EventKind::StateChanged) {
     std::string from = e.reason, to;
     if (auto pos = e.reason.find("->"); pos != std::string::npos) {
@@ -405,16 +434,17 @@ void LogEventSink::event(const sm::RecordEvent& e, TimePoint at) {
     }
     const std::string cause = last_cause_.empty() ? "observed" : last_cause_;
     platform::log_event(*log, platform::kSmTransition, {{"from", from}, {"to", to}, {"reason", cause}});
-    EventRecord r{0, {}, "transition", e.reason, cause, at};
+    EventRecord r{0, {}, "transition", e.reason, cause, at, nodes};
     push(r);
     last_transition_ = events_.back();
     return;
   }
   last_cause_ = std::string(sm::to_string(e.kind)) + (e.reason.empty() ? "" : ": " + e.reason);
-  platform::log_event(*log, platform::kSmEvent,
-                      {{"kind", std::string(sm::to_string(e.kind))}, {"reason", e.reason},
-                       {"evidence", e.evidence}});
-  push(EventRecord{0, {}, std::string(sm::to_string(e.kind)), e.reason, e.evidence, at});
+  platform::LogFields fields{{"kind", std::string(sm::to_string(e.kind))}, {"reason", e.reason},
+                             {"evidence", e.evidence}};
+  if (!nodes.empty()) fields.emplace_back("nodes", nodes_text(nodes));
+  platform::log_event(*log, platform::kSmEvent, fields);
+  push(EventRecord{0, {}, std::string(sm::to_string(e.kind)), e.reason, e.evidence, at, nodes});
   if (e.kind == sm::EventKind::Adopted) last_transition_ = events_.back();
 }
 
@@ -743,6 +773,16 @@ std::string render_events_text(const nlohmann::json& j) {
   for (const auto& e : j.value("events", nlohmann::json::array())) {
     o << str(e, "time") << "  " << str(e, "kind") << "  " << str(e, "reason");
     if (!str(e, "evidence", "").empty()) o << "  [" << str(e, "evidence") << "]";
+    // The SMs it is about, with the names people know (NodeDescription).
+    std::string about;
+    for (const auto& n : e.value("nodes", nlohmann::json::array())) {
+      if (!n.is_object()) continue;
+      if (!about.empty()) about += "; ";
+      if (!str(n, "name", "").empty()) about += str(n, "name") + " ";
+      about += str(n, "guid");
+      if (!str(n, "node_description", "").empty()) about += " \"" + str(n, "node_description") + "\"";
+    }
+    if (!about.empty()) o << "  (" << about << ")";
     o << "\n";
   }
   return o.str();

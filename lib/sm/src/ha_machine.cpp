@@ -83,8 +83,8 @@ struct HaMachine::Ctx {
   void act(T a) {
     d.actions.emplace_back(std::in_place_type<T>, std::move(a));
   }
-  void event(EventKind k, std::string reason, std::string evidence = {}) {
-    act(RecordEvent{k, std::move(reason), std::move(evidence)});
+  void event(EventKind k, std::string reason, std::string evidence = {}, std::vector<Guid> nodes = {}) {
+    act(RecordEvent{k, std::move(reason), std::move(evidence), std::move(nodes)});
   }
   TimePoint now;
   // Only future wakeups: a deadline already due is handled in this step or by
@@ -444,7 +444,8 @@ void HaMachine::on_tick(TimePoint now, Ctx& c) {
       role_ = Role::Standby;
       takeover_stage_ = 0;
       c.event(EventKind::TakeoverAborted, "a master answered",
-              peer_name(port_master_->guid) + " is MASTER at our port's MasterSMLID");
+              peer_name(port_master_->guid) + " is MASTER at our port's MasterSMLID",
+              {port_master_->guid});
       return;
     }
     if (takeover_stage_ == 0) {
@@ -474,7 +475,7 @@ void HaMachine::on_tick(TimePoint now, Ctx& c) {
               "no new master within " + ms(policy_.handover_bound), c);
     c.event(EventKind::HandoverRolledBack,
             handover_push_ ? "target did not become MASTER" : "master did not hand over",
-            "target " + peer_name(handover_target_));
+            "target " + peer_name(handover_target_), {handover_target_});
     role_ = local_master ? Role::Master : Role::Standby;
   }
 }
@@ -703,9 +704,9 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
         takeover_stage_ = 0;
       } else if (live_master_peer() != nullptr || port_master_) {
         role_ = Role::Standby;
-        c.event(EventKind::TakeoverAborted, "a master answered",
-                peer_name(live_master_peer() ? live_master_peer()->spec.guid : port_master_->guid) +
-                    " is MASTER");
+        const Guid master = live_master_peer() ? live_master_peer()->spec.guid : port_master_->guid;
+        c.event(EventKind::TakeoverAborted, "a master answered", peer_name(master) + " is MASTER",
+                {master});
         takeover_stage_ = 0;
       } else if (now >= deadline_) {
         on_tick(now, c);
@@ -722,7 +723,8 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
         role_ = Role::Standby;
         set_alarm(AlarmKind::HandoverFailed, false, "", c);
         c.event(EventKind::HandoverDone, "handed over",
-                peer_name(live_master_peer()->spec.guid) + " is MASTER");
+                peer_name(live_master_peer()->spec.guid) + " is MASTER",
+                {live_master_peer()->spec.guid});
       } else if (!handover_push_ && ls == SmState::Master) {
         role_ = Role::Master;
         set_alarm(AlarmKind::HandoverFailed, false, "", c);
@@ -896,7 +898,9 @@ void HaMachine::consider_takeover(const PollRound& r, TimePoint now, Ctx& c) {
   for (const auto& t : peers_)
     if (t.last && t.last->state == SmState::Master && !t.answered) took_over_from_ = t.spec.guid;
   c.act(SendDiscover{});
-  c.event(EventKind::TakeoverStarted, "master lost", evidence);
+  std::vector<Guid> lost;
+  if (took_over_from_) lost.push_back(*took_over_from_);
+  c.event(EventKind::TakeoverStarted, "master lost", evidence, lost);
   role_ = Role::TakingOver;
   takeover_stage_ = 0;
   takeover_started_ = now;
@@ -961,7 +965,7 @@ void HaMachine::consider_split_brain(const PollRound& r, TimePoint now, Ctx& c) 
           stale   ? "our port was down while the other took over"
           : lower ? "lower-ranked of two masters"
                   : "other master did not yield",
-          detail);
+          detail, {other->spec.guid});
   restart_as_standby(now, c);
 }
 
@@ -998,11 +1002,14 @@ void HaMachine::consider_preempt(const PollRound& r, TimePoint now, Ctx& c) {
   deadline_ = now + policy_.handover_bound;
   c.event(EventKind::HandoverStarted, "preempt: preferred head takes mastership back",
           "healthy for " + ms(policy_.preempt_hold_down) + "; master " +
-              peer_name(m->spec.guid));
+              peer_name(m->spec.guid),
+          {m->spec.guid});
 }
 
 void HaMachine::on_handover(const HandoverRequest& h, TimePoint now, Ctx& c) {
-  auto reject = [&](std::string why) { c.event(EventKind::HandoverRejected, std::move(why)); };
+  auto reject = [&](std::string why, std::vector<Guid> nodes = {}) {
+    c.event(EventKind::HandoverRejected, std::move(why), {}, std::move(nodes));
+  };
   const bool local_master = role_ == Role::Master && local_ && local_state_ == SmState::Master;
   if (local_master) {
     // Push: drop below every standby; OpenSM's heavy sweep hands over to the
@@ -1015,7 +1022,8 @@ void HaMachine::on_handover(const HandoverRequest& h, TimePoint now, Ctx& c) {
     if (!best) return reject("no live standby to hand over to");
     if (h.target && *h.target != best->spec.guid)
       return reject(peer_name(*h.target) + " is not the highest-ranked live standby (" +
-                    peer_name(best->spec.guid) + " is); run the handover on the target head");
+                        peer_name(best->spec.guid) + " is); run the handover on the target head",
+                    {*h.target, best->spec.guid});
     handover_push_ = true;
     handover_target_ = best->spec.guid;
   } else if (role_ == Role::Standby && local_ && local_state_ == SmState::Standby) {
@@ -1031,7 +1039,7 @@ void HaMachine::on_handover(const HandoverRequest& h, TimePoint now, Ctx& c) {
   role_ = Role::HandingOver;
   deadline_ = now + policy_.handover_bound;
   c.event(EventKind::HandoverStarted, handover_push_ ? "by request: push" : "by request: pull",
-          "target " + peer_name(handover_target_));
+          "target " + peer_name(handover_target_), {handover_target_});
 }
 
 }  // namespace smha::sm

@@ -510,6 +510,34 @@ class IbsimDrill {
       INFO("head02 events:\n" << events_text(*eb));
       CHECK(found);
     }
+    // Events name their SMs as people know them (NodeDescription: the net
+    // file gives Hca1 "head01", Hca2 "head02"): this head first; head02's
+    // takeover names the master it lost.
+    auto text = [](const nlohmann::json& n, const char* k) {
+      return n.contains(k) && n[k].is_string() ? n[k].get<std::string>() : std::string("(none)");
+    };
+    auto named = [&](const nlohmann::json& e, const std::string& name) {
+      for (const auto& n : e["nodes"])
+        if (text(n, "name") == name && text(n, "node_description") == name) return true;
+      return false;
+    };
+    for (const auto* ev : {&*ea, &*eb}) {
+      const bool on_a = ev == &*ea;
+      for (const auto& e : *ev) {
+        const std::string kind = e.value("kind", "");
+        // The drill's events, after both heads settled (events at start may
+        // come before the census read our own NodeDescription).
+        if (kind.rfind("takeover_", 0) != 0 && kind.rfind("handover_", 0) != 0 && kind != "fence_local" &&
+            kind != "split_brain_yield")
+          continue;
+        INFO((on_a ? "head01 " : "head02 ") << e.dump());
+        REQUIRE(e.contains("nodes"));
+        REQUIRE(e["nodes"].is_array());
+        CHECK(named(e, on_a ? "head01" : "head02"));
+        CHECK(text(e["nodes"][0], "name") == (on_a ? "head01" : "head02"));
+        if (!on_a && kind == "takeover_started") CHECK(named(e, "head01"));
+      }
+    }
     std::string summary = "head01:";
     for (const auto& k : ka) summary += " " + k;
     summary += " | head02:";

@@ -13,7 +13,10 @@
 #include <limits>
 #include <sstream>
 
+#include "smha/core/text.hpp"
 #include "smha/service/event_journal.hpp"
+#include "smha/service/events_method.hpp"
+#include "smha/service/service.hpp"
 #include "test_support.hpp"
 
 using namespace smha;
@@ -51,6 +54,62 @@ TEST_CASE("event lines round-trip, with UTC millisecond times", "[service][event
   CHECK_FALSE(decode_event_line("{\"seq\":1,\"time\":\"yesterday\",\"kind\":\"a\",\"reason\":\"\",\"evidence\":\"\"}"));
   CHECK_FALSE(decode_event_line("{\"seq\":1,\"time\":\"2026-12-02T14:30:00.1"));  // cut by a crash
   CHECK_FALSE(parse_utc("2026-13-02T14:30:00.123Z"));
+}
+
+TEST_CASE("engine events name their SMs with head name, GUID and NodeDescription, in the journal, "
+          "replies and smctl events", "[service][events]") {
+  LogEventSink sink;
+  const Guid own{0x0002c90300000001}, peer{0x0002c90300000002}, stray{0x0002c90300000009};
+  sink.set_node_namer(own, [&](Guid g) {
+    if (g == own) return EventNode{"head01", g, "head01 HCA-1"};
+    if (g == peer) return EventNode{"head02", g, "head02 \x01HCA-1"};
+    return EventNode{"", g, ""};
+  });
+  // This head first, then the event's own nodes, each once.
+  sink.event({sm::EventKind::TakeoverStarted, "master lost", "head02 silent", {peer, own, peer}}, TimePoint{});
+  sink.event({sm::EventKind::HandoverRejected, "no live standby", "", {stray}}, TimePoint{});
+  sink.note("RELOAD", "configuration reloaded");  // a daemon note names no SM
+  const auto& ev = sink.events();
+  REQUIRE(ev.size() == 3);
+  REQUIRE(ev[0].nodes.size() == 2);
+  CHECK(ev[0].nodes[0].name == "head01");
+  CHECK(ev[0].nodes[0].description == "head01 HCA-1");
+  CHECK(ev[0].nodes[1].guid == peer);
+  CHECK(ev[0].nodes[1].description == "head02 \x01HCA-1");
+  REQUIRE(ev[1].nodes.size() == 2);
+  CHECK(ev[1].nodes[1].name.empty());
+  CHECK(ev[2].nodes.empty());
+
+  // The journal keeps them (raw) and an older line without them still loads.
+  auto back = decode_event_line(encode_event_line(ev[0]));
+  REQUIRE(back);
+  REQUIRE(back->nodes.size() == 2);
+  CHECK(back->nodes[1].name == "head02");
+  CHECK(back->nodes[1].guid == peer);
+  CHECK(back->nodes[1].description == "head02 \x01HCA-1");
+  // Malformed entries are left out, the event kept; the count is bounded.
+  std::string line = "{\"seq\":3,\"time\":\"2026-12-02T14:30:00.123Z\",\"kind\":\"a\",\"reason\":\"\","
+                     "\"evidence\":\"\",\"nodes\":[1,{\"guid\":\"zz\"},{\"guid\":\"0x5\",\"name\":7}";
+  for (int i = 0; i < 20; ++i) line += ",{\"guid\":\"0x6\"}";
+  line += "]}";
+  back = decode_event_line(line);
+  REQUIRE(back);
+  REQUIRE(back->nodes.size() == kMaxEventNodes);
+  CHECK(back->nodes[0].guid == Guid{5});
+  CHECK(back->nodes[0].name.empty());
+  CHECK(decode_event_line("{\"seq\":4,\"time\":\"2026-12-02T14:30:00.123Z\",\"kind\":\"a\",\"reason\":\"\","
+                          "\"evidence\":\"\",\"nodes\":\"x\"}"));
+
+  // Replies escape the description; smctl events shows each SM after the event.
+  const auto j = event_to_json(ev[0]);
+  CHECK(j["nodes"][1]["node_description"] == printable("head02 \x01HCA-1"));
+  CHECK(j["nodes"][1]["node_description"] != "head02 \x01HCA-1");
+  CHECK(event_to_json(ev[2]).count("nodes") == 0);
+  const std::string text = render_events_text(nlohmann::json{{"events", {j, event_to_json(ev[1])}}});
+  CHECK(text.find("(head01 0x0002c90300000001 \"head01 HCA-1\"; head02 0x0002c90300000002 \"head02 ") !=
+        std::string::npos);
+  CHECK(text.find("no live standby  (head01 0x0002c90300000001 \"head01 HCA-1\"; 0x0002c90300000009)") !=
+        std::string::npos);
 }
 
 TEST_CASE("long fields are cut so a line stays bounded", "[service][events]") {

@@ -537,6 +537,31 @@ TEST_CASE("Planned handover push: yield priority, done when the peer is MASTER",
   CHECK(sp->priority == 10);
 }
 
+// Which SMs an event is about (RecordEvent::nodes; smhad names them with
+// their NodeDescription), besides this head.
+static std::vector<Guid> nodes_of(const std::vector<Action>& v, EventKind k) {
+  for (const auto& a : v)
+    if (const auto* e = std::get_if<RecordEvent>(&a); e && e->kind == k) return e->nodes;
+  return {};
+}
+
+TEST_CASE("Events name the other SMs they are about: the lost master, the handover's target", "[sm]") {
+  Rig rig;
+  rig.polls(5, round(Local{S}, {Peer{M, 11, P::Up}}));
+  auto acts = rig.polls(4, round(Local{S}, {Peer{kSilent, 11, P::Down}}));
+  CHECK(nodes_of(acts, EventKind::TakeoverStarted) == std::vector<Guid>{kPeer});
+
+  Rig push;
+  push.polls(5, round(Local{M, 11}, {Peer{S, 10}}));
+  auto d = push.step(HandoverRequest{kPeer});
+  CHECK(nodes_of(d.actions, EventKind::HandoverStarted) == std::vector<Guid>{kPeer});
+  acts = push.polls(1, round(Local{S, 9}, {Peer{M, 11}}));
+  CHECK(nodes_of(acts, EventKind::HandoverDone) == std::vector<Guid>{kPeer});
+  // A local state change is about this head only.
+  CHECK(has_event(acts, EventKind::StateChanged));
+  CHECK(nodes_of(acts, EventKind::StateChanged).empty());
+}
+
 TEST_CASE("Planned handover is rolled back when the peer does not take over", "[sm]") {
   Rig rig;
   rig.polls(5, round(Local{M, 11}, {Peer{S, 10}}));

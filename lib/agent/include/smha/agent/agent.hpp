@@ -177,6 +177,8 @@ class Agent {
   std::uint64_t discoveries() const { return discoveries_; }
   const std::optional<DiscoveryResult>& last_discovery() const { return last_result_; }
   const Census& census() const { return census_; }
+  // Our node's NodeDescription ("" until read; read at start with the census on).
+  const std::string& own_description() const { return own_description_; }
   const CensusStats& census_stats() const { return census_stats_; }
 
  private:
@@ -199,6 +201,7 @@ class Agent {
   void start_walk();
   void on_walk(const DiscoveryResult& r);
   void census_tick();
+  void read_own_description();
   void census_queries();
   void census_rechecks();
   void census_round(Round& round);
@@ -241,7 +244,8 @@ class Agent {
   std::optional<Scheduler::TimerId> walk_timer_;
   std::optional<Scheduler::TimerId> census_timer_;
   std::vector<SmPort> recheck_ports_;  // the last walk's ports, heads left out
-  std::string own_description_;        // our node's NodeDescription (census)
+  std::string own_description_;        // our node's NodeDescription (census, events)
+  bool own_description_pending_ = false;
   std::size_t recheck_next_ = 0;
 };
 

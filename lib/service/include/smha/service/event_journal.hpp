@@ -6,8 +6,12 @@
 // Format: JSON Lines, one event per line, oldest first:
 //   {"seq":12,"time":"2026-12-02T14:30:00.123Z","kind":"transition",
 //    "reason":"STANDBY->MASTER","evidence":"takeover_done: local SM is MASTER"}
+// Engine events also carry "nodes": [{"name":"head02","guid":"0x...",
+// "node_description":"head02 HCA-1"}, ...] (EventRecord::nodes; "name" and
+// "node_description" null when not known; at most kMaxEventNodes, each text
+// at most kMaxNodeTextBytes). Lines without it (older smhad) load with none.
 // `reason` and `evidence` are cut to kMaxFieldBytes each, so a line stays below
-// about 2 x kMaxFieldBytes + 200 bytes.
+// about 2 x kMaxFieldBytes + 1500 bytes.
 //
 // Bound: append() adds a line; once the file holds 2 x `keep` lines it is
 // rewritten atomically (temp + fsync + rename) with the newest `keep`. The file
@@ -57,6 +61,12 @@ std::string format_utc(std::chrono::system_clock::time_point t);
 std::optional<std::chrono::system_clock::time_point> parse_utc(std::string_view text);
 
 // One journal line (without the newline) and back.
+// Longest node name or NodeDescription a journal line keeps (a
+// NodeDescription is 64 bytes on the wire).
+inline constexpr std::size_t kMaxNodeTextBytes = 64;
+// EventRecord::nodes as JSON, texts raw (the journal) or escaped for people
+// by smha::printable (control replies).
+nlohmann::json event_nodes_json(const std::vector<EventNode>& nodes, bool printable);
 std::string encode_event_line(const EventRecord& e);
 std::optional<EventRecord> decode_event_line(std::string_view line);
 

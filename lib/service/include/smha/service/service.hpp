@@ -251,6 +251,17 @@ class RecordingTransport final : public mad::MadTransport {
       std::make_shared<std::map<std::string, PortRecord>>();
 };
 
+// An SM an event is about, for people: its head name ("" for an SM that is
+// not a configured head), port GUID and NodeDescription (raw; "" when not
+// known), as smhad knew them when the event was recorded.
+struct EventNode {
+  std::string name;
+  Guid guid;
+  std::string description;
+};
+// Most nodes an event names (this head, a lost master, a handover's target...).
+inline constexpr std::size_t kMaxEventNodes = 8;
+
 // One recorded event (engine event, alarm raise/clear, adapter error).
 struct EventRecord {
   std::uint64_t seq = 0;
@@ -259,6 +270,9 @@ struct EventRecord {
   std::string reason;
   std::string evidence;
   TimePoint at{};  // steady time of engine events (not persisted; zero for restored ones)
+  // Engine events: this head first, then sm::RecordEvent::nodes. Empty for
+  // the others, and when no namer is set (LogEventSink::set_node_namer).
+  std::vector<EventNode> nodes = {};
 };
 
 // Events kept in memory and in the journal (event_journal.hpp).
@@ -307,6 +321,15 @@ class LogEventSink final : public agent::EventSink {
   // `adopted` event (the state OpenSM was found in, not an earlier run's cause).
   std::optional<EventRecord> last_transition() const { return last_transition_; }
 
+  // Names the SMs engine events are about: `self` (this head's port GUID) and
+  // each GUID in sm::RecordEvent::nodes go through `namer` when the event is
+  // recorded, so the event keeps the NodeDescription smhad knew then.
+  using NodeNamer = std::function<EventNode(Guid)>;
+  void set_node_namer(Guid self, NodeNamer namer) {
+    self_ = self;
+    namer_ = std::move(namer);
+  }
+
   // Called with every new event after it is recorded (journal, long polls, metrics).
   using Listener = std::function<void(const EventRecord&)>;
   void add_listener(Listener l) { listeners_.push_back(std::move(l)); }
@@ -323,6 +346,9 @@ class LogEventSink final : public agent::EventSink {
   std::optional<EventRecord> last_transition_;
   std::string last_cause_;  // the latest non-transition event, as the transition's reason
   std::vector<Listener> listeners_;
+  Guid self_;
+  NodeNamer namer_;
+  std::vector<EventNode> nodes_of(const sm::RecordEvent& e) const;
 };
 
 // Config -> the agent's configuration. `own_guid` is the local port GUID (from

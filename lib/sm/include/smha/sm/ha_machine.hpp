@@ -142,7 +142,15 @@ enum class EventKind : std::uint8_t {
                       // recorded by lib/agent, never by the engine
 };
 std::string_view to_string(EventKind k);
-struct RecordEvent { EventKind kind; std::string reason; std::string evidence; };
+// `nodes`: the other SMs the event is about (a lost master, a handover's
+// target, the second master), by port GUID; the event is always also about
+// this head. smhad shows each with its name and NodeDescription.
+struct RecordEvent {
+  EventKind kind;
+  std::string reason;
+  std::string evidence;
+  std::vector<Guid> nodes = {};
+};
 
 // keepalived-style hook: `hook EVENT NEW_STATE OLD_STATE PRIORITY`.
 struct RunHook {
