@@ -2,6 +2,8 @@
 #include "ibsim_harness.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -24,6 +26,22 @@ extern char** environ;
 
 namespace smha::testing {
 namespace {
+
+// fork() for a child that execs: the child must not run the test's signal
+// handlers between fork and exec (a SIGTERM that stops it early would make
+// Catch's fatal-signal handler report a failed test, in the test's output).
+// Signals are blocked across the fork; the child resets every handler to the
+// default before it unblocks them.
+pid_t fork_for_exec() {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  const pid_t pid = fork();
+  if (pid == 0)
+    for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return pid;
+}
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -221,7 +239,7 @@ IbsimFabric::IbsimFabric(const std::string& topology) {
   auto cargv = c_array(argv);
   auto cenv = c_array(env);
   const pid_t parent = getpid();
-  const pid_t pid = fork();
+  const pid_t pid = fork_for_exec();
   if (pid == 0) {
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -390,7 +408,7 @@ int IbsimFabric::spawn_process(const std::string& name, const std::vector<std::s
   const int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (out < 0 || err < 0 || in < 0) throw error(errno_text("open output files in " + dir));
   const pid_t parent = getpid();
-  const pid_t pid = fork();
+  const pid_t pid = fork_for_exec();
   if (pid == 0) {
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
