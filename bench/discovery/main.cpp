@@ -15,8 +15,10 @@
 // 2. Steady state: two smhad (sim::Cluster, virtual time) with GUID-only
 //    configs, heads 4 switches apart, for --steady-minutes after they settled,
 //    every request they send counted by attribute; beside the same cluster
-//    with lid + dr_path configured. The difference is what route upkeep
-//    (background re-resolution) adds beyond the SMInfo polls.
+//    with lid + dr_path configured, and beside the GUID-only cluster with
+//    the SM census on (as smhad ships; off in the sim cluster by default).
+//    The differences are what route upkeep (background re-resolution) and
+//    the census add beyond the SMInfo polls.
 //
 //   bench_discovery [--runs N] [--ibsim] [--steady-minutes M]
 #include <algorithm>
@@ -127,10 +129,12 @@ std::optional<ProbeRun> ibsim_search(smha::testing::IbsimFabric& f, const std::s
 
 // Requests per second by attribute, both heads together, over `minutes` of
 // virtual time after the cluster settled.
-std::map<std::string, double> steady(PeerAddressing addressing, int minutes, std::uint64_t* discoveries) {
+std::map<std::string, double> steady(PeerAddressing addressing, bool census, int minutes,
+                                     std::uint64_t* discoveries) {
   ClusterParams p;
   p.fabric.switches = 4;
   p.peer_addressing = addressing;
+  p.census.enabled = census;
   p.observer_interval = Duration{0};
   Cluster c(9001, p);
   std::map<std::string, std::uint64_t> n;
@@ -226,27 +230,34 @@ int main(int argc, char** argv) {
     std::printf("\nSteady state: two smhad, heads 4 switches apart, %d min of virtual time after settling "
                 "(requests per second, both heads together)\n\n",
                 steady_minutes);
-    std::uint64_t dg = 0, dl = 0;
-    const auto guid_only = steady(PeerAddressing::GuidOnly, steady_minutes, &dg);
-    const auto lid = steady(PeerAddressing::Lid, steady_minutes, &dl);
-    std::printf("| attribute | lid + dr_path configured | GUID-only (discovery) | added by route upkeep |\n");
-    std::printf("|---|---:|---:|---:|\n");
+    std::uint64_t dg = 0, dl = 0, dc = 0;
+    const auto guid_only = steady(PeerAddressing::GuidOnly, false, steady_minutes, &dg);
+    const auto lid = steady(PeerAddressing::Lid, false, steady_minutes, &dl);
+    const auto shipped = steady(PeerAddressing::GuidOnly, true, steady_minutes, &dc);
+    std::printf("| attribute | lid + dr_path configured | GUID-only (discovery) | GUID-only + census (as shipped) "
+                "| added by route upkeep | added by the census | added in all |\n");
+    std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
     std::map<std::string, int> keys;
-    for (const auto& kv : guid_only) keys[kv.first];
-    for (const auto& kv : lid) keys[kv.first];
-    double tl = 0, tg = 0;
+    for (const auto* m : {&guid_only, &lid, &shipped})
+      for (const auto& kv : *m) keys[kv.first];
+    auto at = [](const std::map<std::string, double>& m, const std::string& k) { return m.count(k) ? m.at(k) : 0.0; };
+    double tl = 0, tg = 0, tc = 0;
     for (const auto& [k, unused] : keys) {
       (void)unused;
-      const double l = lid.count(k) ? lid.at(k) : 0, g = guid_only.count(k) ? guid_only.at(k) : 0;
+      const double l = at(lid, k), g = at(guid_only, k), c = at(shipped, k);
       tl += l;
       tg += g;
-      std::printf("| %s | %s | %s | %s |\n", k.c_str(), fmt(l, "%.3f").c_str(), fmt(g, "%.3f").c_str(),
-                  fmt(g - l, "%.3f").c_str());
+      tc += c;
+      std::printf("| %s | %s | %s | %s | %s | %s | %s |\n", k.c_str(), fmt(l, "%.3f").c_str(),
+                  fmt(g, "%.3f").c_str(), fmt(c, "%.3f").c_str(), fmt(g - l, "%.3f").c_str(),
+                  fmt(c - g, "%.3f").c_str(), fmt(c - l, "%.3f").c_str());
     }
-    std::printf("| total | %s | %s | %s |\n", fmt(tl, "%.3f").c_str(), fmt(tg, "%.3f").c_str(),
-                fmt(tg - tl, "%.3f").c_str());
-    std::printf("\ndiscoveries in the window: GUID-only %llu, configured %llu\n",
-                static_cast<unsigned long long>(dg), static_cast<unsigned long long>(dl));
+    std::printf("| total | %s | %s | %s | %s | %s | %s |\n", fmt(tl, "%.3f").c_str(), fmt(tg, "%.3f").c_str(),
+                fmt(tc, "%.3f").c_str(), fmt(tg - tl, "%.3f").c_str(), fmt(tc - tg, "%.3f").c_str(),
+                fmt(tc - tl, "%.3f").c_str());
+    std::printf("\ndiscoveries in the window: GUID-only %llu, configured %llu, GUID-only + census %llu\n",
+                static_cast<unsigned long long>(dg), static_cast<unsigned long long>(dl),
+                static_cast<unsigned long long>(dc));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_discovery: %s\n", e.what());
     return 1;
