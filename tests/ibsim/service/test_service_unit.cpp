@@ -70,6 +70,9 @@ class FakeTransport final : public mad::MadTransport {
                             mad::NodeDescriptionCallback done) override {
     boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
   }
+  void get_sminfo_records(Lid, const mad::RequestOptions&, mad::SmInfoRecordsCallback done) override {
+    boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
+  }
   SmInfo info{Guid{0x20}, 0, 42, 5, SmState::Standby};
   std::optional<mad::PortInfo> port;
   int sets = 0;

@@ -117,6 +117,23 @@ struct FakeTransport : mad::MadTransport {
     s.schedule_at(s.now() + o.timeout * (o.retries + 1),
                   [done] { done(make_error(mad::kErrTimeout, "timeout")); });
   }
+  // The SA's SMInfoRecord table after 1 ms, or silence when unset.
+  std::optional<Result<mad::SmInfoRecordTable>> sa_table;
+  std::vector<Lid> sa_queries;
+  void get_sminfo_records(Lid sa_lid, const mad::RequestOptions& o,
+                          mad::SmInfoRecordsCallback done) override {
+    sa_queries.push_back(sa_lid);
+    if (!sa_table) {
+      s.schedule_at(s.now() + o.timeout * (o.retries + 1),
+                    [done] { done(make_error(mad::kErrTimeout, "timeout")); });
+      return;
+    }
+    auto t = *sa_table;
+    s.schedule_at(s.now() + milliseconds(1), [t, done] {
+      if (!t) return done(t.error());
+      done(mad::SmInfoRecordsReply{*t, milliseconds(1), 1});
+    });
+  }
 };
 
 struct FakeControl : OpensmControl {
