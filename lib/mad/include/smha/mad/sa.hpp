@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Subnet Administration MADs (IBA 1.3 chapter 15) on the wire: the one query
-// smha sends, SubnAdmGetTable(SMInfoRecord) (what `saquery -s` asks), and its
+// smha sends, SubnAdmGetTable(SMInfoRecord) (what `saquery SMIR` asks), and its
 // GetTableResp. Pure functions over bytes, like smp.hpp; the census uses the
 // answer (doc/census.md, source 5).
 //
