@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// libFuzzer: the SMP, SMInfo, PortInfo, NodeInfo and NodeDescription decoders take any bytes without UB
-// or crash, and whatever decodes re-encodes to the same fields.
+// libFuzzer: the SMP, SMInfo, PortInfo, NodeInfo, NodeDescription and SA
+// SMInfoRecord-table decoders take any bytes without UB or crash, and whatever
+// decodes re-encodes to the same fields.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <span>
 #include <string>
+#include <vector>
+#include <algorithm>
 
 #include "smha/core/text.hpp"
+#include "smha/mad/sa.hpp"
 #include "smha/mad/smp.hpp"
 
 using namespace smha::mad;
@@ -61,6 +65,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto re = decode_node_description(encode_node_description(*nd));
     if (!re.ok() || *re != *nd) std::abort();
   }
+  auto table = decode_sminfo_record_table(bytes);
+  if (table.ok()) {
+    if (smp.ok()) std::abort();  // class 0x03 is never an SMP class
+    const std::size_t room = (size - kSaHeaderSize) / kSmInfoRecordSize;
+    if (table->records.size() > room) std::abort();  // bounded by the bytes carried
+    if (table->claimed && table->records.size() > *table->claimed) std::abort();
+    if (table->claimed && table->truncated != (*table->claimed > table->records.size())) std::abort();
+    // Re-encoded (first six records, no claim), the same records come back.
+    std::vector<smha::mad::SmInfoRecord> first(
+        table->records.begin(),
+        table->records.begin() + static_cast<std::ptrdiff_t>(std::min(table->records.size(), kSmInfoRecordsPerMad)));
+    bool zero_tail = false;  // an all-zero record is padding to a decoder without a claim
+    for (const auto& r : first)
+      zero_tail = r.lid.value == 0 && r.info.guid.value == 0 && r.info.sm_key == 0 &&
+                  r.info.act_count == 0 && r.info.priority == 0 && r.info.state == smha::SmState::NotActive;
+    if (!first.empty() && !zero_tail) {
+      auto re = decode_sminfo_record_table(encode_sminfo_record_table_response(1, first, false));
+      if (!re.ok() || re->records != first) std::abort();
+    }
+  }
+  (void)describe_sa_status(size >= 2 ? static_cast<std::uint16_t>(data[0] << 8 | data[1]) : 0);
   (void)describe_mad_status(size >= 2 ? static_cast<std::uint16_t>(data[0] << 8 | data[1]) : 0);
   return 0;
 }

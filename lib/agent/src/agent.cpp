@@ -118,6 +118,12 @@ void Agent::start() {
       census_timer_.reset();
       census_tick();
     });
+    if (cfg_.census.sa_interval > Duration::zero())
+      sa_timer_ = sched_.schedule_at(sched_.now() + cfg_.census.sa_first_delay, [this, alive] {
+        if (alive.expired()) return;
+        sa_timer_.reset();
+        census_sa();
+      });
   }
   begin_round();
 }
@@ -132,6 +138,8 @@ void Agent::stop() {
   if (discovery_timer_) sched_.cancel(*discovery_timer_);
   if (walk_timer_) sched_.cancel(*walk_timer_);
   if (census_timer_) sched_.cancel(*census_timer_);
+  if (sa_timer_) sched_.cancel(*sa_timer_);
+  sa_timer_.reset();
   poll_timer_.reset();
   wake_timer_.reset();
   discovery_timer_.reset();
@@ -727,6 +735,48 @@ void Agent::census_queries() {
       }
     });
   }
+}
+
+// SubnAdmGetTable(SMInfoRecord) to the SA at our port's MasterSMLID (the
+// master, which lists itself and the SMs its sweeps found), then again after
+// sa_interval. A table cut short only adds and refreshes.
+void Agent::census_sa() {
+  if (!running_ || !cfg_.census.enabled) return;
+  std::weak_ptr<int> alive = alive_;
+  if (sa_timer_) sched_.cancel(*sa_timer_);
+  sa_timer_ = sched_.schedule_at(sched_.now() + cfg_.census.sa_interval, [this, alive] {
+    if (alive.expired()) return;
+    sa_timer_.reset();
+    census_sa();
+  });
+  auto& st = census_stats_;
+  const Lid sa_lid = last_local_pi_ ? last_local_pi_->sm_lid : Lid{};
+  if (sa_lid.value == 0 || sa_lid.value >= 0xc000) {
+    st.sa_last_error = "no master SM LID on our port yet";
+    return;
+  }
+  ++st.sa_queries;
+  st.sa_lid = sa_lid;
+  const mad::RequestOptions o = cfg_.census.sa_query;
+  mad_.get_sminfo_records(sa_lid, o, [this, alive, o](Result<mad::SmInfoRecordsReply> r) {
+    if (alive.expired() || !running_) return;
+    auto& st = census_stats_;
+    if (!r.ok()) {
+      st.sa_mads += r.error().code == mad::kErrTimeout ? static_cast<std::uint64_t>(o.retries) + 1 : 1;
+      st.sa_last_error = r.error().code + ": " + r.error().message;
+      return;
+    }
+    const auto& t = r->table;
+    st.sa_mads += static_cast<std::uint64_t>(r->attempts);
+    ++st.sa_tables;
+    if (t.truncated) ++st.sa_truncated;
+    st.sa_last_at = sched_.now();
+    st.sa_records = t.records.size();
+    st.sa_claimed = t.claimed;
+    st.sa_last_truncated = t.truncated;
+    st.sa_last_error.clear();
+    census_.sa_table(t.records, !t.truncated, sched_.now());
+  });
 }
 
 // After a round: its SMInfo answers go into the census, and the live SMs that

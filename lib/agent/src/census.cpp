@@ -19,6 +19,7 @@ std::string census_sources_text(unsigned sources) {
   add(kFromPoll, "poll");
   add(kFromMasterSmLid, "master_sm_lid");
   add(kFromIsSm, "is_sm");
+  add(kFromSa, "sa");
   return s;
 }
 
@@ -112,10 +113,39 @@ void Census::answered(const SmInfo& info, unsigned source, Lid lid, TimePoint no
   if (!e) return;
   e->info = info;
   e->answered_at = now;
+  e->answer_from_sa = false;
   e->sources |= source;
   if (lid.value != 0) e->lid = lid;
   ++e->answers;
   e->misses = 0;
+}
+
+void Census::sa_table(const std::vector<mad::SmInfoRecord>& records, bool complete, TimePoint now) {
+  std::set<Guid> listed;
+  for (const auto& r : records) {
+    listed.insert(r.info.guid);
+    CensusEntry* e = entry(r.info.guid, now);
+    if (!e) continue;
+    e->sources |= kFromSa;
+    e->sa_listed = true;
+    if (r.lid.value != 0) e->lid = r.lid;
+    const bool changed = !e->sa_info || e->sa_info->act_count != r.info.act_count ||
+                         e->sa_info->state != r.info.state || e->sa_info->priority != r.info.priority;
+    e->sa_info = r.info;
+    // A direct SMInfo answer within expiry is fresher than a sweep-old record.
+    if (!changed || (live(*e, now) && !e->answer_from_sa)) continue;
+    // The master heard from it since the last table: as good as an answer,
+    // a sweep old. The SA hides SM_Key: keep the one a direct answer gave.
+    SmInfo info = r.info;
+    if (e->info) info.sm_key = e->info->sm_key;
+    e->info = info;
+    e->answered_at = now;
+    e->answer_from_sa = true;
+    ++e->answers;
+  }
+  if (!complete) return;
+  for (auto& [g, e] : entries_)
+    if (!listed.count(g)) e.sa_listed = false;
 }
 
 void Census::missed(Guid guid) {
@@ -129,7 +159,8 @@ bool Census::live(const CensusEntry& e, TimePoint now) const {
 
 void Census::expire(TimePoint now) {
   for (auto it = entries_.begin(); it != entries_.end();)
-    it = !live(it->second, now) && !it->second.is_sm ? entries_.erase(it) : std::next(it);
+    it = !live(it->second, now) && !it->second.is_sm && !it->second.sa_listed ? entries_.erase(it)
+                                                                               : std::next(it);
 }
 
 std::string Census::state_text(const CensusEntry& e, TimePoint now) const {

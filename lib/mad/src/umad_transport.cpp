@@ -18,6 +18,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "smha/mad/sa.hpp"
 #include "smha/mad/smp.hpp"
 
 namespace smha::mad {
@@ -117,9 +118,9 @@ Result<LocalPortInfo> query_local_port(const PortSelector& selector) {
 class UmadTransport::Core : public std::enable_shared_from_this<Core> {
  public:
   Core(asio::io_context& io, const Clock& clock, int port_id, int agent_lid, int agent_dr,
-       LocalPortInfo info)
+       int agent_sa, LocalPortInfo info)
       : io_(io), clock_(clock), port_id_(port_id), agent_lid_(agent_lid), agent_dr_(agent_dr),
-        info_(std::move(info)) {
+        agent_sa_(agent_sa), info_(std::move(info)) {
     std::random_device rd;
     next_tid_ = rd();
   }
@@ -150,10 +151,12 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
     }
     if (agent_dr_ >= 0) umad_unregister(port_id_, agent_dr_);
     if (agent_lid_ >= 0) umad_unregister(port_id_, agent_lid_);
+    if (agent_sa_ >= 0) umad_unregister(port_id_, agent_sa_);
     umad_close_port(port_id_);
   }
 
   const LocalPortInfo& info() const { return info_; }
+  asio::io_context& io() { return io_; }
 
   Result<LocalPortInfo> refresh() {
     auto fresh = read_port(info_.ca, info_.port);
@@ -164,7 +167,7 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
   std::size_t pending() const { return pending_.size(); }
 
   // A decoded answer, whichever attribute the request asked for.
-  using Payload = std::variant<SmInfo, PortInfo, NodeInfo, std::string>;
+  using Payload = std::variant<SmInfo, PortInfo, NodeInfo, std::string, SmInfoRecordTable>;
   struct Answer {
     Payload payload;
     Duration rtt{};
@@ -177,8 +180,9 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
   using Done = std::function<void(Result<Answer>)>;
 
   // Starts a request whose MAD is `build(tid)` and whose answer `decode` reads.
+  // `sa`: a GSI request to the SA at the target LID (QP1, GSI Q_Key).
   void submit(Build build, Decode decode, const Target& target, const RequestOptions& opts,
-              Done done) {
+              Done done, bool sa = false) {
     auto fail = [this, &done](Error e) {
       asio::post(io_, [done = std::move(done), e = std::move(e)] { done(e); });
     };
@@ -193,7 +197,12 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
     r.decode = std::move(decode);
     r.opts = opts;
     r.done = std::move(done);
-    if (const Lid* lid = std::get_if<Lid>(&target)) {
+    if (const Lid* lid = std::get_if<Lid>(&target); lid && sa) {
+      r.dlid = lid->value;
+      r.agent = agent_sa_;
+      r.qp = kQp1;
+      r.qkey = kGsiQKey;
+    } else if (lid) {
       r.dlid = lid->value;
       r.agent = agent_lid_;
     } else {
@@ -212,6 +221,8 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
     Done done;
     std::uint16_t dlid = 0;
     int agent = -1;
+    int qp = kQp0;
+    std::uint32_t qkey = 0;
     int attempts = 0;
     std::uint32_t current_tid = 0;
     std::vector<std::uint32_t> tids;  // every attempt's TID (an answer to any of them counts)
@@ -239,7 +250,7 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
 
     std::vector<std::uint8_t> umad(umad_size() + kMadSize, 0);
     std::memcpy(umad_get_mad(umad.data()), mad->data(), kMadSize);
-    umad_set_addr(umad.data(), r.dlid, kQp0, 0, 0);
+    umad_set_addr(umad.data(), r.dlid, r.qp, 0, static_cast<int>(r.qkey));
     auto timeout_ms = std::chrono::ceil<std::chrono::milliseconds>(r.opts.timeout).count();
     // The kernel's own timeout matches ours (so a lost answer is reported by
     // either, whichever is first); the kernel never retries: we do.
@@ -347,15 +358,24 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
     while (!stop_.load()) {
       int length = static_cast<int>(kMadSize);
       int rc = umad_recv(port_id_, buf.data(), &length, kRecvSliceMs);
+      std::vector<std::uint8_t> big;
+      if (rc == -ENOSPC && length > 0 && static_cast<std::size_t>(length) <= kMaxSaResponse) {
+        // A reassembled RMPP transfer (an SA table) longer than one MAD: the
+        // kernel keeps it queued and said how long it is; read it whole.
+        big.resize(umad_size() + static_cast<std::size_t>(length));
+        rc = umad_recv(port_id_, big.data(), &length, 0);
+      }
       if (rc < 0) {
-        if (rc == -ETIMEDOUT || rc == -EWOULDBLOCK || rc == -EINTR || rc == -ENOSPC) continue;
+        if (rc == -ETIMEDOUT || rc == -EWOULDBLOCK || rc == -EINTR) continue;
         // An unexpected error: do not spin on it.
         std::this_thread::sleep_for(std::chrono::milliseconds(kRecvSliceMs));
         continue;
       }
-      int status = umad_status(buf.data());
-      auto* mad = static_cast<std::uint8_t*>(umad_get_mad(buf.data()));
-      std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(length), kMadSize);
+      void* got = big.empty() ? buf.data() : big.data();
+      int status = umad_status(got);
+      auto* mad = static_cast<std::uint8_t*>(umad_get_mad(got));
+      std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(length),
+                                            big.empty() ? kMadSize : big.size() - umad_size());
       std::vector<std::uint8_t> bytes(mad, mad + n);
       asio::post(io_, [weak, bytes = std::move(bytes), status]() mutable {
         if (auto self = weak.lock()) self->on_receive(std::move(bytes), status);
@@ -368,6 +388,7 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
   const int port_id_;
   const int agent_lid_;
   const int agent_dr_;
+  const int agent_sa_;
   LocalPortInfo info_;
   std::atomic<bool> stop_{false};
   bool closed_ = false;
@@ -391,16 +412,23 @@ Result<std::unique_ptr<UmadTransport>> UmadTransport::open(asio::io_context& io,
   int agent_dr = umad_register(port_id, kClassSubnDirected, kSmpClassVersion, 0, nullptr);
   int agent_lid = agent_dr < 0 ? -1
                                : umad_register(port_id, kClassSubnLid, kSmpClassVersion, 0, nullptr);
-  if (agent_dr < 0 || agent_lid < 0) {
+  // The SA client: rmpp_version 1 lets the kernel reassemble a GetTableResp
+  // that spans several RMPP segments (and acknowledge them to the SA), so the
+  // receive thread reads it as one buffer (doc/census.md, "RMPP").
+  int agent_sa = agent_lid < 0 ? -1
+                               : umad_register(port_id, kClassSubnAdm, kSaClassVersion,
+                                               kRmppVersion, nullptr);
+  if (agent_dr < 0 || agent_lid < 0 || agent_sa < 0) {
     int err = errno;
     if (agent_dr >= 0) umad_unregister(port_id, agent_dr);
+    if (agent_lid >= 0) umad_unregister(port_id, agent_lid);
     umad_close_port(port_id);
     return make_error(kErrOpen, "umad_register(class " +
-                                    std::string(agent_dr < 0 ? "0x81" : "0x01") + ") on " +
-                                    info->ca + " port " + std::to_string(info->port) +
+                                    std::string(agent_dr < 0 ? "0x81" : agent_lid < 0 ? "0x01" : "0x03") +
+                                    ") on " + info->ca + " port " + std::to_string(info->port) +
                                     " failed: " + errno_text(err));
   }
-  auto core = std::make_shared<Core>(io, clock, port_id, agent_lid, agent_dr, *info);
+  auto core = std::make_shared<Core>(io, clock, port_id, agent_lid, agent_dr, agent_sa, *info);
   core->start();
   return std::unique_ptr<UmadTransport>(new UmadTransport(std::move(core)));
 }
@@ -504,6 +532,30 @@ void UmadTransport::get_node_description(const Target& target, const RequestOpti
         if (!r) return done(r.error());
         done(NodeDescriptionReply{std::get<std::string>(r->payload), r->rtt, r->attempts});
       });
+}
+
+void UmadTransport::get_sminfo_records(Lid sa_lid, const RequestOptions& opts,
+                                       SmInfoRecordsCallback done) {
+  if (sa_lid.value == 0 || sa_lid.value >= 0xc000) {
+    boost::asio::post(core_->io(), [done = std::move(done), sa_lid] {
+      done(make_error(kErrInvalid, "SA LID " + std::to_string(sa_lid.value) +
+                                       " is not a unicast LID (1..49151)"));
+    });
+    return;
+  }
+  core_->submit(
+      [](std::uint64_t tid) -> Result<MadBytes> { return encode_sminfo_record_get_table(tid); },
+      [](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
+        auto table = decode_sminfo_record_table(mad);
+        if (!table) return table.error();
+        return Core::Payload{std::move(*table)};
+      },
+      Target{sa_lid}, opts,
+      [done = std::move(done)](Result<Core::Answer> r) {
+        if (!r) return done(r.error());
+        done(SmInfoRecordsReply{std::get<SmInfoRecordTable>(r->payload), r->rtt, r->attempts});
+      },
+      true);
 }
 
 }  // namespace smha::mad

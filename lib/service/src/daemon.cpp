@@ -154,6 +154,7 @@ class Daemon final : public DrillHost {
   void register_methods();
   json status_json();
   json census_json(TimePoint now) const;  // "sms" and "census" (doc/census.md)
+  json census_sa_json(TimePoint now) const;  // the master's SA table ("census_sa", census.sa)
   void add_smp_port_state(json& local, TimePoint now) const;
   void arm_signals();
   void wait_hup();
@@ -624,12 +625,31 @@ json Daemon::census_json(TimePoint now) const {
     x["switch_guid"] = e->neighbour ? json(to_string(*e->neighbour)) : json(nullptr);
     x["switch_port"] = e->neighbour ? json(e->neighbour_port) : json(nullptr);
     x["is_sm"] = e->is_sm;
+    x["sa_listed"] = e->sa_listed;
     x["sources"] = agent::census_sources_text(e->sources);
     x["last_answer_age_s"] = e->answered_at ? json(seconds_since(*e->answered_at, now)) : json(nullptr);
     x["first_seen_age_s"] = seconds_since(e->first_seen, now);
     sms.push_back(x);
   }
   return sms;
+}
+
+// The SA table the census last asked for (doc/census.md, source 5).
+json Daemon::census_sa_json(TimePoint now) const {
+  const auto& st = agent_->census_stats();
+  json s;
+  s["interval_s"] = std::chrono::duration<double>(agent_->config().census.sa_interval).count();
+  s["sa_lid"] = st.sa_lid.value != 0 ? json(st.sa_lid.value) : json(nullptr);
+  s["queries"] = st.sa_queries;
+  s["tables"] = st.sa_tables;
+  s["mads"] = st.sa_mads;
+  s["truncated_tables"] = st.sa_truncated;
+  s["last_age_s"] = st.sa_last_at ? json(seconds_since(*st.sa_last_at, now)) : json(nullptr);
+  s["records"] = st.sa_last_at ? json(st.sa_records) : json(nullptr);
+  s["claimed"] = st.sa_claimed ? json(*st.sa_claimed) : json(nullptr);
+  s["truncated"] = st.sa_last_truncated;
+  s["last_error"] = st.sa_last_error.empty() ? json(nullptr) : json(printable(st.sa_last_error));
+  return s;
 }
 
 json Daemon::status_json() {
@@ -730,6 +750,7 @@ json Daemon::status_json() {
   }
   j["peers"] = peers;
   j["sms"] = census_json(now);
+  j["census_sa"] = census_sa_json(now);
   const auto& pol = agent_->config().policy;
   j["policy"] = {{"poll_interval_ms", std::chrono::duration_cast<std::chrono::milliseconds>(pol.poll_interval).count()},
                  {"misses", pol.misses},
@@ -778,6 +799,7 @@ void Daemon::register_methods() {
     c["walk_mads"] = st.walk_mads;
     c["query_mads"] = st.query_mads;
     c["dropped"] = agent_->census().dropped();
+    c["sa"] = census_sa_json(now);
     c["last_walk_age_s"] = st.last_walk_at ? json(seconds_since(*st.last_walk_at, now)) : json(nullptr);
     c["next_walk_in_s"] = st.next_walk_at ? json(seconds_since(now, *st.next_walk_at)) : json(nullptr);
     if (st.last_walk) {

@@ -764,6 +764,23 @@ std::string render_sms_text(const nlohmann::json& j) {
       o << "; next in " << duration_field(c, "next_walk_in_s");
     if (c.value("dropped", 0) > 0) o << "; " << str(c, "dropped") << " SMs not kept (limit)";
     o << "\n";
+    if (c.contains("sa") && c["sa"].is_object()) {
+      const auto& sa = c["sa"];
+      o << "SA table: ";
+      if (sa.value("queries", 0) == 0 && str(sa, "last_error", "").empty()) {
+        o << "not asked yet";
+      } else {
+        o << "lid " << str(sa, "sa_lid") << ", " << str(sa, "tables") << " of " << str(sa, "queries")
+          << " answered (" << str(sa, "mads") << " MADs)";
+        if (sa.contains("last_age_s") && sa["last_age_s"].is_number()) {
+          o << "; last " << age_text(sa, "last_age_s") << ": " << str(sa, "records") << " records";
+          if (sa.contains("claimed") && sa["claimed"].is_number()) o << " of " << str(sa, "claimed");
+          if (sa.value("truncated", false)) o << ", TRUNCATED";
+        }
+        if (!str(sa, "last_error", "").empty()) o << "; last error: " << str(sa, "last_error");
+      }
+      o << "\n";
+    }
   }
   return o.str();
 }

@@ -68,6 +68,11 @@ class TapTransport final : public mad::MadTransport {
     count("NodeDescription");
     inner_.get_node_description(target, opts, std::move(done));
   }
+  void get_sminfo_records(Lid sa_lid, const mad::RequestOptions& opts,
+                          mad::SmInfoRecordsCallback done) override {
+    count("SMInfoRecord");
+    inner_.get_sminfo_records(sa_lid, opts, std::move(done));
+  }
 
  private:
   void count(const char* attribute) {

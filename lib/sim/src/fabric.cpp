@@ -8,6 +8,8 @@
 #include <sstream>
 #include <variant>
 
+#include "smha/mad/sa.hpp"
+
 namespace smha::sim {
 
 namespace {
@@ -19,6 +21,8 @@ constexpr std::uint16_t kStatusRejected = 0x0700;
 constexpr std::uint16_t kStatusUnsupported = 0x000c;
 // Invalid attribute modifier: an SMA's answer for a port the node lacks.
 constexpr std::uint16_t kStatusBadModifier = 0x001c;
+// Busy: the sim's SA when its SM is not MASTER (a model, see send_sa()).
+constexpr std::uint16_t kStatusBusy = 0x0001;
 
 struct Conf {
   std::uint8_t priority = 0;
@@ -67,6 +71,9 @@ struct Fabric::Impl {
     TimePoint answers_from{};
     std::uint32_t act_count = 0;
     Guid master_guid;
+    // The remote SMs this SM's sweeps found, with their last SMInfo (OpenSM's
+    // sm_guid_tbl): what its SA lists besides itself.
+    std::map<Guid, SmInfo> remote;
     int retries = 0;
     std::uint64_t gen = 0;  // bumps on every state entry: stale timers do nothing
     // A heavy sweep runs until then: a SIGHUP that lands in it is absorbed (see reload()).
@@ -110,6 +117,10 @@ struct Fabric::Impl {
         if (!r) return done(r.error());
         done(mad::NodeDescriptionReply{std::get<std::string>(r->value), r->rtt, r->attempts});
       }, true);
+    }
+    void get_sminfo_records(Lid sa_lid, const mad::RequestOptions& o,
+                            mad::SmInfoRecordsCallback done) override {
+      f->send_sa(self, sa_lid, o, std::move(done));
     }
   };
   struct Runner final : opensm::ProcessRunner {
@@ -256,15 +267,21 @@ struct Fabric::Impl {
 
   // An SM's own SMInfo query to another SM (its sweeps and polls), with OpenSM's
   // transaction retries and no delay modelled. nullopt: no answer.
-  std::optional<SmInfo> sm_query(const Sm& from, NodeId to) {
+  std::optional<SmInfo> sm_query(Sm& from, NodeId to) {
     const auto& target = nodes[to]->sm;
     for (int i = 0; i < params.sm.transaction_attempts; ++i) {
       if (!path_ok(from.node, to) || !path_ok(to, from.node)) continue;
       if (!answering(target)) return std::nullopt;
       ++target->act_count;
+      from.remote[target->guid] = info(*target);
       return info(*target);
     }
     return std::nullopt;
+  }
+  // A sweep drops the remote SMs whose port no longer has an SM process.
+  void forget_gone_sms(Sm& sm) {
+    for (auto it = sm.remote.begin(); it != sm.remote.end();)
+      it = node_of(it->first) ? std::next(it) : sm.remote.erase(it);
   }
   bool answering(const SmPtr& sm) const {
     return sm && sm->alive && !sm->stopped && q.now() >= sm->answers_from;
@@ -419,6 +436,7 @@ struct Fabric::Impl {
       return;
     }
     bool heavy = false;
+    forget_gone_sms(*sm);
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       if (static_cast<NodeId>(i) == sm->node || !nodes[i]->sm) continue;
       auto r = sm_query(*sm, static_cast<NodeId>(i));
@@ -449,6 +467,7 @@ struct Fabric::Impl {
         return;
       }
       point_ports_at(*sm);
+      forget_gone_sms(*sm);
       std::optional<std::pair<NodeId, SmInfo>> best;
       for (std::size_t i = 0; i < nodes.size(); ++i) {
         if (static_cast<NodeId>(i) == sm->node || !nodes[i]->sm) continue;
@@ -772,6 +791,85 @@ struct Fabric::Impl {
                                             (r->description ? "NodeDescription" : "NodeInfo") +
                                             " answer after " + std::to_string(r->attempt) +
                                             " attempts"));
+    });
+  }
+
+  // ---- SA ----------------------------------------------------------------
+
+  // SubnAdmGetTable(SMInfoRecord) to the SA at `lid`, answered as OpenSM's
+  // osm_sa_sminfo_record.c does: its own SM (ActCount, priority, state; SM_Key
+  // 0) and every remote SM its sweeps found (their last SMInfo), in one MAD as
+  // under ibsim: the first 6 records, no PayloadLength, the rest cut. The
+  // answer goes through the real encoder and decoder. No SM on the port: the
+  // kernel refuses the GSI MAD (status); a frozen or starting SM: silence; an
+  // SM that is not MASTER: busy (a model; the census asks the master only).
+  struct SaReq {
+    NodeId from;
+    Lid lid;
+    mad::RequestOptions opts;
+    mad::SmInfoRecordsCallback done;
+    int attempt = 0;
+    bool finished = false;
+    TimePoint sent{};
+  };
+
+  void finish_sa(const std::shared_ptr<SaReq>& r, Result<mad::SmInfoRecordsReply> res) {
+    if (r->finished) return;
+    r->finished = true;
+    auto done = std::move(r->done);
+    done(std::move(res));
+  }
+
+  Result<mad::SmInfoRecordTable> sa_answer(NodeId to) {
+    const auto& sm = nodes[to]->sm;
+    if (!sm || !sm->alive) return make_error(mad::kErrMadStatus, "SA status 0x000c");
+    if (sm->state != SmState::Master) return make_error(mad::kErrMadStatus, "SA status 0x0001: busy");
+    std::vector<mad::SmInfoRecord> records;
+    SmInfo own = info(*sm);
+    own.sm_key = 0;
+    records.push_back({nodes[to]->lid, own});
+    for (const auto& [g, i] : sm->remote) {
+      auto n = node_of(g);
+      if (!n) continue;
+      SmInfo r = i;
+      r.sm_key = 0;
+      records.push_back({nodes[*n]->lid, r});
+    }
+    auto bytes = mad::encode_sminfo_record_table_response(0, records, false);
+    return mad::decode_sminfo_record_table(bytes);
+  }
+
+  void send_sa(NodeId from, Lid lid, const mad::RequestOptions& o, mad::SmInfoRecordsCallback done) {
+    sa_attempt(std::make_shared<SaReq>(SaReq{from, lid, o, std::move(done)}));
+  }
+
+  void sa_attempt(const std::shared_ptr<SaReq>& r) {
+    const int a = ++r->attempt;
+    r->sent = q.now();
+    auto dest = resolve(r->from, mad::Target{r->lid});
+    if (dest && path_ok(r->from, *dest)) {
+      const NodeId to = *dest;
+      q.schedule_in(one_way(r->from, to), [this, r, a, to] {
+        if (r->finished || r->attempt != a) return;
+        const auto& sm = nodes[to]->sm;
+        if (sm && sm->alive && !answering(sm)) return;  // frozen or starting: silence
+        auto answer = sa_answer(to);
+        if (!path_ok(to, r->from)) return;
+        q.schedule_in(one_way(to, r->from), [this, r, a, answer] {
+          if (r->finished || r->attempt != a) return;
+          if (!answer) return finish_sa(r, answer.error());
+          finish_sa(r, mad::SmInfoRecordsReply{*answer, q.now() - r->sent, a});
+        });
+      });
+    }
+    q.schedule_in(r->opts.timeout, [this, r, a] {
+      if (r->finished || r->attempt != a) return;
+      if (r->attempt <= r->opts.retries) {
+        sa_attempt(r);
+        return;
+      }
+      finish_sa(r, make_error(mad::kErrTimeout, "no SA answer after " + std::to_string(r->attempt) +
+                                                    " attempts"));
     });
   }
 

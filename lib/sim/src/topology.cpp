@@ -274,6 +274,12 @@ void TopologyTransport::get_sminfo(const mad::Target&, const mad::RequestOptions
   q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SM")); });
 }
 
+void TopologyTransport::get_sminfo_records(Lid, const mad::RequestOptions& o,
+                                           mad::SmInfoRecordsCallback done) {
+  mads_ += static_cast<std::uint64_t>(o.retries) + 1;
+  q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA")); });
+}
+
 void TopologyTransport::set_sminfo(const mad::Target& t, SmInfoModifier, const SmInfo&,
                                    const mad::RequestOptions& o, mad::SmInfoCallback done) {
   get_sminfo(t, o, std::move(done));

@@ -4,11 +4,15 @@
 //
 //   mad_probe set <lid|0,dr...> <modifier 1..5> <payload state 0..3> <timeout ms>
 //   mad_probe multi <timeout ms> <target> <target> ...   (Gets, all sent at once)
+//   mad_probe sa <sa lid> <timeout ms>   (SubnAdmGetTable(SMInfoRecord))
 //
 // Targets: a decimal LID, or a directed path starting with "0" ("0", "0,1,3").
 // Prints one JSON line per request, in request order:
 //   {"target":"...","ok":true,"guid":"0x...","priority":N,"state":N,"act_count":N,"attempts":N}
 //   {"target":"...","ok":false,"code":"...","message":"..."}
+// or, for `sa`, one line:
+//   {"ok":true,"records":[{"lid":N,"guid":"0x...","priority":N,"state":N,"act_count":N}...],
+//    "claimed":N|null,"truncated":B,"attempts":N}
 // and exits 0 if the port opened (whatever the answers), 5 if it did not.
 #include <cstdio>
 #include <cstdlib>
@@ -56,7 +60,8 @@ nlohmann::json to_json(const std::string& target, const Result<SmInfoReply>& r) 
 int usage() {
   std::fprintf(stderr,
                "usage: mad_probe set <target> <mod> <state> <timeout_ms>\n"
-               "       mad_probe multi <timeout_ms> <target>...\n");
+               "       mad_probe multi <timeout_ms> <target>...\n"
+               "       mad_probe sa <sa_lid> <timeout_ms>\n");
   return 2;
 }
 
@@ -71,6 +76,33 @@ int main(int argc, char** argv) {
   if (!transport) {
     std::fprintf(stderr, "mad_probe: %s\n", transport.error().message.c_str());
     return 5;
+  }
+  if (args[0] == "sa" && args.size() == 3) {
+    const long lid = std::strtol(args[1].c_str(), nullptr, 10);
+    RequestOptions opts{std::chrono::milliseconds(std::atoi(args[2].c_str())), 0, 0};
+    std::optional<Result<SmInfoRecordsReply>> got;
+    (*transport)->get_sminfo_records(Lid{static_cast<std::uint16_t>(lid)}, opts,
+                                     [&got](Result<SmInfoRecordsReply> r) { got = std::move(r); });
+    while (!got && io.run_one() > 0) {
+    }
+    nlohmann::json j{{"ok", got && got->ok()}};
+    if (got && got->ok()) {
+      const auto& t = (*got)->table;
+      nlohmann::json recs = nlohmann::json::array();
+      for (const auto& r : t.records)
+        recs.push_back({{"lid", r.lid.value}, {"guid", to_string(r.info.guid)},
+                        {"priority", r.info.priority}, {"state", static_cast<int>(r.info.state)},
+                        {"act_count", r.info.act_count}, {"sm_key", r.info.sm_key}});
+      j["records"] = recs;
+      j["claimed"] = t.claimed ? nlohmann::json(*t.claimed) : nlohmann::json(nullptr);
+      j["truncated"] = t.truncated;
+      j["attempts"] = (*got)->attempts;
+    } else if (got) {
+      j["code"] = got->error().code;
+      j["message"] = got->error().message;
+    }
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
   }
   std::vector<std::string> names;
   std::vector<std::optional<Result<SmInfoReply>>> results;

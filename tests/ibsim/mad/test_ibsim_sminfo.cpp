@@ -307,3 +307,54 @@ TEST_CASE("umad2sim: a umad fd cannot be waited on by epoll or with a wake-up fd
   CHECK(recv_ms >= 200);
   CHECK(recv_ms < 1000);
 }
+
+TEST_CASE("The master's SA answers SubnAdmGetTable(SMInfoRecord) as saquery SMIR reads it",
+          "[ibsim][mad][sa]") {
+  TwoSms f;
+  auto& fabric = f.fabric;
+  // The master lists the standby once a sweep of its has read its SMInfo
+  // (DISCOVERING if that sweep caught it starting; STANDBY from a later one).
+  nlohmann::json j;
+  const auto deadline = std::chrono::steady_clock::now() + 40s;
+  do {
+    auto lines = probe_lines(fabric.run("Hca3", {SMHA_MAD_PROBE, "sa", std::to_string(f.master_lid), "2000"},
+                                        kRunTimeout));
+    REQUIRE(lines.size() == 1);
+    j = lines[0];
+    INFO(j.dump());
+    REQUIRE(j["ok"] == true);
+    if (j["records"].size() == 2 && j["records"][1]["state"] == 2) break;
+  } while (std::chrono::steady_clock::now() < deadline);
+  INFO(j.dump());
+  REQUIRE(j["records"].size() == 2);
+  CHECK(j["truncated"] == false);
+  const auto& m = j["records"][0];  // OpenSM lists itself first
+  CHECK(m["guid"] == hex_guid(f.master_guid));
+  CHECK(m["lid"] == f.master_lid);
+  CHECK(m["state"] == 3);
+  CHECK(m["priority"] == 15);
+  CHECK(m["sm_key"] == 0);  // the SA never reveals SM_Key
+  const auto& s = j["records"][1];
+  CHECK(s["guid"] == hex_guid(f.standby_guid));
+  CHECK(s["lid"] == f.standby_lid);
+  CHECK(s["state"] == 2);
+  CHECK(s["priority"] == 1);
+
+  // infiniband-diags reads the same table (`saquery SMIR`; `saquery -s` lists IsSM ports).
+  auto diag = fabric.run("Hca3", {"saquery", "SMIR"}, kRunTimeout);
+  INFO("saquery: exit " << diag.exit_code << "\n" << diag.out << diag.err);
+  REQUIRE(diag.exit_code == 0);
+  CHECK(diag.out.find(hex_guid(f.master_guid)) != std::string::npos);
+  CHECK(diag.out.find(hex_guid(f.standby_guid)) != std::string::npos);
+  CHECK(diag.out.find("LID..................." + std::to_string(f.master_lid) + "\n") != std::string::npos);
+  CHECK(diag.out.find("LID..................." + std::to_string(f.standby_lid) + "\n") != std::string::npos);
+  CHECK(diag.out.find("Priority..............15\n") != std::string::npos);
+  CHECK(diag.out.find("SMState...............3\n") != std::string::npos);
+
+  // The standby's SA is not the master's: whatever it says, it is an answer
+  // or an error, never a crash; a LID with no SM at all is silence or a refusal.
+  auto none = probe_lines(fabric.run("Hca3", {SMHA_MAD_PROBE, "sa", std::to_string(f.spare_lid), "500"},
+                                     kRunTimeout));
+  REQUIRE(none.size() == 1);
+  CHECK(none[0]["ok"] == false);
+}

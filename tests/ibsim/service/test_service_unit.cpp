@@ -70,6 +70,9 @@ class FakeTransport final : public mad::MadTransport {
                             mad::NodeDescriptionCallback done) override {
     boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
   }
+  void get_sminfo_records(Lid, const mad::RequestOptions&, mad::SmInfoRecordsCallback done) override {
+    boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
+  }
   SmInfo info{Guid{0x20}, 0, 42, 5, SmState::Standby};
   std::optional<mad::PortInfo> port;
   int sets = 0;
@@ -339,6 +342,21 @@ TEST_CASE("SMs on the fabric: status lines and the smctl sms table, escaped") {
   CHECK(tab.find("never") != std::string::npos);
   CHECK(tab.find("Census: 2 walks (62 MADs), 4 SMInfo MADs; last walk 3.0s ago: 6 nodes, 22 ports, 31 MADs, 3 IsSM ports; next in 57s") !=
         std::string::npos);
+  CHECK(tab.find("SA table") == std::string::npos);  // an smhad without it: no line
+
+  // The SA table line: asked, answered, records of claimed, truncated, the last error.
+  json with_sa = reply;
+  with_sa["census"]["sa"] = {{"sa_lid", 3}, {"queries", 4}, {"tables", 3}, {"mads", 5}, {"last_age_s", 12.0},
+                             {"records", 6}, {"claimed", 9}, {"truncated", true},
+                             {"last_error", "timeout: no answer after 2 attempt(s) of 500 ms"}};
+  const std::string sa = render_sms_text(with_sa);
+  INFO(sa);
+  CHECK(sa.find("SA table: lid 3, 3 of 4 answered (5 MADs); last 12s ago: 6 records of 9, TRUNCATED; "
+                "last error: timeout: no answer after 2 attempt(s) of 500 ms\n") != std::string::npos);
+  with_sa["census"]["sa"] = {{"sa_lid", nullptr}, {"queries", 0}, {"tables", 0}, {"mads", 0},
+                             {"last_age_s", nullptr}, {"records", nullptr}, {"claimed", nullptr},
+                             {"truncated", false}, {"last_error", nullptr}};
+  CHECK(render_sms_text(with_sa).find("SA table: not asked yet\n") != std::string::npos);
 }
 
 TEST_CASE("event times: one formatter, UTC with milliseconds, also before 1970") {

@@ -190,10 +190,11 @@ TEST_CASE("A third OpenSM at priority 0 on a compute node: unknown_sm names it, 
     return count_records(c, 0, "clear", "unknown_sm") == 1 && count_records(c, 1, "clear", "unknown_sm") == 1;
   }, seconds(25)));
   WARN("cleared " << std::chrono::duration<double>(c.now() - stopped).count() << " s after it stopped");
-  // Gone from the census once a recheck sees IsSM cleared.
+  // Gone from the census once a recheck sees IsSM cleared and the master's SA
+  // no longer lists it (its next sweep forgets it, the next table shows that).
   REQUIRE(c.run_until([&] {
     return !c.agent(0)->census().entries().count(third) && !c.agent(1)->census().entries().count(third);
-  }, seconds(20)));
+  }, seconds(50)));
   for (int i = 0; i < c.heads(); ++i) {
     CHECK(c.count_events(i, "takeover_started") == 0);
     CHECK(count_records(c, i, "alarm", "no_master") == 0);
@@ -204,8 +205,133 @@ TEST_CASE("A third OpenSM at priority 0 on a compute node: unknown_sm names it, 
   const auto& st = c.agent(0)->census_stats();
   CHECK(st.walks >= 1);
   const double secs = std::chrono::duration<double>(c.now() - t_start).count();
-  const double rate = static_cast<double>(st.walk_mads + st.recheck_mads + st.query_mads) / secs;
+  const double rate =
+      static_cast<double>(st.walk_mads + st.recheck_mads + st.query_mads + st.sa_mads) / secs;
   WARN("census: " << st.walks << " walks, " << st.walk_mads << " walk MADs, " << st.recheck_mads
-                  << " recheck MADs, " << st.query_mads << " query MADs in " << secs << " s: " << rate << " MAD/s");
+                  << " recheck MADs, " << st.query_mads << " query MADs, " << st.sa_mads << " SA MADs in "
+                  << secs << " s: " << rate << " MAD/s");
+  CHECK(st.sa_tables >= 1);
   CHECK(rate <= 2.0);
+}
+
+TEST_CASE("The master's SA lists an SM on a compute node: source \"sa\" alone raises unknown_sm and clears",
+          "[census][sim][sa]") {
+  ClusterParams p;
+  p.peer_addressing = PeerAddressing::GuidOnly;
+  p.census.enabled = true;
+  // No walk and so no rechecks or IsSM: the SA table is the only way to the third SM.
+  p.census.first_walk_delay = seconds(3600);
+  p.census.sa_interval = seconds(5);
+  Cluster c(84, p);
+  c.start_all_smhad();
+  REQUIRE(c.run_until([&] { return c.observed_masters().size() == 1; }, seconds(3)));
+  c.run_for(seconds(10));
+  const auto master_before = c.observed_masters();
+  for (int i = 0; i < c.heads(); ++i) {
+    CHECK(count_records(c, i, "alarm", "unknown_sm") == 0);
+    const auto& st = c.agent(i)->census_stats();
+    INFO("SA: queries " << st.sa_queries << " last error " << st.sa_last_error << " lid " << st.sa_lid.value);
+    CHECK(st.sa_tables >= 1);
+    CHECK(st.sa_records == 2);  // the master and the standby head
+    CHECK_FALSE(st.sa_last_truncated);
+    CHECK(st.sa_last_error.empty());
+    for (const auto& [g, x] : c.agent(i)->census().entries()) CHECK(x.head);
+  }
+
+  const NodeId node = c.observer();
+  const Guid third = c.fabric().guid(node);
+  const std::string conf = "/etc/opensm/opensm.conf";
+  REQUIRE(c.fabric().fs(node).write_atomic(conf, agent::render_minimal_conf({}, 0), 0644).ok());
+  opensm::ProcessSpec spec;
+  spec.path = "/usr/sbin/opensm";
+  spec.argv = {spec.path, "-F", conf};
+  REQUIRE(c.fabric().runner(node).spawn(spec, {}, {}).ok());
+  const TimePoint started = c.now();
+  // The master's next light sweep (10 s) finds it; the next table lists it.
+  REQUIRE(c.run_until([&] {
+    return count_records(c, 0, "alarm", "unknown_sm") == 1 && count_records(c, 1, "alarm", "unknown_sm") == 1;
+  }, seconds(20)));
+  WARN("unknown_sm from the SA table alone " << std::chrono::duration<double>(c.now() - started).count()
+                                             << " s after the third OpenSM started");
+  for (int i = 0; i < c.heads(); ++i) {
+    const auto& e = c.agent(i)->census().entries();
+    REQUIRE(e.count(third));
+    const auto& x = e.at(third);
+    CHECK(x.sources == agent::kFromSa);
+    CHECK(x.sa_listed);
+    CHECK_FALSE(x.is_sm);
+    CHECK(x.lid == c.fabric().lid(node));
+    REQUIRE(x.info);
+    CHECK(x.info->state == SmState::Standby);
+    CHECK(x.info->priority == 0);
+    CHECK(c.agent(i)->census_stats().sa_records == 3);
+    for (const auto& r : c.records(i))
+      if (r.what == "alarm" && r.kind == "unknown_sm") {
+        INFO(r.detail);
+        CHECK(r.detail.find(to_string(third)) != std::string::npos);
+        CHECK(r.detail.find("lid " + std::to_string(c.fabric().lid(node).value)) != std::string::npos);
+      }
+  }
+  // While it runs the master keeps hearing from it: the alarm stays up.
+  c.run_for(seconds(30));
+  for (int i = 0; i < c.heads(); ++i) CHECK(count_records(c, i, "clear", "unknown_sm") == 0);
+
+  // It stops. The master forgets it at its next sweep; until then its record
+  // stands still and is no sign of life: cleared within expiry + a table.
+  REQUIRE(c.fabric().signal_opensm(node, SIGTERM));
+  const TimePoint stopped = c.now();
+  REQUIRE(c.run_until([&] {
+    return count_records(c, 0, "clear", "unknown_sm") == 1 && count_records(c, 1, "clear", "unknown_sm") == 1;
+  }, seconds(25)));
+  WARN("cleared " << std::chrono::duration<double>(c.now() - stopped).count() << " s after it stopped");
+  REQUIRE(c.run_until([&] {
+    return !c.agent(0)->census().entries().count(third) && !c.agent(1)->census().entries().count(third);
+  }, seconds(30)));
+  for (int i = 0; i < c.heads(); ++i) CHECK(c.count_events(i, "takeover_started") == 0);
+  CHECK(c.observed_masters() == master_before);
+}
+
+TEST_CASE("The sim's SA: one MAD of records, cut beyond six as under ibsim; refused without an SM",
+          "[census][sim][sa]") {
+  Fabric f(7);
+  std::vector<NodeId> n;
+  for (int i = 0; i < 9; ++i)
+    n.push_back(f.add_node("n" + std::to_string(i), Guid{0x100 + static_cast<std::uint64_t>(i)},
+                           Lid{static_cast<std::uint16_t>(i + 1)}));
+  auto ask = [&](NodeId from, Lid lid) {
+    std::optional<Result<mad::SmInfoRecordsReply>> got;
+    f.transport(from).get_sminfo_records(lid, mad::RequestOptions{milliseconds(200), 0, 0},
+                                         [&got](Result<mad::SmInfoRecordsReply> r) { got = std::move(r); });
+    f.queue().run_until(f.queue().now() + seconds(1), [&got] { return got.has_value(); });
+    REQUIRE(got);
+    return *got;
+  };
+  // No SM at LID 1: the GSI MAD is refused.
+  auto none = ask(n[8], Lid{1});
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().code == mad::kErrMadStatus);
+  // Eight OpenSMs, the one at n0 with the highest priority.
+  for (int i = 0; i < 8; ++i) {
+    const std::string conf = "/c";
+    REQUIRE(f.fs(n[i]).write_atomic(conf, "sm_priority " + std::to_string(i == 0 ? 15 : 1) + "\n", 0644).ok());
+    opensm::ProcessSpec spec;
+    spec.path = "/usr/sbin/opensm";
+    spec.argv = {spec.path, "-F", conf};
+    REQUIRE(f.runner(n[i]).spawn(spec, {}, {}).ok());
+  }
+  f.queue().run_until(f.queue().now() + seconds(25), [] { return false; });
+  REQUIRE(f.active_masters() == std::vector<NodeId>{n[0]});
+  auto t = ask(n[8], Lid{1});
+  REQUIRE(t.ok());
+  CHECK(t->table.records.size() == 6);
+  CHECK_FALSE(t->table.claimed);
+  CHECK(t->table.truncated);
+  CHECK(t->table.records[0].info.guid == Guid{0x100});
+  CHECK(t->table.records[0].info.state == SmState::Master);
+  CHECK(t->table.records[0].info.sm_key == 0);
+  CHECK(t->table.records[1].info.state == SmState::Standby);
+  // A standby's SA: busy.
+  auto standby = ask(n[8], Lid{2});
+  REQUIRE_FALSE(standby.ok());
+  CHECK(standby.error().message.find("busy") != std::string::npos);
 }

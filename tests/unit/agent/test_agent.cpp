@@ -84,6 +84,7 @@ struct FakeTransport : mad::MadTransport {
   // switch port, keyed "dr:0,1#3" (switch path # port): `switch_ports`
   // (nullopt: silence), ACTIVE when absent.
   std::optional<mad::PortState> port_state;
+  Lid port_sm_lid;  // our port's MasterSMLID
   std::vector<std::pair<std::uint8_t, mad::RequestOptions>> port_queries;
   std::map<std::string, std::optional<mad::PortState>> switch_ports;
   std::vector<std::string> switch_queries;
@@ -102,6 +103,7 @@ struct FakeTransport : mad::MadTransport {
       mad::PortInfo pi;
       pi.local_port = port;
       pi.state = *st;
+      if (key(t) == "dr:0") pi.sm_lid = port_sm_lid;
       s.schedule_at(s.now() + milliseconds(1), [pi, done] { done(mad::PortInfoReply{pi, milliseconds(1), 1}); });
     } else {
       s.schedule_at(s.now() + o.timeout * (o.retries + 1),
@@ -116,6 +118,23 @@ struct FakeTransport : mad::MadTransport {
                             mad::NodeDescriptionCallback done) override {
     s.schedule_at(s.now() + o.timeout * (o.retries + 1),
                   [done] { done(make_error(mad::kErrTimeout, "timeout")); });
+  }
+  // The SA's SMInfoRecord table after 1 ms, or silence when unset.
+  std::optional<Result<mad::SmInfoRecordTable>> sa_table;
+  std::vector<Lid> sa_queries;
+  void get_sminfo_records(Lid sa_lid, const mad::RequestOptions& o,
+                          mad::SmInfoRecordsCallback done) override {
+    sa_queries.push_back(sa_lid);
+    if (!sa_table) {
+      s.schedule_at(s.now() + o.timeout * (o.retries + 1),
+                    [done] { done(make_error(mad::kErrTimeout, "timeout")); });
+      return;
+    }
+    auto t = *sa_table;
+    s.schedule_at(s.now() + milliseconds(1), [t, done] {
+      if (!t) return done(t.error());
+      done(mad::SmInfoRecordsReply{*t, milliseconds(1), 1});
+    });
   }
 };
 
@@ -532,4 +551,55 @@ TEST_CASE("ProcessOpensmControl renders, spawns, SIGHUPs and restarts after the 
   r.exit(102);
   CHECK(unexpected == 1);
   CHECK(c.state() == sm::ProcessState::Exited);
+}
+
+TEST_CASE("Agent asks the SA at our port's MasterSMLID every sa_interval; its table feeds the census",
+          "[agent][census][sa]") {
+  FakeScheduler s;
+  FakeTransport t(s);
+  FakeControl ctl;
+  NullSink sink;
+  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Standby, 10);
+  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Master, 11);
+  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Master, 11);
+  t.port_state = mad::PortState::Active;
+  AgentConfig c = config();
+  c.local_port_num = 1;
+  c.census.sa_interval = seconds(30);
+  Agent a(c, s, t, ctl, sink);
+  a.start();
+  // No MasterSMLID on our port yet: nothing sent, the reason kept.
+  s.run_until(s.now() + seconds(4));
+  CHECK(t.sa_queries.empty());
+  CHECK(a.census_stats().sa_last_error == "no master SM LID on our port yet");
+  // The master answers at LID 1 with itself, us and an SM on a compute node.
+  t.port_sm_lid = Lid{1};
+  SmInfo other = sminfo(Guid{0x30}, SmState::Standby, 0);
+  other.act_count = 5;
+  t.sa_table = Result<mad::SmInfoRecordTable>(mad::SmInfoRecordTable{
+      {{Lid{1}, sminfo(Guid{0x10}, SmState::Master, 11)},
+       {Lid{2}, sminfo(Guid{0x20}, SmState::Standby, 10)},
+       {Lid{9}, other}},
+      std::nullopt,
+      false});
+  s.run_until(s.now() + seconds(30));
+  REQUIRE(t.sa_queries.size() == 1);
+  CHECK(t.sa_queries[0] == Lid{1});
+  const auto& st = a.census_stats();
+  CHECK(st.sa_tables == 1);
+  CHECK(st.sa_records == 3);
+  CHECK(st.sa_mads == 1);
+  CHECK(st.sa_last_error.empty());
+  REQUIRE(a.census().entries().count(Guid{0x30}));
+  CHECK((a.census().entries().at(Guid{0x30}).sources & kFromSa) != 0);
+  CHECK(a.census().entries().at(Guid{0x30}).lid == Lid{9});
+  // One query per interval: two more in the next 60 s.
+  s.run_until(s.now() + seconds(60));
+  CHECK(t.sa_queries.size() == 3);
+  // An SA that refuses: the error kept, the census unchanged.
+  t.sa_table = Result<mad::SmInfoRecordTable>(make_error(mad::kErrMadStatus, "SA status 0x0300: no records"));
+  s.run_until(s.now() + seconds(30));
+  CHECK(st.sa_last_error == "mad_status: SA status 0x0300: no records");
+  CHECK(st.sa_tables == 3);
+  a.stop();
 }

@@ -166,3 +166,77 @@ TEST_CASE("Census: heads known from polls get their cabling and LID from the wal
   CHECK(c.entries().at(kOther).neighbour_port == 5);
   CHECK(c.entries().at(kOther).description == "x");
 }
+
+TEST_CASE("Census: the SA's table adds SMs; a record counts as an answer only when it moved",
+          "[agent][census][sa]") {
+  Census c({seconds(15), 8});
+  c.set_heads(kOwn, {kPeer});
+  const TimePoint t0{};
+  c.known_ports({port(kOther, "node07 HCA-1", DrPath{{1, 5}}, kSwitch, 5)});
+  auto rec = [](Guid g, std::uint16_t lid, SmState s, std::uint8_t prio, std::uint32_t act) {
+    SmInfo i = sminfo(g, s, prio);
+    i.act_count = act;
+    return mad::SmInfoRecord{Lid{lid}, i};
+  };
+  c.sa_table({rec(kOwn, 1, SmState::Master, 11, 500), rec(kPeer, 2, SmState::Standby, 10, 40),
+              rec(kOther, 9, SmState::Standby, 0, 7)},
+             true, t0);
+  // First listing: live, named and located from the walk's ports, source "sa".
+  REQUIRE(c.entries().count(kOther));
+  const auto& e = c.entries().at(kOther);
+  CHECK(e.sources == kFromSa);
+  CHECK(e.sa_listed);
+  CHECK(e.lid == Lid{9});
+  CHECK(e.info->sm_key == 0);
+  auto o = c.others(t0);
+  REQUIRE(o.size() == 1);
+  CHECK(o[0].where == "\"node07 HCA-1\" lid 9 at " + to_string(kSwitch) + " port 5");
+  CHECK(census_sources_text(kFromPoll | kFromSa) == "poll,sa");
+
+  // The master heard from it again (ActCount moved): live again.
+  c.sa_table({rec(kOwn, 1, SmState::Master, 11, 600), rec(kOther, 9, SmState::Standby, 0, 9)}, true,
+             t0 + seconds(30));
+  CHECK(c.others(t0 + seconds(30)).size() == 1);
+  CHECK(c.entries().at(kOther).answers == 2);
+
+  // The SM stopped; the master still lists it with the same ActCount: the
+  // record is no sign of life, so it is no other SM after the expiry, but it
+  // stays listed (silent) while the SA lists it.
+  c.sa_table({rec(kOwn, 1, SmState::Master, 11, 700), rec(kOther, 9, SmState::Standby, 0, 9)}, true,
+             t0 + seconds(60));
+  CHECK(c.others(t0 + seconds(60)).empty());
+  c.expire(t0 + seconds(60));
+  REQUIRE(c.entries().count(kOther));
+  CHECK(c.state_text(c.entries().at(kOther), t0 + seconds(60)) == "silent");
+  // A truncated table that leaves it out changes nothing; a whole one drops it.
+  c.sa_table({rec(kOwn, 1, SmState::Master, 11, 800)}, false, t0 + seconds(90));
+  c.expire(t0 + seconds(90));
+  CHECK(c.entries().count(kOther));
+  c.sa_table({rec(kOwn, 1, SmState::Master, 11, 900)}, true, t0 + seconds(120));
+  c.expire(t0 + seconds(120));
+  CHECK_FALSE(c.entries().count(kOther));
+}
+
+TEST_CASE("Census: an SA record does not overwrite a fresher direct answer", "[agent][census][sa]") {
+  Census c({seconds(15), 8});
+  c.set_heads(kOwn, {kPeer});
+  const TimePoint t0{};
+  SmInfo direct = sminfo(kOther, SmState::Standby, 3);
+  direct.sm_key = 0x1234;
+  direct.act_count = 50;
+  c.answered(direct, kFromIsSm, Lid{9}, t0);
+  SmInfo old = sminfo(kOther, SmState::Discovering, 3);
+  old.act_count = 40;
+  c.sa_table({mad::SmInfoRecord{Lid{9}, old}}, true, t0 + seconds(1));
+  const auto& e = c.entries().at(kOther);
+  CHECK(e.info->state == SmState::Standby);  // the direct answer, not the sweep-old record
+  CHECK(e.info->sm_key == 0x1234);
+  CHECK(e.answers == 1);
+  CHECK(e.sources == (kFromIsSm | kFromSa));
+  // Once the direct answers stop, a record that moved counts, keeping the SM_Key seen.
+  old.act_count = 60;
+  c.sa_table({mad::SmInfoRecord{Lid{9}, old}}, true, t0 + seconds(20));
+  CHECK(c.entries().at(kOther).info->state == SmState::Discovering);
+  CHECK(c.entries().at(kOther).info->sm_key == 0x1234);
+  CHECK(c.others(t0 + seconds(20)).size() == 1);
+}

@@ -36,6 +36,9 @@ class ScriptedTransport : public MadTransport {
   void get_node_description(const Target&, const RequestOptions&, NodeDescriptionCallback) override {
     FAIL("sminfo must never ask NodeDescription");
   }
+  void get_sminfo_records(Lid, const RequestOptions&, SmInfoRecordsCallback) override {
+    FAIL("sminfo must never ask the SA");
+  }
   std::vector<Target> targets;
   std::vector<RequestOptions> options;
 

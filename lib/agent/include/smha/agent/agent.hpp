@@ -103,6 +103,13 @@ struct CensusConfig {
   Duration walk_max_interval = seconds(6 * 3600);
   double walk_mads_per_s = 0.5;
   DiscoveryLimits walk{63, 20000, 4, mad::RequestOptions{milliseconds(100), 1, 0}};
+  // SubnAdmGetTable(SMInfoRecord) to the SA at our port's MasterSMLID every
+  // sa_interval (three of OpenSM's default 10 s sweeps; 0: never), the first
+  // sa_first_delay after start (our port's MasterSMLID is known by then).
+  // One MAD (two when unanswered).
+  Duration sa_interval = seconds(30);
+  Duration sa_first_delay = seconds(3);
+  mad::RequestOptions sa_query{milliseconds(500), 1, 0};
   CensusLimits limits;                   // expiry (live), max_sms
 };
 
@@ -116,6 +123,17 @@ struct CensusStats {
   std::optional<DiscoveryResult> last_walk;
   std::optional<TimePoint> last_walk_at;
   std::optional<TimePoint> next_walk_at;
+  // The master's SA table (SubnAdmGetTable(SMInfoRecord)).
+  std::uint64_t sa_queries = 0;      // tables asked
+  std::uint64_t sa_mads = 0;         // their MADs (attempts)
+  std::uint64_t sa_tables = 0;       // tables received
+  std::uint64_t sa_truncated = 0;    // of them cut short
+  std::optional<TimePoint> sa_last_at;        // the last table received
+  Lid sa_lid;                                 // where the last query went
+  std::size_t sa_records = 0;                 // records in the last table
+  std::optional<std::uint32_t> sa_claimed;    // what it said the table has
+  bool sa_last_truncated = false;
+  std::string sa_last_error;                  // the last query's error ("" when it answered)
 };
 
 struct AgentConfig {
@@ -205,6 +223,7 @@ class Agent {
   void census_queries();
   void census_rechecks();
   void census_round(Round& round);
+  void census_sa();
   bool step(const sm::Observation& obs);  // true: poll again soon
   void apply(const sm::Decision& d);
   void arm_wakeup(std::optional<TimePoint> t);
@@ -243,6 +262,7 @@ class Agent {
   CensusStats census_stats_;
   std::optional<Scheduler::TimerId> walk_timer_;
   std::optional<Scheduler::TimerId> census_timer_;
+  std::optional<Scheduler::TimerId> sa_timer_;
   std::vector<SmPort> recheck_ports_;  // the last walk's ports, heads left out
   std::string own_description_;        // our node's NodeDescription (census, events)
   bool own_description_pending_ = false;

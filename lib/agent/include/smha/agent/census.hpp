@@ -5,11 +5,17 @@
 //     port's MasterSMLID),
 //   - the census walk (Discovery::survey()): ports whose PortInfo
 //     CapabilityMask has IsSM, with where they are cabled,
-//   - the census's own SMInfo queries to those ports (by DR path).
-// An SM is live while it answered SMInfo within `expiry`; a live SM that is
-// not a configured head is an "other SM" (sm::PollRound::other_sms, alarm
-// unknown_sm). An entry is kept while live or while the last walk that
-// reached its port saw IsSM; otherwise it is dropped (the SM is gone).
+//   - the census's own SMInfo queries to those ports (by DR path),
+//   - the master's SA: SubnAdmGetTable(SMInfoRecord), what the master found in
+//     its sweeps.
+// An SM is live while it answered SMInfo within `expiry`; an SA record counts
+// as an answer only when it shows the SM changed since the SA last listed it
+// (ActCount, state or priority moved: the master heard from it again), or
+// the first time, so a record the master keeps after the SM stopped does not
+// keep it live. A live SM that is not a configured head is an "other SM"
+// (sm::PollRound::other_sms, alarm unknown_sm). An entry is kept while live,
+// while the last walk that reached its port saw IsSM, or while the last SA
+// table listed it; otherwise it is dropped (the SM is gone).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +28,7 @@
 #include "smha/core/clock.hpp"
 #include "smha/core/sminfo.hpp"
 #include "smha/core/types.hpp"
+#include "smha/mad/transport.hpp"
 #include "smha/sm/ha_machine.hpp"
 
 namespace smha::agent {
@@ -31,8 +38,9 @@ enum CensusSource : unsigned {
   kFromPoll = 1,         // a poll round's SMInfo (our own SM, a peer's address)
   kFromMasterSmLid = 2,  // SMInfo at our port's MasterSMLID
   kFromIsSm = 4,         // a port with CapabilityMask.IsSM (the census walk)
+  kFromSa = 8,           // an SMInfoRecord of the master's SA
 };
-// "poll,master_sm_lid,is_sm" (the bits set, in that order).
+// "poll,master_sm_lid,is_sm,sa" (the bits set, in that order).
 std::string census_sources_text(unsigned sources);
 
 struct CensusEntry {
@@ -48,6 +56,9 @@ struct CensusEntry {
   bool head = false;              // a configured head (or our own SM)
   bool local = false;             // our own SM
   bool is_sm = false;             // the last walk that reached its port saw IsSM
+  bool sa_listed = false;         // the last SA table listed it
+  std::optional<SmInfo> sa_info;  // its last SMInfoRecord (SM_Key 0: the SA hides it)
+  bool answer_from_sa = false;    // the last answer was an SA record, not an SMInfo
   unsigned sources = 0;           // CensusSource bits
   std::uint64_t answers = 0;
   std::uint64_t misses = 0;       // census queries unanswered in a row
@@ -78,6 +89,11 @@ class Census {
   void described(Guid guid, const std::string& description);
   // An SMInfo answer. `lid`: where it was asked by LID (0: by DR / unknown).
   void answered(const SmInfo& info, unsigned source, Lid lid, TimePoint now);
+  // The master's SA listed `records`. New GUIDs are added; a record that
+  // differs from the one before (or is the first) counts as an answer unless
+  // the entry is live from a direct answer. `complete` (the table was not
+  // truncated): entries it does not list lose sa_listed.
+  void sa_table(const std::vector<mad::SmInfoRecord>& records, bool complete, TimePoint now);
   // A census query to this SM went unanswered.
   void missed(Guid guid);
   // Drops entries that are neither live nor IsSM.

@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// MadTransport: the seam through which smha sends SubnGet/SubnSet(SMInfo) and
-// SubnGet(PortInfo, NodeInfo, NodeDescription).
+// MadTransport: the seam through which smha sends SubnGet/SubnSet(SMInfo),
+// SubnGet(PortInfo, NodeInfo, NodeDescription) and SubnAdmGetTable(SMInfoRecord).
 // Real implementation: UmadTransport (libibumad). Test implementations: the
 // in-process simulated fabric (lib/sim) and scripted fakes.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "smha/core/clock.hpp"
 #include "smha/core/result.hpp"
@@ -110,7 +112,36 @@ struct NodeDescriptionReply {
   int attempts = 1;
 };
 
+// One SM as the SA lists it. OpenSM fills `info.sm_key` with 0 (it never
+// reveals SM_Key through the SA) and, for itself, ActCount = its QP0 MADs sent.
+struct SmInfoRecord {
+  Lid lid;
+  SmInfo info;
+  friend bool operator==(const SmInfoRecord&, const SmInfoRecord&) = default;
+};
+
+// A decoded GetTableResp(SMInfoRecord).
+struct SmInfoRecordTable {
+  std::vector<SmInfoRecord> records;  // the records that arrived
+  // How many the response says the whole table has (from the RMPP
+  // PayloadLength); nullopt when it does not say (PayloadLength 0: ibsim, whose
+  // umad2sim carries one MAD and fills in no RMPP header).
+  std::optional<std::uint32_t> claimed;
+  // Fewer records arrived than the table has: `claimed` > records, or, with no
+  // claim, non-zero bytes of a further, partial record after the whole ones
+  // (ibsim cuts the stream at 256 bytes, inside the 7th record).
+  bool truncated = false;
+  friend bool operator==(const SmInfoRecordTable&, const SmInfoRecordTable&) = default;
+};
+
+struct SmInfoRecordsReply {
+  SmInfoRecordTable table;
+  Duration rtt{};
+  int attempts = 1;
+};
+
 using SmInfoCallback = std::function<void(Result<SmInfoReply>)>;
+using SmInfoRecordsCallback = std::function<void(Result<SmInfoRecordsReply>)>;
 using PortInfoCallback = std::function<void(Result<PortInfoReply>)>;
 using NodeInfoCallback = std::function<void(Result<NodeInfoReply>)>;
 using NodeDescriptionCallback = std::function<void(Result<NodeDescriptionReply>)>;
@@ -142,6 +173,13 @@ class MadTransport {
   // SubnGet(NodeDescription) of the node at `target`. Same contract.
   virtual void get_node_description(const Target& target, const RequestOptions& opts,
                                     NodeDescriptionCallback done) = 0;
+
+  // SubnAdmGetTable(SMInfoRecord) to the SA at `sa_lid` (the master SM's LID),
+  // on QP1 with the GSI Q_Key (doc/census.md, source 5). `opts.m_key` is not
+  // used (the SA's SM_Key field is sent as 0). Same callback contract; a
+  // table cut short is not an error (SmInfoRecordTable::truncated).
+  virtual void get_sminfo_records(Lid sa_lid, const RequestOptions& opts,
+                                  SmInfoRecordsCallback done) = 0;
 };
 
 }  // namespace smha::mad

@@ -66,7 +66,8 @@ Result<LocalPortInfo> query_local_port(const PortSelector& selector);
 class UmadTransport final : public MadTransport {
  public:
   // Opens the selected port and registers client agents (method_mask NULL:
-  // only answers to our own requests arrive) for classes 0x81 and 0x01, then
+  // only answers to our own requests arrive) for classes 0x81 and 0x01, and
+  // for the SA class 0x03 version 2 with rmpp_version 1 (kernel RMPP), then
   // starts the receive thread. `io` and `clock` must outlive the transport.
   // Errors: kErrNoPort (nothing matches `selector`), kErrOpen (open or register
   // failed; message names the call and errno). On error nothing stays open.
@@ -96,6 +97,8 @@ class UmadTransport final : public MadTransport {
                      NodeInfoCallback done) override;
   void get_node_description(const Target& target, const RequestOptions& opts,
                             NodeDescriptionCallback done) override;
+  void get_sminfo_records(Lid sa_lid, const RequestOptions& opts,
+                          SmInfoRecordsCallback done) override;
 
   // Requests sent but not yet completed (for tests and metrics).
   std::size_t pending() const;

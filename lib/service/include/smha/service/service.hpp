@@ -216,6 +216,10 @@ class RecordingTransport final : public mad::MadTransport {
                             mad::NodeDescriptionCallback done) override {
     inner_.get_node_description(target, opts, std::move(done));
   }
+  void get_sminfo_records(Lid sa_lid, const mad::RequestOptions& opts,
+                          mad::SmInfoRecordsCallback done) override {
+    inner_.get_sminfo_records(sa_lid, opts, std::move(done));
+  }
   std::optional<SmSighting> last_seen(Guid guid) const;
   std::optional<TargetRecord> last_query(const mad::Target& target) const;
   const PollStats& poll_stats() const { return *stats_; }

@@ -99,6 +99,9 @@ class TopologyTransport final : public mad::MadTransport {
                      mad::NodeInfoCallback done) override;
   void get_node_description(const mad::Target& t, const mad::RequestOptions& o,
                             mad::NodeDescriptionCallback done) override;
+  // No SM runs on a topology file's fabric: no SA answers (a timeout).
+  void get_sminfo_records(Lid sa_lid, const mad::RequestOptions& o,
+                          mad::SmInfoRecordsCallback done) override;
   std::uint64_t mads_sent() const { return mads_; }
   // MAD answers that come back with a corrupt payload (malformed) for this target key
   // ("dr:0,1" style, see to_string(DrPath)): for tests of the decoder path.

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+#include "smha/mad/sa.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+namespace smha::mad {
+namespace {
+
+constexpr std::size_t kOffBaseVersion = offsetof(SaHeaderWire, base_version);
+constexpr std::size_t kOffClass = offsetof(SaHeaderWire, mgmt_class);
+constexpr std::size_t kOffClassVersion = offsetof(SaHeaderWire, class_version);
+constexpr std::size_t kOffMethod = offsetof(SaHeaderWire, method);
+constexpr std::size_t kOffStatus = offsetof(SaHeaderWire, status);
+constexpr std::size_t kOffTid = offsetof(SaHeaderWire, tid);
+constexpr std::size_t kOffAttrId = offsetof(SaHeaderWire, attr_id);
+constexpr std::size_t kOffRmppVersion = offsetof(SaHeaderWire, rmpp_version);
+constexpr std::size_t kOffRmppType = offsetof(SaHeaderWire, rmpp_type);
+constexpr std::size_t kOffRmppFlags = offsetof(SaHeaderWire, rmpp_time_flags);
+constexpr std::size_t kOffSegment = offsetof(SaHeaderWire, segment_number);
+constexpr std::size_t kOffPayloadLength = offsetof(SaHeaderWire, payload_length);
+constexpr std::size_t kOffAttrOffset = offsetof(SaHeaderWire, attribute_offset);
+
+constexpr std::size_t kOffRecLid = offsetof(SmInfoRecordWire, lid);
+constexpr std::size_t kOffRecGuid = offsetof(SmInfoRecordWire, guid);
+constexpr std::size_t kOffRecSmKey = offsetof(SmInfoRecordWire, sm_key);
+constexpr std::size_t kOffRecActCount = offsetof(SmInfoRecordWire, act_count);
+constexpr std::size_t kOffRecPriState = offsetof(SmInfoRecordWire, priority_state);
+
+// The largest AttributeOffset with which one record still fits in a MAD.
+constexpr std::uint16_t kMaxAttrOffsetWords = kSaDataSize / 8;
+
+std::uint64_t get_be(std::span<const std::uint8_t> b, std::size_t off, std::size_t n) {
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < n; ++i) v = (v << 8) | b[off + i];
+  return v;
+}
+
+void put_be(std::span<std::uint8_t> b, std::size_t off, std::size_t n, std::uint64_t v) {
+  for (std::size_t i = 0; i < n; ++i) b[off + n - 1 - i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+
+std::string hex(std::uint64_t v, int digits) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%0*llx", digits, static_cast<unsigned long long>(v));
+  return buf;
+}
+
+Error decode_error(std::string what) { return make_error(kErrDecode, std::move(what)); }
+
+void put_header(std::span<std::uint8_t> b, std::uint8_t method, std::uint64_t tid) {
+  b[kOffBaseVersion] = kBaseVersion;
+  b[kOffClass] = kClassSubnAdm;
+  b[kOffClassVersion] = kSaClassVersion;
+  b[kOffMethod] = method;
+  put_be(b, kOffTid, 8, tid);
+  put_be(b, kOffAttrId, 2, kAttrSmInfoRecord);
+}
+
+// The records the table's PayloadLength says the whole transfer has, if it
+// says: RMPP active, a DATA segment, the first one, PayloadLength > 0.
+std::optional<std::uint32_t> claimed_records(std::span<const std::uint8_t> mad,
+                                             std::size_t record_size) {
+  const std::uint8_t flags = mad[kOffRmppFlags] & 0x07;
+  if (!(flags & kRmppFlagActive) || mad[kOffRmppType] != kRmppTypeData) return std::nullopt;
+  if (!(flags & kRmppFlagFirst)) return std::nullopt;
+  const std::uint64_t length = get_be(mad, kOffPayloadLength, 4);
+  if (length == 0) return std::nullopt;
+  // Every segment carries the 20-byte SA class header and up to 200 bytes of
+  // records; PayloadLength counts both (segments x 220 - padding).
+  const std::uint64_t segments = (length + kRmppSegmentPayload - 1) / kRmppSegmentPayload;
+  const std::uint64_t header_bytes = segments * kSaClassHeaderSize;
+  const std::uint64_t data = length > header_bytes ? length - header_bytes : 0;
+  return static_cast<std::uint32_t>(data / record_size);
+}
+
+}  // namespace
+
+MadBytes encode_sminfo_record_get_table(std::uint64_t tid) {
+  MadBytes b{};
+  put_header(b, kMethodGetTable, tid);
+  return b;
+}
+
+std::vector<std::uint8_t> encode_sminfo_record_table_response(
+    std::uint64_t tid, const std::vector<SmInfoRecord>& records, bool payload_length) {
+  // The whole transfer, then its first 256 bytes: a segment (and ibsim's
+  // one MAD) cuts the record stream at 200 bytes, inside the 7th record.
+  std::vector<std::uint8_t> b(kSaHeaderSize + records.size() * kSmInfoRecordSize, 0);
+  put_header(b, kMethodGetTableResp, tid);
+  b[kOffRmppVersion] = kRmppVersion;
+  b[kOffRmppType] = kRmppTypeData;
+  b[kOffRmppFlags] = kRmppFlagActive | kRmppFlagFirst | kRmppFlagLast;
+  put_be(b, kOffSegment, 4, 1);
+  if (payload_length) {
+    const std::size_t data = records.size() * kSmInfoRecordSize;
+    const std::size_t segments = std::max<std::size_t>(1, (data + kSaDataSize - 1) / kSaDataSize);
+    put_be(b, kOffPayloadLength, 4, data + segments * kSaClassHeaderSize);
+  }
+  put_be(b, kOffAttrOffset, 2, records.empty() ? 0 : kSmInfoRecordOffsetWords);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto at = kSaHeaderSize + i * kSmInfoRecordSize;
+    auto rec = std::span<std::uint8_t>(b).subspan(at, kSmInfoRecordSize);
+    const SmInfo& info = records[i].info;
+    put_be(rec, kOffRecLid, 2, records[i].lid.value);
+    put_be(rec, kOffRecGuid, 8, info.guid.value);
+    put_be(rec, kOffRecSmKey, 8, info.sm_key);
+    put_be(rec, kOffRecActCount, 4, info.act_count);
+    rec[kOffRecPriState] = static_cast<std::uint8_t>(((info.priority & 0x0f) << 4) |
+                                                     (static_cast<std::uint8_t>(info.state) & 0x0f));
+  }
+  if (b.size() > kMadSize) b.resize(kMadSize);
+  return b;
+}
+
+Result<SmInfoRecordTable> decode_sminfo_record_table(std::span<const std::uint8_t> mad) {
+  if (mad.size() < kSaHeaderSize)
+    return decode_error("SA response is " + std::to_string(mad.size()) +
+                        " bytes; the header alone is 56");
+  if (mad.size() > kMaxSaResponse)
+    return decode_error("SA response is " + std::to_string(mad.size()) + " bytes; at most " +
+                        std::to_string(kMaxSaResponse) + " are read");
+  if (mad[kOffBaseVersion] != kBaseVersion)
+    return decode_error("base version " + std::to_string(mad[kOffBaseVersion]) +
+                        " at offset 0; expected 1");
+  if (mad[kOffClass] != kClassSubnAdm)
+    return decode_error("management class " + hex(mad[kOffClass], 2) +
+                        " at offset 1 is not SubnAdm (0x03)");
+  if (mad[kOffClassVersion] != kSaClassVersion)
+    return decode_error("class version " + std::to_string(mad[kOffClassVersion]) +
+                        " at offset 2; expected 2");
+  if (mad[kOffMethod] != kMethodGetTableResp)
+    return decode_error("method " + hex(mad[kOffMethod], 2) +
+                        " at offset 3 is not GetTableResp (0x92)");
+  const auto attr = static_cast<std::uint16_t>(get_be(mad, kOffAttrId, 2));
+  if (attr != kAttrSmInfoRecord)
+    return decode_error("attribute " + hex(attr, 4) + " at offset 16 is not SMInfoRecord (0x0018)");
+  const auto status = static_cast<std::uint16_t>(get_be(mad, kOffStatus, 2));
+  if (status != 0) return make_error(kErrMadStatus, "SA status " + describe_sa_status(status));
+  const auto words = static_cast<std::uint16_t>(get_be(mad, kOffAttrOffset, 2));
+  if (words == 0)
+    return decode_error("AttributeOffset 0 at offset 44: an empty SMInfoRecord table (the "
+                        "master's SA always lists itself)");
+  if (words < kSmInfoRecordOffsetWords || words > kMaxAttrOffsetWords)
+    return decode_error("AttributeOffset " + std::to_string(words) +
+                        " at offset 44: an SMInfoRecord is 4 8-byte words (4.." +
+                        std::to_string(kMaxAttrOffsetWords) + " accepted)");
+  const std::size_t record_size = std::size_t{words} * 8;
+  SmInfoRecordTable table;
+  table.claimed = claimed_records(mad, record_size);
+  std::size_t slots = (mad.size() - kSaHeaderSize) / record_size;
+  if (table.claimed) {
+    slots = std::min<std::size_t>(slots, *table.claimed);
+  } else {
+    // No claim: trailing all-zero slots are the MAD's padding.
+    while (slots > 0) {
+      auto rec = mad.subspan(kSaHeaderSize + (slots - 1) * record_size, record_size);
+      if (std::any_of(rec.begin(), rec.end(), [](std::uint8_t c) { return c != 0; })) break;
+      --slots;
+    }
+  }
+  table.records.reserve(slots);
+  for (std::size_t i = 0; i < slots; ++i) {
+    const std::size_t at = kSaHeaderSize + i * record_size;
+    auto rec = mad.subspan(at, record_size);
+    SmInfoRecord r;
+    r.lid = Lid{static_cast<std::uint16_t>(get_be(rec, kOffRecLid, 2))};
+    r.info.guid = Guid{get_be(rec, kOffRecGuid, 8)};
+    r.info.sm_key = get_be(rec, kOffRecSmKey, 8);
+    r.info.act_count = static_cast<std::uint32_t>(get_be(rec, kOffRecActCount, 4));
+    const std::uint8_t pri_state = rec[kOffRecPriState];
+    r.info.priority = static_cast<std::uint8_t>(pri_state >> 4);
+    const std::uint8_t state = pri_state & 0x0f;
+    if (state > static_cast<std::uint8_t>(SmState::Master))
+      return decode_error("SMInfoRecord " + std::to_string(i) + " SMState " +
+                          std::to_string(state) + " at offset " +
+                          std::to_string(at + kOffRecPriState) + " (low nibble) is not 0..3");
+    r.info.state = static_cast<SmState>(state);
+    table.records.push_back(r);
+  }
+  if (table.claimed) {
+    table.truncated = *table.claimed > table.records.size();
+  } else {
+    // A piece of a further record after the whole ones: the stream was cut
+    // there (ibsim's one MAD, or a first segment delivered alone).
+    auto tail = mad.subspan(kSaHeaderSize + ((mad.size() - kSaHeaderSize) / record_size) * record_size);
+    table.truncated = std::any_of(tail.begin(), tail.end(), [](std::uint8_t c) { return c != 0; });
+  }
+  return table;
+}
+
+std::string describe_sa_status(std::uint16_t status) {
+  // IBA Table 108 (bits 0-4, as describe_mad_status) and Table 187: the SA's
+  // class-specific code in bits 8-15.
+  std::string text = hex(status, 4);
+  if (status == 0) return text + ": success";
+  std::string what;
+  auto add = [&what](const char* s) { what += what.empty() ? s : std::string("; ") + s; };
+  if (status & 0x0001) add("busy");
+  if (status & 0x0002) add("redirect required");
+  switch ((status >> 2) & 0x7) {
+    case 0: break;
+    case 1: add("bad base or class version"); break;
+    case 2: add("method not supported"); break;
+    case 3: add("method/attribute combination not supported"); break;
+    case 7: add("invalid attribute or modifier value"); break;
+    default: add("reserved invalid-field code"); break;
+  }
+  switch (status >> 8) {
+    case 0: break;
+    case 1: add("no resources"); break;
+    case 2: add("request invalid"); break;
+    case 3: add("no records"); break;
+    case 4: add("too many records"); break;
+    case 5: add("invalid GID"); break;
+    case 6: add("insufficient components"); break;
+    case 7: add("request denied"); break;
+    default: add("reserved SA status code"); break;
+  }
+  return text + ": " + what;
+}
+
+}  // namespace smha::mad
