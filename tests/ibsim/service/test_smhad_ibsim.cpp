@@ -22,6 +22,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -271,6 +272,14 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
     r = c.value().call("status", json::object(), 5s);
     REQUIRE(r);
     CHECK(r.value().data["hold"]["held"] == false);
+
+    // smhad dispatches exactly the protocol's method table, with its access.
+    r = c.value().call(control::method::kListMethods, json::object(), 5s);
+    REQUIRE(r);
+    std::set<std::pair<std::string, std::string>> listed, table;
+    for (const auto& m : r.value().data["methods"]) listed.emplace(m["name"], m["access"]);
+    for (const auto& m : control::kMethods) table.emplace(m.name, control::to_string(m.access));
+    CHECK(listed == table);
   }
 
   fabric.stop_process(h.pidx, SIGTERM);
