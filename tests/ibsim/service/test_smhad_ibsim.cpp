@@ -667,8 +667,12 @@ TEST_CASE("planned drill, metrics, persisted events and events --follow under tw
     }
     return out;
   };
-  for (const auto& [h, log_mark, seq_mark] :
+  for (const auto& [head, log_at, seq_at] :
        {std::tuple{&h1, log_mark1, seq_mark1}, std::tuple{&h2, log_mark2, seq_mark2}}) {
+    // Plain copies: clang 14 cannot capture structured bindings in a lambda.
+    const auto h = head;
+    const auto log_mark = log_at;
+    const auto seq_mark = seq_at;
     std::vector<std::string> logged, recorded;
     CHECK(wait_for([&] {
       logged = logged_states(*h, log_mark);
