@@ -58,7 +58,7 @@ void register_daemon_ops(CLI::App& app, int& exit_code) {
   auto* status = app.add_subcommand("status", "show smhad's role, the SMs it polls, OpenSM and alarms");
   control::add_cli_options(*status, st->status);
   status->callback([st, &exit_code] {
-    exit_code = call(st->status, "status", nlohmann::json::object(),
+    exit_code = call(st->status, control::method::kStatus, nlohmann::json::object(),
                      [](const control::Reply& r, std::ostream& out) {
                        out << service::render_status_text(r.data);
                      });
@@ -67,7 +67,7 @@ void register_daemon_ops(CLI::App& app, int& exit_code) {
   auto* sms = app.add_subcommand("sms", "every SM on the fabric (the census), like chronyc sources");
   control::add_cli_options(*sms, st->sms);
   sms->callback([st, &exit_code] {
-    exit_code = call(st->sms, "sms", nlohmann::json::object(),
+    exit_code = call(st->sms, control::method::kSms, nlohmann::json::object(),
                      [](const control::Reply& r, std::ostream& out) { out << service::render_sms_text(r.data); });
   });
 
@@ -81,7 +81,7 @@ void register_daemon_ops(CLI::App& app, int& exit_code) {
       exit_code = service::follow_events(st->events, st->n, std::cout, std::cerr, &g_stop);
       return;
     }
-    exit_code = call(st->events, "events", nlohmann::json{{"n", st->n}},
+    exit_code = call(st->events, control::method::kEvents, nlohmann::json{{control::param::kN, st->n}},
                      [](const control::Reply& r, std::ostream& out) {
                        out << service::render_events_text(r.data);
                      });
@@ -92,14 +92,14 @@ void register_daemon_ops(CLI::App& app, int& exit_code) {
   handover->add_option("--to", st->to, "peer name (default: the best standby)");
   handover->callback([st, &exit_code] {
     nlohmann::json params = nlohmann::json::object();
-    if (!st->to.empty()) params["to"] = st->to;
-    exit_code = call(st->handover, "handover", params, print_text);
+    if (!st->to.empty()) params[control::param::kTo] = st->to;
+    exit_code = call(st->handover, control::method::kHandover, params, print_text);
   });
 
   auto* metrics = app.add_subcommand("metrics", "print smhad's Prometheus metrics (exposition text)");
   control::add_cli_options(*metrics, st->metrics);
   metrics->callback([st, &exit_code] {
-    exit_code = call(st->metrics, "metrics", nlohmann::json::object(), [](const control::Reply& r, std::ostream& out) {
+    exit_code = call(st->metrics, control::method::kMetrics, nlohmann::json::object(), [](const control::Reply& r, std::ostream& out) {
       out << r.data.value("text", std::string());
     });
   });
@@ -110,8 +110,8 @@ void register_daemon_ops(CLI::App& app, int& exit_code) {
   drill->add_option("--to", st->drill_to, "peer to fail over to (default: the best standby)");
   drill->callback([st, &exit_code] {
     nlohmann::json params = nlohmann::json::object();
-    if (!st->drill_to.empty()) params["to"] = st->drill_to;
-    exit_code = control::run_cli_call(st->drill, "drill", params, std::cout, std::cerr, print_text);
+    if (!st->drill_to.empty()) params[control::param::kTo] = st->drill_to;
+    exit_code = control::run_cli_call(st->drill, control::method::kDrill, params, std::cout, std::cerr, print_text);
   });
 
   auto* hold = app.add_subcommand("hold", "maintenance hold: freeze automatic transitions");
@@ -125,17 +125,18 @@ void register_daemon_ops(CLI::App& app, int& exit_code) {
   hold->add_option("--reason", st->hold_reason, "shown in status and events");
   hold->callback([st, &exit_code] {
     const double secs = control::parse_duration_seconds(st->hold_for, control::kMaxHoldSeconds).value();
-    exit_code = call(st->hold, "hold", nlohmann::json{{"duration_s", secs}, {"reason", st->hold_reason}},
+    exit_code = call(st->hold, control::method::kHold,
+                     nlohmann::json{{control::param::kDurationS, secs}, {control::param::kReason, st->hold_reason}},
                      print_text);
   });
 
   auto* release = app.add_subcommand("release", "end a maintenance hold");
   control::add_cli_options(*release, st->release);
-  release->callback([st, &exit_code] { exit_code = call(st->release, "release", nlohmann::json::object(), print_text); });
+  release->callback([st, &exit_code] { exit_code = call(st->release, control::method::kRelease, nlohmann::json::object(), print_text); });
 
   auto* reload = app.add_subcommand("reload", "re-read smha.yaml and apply what changed");
   control::add_cli_options(*reload, st->reload);
-  reload->callback([st, &exit_code] { exit_code = call(st->reload, "reload", nlohmann::json::object(), print_text); });
+  reload->callback([st, &exit_code] { exit_code = call(st->reload, control::method::kReload, nlohmann::json::object(), print_text); });
 }
 
 }  // namespace smha::smctl

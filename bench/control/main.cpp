@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -123,7 +124,7 @@ struct Client : std::enable_shared_from_this<Client> {
 
 double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
-  auto idx = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  auto idx = static_cast<std::size_t>(std::lround(p * static_cast<double>(v.size() - 1)));
   return v[std::min(idx, v.size() - 1)];
 }
 

@@ -202,7 +202,7 @@ class ControlServer::Impl : public std::enable_shared_from_this<ControlServer::I
   Status add(const std::string& name, Method method) {
     auto valid = parse_request(json{{"method", name}}.dump());
     if (!valid) return fail("bad_request", "invalid method name '" + name + "'");
-    if (name == "version" || name == "list-methods" || methods_.count(name)) {
+    if (name == method::kVersion || name == method::kListMethods || methods_.count(name)) {
       return fail("conflict", "method '" + name + "' is already registered");
     }
     methods_.emplace(name, std::move(method));
@@ -396,7 +396,7 @@ class Connection final : public Responder::Sink, public std::enable_shared_from_
       return;
     }
     const auto& opts = server_->options_;
-    bool builtin = name == "version" || name == "list-methods";
+    bool builtin = name == method::kVersion || name == method::kListMethods;
     auto it = server_->methods_.find(name);
     if (!builtin && it == server_->methods_.end()) {
       complete(Reply::failure(ResultCode::Unsupported, "unknown method '" + name + "' (see list-methods)"));
@@ -491,14 +491,14 @@ class Connection final : public Responder::Sink, public std::enable_shared_from_
 }  // namespace
 
 Reply ControlServer::Impl::dispatch_builtin(const std::string& name) const {
-  if (name == "version") {
+  if (name == method::kVersion) {
     return Reply::ok(json{{"protocol", kProtocolVersion},
                           {"min_compatible", kMinCompatibleVersion},
                           {"server", options_.server_name}});
   }
   json list = json::array();
-  list.push_back({{"name", "list-methods"}, {"access", "read-only"}});
-  list.push_back({{"name", "version"}, {"access", "read-only"}});
+  list.push_back({{"name", method::kListMethods}, {"access", std::string(to_string(Access::ReadOnly))}});
+  list.push_back({{"name", method::kVersion}, {"access", std::string(to_string(Access::ReadOnly))}});
   for (const auto& [n, m] : methods_) list.push_back({{"name", n}, {"access", std::string(to_string(m.access))}});
   std::sort(list.begin(), list.end(), [](const json& a, const json& b) { return a["name"] < b["name"]; });
   return Reply::ok(json{{"methods", list}});
@@ -661,7 +661,8 @@ std::size_t ControlServer::max_clients() const {
 const std::string& ControlServer::socket_path() const { return impl_->options_.socket_path; }
 
 std::vector<std::pair<std::string, Access>> ControlServer::methods() const {
-  std::vector<std::pair<std::string, Access>> out{{"list-methods", Access::ReadOnly}, {"version", Access::ReadOnly}};
+  std::vector<std::pair<std::string, Access>> out{{method::kListMethods, Access::ReadOnly},
+                                                      {method::kVersion, Access::ReadOnly}};
   for (const auto& [n, m] : impl_->methods_) out.emplace_back(n, m.access);
   std::sort(out.begin(), out.end());
   return out;

@@ -38,7 +38,7 @@ int follow_events(const control::CliOptions& options, std::size_t n, std::ostrea
   auto client = control::ControlClient::connect(options.socket_path, timeout);
   if (!client) return gone(client.error(), false);
   client->set_interrupt_flag(stop);
-  auto first = client->call("events", json{{"n", n}}, timeout);
+  auto first = client->call(control::method::kEvents, json{{control::param::kN, n}}, timeout);
   if (!first) return gone(first.error(), true);
   if (!first->is_ok()) {
     err << "smctl: events: " << control::to_string(first->result) << ": " << first->text << '\n';
@@ -48,7 +48,10 @@ int follow_events(const control::CliOptions& options, std::size_t n, std::ostrea
   std::uint64_t after = first->data.value("last_seq", std::uint64_t{0});
   const auto poll_timeout = timeout + std::chrono::milliseconds(static_cast<long long>(kFollowWaitSeconds * 1000));
   while (!(stop && *stop)) {
-    auto r = client->call("events", json{{"after", after}, {"wait_s", kFollowWaitSeconds}, {"n", 1000}}, poll_timeout);
+    auto r = client->call(control::method::kEvents,
+                          json{{control::param::kAfter, after}, {control::param::kWaitS, kFollowWaitSeconds},
+                               {control::param::kN, 1000}},
+                          poll_timeout);
     if (!r) return gone(r.error(), true);
     if (!r->is_ok()) {
       err << "smctl: events: " << control::to_string(r->result) << ": " << r->text << '\n';

@@ -49,6 +49,8 @@ namespace {
 using nlohmann::json;
 using control::Reply;
 using control::ResultCode;
+namespace method = control::method;
+namespace param = control::param;
 using smha::SmState;
 
 // smhad's exit status when OpenSM fails for good before smhad is ready (EX_CONFIG:
@@ -787,10 +789,10 @@ json Daemon::status_json() {
 
 void Daemon::register_methods() {
   using control::Access;
-  (void)server_->register_method("status", Access::ReadOnly, [this](const control::Call&) {
+  (void)server_->register_method(method::kStatus, Access::ReadOnly, [this](const control::Call&) {
     return Reply::ok(status_json());
   });
-  (void)server_->register_method("sms", Access::ReadOnly, [this](const control::Call&) {
+  (void)server_->register_method(method::kSms, Access::ReadOnly, [this](const control::Call&) {
     const TimePoint now = clock_.now();
     const auto& st = agent_->census_stats();
     json c;
@@ -811,15 +813,15 @@ void Daemon::register_methods() {
     }
     return Reply::ok(json{{"node", config_.node_name}, {"sms", census_json(now)}, {"census", c}});
   });
-  (void)server_->register_method("reload", Access::Mutating, [this](const control::Call&) {
+  (void)server_->register_method(method::kReload, Access::Mutating, [this](const control::Call&) {
     return reload_guarded("smctl reload");
   });
-  (void)server_->register_method("hold", Access::Mutating,
+  (void)server_->register_method(method::kHold, Access::Mutating,
                                  [this](const control::Call& call) { return do_hold(call); });
-  (void)server_->register_method("release", Access::Mutating,
+  (void)server_->register_method(method::kRelease, Access::Mutating,
                                  [this](const control::Call&) { return do_release(); });
   (void)server_->register_async_method(
-      "handover", Access::Mutating,
+      method::kHandover, Access::Mutating,
       [this](const control::Call& call, control::Responder r) { handover(call, std::move(r)); });
 }
 
@@ -930,8 +932,8 @@ Reply Daemon::do_reload() {
 
 Reply Daemon::do_hold(const control::Call& call) {
   double secs = 3600;
-  if (call.params.contains("duration_s")) {
-    const auto& d = call.params["duration_s"];
+  if (call.params.contains(param::kDurationS)) {
+    const auto& d = call.params[param::kDurationS];
     if (!d.is_number() || !std::isfinite(d.get<double>()) || d.get<double>() <= 0 ||
         d.get<double>() > control::kMaxHoldSeconds)
       return Reply::failure(ResultCode::BadRequest,
@@ -940,7 +942,7 @@ Reply Daemon::do_hold(const control::Call& call) {
   }
   hold_.held = true;
   hold_.by_uid = call.peer.uid;
-  hold_.reason = call.params.value("reason", std::string("maintenance"));
+  hold_.reason = call.params.value(param::kReason, std::string("maintenance"));
   const auto d = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(secs));
   hold_.until = clock_.now() + d;
   hold_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
@@ -981,12 +983,12 @@ void Daemon::handover(const control::Call& call, control::Responder respond) {
     return;
   }
   std::optional<Guid> target;
-  if (call.params.contains("to")) {
-    if (!call.params["to"].is_string()) {
+  if (call.params.contains(param::kTo)) {
+    if (!call.params[param::kTo].is_string()) {
       respond(Reply::failure(ResultCode::BadRequest, "handover: to must be a peer name"));
       return;
     }
-    const std::string name = call.params["to"].get<std::string>();
+    const std::string name = call.params[param::kTo].get<std::string>();
     for (const auto& p : config_.peers)
       if (p.name == name) target = p.port_guid;
     if (!target) {

@@ -85,7 +85,7 @@ double DrillRunner::ms_since(TimePoint t0) const {
 DrillRunner::~DrillRunner() { timer_.cancel(); }
 
 Status DrillRunner::attach(control::ControlServer& server) {
-  return server.register_async_method("drill", control::Access::Mutating,
+  return server.register_async_method(control::method::kDrill, control::Access::Mutating,
                                       [this](const control::Call& call, control::Responder r) {
                                         handle(call, std::move(r));
                                       });
@@ -98,12 +98,12 @@ void DrillRunner::handle(const control::Call& call, control::Responder respond) 
 
 void DrillRunner::start(const json& params, uid_t uid, std::function<void(Reply)> respond) {
   std::optional<std::string> to;
-  if (params.contains("to")) {
-    if (!params["to"].is_string()) {
+  if (params.contains(control::param::kTo)) {
+    if (!params[control::param::kTo].is_string()) {
       respond(Reply::failure(ResultCode::BadRequest, "drill: to must be a peer name", json{{"refused", "bad_request"}}));
       return;
     }
-    to = params["to"].get<std::string>();
+    to = params[control::param::kTo].get<std::string>();
   }
   const json status = host_.status();
   if (auto r = check_drill(status, to, running() || host_.handover_running())) {

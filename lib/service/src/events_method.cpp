@@ -43,7 +43,7 @@ EventsMethod::~EventsMethod() {
 }
 
 Status EventsMethod::attach(control::ControlServer& server) {
-  return server.register_async_method("events", control::Access::ReadOnly,
+  return server.register_async_method(control::method::kEvents, control::Access::ReadOnly,
                                       [this](const control::Call& call, control::Responder r) {
                                         handle(call, std::move(r));
                                       });
@@ -60,19 +60,20 @@ json EventsMethod::collect(std::uint64_t after, std::size_t n) const {
 }
 
 void EventsMethod::handle(const control::Call& call, control::Responder respond) {
+  namespace param = control::param;
   const json& p = call.params;
   std::size_t n = 20;
-  if (p.contains("n")) {
-    if (!p["n"].is_number_unsigned() || p["n"].get<std::size_t>() == 0) {
+  if (p.contains(param::kN)) {
+    if (!p[param::kN].is_number_unsigned() || p[param::kN].get<std::size_t>() == 0) {
       respond(Reply::failure(ResultCode::BadRequest, "events: n must be a positive integer"));
       return;
     }
-    n = p["n"].get<std::size_t>();
+    n = p[param::kN].get<std::size_t>();
   }
   const auto& ev = sink_.events();
   const std::uint64_t last = ev.empty() ? 0 : ev.back().seq;
-  if (!p.contains("after")) {
-    if (p.contains("wait_s")) {
+  if (!p.contains(param::kAfter)) {
+    if (p.contains(param::kWaitS)) {
       respond(Reply::failure(ResultCode::BadRequest, "events: wait_s needs after"));
       return;
     }
@@ -82,19 +83,19 @@ void EventsMethod::handle(const control::Call& call, control::Responder respond)
     respond(Reply::ok(json{{"events", arr}, {"last_seq", last}}));
     return;
   }
-  if (!p["after"].is_number_unsigned()) {
+  if (!p[param::kAfter].is_number_unsigned()) {
     respond(Reply::failure(ResultCode::BadRequest, "events: after must be a sequence number (integer >= 0)"));
     return;
   }
-  const auto after = p["after"].get<std::uint64_t>();
+  const auto after = p[param::kAfter].get<std::uint64_t>();
   double wait_s = 0;
-  if (p.contains("wait_s")) {
-    if (!p["wait_s"].is_number() || p["wait_s"].get<double>() <= 0 ||
-        p["wait_s"].get<double>() > kMaxEventsWaitSeconds) {
+  if (p.contains(param::kWaitS)) {
+    if (!p[param::kWaitS].is_number() || p[param::kWaitS].get<double>() <= 0 ||
+        p[param::kWaitS].get<double>() > kMaxEventsWaitSeconds) {
       respond(Reply::failure(ResultCode::BadRequest, "events: wait_s must be a number in (0, 300]"));
       return;
     }
-    wait_s = p["wait_s"].get<double>();
+    wait_s = p[param::kWaitS].get<double>();
   }
   json arr = collect(after, n);
   // after > last: the history restarted below it; answer now so the client resyncs.

@@ -127,7 +127,7 @@ MetricsService::MetricsService(boost::asio::io_context& io, config::MetricsSetti
 MetricsService::~MetricsService() { stop(); }
 
 Status MetricsService::attach(control::ControlServer& server) {
-  return server.register_method("metrics", control::Access::ReadOnly, [this](const control::Call&) {
+  return server.register_method(control::method::kMetrics, control::Access::ReadOnly, [this](const control::Call&) {
     return control::Reply::ok(json{{"content_type", "text/plain; version=0.0.4"}, {"text", render_()}});
   });
 }

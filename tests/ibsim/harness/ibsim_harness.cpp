@@ -151,11 +151,7 @@ std::string topology_path(const std::string& name) {
 }
 
 std::string umad_timeout_shim_path() {
-#ifdef SMHA_UMAD_TIMEOUT_SHIM
   return SMHA_UMAD_TIMEOUT_SHIM;
-#else
-  return {};
-#endif
 }
 
 std::string umad_timeout_shim_preload() {
@@ -166,11 +162,7 @@ std::string umad_timeout_shim_preload() {
 }
 
 std::string umad_loss_shim_path() {
-#ifdef SMHA_UMAD_LOSS_SHIM
   return SMHA_UMAD_LOSS_SHIM;
-#else
-  return {};
-#endif
 }
 
 SmInfoLoss::SmInfoLoss(std::string dir, int percent, unsigned seed) : dir_(std::move(dir)), seed_(seed) {

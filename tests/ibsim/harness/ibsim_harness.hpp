@@ -196,11 +196,11 @@ class IbsimFabric {
 
 // Absolute path of topologies/<name> in the source tree.
 std::string topology_path(const std::string& name);
-// Absolute path of the built umad timeout shim (empty if not built), and an
+// Absolute path of the umad timeout shim (tests/ibsim/shim), and an
 // LD_PRELOAD value loading it together with libumad2sim.
 std::string umad_timeout_shim_preload();
 std::string umad_timeout_shim_path();
-// Absolute path of the built SMInfo loss shim (empty if not built).
+// Absolute path of the SMInfo loss shim (tests/ibsim/shim).
 std::string umad_loss_shim_path();
 
 // SMInfo loss for the processes of a test (tests/ibsim/shim/umad_loss_shim.c).

@@ -22,6 +22,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -271,6 +272,14 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
     r = c.value().call("status", json::object(), 5s);
     REQUIRE(r);
     CHECK(r.value().data["hold"]["held"] == false);
+
+    // smhad dispatches exactly the protocol's method table, with its access.
+    r = c.value().call(control::method::kListMethods, json::object(), 5s);
+    REQUIRE(r);
+    std::set<std::pair<std::string, std::string>> listed, table;
+    for (const auto& m : r.value().data["methods"]) listed.emplace(m["name"], m["access"]);
+    for (const auto& m : control::kMethods) table.emplace(m.name, control::to_string(m.access));
+    CHECK(listed == table);
   }
 
   fabric.stop_process(h.pidx, SIGTERM);
@@ -660,8 +669,12 @@ TEST_CASE("planned drill, metrics, persisted events and events --follow under tw
     }
     return out;
   };
-  for (const auto& [h, log_mark, seq_mark] :
+  for (const auto& [head, log_at, seq_at] :
        {std::tuple{&h1, log_mark1, seq_mark1}, std::tuple{&h2, log_mark2, seq_mark2}}) {
+    // Plain copies: clang 14 cannot capture structured bindings in a lambda.
+    const auto h = head;
+    const auto log_mark = log_at;
+    const auto seq_mark = seq_at;
     std::vector<std::string> logged, recorded;
     CHECK(wait_for([&] {
       logged = logged_states(*h, log_mark);

@@ -2,6 +2,9 @@
 // The pure codec: framing, JSON limits, request/reply validation.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "smha/control/protocol.hpp"
@@ -25,6 +28,38 @@ TEST_CASE("result codes round-trip through their wire names", "[control][protoco
   CHECK_FALSE(parse_result_code("OK").has_value());
   CHECK(to_string(ResultCode::VersionMismatch) == "version_mismatch");
   CHECK(to_string(ResultCode::BadRequest) == "bad_request");
+}
+
+TEST_CASE("the method table: each name once, a valid method name, built-ins read-only, documented",
+          "[control][protocol]") {
+  std::set<std::string_view> names;
+  for (const auto& m : kMethods) {
+    CAPTURE(m.name);
+    CHECK(names.insert(m.name).second);
+    CHECK(parse_request(json{{"method", m.name}}.dump()).ok());
+  }
+  CHECK(names.size() == std::size(kMethods));
+  auto access_of = [](std::string_view name) {
+    for (const auto& m : kMethods)
+      if (m.name == name) return std::optional<Access>(m.access);
+    return std::optional<Access>();
+  };
+  CHECK(access_of(method::kVersion) == Access::ReadOnly);
+  CHECK(access_of(method::kListMethods) == Access::ReadOnly);
+  CHECK(access_of(method::kStatus) == Access::ReadOnly);
+  CHECK(access_of(method::kHandover) == Access::Mutating);
+  CHECK(access_of(method::kReload) == Access::Mutating);
+
+  // doc/control-protocol.md, the contract, has a section heading naming each.
+  std::ifstream doc(std::string(SMHA_SOURCE_DIR) + "/doc/control-protocol.md");
+  REQUIRE(doc);
+  std::string headings, line;
+  while (std::getline(doc, line))
+    if (line.rfind("### ", 0) == 0) headings += line + "\n";
+  for (const auto& m : kMethods) {
+    CAPTURE(m.name);
+    CHECK(headings.find("`" + std::string(m.name) + "`") != std::string::npos);
+  }
 }
 
 TEST_CASE("decoder reassembles a frame split across reads", "[control][protocol]") {

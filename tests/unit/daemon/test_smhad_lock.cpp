@@ -66,7 +66,7 @@ TEST_CASE("an unusable state_dir fails --check-config and start-up, naming the f
   const std::string file = dir.sub("a-file");
   std::ofstream(file) << "not a directory\n";
   auto yaml_with = [&](const std::string& state) {
-    const std::string yaml = dir.sub("smha.yaml");
+    std::string yaml = dir.sub("smha.yaml");
     std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\n"
                         << "control:\n  socket: " << dir.sub("ctl/smhad.sock") << "\n  group: root\n"
                         << "opensm:\n  conf_path: " << dir.sub("opensm.conf") << "\n  cache_dir: "

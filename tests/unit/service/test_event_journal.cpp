@@ -156,8 +156,8 @@ TEST_CASE("events survive a restart: the new sink continues the sequence", "[ser
 TEST_CASE("the journal never holds more than 2 x keep lines and keeps the newest", "[service][events]") {
   TempDir dir;
   const std::string path = dir.sub("events.jsonl");
-  constexpr std::size_t keep = 10;
-  EventJournal journal(path, keep);
+  constexpr std::size_t kKeep = 10;
+  EventJournal journal(path, kKeep);
   REQUIRE(journal.load().ok());
   std::size_t max_lines = 0;
   for (std::uint64_t i = 1; i <= 57; ++i) {
@@ -168,12 +168,12 @@ TEST_CASE("the journal never holds more than 2 x keep lines and keeps the newest
     REQUIRE(journal.append(e).ok());
     max_lines = std::max(max_lines, count_lines(path));
   }
-  CHECK(max_lines <= 2 * keep);
-  CHECK(max_lines >= keep);  // it did grow past keep before compacting
-  EventJournal again(path, keep);
+  CHECK(max_lines <= 2 * kKeep);
+  CHECK(max_lines >= kKeep);  // it did grow past kKeep before compacting
+  EventJournal again(path, kKeep);
   auto loaded = again.load();
   REQUIRE(loaded.ok());
-  REQUIRE(loaded.value().events.size() == keep);
+  REQUIRE(loaded.value().events.size() == kKeep);
   CHECK(loaded.value().events.front().seq == 48);
   CHECK(loaded.value().events.back().seq == 57);
   // No temporary file is left behind by the atomic rewrites.
@@ -277,7 +277,7 @@ TEST_CASE("after a write cut by a full disk the next event starts on a fresh lin
 TEST_CASE("loading reads only the newest end of a huge journal", "[service][events]") {
   TempDir dir;
   const std::string path = dir.sub("events.jsonl");
-  constexpr std::size_t keep = 10;
+  constexpr std::size_t kKeep = 10;
   std::uint64_t seq = 0;
   {
     std::ofstream out(path);
@@ -292,21 +292,21 @@ TEST_CASE("loading reads only the newest end of a huge journal", "[service][even
       bytes += line.size();
     }
   }
-  EventJournal journal(path, keep);
+  EventJournal journal(path, kKeep);
   auto loaded = journal.load();
   REQUIRE(loaded.ok());
   // Only the last kMaxJournalReadBytes are read: far fewer lines than written,
   // and the part line at the start of the read is skipped.
-  CHECK(journal.lines() >= 2 * keep);
+  CHECK(journal.lines() >= 2 * kKeep);
   CHECK(loaded.value().skipped == 1);
-  REQUIRE(loaded.value().events.size() == keep);
+  REQUIRE(loaded.value().events.size() == kKeep);
   CHECK(loaded.value().events.back().seq == seq);
   // The next append rewrites the file with the newest `keep`.
   EventRecord e;
   e.kind = "note";
   e.seq = seq + 1;
   REQUIRE(journal.append(e).ok());
-  CHECK(count_lines(path) == keep);
+  CHECK(count_lines(path) == kKeep);
 }
 
 TEST_CASE("a FIFO in the journal's place is an error, not a hang", "[service][events]") {

@@ -15,7 +15,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr Guid kA{0xa}, kB{0xb}, kC{0xc}, kX{0xdead};
+constexpr Guid kA{0xa}, kB{0xb}, kC{0xc};
 const TimePoint t0{};
 
 TimePoint ms(int n) { return t0 + std::chrono::milliseconds(n); }

@@ -81,6 +81,53 @@ std::optional<ResultCode> parse_result_code(std::string_view text);
 enum class Access : uint8_t { ReadOnly, Mutating };
 std::string_view to_string(Access access);
 
+// Method names, the built-ins ControlServer answers itself first, then
+// smhad's (doc/control-protocol.md has a section on each). Both sides use
+// these: the server registers them, smctl calls them.
+namespace method {
+inline constexpr const char* kVersion = "version";
+inline constexpr const char* kListMethods = "list-methods";
+inline constexpr const char* kStatus = "status";
+inline constexpr const char* kSms = "sms";
+inline constexpr const char* kEvents = "events";
+inline constexpr const char* kMetrics = "metrics";
+inline constexpr const char* kHandover = "handover";
+inline constexpr const char* kDrill = "drill";
+inline constexpr const char* kHold = "hold";
+inline constexpr const char* kRelease = "release";
+inline constexpr const char* kReload = "reload";
+}  // namespace method
+
+// Request parameter keys ("params" members), by method.
+namespace param {
+// events: the newest `n` events, or those after seq `after`, waiting up to
+// `wait_s` seconds for the first one.
+inline constexpr const char* kN = "n";
+inline constexpr const char* kAfter = "after";
+inline constexpr const char* kWaitS = "wait_s";
+// handover, drill: the peer to hand mastership to.
+inline constexpr const char* kTo = "to";
+// hold: how long, and why (shown in status and events).
+inline constexpr const char* kDurationS = "duration_s";
+inline constexpr const char* kReason = "reason";
+}  // namespace param
+
+// One method of the protocol and who may call it.
+struct MethodSpec {
+  std::string_view name;
+  Access access;
+};
+
+// Every method smhad answers, with its access: what `list-methods` returns.
+inline constexpr MethodSpec kMethods[] = {
+    {method::kVersion, Access::ReadOnly},   {method::kListMethods, Access::ReadOnly},
+    {method::kStatus, Access::ReadOnly},    {method::kSms, Access::ReadOnly},
+    {method::kEvents, Access::ReadOnly},    {method::kMetrics, Access::ReadOnly},
+    {method::kHandover, Access::Mutating},  {method::kDrill, Access::Mutating},
+    {method::kHold, Access::Mutating},      {method::kRelease, Access::Mutating},
+    {method::kReload, Access::Mutating},
+};
+
 struct Request {
   std::string method;
   nlohmann::json params = nlohmann::json::object();

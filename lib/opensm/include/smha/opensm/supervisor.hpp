@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // OpensmSupervisor: keeps one OpenSM process running with the rendered opensm.conf.
 //
-// It starts OpenSM (argv from the integrator's ProcessSpec factory, normally
+// It starts OpenSM (argv from the daemon's ProcessSpec factory, normally
 // `opensm -F <conf> -g <guid> ...`), logs its stdout/stderr attributed
 // (`opensm[<pid>]: <line>`, logger "osm"), sorts every exit into a class and acts:
 //   - requested (stop/restart/reload asked for it): nothing more;
@@ -61,8 +61,8 @@ class logger;
 
 namespace smha::opensm {
 
-// How a new opensm.conf must be applied (helper "config" classifies the change from
-// the opensm_conf key table; the integrator maps its result to this).
+// How a new opensm.conf must be applied (the renderer classifies the change from
+// the opensm_conf key table; the daemon maps its result to this).
 enum class ConfChangeKind {
   None,     // nothing OpenSM reads changed (e.g. only the header comment)
   Sighup,   // only keys OpenSM re-reads on SIGHUP (can_update=1) changed
