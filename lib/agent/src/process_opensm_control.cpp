@@ -19,7 +19,7 @@ std::string render_minimal_conf(const MinimalConf& c, std::uint8_t priority) {
   return out;
 }
 
-ProcessOpensmControl::ProcessOpensmControl(opensm::ProcessRunner& runner, opensm::FileSystem& fs,
+ProcessOpensmControl::ProcessOpensmControl(os::ProcessRunner& runner, os::FileSystem& fs,
                                            Scheduler& sched, OpensmLaunch launch,
                                            ConfRenderer render)
     : runner_(runner), fs_(fs), sched_(sched), launch_(std::move(launch)), render_(std::move(render)) {}
@@ -43,7 +43,7 @@ Status ProcessOpensmControl::start(std::uint8_t priority) {
     return make_error("running", "OpenSM already runs as pid " + std::to_string(*pid_));
   }
   if (auto st = write_conf(priority); !st.ok()) return st;
-  opensm::ProcessSpec spec;
+  os::ProcessSpec spec;
   spec.path = launch_.binary;
   spec.argv = {launch_.binary, "-F", launch_.conf_path, "-g", to_string(launch_.guid)};
   spec.argv.insert(spec.argv.end(), launch_.extra_args.begin(), launch_.extra_args.end());
@@ -51,8 +51,8 @@ Status ProcessOpensmControl::start(std::uint8_t priority) {
   spec.cwd = launch_.cwd;
   std::weak_ptr<int> alive = alive_;
   auto pid = runner_.spawn(
-      spec, [](opensm::OutputStream, std::string_view) {},
-      [this, alive](const opensm::ExitInfo& e) {
+      spec, [](os::OutputStream, std::string_view) {},
+      [this, alive](const os::ExitInfo& e) {
         if (!alive.expired()) exited(e.pid);
       });
   if (!pid.ok()) return pid.error();
@@ -66,7 +66,7 @@ Status ProcessOpensmControl::start(std::uint8_t priority) {
 Status ProcessOpensmControl::adopt(int pid, std::uint8_t priority) {
   if (pid_) return make_error("running", "OpenSM already runs as pid " + std::to_string(*pid_));
   std::weak_ptr<int> alive = alive_;
-  auto st = runner_.adopt(pid, [this, alive](const opensm::ExitInfo& e) {
+  auto st = runner_.adopt(pid, [this, alive](const os::ExitInfo& e) {
     if (!alive.expired()) exited(e.pid);
   });
   if (!st.ok()) return st;

@@ -38,48 +38,10 @@ std::string port_key(const mad::Target& t, std::uint8_t port) {
 
 }  // namespace
 
-// ---- AsioScheduler ---------------------------------------------------------
-
-AsioScheduler::~AsioScheduler() {
-  for (auto& [id, t] : timers_) t->cancel();
-}
-
-agent::Scheduler::TimerId AsioScheduler::schedule_at(TimePoint when, std::function<void()> fn) {
-  const TimerId id = next_++;
-  auto timer = std::make_unique<boost::asio::steady_timer>(io_);
-  // Map `when` onto the steady clock the timer runs on, without clamping a past
-  // time to "now": a timer already due stays earlier than a later one armed
-  // before it, so timers fire in the order of their times even when the loop
-  // was slow to arm them (a clamp once fired {3, 1, 0} under load).
-  timer->expires_at(std::chrono::steady_clock::now() + (when - clock_.now()));
-  timer->async_wait([this, id, fn = std::move(fn)](const boost::system::error_code& ec) {
-    if (ec) return;  // cancelled; the entry is already gone
-    auto it = timers_.find(id);
-    if (it == timers_.end()) return;
-    auto keep = std::move(it->second);  // the handler runs inside this timer's wait
-    timers_.erase(it);
-    fn();
-  });
-  timers_.emplace(id, std::move(timer));
-  return id;
-}
-
-void AsioScheduler::cancel(TimerId id) {
-  auto it = timers_.find(id);
-  if (it == timers_.end()) return;
-  it->second->cancel();
-  // The cancelled handler still runs (operation_aborted); keep the timer object
-  // alive until then by handing it to the io_context.
-  auto t = std::shared_ptr<boost::asio::steady_timer>(std::move(it->second));
-  timers_.erase(it);
-  boost::asio::post(io_, [t] {});
-}
-
 // ---- SupervisedOpensmControl -----------------------------------------------
 
-SupervisedOpensmControl::SupervisedOpensmControl(boost::asio::io_context& io, const Clock& clock,
-                                                 opensm::ProcessRunner& runner,
-                                                 opensm::FileSystem& fs,
+SupervisedOpensmControl::SupervisedOpensmControl(Scheduler& sched, os::ProcessRunner& runner,
+                                                 os::FileSystem& fs,
                                                  opensm::OpensmSupervisor::SpecFactory spec,
                                                  opensm::SupervisorOptions options,
                                                  PriorityRenderer render, const HoldState& hold)
@@ -91,7 +53,7 @@ SupervisedOpensmControl::SupervisedOpensmControl(boost::asio::io_context& io, co
     changed(st);
     if (user_change) user_change(st);
   };
-  sup_ = std::make_unique<opensm::OpensmSupervisor>(io, clock, runner, fs, std::move(spec),
+  sup_ = std::make_unique<opensm::OpensmSupervisor>(sched, runner, fs, std::move(spec),
                                                     std::move(options));
 }
 

@@ -72,7 +72,7 @@ struct Fabric::Impl {
     // A heavy sweep runs until then: a SIGHUP that lands in it is absorbed (see reload()).
     TimePoint sweep_until{};
     std::vector<std::function<void()>> deferred;  // timers that fired while stopped
-    opensm::ProcessRunner::ExitHandler on_exit;
+    os::ProcessRunner::ExitHandler on_exit;
   };
   using SmPtr = std::shared_ptr<Sm>;
 
@@ -112,10 +112,10 @@ struct Fabric::Impl {
       }, true);
     }
   };
-  struct Runner final : opensm::ProcessRunner {
+  struct Runner final : os::ProcessRunner {
     Impl* f;
     NodeId self;
-    Result<int> spawn(const opensm::ProcessSpec& spec, OutputHandler, ExitHandler on_exit) override {
+    Result<int> spawn(const os::ProcessSpec& spec, OutputHandler, ExitHandler on_exit) override {
       return f->spawn(self, spec, std::move(on_exit));
     }
     Status kill(int pid, int sig) override { return f->kill(self, pid, sig); }
@@ -126,7 +126,7 @@ struct Fabric::Impl {
       return Status::Ok();
     }
   };
-  struct Files final : opensm::FileSystem {
+  struct Files final : os::FileSystem {
     std::map<std::string, std::string> files;
     Status write_atomic(const std::string& path, std::string_view content, unsigned) override {
       if (path.empty()) return make_error("invalid", "empty path");
@@ -777,7 +777,7 @@ struct Fabric::Impl {
 
   // ---- processes ---------------------------------------------------------
 
-  Result<int> spawn(NodeId n, const opensm::ProcessSpec& spec, opensm::ProcessRunner::ExitHandler on_exit) {
+  Result<int> spawn(NodeId n, const os::ProcessSpec& spec, os::ProcessRunner::ExitHandler on_exit) {
     const auto slash = spec.path.find_last_of('/');
     const std::string base = slash == std::string::npos ? spec.path : spec.path.substr(slash + 1);
     if (base != "opensm") return make_error("spawn", spec.path + ": the simulated fabric runs only opensm");
@@ -797,7 +797,7 @@ struct Fabric::Impl {
       const int pid = sm->pid;
       auto handler = sm->on_exit;
       q.schedule_in(milliseconds(5), [handler, pid] {
-        if (handler) handler(opensm::ExitInfo{pid, false, 0});
+        if (handler) handler(os::ExitInfo{pid, false, 0});
       });
       return pid;
     }
@@ -822,7 +822,7 @@ struct Fabric::Impl {
     auto handler = sm->on_exit;
     const int pid = sm->pid;
     q.schedule_in(Duration{0}, [handler, pid, signaled, status] {
-      if (handler) handler(opensm::ExitInfo{pid, signaled, status});
+      if (handler) handler(os::ExitInfo{pid, signaled, status});
     });
   }
 
@@ -940,8 +940,8 @@ Fabric::LossCount Fabric::loss_count() const { return impl_->losses; }
 void Fabric::set_extra_delay(NodeId n, Duration d) { impl_->nodes[n]->delay = d; }
 
 mad::MadTransport& Fabric::transport(NodeId n) { return impl_->nodes[n]->transport; }
-opensm::ProcessRunner& Fabric::runner(NodeId n) { return impl_->nodes[n]->runner; }
-opensm::FileSystem& Fabric::fs(NodeId n) { return impl_->nodes[n]->fs; }
+os::ProcessRunner& Fabric::runner(NodeId n) { return impl_->nodes[n]->runner; }
+os::FileSystem& Fabric::fs(NodeId n) { return impl_->nodes[n]->fs; }
 
 std::optional<Fabric::SmView> Fabric::sm(NodeId n) const {
   const auto& sm = impl_->nodes[n]->sm;

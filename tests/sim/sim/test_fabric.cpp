@@ -21,8 +21,8 @@ struct Two {
   int spawn(NodeId n, int prio) {
     (void)f.fs(n).write_atomic("/c", "sm_priority " + std::to_string(prio) + "\n", 0644);
     auto pid = f.runner(n).spawn({"/usr/sbin/opensm", {"opensm", "-F", "/c"}, {}, {}},
-                                 [](opensm::OutputStream, std::string_view) {},
-                                 [](const opensm::ExitInfo&) {});
+                                 [](os::OutputStream, std::string_view) {},
+                                 [](const os::ExitInfo&) {});
     REQUIRE(pid.ok());
     return *pid;
   }

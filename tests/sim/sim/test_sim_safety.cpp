@@ -160,7 +160,7 @@ TEST_CASE("An SM that is not a head is MASTER when the heads start: unknown_sm, 
   const NodeId node = c.observer();
   const std::string conf = "/etc/opensm/opensm.conf";
   REQUIRE(c.fabric().fs(node).write_atomic(conf, agent::render_minimal_conf({}, 0), 0644).ok());
-  opensm::ProcessSpec spec;
+  os::ProcessSpec spec;
   spec.path = "/usr/sbin/opensm";
   spec.argv = {spec.path, "-F", conf};
   REQUIRE(c.fabric().runner(node).spawn(spec, {}, {}).ok());

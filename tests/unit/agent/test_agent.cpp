@@ -449,12 +449,12 @@ TEST_CASE("Agent starts a stopped OpenSM and reports an unexpected exit to the e
 
 namespace {
 
-struct FakeRunner : opensm::ProcessRunner {
-  std::vector<opensm::ProcessSpec> spawned;
+struct FakeRunner : os::ProcessRunner {
+  std::vector<os::ProcessSpec> spawned;
   std::vector<std::pair<int, int>> signals;
   std::map<int, ExitHandler> exits;
   int next = 100;
-  Result<int> spawn(const opensm::ProcessSpec& spec, OutputHandler, ExitHandler on_exit) override {
+  Result<int> spawn(const os::ProcessSpec& spec, OutputHandler, ExitHandler on_exit) override {
     spawned.push_back(spec);
     exits[next] = std::move(on_exit);
     return next++;
@@ -467,10 +467,10 @@ struct FakeRunner : opensm::ProcessRunner {
     exits[pid] = std::move(on_exit);
     return Status::Ok();
   }
-  void exit(int pid) { exits.at(pid)(opensm::ExitInfo{pid, false, 0}); }
+  void exit(int pid) { exits.at(pid)(os::ExitInfo{pid, false, 0}); }
 };
 
-struct MemFs : opensm::FileSystem {
+struct MemFs : os::FileSystem {
   std::map<std::string, std::string> files;
   Status write_atomic(const std::string& p, std::string_view c, unsigned) override {
     files[p] = std::string(c);

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "smha/agent/seams.hpp"
-#include "smha/opensm/file_system.hpp"
-#include "smha/opensm/process_runner.hpp"
+#include "smha/os/file_system.hpp"
+#include "smha/os/process_runner.hpp"
 
 namespace smha::agent {
 
@@ -44,7 +44,7 @@ struct OpensmLaunch {
 class ProcessOpensmControl final : public OpensmControl {
  public:
   // References must outlive this object. It owns at most one OpenSM process.
-  ProcessOpensmControl(opensm::ProcessRunner& runner, opensm::FileSystem& fs, Scheduler& sched,
+  ProcessOpensmControl(os::ProcessRunner& runner, os::FileSystem& fs, Scheduler& sched,
                        OpensmLaunch launch, ConfRenderer render);
   ~ProcessOpensmControl() override;
 
@@ -65,8 +65,8 @@ class ProcessOpensmControl final : public OpensmControl {
   Status write_conf(std::uint8_t priority);
   void exited(int pid);
 
-  opensm::ProcessRunner& runner_;
-  opensm::FileSystem& fs_;
+  os::ProcessRunner& runner_;
+  os::FileSystem& fs_;
   Scheduler& sched_;
   OpensmLaunch launch_;
   ConfRenderer render_;

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // lib/service: the pieces smhad wires together (doc/architecture.md, "Daemon
 // wiring"). Everything runs on one io_context thread; nothing here locks.
-//   AsioScheduler            agent::Scheduler on asio steady_timers
 //   SupervisedOpensmControl  agent::OpensmControl over opensm::OpensmSupervisor
 //   RecordingTransport       MadTransport decorator: remembers the last answer per
 //                            SM (for status) and refuses Sets during a hold
@@ -33,25 +32,9 @@
 #include "smha/mad/transport.hpp"
 #include "smha/opensm/conf.hpp"
 #include "smha/opensm/supervisor.hpp"
+#include "smha/os/asio_scheduler.hpp"
 
 namespace smha::service {
-
-// agent::Scheduler on the io_context. now() reads `clock`.
-class AsioScheduler final : public agent::Scheduler {
- public:
-  AsioScheduler(boost::asio::io_context& io, const Clock& clock) : io_(io), clock_(clock) {}
-  ~AsioScheduler() override;
-  TimePoint now() const override { return clock_.now(); }
-  TimerId schedule_at(TimePoint when, std::function<void()> fn) override;
-  void cancel(TimerId id) override;
-  std::size_t pending() const { return timers_.size(); }
-
- private:
-  boost::asio::io_context& io_;
-  const Clock& clock_;
-  TimerId next_ = 1;
-  std::map<TimerId, std::unique_ptr<boost::asio::steady_timer>> timers_;
-};
 
 // Maintenance hold: while held, nothing smha does moves mastership (no Set to
 // the local SM, no priority change, no stop/restart of OpenSM). Starting an
@@ -77,8 +60,7 @@ using PriorityRenderer = std::function<Result<std::string>(std::uint8_t priority
 class SupervisedOpensmControl final : public agent::OpensmControl {
  public:
   // `hold` must outlive this object.
-  SupervisedOpensmControl(boost::asio::io_context& io, const Clock& clock,
-                          opensm::ProcessRunner& runner, opensm::FileSystem& fs,
+  SupervisedOpensmControl(Scheduler& sched, os::ProcessRunner& runner, os::FileSystem& fs,
                           opensm::OpensmSupervisor::SpecFactory spec,
                           opensm::SupervisorOptions options, PriorityRenderer render,
                           const HoldState& hold);
@@ -109,8 +91,8 @@ class SupervisedOpensmControl final : public agent::OpensmControl {
 
   void kill_now();  // force: SIGKILL the running OpenSM at once (fencing a hung one)
 
-  opensm::ProcessRunner& runner_;
-  opensm::FileSystem& fs_;
+  os::ProcessRunner& runner_;
+  os::FileSystem& fs_;
   std::string conf_path_;
   PriorityRenderer render_;
   const HoldState& hold_;

@@ -39,8 +39,8 @@
 #include "smha/core/sminfo.hpp"
 #include "smha/core/types.hpp"
 #include "smha/mad/transport.hpp"
-#include "smha/opensm/file_system.hpp"
-#include "smha/opensm/process_runner.hpp"
+#include "smha/os/file_system.hpp"
+#include "smha/os/process_runner.hpp"
 #include "smha/sim/event_queue.hpp"
 
 namespace smha::sim {
@@ -115,8 +115,8 @@ class Fabric {
 
   // Seams bound to a node. References live as long as the fabric.
   mad::MadTransport& transport(NodeId n);
-  opensm::ProcessRunner& runner(NodeId n);
-  opensm::FileSystem& fs(NodeId n);
+  os::ProcessRunner& runner(NodeId n);
+  os::FileSystem& fs(NodeId n);
 
   // Ground truth about the node's simulated OpenSM, if one runs there.
   struct SmView {
