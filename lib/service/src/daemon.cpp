@@ -359,7 +359,8 @@ bool Daemon::init() {
     so.respawn_on_request = true;  // the HA engine decides when a crashed OpenSM comes back
     so.on_change = [this](const opensm::SupervisorStatus& st) { osm_watch_->on_change(st); };
     supervised_ = std::make_unique<SupervisedOpensmControl>(*sched_, *runner_, fs_, spec, so,
-                                                            make_renderer(config_), hold_);
+                                                            make_renderer(config_),
+                                                            [this] { return hold_.held; });
     control_ = supervised_.get();
   }
 
@@ -395,7 +396,7 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
   cfg.local_port_num = static_cast<std::uint8_t>(umad_->local_port().port);
   cfg.policy.observe = options_.observe;  // no OpenSM of ours: a silent local port is no hang
   agent_ = std::make_unique<agent::Agent>(std::move(cfg), *sched_, *mad_, *control_, *events_);
-  if (supervised_) agent_->set_local_stopped([this] { return supervised_->process_stopped(); });
+  if (supervised_) agent_->set_local_stopped([this] { return process_stopped(supervised_->supervisor_status().pid); });
   agent_->start();
 }
 

@@ -289,6 +289,13 @@ std::optional<Fabric::SmView> Fabric::sm(NodeId n) const {
   return SmView{sm->pid, sm->guid, sm->state, sm->conf.priority, sm->stopped, sm->act_count};
 }
 
+std::optional<Fabric::ProcessView> Fabric::process(NodeId n) const {
+  const auto& sm = impl_->nodes[n]->sm;
+  if (!sm) return std::nullopt;
+  return ProcessView{sm->pid, static_cast<std::uint64_t>(sm->started.time_since_epoch().count()), sm->exe,
+                     sm->argv};
+}
+
 std::vector<NodeId> Fabric::active_masters() const {
   std::vector<NodeId> out;
   for (std::size_t i = 0; i < impl_->nodes.size(); ++i) {

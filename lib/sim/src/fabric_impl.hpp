@@ -52,6 +52,9 @@ struct Fabric::Impl {
     int pid = 0;
     NodeId node = 0;
     Guid guid;
+    std::string exe;                 // spec.path
+    std::vector<std::string> argv;   // as spawned
+    TimePoint started{};
     std::string conf_path;
     Conf conf;
     SmState state = SmState::Discovering;

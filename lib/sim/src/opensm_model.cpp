@@ -6,6 +6,7 @@
 // tests/sim/sim/test_opensm_model.cpp pins that behaviour.
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <sstream>
 
 #include "fabric_impl.hpp"
@@ -36,6 +37,19 @@ Conf parse_conf(const std::string& text) {
 }
 
 }  // namespace detail
+
+std::string render_opensm_keys(const OpensmKeys& keys, std::uint8_t priority) {
+  char key[32];
+  std::snprintf(key, sizeof key, "0x%016llx", static_cast<unsigned long long>(keys.sm_key));
+  std::string out = "# Rendered by smhad. Do not edit: changes are overwritten.\n";
+  out += "sm_priority " + std::to_string(priority) + "\n";
+  out += "sm_key " + std::string(key) + "\n";
+  out += "sminfo_polling_timeout " + std::to_string(keys.sminfo_polling_timeout_ms) + "\n";
+  out += "polling_retry_number " + std::to_string(keys.polling_retry_number) + "\n";
+  out += "sweep_interval " + std::to_string(keys.sweep_interval_s) + "\n";
+  out += "ignore_other_sm FALSE\n";
+  return out;
+}
 
 using namespace detail;
 
@@ -330,6 +344,9 @@ Result<int> Fabric::Impl::spawn(NodeId n, const os::ProcessSpec& spec, os::Proce
   }
   sm->conf_path = conf_path;
   sm->guid = node.guid;
+  sm->exe = spec.path;
+  sm->argv = spec.argv;
+  sm->started = q.now();
   sm->answers_from = q.now() + params.sm.startup;
   node.sm = sm;
   begin_discovery(sm);

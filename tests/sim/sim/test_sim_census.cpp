@@ -144,7 +144,7 @@ TEST_CASE("A third OpenSM at priority 0 on a compute node: unknown_sm names it, 
   const NodeId node = c.observer();
   const Guid third = c.fabric().guid(node);
   const std::string conf = "/etc/opensm/opensm.conf";
-  REQUIRE(c.fabric().fs(node).write_atomic(conf, agent::render_minimal_conf({}, 0), 0644).ok());
+  REQUIRE(c.fabric().fs(node).write_atomic(conf, sim::render_opensm_keys({}, 0), 0644).ok());
   os::ProcessSpec spec;
   spec.path = "/usr/sbin/opensm";
   spec.argv = {spec.path, "-F", conf};
