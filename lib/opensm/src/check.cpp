@@ -168,7 +168,7 @@ std::vector<Diagnostic> verify_accepted(OpensmRunner& runner, const config::Conf
 
 PreparedConf prepare_opensm_conf(const config::Config& c, const Capabilities& caps,
                                  std::uint8_t sm_priority, std::optional<Guid> port_guid,
-                                 const FileSystem* policy_fs) {
+                                 const os::FileSystem* policy_fs) {
   PreparedConf out;
   auto plan = plan_render(c, caps, sm_priority, port_guid);
   out.inputs = plan.inputs;

@@ -114,7 +114,7 @@ int run_check_config(const std::string& path, OpensmRunner& runner, std::ostream
   return 0;
 }
 
-int run_render_config(const std::string& path, OpensmRunner& runner, const FileSystem& fs,
+int run_render_config(const std::string& path, OpensmRunner& runner, const os::FileSystem& fs,
                       bool diff, std::ostream& out, std::ostream& err) {
   auto loaded = config::load_config(path);
   if (!loaded.ok()) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/opensm/conf.hpp"
 
-#include "smha/opensm/file_system.hpp"
+#include "smha/os/file_system.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -150,7 +150,7 @@ const std::vector<std::string>& sweep_read_policy_keys() {
   return keys;
 }
 
-std::vector<PolicyFileHash> hash_policy_files(const config::Config& config, const FileSystem& fs) {
+std::vector<PolicyFileHash> hash_policy_files(const config::Config& config, const os::FileSystem& fs) {
   std::vector<PolicyFileHash> out;
   const auto& keys = sweep_read_policy_keys();
   for (const auto& e : config.opensm.extra) {  // sorted by key

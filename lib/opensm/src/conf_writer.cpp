@@ -3,7 +3,7 @@
 
 namespace smha::opensm {
 
-Result<bool> write_if_changed(FileSystem& fs, const std::string& path, std::string_view content) {
+Result<bool> write_if_changed(os::FileSystem& fs, const std::string& path, std::string_view content) {
   auto current = fs.read(path);
   if (current.ok()) {
     if (*current == content) return false;

@@ -25,7 +25,7 @@ std::optional<LoggedSmState> parse_sm_state_line(std::string_view line) {
   return std::nullopt;
 }
 
-OpensmLogFollower::OpensmLogFollower(const FileSystem& fs, std::string path, std::size_t max_read)
+OpensmLogFollower::OpensmLogFollower(const os::FileSystem& fs, std::string path, std::size_t max_read)
     : fs_(fs), path_(std::move(path)), max_read_(max_read == 0 ? 1 : max_read) {}
 
 void OpensmLogFollower::skip_existing() {

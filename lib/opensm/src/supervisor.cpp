@@ -10,12 +10,9 @@
 #include <cstdlib>
 #include <utility>
 
-#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
 namespace smha::opensm {
-
-namespace asio = boost::asio;
 
 namespace {
 
@@ -107,7 +104,7 @@ std::string_view to_string(ReloadAction a) {
   return "unknown";
 }
 
-std::string describe_exit(const ExitInfo& exit) {
+std::string describe_exit(const os::ExitInfo& exit) {
   if (exit.signaled) {
     const char* abbrev = sigabbrev_np(exit.status);
     return "killed by signal " + std::to_string(exit.status) + " (" + (abbrev ? abbrev : "?") + ")";
@@ -130,17 +127,14 @@ std::optional<std::string_view> match_permanent_line(std::string_view line) {
   return std::nullopt;
 }
 
-OpensmSupervisor::OpensmSupervisor(asio::io_context& io, const Clock& clock, ProcessRunner& runner,
-                                   FileSystem& fs, SpecFactory make_spec, SupervisorOptions options)
-    : io_(io),
-      clock_(clock),
+OpensmSupervisor::OpensmSupervisor(Scheduler& sched, os::ProcessRunner& runner, os::FileSystem& fs,
+                                   SpecFactory make_spec, SupervisorOptions options)
+    : sched_(sched),
       runner_(runner),
       fs_(fs),
       make_spec_(std::move(make_spec)),
       options_(std::move(options)),
-      log_(osm_logger()),
-      backoff_timer_(io),
-      kill_timer_(io) {
+      log_(osm_logger()) {
   if (!options_.identify) options_.identify = [](int pid) { return read_process_identity(pid); };
   if (!options_.age) options_.age = [](const ProcessIdentity& id) { return process_age(id.start_time); };
   if (!options_.cmdline) options_.cmdline = [](int pid) { return read_process_cmdline(pid); };
@@ -149,10 +143,23 @@ OpensmSupervisor::OpensmSupervisor(asio::io_context& io, const Clock& clock, Pro
 }
 
 OpensmSupervisor::~OpensmSupervisor() {
-  backoff_timer_.cancel();
-  kill_timer_.cancel();
+  disarm(backoff_timer_);
+  disarm(kill_timer_);
   if (status_.pid != 0 && status_.state != SupervisorState::Stopping)
     log_->info("supervisor going away; OpenSM pid {} keeps running (adoptable)", status_.pid);
+}
+
+void OpensmSupervisor::arm(std::optional<Scheduler::TimerId>& slot, Duration delay, std::function<void()> fn) {
+  disarm(slot);
+  slot = sched_.schedule_at(sched_.now() + delay, [&slot, fn = std::move(fn)] {
+    slot.reset();
+    fn();
+  });
+}
+
+void OpensmSupervisor::disarm(std::optional<Scheduler::TimerId>& slot) {
+  if (slot) sched_.cancel(*slot);
+  slot.reset();
 }
 
 std::string OpensmSupervisor::expected_exe() const {
@@ -269,7 +276,7 @@ Result<bool> OpensmSupervisor::try_adopt() {
 bool OpensmSupervisor::adopt_process(const ProcessIdentity& live, std::string_view why) {
   const std::uint64_t run = ++run_;
   std::weak_ptr<int> alive = alive_;
-  auto st = runner_.adopt(live.pid, [this, alive, run](const ExitInfo& exit) {
+  auto st = runner_.adopt(live.pid, [this, alive, run](const os::ExitInfo& exit) {
     if (!alive.expired()) on_exit(run, exit);
   });
   if (!st) {
@@ -283,9 +290,9 @@ bool OpensmSupervisor::adopt_process(const ProcessIdentity& live, std::string_vi
   status_.pid = live.pid;
   status_.adopted = true;
   had_process_ = true;
-  status_.started_at = clock_.now();
+  status_.started_at = sched_.now();
   if (auto age = options_.age(live); age.ok()) {
-    status_.started_at = clock_.now() - std::chrono::duration_cast<Duration>(*age);
+    status_.started_at = sched_.now() - std::chrono::duration_cast<Duration>(*age);
   } else {
     log_->warn("cannot tell when OpenSM pid {} started: {}; its uptime counts from now", status_.pid,
                age.error().message);
@@ -296,7 +303,7 @@ bool OpensmSupervisor::adopt_process(const ProcessIdentity& live, std::string_vi
   return true;
 }
 
-OpensmSupervisor::BoundCheck OpensmSupervisor::check_bound(const ProcessSpec& spec) {
+OpensmSupervisor::BoundCheck OpensmSupervisor::check_bound(const os::ProcessSpec& spec) {
   const std::string guid_text = option_of(spec.argv, "-g");
   const auto guid = parse_guid_value(guid_text);
   if (!guid || !options_.find_bound) return BoundCheck::Free;
@@ -351,10 +358,10 @@ Status OpensmSupervisor::spawn_now() {
   std::weak_ptr<int> alive = alive_;
   auto pid = runner_.spawn(
       spec,
-      [this, alive, run](OutputStream stream, std::string_view line) {
+      [this, alive, run](os::OutputStream stream, std::string_view line) {
         if (!alive.expired()) on_output(run, stream, line);
       },
-      [this, alive, run](const ExitInfo& exit) {
+      [this, alive, run](const os::ExitInfo& exit) {
         if (!alive.expired()) on_exit(run, exit);
       });
   if (!pid && pid.error().code == "resources") {
@@ -369,7 +376,7 @@ Status OpensmSupervisor::spawn_now() {
   status_.state = SupervisorState::Running;
   status_.pid = *pid;
   status_.adopted = false;
-  status_.started_at = clock_.now();
+  status_.started_at = sched_.now();
   status_.next_start_at.reset();
   status_.reason = status_.last_exit ? "previous run " + describe_exit(*status_.last_exit) : "";
   ++status_.spawns;
@@ -390,9 +397,9 @@ Status OpensmSupervisor::spawn_now() {
   return Status::Ok();
 }
 
-void OpensmSupervisor::on_output(std::uint64_t run, OutputStream stream, std::string_view line) {
+void OpensmSupervisor::on_output(std::uint64_t run, os::OutputStream stream, std::string_view line) {
   if (run != run_) return;
-  if (stream == OutputStream::Stderr)
+  if (stream == os::OutputStream::Stderr)
     log_->warn("opensm[{}]: {}", status_.pid, line);
   else
     log_->info("opensm[{}]: {}", status_.pid, line);
@@ -415,9 +422,9 @@ void OpensmSupervisor::on_output(std::uint64_t run, OutputStream stream, std::st
   if (options_.on_line) options_.on_line(status_.pid, line);
 }
 
-void OpensmSupervisor::on_exit(std::uint64_t run, const ExitInfo& exit) {
+void OpensmSupervisor::on_exit(std::uint64_t run, const os::ExitInfo& exit) {
   if (run != run_) return;
-  const TimePoint now = clock_.now();
+  const TimePoint now = sched_.now();
   const Duration uptime = status_.started_at ? now - *status_.started_at : Duration{};
   const std::string what = "OpenSM pid " + std::to_string(exit.pid) + " " + describe_exit(exit) + " after " +
                            seconds_text(uptime);
@@ -427,7 +434,7 @@ void OpensmSupervisor::on_exit(std::uint64_t run, const ExitInfo& exit) {
   status_.started_at.reset();
 
   if (status_.state == SupervisorState::Stopping) {
-    kill_timer_.cancel();
+    disarm(kill_timer_);
     status_.last_exit_class = ExitClass::Requested;
     log_->info("{} (stop requested)", what);
     auto after = std::exchange(after_stop_, AfterStop::Nothing);
@@ -441,7 +448,7 @@ void OpensmSupervisor::on_exit(std::uint64_t run, const ExitInfo& exit) {
       status_.reason = what;
       notify();
     }
-    for (auto& waiter : std::exchange(stop_waiters_, {})) asio::post(io_, std::move(waiter));
+    for (auto& waiter : std::exchange(stop_waiters_, {})) sched_.post(std::move(waiter));
     return;
   }
 
@@ -490,9 +497,9 @@ std::optional<std::string> OpensmSupervisor::log_error() const {
   return std::nullopt;
 }
 
-void OpensmSupervisor::handle_crash(const ExitInfo& exit, Duration uptime, const std::string& what) {
+void OpensmSupervisor::handle_crash(const os::ExitInfo& exit, Duration uptime, const std::string& what) {
   (void)exit;
-  const TimePoint now = clock_.now();
+  const TimePoint now = sched_.now();
   ++status_.crashes;
   if (uptime >= options_.stable_uptime) status_.consecutive_crashes = 0;
   ++status_.consecutive_crashes;
@@ -517,9 +524,8 @@ void OpensmSupervisor::handle_crash(const ExitInfo& exit, Duration uptime, const
                         : "; restarting in " + seconds_text(delay));
   log_->warn("{}", status_.reason);
   std::weak_ptr<int> alive = alive_;
-  backoff_timer_.expires_after(delay);
-  backoff_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
-    if (ec || alive.expired() || status_.state != SupervisorState::Backoff) return;
+  arm(backoff_timer_, delay, [this, alive] {
+    if (alive.expired() || status_.state != SupervisorState::Backoff) return;
     if (options_.respawn_on_request && !respawn_requested_) return;
     (void)spawn_now();
   });
@@ -534,14 +540,13 @@ void OpensmSupervisor::retry_spawn_later(std::string what) {
   status_.state = SupervisorState::Backoff;
   status_.pid = 0;
   status_.current_backoff = delay;
-  status_.next_start_at = clock_.now() + delay;
+  status_.next_start_at = sched_.now() + delay;
   respawn_requested_ = true;  // the spawn was asked for already
   status_.reason = what + " (out of resources; retrying in " + seconds_text(delay) + ")";
   if (resource_retries_ == 1 || resource_retries_ % 10 == 0) log_->error("{}", status_.reason);
   std::weak_ptr<int> alive = alive_;
-  backoff_timer_.expires_after(delay);
-  backoff_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
-    if (ec || alive.expired() || status_.state != SupervisorState::Backoff) return;
+  arm(backoff_timer_, delay, [this, alive] {
+    if (alive.expired() || status_.state != SupervisorState::Backoff) return;
     (void)spawn_now();
   });
   notify();
@@ -550,7 +555,7 @@ void OpensmSupervisor::retry_spawn_later(std::string what) {
 void OpensmSupervisor::request_respawn() {
   if (!options_.respawn_on_request || status_.state != SupervisorState::Backoff) return;
   respawn_requested_ = true;
-  if (status_.next_start_at && clock_.now() >= *status_.next_start_at) (void)spawn_now();
+  if (status_.next_start_at && sched_.now() >= *status_.next_start_at) (void)spawn_now();
 }
 
 void OpensmSupervisor::fail(std::string reason) {
@@ -570,9 +575,8 @@ void OpensmSupervisor::begin_stop(AfterStop after) {
     log_->debug("SIGTERM to OpenSM pid {}: {}", pid, st.error().message);
   std::weak_ptr<int> alive = alive_;
   const std::uint64_t run = run_;
-  kill_timer_.expires_after(options_.stop_timeout);
-  kill_timer_.async_wait([this, alive, run, pid](const boost::system::error_code& ec) {
-    if (ec || alive.expired() || run != run_ || status_.state != SupervisorState::Stopping) return;
+  arm(kill_timer_, options_.stop_timeout, [this, alive, run, pid] {
+    if (alive.expired() || run != run_ || status_.state != SupervisorState::Stopping) return;
     log_->warn("OpenSM pid {} did not stop within {} of SIGTERM; sending SIGKILL to its process group", pid,
                seconds_text(options_.stop_timeout));
     if (auto st = runner_.kill(pid, SIGKILL); !st)
@@ -595,13 +599,13 @@ void OpensmSupervisor::stop(std::function<void()> done) {
     case SupervisorState::Backoff:
     case SupervisorState::Failed:
     case SupervisorState::Stopped:
-      backoff_timer_.cancel();
+      disarm(backoff_timer_);
       if (status_.state != SupervisorState::Stopped) {
         status_.state = SupervisorState::Stopped;
         status_.next_start_at.reset();
         notify();
       }
-      if (done) asio::post(io_, std::move(done));
+      if (done) sched_.post(std::move(done));
       return;
   }
 }

@@ -12,8 +12,6 @@
 #include <cstring>
 #include <utility>
 
-#include <boost/asio/post.hpp>
-
 #include "smha/platform/logging.hpp"
 
 namespace smha::platform {
@@ -132,15 +130,14 @@ Status check_hooks(const HookOptions& options) {
   return Status::Ok();
 }
 
-HookRunner::HookRunner(boost::asio::io_context& io, opensm::ProcessRunner& runner,
-                       HookOptions options)
-    : io_(io), runner_(runner), options_(std::move(options)), timer_(io) {
+HookRunner::HookRunner(Scheduler& sched, os::ProcessRunner& runner, HookOptions options)
+    : sched_(sched), runner_(runner), options_(std::move(options)) {
   if (!options_.logger) options_.logger = module_logger("svc");
 }
 
 HookRunner::~HookRunner() {
   *alive_ = false;
-  timer_.cancel();
+  if (timer_) sched_.cancel(*timer_);
   if (running_pid_ != 0) (void)runner_.kill(running_pid_, SIGKILL);
 }
 
@@ -163,7 +160,7 @@ void HookRunner::run(const HookCall& call, const std::vector<std::string>& paths
   }
   if (running_pid_ == 0 && !start_posted_ && !queue_.empty()) {
     start_posted_ = true;
-    boost::asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_)] {
+    sched_.post([this, alive = std::weak_ptr<bool>(alive_)] {
       if (alive.expired()) return;
       start_posted_ = false;
       start_next();
@@ -189,7 +186,7 @@ void HookRunner::start_next() {
       continue;
     }
 
-    opensm::ProcessSpec spec;
+    os::ProcessSpec spec;
     spec.path = job.path;
     spec.argv = hook_argv(job.path, job.call);
     spec.env = hook_env(options_.node, job.call);
@@ -197,10 +194,10 @@ void HookRunner::start_next() {
     auto logger = options_.logger;
     const std::string path = job.path;
     std::weak_ptr<bool> alive = alive_;
-    auto on_output = [logger, path](opensm::OutputStream, std::string_view line) {
+    auto on_output = [logger, path](os::OutputStream, std::string_view line) {
       logger->info("hook {}: {}", path, line);
     };
-    auto on_exit = [this, alive, job](const opensm::ExitInfo& info) {
+    auto on_exit = [this, alive, job](const os::ExitInfo& info) {
       if (alive.expired()) return;
       HookResult result{job.path, job.call, HookOutcome::Ok, info, {}};
       if (timed_out_) {
@@ -223,9 +220,11 @@ void HookRunner::start_next() {
     }
     running_pid_ = *pid;
     timed_out_ = false;
-    timer_.expires_after(options_.timeout);
-    timer_.async_wait([this, alive, pid = *pid](const boost::system::error_code& ec) {
-      if (ec || alive.expired() || running_pid_ != pid) return;
+    if (timer_) sched_.cancel(*timer_);
+    timer_ = sched_.schedule_at(sched_.now() + options_.timeout, [this, alive, pid = *pid] {
+      if (alive.expired()) return;
+      timer_.reset();
+      if (running_pid_ != pid) return;
       timed_out_ = true;
       (void)runner_.kill(pid, SIGKILL);
     });
@@ -233,7 +232,8 @@ void HookRunner::start_next() {
 }
 
 void HookRunner::finish(HookResult result) {
-  timer_.cancel();
+  if (timer_) sched_.cancel(*timer_);
+  timer_.reset();
   running_pid_ = 0;
   timed_out_ = false;
   const LogFields base{{"hook", result.path}, {"event", to_string(result.call.event)},

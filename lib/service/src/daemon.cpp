@@ -23,16 +23,16 @@
 
 #include "smha/agent/agent.hpp"
 #include "smha/config/config.hpp"
+#include "smha/control/server.hpp"
 #include "smha/core/state_dir.hpp"
 #include "smha/core/text.hpp"
-#include "smha/control/server.hpp"
 #include "smha/mad/smp.hpp"
 #include "smha/mad/umad_transport.hpp"
 #include "smha/opensm/check.hpp"
 #include "smha/opensm/log_follower.hpp"
-#include "smha/opensm/posix_file_system.hpp"
-#include "smha/opensm/posix_process_runner.hpp"
 #include "smha/opensm/probe.hpp"
+#include "smha/os/posix_file_system.hpp"
+#include "smha/os/posix_process_runner.hpp"
 #include "smha/platform/logging.hpp"
 #include "smha/platform/notify.hpp"
 #include "smha/service/drill.hpp"
@@ -141,7 +141,7 @@ class Daemon final : public DrillHost {
     const Guid guid = own_guid_;
     // Each rendering hashes the policy files again, so a reload after an edit
     // of e.g. the partitions file SIGHUPs OpenSM (opensm::classify_change).
-    const opensm::FileSystem* fs = &fs_;
+    const os::FileSystem* fs = &fs_;
     return [c, caps, guid, fs](std::uint8_t prio) -> Result<std::string> {
       auto prep = opensm::prepare_opensm_conf(c, caps, prio, guid, fs);
       if (!prep.ok()) return make_error("config", join_errors(prep.errors));
@@ -179,15 +179,15 @@ class Daemon final : public DrillHost {
   std::ostream& err_;
   boost::asio::io_context io_;
   SteadyClock clock_;
-  opensm::PosixFileSystem fs_;
+  os::PosixFileSystem fs_;
   opensm::Capabilities caps_;
   Guid own_guid_;
   std::vector<std::string> unaddressed_;
   HoldState hold_;
-  std::unique_ptr<opensm::PosixProcessRunner> runner_;
+  std::unique_ptr<os::PosixProcessRunner> runner_;
   std::unique_ptr<mad::UmadTransport> umad_;
   std::unique_ptr<RecordingTransport> mad_;
-  std::unique_ptr<AsioScheduler> sched_;
+  std::unique_ptr<os::AsioScheduler> sched_;
   LogEventSink sink_;
   std::unique_ptr<HookDispatcher> hooks_;
   std::unique_ptr<DaemonEventSink> events_;
@@ -276,6 +276,7 @@ bool Daemon::init() {
   // normal shutdown, never by the default action between spawning OpenSM and
   // recording its pidfile.
   arm_signals();
+  sched_ = std::make_unique<os::AsioScheduler>(io_, clock_);
   if (!lock_state_dir()) return false;
   if (!init_os()) return false;
   mad::PortSelector sel;
@@ -298,7 +299,6 @@ bool Daemon::init() {
       [this](const mad::PortInfo& pi, TimePoint sent, TimePoint received) {
         if (window_) window_->local_port(pi.lid, pi.sm_lid, sent, received);
       });
-  sched_ = std::make_unique<AsioScheduler>(io_, clock_);
 
   auto mapped = map_config(config_, own_guid_, &unaddressed_);
   if (!mapped) {
@@ -326,7 +326,7 @@ bool Daemon::init() {
       err_ << "smhad: " << first.error().message << '\n';
       return false;
     }
-    runner_ = std::make_unique<opensm::PosixProcessRunner>(io_);
+    runner_ = std::make_unique<os::PosixProcessRunner>(io_);
     const config::Config& c = config_;
     const std::string guid = to_string(own_guid_);
     const std::string binary = c.opensm.binary;
@@ -334,7 +334,7 @@ bool Daemon::init() {
     const std::string cache = c.opensm.cache_dir;
     const std::string cwd = c.state_dir;
     auto spec = [binary, conf, guid, cache, cwd] {
-      opensm::ProcessSpec s;
+      os::ProcessSpec s;
       s.path = binary;
       s.argv = {binary, "-F", conf, "-g", guid};
       s.env = {{"OSM_CACHE_DIR", cache}, {"OSM_TMP_DIR", cache}};
@@ -357,8 +357,9 @@ bool Daemon::init() {
     so.crash_loop_window = c.opensm.crash_loop_window;
     so.respawn_on_request = true;  // the HA engine decides when a crashed OpenSM comes back
     so.on_change = [this](const opensm::SupervisorStatus& st) { osm_watch_->on_change(st); };
-    supervised_ = std::make_unique<SupervisedOpensmControl>(io_, clock_, *runner_, fs_, spec, so,
-                                                            make_renderer(config_), hold_);
+    supervised_ = std::make_unique<SupervisedOpensmControl>(*sched_, *runner_, fs_, spec, so,
+                                                            make_renderer(config_),
+                                                            [this] { return hold_.held; });
     control_ = supervised_.get();
   }
 
@@ -394,7 +395,7 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
   cfg.local_port_num = static_cast<std::uint8_t>(umad_->local_port().port);
   cfg.policy.observe = options_.observe;  // no OpenSM of ours: a silent local port is no hang
   agent_ = std::make_unique<agent::Agent>(std::move(cfg), *sched_, *mad_, *control_, *events_);
-  if (supervised_) agent_->set_local_stopped([this] { return supervised_->process_stopped(); });
+  if (supervised_) agent_->set_local_stopped([this] { return process_stopped(supervised_->supervisor_status().pid); });
   sink_.set_node_namer(own_guid_, [this](Guid g) { return event_node(g); });
   agent_->start();
 }
@@ -1064,7 +1065,7 @@ bool Daemon::init_os() {
     return false;
   }
   if (!config_.sm_key_set) spdlog::warn("{}: sm_key {}", config_.source_path, config::kDefaultSmKeyWarning);
-  hooks_ = std::make_unique<HookDispatcher>(io_, config_);
+  hooks_ = std::make_unique<HookDispatcher>(io_, *sched_, config_);
   auto changed = [this] {
     if (systemd_) systemd_->refresh();
   };

@@ -15,7 +15,7 @@
 
 #include "smha/core/file_read.hpp"
 #include "smha/core/text.hpp"
-#include "smha/opensm/posix_file_system.hpp"
+#include "smha/os/posix_file_system.hpp"
 
 namespace smha::service {
 
@@ -211,7 +211,7 @@ Status EventJournal::append(const EventRecord& e) {
 Status EventJournal::compact() {
   std::string text;
   for (const auto& e : tail_) text += encode_event_line(e) + "\n";
-  opensm::PosixFileSystem fs;
+  os::PosixFileSystem fs;
   if (auto st = fs.write_atomic(path_, text, 0640); !st.ok()) return st;
   // The old descriptor points at the replaced file.
   if (fd_ >= 0) ::close(fd_);

@@ -120,7 +120,7 @@ control::MetricsSnapshot metrics_snapshot(const json& s, const PollStats& polls,
   return m;
 }
 
-MetricsService::MetricsService(boost::asio::io_context& io, config::MetricsSettings settings, opensm::FileSystem& fs,
+MetricsService::MetricsService(boost::asio::io_context& io, config::MetricsSettings settings, os::FileSystem& fs,
                                Render render)
     : io_(io), settings_(std::move(settings)), fs_(fs), render_(std::move(render)) {}
 

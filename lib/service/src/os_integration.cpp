@@ -10,7 +10,7 @@
 #include "smha/core/state_dir.hpp"
 #include "smha/mad/umad_transport.hpp"
 #include "smha/opensm/cli.hpp"
-#include "smha/opensm/posix_process_runner.hpp"
+#include "smha/os/posix_process_runner.hpp"
 #include "smha/platform/logging.hpp"
 #include "smha/service/service.hpp"
 
@@ -113,9 +113,9 @@ void SystemdReporter::failed(int error, const std::string& text) {
 
 // ---- HookDispatcher --------------------------------------------------------
 
-HookDispatcher::HookDispatcher(boost::asio::io_context& io, const config::Config& config,
+HookDispatcher::HookDispatcher(boost::asio::io_context& io, Scheduler& sched, const config::Config& config,
                                std::function<void(const platform::HookResult&)> on_result)
-    : io_(io), on_result_(std::move(on_result)) {
+    : io_(io), sched_(sched), on_result_(std::move(on_result)) {
   configure(config);
 }
 
@@ -145,13 +145,13 @@ void HookDispatcher::configure(const config::Config& config) {
 }
 
 void HookDispatcher::make_runner() {
-  if (!processes_) processes_ = std::make_unique<opensm::PosixProcessRunner>(io_);
+  if (!processes_) processes_ = std::make_unique<os::PosixProcessRunner>(io_);
   platform::HookOptions o;
   o.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout_);
   o.node = node_;
   o.on_result = on_result_;
   runner_.reset();
-  runner_ = std::make_unique<platform::HookRunner>(io_, *processes_, std::move(o));
+  runner_ = std::make_unique<platform::HookRunner>(sched_, *processes_, std::move(o));
 }
 
 void HookDispatcher::run(const char* key, const platform::HookCall& call) {
@@ -310,7 +310,7 @@ std::optional<agent::DiscoveryResult> probe_routes(const config::Config& cfg) {
   sel.guid = cfg.port.port_guid;
   auto transport = mad::UmadTransport::open(io, sel, clock);
   if (!transport) return std::nullopt;
-  AsioScheduler sched(io, clock);
+  os::AsioScheduler sched(io, clock);
   agent::Discovery discovery(sched, **transport);
   std::vector<Guid> targets;
   std::vector<DrPath> hints;  // a configured dr_path that leads to its peer is found there first

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
+
 namespace smha::sim {
 
 struct Cluster::Sink final : agent::EventSink {
@@ -26,6 +28,31 @@ struct Cluster::Sink final : agent::EventSink {
 };
 
 namespace {
+
+// Passes every call to smhad's OpenSM control and notes when the engine asks
+// for a start (the supervision property "a respawn waits for the engine").
+class StartWatch final : public agent::OpensmControl {
+ public:
+  StartWatch(agent::OpensmControl& inner, const EventQueue& q, TimePoint& last_start)
+      : inner_(inner), q_(q), last_start_(last_start) {}
+  Status start(std::uint8_t priority) override {
+    last_start_ = q_.now();
+    return inner_.start(priority);
+  }
+  Status stop(bool force) override { return inner_.stop(force); }
+  Status restart(std::uint8_t priority, bool force) override {
+    last_start_ = q_.now();
+    return inner_.restart(priority, force);
+  }
+  Status set_priority(std::uint8_t priority) override { return inner_.set_priority(priority); }
+  sm::ProcessState state() const override { return inner_.state(); }
+  void set_exit_handler(ExitHandler h) override { inner_.set_exit_handler(std::move(h)); }
+
+ private:
+  agent::OpensmControl& inner_;
+  const EventQueue& q_;
+  TimePoint& last_start_;
+};
 
 // Passes every call to the fabric's transport and reports the answers to a tap.
 class TapTransport final : public mad::MadTransport {
@@ -90,7 +117,15 @@ struct Cluster::Head {
   Tap tap;
   std::unique_ptr<TapTransport> tapped;
   agent::AgentConfig cfg;
-  std::unique_ptr<agent::ProcessOpensmControl> control;
+  std::unique_ptr<agent::SupervisedOpensmControl> control;
+  int spawns_before = 0;  // spawns of earlier smhad runs
+  bool failed_alarm = false;
+  // Respawns wait for the engine: when it last asked for a start, and when
+  // the OpenSM it had went down unasked (nullopt: none since the last spawn).
+  TimePoint last_start_call{};
+  std::optional<TimePoint> down_since;
+  int last_pid = 0;
+  std::unique_ptr<agent::OpensmControl> watched;
   std::unique_ptr<agent::Agent> agent;
   Sink sink;
   std::vector<HeadRecord> records;
@@ -98,6 +133,16 @@ struct Cluster::Head {
 
 Cluster::Cluster(std::uint64_t seed, ClusterParams params)
     : params_(params), fabric_(seed, params.fabric) {
+  // The supervisor and the engine log as in smhad ("osm", "sm"); thousands of
+  // simulated crashes must not flood the test output.
+  for (const char* name : {"osm", "sm"}) {
+    auto l = spdlog::get(name);
+    if (!l) {
+      l = spdlog::default_logger()->clone(name);
+      spdlog::register_logger(l);
+    }
+    l->set_level(spdlog::level::off);
+  }
   const int n = std::max(2, params_.heads);
   // In a chain of switches the first head is on the first switch, the last
   // head on the last one, and any between spread over the chain.
@@ -164,6 +209,14 @@ TimePoint Cluster::now() const { return fabric_.queue().now(); }
 NodeId Cluster::head(int i) const { return heads_[i]->node; }
 bool Cluster::smhad_up(int i) const { return heads_[i]->agent != nullptr; }
 agent::Agent* Cluster::agent(int i) { return heads_[i]->agent.get(); }
+const opensm::SupervisorStatus* Cluster::supervisor(int i) const {
+  const auto& c = heads_[i]->control;
+  return c ? &c->supervisor_status() : nullptr;
+}
+int Cluster::opensm_spawns(int i) const {
+  const auto& h = *heads_[i];
+  return h.spawns_before + (h.control ? h.control->supervisor_status().spawns : 0);
+}
 const std::vector<HeadRecord>& Cluster::records(int i) const { return heads_[i]->records; }
 
 int Cluster::head_of(Guid g) const {
@@ -175,21 +228,82 @@ int Cluster::head_of(Guid g) const {
 void Cluster::start_smhad(int i) {
   auto& h = *heads_[i];
   if (h.agent) return;
-  agent::OpensmLaunch launch;
-  launch.binary = "/usr/sbin/opensm";
-  launch.conf_path = "/etc/opensm/opensm.conf";
-  launch.guid = fabric_.guid(h.node);
-  const auto conf = params_.opensm_conf;
-  h.control = std::make_unique<agent::ProcessOpensmControl>(
-      fabric_.runner(h.node), fabric_.fs(h.node), fabric_.queue(), launch,
-      [conf](std::uint8_t prio) { return agent::render_minimal_conf(conf, prio); });
-  if (auto sm = fabric_.sm(h.node)) (void)h.control->adopt(sm->pid, sm->priority);
+  // smhad's OpenSM supervision (lib/service's Daemon::init), over the node's
+  // simulated processes and files; procfs is the fabric's view of the node.
+  const std::string conf_path = "/etc/opensm/opensm.conf";
+  const std::string exe = "/usr/sbin/opensm";
+  const std::string guid = to_string(fabric_.guid(h.node));
+  const NodeId node = h.node;
+  Fabric* f = &fabric_;
+  opensm::SupervisorOptions so;
+  so.conf_path = conf_path;
+  so.pidfile_path = "/var/lib/smha/opensm.pid";
+  so.expected_exe = exe;
+  so.keep_running_on_exit = true;
+  so.backoff_initial = params_.supervision.backoff_initial;
+  so.backoff_max = params_.supervision.backoff_max;
+  so.stable_uptime = params_.supervision.stable_uptime;
+  so.crash_loop_count = params_.supervision.crash_loop_count;
+  so.crash_loop_window = params_.supervision.crash_loop_window;
+  so.respawn_on_request = true;  // the HA engine decides when a crashed OpenSM comes back
+  so.identify = [f, node](int pid) -> Result<opensm::ProcessIdentity> {
+    auto p = f->process(node);
+    if (!p || p->pid != pid) return make_error("not_found", "no process " + std::to_string(pid));
+    return opensm::ProcessIdentity{p->pid, p->start_time, p->exe};
+  };
+  so.age = [f](const opensm::ProcessIdentity& id) -> Result<std::chrono::nanoseconds> {
+    return f->queue().now().time_since_epoch() - Duration(static_cast<Duration::rep>(id.start_time));
+  };
+  so.cmdline = [f, node](int pid) -> Result<std::vector<std::string>> {
+    auto p = f->process(node);
+    if (!p || p->pid != pid) return make_error("not_found", "no process " + std::to_string(pid));
+    return p->argv;
+  };
+  so.find_bound = [f, node](std::uint64_t g) {
+    std::vector<opensm::BoundOpensm> out;
+    if (auto p = f->process(node); p && f->guid(node).value == g) out.push_back({p->pid, p->argv, p->exe});
+    return out;
+  };
+  Head* hp = &h;
+  so.on_change = [this, hp](const opensm::SupervisorStatus& st) {
+    // smhad's OpensmWatch: supervision gave up -> the opensm_failed alarm.
+    const bool failed = st.state == opensm::SupervisorState::Failed;
+    if (failed && !hp->failed_alarm) hp->records.push_back({now(), "alarm", "opensm_failed", st.reason});
+    if (!failed && hp->failed_alarm) hp->records.push_back({now(), "clear", "opensm_failed", ""});
+    hp->failed_alarm = failed;
+    // An OpenSM that went down unasked comes back only after the engine asked
+    // for it again, and not before the backoff (the supervisor's
+    // respawn_on_request; a master's must not race the peer taking over).
+    const bool down = st.state == opensm::SupervisorState::Backoff || failed;
+    if (down && !hp->down_since) hp->down_since = now();
+    if (st.state == opensm::SupervisorState::Running && st.pid != 0 && st.pid != hp->last_pid) {
+      if (hp->down_since && !st.adopted &&
+          (hp->last_start_call < *hp->down_since ||
+           now() - *hp->down_since < params_.supervision.backoff_initial))
+        hp->records.push_back({now(), "error", "respawn_without_engine",
+                               "pid " + std::to_string(st.pid) + " spawned " +
+                                   std::to_string(to_ms(now() - *hp->down_since)) + " ms after the exit"});
+      hp->down_since.reset();
+    }
+    if (st.pid != 0) hp->last_pid = st.pid;
+  };
+  const auto keys = params_.opensm_conf;
+  h.control = std::make_unique<agent::SupervisedOpensmControl>(
+      fabric_.queue(), fabric_.runner(h.node), fabric_.fs(h.node),
+      [exe, conf_path, guid] {
+        os::ProcessSpec s;
+        s.path = exe;
+        s.argv = {exe, "-F", conf_path, "-g", guid};
+        s.parent_death_signal = 0;  // survives smhad: adopted by the next smhad
+        return s;
+      },
+      std::move(so), [keys](std::uint8_t prio) -> Result<std::string> { return render_opensm_keys(keys, prio); },
+      std::function<bool()>{});
   // One per head for the cluster's life: the fabric may still answer a query
   // of an smhad that crashed.
   if (!h.tapped) h.tapped = std::make_unique<TapTransport>(fabric_.transport(h.node), fabric_.queue(), h.tap);
-  h.agent = std::make_unique<agent::Agent>(h.cfg, fabric_.queue(), *h.tapped, *h.control, h.sink);
-  const NodeId node = h.node;
-  Fabric* f = &fabric_;
+  h.watched = std::make_unique<StartWatch>(*h.control, fabric_.queue(), h.last_start_call);
+  h.agent = std::make_unique<agent::Agent>(h.cfg, fabric_.queue(), *h.tapped, *h.watched, h.sink);
   h.agent->set_local_stopped([f, node] {
     const auto sm = f->sm(node);
     return sm && sm->stopped;
@@ -206,7 +320,12 @@ void Cluster::start_all_smhad() {
 void Cluster::crash_smhad(int i) {
   auto& h = *heads_[i];
   h.agent.reset();
+  if (h.control) h.spawns_before += h.control->supervisor_status().spawns;
+  h.watched.reset();
   h.control.reset();
+  h.failed_alarm = false;
+  h.down_since.reset();
+  h.last_pid = 0;
 }
 
 int Cluster::count_events(int i, const std::string& kind) const {

@@ -30,7 +30,7 @@ using namespace smha;
 
 namespace {
 
-class Sched final : public agent::Scheduler {
+class Sched final : public Scheduler {
  public:
   Sched(boost::asio::io_context& io, const Clock& clock) : io_(io), clock_(clock) {}
   TimePoint now() const override { return clock_.now(); }

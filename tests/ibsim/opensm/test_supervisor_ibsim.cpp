@@ -16,12 +16,14 @@
 #include "ibsim_harness.hpp"
 #include "process_test_util.hpp"
 #include "smhad_heads.hpp"
-#include "smha/opensm/posix_file_system.hpp"
-#include "smha/opensm/posix_process_runner.hpp"
 #include "smha/opensm/supervisor.hpp"
+#include "smha/os/asio_scheduler.hpp"
+#include "smha/os/posix_file_system.hpp"
+#include "smha/os/posix_process_runner.hpp"
 
 using namespace smha;
 using namespace smha::opensm;
+using namespace smha::os;
 using namespace smha::testing;
 using namespace std::chrono_literals;
 
@@ -39,6 +41,7 @@ struct Smhad {
   ProcessGuard& guard;
   boost::asio::io_context& io;
   SteadyClock clock;
+  os::AsioScheduler sched{io, clock};
   PosixFileSystem fs;
   std::unique_ptr<PosixProcessRunner> runner;
   std::unique_ptr<OpensmSupervisor> sup;
@@ -68,7 +71,7 @@ struct Smhad {
       if (line.find("Entering MASTER state") != std::string_view::npos) ++entered_master;
     };
     sup = std::make_unique<OpensmSupervisor>(
-        io, clock, *runner, fs,
+        sched, *runner, fs,
         [this] {
           ProcessSpec spec{"/usr/sbin/opensm",
                            {"opensm", "-F", dir + "/opensm.conf", "-g", guid, "-f", dir + "/opensm.log"},

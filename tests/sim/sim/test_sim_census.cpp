@@ -144,8 +144,8 @@ TEST_CASE("A third OpenSM at priority 0 on a compute node: unknown_sm names it, 
   const NodeId node = c.observer();
   const Guid third = c.fabric().guid(node);
   const std::string conf = "/etc/opensm/opensm.conf";
-  REQUIRE(c.fabric().fs(node).write_atomic(conf, agent::render_minimal_conf({}, 0), 0644).ok());
-  opensm::ProcessSpec spec;
+  REQUIRE(c.fabric().fs(node).write_atomic(conf, sim::render_opensm_keys({}, 0), 0644).ok());
+  os::ProcessSpec spec;
   spec.path = "/usr/sbin/opensm";
   spec.argv = {spec.path, "-F", conf};
   auto pid = c.fabric().runner(node).spawn(spec, {}, {});
@@ -241,8 +241,8 @@ TEST_CASE("The master's SA lists an SM on a compute node: source \"sa\" alone ra
   const NodeId node = c.observer();
   const Guid third = c.fabric().guid(node);
   const std::string conf = "/etc/opensm/opensm.conf";
-  REQUIRE(c.fabric().fs(node).write_atomic(conf, agent::render_minimal_conf({}, 0), 0644).ok());
-  opensm::ProcessSpec spec;
+  REQUIRE(c.fabric().fs(node).write_atomic(conf, sim::render_opensm_keys({}, 0), 0644).ok());
+  os::ProcessSpec spec;
   spec.path = "/usr/sbin/opensm";
   spec.argv = {spec.path, "-F", conf};
   REQUIRE(c.fabric().runner(node).spawn(spec, {}, {}).ok());
@@ -314,7 +314,7 @@ TEST_CASE("The sim's SA: one MAD of records, cut beyond six as under ibsim; refu
   for (int i = 0; i < 8; ++i) {
     const std::string conf = "/c";
     REQUIRE(f.fs(n[i]).write_atomic(conf, "sm_priority " + std::to_string(i == 0 ? 15 : 1) + "\n", 0644).ok());
-    opensm::ProcessSpec spec;
+    os::ProcessSpec spec;
     spec.path = "/usr/sbin/opensm";
     spec.argv = {spec.path, "-F", conf};
     REQUIRE(f.runner(n[i]).spawn(spec, {}, {}).ok());

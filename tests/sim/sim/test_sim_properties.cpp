@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // Property tests: seeded random fault schedules on the simulated fabric, with the
-// HA invariants checked after every simulated event.
+// HA invariants checked after every simulated event, and the outcomes of OpenSM
+// supervision (smhad's SupervisedOpensmControl over the simulated processes):
+// a respawn waits for the engine, a restarted smhad adopts the running OpenSM,
+// a crash loop ends in the opensm_failed alarm and no spin.
 //
 // Replay one seed:   SMHA_SIM_SEED=<seed> build/tests/sim/sim/test_sim_properties "[replay]"
 // Change the count:  SMHA_SIM_COUNT=<n per block> (default 2500 per block, 4 blocks)
@@ -229,7 +232,15 @@ Outcome run_schedule(std::uint64_t seed) {
       case FaultKind::SmhadCrash: {
         c.crash_smhad(si);
         c.run_until(check, span);
+        const auto before = c.fabric().process(c.head(si));
         c.start_smhad(si);
+        // The OpenSM that ran on is adopted, not replaced by a second one.
+        c.run_until(check, seconds(1));
+        const auto after = c.fabric().process(c.head(si));
+        const auto* sup = c.supervisor(si);
+        if (out.ok && before && after && after->pid == before->pid &&
+            (!sup || sup->pid != before->pid || !sup->adopted))
+          fail("restarted smhad did not adopt OpenSM pid " + std::to_string(before->pid));
         break;
       }
       case FaultKind::Handover:
@@ -243,6 +254,11 @@ Outcome run_schedule(std::uint64_t seed) {
   if (out.ok && c.fabric().active_masters().size() != 1)
     fail("ended with " + std::to_string(c.fabric().active_masters().size()) + " MASTERs");
   if (out.ok && c.fabric().sets_to_master() != 0) fail("smhad sent a SubnSet(SMInfo) to a MASTER");
+  // Supervision: no respawn the engine did not ask for; nothing gave up.
+  for (int i = 0; i < n && out.ok; ++i)
+    for (const auto& r : c.records(i))
+      if (r.kind == "respawn_without_engine" || r.kind == "opensm_failed")
+        fail(c.fabric().name(c.head(i)) + ": " + r.kind + " " + r.detail);
   if (!out.ok) {
     trace << "heads=" << n << " failback=" << sm::to_string(p.failback) << " priorities=";
     for (auto v : p.priorities) trace << int(v) << " ";
@@ -279,7 +295,92 @@ void run_block(std::uint64_t first) {
   CHECK(failures == 0);
 }
 
+// A crash loop on one head: its OpenSM is killed each time it is back, until
+// supervision gives up. Then: the opensm_failed alarm, no further spawn (no
+// spin), and the other head is the one MASTER.
+Outcome run_crash_loop(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int n) { return static_cast<int>(std::uniform_int_distribution<int>(0, n - 1)(rng)); };
+  ClusterParams p;
+  p.failback = pick(2) == 0 ? sm::FailbackMode::Preempt : sm::FailbackMode::Sticky;
+  p.observer_interval = Duration{0};
+  if (pick(2) == 0)
+    for (int i = 0; i < p.heads; ++i) p.priorities.push_back(static_cast<std::uint8_t>(pick(16)));
+  Cluster c(seed ^ 0x5bd1e995ULL, p);
+  Outcome out;
+  std::ostringstream trace;
+  auto fail = [&](const std::string& why) {
+    if (!out.ok) return;
+    out.ok = false;
+    out.why = why + " at t=" + std::to_string(to_ms(c.now().time_since_epoch())) + "ms";
+  };
+  c.start_all_smhad();
+  if (!c.run_until([&] { return c.fabric().active_masters().size() == 1; }, seconds(3)))
+    fail("no single MASTER 3 s after start");
+  c.run_for(seconds(1));
+  const int v = pick(2);
+  const int other = 1 - v;
+  trace << "victim head " << v << (c.fabric().active_masters() == std::vector<NodeId>{c.head(v)} ? " (master)" : "")
+        << "\n";
+  const int limit = p.supervision.crash_loop_count;
+  int kills = 0;
+  while (out.ok && kills < limit + 2) {
+    const auto* sup = c.supervisor(v);
+    if (!sup || sup->state == opensm::SupervisorState::Failed) break;
+    const auto proc = c.fabric().process(c.head(v));
+    if (!proc) {
+      fail("no OpenSM on the victim head to kill");
+      break;
+    }
+    c.run_for(std::chrono::milliseconds(pick(400)));
+    c.fabric().signal_opensm(c.head(v), SIGKILL);
+    ++kills;
+    trace << "t=" << to_ms(c.now().time_since_epoch()) << "ms kill " << kills << " pid " << proc->pid << "\n";
+    // Back (a new pid, running) or given up.
+    c.run_until([&] {
+      const auto* s = c.supervisor(v);
+      const auto now_proc = c.fabric().process(c.head(v));
+      return s->state == opensm::SupervisorState::Failed ||
+             (s->state == opensm::SupervisorState::Running && now_proc && now_proc->pid != proc->pid);
+    }, seconds(120));
+  }
+  const auto* sup = c.supervisor(v);
+  if (out.ok && (!sup || sup->state != opensm::SupervisorState::Failed))
+    fail("supervision did not give up after " + std::to_string(kills) + " kills");
+  if (out.ok && kills != limit)
+    fail("gave up after " + std::to_string(kills) + " kills, not crash_loop_count " + std::to_string(limit));
+  if (out.ok && c.count_events(v, "opensm_failed") != 1) fail("no opensm_failed alarm");
+  // No spin: nothing spawns any more; the other head is MASTER.
+  const int spawns = c.opensm_spawns(v);
+  const auto events = c.queue().executed();
+  c.run_for(seconds(60));
+  if (out.ok && c.opensm_spawns(v) != spawns) fail("OpenSM spawned again after supervision gave up");
+  if (out.ok && c.queue().executed() - events > 200'000) fail("event storm after supervision gave up");
+  if (out.ok && c.fabric().active_masters() != std::vector<NodeId>{c.head(other)})
+    fail("the other head is not the one MASTER");
+  if (out.ok && c.fabric().sets_to_master() != 0) fail("smhad sent a SubnSet(SMInfo) to a MASTER");
+  if (!out.ok)
+    for (int i = 0; i < 2; ++i)
+      for (const auto& r : c.records(i))
+        trace << "  " << c.fabric().name(c.head(i)) << " " << to_ms(r.at.time_since_epoch()) << "ms " << r.what
+              << " " << r.kind << " " << r.detail << "\n";
+  out.trace = trace.str();
+  return out;
+}
+
 }  // namespace
+
+TEST_CASE("Supervision: a crash loop ends in opensm_failed, no spin, the peer masters", "[sim][properties]") {
+  const std::uint64_t count = env_u64("SMHA_SIM_CRASH_LOOPS", 200);
+  int failures = 0;
+  for (std::uint64_t s = 1; s <= count; ++s) {
+    auto o = run_crash_loop(s);
+    if (o.ok) continue;
+    if (++failures <= 1) std::printf("FAILED crash-loop seed %llu: %s\n%s", static_cast<unsigned long long>(s),
+                                     o.why.c_str(), o.trace.c_str());
+  }
+  CHECK(failures == 0);
+}
 
 // Four blocks of 2 500 seeds (10 000 in all) so ctest -j can spread them.
 TEST_CASE("Properties: seeds block 1", "[sim][properties]") { run_block(1); }

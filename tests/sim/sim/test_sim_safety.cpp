@@ -159,8 +159,8 @@ TEST_CASE("An SM that is not a head is MASTER when the heads start: unknown_sm, 
   // A compute node runs an OpenSM at priority 0; no head runs one yet.
   const NodeId node = c.observer();
   const std::string conf = "/etc/opensm/opensm.conf";
-  REQUIRE(c.fabric().fs(node).write_atomic(conf, agent::render_minimal_conf({}, 0), 0644).ok());
-  opensm::ProcessSpec spec;
+  REQUIRE(c.fabric().fs(node).write_atomic(conf, sim::render_opensm_keys({}, 0), 0644).ok());
+  os::ProcessSpec spec;
   spec.path = "/usr/sbin/opensm";
   spec.argv = {spec.path, "-F", conf};
   REQUIRE(c.fabric().runner(node).spawn(spec, {}, {}).ok());

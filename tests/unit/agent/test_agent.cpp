@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// Agent and ProcessOpensmControl against scripted fakes (no simulated fabric).
+// Agent and SupervisedOpensmControl against scripted fakes (no simulated fabric).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -8,7 +8,7 @@
 #include <set>
 
 #include "smha/agent/agent.hpp"
-#include "smha/agent/process_opensm_control.hpp"
+#include "smha/agent/supervised_opensm_control.hpp"
 
 using namespace smha;
 using namespace smha::agent;
@@ -168,7 +168,7 @@ SmInfo sminfo(Guid g, SmState s, std::uint8_t prio) {
   return i;
 }
 
-AgentConfig config() {
+AgentConfig agent_config() {
   AgentConfig c;
   c.policy.node_name = "head02";
   c.policy.own_guid = Guid{0x20};
@@ -189,7 +189,7 @@ TEST_CASE("Agent polls local (DR 0) and peer (LID + DR) every interval and sends
   t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Standby, 10);
   t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Master, 11);
   t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Master, 11);
-  Agent a(config(), s, t, ctl, sink);
+  Agent a(agent_config(), s, t, ctl, sink);
   a.start();
   s.run_until(s.now() + seconds(1));
   CHECK(a.rounds() == 10);
@@ -224,7 +224,7 @@ TEST_CASE("Agent: a master whose queries are refused (no SM bound) is taken over
   t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Master, 11);
   t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Master, 11);
   t.refuse = {"lid:1", "dr:0,1,1"};
-  Agent a(config(), s, t, ctl, sink);
+  Agent a(agent_config(), s, t, ctl, sink);
   a.start();
   s.run_until(s.now() + seconds(1));
   t.answers["lid:1"].reset();
@@ -247,7 +247,7 @@ TEST_CASE("Agent: a late answer within the query window counts; no fence of a sl
   // 40 ms: past the first attempt's slot (16 ms) and the old 10 ms per-attempt
   // timeout, inside the 50 ms window.
   t.delay["dr:0"] = milliseconds(40);
-  Agent a(config(), s, t, ctl, sink);
+  Agent a(agent_config(), s, t, ctl, sink);
   bool stopped = false;
   a.set_local_stopped([&] { return stopped; });
   a.start();
@@ -273,7 +273,7 @@ TEST_CASE("Agent: rounds that end far past their window (smhad stalled) count on
   t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Master, 11);
   t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
   t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
-  Agent a(config(), s, t, ctl, sink);
+  Agent a(agent_config(), s, t, ctl, sink);
   a.set_local_stopped([&] { return !t.answers["dr:0"]; });  // silent = SIGSTOPped
   a.start();
   s.run_until(s.now() + seconds(1));
@@ -299,13 +299,13 @@ TEST_CASE("Agent without local_port_num sends no PortInfo; a LocalPortFn also re
   t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
   t.port_state = mad::PortState::Down;
   {
-    Agent a(config(), s, t, ctl, sink);
+    Agent a(agent_config(), s, t, ctl, sink);
     a.start();
     s.run_until(s.now() + milliseconds(500));
     CHECK(a.rounds() >= 4);
     CHECK(t.port_queries.empty());
   }
-  AgentConfig c = config();
+  AgentConfig c = agent_config();
   c.local_port_num = 1;
   Agent a(c, s, t, ctl, sink);
   a.set_local_port([] { return sm::PortState::Up; });
@@ -326,7 +326,7 @@ TEST_CASE("Agent asks its own port's PortInfo by DR 0 every round: a master whos
   t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
   t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
   t.port_state = mad::PortState::Active;
-  AgentConfig c = config();
+  AgentConfig c = agent_config();
   c.local_port_num = 1;
   Agent a(c, s, t, ctl, sink);
   a.start();
@@ -369,7 +369,7 @@ TEST_CASE("Agent: an unanswered PortInfo is an unknown port: a standby does not 
   t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Master, 11);
   t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Master, 11);
   t.refuse = {"lid:1", "dr:0,1,1"};
-  AgentConfig c = config();
+  AgentConfig c = agent_config();
   c.local_port_num = 1;
   Agent a(c, s, t, ctl, sink);
   a.start();
@@ -414,7 +414,7 @@ TEST_CASE("Agent asks the PortInfo of the switch port a peer is cabled to (its D
   t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Master, 11);
   t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Master, 11);
   t.switch_ports["dr:0,1#1"] = mad::PortState::Active;
-  Agent a(config(), s, t, ctl, sink);  // peer at DR 1,1: switch DR 1, port 1
+  Agent a(agent_config(), s, t, ctl, sink);  // peer at DR 1,1: switch DR 1, port 1
   a.start();
   s.run_until(s.now() + seconds(1));
   CHECK(a.status().role == sm::Role::Standby);
@@ -453,7 +453,7 @@ TEST_CASE("Agent starts a stopped OpenSM and reports an unexpected exit to the e
   FakeControl ctl;
   ctl.st = sm::ProcessState::Stopped;
   NullSink sink;
-  Agent a(config(), s, t, ctl, sink);
+  Agent a(agent_config(), s, t, ctl, sink);
   a.start();
   // Nothing is rendered before the first round: an OpenSM may still answer on
   // our port (adopted as it is). None answers here: started at the standby value.
@@ -468,12 +468,12 @@ TEST_CASE("Agent starts a stopped OpenSM and reports an unexpected exit to the e
 
 namespace {
 
-struct FakeRunner : opensm::ProcessRunner {
-  std::vector<opensm::ProcessSpec> spawned;
+struct FakeRunner : os::ProcessRunner {
+  std::vector<os::ProcessSpec> spawned;
   std::vector<std::pair<int, int>> signals;
   std::map<int, ExitHandler> exits;
   int next = 100;
-  Result<int> spawn(const opensm::ProcessSpec& spec, OutputHandler, ExitHandler on_exit) override {
+  Result<int> spawn(const os::ProcessSpec& spec, OutputHandler, ExitHandler on_exit) override {
     spawned.push_back(spec);
     exits[next] = std::move(on_exit);
     return next++;
@@ -486,10 +486,10 @@ struct FakeRunner : opensm::ProcessRunner {
     exits[pid] = std::move(on_exit);
     return Status::Ok();
   }
-  void exit(int pid) { exits.at(pid)(opensm::ExitInfo{pid, false, 0}); }
+  void exit(int pid) { exits.at(pid)(os::ExitInfo{pid, false, 0}); }
 };
 
-struct MemFs : opensm::FileSystem {
+struct MemFs : os::FileSystem {
   std::map<std::string, std::string> files;
   Status write_atomic(const std::string& p, std::string_view c, unsigned) override {
     files[p] = std::string(c);
@@ -504,30 +504,54 @@ struct MemFs : opensm::FileSystem {
 
 }  // namespace
 
-TEST_CASE("ProcessOpensmControl renders, spawns, SIGHUPs and restarts after the exit", "[agent]") {
+TEST_CASE("SupervisedOpensmControl renders, spawns, SIGHUPs, restarts; unasked exits wait for start()",
+          "[agent]") {
   FakeScheduler s;
   FakeRunner r;
   MemFs fs;
-  OpensmLaunch l;
-  l.conf_path = "/run/smha/opensm.conf";
-  l.guid = Guid{0x20};
-  l.stop_timeout = seconds(2);
-  ProcessOpensmControl c(r, fs, s, l, [](std::uint8_t p) { return render_minimal_conf({}, p); });
+  opensm::SupervisorOptions o;
+  o.conf_path = "/run/smha/opensm.conf";
+  o.expected_exe = "/usr/sbin/opensm";
+  o.stop_timeout = seconds(2);
+  o.backoff_initial = seconds(1);
+  o.crash_loop_count = 3;
+  o.respawn_on_request = true;
+  // No procfs here: nothing else runs.
+  o.identify = [](int pid) -> Result<opensm::ProcessIdentity> {
+    return make_error("not_found", std::to_string(pid));
+  };
+  o.cmdline = [](int pid) -> Result<std::vector<std::string>> {
+    return make_error("not_found", std::to_string(pid));
+  };
+  o.find_bound = [](std::uint64_t) { return std::vector<opensm::BoundOpensm>{}; };
+  bool held = false;
+  const std::string conf = "/run/smha/opensm.conf";
+  SupervisedOpensmControl c(
+      s, r, fs,
+      [conf] {
+        return os::ProcessSpec{"/usr/sbin/opensm", {"/usr/sbin/opensm", "-F", conf, "-g", "0x0000000000000020"}, {}, ""};
+      },
+      o, [](std::uint8_t p) -> Result<std::string> { return "sm_priority " + std::to_string(p) + "\n"; },
+      [&] { return held; });
   int unexpected = 0;
   c.set_exit_handler([&] { ++unexpected; });
 
   REQUIRE(c.start(10).ok());
   REQUIRE(r.spawned.size() == 1);
-  CHECK(r.spawned[0].argv == std::vector<std::string>{"/usr/sbin/opensm", "-F", "/run/smha/opensm.conf",
-                                                      "-g", "0x0000000000000020"});
-  CHECK(fs.files["/run/smha/opensm.conf"].find("sm_priority 10\n") != std::string::npos);
-  CHECK_FALSE(c.start(10).ok());  // already running
+  CHECK(fs.files[conf] == "sm_priority 10\n");
+  CHECK(c.state() == sm::ProcessState::Running);
 
   REQUIRE(c.set_priority(11).ok());
-  CHECK(fs.files["/run/smha/opensm.conf"].find("sm_priority 11\n") != std::string::npos);
+  CHECK(fs.files[conf] == "sm_priority 11\n");
   CHECK(r.signals.back() == std::make_pair(100, SIGHUP));
-  CHECK_FALSE(c.set_priority(16).ok());
-  CHECK(fs.files["/run/smha/opensm.conf"].find("sm_priority 11\n") != std::string::npos);
+
+  // A maintenance hold refuses what would move mastership.
+  held = true;
+  CHECK_FALSE(c.set_priority(12).ok());
+  CHECK_FALSE(c.stop(false).ok());
+  CHECK_FALSE(c.restart(12, false).ok());
+  CHECK(fs.files[conf] == "sm_priority 11\n");
+  held = false;
 
   // Restart: SIGTERM, the new one starts only once the old one is gone.
   REQUIRE(c.restart(10, false).ok());
@@ -536,6 +560,7 @@ TEST_CASE("ProcessOpensmControl renders, spawns, SIGHUPs and restarts after the 
   CHECK(c.state() == sm::ProcessState::Running);
   r.exit(100);
   CHECK(r.spawned.size() == 2);
+  CHECK(fs.files[conf] == "sm_priority 10\n");
   CHECK(unexpected == 0);
 
   // A stop that SIGTERM does not finish escalates to SIGKILL.
@@ -546,11 +571,32 @@ TEST_CASE("ProcessOpensmControl renders, spawns, SIGHUPs and restarts after the 
   CHECK(c.state() == sm::ProcessState::Stopped);
   CHECK(unexpected == 0);
 
-  // An exit nobody asked for is reported.
+  // An exit nobody asked for is reported; the respawn waits for the engine's start().
   REQUIRE(c.start(10).ok());
   r.exit(102);
   CHECK(unexpected == 1);
   CHECK(c.state() == sm::ProcessState::Exited);
+  s.run_until(s.now() + seconds(5));
+  CHECK(r.spawned.size() == 3);
+  REQUIRE(c.start(10).ok());
+  CHECK(c.state() == sm::ProcessState::Running);
+  CHECK(r.spawned.size() == 4);
+
+  // The third crash within the window: supervision gives up, start() refuses.
+  r.exit(103);
+  CHECK(c.state() == sm::ProcessState::Exited);
+  s.run_until(s.now() + seconds(5));
+  REQUIRE(c.start(10).ok());
+  REQUIRE(r.spawned.size() == 5);
+  r.exit(104);
+  CHECK(unexpected == 3);
+  CHECK(c.state() == sm::ProcessState::Failed);
+  CHECK(c.supervisor_status().state == opensm::SupervisorState::Failed);
+  auto refused = c.start(10);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == "failed");
+  s.run_until(s.now() + seconds(600));
+  CHECK(r.spawned.size() == 5);
 }
 
 TEST_CASE("Agent asks the SA at our port's MasterSMLID every sa_interval; its table feeds the census",
@@ -563,7 +609,7 @@ TEST_CASE("Agent asks the SA at our port's MasterSMLID every sa_interval; its ta
   t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Master, 11);
   t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Master, 11);
   t.port_state = mad::PortState::Active;
-  AgentConfig c = config();
+  AgentConfig c = agent_config();
   c.local_port_num = 1;
   c.census.sa_interval = seconds(30);
   Agent a(c, s, t, ctl, sink);

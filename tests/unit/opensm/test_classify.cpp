@@ -8,6 +8,7 @@
 
 using namespace smha;
 using namespace smha::opensm;
+using namespace smha::os;
 using Kind = ReloadDecision::Kind;
 
 TEST_CASE("the key table mirrors OpenSM's opt_tbl can_update") {

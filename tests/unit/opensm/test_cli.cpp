@@ -13,6 +13,7 @@
 
 using namespace smha;
 using namespace smha::opensm;
+using namespace smha::os;
 using namespace smha::opensm::test;
 
 namespace {

@@ -9,6 +9,7 @@
 
 using namespace smha;
 using namespace smha::opensm;
+using namespace smha::os;
 using smha::opensm::test::MemoryFileSystem;
 
 namespace {

@@ -6,9 +6,9 @@
 #include <filesystem>
 
 #include "process_test_util.hpp"
-#include "smha/opensm/posix_file_system.hpp"
+#include "smha/os/posix_file_system.hpp"
 
-using namespace smha::opensm;
+using namespace smha::os;
 using namespace smha::testing;
 
 namespace {

@@ -13,11 +13,12 @@
 #include <vector>
 
 #include "process_test_util.hpp"
-#include "smha/opensm/posix_process_runner.hpp"
 #include "smha/opensm/process_identity.hpp"
+#include "smha/os/posix_process_runner.hpp"
 
 using namespace smha;
 using namespace smha::opensm;
+using namespace smha::os;
 using namespace smha::testing;
 using namespace std::chrono_literals;
 

@@ -17,6 +17,7 @@
 
 using namespace smha;
 using namespace smha::opensm;
+using namespace smha::os;
 using namespace smha::opensm::test;
 
 namespace {

@@ -16,12 +16,14 @@
 #include <vector>
 
 #include "process_test_util.hpp"
-#include "smha/opensm/posix_file_system.hpp"
-#include "smha/opensm/posix_process_runner.hpp"
 #include "smha/opensm/supervisor.hpp"
+#include "smha/os/asio_scheduler.hpp"
+#include "smha/os/posix_file_system.hpp"
+#include "smha/os/posix_process_runner.hpp"
 
 using namespace smha;
 using namespace smha::opensm;
+using namespace smha::os;
 using namespace smha::testing;
 using namespace std::chrono_literals;
 
@@ -86,6 +88,7 @@ struct Harness {
   ProcessGuard guard;  // destroyed last: kills whatever is left, by PID
   boost::asio::io_context io;
   SteadyClock clock;
+  os::AsioScheduler sched{io, clock};
   PosixFileSystem fs;
   std::string path;  // the fake opensm
   std::vector<std::string> argv_tail;
@@ -121,7 +124,7 @@ struct Harness {
     };
     o.on_line = [this](int, std::string_view line) { lines.emplace_back(line); };
     sup = std::make_unique<OpensmSupervisor>(
-        io, clock, *runner, fs,
+        sched, *runner, fs,
         [this] {
           ProcessSpec spec{path, {"opensm", "-F", conf(), "-g", guid}, {}, dir.path()};
           spec.argv.insert(spec.argv.end(), argv_tail.begin(), argv_tail.end());
@@ -436,7 +439,7 @@ TEST_CASE("a restarted supervisor adopts the OpenSM it left running", "[supervis
     auto oo = o;
     oo.on_change = [&](const SupervisorStatus& s) { h.guard.add(s.pid); };
     h.sup = std::make_unique<OpensmSupervisor>(
-        h.io, h.clock, *h.runner, h.fs, [] { return ProcessSpec{"/bin/sleep", {"sleep", "30"}, {}, ""}; }, oo);
+        h.sched, *h.runner, h.fs, [] { return ProcessSpec{"/bin/sleep", {"sleep", "30"}, {}, ""}; }, oo);
   };
   h.runner = std::make_unique<PosixProcessRunner>(h.io);
   make_supervisor();
@@ -505,7 +508,7 @@ TEST_CASE("a restarted supervisor adopts the OpenSM it left running", "[supervis
       return std::chrono::nanoseconds(std::chrono::hours(24));
     };
     h.sup = std::make_unique<OpensmSupervisor>(
-        h.io, h.clock, *h.runner, h.fs, [] { return ProcessSpec{"/bin/sleep", {"sleep", "30"}, {}, ""}; }, oo);
+        h.sched, *h.runner, h.fs, [] { return ProcessSpec{"/bin/sleep", {"sleep", "30"}, {}, ""}; }, oo);
     const auto before = h.clock.now();
     auto r = h.sup->start("conf\n");
     REQUIRE(r.ok());
@@ -573,7 +576,7 @@ TEST_CASE("an OpenSM with the right pid, start time and exe but another -F or -g
   oo.on_change = [&](const SupervisorStatus& st) { h.guard.add(st.pid); };
   const std::string conf = other_conf == "same" ? h.conf() : h.dir / "other.conf";
   h.sup = std::make_unique<OpensmSupervisor>(
-      h.io, h.clock, *h.runner, h.fs,
+      h.sched, *h.runner, h.fs,
       [&, conf, other_guid] { return ProcessSpec{h.path, {"opensm", "-F", conf, "-g", other_guid}, {}, h.dir.path()}; },
       oo);
   auto r = h.sup->start("conf\n");

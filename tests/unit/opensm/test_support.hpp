@@ -13,8 +13,8 @@
 
 #include "smha/config/config.hpp"
 #include "smha/opensm/conf.hpp"
-#include "smha/opensm/file_system.hpp"
 #include "smha/opensm/probe.hpp"
+#include "smha/os/file_system.hpp"
 
 namespace smha::opensm::test {
 
@@ -91,7 +91,7 @@ class FakeOpensm final : public OpensmRunner {
 };
 
 // Files in memory; records every write.
-class MemoryFileSystem final : public FileSystem {
+class MemoryFileSystem final : public os::FileSystem {
  public:
   struct Write {
     std::string path;

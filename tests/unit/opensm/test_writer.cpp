@@ -6,6 +6,7 @@
 
 using namespace smha;
 using namespace smha::opensm;
+using namespace smha::os;
 using namespace smha::opensm::test;
 
 TEST_CASE("write_if_changed writes 0600 only when the content differs") {

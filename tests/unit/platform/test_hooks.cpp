@@ -14,7 +14,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/sinks/ostream_sink.h>
 
-#include "smha/opensm/posix_process_runner.hpp"
+#include "smha/os/asio_scheduler.hpp"
+#include "smha/os/posix_process_runner.hpp"
 #include "smha/platform/hooks.hpp"
 #include "test_util.hpp"
 
@@ -49,7 +50,9 @@ bool run_until(boost::asio::io_context& io, Pred done,
 struct Fixture {
   TempDir dir;
   boost::asio::io_context io;
-  smha::opensm::PosixProcessRunner runner{io};
+  smha::SteadyClock clock;
+  smha::os::AsioScheduler sched{io, clock};
+  smha::os::PosixProcessRunner runner{io};
   std::ostringstream log_text;
   std::shared_ptr<spdlog::logger> logger = std::make_shared<spdlog::logger>(
       "hooktest", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_text));
@@ -95,7 +98,7 @@ TEST_CASE("hook gets the documented argv and environment", "[hooks]") {
                     "env | grep '^SMHA_' | sort > " + out + ".env\npwd > " + out + ".cwd\n" +
                     "echo \"NOTIFY_SOCKET=[$NOTIFY_SOCKET]\" > " + out + ".notify\n");
   REQUIRE(platform::check_hook_security(hook, {}).ok());
-  platform::HookRunner hooks(f.io, f.runner, f.options({hook}));
+  platform::HookRunner hooks(f.sched, f.runner, f.options({hook}));
   hooks.run(transition());
   REQUIRE(run_until(f.io, [&] { return f.results.size() == 1; }));
   CHECK(f.results[0].outcome == HookOutcome::Ok);
@@ -122,7 +125,7 @@ TEST_CASE("a hook that overruns its timeout is killed with its process group", "
   const std::string child_file = (f.dir.path() / "child").string();
   const std::string hook =
       f.script("slow", "sleep 60 &\necho $! > " + child_file + "\nexec sleep 60\n");
-  platform::HookRunner hooks(f.io, f.runner, f.options({hook}, std::chrono::milliseconds(300)));
+  platform::HookRunner hooks(f.sched, f.runner, f.options({hook}, std::chrono::milliseconds(300)));
   const auto start = std::chrono::steady_clock::now();
   hooks.run(transition());
   REQUIRE(run_until(f.io, [&] { return f.results.size() == 1; }));
@@ -149,7 +152,7 @@ TEST_CASE("a hook that overruns its timeout is killed with its process group", "
 TEST_CASE("a failing hook is logged and does not block the event loop", "[hooks]") {
   Fixture f;
   const std::string slow = f.script("slow-fail", "sleep 0.5\nexit 3\n");
-  platform::HookRunner hooks(f.io, f.runner, f.options({slow}));
+  platform::HookRunner hooks(f.sched, f.runner, f.options({slow}));
   hooks.run(transition());
   // run() returned without starting anything: the spawn happens on the loop.
   CHECK(f.runner.watched() == 0);
@@ -179,7 +182,7 @@ TEST_CASE("hooks run one at a time, in order", "[hooks]") {
   const std::string out = (f.dir.path() / "order").string();
   const std::string a = f.script("a", "echo a $1 $2 >> " + out + "\n");
   const std::string b = f.script("b", "echo b $1 $2 >> " + out + "\n");
-  platform::HookRunner hooks(f.io, f.runner, f.options({a, b}));
+  platform::HookRunner hooks(f.sched, f.runner, f.options({a, b}));
   HookCall first = transition();
   HookCall second = transition();
   second.event = HookEvent::Alarm;
@@ -194,7 +197,7 @@ TEST_CASE("hooks run one at a time, in order", "[hooks]") {
 TEST_CASE("hook output is logged", "[hooks]") {
   Fixture f;
   const std::string hook = f.script("talk", "echo hello from hook\n");
-  platform::HookRunner hooks(f.io, f.runner, f.options({hook}));
+  platform::HookRunner hooks(f.sched, f.runner, f.options({hook}));
   hooks.run(transition());
   REQUIRE(run_until(f.io, [&] { return f.results.size() == 1; }));
   CHECK_THAT(f.log_text.str(), Catch::Contains("info hook " + hook + ": hello from hook"));
@@ -253,7 +256,7 @@ TEST_CASE("a hook made insecure after configuration is refused at run time", "[h
   const std::string hook = f.script("h", "touch " + marker + "\n");
   auto options = f.options({hook});
   REQUIRE(platform::check_hooks(options).ok());
-  platform::HookRunner hooks(f.io, f.runner, options);
+  platform::HookRunner hooks(f.sched, f.runner, options);
   fs::permissions(hook, fs::perms::others_write, fs::perm_options::add);
   hooks.run(transition());
   REQUIRE(run_until(f.io, [&] { return f.results.size() == 1; }));
@@ -268,7 +271,7 @@ TEST_CASE("the queue is bounded: the oldest waiting execution is dropped", "[hoo
   const std::string hook = f.script("h", "echo $3 >> " + out + "\n");
   auto options = f.options({hook});
   options.max_queued = 2;
-  platform::HookRunner hooks(f.io, f.runner, options);
+  platform::HookRunner hooks(f.sched, f.runner, options);
   for (const char* state : {"A", "B", "C"}) {
     HookCall call = transition();
     call.old_state = state;

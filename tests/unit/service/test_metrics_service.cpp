@@ -23,7 +23,7 @@
 
 #include "prometheus_parse.hpp"
 #include "smha/control/metrics_http.hpp"
-#include "smha/opensm/posix_file_system.hpp"
+#include "smha/os/posix_file_system.hpp"
 #include "smha/service/metrics_service.hpp"
 #include "test_support.hpp"
 
@@ -198,7 +198,7 @@ TEST_CASE("the last takeover or handover: kind, reason, outcome and duration", "
 TEST_CASE("metrics served over loopback HTTP and written to the textfile", "[service][metrics]") {
   TempDir dir;
   boost::asio::io_context io;
-  opensm::PosixFileSystem fs;
+  os::PosixFileSystem fs;
   config::MetricsSettings settings;
   settings.listen_address = "127.0.0.1";
   settings.listen_port = 0;  // ephemeral
@@ -259,7 +259,7 @@ TEST_CASE("the metrics endpoint refuses a non-loopback address", "[service][metr
 TEST_CASE("a failed textfile write is reported and nothing is left behind", "[service][metrics]") {
   TempDir dir;
   boost::asio::io_context io;
-  opensm::PosixFileSystem fs;
+  os::PosixFileSystem fs;
   config::MetricsSettings settings;
   settings.textfile_dir = dir.sub("missing");
   MetricsService svc(io, settings, fs, [] { return std::string("x 1\n"); });
@@ -271,7 +271,7 @@ TEST_CASE("a failed textfile write is reported and nothing is left behind", "[se
 TEST_CASE("a failing textfile write is logged once, and its recovery once", "[service][metrics]") {
   TempDir dir;
   boost::asio::io_context io;
-  opensm::PosixFileSystem fs;
+  os::PosixFileSystem fs;
   config::MetricsSettings settings;
   settings.textfile_dir = dir.sub("later");
   MetricsService svc(io, settings, fs, [] { return std::string("x 1\n"); });

@@ -86,7 +86,7 @@ class FakeTransport final : public mad::MadTransport {
 TEST_CASE("AsioScheduler fires timers in time order and not after cancel") {
   boost::asio::io_context io;
   SteadyClock clock;
-  AsioScheduler sched(io, clock);
+  os::AsioScheduler sched(io, clock);
   std::vector<int> fired;
   const auto now = clock.now();
   sched.schedule_at(now + 30ms, [&] { fired.push_back(3); });
@@ -106,7 +106,7 @@ TEST_CASE("AsioScheduler keeps time order when the loop arms timers late") {
   // a time already past stays earlier than a later time armed before it.
   boost::asio::io_context io;
   SteadyClock clock;
-  AsioScheduler sched(io, clock);
+  os::AsioScheduler sched(io, clock);
   std::vector<int> fired;
   const auto now = clock.now();
   sched.schedule_at(now + 30ms, [&] { fired.push_back(3); });
@@ -661,8 +661,10 @@ TEST_CASE("HookDispatcher: each event runs the hooks of its key with the documen
   c.hooks["unknown_sm"] = {script("u")};
   REQUIRE(HookDispatcher::check(c).ok());
   boost::asio::io_context io;
+  SteadyClock clock;
+  os::AsioScheduler sched(io, clock);
   std::vector<platform::HookResult> results;
-  HookDispatcher d(io, c, [&](const platform::HookResult& r) { results.push_back(r); });
+  HookDispatcher d(io, sched, c, [&](const platform::HookResult& r) { results.push_back(r); });
   d.transition(SmState::Standby, SmState::Master, 11, "head02", "takeover_started: lost");
   d.transition(SmState::Master, SmState::NotActive, 11, "head02", "observed");
   d.transition(SmState::NotActive, SmState::Standby, 10, "head02", "observed");
@@ -703,7 +705,9 @@ TEST_CASE("HookDispatcher::check names the key of an insecure hook") {
 TEST_CASE("DaemonEventSink passes state changes and alarms and suppresses repeats beyond a burst") {
   config::Config c = two_heads();
   boost::asio::io_context io;
-  HookDispatcher hooks(io, c);
+  SteadyClock clock;
+  os::AsioScheduler sched(io, clock);
+  HookDispatcher hooks(io, sched, c);
   LogEventSink log(1000);
   int changed = 0;
   DaemonEventSink sink(log, hooks, [] { return DaemonEventSink::Snapshot{"STANDBY", 10, "head02"}; },

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// The narrow seams the agent acts through. The daemon implements them on asio,
-// systemd and the real OpenSM supervisor; the simulated fabric on its virtual clock.
+// The narrow seams the agent acts through, besides the core Scheduler. The
+// daemon implements them on asio, systemd and the OpenSM supervisor; the
+// simulated fabric on its virtual clock.
 #pragma once
 
 #include <cstdint>
@@ -8,20 +9,12 @@
 
 #include "smha/core/clock.hpp"
 #include "smha/core/result.hpp"
+#include "smha/core/scheduler.hpp"
 #include "smha/sm/ha_machine.hpp"
 
 namespace smha::agent {
 
-// Timers. Callbacks run on the owner's single event loop, never from inside
-// schedule_at(). cancel() of an unknown or fired id is a no-op.
-class Scheduler {
- public:
-  using TimerId = std::uint64_t;
-  virtual ~Scheduler() = default;
-  virtual TimePoint now() const = 0;
-  virtual TimerId schedule_at(TimePoint when, std::function<void()> fn) = 0;
-  virtual void cancel(TimerId id) = 0;
-};
+// Timers: smha::Scheduler (smha/core/scheduler.hpp), found here unqualified.
 
 // The local OpenSM process. Every call returns at once; the effect shows in
 // state() and in SMInfo polls. On failure nothing changed and Error says why.

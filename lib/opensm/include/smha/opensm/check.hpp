@@ -61,7 +61,7 @@ struct PreparedConf {
 };
 PreparedConf prepare_opensm_conf(const config::Config& config, const Capabilities& caps,
                                  std::uint8_t sm_priority, std::optional<Guid> port_guid,
-                                 const FileSystem* policy_fs = nullptr);
+                                 const os::FileSystem* policy_fs = nullptr);
 
 struct CheckReport {
   std::vector<Diagnostic> errors;

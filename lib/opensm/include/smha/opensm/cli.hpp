@@ -7,13 +7,13 @@
 #include <string>
 
 #include "smha/opensm/check.hpp"
-#include "smha/opensm/file_system.hpp"
+#include "smha/os/file_system.hpp"
 
 namespace smha::opensm {
 
 // A FileSystem that only reads (for `render-config --diff`, which must never
 // write). write_atomic fails with code "read_only" and changes nothing.
-class ReadOnlyFileSystem final : public FileSystem {
+class ReadOnlyFileSystem final : public os::FileSystem {
  public:
   Status write_atomic(const std::string& path, std::string_view content, unsigned mode) override;
   Result<std::string> read(const std::string& path) const override;
@@ -39,7 +39,7 @@ constexpr int kRenderDiffers = 2;  // with diff: the file at opensm.conf_path di
 // the standby value smhad starts with; a "note:" line on `err` says which.
 // With `diff`, prints what would change versus the file at opensm.conf_path
 // (read through `fs`; a missing file diffs against empty) instead.
-int run_render_config(const std::string& path, OpensmRunner& runner, const FileSystem& fs,
+int run_render_config(const std::string& path, OpensmRunner& runner, const os::FileSystem& fs,
                       bool diff, std::ostream& out, std::ostream& err);
 
 }  // namespace smha::opensm

@@ -13,6 +13,10 @@
 #include "smha/config/config.hpp"
 #include "smha/core/types.hpp"
 
+namespace smha::os {
+class FileSystem;
+}
+
 namespace smha::opensm {
 
 // Which OpenSM the file is rendered for. NVIDIA SM (MLNX_OFED / DOCA) knows
@@ -41,13 +45,11 @@ struct PolicyFileHash {
 // once at start, so a changed map takes effect at the next OpenSM start.
 const std::vector<std::string>& sweep_read_policy_keys();
 
-class FileSystem;
-
 // Hashes the file of every sweep_read_policy_keys() key that opensm.extra sets,
 // read through `fs`, in key order. A file that cannot be read gets "missing"
 // (not_found) or "unreadable"; this never fails (OpenSM itself reports a bad
 // policy file in its log, and the next reload hashes it again).
-std::vector<PolicyFileHash> hash_policy_files(const config::Config& config, const FileSystem& fs);
+std::vector<PolicyFileHash> hash_policy_files(const config::Config& config, const os::FileSystem& fs);
 
 // What the renderer needs beyond the Config. The HA engine changes the priority
 // at run time, and the flavor and the AR/SHARP switches are decided by

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "smha/core/result.hpp"
-#include "smha/opensm/file_system.hpp"
+#include "smha/os/file_system.hpp"
 
 namespace smha::opensm {
 
@@ -17,6 +17,6 @@ inline constexpr unsigned kConfMode = 0600;
 // already holds exactly `content`. Returns true if it wrote, false if unchanged.
 // A read error other than "not_found" is returned and nothing is written; on a
 // write error the old file is left as it was (FileSystem contract).
-Result<bool> write_if_changed(FileSystem& fs, const std::string& path, std::string_view content);
+Result<bool> write_if_changed(os::FileSystem& fs, const std::string& path, std::string_view content);
 
 }  // namespace smha::opensm

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "smha/opensm/file_system.hpp"
+#include "smha/os/file_system.hpp"
 
 namespace smha::opensm {
 
@@ -37,7 +37,7 @@ class OpensmLogFollower {
  public:
   static constexpr std::size_t kDefaultMaxRead = 256 * 1024;
 
-  OpensmLogFollower(const FileSystem& fs, std::string path, std::size_t max_read = kDefaultMaxRead);
+  OpensmLogFollower(const os::FileSystem& fs, std::string path, std::size_t max_read = kDefaultMaxRead);
 
   // Lines already in the file are history: the next poll() starts at its current
   // end (or at 0 if it does not exist yet).
@@ -53,7 +53,7 @@ class OpensmLogFollower {
   const std::optional<Error>& last_error() const { return last_error_; }
 
  private:
-  const FileSystem& fs_;
+  const os::FileSystem& fs_;
   std::string path_;
   std::size_t max_read_;
   std::uint64_t offset_ = 0;  // bytes of the file consumed, up to the end of the last full line

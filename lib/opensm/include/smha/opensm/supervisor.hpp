@@ -33,8 +33,9 @@
 // (when `keep_running_on_exit`, the default, OpenSM is also spawned without a
 // parent-death signal so it survives smhad's exit).
 //
-// All waiting is on asio::steady_timers on the io_context; durations are measured
-// with the injected Clock. One thread, no locks: use it from the io_context thread.
+// All waiting and every duration is on the injected Scheduler (smhad: asio
+// timers; the simulated fabric: its virtual clock). One thread, no locks: use it
+// from the scheduler's event loop.
 #pragma once
 
 #include <cstdint>
@@ -46,14 +47,12 @@
 #include <string_view>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
-
 #include "smha/core/clock.hpp"
 #include "smha/core/result.hpp"
-#include "smha/opensm/file_system.hpp"
+#include "smha/core/scheduler.hpp"
 #include "smha/opensm/process_identity.hpp"
-#include "smha/opensm/process_runner.hpp"
+#include "smha/os/file_system.hpp"
+#include "smha/os/process_runner.hpp"
 
 namespace spdlog {
 class logger;
@@ -86,7 +85,7 @@ enum class ExitClass { Requested, Crash, Permanent };
 std::string_view to_string(ExitClass c);  // "requested", "crash", "permanent"
 
 // "exited with status 1", "killed by signal 11 (SEGV)", "exited (status unknown)".
-std::string describe_exit(const ExitInfo& exit);
+std::string describe_exit(const os::ExitInfo& exit);
 
 // Returns the permanent-failure description if `line` is one of OpenSM's fatal
 // start-up messages (main.c, libvendor/osm_vendor_ibumad.c), else nullopt.
@@ -103,7 +102,7 @@ struct SupervisorStatus {
   int crashes = 0;                   // crash exits seen by this supervisor
   int consecutive_crashes = 0;       // drives the backoff; 0 after a stable run
   Duration current_backoff{};        // delay used for the scheduled respawn
-  std::optional<ExitInfo> last_exit;
+  std::optional<os::ExitInfo> last_exit;
   std::optional<ExitClass> last_exit_class;
   std::string reason;                // Failed/Backoff: why; else the last exit, if any
 };
@@ -128,7 +127,7 @@ struct SupervisorOptions {
   // back and at which priority (a master's must not race the peer taking over).
   // The backoff is then the least delay before that respawn.
   bool respawn_on_request = false;
-  // Called after every state change (and each new pid), on the io_context.
+  // Called after every state change (and each new pid), on the event loop.
   std::function<void(const SupervisorStatus&)> on_change;
   // Every OpenSM output line (after it was logged), for readiness cues.
   std::function<void(int pid, std::string_view line)> on_line;
@@ -165,10 +164,11 @@ std::string_view to_string(ReloadAction a);
 
 class OpensmSupervisor {
  public:
-  using SpecFactory = std::function<ProcessSpec()>;
+  using SpecFactory = std::function<os::ProcessSpec()>;
 
-  OpensmSupervisor(boost::asio::io_context& io, const Clock& clock, ProcessRunner& runner,
-                   FileSystem& fs, SpecFactory make_spec, SupervisorOptions options);
+  // References must outlive the supervisor.
+  OpensmSupervisor(Scheduler& sched, os::ProcessRunner& runner, os::FileSystem& fs,
+                   SpecFactory make_spec, SupervisorOptions options);
   // Leaves OpenSM running (adoptable by the next supervisor); cancels timers.
   ~OpensmSupervisor();
 
@@ -184,7 +184,7 @@ class OpensmSupervisor {
   Result<StartReport> start(std::string_view conf_text);
 
   // Stops OpenSM: SIGTERM to its process group, SIGKILL to the group after
-  // stop_timeout. `done` runs on the io_context once the process is gone (at once,
+  // stop_timeout. `done` runs on the event loop once the process is gone (at once,
   // posted, if nothing runs). A pending respawn is cancelled. Ends in Stopped.
   void stop(std::function<void()> done = {});
 
@@ -216,11 +216,11 @@ class OpensmSupervisor {
   enum class BoundCheck { Free, Adopted, Foreign };
   // Before a spawn: is an OpenSM already bound to the spec's port GUID (procfs)?
   // Ours (our -F and -g, our exe): adopted. Another: Foreign, bound_reason_ says which.
-  BoundCheck check_bound(const ProcessSpec& spec);
+  BoundCheck check_bound(const os::ProcessSpec& spec);
   Status spawn_now();
-  void on_output(std::uint64_t run, OutputStream stream, std::string_view line);
-  void on_exit(std::uint64_t run, const ExitInfo& exit);
-  void handle_crash(const ExitInfo& exit, Duration uptime, const std::string& what);
+  void on_output(std::uint64_t run, os::OutputStream stream, std::string_view line);
+  void on_exit(std::uint64_t run, const os::ExitInfo& exit);
+  void handle_crash(const os::ExitInfo& exit, Duration uptime, const std::string& what);
   void fail(std::string reason);
   std::optional<std::string> log_error() const;
   // A spawn failed for want of descriptors, processes or memory: Backoff, and
@@ -228,12 +228,14 @@ class OpensmSupervisor {
   void retry_spawn_later(std::string what);
   void begin_stop(AfterStop after);
   void notify();
+  // Cancels the timer in `slot`, if any, and arms it for `fn` after `delay`.
+  void arm(std::optional<Scheduler::TimerId>& slot, Duration delay, std::function<void()> fn);
+  void disarm(std::optional<Scheduler::TimerId>& slot);
   std::string expected_exe() const;
 
-  boost::asio::io_context& io_;
-  const Clock& clock_;
-  ProcessRunner& runner_;
-  FileSystem& fs_;
+  Scheduler& sched_;
+  os::ProcessRunner& runner_;
+  os::FileSystem& fs_;
   SpecFactory make_spec_;
   SupervisorOptions options_;
   std::shared_ptr<spdlog::logger> log_;
@@ -253,8 +255,8 @@ class OpensmSupervisor {
   std::string restart_reason_;
   std::string bound_reason_;
   std::vector<std::function<void()>> stop_waiters_;
-  boost::asio::steady_timer backoff_timer_;
-  boost::asio::steady_timer kill_timer_;
+  std::optional<Scheduler::TimerId> backoff_timer_;
+  std::optional<Scheduler::TimerId> kill_timer_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // handlers hold a weak_ptr
 };
 

@@ -30,7 +30,7 @@
 // hook sees events in the order they happened. At most `max_queued` executions
 // wait; beyond that the oldest waiting one is dropped (HOOK_DROPPED).
 //
-// One thread: use from the io_context's thread only.
+// One thread: use from the scheduler's event loop only.
 #pragma once
 
 #include <sys/types.h>
@@ -40,15 +40,15 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <spdlog/logger.h>
 
 #include "smha/core/result.hpp"
-#include "smha/opensm/process_runner.hpp"
+#include "smha/core/scheduler.hpp"
+#include "smha/os/process_runner.hpp"
 
 namespace smha::platform {
 
@@ -75,7 +75,7 @@ struct HookResult {
   std::string path;
   HookCall call;
   HookOutcome outcome = HookOutcome::Ok;
-  opensm::ExitInfo exit;  // Ok, Failed, TimedOut
+  os::ExitInfo exit;  // Ok, Failed, TimedOut
   std::string message;    // Refused, SpawnError, Dropped: why
 };
 
@@ -87,7 +87,7 @@ struct HookOptions {
   std::vector<uid_t> allowed_owners;
   std::size_t max_queued = 32;
   std::shared_ptr<spdlog::logger> logger;  // null: module_logger("svc")
-  // Called on the io_context after each execution ends (tests, metrics).
+  // Called on the event loop after each execution ends (tests, metrics).
   std::function<void(const HookResult&)> on_result;
 };
 
@@ -107,7 +107,9 @@ Status check_hooks(const HookOptions& options);
 
 class HookRunner {
  public:
-  HookRunner(boost::asio::io_context& io, opensm::ProcessRunner& runner, HookOptions options);
+  // `sched` times the hooks out and runs queued executions; `runner` runs
+  // them. Both must outlive the runner.
+  HookRunner(Scheduler& sched, os::ProcessRunner& runner, HookOptions options);
   // Drops queued executions and SIGKILLs the process group of a running hook.
   ~HookRunner();
   HookRunner(const HookRunner&) = delete;
@@ -132,14 +134,14 @@ class HookRunner {
   void start_next();
   void finish(HookResult result);
 
-  boost::asio::io_context& io_;
-  opensm::ProcessRunner& runner_;
+  Scheduler& sched_;
+  os::ProcessRunner& runner_;
   HookOptions options_;
   std::deque<Job> queue_;
   int running_pid_ = 0;
   bool timed_out_ = false;
   bool start_posted_ = false;
-  boost::asio::steady_timer timer_;
+  std::optional<Scheduler::TimerId> timer_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -21,7 +21,7 @@
 #include "smha/control/metrics.hpp"
 #include "smha/control/metrics_http.hpp"
 #include "smha/control/server.hpp"
-#include "smha/opensm/file_system.hpp"
+#include "smha/os/file_system.hpp"
 #include "smha/service/service.hpp"
 
 namespace smha::service {
@@ -75,7 +75,7 @@ class MetricsService {
  public:
   using Render = std::function<std::string()>;
   // `fs` must outlive this object; `render` produces the exposition text.
-  MetricsService(boost::asio::io_context& io, config::MetricsSettings settings, opensm::FileSystem& fs,
+  MetricsService(boost::asio::io_context& io, config::MetricsSettings settings, os::FileSystem& fs,
                  Render render);
   ~MetricsService();
 
@@ -99,7 +99,7 @@ class MetricsService {
 
   boost::asio::io_context& io_;
   config::MetricsSettings settings_;
-  opensm::FileSystem& fs_;
+  os::FileSystem& fs_;
   Render render_;
   std::unique_ptr<control::MetricsHttpServer> http_;
   std::unique_ptr<boost::asio::steady_timer> timer_;

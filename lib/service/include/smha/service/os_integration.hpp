@@ -27,8 +27,8 @@
 #include "smha/agent/seams.hpp"
 #include "smha/config/config.hpp"
 #include "smha/opensm/probe.hpp"
-#include "smha/opensm/process_runner.hpp"
 #include "smha/opensm/supervisor.hpp"
+#include "smha/os/process_runner.hpp"
 #include "smha/platform/hooks.hpp"
 #include "smha/platform/notify.hpp"
 #include "smha/service/service.hpp"
@@ -94,7 +94,8 @@ class SystemdReporter {
 // Never blocks: HookRunner queues and runs one at a time on the io_context.
 class HookDispatcher {
  public:
-  HookDispatcher(boost::asio::io_context& io, const config::Config& config,
+  // `io` runs the hooks' processes, `sched` times them out.
+  HookDispatcher(boost::asio::io_context& io, Scheduler& sched, const config::Config& config,
                  std::function<void(const platform::HookResult&)> on_result = {});
 
   // Security check of every configured hook (doc/hooks.md): the first error
@@ -122,11 +123,12 @@ class HookDispatcher {
   void make_runner();
 
   boost::asio::io_context& io_;
+  Scheduler& sched_;
   std::function<void(const platform::HookResult&)> on_result_;
   std::string node_;
   std::map<std::string, std::vector<std::string>> hooks_;
   std::chrono::seconds timeout_{10};
-  std::unique_ptr<opensm::ProcessRunner> processes_;
+  std::unique_ptr<os::ProcessRunner> processes_;
   std::unique_ptr<platform::HookRunner> runner_;
 };
 

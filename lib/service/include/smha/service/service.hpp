@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // lib/service: the pieces smhad wires together (doc/architecture.md, "Daemon
 // wiring"). Everything runs on one io_context thread; nothing here locks.
-//   AsioScheduler            agent::Scheduler on asio steady_timers
-//   SupervisedOpensmControl  agent::OpensmControl over opensm::OpensmSupervisor
 //   RecordingTransport       MadTransport decorator: remembers the last answer per
 //                            SM (for status) and refuses Sets during a hold
 //   LogEventSink             agent::EventSink: SM_TRANSITION/SM_EVENT/SM_ALARM log
@@ -28,30 +26,15 @@
 
 #include "smha/agent/agent.hpp"
 #include "smha/agent/seams.hpp"
+#include "smha/agent/supervised_opensm_control.hpp"
 #include "smha/config/config.hpp"
 #include "smha/control/protocol.hpp"
 #include "smha/mad/transport.hpp"
 #include "smha/opensm/conf.hpp"
 #include "smha/opensm/supervisor.hpp"
+#include "smha/os/asio_scheduler.hpp"
 
 namespace smha::service {
-
-// agent::Scheduler on the io_context. now() reads `clock`.
-class AsioScheduler final : public agent::Scheduler {
- public:
-  AsioScheduler(boost::asio::io_context& io, const Clock& clock) : io_(io), clock_(clock) {}
-  ~AsioScheduler() override;
-  TimePoint now() const override { return clock_.now(); }
-  TimerId schedule_at(TimePoint when, std::function<void()> fn) override;
-  void cancel(TimerId id) override;
-  std::size_t pending() const { return timers_.size(); }
-
- private:
-  boost::asio::io_context& io_;
-  const Clock& clock_;
-  TimerId next_ = 1;
-  std::map<TimerId, std::unique_ptr<boost::asio::steady_timer>> timers_;
-};
 
 // Maintenance hold: while held, nothing smha does moves mastership (no Set to
 // the local SM, no priority change, no stop/restart of OpenSM). Starting an
@@ -63,68 +46,12 @@ struct HoldState {
   uid_t by_uid = 0;
 };
 
-// Renders opensm.conf for an effective sm_priority (the engine's choice).
-using PriorityRenderer = std::function<Result<std::string>(std::uint8_t priority)>;
+using agent::PriorityRenderer;
+using agent::SupervisedOpensmControl;
 
-// agent::OpensmControl over the OpensmSupervisor. The priority the engine asks
-// for is rendered into sm_priority. start() adopts a running OpenSM named by the
-// supervisor's pidfile (then SIGHUPs it if its file differs). The agent's exit
-// handler runs only for exits nobody asked for (crash or permanent failure).
-// state(): Running while the supervisor runs a process (or is restarting it on
-// request); Exited after an unexpected exit (Backoff or Failed); else Stopped.
-// In Failed, start() refuses (no respawn loop); only a reload with a new file
-// retries.
-class SupervisedOpensmControl final : public agent::OpensmControl {
- public:
-  // `hold` must outlive this object.
-  SupervisedOpensmControl(boost::asio::io_context& io, const Clock& clock,
-                          opensm::ProcessRunner& runner, opensm::FileSystem& fs,
-                          opensm::OpensmSupervisor::SpecFactory spec,
-                          opensm::SupervisorOptions options, PriorityRenderer render,
-                          const HoldState& hold);
-  ~SupervisedOpensmControl() override;
-
-  Status start(std::uint8_t priority) override;
-  Status stop(bool force) override;
-  Status restart(std::uint8_t priority, bool force) override;
-  Status set_priority(std::uint8_t priority) override;
-  sm::ProcessState state() const override;
-  void set_exit_handler(ExitHandler h) override { on_exit_ = std::move(h); }
-  // The kernel shows the supervised OpenSM stopped (/proc/<pid>/stat state T or
-  // t: SIGSTOP or a tracer). False when none runs or it cannot be read.
-  bool process_stopped() const;
-
-  // Config reload: takes the new renderer, re-renders at the current priority and
-  // applies the change (SIGHUP or restart, classified against the file on disk).
-  // `decision` receives the classification. On error the old renderer stays.
-  Result<opensm::ReloadAction> reload(PriorityRenderer render, opensm::ReloadDecision& decision);
-
-  const opensm::SupervisorStatus& supervisor_status() const { return sup_->status(); }
-  std::uint8_t priority() const { return priority_; }
-  bool adopted_at_start() const { return adopted_; }
-
- private:
-  Status write_and_apply(std::uint8_t priority, opensm::ConfChangeKind kind);
-  void changed(const opensm::SupervisorStatus& st);
-
-  void kill_now();  // force: SIGKILL the running OpenSM at once (fencing a hung one)
-
-  opensm::ProcessRunner& runner_;
-  opensm::FileSystem& fs_;
-  std::string conf_path_;
-  PriorityRenderer render_;
-  const HoldState& hold_;
-  std::unique_ptr<opensm::OpensmSupervisor> sup_;
-  ExitHandler on_exit_;
-  // start() was called while the supervisor waits out its restart backoff:
-  // state() reports Running (the respawn is on its way), not Exited again.
-  bool respawn_requested_ = false;
-  std::uint8_t priority_ = 0;
-  bool adopted_ = false;
-  bool stop_requested_ = false;
-  opensm::SupervisorState last_state_ = opensm::SupervisorState::Stopped;
-  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
-};
+// The kernel shows process `pid` stopped (/proc/<pid>/stat state T or t:
+// SIGSTOP or a tracer). False when it cannot be read.
+bool process_stopped(int pid);
 
 // OpensmControl for --observe: never touches OpenSM. Every call succeeds and
 // does nothing; state() is always Running (the engine then only observes).

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// Cluster: N head nodes, each running smhad (agent::Agent + ProcessOpensmControl)
-// beside a simulated OpenSM, plus one observer node (a third node that only
-// queries SMInfo), on one Fabric. The scenario and property tests drive it.
+// Cluster: N head nodes, each running smhad (agent::Agent over
+// agent::SupervisedOpensmControl: the OpenSM supervision smhad runs, pidfile
+// adoption, backoff and crash loop included) beside a simulated OpenSM, plus one
+// observer node (a third node that only queries SMInfo), on one Fabric. The
+// scenario and property tests drive it.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +14,7 @@
 #include <vector>
 
 #include "smha/agent/agent.hpp"
-#include "smha/agent/process_opensm_control.hpp"
+#include "smha/agent/supervised_opensm_control.hpp"
 #include "smha/sim/fabric.hpp"
 
 namespace smha::sim {
@@ -39,7 +41,15 @@ struct ClusterParams {
   // Configured sm_priority per head (head i gets priorities[i], and every head's
   // policy lists all of them); empty: base_priority on every head.
   std::vector<std::uint8_t> priorities;
-  agent::MinimalConf opensm_conf;     // OpenSM's own polling stays at its defaults
+  OpensmKeys opensm_conf;     // OpenSM's own polling stays at its defaults
+  // OpenSM supervision, as smhad's opensm.restart_* and crash_loop_* defaults.
+  struct Supervision {
+    Duration backoff_initial = seconds(1);
+    Duration backoff_max = seconds(60);
+    Duration stable_uptime = seconds(60);
+    int crash_loop_count = 5;
+    Duration crash_loop_window = seconds(300);
+  } supervision;
   FabricParams fabric;  // fabric.switches > 1: head01 on the first switch, the last head on the last
   Duration observer_interval = milliseconds(5);  // third-node SMInfo polling; 0: off
   PeerAddressing peer_addressing = PeerAddressing::Lid;
@@ -96,6 +106,10 @@ class Cluster {
   void crash_smhad(int i);
   bool smhad_up(int i) const;
   agent::Agent* agent(int i);
+  // Head i's OpenSM supervision (nullptr while its smhad is down).
+  const opensm::SupervisorStatus* supervisor(int i) const;
+  // OpenSM processes head i's smhad started (spawns over every smhad run).
+  int opensm_spawns(int i) const;
   const std::vector<HeadRecord>& records(int i) const;
   int count_events(int i, const std::string& kind) const;
 

@@ -8,16 +8,15 @@
 #include <map>
 #include <utility>
 
-#include "smha/agent/seams.hpp"
 #include "smha/core/clock.hpp"
+#include "smha/core/scheduler.hpp"
 
 namespace smha::sim {
 
-class EventQueue final : public agent::Scheduler {
+class EventQueue final : public Scheduler {
  public:
   TimePoint now() const override { return clock_.now(); }
   TimerId schedule_at(TimePoint when, std::function<void()> fn) override;
-  TimerId schedule_in(Duration d, std::function<void()> fn) { return schedule_at(now() + d, std::move(fn)); }
   void cancel(TimerId id) override;
 
   // Runs events up to and including `until`, then sets the clock to `until`.

@@ -39,8 +39,8 @@
 #include "smha/core/sminfo.hpp"
 #include "smha/core/types.hpp"
 #include "smha/mad/transport.hpp"
-#include "smha/opensm/file_system.hpp"
-#include "smha/opensm/process_runner.hpp"
+#include "smha/os/file_system.hpp"
+#include "smha/os/process_runner.hpp"
 #include "smha/sim/event_queue.hpp"
 
 namespace smha::sim {
@@ -69,6 +69,17 @@ struct FabricParams {
 };
 
 using NodeId = int;
+
+// The opensm.conf keys the simulated OpenSM reads (besides the header comment
+// and ignore_other_sm), and a file that sets them: what the simulated heads'
+// smhad render. OpenSM's own polling stays at its defaults.
+struct OpensmKeys {
+  std::uint32_t sminfo_polling_timeout_ms = 10000;
+  std::uint32_t polling_retry_number = 4;
+  std::uint32_t sweep_interval_s = 10;
+  std::uint64_t sm_key = 1;
+};
+std::string render_opensm_keys(const OpensmKeys& keys, std::uint8_t priority);
 
 class Fabric {
  public:
@@ -115,8 +126,8 @@ class Fabric {
 
   // Seams bound to a node. References live as long as the fabric.
   mad::MadTransport& transport(NodeId n);
-  opensm::ProcessRunner& runner(NodeId n);
-  opensm::FileSystem& fs(NodeId n);
+  os::ProcessRunner& runner(NodeId n);
+  os::FileSystem& fs(NodeId n);
 
   // Ground truth about the node's simulated OpenSM, if one runs there.
   struct SmView {
@@ -128,6 +139,15 @@ class Fabric {
     std::uint32_t act_count = 0;
   };
   std::optional<SmView> sm(NodeId n) const;
+  // The node's OpenSM process as procfs shows it (what smhad's supervisor
+  // reads to adopt it after a restart): pid, start time, executable, argv.
+  struct ProcessView {
+    int pid = 0;
+    std::uint64_t start_time = 0;  // the virtual clock at spawn, in ns
+    std::string exe;
+    std::vector<std::string> argv;
+  };
+  std::optional<ProcessView> process(NodeId n) const;
   // Nodes whose OpenSM runs, is not stopped and is MASTER.
   std::vector<NodeId> active_masters() const;
   // Sends a signal to the node's OpenSM. False if none runs there.

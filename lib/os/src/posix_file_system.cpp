@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-#include "smha/opensm/posix_file_system.hpp"
+#include "smha/os/posix_file_system.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <random>
 #include <system_error>
 
-namespace smha::opensm {
+namespace smha::os {
 
 namespace {
 
@@ -120,4 +120,4 @@ Result<FileSystem::Tail> PosixFileSystem::read_tail(const std::string& path, std
   return t;
 }
 
-}  // namespace smha::opensm
+}  // namespace smha::os

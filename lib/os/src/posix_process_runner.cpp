@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-#include "smha/opensm/posix_process_runner.hpp"
+#include "smha/os/posix_process_runner.hpp"
 
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -24,7 +24,7 @@
 
 extern char** environ;  // NOLINT(readability-identifier-naming)
 
-namespace smha::opensm {
+namespace smha::os {
 
 namespace asio = boost::asio;
 
@@ -392,4 +392,4 @@ Status PosixProcessRunner::adopt(int pid, ExitHandler on_exit) {
   return Status::Ok();
 }
 
-}  // namespace smha::opensm
+}  // namespace smha::os

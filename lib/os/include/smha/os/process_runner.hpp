@@ -13,7 +13,7 @@
 
 #include "smha/core/result.hpp"
 
-namespace smha::opensm {
+namespace smha::os {
 
 struct ProcessSpec {
   std::string path;                                          // executable, absolute
@@ -54,4 +54,4 @@ class ProcessRunner {
   virtual Status adopt(int pid, ExitHandler on_exit) = 0;
 };
 
-}  // namespace smha::opensm
+}  // namespace smha::os

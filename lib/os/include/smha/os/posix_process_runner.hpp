@@ -34,9 +34,9 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "smha/opensm/process_runner.hpp"
+#include "smha/os/process_runner.hpp"
 
-namespace smha::opensm {
+namespace smha::os {
 
 class PosixProcessRunner final : public ProcessRunner {
  public:
@@ -94,4 +94,4 @@ class PosixProcessRunner final : public ProcessRunner {
   std::map<int, std::shared_ptr<Proc>> procs_;
 };
 
-}  // namespace smha::opensm
+}  // namespace smha::os

@@ -7,9 +7,9 @@
 // mode is set with fchmod.
 #pragma once
 
-#include "smha/opensm/file_system.hpp"
+#include "smha/os/file_system.hpp"
 
-namespace smha::opensm {
+namespace smha::os {
 
 class PosixFileSystem final : public FileSystem {
  public:
@@ -22,4 +22,4 @@ class PosixFileSystem final : public FileSystem {
   Result<Tail> read_tail(const std::string& path, std::uint64_t from, std::size_t max) const override;
 };
 
-}  // namespace smha::opensm
+}  // namespace smha::os

@@ -12,7 +12,7 @@
 
 #include "smha/core/result.hpp"
 
-namespace smha::opensm {
+namespace smha::os {
 
 class FileSystem {
  public:
@@ -47,4 +47,4 @@ class FileSystem {
   }
 };
 
-}  // namespace smha::opensm
+}  // namespace smha::os
