@@ -193,20 +193,10 @@ Result<SmInfoRecordTable> decode_sminfo_record_table(std::span<const std::uint8_
 std::string describe_sa_status(std::uint16_t status) {
   // IBA Table 108 (bits 0-4, as describe_mad_status) and Table 187: the SA's
   // class-specific code in bits 8-15.
-  std::string text = hex(status, 4);
+  const std::string text = hex(status, 4);
   if (status == 0) return text + ": success";
-  std::string what;
+  std::string what = describe_mad_status_common(status);
   auto add = [&what](const char* s) { what += what.empty() ? s : std::string("; ") + s; };
-  if (status & 0x0001) add("busy");
-  if (status & 0x0002) add("redirect required");
-  switch ((status >> 2) & 0x7) {
-    case 0: break;
-    case 1: add("bad base or class version"); break;
-    case 2: add("method not supported"); break;
-    case 3: add("method/attribute combination not supported"); break;
-    case 7: add("invalid attribute or modifier value"); break;
-    default: add("reserved invalid-field code"); break;
-  }
   switch (status >> 8) {
     case 0: break;
     case 1: add("no resources"); break;

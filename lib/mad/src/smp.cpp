@@ -392,12 +392,9 @@ Result<std::string> decode_node_description_response(std::span<const std::uint8_
   return decode_node_description(smp->data);
 }
 
-std::string describe_mad_status(std::uint16_t status) {
+std::string describe_mad_status_common(std::uint16_t status) {
   // IBA Table 108 (MAD status field): bit 0 busy, bit 1 redirect, bits 2-4 the
-  // invalid-field code, bits 8-14 class specific. OpenSM's SMInfo rejections
-  // arrive as 0x0700 (a host-order 7 it does not byte-swap).
-  std::string text = hex(status, 4);
-  if (status == 0) return text + ": success";
+  // invalid-field code; bits 8-15 are the class's own.
   std::string what;
   auto add = [&what](const char* s) { what += what.empty() ? s : std::string("; ") + s; };
   if (status & 0x0001) add("busy");
@@ -410,7 +407,17 @@ std::string describe_mad_status(std::uint16_t status) {
     case 7: add("invalid attribute or modifier value"); break;
     default: add("reserved invalid-field code"); break;
   }
-  if (status & 0x7f00) add("class-specific bits set (OpenSM's SMInfo rejection is 0x0700)");
+  return what;
+}
+
+std::string describe_mad_status(std::uint16_t status) {
+  // Bits 8-14 class specific: OpenSM's SMInfo rejections arrive as 0x0700 (a
+  // host-order 7 it does not byte-swap).
+  const std::string text = hex(status, 4);
+  if (status == 0) return text + ": success";
+  std::string what = describe_mad_status_common(status);
+  if (status & 0x7f00)
+    what += std::string(what.empty() ? "" : "; ") + "class-specific bits set (OpenSM's SMInfo rejection is 0x0700)";
   return text + ": " + what;
 }
 

@@ -260,6 +260,10 @@ Result<std::string> decode_node_description_response(std::span<const std::uint8_
 // The MAD status of a decoded SMP as text ("0x0007: invalid attribute or
 // attribute modifier value", ...), for error messages and smctl.
 std::string describe_mad_status(std::uint16_t status);
+// The class-independent part (bits 0-4: busy, redirect, invalid field) as
+// "busy; method not supported"; "" when none is set. describe_sa_status adds
+// the SA's own codes to it.
+std::string describe_mad_status_common(std::uint16_t status);
 
 // Lower-case hex of `bytes`, 16 bytes per line with the offset first (logs, tests).
 std::string hex_dump(std::span<const std::uint8_t> bytes);
