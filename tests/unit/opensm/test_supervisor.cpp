@@ -15,6 +15,8 @@
 #include <memory>
 #include <vector>
 
+#include <boost/asio/steady_timer.hpp>
+
 #include "process_test_util.hpp"
 #include "smha/opensm/supervisor.hpp"
 #include "smha/os/asio_scheduler.hpp"
@@ -785,6 +787,11 @@ TEST_CASE("out of descriptors at spawn is retried with backoff, not a permanent 
   o.backoff_max = 100ms;
   h.make(o);
   std::ofstream(h.conf()) << "conf\n";
+  // The io_context's timer service exists before descriptors run out: the
+  // supervisor's first retry timer would create it, and UBSan's vptr check
+  // of a new service needs a pipe to probe its memory (else a false
+  // "invalid vptr" report).
+  { boost::asio::steady_timer warm(h.io); }
   // Fill the descriptor table under a low soft limit (restored on the way out).
   struct rlimit saved {};
   REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
