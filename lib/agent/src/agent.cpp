@@ -103,6 +103,10 @@ void Agent::start() {
     if (alive.expired() || !running_) return;
     step(sm::ProcessChanged{opensm_.state()});
   });
+  // An OpenSM left running by the previous smhad is known to run before the
+  // first round: if its first answer is late, the engine waits for it rather
+  // than "starting" it at a standby value (a MASTER must keep its own).
+  opensm_.adopt_running();
   step(sm::ProcessChanged{opensm_.state()});
   request_discovery("start");
   if (cfg_.census.enabled) {

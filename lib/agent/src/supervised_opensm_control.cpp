@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/agent/supervised_opensm_control.hpp"
 
+#include <charconv>
 #include <csignal>
 
 #include <spdlog/spdlog.h>
@@ -91,17 +92,48 @@ Status SupervisedOpensmControl::start(std::uint8_t priority) {
   if (!r) return r.error();
   priority_ = priority;
   adopted_ = r.value().adopted;
-  if (r.value().adopted && r.value().conf_differs) {
-    auto old = fs_.read(conf_path_);
-    auto d = opensm::classify_change(old ? old.value() : std::string(), text.value());
-    opensm::ConfChange change;
-    change.kind = d.kind == opensm::ReloadDecision::Kind::Restart ? opensm::ConfChangeKind::Restart
-                  : d.kind == opensm::ReloadDecision::Kind::Sighup ? opensm::ConfChangeKind::Sighup
-                                                                   : opensm::ConfChangeKind::None;
-    change.restart_key = d.key;
-    auto rr = sup_->reload(text.value(), change);
-    if (!rr) return rr.error();
+  if (r.value().adopted && r.value().conf_differs) return apply_to_adopted(text.value());
+  return Status::Ok();
+}
+
+bool SupervisedOpensmControl::adopt_running() {
+  if (!sup_->adopt_running()) return false;
+  adopted_ = true;
+  stop_requested_ = false;
+  // It runs the file the previous smhad wrote. Our file, at the priority that
+  // one holds (the engine decides the priority from OpenSM's first answer),
+  // is applied now as a reload would; a file without a readable sm_priority
+  // is left for the engine's first write.
+  auto old = fs_.read(conf_path_);
+  if (!old) return true;
+  const auto conf = opensm::parse_opensm_conf(old.value());
+  const auto it = conf.find("sm_priority");
+  if (it == conf.end()) return true;
+  unsigned v = 0;
+  const auto& t = it->second;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size() || v > 15) return true;
+  priority_ = static_cast<std::uint8_t>(v);
+  auto text = render_(priority_);
+  if (!text) {
+    log()->warn("adopted OpenSM: cannot render opensm.conf: {}", text.error().message);
+    return true;
   }
+  if (auto st = apply_to_adopted(text.value()); !st.ok())
+    log()->warn("adopted OpenSM: cannot apply the new opensm.conf: {}", st.error().message);
+  return true;
+}
+
+Status SupervisedOpensmControl::apply_to_adopted(const std::string& text) {
+  auto old = fs_.read(conf_path_);
+  auto d = opensm::classify_change(old ? old.value() : std::string(), text);
+  opensm::ConfChange change;
+  change.kind = d.kind == opensm::ReloadDecision::Kind::Restart ? opensm::ConfChangeKind::Restart
+                : d.kind == opensm::ReloadDecision::Kind::Sighup ? opensm::ConfChangeKind::Sighup
+                                                                 : opensm::ConfChangeKind::None;
+  change.restart_key = d.key;
+  auto rr = sup_->reload(text, change);
+  if (!rr) return rr.error();
   return Status::Ok();
 }
 

@@ -223,6 +223,13 @@ Result<StartReport> OpensmSupervisor::start(std::string_view conf_text) {
   return StartReport{};
 }
 
+bool OpensmSupervisor::adopt_running() {
+  if (status_.state != SupervisorState::Stopped) return false;
+  auto adopted = try_adopt();
+  if (adopted.ok() && *adopted) return true;
+  return check_bound(make_spec_()) == BoundCheck::Adopted;
+}
+
 Result<bool> OpensmSupervisor::try_adopt() {
   if (options_.pidfile_path.empty()) return false;
   auto text = fs_.read(options_.pidfile_path);

@@ -47,6 +47,7 @@ class StartWatch final : public agent::OpensmControl {
   Status set_priority(std::uint8_t priority) override { return inner_.set_priority(priority); }
   sm::ProcessState state() const override { return inner_.state(); }
   void set_exit_handler(ExitHandler h) override { inner_.set_exit_handler(std::move(h)); }
+  bool adopt_running() override { return inner_.adopt_running(); }
 
  private:
   agent::OpensmControl& inner_;
@@ -57,10 +58,17 @@ class StartWatch final : public agent::OpensmControl {
 // Passes every call to the fabric's transport and reports the answers to a tap.
 class TapTransport final : public mad::MadTransport {
  public:
-  TapTransport(mad::MadTransport& inner, const EventQueue& q, const Cluster::Tap& tap)
+  TapTransport(mad::MadTransport& inner, EventQueue& q, const Cluster::Tap& tap)
       : inner_(inner), q_(q), tap_(tap) {}
   void get_sminfo(const mad::Target& target, const mad::RequestOptions& opts, mad::SmInfoCallback done) override {
     count("SMInfo");
+    if (tap_.drop_sminfo && tap_.drop_sminfo(target)) {
+      const Duration wait = opts.timeout * (1 + opts.retries);
+      q_.schedule_in(wait, [done = std::move(done)] {
+        done(make_error(mad::kErrTimeout, "no SMInfo answer (dropped by the test's tap)"));
+      });
+      return;
+    }
     const TimePoint sent = q_.now();
     std::string via = std::holds_alternative<Lid>(target) ? "lid:" + std::to_string(std::get<Lid>(target).value)
                                                           : "dr:" + to_string(std::get<DrPath>(target));
@@ -106,7 +114,7 @@ class TapTransport final : public mad::MadTransport {
     if (tap_.request) tap_.request(attribute);
   }
   mad::MadTransport& inner_;
-  const EventQueue& q_;
+  EventQueue& q_;
   const Cluster::Tap& tap_;
 };
 

@@ -218,6 +218,9 @@ std::uint8_t HaMachine::desired_priority() const {
 }
 
 void HaMachine::sync_priority(Ctx& c) {
+  // At Init the first answer decides (adopt()): an OpenSM smhad took over at
+  // start may be a MASTER that must keep its value.
+  if (role_ == Role::Init) return;
   const auto want = desired_priority();
   if (want == rendered_) return;
   // A stopped OpenSM gets the right priority when it is started.
@@ -793,14 +796,14 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
 // adopted as it is: a MASTER keeps the master priority from the first write,
 // so a restart of smhad never dips it below a standby and never moves
 // mastership; no state change is recorded, since OpenSM did not change.
-// Nothing answers: OpenSM is started (or, when it runs but is silent, given
-// its start grace) as at any start.
+// Nothing answers: OpenSM is started as at any start. One that smhad took over
+// at start (OpensmControl::adopt_running(): it runs, but its first answer is
+// late on a busy machine) is waited for at Init, rendering nothing, so a
+// MASTER is never given a standby value first; the hang rule in on_round()
+// fences it if it stays silent past the start grace.
 void HaMachine::adopt(const PollRound& r, TimePoint now, Ctx& c) {
   if (!r.local.info) {
-    if (process_ == ProcessState::Running) {
-      role_ = Role::Starting;
-      return;
-    }
+    if (process_ == ProcessState::Running) return;
     if (process_ == ProcessState::Failed) {
       role_ = Role::Recovering;
       return;
@@ -830,8 +833,9 @@ void HaMachine::adopt(const PollRound& r, TimePoint now, Ctx& c) {
     process_ = ProcessState::Running;
     how = "rendered " + std::to_string(want);
   } else {
-    // Already ours: sync_priority() renders the priority its state calls for
-    // if it does not run with it.
+    // Already ours (taken over at start: OpensmControl::adopt_running()):
+    // sync_priority() renders the priority its state calls for if it does not
+    // run with it.
     rendered_ = l.priority;
     prio_signalled_at_ = prio_wanted_since_ = now;
     how = want == l.priority ? "priority kept" : "priority " + std::to_string(want) + " rendered";

@@ -310,3 +310,67 @@ TEST_CASE("Takeover times over random fault phases (median and max of 21 runs)",
     CHECK(ms.back() <= max_bound);
   }
 }
+
+// A smhad restart beside a MASTER (kill -9 and systemd's restart, an upgrade's
+// try-restart) on a busy machine: its first queries to its own SM get no answer
+// in time. The OpenSM it takes over must keep the master value from the first
+// write and stay MASTER — here on the higher-GUID head, so a dip to the standby
+// value would lose OpenSM's election to the lower-GUID standby at once.
+TEST_CASE("Drill: smhad restarted beside the MASTER, its first local answers lost: mastership stays",
+          "[sim][drill][adopt]") {
+  for (int lost : {3, 6, 15}) {  // a round makes 3 attempts: 3 lose the whole first round
+    DYNAMIC_SECTION(lost << " local SMInfo answers lost") {
+      Cluster c(40 + static_cast<std::uint64_t>(lost));
+      settle(c);
+      // Mastership to the higher-GUID head (head 1).
+      REQUIRE(master_head(c) == 0);
+      c.agent(0)->request_handover(std::nullopt);
+      REQUIRE(c.run_until([&] { return c.observed_masters().size() == 1 && master_head(c) == 1; },
+                          seconds(5)));
+      c.run_for(seconds(2));
+      const int m = 1;
+      const Guid own = c.fabric().guid(c.head(m));
+      int min_priority = 16, answers = 0, dropped = 0;
+      std::uint8_t master_value = 0;
+      Cluster::Tap tap;
+      tap.sminfo = [&](const SmInfo& info, TimePoint, TimePoint, const std::string& via) {
+        if (info.guid != own || via.rfind("dr:", 0) != 0) return;
+        if (master_value == 0) master_value = info.priority;  // before the restart
+        ++answers;
+        min_priority = std::min<int>(min_priority, info.priority);
+      };
+      c.set_tap(m, tap);
+      c.run_for(milliseconds(500));
+      REQUIRE(master_value > 0);
+      const auto handovers = c.fabric().handovers();
+      const int started = c.count_events(m, "opensm_started");
+      const int state_changes = c.count_events(m, "state_changed");
+      const int priority_changes = c.count_events(m, "priority_changed");
+      const int spawns = c.opensm_spawns(m);
+      c.crash_smhad(m);
+      c.run_for(milliseconds(300));
+      tap.drop_sminfo = [&](const mad::Target& t) {
+        const auto* dr = std::get_if<DrPath>(&t);
+        if (dr == nullptr || !dr->hops.empty() || dropped >= lost) return false;
+        ++dropped;
+        return true;
+      };
+      c.set_tap(m, tap);
+      answers = 0;
+      c.start_smhad(m);
+      c.run_for(seconds(10));
+      CHECK(dropped == lost);
+      CHECK(answers > 0);
+      CHECK(min_priority == master_value);  // never below the master value
+      CHECK(master_head(c) == m);
+      CHECK(c.fabric().handovers() == handovers);
+      CHECK(c.count_events(m, "adopted") >= 1);
+      CHECK(c.count_events(m, "opensm_started") == started);
+      CHECK(c.count_events(m, "state_changed") == state_changes);  // an adoption is no role change
+      CHECK(c.count_events(m, "priority_changed") == priority_changes);
+      CHECK(c.opensm_spawns(m) == spawns);  // taken over, none started
+      ends_with_one_master(c);
+      CHECK(c.dual_master_total() == Duration{0});
+    }
+  }
+}

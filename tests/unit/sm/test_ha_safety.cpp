@@ -133,6 +133,40 @@ TEST_CASE("Adoption: a MASTER found at smhad start keeps the master value from t
   CHECK(has_event(acts, EventKind::OpensmStarted));
 }
 
+TEST_CASE("Adoption: an OpenSM taken over at smhad start that answers late is waited for, "
+          "never given a standby value",
+          "[sm][adopt]") {
+  // smhad's control took the running OpenSM over before the first step
+  // (adopt_running()); a busy machine delays its first answers.
+  Rig rig;
+  auto d = rig.step(ProcessChanged{ProcessState::Running});
+  CHECK(d.actions.empty());
+  auto acts = rig.polls(2, round(Local{kSilent, 11, false}, {Peer{S, 10}}));
+  CHECK(count<StartOpensm>(acts) == 0);
+  CHECK(count<RestartOpensm>(acts) == 0);
+  CHECK(priorities_set(acts).empty());
+  CHECK(rig.m.status().role == Role::Init);
+  // It answers MASTER at the master value: kept as it is, no role change.
+  acts = rig.polls(10, round(Local{M, 11}, {Peer{S, 10}}));
+  CHECK(priorities_set(acts).empty());
+  CHECK(count<StartOpensm>(acts) == 0);
+  CHECK(has_event(acts, EventKind::Adopted));
+  CHECK_FALSE(has_event(acts, EventKind::StateChanged));
+  CHECK(rig.m.status().role == Role::Master);
+
+  // One that stays silent past the start grace and the silence rule is
+  // fenced as any hung OpenSM, and restarted below the live standby peer (the
+  // yield value), which takes over: no master was seen.
+  Rig silent;
+  silent.step(ProcessChanged{ProcessState::Running});
+  acts = silent.polls(120, round(Local{kSilent, 10, false}, {Peer{S, 10}}));  // unresponsive_timeout 10 s
+  CHECK(has_event(acts, EventKind::FenceLocal));
+  auto r = first<RestartOpensm>(acts);
+  REQUIRE(r);
+  CHECK(r->priority == 9);
+  CHECK(r->force);
+}
+
 TEST_CASE("Takeover: none while the SM at our port's MasterSMLID answers MASTER", "[sm][port_master]") {
   // The peer has no lid in the configuration: it is not polled (no PeerProbe).
   Rig rig;

@@ -35,6 +35,11 @@ class OpensmControl {
   virtual sm::ProcessState state() const = 0;
   // Called (on the event loop) when OpenSM ends without stop()/restart().
   virtual void set_exit_handler(ExitHandler on_unexpected_exit) = 0;
+  // At smhad start, before the engine's first step: takes over an OpenSM left
+  // running on our port (as start() would), keeping the priority it runs
+  // with; true if one was (state() is then Running). The engine sets the
+  // priority once OpenSM answers.
+  virtual bool adopt_running() { return false; }
 };
 
 // Where events, alarms and hooks go (journal, metrics, hook runner).

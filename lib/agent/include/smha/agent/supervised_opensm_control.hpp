@@ -4,9 +4,11 @@
 // AsioScheduler) and in the simulated fabric (its simulated processes and
 // files on its virtual clock).
 //
-// The priority the engine asks for is rendered into sm_priority. start() adopts
-// a running OpenSM named by the supervisor's pidfile (then SIGHUPs it if its
-// file differs). The agent's exit handler runs only for exits nobody asked for
+// The priority the engine asks for is rendered into sm_priority.
+// adopt_running() (smhad start) or else start() adopts a running OpenSM named by
+// the supervisor's pidfile and applies the difference between its file and ours
+// (SIGHUP or restart, as a reload would; adopt_running() at the priority its
+// file holds, which the engine then changes if it must). The agent's exit handler runs only for exits nobody asked for
 // (crash or permanent failure). state(): Running while the supervisor runs a
 // process (or is restarting it on request); Exited after an unexpected exit
 // (Backoff); Failed once supervision gave up; else Stopped. In Failed, start()
@@ -46,6 +48,7 @@ class SupervisedOpensmControl final : public OpensmControl {
   Status set_priority(std::uint8_t priority) override;
   sm::ProcessState state() const override;
   void set_exit_handler(ExitHandler h) override { on_exit_ = std::move(h); }
+  bool adopt_running() override;
 
   // Config reload: takes the new renderer, re-renders at the current priority and
   // applies the change (SIGHUP or restart, classified against the file on disk).
@@ -58,6 +61,9 @@ class SupervisedOpensmControl final : public OpensmControl {
 
  private:
   Status write_and_apply(std::uint8_t priority, opensm::ConfChangeKind kind);
+  // An adopted OpenSM runs the file the previous smhad wrote: applies `text`
+  // to it as a reload would (nothing if equal).
+  Status apply_to_adopted(const std::string& text);
   void changed(const opensm::SupervisorStatus& st);
 
   void kill_now();  // force: SIGKILL the running OpenSM at once (fencing a hung one)

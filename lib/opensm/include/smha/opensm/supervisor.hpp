@@ -183,6 +183,14 @@ class OpensmSupervisor {
   // Out of resources at spawn is not an error: state Backoff, retried.
   Result<StartReport> start(std::string_view conf_text);
 
+  // Takes over an OpenSM left running on this head (the pidfile's, or one bound
+  // to the port GUID with our -F, -g and executable) without writing the file
+  // or signalling it; true if one was adopted (then Running). Only in Stopped.
+  // smhad calls it before its engine decides anything, so that an OpenSM which
+  // is slow to answer its first query is still known to run (a MASTER then
+  // keeps its priority) rather than "started" at a standby value.
+  bool adopt_running();
+
   // Stops OpenSM: SIGTERM to its process group, SIGKILL to the group after
   // stop_timeout. `done` runs on the event loop once the process is gone (at once,
   // posted, if nothing runs). A pending respawn is cancelled. Ends in Stopped.

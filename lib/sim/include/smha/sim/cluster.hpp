@@ -97,6 +97,9 @@ class Cluster {
     // Every request smhad makes, by attribute ("SMInfo", "SMInfo Set",
     // "PortInfo", "NodeInfo", "NodeDescription"): what it costs the fabric.
     std::function<void(const char* attribute)> request;
+    // Fault injection: an SMInfo Get for which it returns true is not sent;
+    // smhad gets a timeout after the request's full time, as for a lost MAD.
+    std::function<bool(const mad::Target&)> drop_sminfo;
   };
   void set_tap(int i, Tap tap);
 
