@@ -70,7 +70,7 @@ TEST_CASE("Simulated OpenSM: HANDOVER to a standby while the master lives, then 
   CHECK(t.f.active_masters() == std::vector<NodeId>{t.a});
 }
 
-TEST_CASE("Simulated OpenSM: SIGHUP re-reads sm_priority; a raised standby preempts", "[sim][opensm_model]") {
+TEST_CASE("Simulated OpenSM: SIGHUP re-reads sm_priority, a raised standby preempts", "[sim][opensm_model]") {
   Two t;
   t.spawn(t.a, 10);
   t.f.queue().run_until(t.f.queue().now() + milliseconds(200));
@@ -84,7 +84,7 @@ TEST_CASE("Simulated OpenSM: SIGHUP re-reads sm_priority; a raised standby preem
   CHECK(t.f.sm(t.a)->state == SmState::Standby);
 }
 
-TEST_CASE("Simulated OpenSM: SIGSTOP freezes answers; native polling takes over after its timeout",
+TEST_CASE("Simulated OpenSM: SIGSTOP freezes answers, native polling takes over after its timeout",
           "[sim][opensm_model]") {
   Two t;
   t.spawn(t.a, 10);
@@ -140,7 +140,7 @@ TEST_CASE("Simulated OpenSM: a second OpenSM on a held port exits 0 at once (bin
   CHECK(t.f.sm(t.a)->state == SmState::Master);
 }
 
-TEST_CASE("Simulated OpenSM: only opensm runs; -g must name the node's port", "[sim][opensm_model]") {
+TEST_CASE("Simulated OpenSM: only opensm runs, -g must name the node's port", "[sim][opensm_model]") {
   Two t;
   auto none = [](os::OutputStream, std::string_view) {};
   std::optional<os::ExitInfo> exit;
@@ -155,7 +155,7 @@ TEST_CASE("Simulated OpenSM: only opensm runs; -g must name the node's port", "[
   CHECK_FALSE(t.f.sm(t.a));
 }
 
-TEST_CASE("Simulated OpenSM: opensm.conf keys it knows; unknown keys and bad values ignored",
+TEST_CASE("Simulated OpenSM: opensm.conf keys it knows, unknown keys and bad values ignored",
           "[sim][opensm_model]") {
   Two t;
   (void)t.f.fs(t.a).write_atomic("/c", "# header\nfoo_bar 1\nsm_priority 7\nsm_key 0x42\n"
@@ -198,7 +198,7 @@ TEST_CASE("Simulated OpenSM: a SIGHUP during a master's heavy sweep is absorbed,
   CHECK(t.f.hups_absorbed() == 1);
 }
 
-TEST_CASE("Simulated OpenSM: SIGTERM to a stopped OpenSM waits for SIGCONT; SIGKILL does not",
+TEST_CASE("Simulated OpenSM: SIGTERM to a stopped OpenSM waits for SIGCONT, SIGKILL does not",
           "[sim][opensm_model]") {
   Two t;
   std::optional<os::ExitInfo> exit_a, exit_b;

@@ -291,7 +291,7 @@ TEST_CASE("The master's SA lists an SM on a compute node: source \"sa\" alone ra
   CHECK(c.observed_masters() == master_before);
 }
 
-TEST_CASE("The sim's SA: one MAD of records, cut beyond six as under ibsim; refused without an SM",
+TEST_CASE("The sim's SA: one MAD of records, cut beyond six as under ibsim, refused without an SM",
           "[census][sim][sa]") {
   Fabric f(7);
   std::vector<NodeId> n;

@@ -165,7 +165,7 @@ TEST_CASE("Discovery is bounded in hops and in requests", "[discovery]") {
   CHECK(d.limits().max_hops == 63);
 }
 
-TEST_CASE("Discovery: a malformed answer is counted and skipped; a dead end times out",
+TEST_CASE("Discovery: a malformed answer is counted and skipped, a dead end times out",
           "[discovery]") {
   auto t = load_net("two-switch-4hca.net");
   Search s(t, "Hca1");

@@ -235,7 +235,7 @@ TEST_CASE("Agent: a master whose queries are refused (no SM bound) is taken over
   CHECK(t.sets[0].second == SmInfoModifier::Discover);
 }
 
-TEST_CASE("Agent: a late answer within the query window counts; no fence of a slow local SM",
+TEST_CASE("Agent: a late answer within the query window counts, no fence of a slow local SM",
           "[agent]") {
   FakeScheduler s;
   FakeTransport t(s);
@@ -288,7 +288,7 @@ TEST_CASE("Agent: rounds that end far past their window (smhad stalled) count on
   CHECK(std::find(sink.events.begin(), sink.events.end(), "fence_local") != sink.events.end());
 }
 
-TEST_CASE("Agent without local_port_num sends no PortInfo; a LocalPortFn also replaces the query",
+TEST_CASE("Agent without local_port_num sends no PortInfo, a LocalPortFn also replaces the query",
           "[agent]") {
   FakeScheduler s;
   FakeTransport t(s);
@@ -504,7 +504,7 @@ struct MemFs : os::FileSystem {
 
 }  // namespace
 
-TEST_CASE("SupervisedOpensmControl renders, spawns, SIGHUPs, restarts; unasked exits wait for start()",
+TEST_CASE("SupervisedOpensmControl renders, spawns, SIGHUPs, restarts, unasked exits wait for start()",
           "[agent]") {
   FakeScheduler s;
   FakeRunner r;
@@ -599,7 +599,7 @@ TEST_CASE("SupervisedOpensmControl renders, spawns, SIGHUPs, restarts; unasked e
   CHECK(r.spawned.size() == 5);
 }
 
-TEST_CASE("Agent asks the SA at our port's MasterSMLID every sa_interval; its table feeds the census",
+TEST_CASE("Agent asks the SA at our port's MasterSMLID every sa_interval, its table feeds the census",
           "[agent][census][sa]") {
   FakeScheduler s;
   FakeTransport t(s);

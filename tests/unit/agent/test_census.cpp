@@ -68,7 +68,7 @@ TEST_CASE("Census: heads are marked, an answering SM that is not a head is an ot
   CHECK(census_sources_text(kFromPoll | kFromIsSm) == "poll,is_sm");
 }
 
-TEST_CASE("Census: an SM that stops answering is no longer an other SM after expiry; gone when IsSM clears",
+TEST_CASE("Census: an SM that stops answering is no longer an other SM after expiry, gone when IsSM clears",
           "[agent][census]") {
   Census c({seconds(15), 8});
   c.set_heads(kOwn, {kPeer});
@@ -103,7 +103,7 @@ TEST_CASE("Census: the SM at our port's MasterSMLID is kept while it answers", "
   CHECK(c.entries().empty());
 }
 
-TEST_CASE("Census: bounded; odd descriptions escaped in the alarm text", "[agent][census]") {
+TEST_CASE("Census: bounded, odd descriptions escaped in the alarm text", "[agent][census]") {
   Census c({seconds(15), 2});
   c.set_heads(kOwn, {});
   const TimePoint t0{};
@@ -167,7 +167,7 @@ TEST_CASE("Census: heads known from polls get their cabling and LID from the wal
   CHECK(c.entries().at(kOther).description == "x");
 }
 
-TEST_CASE("Census: the SA's table adds SMs; a record counts as an answer only when it moved",
+TEST_CASE("Census: the SA's table adds SMs, a record counts as an answer only when it moved",
           "[agent][census][sa]") {
   Census c({seconds(15), 8});
   c.set_heads(kOwn, {kPeer});

@@ -501,7 +501,7 @@ TEST_CASE("validation errors: exact file:line:column, key path and message") {
   }
 }
 
-TEST_CASE("metrics: off by default; loopback listen addresses and the textfile collector") {
+TEST_CASE("metrics: off by default, loopback listen addresses and the textfile collector") {
   Config d = load_ok(kNode);
   CHECK(d.metrics.listen_address.empty());
   CHECK(d.metrics.textfile_dir.empty());

@@ -169,7 +169,7 @@ TEST_CASE("start refuses unsafe directories and paths, changing nothing", "[cont
   }
 }
 
-TEST_CASE("a second server refuses a live socket; a stale one is replaced", "[control][server]") {
+TEST_CASE("a second server refuses a live socket, a stale one is replaced", "[control][server]") {
   TempDir dir;
   LogCapture log;
   boost::asio::io_context io;
@@ -427,7 +427,7 @@ TEST_CASE("a client disconnecting mid-request is cleaned up", "[control][server]
   CHECK(c2.call("echo").ok());
 }
 
-TEST_CASE("async methods answer later; a dropped responder answers error", "[control][server]") {
+TEST_CASE("async methods answer later, a dropped responder answers error", "[control][server]") {
   TempDir dir;
   LogCapture log;
   ThreadedServer ts(test_options(dir, log));
@@ -651,7 +651,7 @@ void raise_fd_limit(rlim_t want) {
 
 }  // namespace
 
-TEST_CASE("1000 concurrent clients plus abusers are all answered; a 10 ms timer stays on time",
+TEST_CASE("1000 concurrent clients plus abusers are all answered, a 10 ms timer stays on time",
           "[control][server][load]") {
   constexpr int kClients = 1000;
   constexpr int kAbusers = 100;

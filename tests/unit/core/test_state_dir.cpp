@@ -51,7 +51,7 @@ TEST_CASE("state_dir: a directory smhad cannot write names the call and errno", 
         "open /proc/.smhad-probe-" + std::to_string(::getpid()) + ": No such file or directory");
 }
 
-TEST_CASE("state_dir: a usable one passes; --check-config creates nothing, start-up the whole path",
+TEST_CASE("state_dir: a usable one passes, --check-config creates nothing, start-up the whole path",
           "[state_dir]") {
   Scratch s;
   CHECK(check_writable_dir(s.path, false).ok());

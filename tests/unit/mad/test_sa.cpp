@@ -124,7 +124,7 @@ TEST_CASE("Golden: a three-SM GetTableResp as OpenSM sends it decodes record by 
   CHECK(c->records.size() == 3);
 }
 
-TEST_CASE("The encoder writes what the decoder reads; one MAD holds six records", "[mad][sa]") {
+TEST_CASE("The encoder writes what the decoder reads, one MAD holds six records", "[mad][sa]") {
   std::vector<SmInfoRecord> recs;
   for (std::uint16_t i = 1; i <= 9; ++i)
     recs.push_back({Lid{i}, SmInfo{Guid{0x1000u + i}, 0, i * 10u, static_cast<std::uint8_t>(i % 16),

@@ -406,7 +406,7 @@ TEST_CASE("Golden: PortInfo of a port the HCA lacks is refused with status 0x001
   CHECK(r.error().message.find("0x001c") != std::string::npos);
 }
 
-TEST_CASE("PortInfo Get by LID and DR; malformed PortInfo answers name what and where", "[mad]") {
+TEST_CASE("PortInfo Get by LID and DR, malformed PortInfo answers name what and where", "[mad]") {
   auto by_lid = encode_portinfo_get(0x42, Lid{5}, 1, 0x99);
   REQUIRE(by_lid.ok());
   auto smp = decode_smp(*by_lid);

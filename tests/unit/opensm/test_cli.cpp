@@ -83,7 +83,7 @@ TEST_CASE("check-config: warnings do not fail the check") {
                          "(downgrade_unsupported)\n");
 }
 
-TEST_CASE("render-config prints the file; --diff compares with conf_path") {
+TEST_CASE("render-config prints the file, --diff compares with conf_path") {
   TempConfig cfg(kYaml);
   FakeOpensm fake("opensm-3.3.23");
   MemoryFileSystem fs;

@@ -69,7 +69,7 @@ TEST_CASE("spawn passes argv exactly, without a shell, with env and cwd", "[runn
   CHECK(c.exit->status == 0);
 }
 
-TEST_CASE("the child leads its own process group; kill signals the whole group", "[runner]") {
+TEST_CASE("the child leads its own process group, kill signals the whole group", "[runner]") {
   ScratchDir dir;
   boost::asio::io_context io;
   PosixProcessRunner runner(io);

@@ -88,7 +88,7 @@ TEST_CASE("a bounce to a third head fails, even when it is a configured head", "
                                  Catch::Contains("the planned master then was head01 (this head) or head02"));
 }
 
-TEST_CASE("without a named target the first new master is the target; a second one fails", "[service][mastership]") {
+TEST_CASE("without a named target the first new master is the target, a second one fails", "[service][mastership]") {
   auto w = window();
   round(w, 0, M, S, S);
   round(w, 100, S, M, S);
@@ -114,7 +114,7 @@ TEST_CASE("a flip-back fails only when the order is certain", "[service][masters
                                  Catch::Contains("after head02 had taken over at +1 ms"));
 }
 
-TEST_CASE("the target leaving MASTER before the failback fails; after it is asked for, it does not",
+TEST_CASE("the target leaving MASTER before the failback fails, after it is asked for, it does not",
           "[service][mastership]") {
   SECTION("before") {
     auto w = window();

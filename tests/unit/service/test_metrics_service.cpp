@@ -144,7 +144,7 @@ TEST_CASE("the metrics snapshot covers every SM, alarms, hold, polls and restart
   CHECK(sample_value(doc["smha_fabric_sms"], "smha_fabric_sms", {{"state", "discovering"}}) == 0.0);
 }
 
-TEST_CASE("every alarm and failover cause is present from the start, at 0; build, start and reload times",
+TEST_CASE("every alarm and failover cause is present from the start, at 0, build, start and reload times",
           "[service][metrics]") {
   PollStats polls;
   FailoverStats f;

@@ -118,7 +118,7 @@ TEST_CASE("AsioScheduler keeps time order when the loop arms timers late") {
   CHECK(fired == std::vector<int>{0, 1, 3});
 }
 
-TEST_CASE("map_config maps the failover policy; every peer is found by discovery, lid an override") {
+TEST_CASE("map_config maps the failover policy, every peer is found by discovery, lid an override") {
   std::vector<std::string> unaddressed;
   auto r = map_config(two_heads(), Guid{0x10}, &unaddressed);
   REQUIRE(r.ok());

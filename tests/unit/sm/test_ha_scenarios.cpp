@@ -43,7 +43,7 @@ TEST_CASE("Policy validation names the field and priorities bracket the base", "
   CHECK(pr.claim == 12);
 }
 
-TEST_CASE("Start: a stopped OpenSM is started at the standby priority; a running one is adopted",
+TEST_CASE("Start: a stopped OpenSM is started at the standby priority, a running one is adopted",
           "[sm]") {
   Rig rig;
   auto d = rig.poll(round(Local{kSilent}, {Peer{M, 11}}, {}, ProcessState::Stopped));
@@ -84,7 +84,7 @@ TEST_CASE("Takeover: DISCOVER after the required rounds, then master priority", 
   CHECK(rig.m.status().role == Role::Master);
 }
 
-TEST_CASE("Takeover: a silent master gets time to be fenced by its own smhad; a refused one does not",
+TEST_CASE("Takeover: a silent master gets time to be fenced by its own smhad, a refused one does not",
           "[sm]") {
   // Last answer at t = 400 ms; hang_timeout 400 + 2 polls + query window 50 = 1050 ms.
   Rig rig;
@@ -665,7 +665,7 @@ TEST_CASE("Two masters that persist raise the ignore_other_sm alarm", "[sm]") {
   CHECK(count<RestartOpensm>(acts) == 0);
 }
 
-TEST_CASE("N heads: only the highest-ranked live standby acts; the next one after the bound",
+TEST_CASE("N heads: only the highest-ranked live standby acts, the next one after the bound",
           "[sm]") {
   // We are 0x20; head01 (0x10) outranks us; head03 (0x30) is the master that dies.
   auto p = policy({{"head01", Guid{0x10}}, {"head03", kPeer2}}, kPeer);
