@@ -395,6 +395,8 @@ void Agent::apply(const sm::Decision& d) {
                                                                    r.error().message),
                                     sched_.now());
                       });
+    } else if (const auto* s = std::get_if<sm::DiscoverPeer>(&a)) {
+      discover_peer(s->peer);
     } else if (const auto* s = std::get_if<sm::StartOpensm>(&a)) {
       st = opensm_.start(s->priority);
     } else if (const auto* s = std::get_if<sm::StopOpensm>(&a)) {
@@ -415,6 +417,52 @@ void Agent::apply(const sm::Decision& d) {
     if (!st.ok()) sink_.error(st.error(), now);
   }
   arm_wakeup(d.next_wakeup);
+}
+
+// SubnSet(SMInfo, DISCOVER) to a peer head's STANDBY SM (sm::DiscoverPeer): by
+// its LID (the switches still route it while our OpenSM is gone), else by its
+// directed route. The engine saw it STANDBY in the latest round, but a HANDOVER
+// our OpenSM sent just before it died may have made it MASTER since: a Get
+// first, and the Set only if it still answers STANDBY (nothing else can make
+// it MASTER within one round trip: from STANDBY only a HANDOVER does, and a
+// sweep it began since answers DISCOVERING). Sent once; a lost or skipped Set
+// costs only the time the peer's smhad needs to count the missed rounds.
+void Agent::discover_peer(Guid peer) {
+  std::optional<mad::Target> target;
+  for (const auto& p : cfg_.peers) {
+    if (p.guid != peer) continue;
+    if (p.lid.value != 0) target = p.lid;
+    else if (p.dr) target = *p.dr;
+  }
+  if (!target) {
+    sink_.error(make_error("no_route", "DISCOVER to peer " + to_string(peer) + ": no LID or route known"),
+                sched_.now());
+    return;
+  }
+  mad::RequestOptions req;
+  req.timeout = std::max<Duration>(window_ / std::max(1, cfg_.attempts), milliseconds(1));
+  req.retries = 0;
+  req.m_key = cfg_.m_key;
+  std::weak_ptr<int> alive = alive_;
+  mad_.get_sminfo(*target, req, [this, alive, peer, target = *target, req](Result<mad::SmInfoReply> g) {
+    if (alive.expired() || !running_) return;
+    if (!g.ok() || g->info.guid != peer || g->info.state != SmState::Standby) {
+      sink_.error(make_error("not_sent", "DISCOVER to peer " + to_string(peer) + " not sent: it answers " +
+                                             (g.ok() ? std::string(to_string(g->info.state)) + " as " +
+                                                           to_string(g->info.guid)
+                                                     : g.error().message)),
+                  sched_.now());
+      return;
+    }
+    SmInfo payload;
+    payload.guid = cfg_.policy.own_guid;
+    payload.state = SmState::Master;
+    mad_.set_sminfo(target, SmInfoModifier::Discover, payload, req, [this, alive, peer](Result<mad::SmInfoReply> r) {
+      if (alive.expired() || r.ok()) return;
+      sink_.error(make_error(r.error().code, "DISCOVER to peer " + to_string(peer) + ": " + r.error().message),
+                  sched_.now());
+    });
+  });
 }
 
 // ---- discovery ---------------------------------------------------------------

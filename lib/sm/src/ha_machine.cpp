@@ -59,6 +59,7 @@ std::string_view to_string(EventKind k) {
     case EventKind::HandoverRejected: return "handover_rejected";
     case EventKind::PriorityChanged: return "priority_changed";
     case EventKind::Adopted: return "adopted";
+    case EventKind::PeerDiscover: return "peer_discover";
     case EventKind::PeerRoute: return "peer_route";
   }
   return "unknown";
@@ -394,7 +395,10 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
   if (p == ProcessState::Failed) {
     if (process_ == ProcessState::Failed) return;
     if (process_ == ProcessState::Running) {
+      const bool was_master = (role_ == Role::Master || role_ == Role::HandingOver) && local_ &&
+                              local_state_ == SmState::Master;
       local_down(now, c, "OpenSM supervision failed");
+      if (was_master) discover_successor(now, c);
       // local_down() may have asked for a start the supervisor refuses: the
       // engine waits for the process instead of asking every round.
       std::erase_if(c.d.actions, [](const Action& a) {
@@ -424,7 +428,32 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
     return;
   }
   if (process_ != ProcessState::Running) return;  // already handled (our own stop)
+  const bool was_master = (role_ == Role::Master || role_ == Role::HandingOver) && local_ &&
+                          local_state_ == SmState::Master;
   local_down(now, c, std::string("OpenSM ") + std::string(to_string(p)));
+  if (was_master) discover_successor(now, c);
+}
+
+// The standby OpenSM's own election would choose (priority, then lower GUID),
+// among the peers that answered STANDBY in the latest round, recently: a
+// peer that answered MASTER, DISCOVERING or nothing gets no Set. Its smhad
+// sees its SM sweep and become MASTER as after its own DISCOVER; if the Set is
+// lost, its smhad's rounds find the master gone as before.
+void HaMachine::discover_successor(TimePoint now, Ctx& c) {
+  const PeerTrack* best = nullptr;
+  for (const auto& t : peers_) {
+    if (!t.answered || !t.last || t.last->state != SmState::Standby) continue;
+    if (now - t.last_answer_at > 2 * policy_.poll_interval) continue;
+    if (best == nullptr || t.last->priority > best->last->priority ||
+        (t.last->priority == best->last->priority && t.spec.guid < best->spec.guid))
+      best = &t;
+  }
+  if (best == nullptr) return;
+  c.act(DiscoverPeer{best->spec.guid});
+  c.event(EventKind::PeerDiscover, "our MASTER's OpenSM exited",
+          "DISCOVER sent to " + peer_name(best->spec.guid) + " (STANDBY, priority " +
+              std::to_string(best->last->priority) + ")",
+          {best->spec.guid});
 }
 
 void HaMachine::on_tick(TimePoint now, Ctx& c) {
@@ -596,6 +625,7 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   // Local SM.
   const std::optional<SmState> before =
       local_ ? std::optional<SmState>(local_state_) : std::nullopt;
+  const bool was_standby = local_ && local_state_ == SmState::Standby;
   if (r.local.info) {
     local_ = *r.local.info;
     local_misses_ = 0;
@@ -692,19 +722,29 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
       if (ls == SmState::Master) role_ = Role::Master;
       else if (ls == SmState::Standby) role_ = Role::Standby;
       break;
-    case Role::Standby:
-      if (ls == SmState::Master) role_ = Role::Master;
+    case Role::Standby: {
+      // Our SM left STANDBY without our DISCOVER while the master is lost
+      // (sweeping with no MASTER seen, or already MASTER while the head that
+      // was MASTER no longer answers; a handover leaves that head answering
+      // STANDBY). Not with our port down: OpenSM then lost its own port.
+      const bool lost_head_master = std::any_of(peers_.begin(), peers_.end(), [](const PeerTrack& t) {
+        return t.last && t.last->state == SmState::Master && !t.answered;
+      });
+      if (was_standby && r.local_port == PortState::Up &&
+          ((ls == SmState::Discovering && !master_seen_) || (ls == SmState::Master && lost_head_master))) {
+        swept_takeover(now, c);
+        if (ls == SmState::Master) takeover_done(now, c);
+      } else if (ls == SmState::Master) {
+        role_ = Role::Master;
+      }
       break;
+    }
     case Role::Master:
       if (ls == SmState::Standby || ls == SmState::Discovering) role_ = Role::Standby;
       break;
     case Role::TakingOver:
       if (ls == SmState::Master) {
-        role_ = Role::Master;
-        set_alarm(AlarmKind::NoMaster, false, "", c);
-        c.event(EventKind::TakeoverDone, "local SM is MASTER",
-                ms(now - takeover_started_) + " after DISCOVER");
-        takeover_stage_ = 0;
+        takeover_done(now, c);
       } else if (live_master_peer() != nullptr || port_master_) {
         role_ = Role::Standby;
         const Guid master = live_master_peer() ? live_master_peer()->spec.guid : port_master_->guid;
@@ -902,6 +942,7 @@ void HaMachine::consider_takeover(const PollRound& r, TimePoint now, Ctx& c) {
   for (const auto& t : peers_)
     if (t.last && t.last->state == SmState::Master && !t.answered) took_over_from_ = t.spec.guid;
   c.act(SendDiscover{});
+  swept_ = false;
   std::vector<Guid> lost;
   if (took_over_from_) lost.push_back(*took_over_from_);
   c.event(EventKind::TakeoverStarted, "master lost", evidence, lost);
@@ -909,6 +950,38 @@ void HaMachine::consider_takeover(const PollRound& r, TimePoint now, Ctx& c) {
   takeover_stage_ = 0;
   takeover_started_ = now;
   deadline_ = now + policy_.takeover_bound;
+}
+
+// Our STANDBY SM left STANDBY (for DISCOVERING, or already MASTER) by itself
+// while the master is lost: the lost master's smhad sent it DISCOVER
+// (DiscoverPeer), or OpenSM's own polling of the master gave up. That is a
+// takeover; it is followed (and recorded) as one started by our own DISCOVER.
+void HaMachine::swept_takeover(TimePoint now, Ctx& c) {
+  took_over_from_.reset();
+  for (const auto& t : peers_)
+    if (t.last && t.last->state == SmState::Master && !t.answered) took_over_from_ = t.spec.guid;
+  std::vector<Guid> lost;
+  std::string evidence = "local SM went STANDBY->" + std::string(to_string(local_state_)) +
+                         " without our DISCOVER";
+  if (took_over_from_) {
+    lost.push_back(*took_over_from_);
+    evidence += "; " + peer_name(*took_over_from_) + " (last MASTER) unanswered";
+  }
+  c.event(EventKind::TakeoverStarted, "master lost: local SM left STANDBY", evidence, lost);
+  role_ = Role::TakingOver;
+  swept_ = true;
+  takeover_stage_ = 0;
+  takeover_started_ = now;
+  deadline_ = now + policy_.takeover_bound;
+}
+
+void HaMachine::takeover_done(TimePoint now, Ctx& c) {
+  role_ = Role::Master;
+  set_alarm(AlarmKind::NoMaster, false, "", c);
+  c.event(EventKind::TakeoverDone, "local SM is MASTER",
+          ms(now - takeover_started_) + (swept_ ? " after it left STANDBY" : " after DISCOVER"));
+  takeover_stage_ = 0;
+  swept_ = false;
 }
 
 void HaMachine::consider_split_brain(const PollRound& r, TimePoint now, Ctx& c) {

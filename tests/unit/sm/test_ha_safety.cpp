@@ -212,7 +212,7 @@ TEST_CASE("Takeover: the fallback restart is not made when the port's master ans
   CHECK(rig.m.status().role == Role::Standby);
 }
 
-TEST_CASE("Observe: a node without OpenSM (local SM never answered) raises no local_sm_hung; "
+TEST_CASE("Observe: a node without OpenSM (local SM never answered) raises no local_sm_hung, "
           "one that answered and went silent does",
           "[ha][observe]") {
   const bool observe = GENERATE(false, true);
@@ -233,4 +233,43 @@ TEST_CASE("Observe: a node without OpenSM (local SM never answered) raises no lo
     auto later = rig.polls(200, round(none, {{M, 12}}));
     CHECK(has_alarm(later, AlarmKind::LocalSmHung));
   }
+}
+
+TEST_CASE("Local exit while MASTER: DISCOVER at once to the standby OpenSM's election would pick, "
+          "never to a MASTER or a silent peer",
+          "[sm][peer_discover]") {
+  // Three heads; both peers STANDBY at 10: the lower GUID (kPeer) wins a tie.
+  Rig rig(policy({{"head02", kPeer}, {"head03", kPeer2}}));
+  rig.polls(3, round(Local{M, 11}, {Peer{S, 10, PortState::Up, kPeer}, Peer{S, 10, PortState::Up, kPeer2}}));
+  REQUIRE(rig.m.status().role == Role::Master);
+  auto d = rig.step(ProcessChanged{ProcessState::Exited});
+  auto dp = first<DiscoverPeer>(d.actions);
+  REQUIRE(dp);
+  CHECK(dp->peer == kPeer);
+  CHECK(count<DiscoverPeer>(d.actions) == 1);
+  CHECK(count<SendDiscover>(d.actions) == 0);  // our own SM is gone
+  CHECK(has_event(d.actions, EventKind::PeerDiscover));
+  CHECK(has_event(d.actions, EventKind::LocalFailure));
+
+  // A higher priority wins over a lower GUID.
+  Rig prio(policy({{"head02", kPeer}, {"head03", kPeer2}}));
+  prio.polls(3, round(Local{M, 11}, {Peer{S, 10, PortState::Up, kPeer}, Peer{S, 11, PortState::Up, kPeer2}}));
+  dp = first<DiscoverPeer>(prio.step(ProcessChanged{ProcessState::Exited}).actions);
+  REQUIRE(dp);
+  CHECK(dp->peer == kPeer2);
+
+  // No peer answered STANDBY in the latest round (silent, or DISCOVERING): no Set.
+  Rig silent;
+  silent.polls(3, round(Local{M, 11}, {Peer{S, 10}}));
+  silent.polls(1, round(Local{M, 11}, {Peer{kSilent, 10}}));
+  CHECK(count<DiscoverPeer>(silent.step(ProcessChanged{ProcessState::Exited}).actions) == 0);
+  Rig sweeping;
+  sweeping.polls(3, round(Local{M, 11}, {Peer{SmState::Discovering, 10}}));
+  CHECK(count<DiscoverPeer>(sweeping.step(ProcessChanged{ProcessState::Exited}).actions) == 0);
+
+  // A standby's exit, or our own stop, sends nothing to a peer.
+  Rig standby;
+  standby.polls(3, round(Local{S, 10}, {Peer{M, 11}}));
+  CHECK(count<DiscoverPeer>(standby.step(ProcessChanged{ProcessState::Exited}).actions) == 0);
+
 }

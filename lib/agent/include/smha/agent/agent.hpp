@@ -212,6 +212,7 @@ class Agent {
   void query_peer_port(const std::shared_ptr<Round>& round, std::size_t i, const DrPath& sw,
                        std::uint8_t port);
   void finish_round();
+  void discover_peer(Guid peer);
   void request_discovery(const std::string& why);
   void on_discovery(const DiscoveryResult& r);
   void check_routes(const Round& round);

@@ -100,6 +100,14 @@ using Observation = std::variant<PollRound, ProcessChanged, Tick, HandoverReques
 // SubnSet(SMInfo, DISCOVER, payload SMState MASTER) to the LOCAL SM (DR hop 0).
 // Only ever emitted in a step whose poll round showed the local SM in STANDBY.
 struct SendDiscover {};
+// SubnSet(SMInfo, DISCOVER) to a peer head's SM that answered STANDBY in the
+// latest round: emitted only by the smhad beside a MASTER whose OpenSM has
+// just exited unasked, to the standby OpenSM's own election would pick
+// (highest priority, then lowest GUID), so it sweeps now instead of after the
+// peer's smhad has counted the missed rounds. DISCOVER is safe at any time:
+// an SM that finds a master in that sweep returns to STANDBY. Never sent to
+// a MASTER; HANDOVER is never sent.
+struct DiscoverPeer { Guid peer; };
 struct StartOpensm { std::uint8_t priority; };
 // force: SIGKILL at once (fencing a hung OpenSM); otherwise SIGTERM then SIGKILL.
 struct StopOpensm { bool force = false; };
@@ -138,6 +146,7 @@ enum class EventKind : std::uint8_t {
   HandoverRejected,
   PriorityChanged,
   Adopted,            // smhad started beside a running OpenSM and took it over as it was
+  PeerDiscover,       // our MASTER's OpenSM exited: DISCOVER sent to the best standby's SM
   PeerRoute,          // the agent's discovery found a peer (or not) or its route changed;
                       // recorded by lib/agent, never by the engine
 };
@@ -160,7 +169,7 @@ struct RunHook {
   std::uint8_t priority;
 };
 
-using Action = std::variant<SendDiscover, StartOpensm, StopOpensm, RestartOpensm, SetPriority,
+using Action = std::variant<SendDiscover, DiscoverPeer, StartOpensm, StopOpensm, RestartOpensm, SetPriority,
                             RaiseAlarm, ClearAlarm, RecordEvent, RunHook>;
 
 struct Decision {
@@ -239,6 +248,10 @@ class HaMachine {
   void consider_split_brain(const PollRound& r, TimePoint now, Ctx& c);
   void consider_preempt(const PollRound& r, TimePoint now, Ctx& c);
   void local_down(TimePoint now, Ctx& c, const std::string& why);
+  // Our MASTER's OpenSM is gone (exited): DISCOVER to the standby that would win.
+  void discover_successor(TimePoint now, Ctx& c);
+  void swept_takeover(TimePoint now, Ctx& c);
+  void takeover_done(TimePoint now, Ctx& c);
   void restart_as_standby(TimePoint now, Ctx& c);
   bool peer_sweeping(TimePoint now) const;
   bool recovery_due(TimePoint now);
@@ -287,6 +300,7 @@ class HaMachine {
   // OpenSM may not apply it (a SIGHUP absorbed by a running heavy sweep, a
   // failed write): every answer of the local SM is compared with it, and the
   // change is signalled again until it shows (verify_priority()).
+  bool swept_ = false;  // the takeover under way was started by our SM, not our DISCOVER
   std::uint8_t rendered_ = 0;
   TimePoint prio_signalled_at_{};
   TimePoint prio_wanted_since_{};  // when rendered_ took its current value
