@@ -1148,7 +1148,7 @@ LidDrill lid_drill(bool continuity) {
 
 }  // namespace
 
-TEST_CASE("LID continuity: two compute nodes reset during a takeover get their LIDs back; without it they "
+TEST_CASE("LID continuity: two compute nodes reset during a takeover get their LIDs back, without it they "
           "swap", "[ibsim][smhad][drill][lidcont]") {
   const LidDrill on = lid_drill(true);
   const LidDrill off = lid_drill(false);

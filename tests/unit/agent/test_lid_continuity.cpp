@@ -81,7 +81,7 @@ const std::string kPath = "/var/cache/opensm/guid2lid";
 
 }  // namespace
 
-TEST_CASE("LID continuity: fabric answers are checked; bad ones are counted, never taken", "[lidcont]") {
+TEST_CASE("LID continuity: fabric answers are checked, bad ones counted and never taken", "[lidcont]") {
   SECTION("valid answers, LMC 0: one LID each") {
     auto f = check_fabric_lids({ca(0x11, 1), sw(0x21, 2), ca(0x31, 0xbfff)}, 0);
     CHECK(f.entries.size() == 3);
@@ -290,7 +290,7 @@ TEST_CASE("LID continuity: a bad file on disk is read safely, its bad records dr
   }
 }
 
-TEST_CASE("LID continuity: a walk cut by a bound, or a single answer, adds; newest wins", "[lidcont]") {
+TEST_CASE("LID continuity: a walk cut by a bound, or a single answer, adds and the newest wins", "[lidcont]") {
   FakeScheduler s;
   MemFs fs;
   LidContinuityConfig cfg;

@@ -502,7 +502,7 @@ TEST_CASE("validation errors: exact file:line:column, key path and message") {
   }
 }
 
-TEST_CASE("lid_continuity decides honor_guid2lid_file; a contradiction is refused") {
+TEST_CASE("lid_continuity decides honor_guid2lid_file, a contradiction is refused") {
   CHECK(load_ok(kNode + "opensm:\n  honor_guid2lid_file: true\n").opensm.honor_guid2lid_file);
   Config off = load_ok(kNode + "opensm:\n  lid_continuity: false\n");
   CHECK_FALSE(off.opensm.lid_continuity);

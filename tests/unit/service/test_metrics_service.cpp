@@ -300,7 +300,7 @@ TEST_CASE("a failing textfile write is logged once, and its recovery once", "[se
   CHECK(count("cannot write") == 2);
 }
 
-TEST_CASE("LID continuity metrics from the status: entries, writes, errors, refusals by reason; absent while off",
+TEST_CASE("LID continuity metrics from the status: entries, writes, errors, refusals by reason, absent while off",
           "[service][metrics]") {
   PollStats polls;
   FailoverStats f;
