@@ -988,6 +988,7 @@ Reply Daemon::do_reload() {
     start_agent(std::move(mapped).value());
     text += (text.empty() ? "" : "; ") + std::string("HA policy changed: engine restarted with the new policy");
   } else {
+    start_lid_continuity();  // opensm.lid_continuity or the LMC may have changed
     text += (text.empty() ? "" : "; ") + std::string("HA policy unchanged");
   }
   config_loaded_wall_ = std::chrono::system_clock::now();

@@ -1171,3 +1171,37 @@ TEST_CASE("LID continuity: two compute nodes reset during a takeover get their L
   CHECK(off.first_after == off.second_before);
   CHECK(off.second_after == off.first_before);
 }
+
+TEST_CASE("LID continuity: a reload turns it on, OpenSM gets honor_guid2lid_file TRUE by SIGHUP, a master "
+          "writes no guid2lid", "[ibsim][smhad][lidcont]") {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;
+  Head h{"head01", "Hca1", 0x100001, fabric.scratch_dir() + "/head01"};
+  write_config(h, 10, {{"head02", 0x100004, 0}}, {}, "  lid_continuity: false\n");
+  start_smhad(fabric, h, SMHA_SMHAD);
+  json s;
+  if (!wait_status(fabric, h, guard, local_master, 30s, &s))
+    FAIL("head01 not MASTER: " << s.dump() << "\n" << smhad_log(fabric, h));
+  CHECK(s["lid_continuity"]["enabled"] == false);
+  CHECK(read_text(h.dir + "/opensm.conf").find("\nhonor_guid2lid_file FALSE\n") != std::string::npos);
+  const int pid = s["opensm"]["pid"];
+  write_config(h, 10, {{"head02", 0x100004, 0}});
+  {
+    auto c = control::ControlClient::connect(h.socket());
+    REQUIRE(c);
+    auto r = c.value().call("reload", json::object(), 10s);
+    REQUIRE(r);
+    INFO(r.value().text);
+    REQUIRE(r.value().is_ok());
+    CHECK(r.value().data["opensm_action"] != "restarted");
+  }
+  CHECK(read_text(h.dir + "/opensm.conf").find("\nhonor_guid2lid_file TRUE\n") != std::string::npos);
+  // The census walk (3 s after start, then every 60 s) feeds it; a master does not write.
+  REQUIRE(wait_status(fabric, h, guard, [](const json& j) {
+    return j["lid_continuity"].value("enabled", false) && j["lid_continuity"]["honor_guid2lid_file"] == true;
+  }, 10s, &s));
+  CHECK(s["opensm"]["pid"] == pid);
+  CHECK(s["lid_continuity"]["writes"] == 0);
+  CHECK(s["lid_continuity"]["path"] == h.dir + "/cache/guid2lid");
+  fabric.stop_process(h.pidx, SIGTERM);
+}
