@@ -1105,6 +1105,19 @@ LidDrill lid_drill(bool continuity) {
       return j["lid_continuity"].value("state", std::string()).rfind("paused: our OpenSM is MASTER", 0) == 0;
     }, 15s, &s1));
     CHECK(s1["lid_continuity"]["writes"] == 0);
+    // head01's guid2lid, written by its MASTER OpenSM (osm_db_store), holds
+    // the same records as head02's, written by smhad from the fabric: the
+    // same format byte for byte (OpenSM lists them in hash order).
+    auto records = [](const std::string& text) {
+      std::set<std::string> r;
+      for (std::size_t at = 0, end; (end = text.find("\n\n", at)) != std::string::npos; at = end + 2)
+        r.insert(text.substr(at, end + 2 - at));
+      return r;
+    };
+    const std::string osm_file = h1.dir + "/cache/guid2lid";
+    REQUIRE(wait_for([&] { return records(read_text(osm_file)).size() == d.file_entries; }, 15s));
+    CHECK(records(read_text(osm_file)) == records(read_text(file)));
+    CHECK(read_text(file).size() == read_text(osm_file).size());
   } else {
     CHECK(s2["lid_continuity"]["enabled"] == false);
     CHECK(s2["lid_continuity"]["honor_guid2lid_file"] == false);
