@@ -665,6 +665,7 @@ void Agent::on_walk(const DiscoveryResult& r) {
   census_stats_.last_walk_at = now;
   census_.walked(r.sm_ports, !r.request_bound && !r.hop_bound, now);
   census_.known_ports(r.probed);
+  if (walk_observer_) walk_observer_(r);
   recheck_ports_.clear();
   recheck_next_ = 0;
   for (const auto& p : r.probed) {

@@ -720,7 +720,7 @@ void Loader::load_opensm(const Entry& e, Config& c) {
   auto m = check_map(e.value, "opensm",
                      {"binary", "flavor", "routing_engine", "sweep_interval", "adaptive_routing",
                       "sharp", "downgrade_unsupported", "log_file", "dump_files_dir", "cache_dir",
-                      "conf_path", "honor_guid2lid_file", "sa_db_dump", "sa_db_file", "extra",
+                      "conf_path", "honor_guid2lid_file", "lid_continuity", "sa_db_dump", "sa_db_file", "extra",
                       "restart_backoff_initial_ms", "restart_backoff_max_s", "restart_stable_s",
                       "crash_loop_count", "crash_loop_window_s"});
   if (!m) return;
@@ -734,6 +734,11 @@ void Loader::load_opensm(const Entry& e, Config& c) {
     }
   };
   auto bool_key = [&](const char* key, bool& out) {
+    if (auto it = m->find(key); it != m->end()) {
+      if (auto b = boolean(it->second.value, std::string("opensm.") + key)) out = *b;
+    }
+  };
+  auto bool_key_opt = [&](const char* key, std::optional<bool>& out) {
     if (auto it = m->find(key); it != m->end()) {
       if (auto b = boolean(it->second.value, std::string("opensm.") + key)) out = *b;
     }
@@ -789,7 +794,22 @@ void Loader::load_opensm(const Entry& e, Config& c) {
   path_key("dump_files_dir", o.dump_files_dir);
   path_key("cache_dir", o.cache_dir);
   path_key("conf_path", o.conf_path);
-  bool_key("honor_guid2lid_file", o.honor_guid2lid_file);
+  bool_key("lid_continuity", o.lid_continuity);
+  // One source of truth: lid_continuity decides honor_guid2lid_file unless it
+  // is off, when honor_guid2lid_file is what the operator says (default FALSE).
+  {
+    std::optional<bool> honor;
+    bool_key_opt("honor_guid2lid_file", honor);
+    if (o.lid_continuity) {
+      if (honor && !*honor)
+        error(m->find("honor_guid2lid_file")->second.value, "opensm.honor_guid2lid_file",
+              "false contradicts opensm.lid_continuity: true (OpenSM must read the guid2lid smhad keeps); "
+              "set lid_continuity: false to run without it");
+      o.honor_guid2lid_file = true;
+    } else {
+      o.honor_guid2lid_file = honor.value_or(false);
+    }
+  }
   bool_key("sa_db_dump", o.sa_db_dump);
   if (auto it = m->find("sa_db_file"); it != m->end() && !it->second.value.IsNull()) {
     path_key("sa_db_file", o.sa_db_file);

@@ -121,6 +121,21 @@ std::string render_prometheus(const MetricsSnapshot& s) {
     }
   }
 
+  if (s.lid_continuity) {
+    const auto& l = *s.lid_continuity;
+    w.family("smha_lid_continuity_entries", "gauge", "Entries in the guid2lid smhad last wrote for its OpenSM.");
+    w.sample("smha_lid_continuity_entries", {}, static_cast<double>(l.entries));
+    w.family("smha_lid_continuity_writes_total", "counter", "guid2lid files smhad wrote for its OpenSM.");
+    w.sample("smha_lid_continuity_writes_total", {}, l.writes);
+    w.family("smha_lid_continuity_write_errors_total", "counter", "Failed reads or writes of that guid2lid.");
+    w.sample("smha_lid_continuity_write_errors_total", {}, l.write_errors);
+    w.family("smha_lid_continuity_rejected_total", "counter",
+             "Fabric answers not written into guid2lid, by reason (bad_lid, duplicate_lid, conflict).");
+    std::map<std::string, uint64_t> r = l.rejected;
+    for (const char* k : {"bad_lid", "duplicate_lid", "conflict"}) r.emplace(k, 0);
+    for (const auto& [reason, n] : r) w.sample("smha_lid_continuity_rejected_total", {{"reason", reason}}, n);
+  }
+
   w.family("smha_failovers_total", "counter", "Times the local SM became MASTER, by cause (takeover, handover, start, ...).");
   for (const auto& [reason, n] : s.failovers_by_reason) w.sample("smha_failovers_total", {{"reason", reason}}, n);
 

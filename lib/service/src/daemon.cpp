@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "smha/agent/agent.hpp"
+#include "smha/agent/lid_continuity.hpp"
 #include "smha/config/config.hpp"
 #include "smha/control/server.hpp"
 #include "smha/core/state_dir.hpp"
@@ -157,6 +158,8 @@ class Daemon final : public DrillHost {
   json status_json();
   json census_json(TimePoint now) const;  // "sms" and "census" (doc/census.md)
   json census_sa_json(TimePoint now) const;  // the master's SA table ("census_sa", census.sa)
+  json lid_continuity_json(TimePoint now) const;  // doc/lid-continuity.md
+  void start_lid_continuity();
   void add_smp_port_state(json& local, TimePoint now) const;
   void arm_signals();
   void wait_hup();
@@ -196,6 +199,8 @@ class Daemon final : public DrillHost {
   std::unique_ptr<SupervisedOpensmControl> supervised_;
   ObserveOnlyOpensmControl observe_control_;
   agent::OpensmControl* control_ = nullptr;
+  std::unique_ptr<agent::LidContinuity> lid_continuity_;  // before agent_: its walks feed it
+  unsigned lid_lmc_ = 0;
   std::unique_ptr<agent::Agent> agent_;
   std::unique_ptr<control::ControlServer> server_;
   std::unique_ptr<boost::asio::signal_set> stop_signals_;
@@ -396,8 +401,69 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
   cfg.policy.observe = options_.observe;  // no OpenSM of ours: a silent local port is no hang
   agent_ = std::make_unique<agent::Agent>(std::move(cfg), *sched_, *mad_, *control_, *events_);
   if (supervised_) agent_->set_local_stopped([this] { return process_stopped(supervised_->supervisor_status().pid); });
+  start_lid_continuity();
   sink_.set_node_namer(own_guid_, [this](Guid g) { return event_node(g); });
   agent_->start();
+}
+
+// LID continuity (doc/lid-continuity.md): fed by the census walks, writes
+// <cache_dir>/guid2lid while our OpenSM is STANDBY. Off in observe mode (no
+// OpenSM of ours) and without the census (nothing feeds it). Kept across
+// reloads while its file and LMC stay the same.
+void Daemon::start_lid_continuity() {
+  const auto& o = config_.opensm;
+  if (!o.lid_continuity || options_.observe || !supervised_ || !agent_->config().census.enabled) {
+    lid_continuity_.reset();
+    return;
+  }
+  agent::LidContinuityConfig lc;
+  lc.path = o.cache_dir + "/guid2lid";
+  for (const auto& x : o.extra)
+    if (x.key == "lmc" && x.value.size() == 1 && x.value[0] >= '0' && x.value[0] <= '7')
+      lc.lmc = static_cast<unsigned>(x.value[0] - '0');
+  if (!lid_continuity_ || lid_continuity_->status().path != lc.path || lid_lmc_ != lc.lmc) {
+    lid_lmc_ = lc.lmc;
+    lid_continuity_ = std::make_unique<agent::LidContinuity>(lc, *sched_, fs_, [this]() -> std::optional<SmState> {
+      // The engine's last answer from our SM, while OpenSM runs.
+      if (!agent_ || !supervised_ || supervised_->state() != sm::ProcessState::Running) return std::nullopt;
+      return agent_->status().local_state;
+    });
+  }
+  agent_->set_walk_observer([this](const agent::DiscoveryResult& r) {
+    if (lid_continuity_) lid_continuity_->observe(r.probed, !r.request_bound && !r.hop_bound);
+  });
+}
+
+json Daemon::lid_continuity_json(TimePoint now) const {
+  json j;
+  j["enabled"] = lid_continuity_ != nullptr;
+  j["honor_guid2lid_file"] = config_.opensm.honor_guid2lid_file;
+  if (!lid_continuity_) return j;
+  const auto& st = lid_continuity_->status();
+  j["path"] = st.path;
+  j["state"] = st.state;
+  j["fabric_ports"] = st.fabric;
+  j["entries"] = st.entries;
+  j["kept"] = st.kept;
+  j["dropped_claimed"] = st.dropped_claimed;
+  j["file_skipped"] = st.file_skipped;
+  json fp = json::array();
+  for (const auto& p : st.file_problems) fp.push_back(printable(p));
+  j["file_problems"] = fp;
+  j["rejected"] = {{"bad_lid", st.rejected.bad_lid},
+                   {"duplicate_lid", st.rejected.duplicate_lid},
+                   {"conflict", st.rejected.conflict}};
+  j["unassigned"] = st.unassigned;
+  json rs = json::array();
+  for (const auto& r : st.reasons) rs.push_back(printable(r));
+  j["reasons"] = rs;
+  j["writes"] = st.writes;
+  j["write_errors"] = st.write_errors;
+  j["unchanged"] = st.unchanged;
+  j["last_written_age_s"] = st.last_written_at ? json(seconds_since(*st.last_written_at, now)) : json(nullptr);
+  j["last_checked_age_s"] = st.last_checked_at ? json(seconds_since(*st.last_checked_at, now)) : json(nullptr);
+  j["last_error"] = st.last_error.empty() ? json(nullptr) : json(printable(st.last_error));
+  return j;
 }
 
 // Each poll interval, what the local OpenSM appended to its log file (bounded,
@@ -754,6 +820,7 @@ json Daemon::status_json() {
   j["peers"] = peers;
   j["sms"] = census_json(now);
   j["census_sa"] = census_sa_json(now);
+  j["lid_continuity"] = lid_continuity_json(now);
   const auto& pol = agent_->config().policy;
   j["policy"] = {{"poll_interval_ms", std::chrono::duration_cast<std::chrono::milliseconds>(pol.poll_interval).count()},
                  {"misses", pol.misses},
@@ -921,6 +988,7 @@ Reply Daemon::do_reload() {
     start_agent(std::move(mapped).value());
     text += (text.empty() ? "" : "; ") + std::string("HA policy changed: engine restarted with the new policy");
   } else {
+    start_lid_continuity();  // opensm.lid_continuity or the LMC may have changed
     text += (text.empty() ? "" : "; ") + std::string("HA policy unchanged");
   }
   config_loaded_wall_ = std::chrono::system_clock::now();

@@ -91,6 +91,18 @@ control::MetricsSnapshot metrics_snapshot(const json& s, const PollStats& polls,
     for (auto& ch : st) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     ++m.fabric_sms[st];
   }
+  if (const json lc = s.value("lid_continuity", json::object()); lc.is_object() && lc.value("enabled", false)) {
+    control::MetricsSnapshot::LidContinuity l;
+    l.entries = lc.value("entries", std::uint64_t{0});
+    l.writes = lc.value("writes", std::uint64_t{0});
+    l.write_errors = lc.value("write_errors", std::uint64_t{0});
+    if (lc.contains("rejected") && lc["rejected"].is_object()) {
+      const json& rejected = lc["rejected"];
+      for (auto it = rejected.begin(); it != rejected.end(); ++it)
+        if (it->is_number_unsigned()) l.rejected[it.key()] = it->get<std::uint64_t>();
+    }
+    m.lid_continuity = l;
+  }
   m.failovers_by_reason = failovers.by_reason();
   for (const char* r : {"takeover", "handover", "preempt", "start"}) m.failovers_by_reason.emplace(r, 0);
   m.last_takeover_seconds = failovers.last_takeover_seconds();

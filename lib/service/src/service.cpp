@@ -509,6 +509,24 @@ std::string render_status_text(const nlohmann::json& s) {
       o << "\n";
     }
   }
+  // LID continuity (doc/lid-continuity.md): the guid2lid kept for our OpenSM.
+  if (s.contains("lid_continuity") && s["lid_continuity"].is_object()) {
+    const auto& l = s["lid_continuity"];
+    if (!l.value("enabled", false)) {
+      o << " guid2lid: not kept by smhad (honor_guid2lid_file "
+        << (l.value("honor_guid2lid_file", false) ? "TRUE" : "FALSE") << ")\n";
+    } else {
+      const auto& r = l.value("rejected", nlohmann::json::object());
+      o << " guid2lid: " << str(l, "entries") << " entries (" << str(l, "kept") << " kept for ports not seen now), "
+        << str(l, "state") << ", written " << str(l, "writes") << "x, last "
+        << age_text(l, "last_written_age_s") << "; " << str(l, "path") << "\n";
+      o << "           refused: " << str(r, "bad_lid") << " bad LID, " << str(r, "duplicate_lid")
+        << " duplicate LID, " << str(r, "conflict") << " conflicting; file records skipped "
+        << str(l, "file_skipped");
+      if (!str(l, "last_error", "").empty()) o << "; error: " << str(l, "last_error");
+      o << "\n";
+    }
+  }
   if (s.contains("policy")) {
     const auto& pol = s["policy"];
     o << "   Policy: poll " << str(pol, "poll_interval_ms") << "ms x " << str(pol, "misses")

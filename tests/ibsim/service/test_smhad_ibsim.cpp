@@ -1029,3 +1029,192 @@ TEST_CASE("GUID-only: the master's LID changes while both heads run: re-resolved
   fabric.stop_process(h1.pidx, SIGTERM);
   fabric.stop_process(h2.pidx, SIGTERM);
 }
+
+namespace {
+
+// What one LID-continuity drill saw (doc/lid-continuity.md).
+struct LidDrill {
+  bool continuity = false;
+  std::string first, second;         // the nodes in the order they came back
+  int first_before = 0, first_after = 0;
+  int second_before = 0, second_after = 0;
+  std::uint64_t file_entries = 0;    // head02's guid2lid before the takeover (continuity on)
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string guid2lid_line(std::uint64_t guid, int lid) {
+  char b[64];
+  std::snprintf(b, sizeof b, "0x%016llx 0x%04x 0x%04x\n\n", static_cast<unsigned long long>(guid), lid, lid);
+  return b;
+}
+
+// Two GUID-only heads, head01 MASTER; Hca3 and Hca4 reset (ibsim `Clear`: LID
+// 0, link down, as two rebooting compute nodes); head01's smhad and OpenSM
+// killed; head02 takes over; the node with the higher LID comes back first
+// (`ReLink`), then the other. With continuity off a new master gives a port
+// that comes back with LID 0 the lowest free LID.
+LidDrill lid_drill(bool continuity) {
+  LidDrill d;
+  d.continuity = continuity;
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;
+  const std::uint64_t g1 = 0x100001, g2 = 0x100004;
+  Head h1{"head01", "Hca1", g1, fabric.scratch_dir() + "/head01"};
+  Head h2{"head02", "Hca2", g2, fabric.scratch_dir() + "/head02"};
+  const std::string opensm_extra = continuity ? "" : "  lid_continuity: false\n";
+  write_config(h1, 10, {{h2.name, h2.guid, 0}}, {}, opensm_extra);
+  write_config(h2, 10, {{h1.name, h1.guid, 0}}, {}, opensm_extra);
+  json s1, s2;
+  start_smhad(fabric, h1, SMHA_SMHAD);
+  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
+    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
+  REQUIRE(wait_for([&] {
+    return fabric.node_port("Hca3").value_or(NodePort{}).lid != 0 &&
+           fabric.node_port("Hca4").value_or(NodePort{}).lid != 0;
+  }, 20s));
+  const NodePort p3 = *fabric.node_port("Hca3"), p4 = *fabric.node_port("Hca4");
+  start_smhad(fabric, h2, SMHA_SMHAD);
+  if (!wait_status(fabric, h2, guard, [](const json& j) {
+        return j["local"]["state"] == "STANDBY" && j["peers"][0]["state"] == "MASTER";
+      }, 30s, &s2))
+    FAIL("head02 not STANDBY seeing head01 MASTER: " << s2.dump() << "\n" << smhad_log(fabric, h2));
+  const std::string file = h2.dir + "/cache/guid2lid";
+  if (continuity) {
+    // head02's first census walk (3 s after start) wrote the fabric's LIDs.
+    if (!wait_status(fabric, h2, guard, [&](const json& j) {
+          const auto& l = j["lid_continuity"];
+          return l.value("enabled", false) && l.value("writes", 0) >= 1 &&
+                 read_text(file).find(guid2lid_line(p3.port_guid, p3.lid)) != std::string::npos &&
+                 read_text(file).find(guid2lid_line(p4.port_guid, p4.lid)) != std::string::npos;
+        }, 30s, &s2))
+      FAIL("head02 wrote no guid2lid with Hca3 and Hca4: " << s2["lid_continuity"].dump() << "\n"
+                                                            << read_text(file));
+    d.file_entries = s2["lid_continuity"].value("entries", 0);
+    CHECK(s2["lid_continuity"]["state"] == "writing");
+    CHECK(s2["lid_continuity"]["rejected"]["bad_lid"] == 0);
+    CHECK(s2["lid_continuity"]["rejected"]["duplicate_lid"] == 0);
+    CHECK(s2["lid_continuity"]["rejected"]["conflict"] == 0);
+    // head01 (MASTER) does not write: its OpenSM writes its own.
+    REQUIRE(wait_status(fabric, h1, guard, [](const json& j) {
+      return j["lid_continuity"].value("state", std::string()).rfind("paused: our OpenSM is MASTER", 0) == 0;
+    }, 15s, &s1));
+    CHECK(s1["lid_continuity"]["writes"] == 0);
+    // head01's guid2lid, written by its MASTER OpenSM (osm_db_store), holds
+    // the same records as head02's, written by smhad from the fabric: the
+    // same format byte for byte (OpenSM lists them in hash order).
+    auto records = [](const std::string& text) {
+      std::set<std::string> r;
+      for (std::size_t at = 0, end; (end = text.find("\n\n", at)) != std::string::npos; at = end + 2)
+        r.insert(text.substr(at, end + 2 - at));
+      return r;
+    };
+    const std::string osm_file = h1.dir + "/cache/guid2lid";
+    REQUIRE(wait_for([&] { return records(read_text(osm_file)).size() == d.file_entries; }, 15s));
+    CHECK(records(read_text(osm_file)) == records(read_text(file)));
+    CHECK(read_text(file).size() == read_text(osm_file).size());
+  } else {
+    CHECK(s2["lid_continuity"]["enabled"] == false);
+    CHECK(s2["lid_continuity"]["honor_guid2lid_file"] == false);
+  }
+  // Both compute nodes reset while head01 is master.
+  fabric.console("Clear \"Hca3\"");
+  fabric.console("Clear \"Hca4\"");
+  REQUIRE(wait_for([&] {
+    return fabric.node_port("Hca3").value_or(NodePort{1, 1, 0}).lid == 0 &&
+           fabric.node_port("Hca4").value_or(NodePort{1, 1, 0}).lid == 0;
+  }, 10s));
+  // head01's smhad and OpenSM killed; head02 takes over.
+  REQUIRE(wait_status(fabric, h1, guard, local_master, 10s, &s1));
+  const int victim = s1["opensm"]["pid"];
+  const std::size_t log_before = std::filesystem::file_size(h2.opensm_log());
+  const int smhad1 = fabric.process_pid(h1.pidx);
+  fabric.stop_process(h1.pidx, SIGKILL);
+  REQUIRE(::kill(victim, SIGKILL) == 0);
+  REQUIRE(wait_for([&] { return !pid_running(victim); }, 5s));
+  free_ibsim_slot(fabric, victim);
+  free_ibsim_slot(fabric, smhad1);
+  if (!wait_status(fabric, h2, guard, local_master, 30s, &s2))
+    FAIL("head02 did not take over: " << s2.dump() << "\n" << smhad_log(fabric, h2));
+  REQUIRE(wait_for([&] { return read_text(h2.opensm_log()).find("SUBNET UP", log_before) != std::string::npos; },
+                   30s));
+  // The node with the higher LID first, then the other.
+  const bool three_first = p3.lid > p4.lid;
+  d.first = three_first ? "Hca3" : "Hca4";
+  d.second = three_first ? "Hca4" : "Hca3";
+  d.first_before = three_first ? p3.lid : p4.lid;
+  d.second_before = three_first ? p4.lid : p3.lid;
+  fabric.console("ReLink \"" + d.first + "\"");
+  REQUIRE(wait_for([&] { return fabric.node_port(d.first).value_or(NodePort{}).lid != 0; }, 30s));
+  d.first_after = fabric.node_port(d.first)->lid;
+  fabric.console("ReLink \"" + d.second + "\"");
+  REQUIRE(wait_for([&] { return fabric.node_port(d.second).value_or(NodePort{}).lid != 0; }, 30s));
+  d.second_after = fabric.node_port(d.second)->lid;
+  fabric.stop_process(h2.pidx, SIGTERM);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("LID continuity: two compute nodes reset during a takeover get their LIDs back, without it they "
+          "swap", "[ibsim][smhad][drill][lidcont]") {
+  const LidDrill on = lid_drill(true);
+  const LidDrill off = lid_drill(false);
+  std::cout << "LID continuity drill (two-switch-4hca, Hca3 and Hca4 reset, head01 killed, head02 takes over,\n"
+               "higher LID relinked first):\n"
+            << "| lid_continuity | node | LID before | LID after | kept |\n|---|---|---|---|---|\n";
+  for (const auto* d : {&on, &off}) {
+    for (int k = 0; k < 2; ++k) {
+      const std::string& node = k == 0 ? d->first : d->second;
+      const int before = k == 0 ? d->first_before : d->second_before;
+      const int after = k == 0 ? d->first_after : d->second_after;
+      std::cout << "| " << (d->continuity ? "true" : "false") << " | " << node << " | " << before << " | "
+                << after << " | " << (before == after ? "yes" : "NO") << " |\n";
+    }
+  }
+  std::cout << "head02's guid2lid before the takeover: " << on.file_entries << " entries" << std::endl;
+  CHECK(on.first_after == on.first_before);
+  CHECK(on.second_after == on.second_before);
+  // Without the file: the first back gets the lowest free LID (the other's).
+  CHECK(off.first_after == off.second_before);
+  CHECK(off.second_after == off.first_before);
+}
+
+TEST_CASE("LID continuity: a reload turns it on, OpenSM gets honor_guid2lid_file TRUE by SIGHUP, a master "
+          "writes no guid2lid", "[ibsim][smhad][lidcont]") {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;
+  Head h{"head01", "Hca1", 0x100001, fabric.scratch_dir() + "/head01"};
+  write_config(h, 10, {{"head02", 0x100004, 0}}, {}, "  lid_continuity: false\n");
+  start_smhad(fabric, h, SMHA_SMHAD);
+  json s;
+  if (!wait_status(fabric, h, guard, local_master, 30s, &s))
+    FAIL("head01 not MASTER: " << s.dump() << "\n" << smhad_log(fabric, h));
+  CHECK(s["lid_continuity"]["enabled"] == false);
+  CHECK(read_text(h.dir + "/opensm.conf").find("\nhonor_guid2lid_file FALSE\n") != std::string::npos);
+  const int pid = s["opensm"]["pid"];
+  write_config(h, 10, {{"head02", 0x100004, 0}});
+  {
+    auto c = control::ControlClient::connect(h.socket());
+    REQUIRE(c);
+    auto r = c.value().call("reload", json::object(), 10s);
+    REQUIRE(r);
+    INFO(r.value().text);
+    REQUIRE(r.value().is_ok());
+    CHECK(r.value().data["opensm_action"] != "restarted");
+  }
+  CHECK(read_text(h.dir + "/opensm.conf").find("\nhonor_guid2lid_file TRUE\n") != std::string::npos);
+  // The census walk (3 s after start, then every 60 s) feeds it; a master does not write.
+  REQUIRE(wait_status(fabric, h, guard, [](const json& j) {
+    return j["lid_continuity"].value("enabled", false) && j["lid_continuity"]["honor_guid2lid_file"] == true;
+  }, 10s, &s));
+  CHECK(s["opensm"]["pid"] == pid);
+  CHECK(s["lid_continuity"]["writes"] == 0);
+  CHECK(s["lid_continuity"]["path"] == h.dir + "/cache/guid2lid");
+  fabric.stop_process(h.pidx, SIGTERM);
+}

@@ -81,7 +81,8 @@ TEST_CASE("a minimal config gets every documented default") {
   CHECK(c.opensm.dump_files_dir == "/var/log/");
   CHECK(c.opensm.cache_dir == "/var/cache/opensm");
   CHECK(c.opensm.conf_path == "/var/lib/smha/opensm.conf");
-  CHECK_FALSE(c.opensm.honor_guid2lid_file);
+  CHECK(c.opensm.lid_continuity);
+  CHECK(c.opensm.honor_guid2lid_file);  // follows lid_continuity
   CHECK(c.opensm.sa_db_dump);
   CHECK(c.opensm.sa_db_file.empty());
   CHECK(c.opensm.extra.empty());
@@ -499,6 +500,20 @@ TEST_CASE("validation errors: exact file:line:column, key path and message") {
     INFO(c.yaml);
     CHECK(errors_of(c.yaml) == std::vector<std::string>{c.error});
   }
+}
+
+TEST_CASE("lid_continuity decides honor_guid2lid_file, a contradiction is refused") {
+  CHECK(load_ok(kNode + "opensm:\n  honor_guid2lid_file: true\n").opensm.honor_guid2lid_file);
+  Config off = load_ok(kNode + "opensm:\n  lid_continuity: false\n");
+  CHECK_FALSE(off.opensm.lid_continuity);
+  CHECK_FALSE(off.opensm.honor_guid2lid_file);
+  Config own = load_ok(kNode + "opensm:\n  lid_continuity: false\n  honor_guid2lid_file: true\n");
+  CHECK(own.opensm.honor_guid2lid_file);
+  CHECK(errors_of(kNode + "opensm:\n  honor_guid2lid_file: false\n") ==
+        std::vector<std::string>{
+            "t.yaml:5:24: opensm.honor_guid2lid_file: false contradicts opensm.lid_continuity: true (OpenSM "
+            "must read the guid2lid smhad keeps); set lid_continuity: false to run without it"});
+  CHECK(errors_of(kNode + "opensm:\n  lid_continuity: 3\n").size() == 1);
 }
 
 TEST_CASE("metrics: off by default, loopback listen addresses and the textfile collector") {

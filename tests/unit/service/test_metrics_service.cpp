@@ -299,3 +299,27 @@ TEST_CASE("a failing textfile write is logged once, and its recovery once", "[se
   REQUIRE_FALSE(svc.write_textfile().ok());
   CHECK(count("cannot write") == 2);
 }
+
+TEST_CASE("LID continuity metrics from the status: entries, writes, errors, refusals by reason, absent while off",
+          "[service][metrics]") {
+  PollStats polls;
+  FailoverStats f;
+  json st = status_fixture();
+  auto off = parse_with_prometheus_client(control::render_prometheus(metrics_snapshot(st, polls, f)));
+  REQUIRE_FALSE(off.contains("error"));
+  CHECK_FALSE(off.contains("smha_lid_continuity_entries"));
+  st["lid_continuity"] = json::parse(R"({"enabled":true,"entries":6,"writes":3,"write_errors":1,
+                                         "rejected":{"bad_lid":2,"duplicate_lid":4,"conflict":0}})");
+  auto doc = parse_with_prometheus_client(control::render_prometheus(metrics_snapshot(st, polls, f)));
+  REQUIRE_FALSE(doc.contains("error"));
+  CHECK(sample_value(doc["smha_lid_continuity_entries"], "smha_lid_continuity_entries", json::object()) == 6.0);
+  CHECK(sample_value(doc["smha_lid_continuity_writes"], "smha_lid_continuity_writes_total", json::object()) == 3.0);
+  CHECK(sample_value(doc["smha_lid_continuity_write_errors"], "smha_lid_continuity_write_errors_total",
+                     json::object()) == 1.0);
+  CHECK(sample_value(doc["smha_lid_continuity_rejected"], "smha_lid_continuity_rejected_total",
+                     {{"reason", "bad_lid"}}) == 2.0);
+  CHECK(sample_value(doc["smha_lid_continuity_rejected"], "smha_lid_continuity_rejected_total",
+                     {{"reason", "duplicate_lid"}}) == 4.0);
+  CHECK(sample_value(doc["smha_lid_continuity_rejected"], "smha_lid_continuity_rejected_total",
+                     {{"reason", "conflict"}}) == 0.0);
+}

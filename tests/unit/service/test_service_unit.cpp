@@ -829,3 +829,22 @@ TEST_CASE("smhad --check-config prints route warnings when the fabric answers, a
         }) == 0);
   CHECK(err2.str().empty());
 }
+
+TEST_CASE("status shows the guid2lid smhad keeps (LID continuity), or that it keeps none") {
+  auto j = nlohmann::json::parse(R"({"lid_continuity":{"enabled":true,"honor_guid2lid_file":true,
+    "path":"/var/cache/opensm/guid2lid","state":"writing","entries":6,"kept":2,"writes":3,
+    "last_written_age_s":41.2,"file_skipped":1,"last_error":null,
+    "rejected":{"bad_lid":1,"duplicate_lid":2,"conflict":0}}})");
+  std::string t = render_status_text(j);
+  CHECK(t.find(" guid2lid: 6 entries (2 kept for ports not seen now), writing, written 3x, last 41s ago; "
+               "/var/cache/opensm/guid2lid\n"
+               "           refused: 1 bad LID, 2 duplicate LID, 0 conflicting; file records skipped 1\n") !=
+        std::string::npos);
+  j["lid_continuity"]["state"] = "error";
+  j["lid_continuity"]["last_error"] = "write /var/cache/opensm/guid2lid: No space left on device";
+  t = render_status_text(j);
+  CHECK(t.find("file records skipped 1; error: write /var/cache/opensm/guid2lid: No space left on device\n") !=
+        std::string::npos);
+  t = render_status_text(nlohmann::json::parse(R"({"lid_continuity":{"enabled":false,"honor_guid2lid_file":false}})"));
+  CHECK(t.find(" guid2lid: not kept by smhad (honor_guid2lid_file FALSE)\n") != std::string::npos);
+}

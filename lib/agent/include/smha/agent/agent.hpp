@@ -180,6 +180,9 @@ class Agent {
   void set_peer_port(PeerPortFn fn) { peer_port_ = std::move(fn); }
   // Whether the kernel shows the local OpenSM stopped (see PollRound::local_stopped).
   void set_local_stopped(std::function<bool()> fn) { local_stopped_ = std::move(fn); }
+  // Called with every census walk's result (LID continuity reads its ports).
+  using WalkObserver = std::function<void(const DiscoveryResult&)>;
+  void set_walk_observer(WalkObserver fn) { walk_observer_ = std::move(fn); }
 
   // Tells the machine the process state and starts polling now.
   void start();
@@ -239,6 +242,7 @@ class Agent {
   int late_rounds_ = 0;  // consecutive rounds discounted because we were stalled
   LocalPortFn local_port_;
   std::function<bool()> local_stopped_;
+  WalkObserver walk_observer_;
   PeerPortFn peer_port_;
   std::shared_ptr<int> alive_;   // callbacks hold a weak_ptr: dropped after stop()/destruction
   std::shared_ptr<Round> round_;

@@ -105,7 +105,13 @@ struct OpensmSettings {
   std::string dump_files_dir = "/var/log/";
   std::string cache_dir = "/var/cache/opensm";  // OSM_CACHE_DIR for the OpenSM process
   std::string conf_path = "/var/lib/smha/opensm.conf";
-  bool honor_guid2lid_file = false;
+  // LID continuity (doc/lid-continuity.md): while our OpenSM is STANDBY,
+  // smhad keeps <cache_dir>/guid2lid from the fabric's LIDs, and OpenSM gets
+  // honor_guid2lid_file TRUE so it restores them when it takes over.
+  bool lid_continuity = true;
+  // What opensm.conf gets: TRUE with lid_continuity (an explicit false then
+  // is refused); otherwise as configured (a guid2lid kept in sync by other means).
+  bool honor_guid2lid_file = true;
   bool sa_db_dump = true;
   std::string sa_db_file;         // empty: not rendered
   std::vector<ExtraKey> extra;    // sorted by key

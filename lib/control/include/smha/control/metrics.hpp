@@ -12,6 +12,11 @@
 //   (state, priority and master only for SMs that answered)
 //   smha_fabric_sms{state}               gauge SMs the census knows on the fabric (heads included), per
 //                                        state: master, standby, discovering, notactive, silent, unknown
+//   smha_lid_continuity_entries          gauge entries in the guid2lid smhad last wrote (doc/lid-continuity.md)
+//   smha_lid_continuity_writes_total     counter guid2lid files written
+//   smha_lid_continuity_write_errors_total counter failed reads/writes of it
+//   smha_lid_continuity_rejected_total{reason} counter fabric answers refused: bad_lid, duplicate_lid, conflict
+//   (the lid_continuity families only while it is on)
 //   smha_failovers_total{reason}         counter
 //   smha_last_takeover_duration_seconds  gauge (absent until the first takeover)
 //   smha_poll_rtt_seconds                histogram (_bucket{le}, _sum, _count)
@@ -62,6 +67,14 @@ struct MetricsSnapshot {
   // is rendered (0 when absent).
   std::map<std::string, uint64_t> fabric_sms;
   std::vector<std::string> fabric_sm_states = {"master", "standby", "discovering", "notactive", "silent", "unknown"};
+  // LID continuity (doc/lid-continuity.md); absent while off.
+  struct LidContinuity {
+    uint64_t entries = 0;
+    uint64_t writes = 0;
+    uint64_t write_errors = 0;
+    std::map<std::string, uint64_t> rejected;  // bad_lid, duplicate_lid, conflict
+  };
+  std::optional<LidContinuity> lid_continuity;
   std::map<std::string, uint64_t> failovers_by_reason;
   std::optional<double> last_takeover_seconds;
   Histogram poll_rtt;
