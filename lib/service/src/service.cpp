@@ -189,7 +189,7 @@ void LogEventSink::restore(const std::vector<EventRecord>& earlier) {
   events_ = std::move(merged);
   for (const auto& e : earlier) {
     seq_ = std::max(seq_, e.seq);
-    if (e.kind == "transition" && (!last_transition_ || e.seq > last_transition_->seq)) last_transition_ = e;
+    if (e.type == EventType::Transition && (!last_transition_ || e.seq > last_transition_->seq)) last_transition_ = e;
   }
 }
 
@@ -225,15 +225,15 @@ void LogEventSink::event(const sm::RecordEvent& e, TimePoint at) {
   auto log = sm_log();
   const auto nodes = nodes_of(e);
   if (e.kind == sm::EventKind::StateChanged) {
-    std::string from = e.reason, to;
-    if (auto pos = e.reason.find("->"); pos != std::string::npos) {
-      from = e.reason.substr(0, pos);
-      to = e.reason.substr(pos + 2);
-    }
+    auto name = [](const std::optional<SmState>& s) { return s ? std::string(to_string(*s)) : std::string("?"); };
     const std::string cause = last_cause_.empty() ? "observed" : last_cause_;
-    platform::log_event(*log, platform::kSmTransition, {{"from", from}, {"to", to}, {"reason", cause}});
+    platform::log_event(*log, platform::kSmTransition,
+                        {{"from", name(e.from)}, {"to", name(e.to)}, {"reason", cause}});
     EventRecord r{0, {}, "transition", e.reason, cause, at, nodes};
-    push(r);
+    r.type = EventType::Transition;
+    r.from = e.from;
+    r.to = e.to;
+    push(std::move(r));
     last_transition_ = events_.back();
     return;
   }
@@ -242,7 +242,11 @@ void LogEventSink::event(const sm::RecordEvent& e, TimePoint at) {
                              {"evidence", e.evidence}};
   if (!nodes.empty()) fields.emplace_back("nodes", nodes_text(nodes));
   platform::log_event(*log, platform::kSmEvent, fields);
-  push(EventRecord{0, {}, std::string(sm::to_string(e.kind)), e.reason, e.evidence, at, nodes});
+  EventRecord r{0, {}, std::string(sm::to_string(e.kind)), e.reason, e.evidence, at, nodes};
+  r.type = EventType::Engine;
+  r.engine_kind = e.kind;
+  r.preempt = e.preempt;
+  push(std::move(r));
   if (e.kind == sm::EventKind::Adopted) last_transition_ = events_.back();
 }
 
@@ -251,14 +255,20 @@ void LogEventSink::alarm(const sm::RaiseAlarm& a, TimePoint) {
   platform::log_event(*sm_log(), platform::kSmAlarm, {{"kind", kind}, {"detail", a.detail}},
                       spdlog::level::warn);
   alarms_[kind] = a.detail;
-  push(EventRecord{0, {}, "alarm", kind, a.detail});
+  EventRecord r{0, {}, "alarm", kind, a.detail};
+  r.type = EventType::Alarm;
+  r.alarm = a.kind;
+  push(std::move(r));
 }
 
 void LogEventSink::clear(const sm::ClearAlarm& a, TimePoint) {
   const std::string kind(sm::to_string(a.kind));
   if (alarms_.erase(kind) == 0) return;
   platform::log_event(*sm_log(), platform::kSmAlarmCleared, {{"kind", kind}});
-  push(EventRecord{0, {}, "alarm_cleared", kind, {}});
+  EventRecord r{0, {}, "alarm_cleared", kind, {}};
+  r.type = EventType::AlarmCleared;
+  r.alarm = a.kind;
+  push(std::move(r));
 }
 
 void LogEventSink::hook(const sm::RunHook& h, TimePoint) {
@@ -269,7 +279,49 @@ void LogEventSink::hook(const sm::RunHook& h, TimePoint) {
 void LogEventSink::error(const Error& e, TimePoint) {
   platform::log_event(*sm_log(), platform::kSmActionFailed,
                       {{"code", e.code}, {"message", e.message}}, spdlog::level::warn);
-  push(EventRecord{0, {}, "error", e.code, e.message});
+  EventRecord r{0, {}, "error", e.code, e.message};
+  r.type = EventType::Error;
+  push(std::move(r));
+}
+
+std::optional<SmState> sm_state_named(std::string_view name) {
+  for (auto st : {SmState::NotActive, SmState::Discovering, SmState::Standby, SmState::Master})
+    if (name == to_string(st)) return st;
+  return std::nullopt;
+}
+
+namespace {
+
+template <typename Enum>
+std::optional<Enum> enum_named(std::string_view name) {
+  for (int k = 0;; ++k) {
+    const auto v = static_cast<Enum>(k);
+    const auto text = sm::to_string(v);
+    if (text == "unknown") return std::nullopt;
+    if (text == name) return v;
+  }
+}
+
+}  // namespace
+
+void set_type_from_kind(EventRecord& e) {
+  e.engine_kind.reset();
+  e.alarm.reset();
+  if (e.kind == "transition") {
+    e.type = EventType::Transition;
+  } else if (e.kind == "alarm" || e.kind == "alarm_cleared") {
+    e.type = e.kind == "alarm" ? EventType::Alarm : EventType::AlarmCleared;
+    e.alarm = enum_named<sm::AlarmKind>(e.reason);
+  } else if (e.kind == "error") {
+    e.type = EventType::Error;
+  } else if (e.kind == "opensm_state") {
+    e.type = EventType::OpensmState;
+  } else if (auto k = enum_named<sm::EventKind>(e.kind); k && *k != sm::EventKind::StateChanged) {
+    e.type = EventType::Engine;
+    e.engine_kind = k;
+  } else {
+    e.type = EventType::Note;
+  }
 }
 
 std::string cap_event_text(std::string text) {
@@ -301,6 +353,22 @@ control::Reply guard_reload(const char* via, LogEventSink& sink, const std::func
 void LogEventSink::note(std::string kind, std::string reason, std::string evidence) {
   reason = cap_event_text(std::move(reason));
   evidence = cap_event_text(std::move(evidence));
+  log_note(kind, reason, evidence);
+  push(EventRecord{0, {}, std::move(kind), std::move(reason), std::move(evidence)});
+}
+
+void LogEventSink::opensm_state(const std::string& from, const std::string& to, std::string evidence) {
+  const std::string reason = cap_event_text(from + "->" + to);
+  evidence = cap_event_text(std::move(evidence));
+  log_note("opensm_state", reason, evidence);
+  EventRecord r{0, {}, "opensm_state", reason, std::move(evidence)};
+  r.type = EventType::OpensmState;
+  r.from = sm_state_named(from);
+  r.to = sm_state_named(to);
+  push(std::move(r));
+}
+
+void LogEventSink::log_note(const std::string& kind, const std::string& reason, const std::string& evidence) {
   const std::string name = "SMHAD_" + kind;
   const auto id = platform::find_message_id(name);
   platform::LogFields fields{{"reason", reason}};
@@ -311,7 +379,6 @@ void LogEventSink::note(std::string kind, std::string reason, std::string eviden
     fields.insert(fields.begin(), {"kind", kind});
     platform::log_event(*sm_log(), platform::MessageId{name, platform::kSmhadNote.id}, fields);
   }
-  push(EventRecord{0, {}, std::move(kind), std::move(reason), std::move(evidence)});
 }
 
 void LogEventSink::raise_daemon_alarm(const std::string& kind, const std::string& detail) {
@@ -320,13 +387,17 @@ void LogEventSink::raise_daemon_alarm(const std::string& kind, const std::string
   if (!fresh) return;
   platform::log_event(*sm_log(), platform::kSmAlarm, {{"kind", kind}, {"detail", detail}},
                       spdlog::level::warn);
-  push(EventRecord{0, {}, "alarm", kind, detail});
+  EventRecord r{0, {}, "alarm", kind, detail};
+  r.type = EventType::Alarm;
+  push(std::move(r));
 }
 
 void LogEventSink::clear_daemon_alarm(const std::string& kind) {
   if (alarms_.erase(kind) == 0) return;
   platform::log_event(*sm_log(), platform::kSmAlarmCleared, {{"kind", kind}});
-  push(EventRecord{0, {}, "alarm_cleared", kind, {}});
+  EventRecord r{0, {}, "alarm_cleared", kind, {}};
+  r.type = EventType::AlarmCleared;
+  push(std::move(r));
 }
 
 // ---- map_config ------------------------------------------------------------

@@ -230,6 +230,7 @@ TEST_CASE("after an adoption the last transition is the adoption, not an earlier
   EventRecord earlier;
   earlier.seq = 7;
   earlier.kind = "transition";
+  earlier.type = EventType::Transition;
   earlier.reason = "->MASTER";
   earlier.evidence = "opensm_started: smhad start: OpenSM not running";
   sink.restore({earlier});

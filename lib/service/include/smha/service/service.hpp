@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -33,6 +34,7 @@
 #include "smha/opensm/conf.hpp"
 #include "smha/opensm/supervisor.hpp"
 #include "smha/os/asio_scheduler.hpp"
+#include "smha/sm/ha_machine.hpp"
 
 namespace smha::service {
 
@@ -193,18 +195,47 @@ struct EventNode {
 // Most nodes an event names (this head, a lost master, a handover's target...).
 inline constexpr std::size_t kMaxEventNodes = 8;
 
-// One recorded event (engine event, alarm raise/clear, adapter error).
+// What an event is, for code (EventRecord::kind is its name on the wire).
+enum class EventType : std::uint8_t {
+  Note,          // a daemon note: reload, hold, handover request ... (kind: its name)
+  Engine,        // an engine event other than a state change (engine_kind)
+  Transition,    // the local SM's state changed (kind "transition"; from, to)
+  Alarm,         // an alarm raised (kind "alarm"; alarm: the engine's, unset for smhad's own)
+  AlarmCleared,  // kind "alarm_cleared"
+  Error,         // an adapter error (kind "error")
+  OpensmState,   // OpenSM's log showed a state change (kind "opensm_state"; from, to)
+};
+
+// One recorded event (engine event, alarm raise/clear, adapter error, note).
+// `kind`, `reason` and `evidence` are what people and scripts read; code acts
+// on the typed fields, never on the text.
 struct EventRecord {
   std::uint64_t seq = 0;
   std::chrono::system_clock::time_point wall;
-  std::string kind;      // engine EventKind, "alarm", "alarm_cleared", "error", "transition"
+  std::string kind;      // engine EventKind, "alarm", "alarm_cleared", "error", "transition", a note's kind
   std::string reason;
   std::string evidence;
   TimePoint at{};  // steady time of engine events (not persisted; zero for restored ones)
   // Engine events: this head first, then sm::RecordEvent::nodes. Empty for
   // the others, and when no namer is set (LogEventSink::set_node_namer).
   std::vector<EventNode> nodes = {};
+  EventType type = EventType::Note;
+  std::optional<sm::EventKind> engine_kind = std::nullopt;  // Engine
+  std::optional<sm::AlarmKind> alarm = std::nullopt;        // Alarm, AlarmCleared of an engine alarm
+  // Transition, OpensmState: the state before and after (unset where not
+  // known: OpenSM's first logged change after smhad started has no before).
+  std::optional<SmState> from = std::nullopt;
+  std::optional<SmState> to = std::nullopt;
+  bool preempt = false;  // Engine handover_started by the preempt failback policy
 };
+
+// The typed fields of an event from its kind name (the journal and replies
+// carry the name): type, engine_kind, and alarm (from the reason of an
+// "alarm"/"alarm_cleared" event, which is the alarm's name). from, to and
+// preempt are not touched.
+void set_type_from_kind(EventRecord& e);
+// SmState by its name (to_string(SmState)); OpenSM's log says the same words.
+std::optional<SmState> sm_state_named(std::string_view name);
 
 // Events kept in memory and in the journal (event_journal.hpp).
 inline constexpr std::size_t kEventHistory = 1000;
@@ -239,6 +270,10 @@ class LogEventSink final : public agent::EventSink {
   // SMHAD_<kind> reason=... [evidence=...] with its message id.
   // reason and evidence are kept and logged up to kMaxEventTextBytes each.
   void note(std::string kind, std::string reason, std::string evidence = {});
+  // OpenSM's log showed its SM state change (`from`, `to`: OpenSM's words,
+  // "MASTER", "STANDBY" ...; `from` "UNKNOWN" before the first line): an
+  // "opensm_state" note "<from>-><to>" with the typed states.
+  void opensm_state(const std::string& from, const std::string& to, std::string evidence);
   // A daemon-side alarm (not from the engine, e.g. "opensm_failed"): shown with
   // the engine's alarms, recorded as an "alarm" event, logged as SM_ALARM.
   // Raising an active alarm again only updates its detail.
@@ -270,6 +305,7 @@ class LogEventSink final : public agent::EventSink {
 
  private:
   void push(EventRecord r);
+  void log_note(const std::string& kind, const std::string& reason, const std::string& evidence);
   std::size_t capacity_;
   std::uint64_t seq_ = 0;
   std::deque<EventRecord> events_;
