@@ -13,6 +13,7 @@
 #include <limits>
 #include <sstream>
 
+#include "smha/client/render.hpp"
 #include "smha/core/text.hpp"
 #include "smha/service/event_journal.hpp"
 #include "smha/service/events_method.hpp"
@@ -21,6 +22,7 @@
 
 using namespace smha;
 using namespace smha::service;
+using namespace smha::client;
 using smha::control::test::TempDir;
 
 namespace {

@@ -21,6 +21,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include "smha/client/render.hpp"
 #include "smha/core/limits.hpp"
 #include "smha/service/event_journal.hpp"
 #include "smha/service/os_integration.hpp"
@@ -28,6 +29,7 @@
 
 using namespace smha;
 using namespace smha::service;
+using namespace smha::client;
 using namespace std::chrono_literals;
 
 namespace {
