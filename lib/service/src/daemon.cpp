@@ -139,7 +139,7 @@ class Daemon final : public DrillHost {
   }
 
  private:
-  PriorityRenderer make_renderer(const config::Config& c) const {
+  agent::PriorityRenderer make_renderer(const config::Config& c) const {
     const opensm::Capabilities caps = caps_;
     const Guid guid = own_guid_;
     // Each rendering hashes the policy files again, so a reload after an edit
@@ -196,7 +196,7 @@ class Daemon final : public DrillHost {
   std::unique_ptr<DaemonEventSink> events_;
   std::unique_ptr<OpensmWatch> osm_watch_;
   std::unique_ptr<SystemdReporter> systemd_;
-  std::unique_ptr<SupervisedOpensmControl> supervised_;
+  std::unique_ptr<agent::SupervisedOpensmControl> supervised_;
   ObserveOnlyOpensmControl observe_control_;
   agent::OpensmControl* control_ = nullptr;
   std::unique_ptr<agent::Agent> agent_;
@@ -363,7 +363,7 @@ bool Daemon::init() {
     so.crash_loop_window = c.opensm.crash_loop_window;
     so.respawn_on_request = true;  // the HA engine decides when a crashed OpenSM comes back
     so.on_change = [this](const opensm::SupervisorStatus& st) { osm_watch_->on_change(st); };
-    supervised_ = std::make_unique<SupervisedOpensmControl>(*sched_, *runner_, fs_, spec, so,
+    supervised_ = std::make_unique<agent::SupervisedOpensmControl>(*sched_, *runner_, fs_, spec, so,
                                                             make_renderer(config_),
                                                             [this] { return hold_.held; });
     control_ = supervised_.get();
