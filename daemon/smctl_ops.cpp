@@ -11,8 +11,8 @@
 
 #include "smctl_commands.hpp"
 #include "smha/control/cli.hpp"
-#include "smha/service/cli.hpp"
-#include "smha/service/service.hpp"
+#include "smha/client/follow.hpp"
+#include "smha/client/render.hpp"
 
 namespace smha::smctl {
 
@@ -60,7 +60,7 @@ void register_daemon_ops(CLI::App& app, int& exit_code) {
   status->callback([st, &exit_code] {
     exit_code = call(st->status, control::method::kStatus, nlohmann::json::object(),
                      [](const control::Reply& r, std::ostream& out) {
-                       out << service::render_status_text(r.data);
+                       out << client::render_status_text(r.data);
                      });
   });
 
@@ -68,7 +68,7 @@ void register_daemon_ops(CLI::App& app, int& exit_code) {
   control::add_cli_options(*sms, st->sms);
   sms->callback([st, &exit_code] {
     exit_code = call(st->sms, control::method::kSms, nlohmann::json::object(),
-                     [](const control::Reply& r, std::ostream& out) { out << service::render_sms_text(r.data); });
+                     [](const control::Reply& r, std::ostream& out) { out << client::render_sms_text(r.data); });
   });
 
   auto* events = app.add_subcommand("events", "recent transitions, alarms and operations");
@@ -78,12 +78,12 @@ void register_daemon_ops(CLI::App& app, int& exit_code) {
   events->callback([st, &exit_code] {
     if (st->follow) {
       catch_stop_signals();
-      exit_code = service::follow_events(st->events, st->n, std::cout, std::cerr, &g_stop);
+      exit_code = client::follow_events(st->events, st->n, std::cout, std::cerr, &g_stop);
       return;
     }
     exit_code = call(st->events, control::method::kEvents, nlohmann::json{{control::param::kN, st->n}},
                      [](const control::Reply& r, std::ostream& out) {
-                       out << service::render_events_text(r.data);
+                       out << client::render_events_text(r.data);
                      });
   });
 

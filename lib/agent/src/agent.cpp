@@ -152,13 +152,43 @@ void Agent::stop() {
   discovery_.cancel();
   survey_.cancel();
   discovery_pending_ = false;
+  handover_asking_ = nullptr;
+  handover_running_ = nullptr;
   for (auto& r : routes_) r.resolving = false;
   opensm_.set_exit_handler(nullptr);
 }
 
-void Agent::request_handover(std::optional<Guid> target) {
+void Agent::request_handover(std::optional<Guid> target, HandoverDone done) {
   if (!running_) return;
+  handover_asking_ = std::move(done);
   step(sm::HandoverRequest{target});
+  // Not rejected: the handover it started reports its end (apply()).
+  if (handover_asking_) handover_running_ = std::move(handover_asking_);
+  handover_asking_ = nullptr;
+}
+
+// The engine's handover events to whoever asked for the handover.
+void Agent::report_handover(const sm::RecordEvent& e) {
+  HandoverDone done;
+  switch (e.kind) {
+    case sm::EventKind::HandoverStarted:
+      // One the engine started on its own (preempt): a request's handover that
+      // ended without an outcome is over.
+      if (!handover_asking_) handover_running_ = nullptr;
+      return;
+    case sm::EventKind::HandoverRejected:
+      done = std::move(handover_asking_);
+      handover_asking_ = nullptr;
+      break;
+    case sm::EventKind::HandoverDone:
+    case sm::EventKind::HandoverRolledBack:
+      done = std::move(handover_running_);
+      handover_running_ = nullptr;
+      break;
+    default:
+      return;
+  }
+  if (done) done(e);
 }
 
 void Agent::begin_round() {
@@ -411,6 +441,7 @@ void Agent::apply(const sm::Decision& d) {
       sink_.clear(*s, now);
     } else if (const auto* s = std::get_if<sm::RecordEvent>(&a)) {
       sink_.event(*s, now);
+      report_handover(*s);
     } else if (const auto* s = std::get_if<sm::RunHook>(&a)) {
       sink_.hook(*s, now);
     }

@@ -39,6 +39,7 @@
 #include "smha/service/drill.hpp"
 #include "smha/service/event_journal.hpp"
 #include "smha/service/events_method.hpp"
+#include "smha/service/handover.hpp"
 #include "smha/service/metrics_service.hpp"
 #include "smha/service/os_integration.hpp"
 #include "smha/service/service.hpp"
@@ -108,8 +109,10 @@ class Daemon final : public DrillHost {
   json status() override { return status_json(); }
   sm::EngineStatus engine() const override { return agent_->status(); }
   Guid own_guid() const override { return own_guid_; }
-  void request_handover(std::optional<Guid> target) override { agent_->request_handover(target); }
-  bool handover_running() const override { return handover_running_; }
+  void request_handover(std::optional<Guid> target, HandoverDone done) override {
+    agent_->request_handover(target, std::move(done));
+  }
+  bool handover_running() const override { return handover_ != nullptr; }
   const LogEventSink& events() const override { return sink_; }
   // A window judges what happens from its start: what OpenSM logged before is
   // read now, so it is on record before the window's first event (the log is
@@ -137,7 +140,7 @@ class Daemon final : public DrillHost {
   }
 
  private:
-  PriorityRenderer make_renderer(const config::Config& c) const {
+  agent::PriorityRenderer make_renderer(const config::Config& c) const {
     const opensm::Capabilities caps = caps_;
     const Guid guid = own_guid_;
     // Each rendering hashes the policy files again, so a reload after an edit
@@ -196,7 +199,7 @@ class Daemon final : public DrillHost {
   std::unique_ptr<DaemonEventSink> events_;
   std::unique_ptr<OpensmWatch> osm_watch_;
   std::unique_ptr<SystemdReporter> systemd_;
-  std::unique_ptr<SupervisedOpensmControl> supervised_;
+  std::unique_ptr<agent::SupervisedOpensmControl> supervised_;
   ObserveOnlyOpensmControl observe_control_;
   agent::OpensmControl* control_ = nullptr;
   std::unique_ptr<agent::LidContinuity> lid_continuity_;  // before agent_: its walks feed it
@@ -215,7 +218,8 @@ class Daemon final : public DrillHost {
   bool startup_ready();
   // The round count when every GUID-only peer was first resolved (or not found).
   std::optional<std::uint64_t> routes_settled_round_;
-  bool handover_running_ = false;
+  // The `handover` call in progress (at most one; never at once with a drill).
+  std::shared_ptr<HandoverCall> handover_;
   std::unique_ptr<EventJournal> journal_;
   std::string journal_error_;
   FailoverStats failovers_;
@@ -300,9 +304,11 @@ bool Daemon::init() {
       [this](const SmInfo& info, TimePoint sent, TimePoint received, const std::string& via) {
         if (window_) window_->sminfo(info, sent, received, via);
         else rates_.record(info, received);
+        if (handover_) handover_->check();
       },
       [this](const mad::PortInfo& pi, TimePoint sent, TimePoint received) {
         if (window_) window_->local_port(pi.lid, pi.sm_lid, sent, received);
+        if (handover_) handover_->check();
       });
 
   auto mapped = map_config(config_, own_guid_, &unaddressed_);
@@ -362,7 +368,7 @@ bool Daemon::init() {
     so.crash_loop_window = c.opensm.crash_loop_window;
     so.respawn_on_request = true;  // the HA engine decides when a crashed OpenSM comes back
     so.on_change = [this](const opensm::SupervisorStatus& st) { osm_watch_->on_change(st); };
-    supervised_ = std::make_unique<SupervisedOpensmControl>(*sched_, *runner_, fs_, spec, so,
+    supervised_ = std::make_unique<agent::SupervisedOpensmControl>(*sched_, *runner_, fs_, spec, so,
                                                             make_renderer(config_),
                                                             [this] { return hold_.held; });
     control_ = supervised_.get();
@@ -473,9 +479,9 @@ json Daemon::lid_continuity_json(TimePoint now) const {
 void Daemon::read_opensm_log() {
   if (!osm_log_) return;
   for (const auto& s : osm_log_->poll()) {
-    sink_.note("opensm_state", osm_log_state_ + "->" + s.state,
-               "OpenSM log " + osm_log_->path() + (s.stamp.empty() ? "" : " " + s.stamp) + ": Entering " + s.state +
-                   " state");
+    sink_.opensm_state(osm_log_state_, s.state,
+                       "OpenSM log " + osm_log_->path() + (s.stamp.empty() ? "" : " " + s.stamp) + ": Entering " +
+                           s.state + " state");
     osm_log_state_ = s.state;
   }
 }
@@ -523,6 +529,9 @@ bool Daemon::init_history_and_metrics() {
     }
   });
   sink_.add_listener([this](const EventRecord& e) { failovers_.observe(e); });
+  sink_.add_listener([this](const EventRecord& e) {
+    if (handover_) handover_->event(e);
+  });
   events_method_ = std::make_unique<EventsMethod>(io_, sink_, clock_);
   drill_ = std::make_unique<DrillRunner>(io_, *this, clock_);
   metrics_ = std::make_unique<MetricsService>(io_, config_.metrics, fs_, [this] {
@@ -1047,7 +1056,7 @@ void Daemon::handover(const control::Call& call, control::Responder respond) {
     respond(Reply::failure(ResultCode::Conflict, "handover: a maintenance hold is active"));
     return;
   }
-  if (handover_running_ || (drill_ && drill_->running())) {
+  if (handover_ || (drill_ && drill_->running())) {
     respond(Reply::failure(ResultCode::Conflict, "handover: one is already running (handover or drill)"));
     return;
   }
@@ -1074,57 +1083,26 @@ void Daemon::handover(const control::Call& call, control::Responder respond) {
   // The same verdict as the drill's (MastershipWindow): the plan is this head,
   // then the engine's target; anything else seen in the window fails the reply.
   // The window opens first: it records what OpenSM logged before the request.
+  // Done only when the engine says so (the target answers MASTER at the master
+  // value, so OpenSM's election cannot hand mastership back): HandoverCall.
   auto window = open_window();
-  const std::uint64_t first_seq = sink_.events().empty() ? 0 : sink_.events().back().seq;
-  handover_running_ = true;
   sink_.note("HANDOVER_REQUEST", target ? "to " + to_string(*target) : "to the best standby",
              "uid " + std::to_string(call.peer.uid));
   if (target) window->set_target(*target);
-  agent_->request_handover(target);
-  if (const auto t = agent_->status().handover_target) window->set_target(*t);
-  const TimePoint t0 = clock_.now();
-  const TimePoint deadline = t0 + agent_->config().policy.handover_bound + seconds(2);
-  auto timer = std::make_shared<boost::asio::steady_timer>(io_);
-  auto check = std::make_shared<std::function<void()>>();
   auto responder = std::make_shared<control::Responder>(std::move(respond));
-  auto seen = std::make_shared<std::uint64_t>(first_seq);
-  auto outcome = std::make_shared<std::string>();
-  *check = [this, timer, check, responder, seen, outcome, window, t0, deadline] {
-    const TimePoint now = clock_.now();
-    const double ms = std::chrono::duration<double, std::milli>(now - t0).count();
-    // Done only when the engine says so: the target answers MASTER at the
-    // master value, so OpenSM's election cannot hand mastership back.
-    for (const auto& e : sink_.events()) {
-      if (e.seq <= *seen) continue;
-      *seen = e.seq;
-      window->event(e);
-      if (e.kind == "handover_done" && outcome->empty()) *outcome = "done";
-      if (e.kind == "handover_rolled_back" || e.kind == "handover_rejected") *outcome = e.kind + ": " + e.reason;
-    }
-    if (const auto& v = window->violation()) *outcome = *v;
-    const auto es = agent_->status();
-    if (outcome->empty() && now < deadline && responder->client_connected()) {
-      timer->expires_after(std::chrono::milliseconds(50));
-      timer->async_wait([check](const boost::system::error_code& ec) {
-        if (!ec) (*check)();
+  handover_ = std::make_shared<HandoverCall>(
+      io_, clock_, window, [this] { return agent_ ? agent_->status().master : std::nullopt; },
+      [this, window, responder](Reply reply) {
+        handover_.reset();
+        if (window_ == window) close_window();
+        (*responder)(std::move(reply));
       });
-      return;
-    }
-    handover_running_ = false;
-    if (window_ == window) close_window();
-    json data{{"duration_ms", ms},
-              {"master", es.master ? json(to_string(*es.master)) : json(nullptr)},
-              {"mastership", window->summary()}};
-    if (*outcome == "done") {
-      data["outcome"] = "done";
-      (*responder)(Reply::ok(data, "handover done in " + std::to_string(static_cast<int>(ms)) + " ms"));
-    } else {
-      data["outcome"] = outcome->empty() ? "timeout" : *outcome;
-      (*responder)(Reply::failure(ResultCode::Error, "handover failed: " + data["outcome"].get<std::string>(), data));
-    }
-    *check = nullptr;  // break the cycle
-  };
-  boost::asio::post(io_, [check] { if (*check) (*check)(); });
+  std::weak_ptr<HandoverCall> pending = handover_;
+  agent_->request_handover(target, [pending](const sm::RecordEvent& outcome) {
+    if (auto c = pending.lock()) c->outcome(outcome);
+  });
+  if (const auto t = agent_->status().handover_target) window->set_target(*t);
+  if (auto c = pending.lock()) c->start(agent_->config().policy.handover_bound + seconds(2));
 }
 
 bool Daemon::init_os() {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/service/drill.hpp"
 
+#include <utility>
+
 #include <spdlog/spdlog.h>
 
 namespace smha::service {
@@ -70,6 +72,9 @@ struct DrillRunner::Run {
   json legs = json::array();
   std::vector<std::string> alarms;
   std::string failure;  // a leg that failed
+  // The engine's outcome of the leg's handover request when it failed
+  // (rolled back or rejected), for the verdict.
+  std::string leg_error;
   // Who was MASTER over the whole window, on every head, as far as this head
   // can see (MastershipWindow): the first break of the plan fails the drill.
   std::shared_ptr<MastershipWindow> window;
@@ -124,7 +129,7 @@ void DrillRunner::start(const json& params, uid_t uid, std::function<void(Reply)
   run_->started = run_->phase_started = clock_.now();
   spdlog::info("DRILL_START to={} uid={}", to.value_or("best standby"), uid);
   if (run_->target) run_->window->set_target(*run_->target);
-  host_.request_handover(run_->target);
+  request_leg(run_->target);
   // The engine chose the target (the highest-ranked live standby): a master
   // other than that one is a bounce, even if it is a configured head.
   if (const auto t = host_.engine().handover_target) run_->window->set_target(*t);
@@ -138,16 +143,15 @@ void DrillRunner::step() {
   if (!run_) return;
   Run& r = *run_;
   const Guid own = host_.own_guid();
-  // Events since the last check: a rolled-back or rejected handover ends the leg,
-  // an alarm fails the verdict.
-  std::string leg_error;
+  // Events since the last check: an alarm fails the verdict. A rolled-back or
+  // rejected handover (request_leg()'s outcome) ends the leg.
   for (const auto& e : host_.events().events()) {
     if (e.seq <= r.seen_seq) continue;
     r.seen_seq = e.seq;
-    if (e.kind == "alarm") r.alarms.push_back(e.reason);
+    if (e.type == EventType::Alarm) r.alarms.push_back(e.reason);
     r.window->event(e);
-    if (e.kind == "handover_rolled_back" || e.kind == "handover_rejected") leg_error = e.kind + ": " + e.reason;
   }
+  const std::string leg_error = std::exchange(r.leg_error, std::string());
   const auto es = host_.engine();
   if (const auto& v = r.window->violation()) return finish(false, *v);
   const double elapsed = ms_since(r.phase_started);
@@ -170,7 +174,7 @@ void DrillRunner::step() {
         r.legs.back()["settle_ms"] = elapsed;
         next_phase(Run::Phase::Failback);
         r.window->plan_failback(clock_.now());
-        host_.request_handover(std::nullopt);
+        request_leg(std::nullopt);
       }
       break;
     case Run::Phase::Failback:
@@ -233,6 +237,15 @@ void DrillRunner::step() {
                                                      : options_.check_interval);
   timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) step();
+  });
+}
+
+void DrillRunner::request_leg(std::optional<Guid> target) {
+  std::weak_ptr<Run> run = run_;
+  host_.request_handover(target, [run](const sm::RecordEvent& outcome) {
+    auto r = run.lock();
+    if (!r || outcome.kind == sm::EventKind::HandoverDone) return;
+    r->leg_error = std::string(sm::to_string(outcome.kind)) + ": " + outcome.reason;
   });
 }
 

@@ -83,12 +83,19 @@ nlohmann::json event_nodes_json(const std::vector<EventNode>& nodes, bool for_pe
   return out;
 }
 
+void add_event_state_fields(nlohmann::json& j, const EventRecord& e) {
+  if (e.from) j["from"] = std::string(to_string(*e.from));
+  if (e.to) j["to"] = std::string(to_string(*e.to));
+  if (e.preempt) j["preempt"] = true;
+}
+
 std::string encode_event_line(const EventRecord& e) {
   nlohmann::json j{{"seq", e.seq},
                    {"time", format_utc(e.wall)},
                    {"kind", e.kind},
                    {"reason", cut(e.reason)},
                    {"evidence", cut(e.evidence)}};
+  add_event_state_fields(j, e);
   if (!e.nodes.empty()) j["nodes"] = event_nodes_json(e.nodes, false);
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -112,6 +119,11 @@ std::optional<EventRecord> decode_event_line(std::string_view line) {
   e.kind = str("kind")->get<std::string>();
   e.reason = str("reason")->get<std::string>();
   e.evidence = str("evidence")->get<std::string>();
+  set_type_from_kind(e);
+  // The typed states of a transition (older smhad wrote none: unset).
+  if (const auto* from = str("from")) e.from = sm_state_named(from->get<std::string>());
+  if (const auto* to = str("to")) e.to = sm_state_named(to->get<std::string>());
+  if (auto p = j.find("preempt"); p != j.end() && p->is_boolean()) e.preempt = p->get<bool>();
   // Nodes are a courtesy: a malformed entry is left out, the event kept.
   if (auto nodes = j.find("nodes"); nodes != j.end() && nodes->is_array()) {
     for (const auto& n : *nodes) {

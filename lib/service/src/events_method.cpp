@@ -16,6 +16,7 @@ using nlohmann::json;
 json event_to_json(const EventRecord& e) {
   json j{{"seq", e.seq}, {"time", format_utc(e.wall)}, {"kind", e.kind}, {"reason", e.reason},
          {"evidence", e.evidence}};
+  add_event_state_fields(j, e);
   if (!e.nodes.empty()) j["nodes"] = event_nodes_json(e.nodes, true);
   return j;
 }

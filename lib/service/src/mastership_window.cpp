@@ -168,20 +168,17 @@ void MastershipWindow::local_port(Lid own_lid, Lid master_sm_lid, TimePoint sent
 }
 
 void MastershipWindow::event(const EventRecord& e) {
-  if (e.kind == "alarm" && e.reason == "two_masters") fail("two MASTERs seen: " + e.evidence);
-  if (e.kind == "transition") {
+  if (e.type == EventType::Alarm && e.alarm == sm::AlarmKind::TwoMasters) fail("two MASTERs seen: " + e.evidence);
+  if (e.type == EventType::Transition) {
     // The engine's own view of the local SM, stamped at the end of its round.
-    const auto arrow = e.reason.find("->");
-    if (arrow == std::string::npos) return;
-    const std::string to = e.reason.substr(arrow + 2);
-    if (to == "MASTER") master_seen(own_, e.at, e.at, "this head's transition " + e.reason);
-    else if (e.reason.rfind("MASTER->", 0) == 0) not_master_seen(own_, e.at, e.at, "this head's transition " + e.reason);
+    if (e.to == SmState::Master) master_seen(own_, e.at, e.at, "this head's transition " + e.reason);
+    else if (e.from == SmState::Master && e.to) not_master_seen(own_, e.at, e.at, "this head's transition " + e.reason);
   }
-  if (e.kind == "opensm_state") {
+  if (e.type == EventType::OpensmState) {
     // OpenSM's own log of this head: read once per poll interval, so a line may
     // arrive a leg late; its order is what counts. Over the window: MASTER,
     // left once, and MASTER once more only after the failback was asked for.
-    const bool to_master = e.reason.ends_with("->MASTER");
+    const bool to_master = e.to == SmState::Master;
     const bool failback = plan_.size() == 3;
     if (!to_master && !log_left_) {
       log_left_ = true;

@@ -25,18 +25,20 @@ std::optional<SmState> sm_state(const json& j) {
 }  // namespace
 
 void FailoverStats::observe(const EventRecord& e) {
-  if (e.kind == "takeover_started" || e.kind == "handover_started") {
+  using sm::EventKind;
+  const auto k = e.type == EventType::Engine ? e.engine_kind : std::nullopt;
+  if (k == EventKind::TakeoverStarted || k == EventKind::HandoverStarted) {
     started_ = e.at;
-    episode_ = e.kind == "takeover_started" ? "takeover" : e.reason.rfind("preempt", 0) == 0 ? "preempt" : "handover";
+    episode_ = k == EventKind::TakeoverStarted ? "takeover" : e.preempt ? "preempt" : "handover";
     change_ = MastershipChange{episode_, e.evidence.empty() ? e.reason : e.reason + ": " + e.evidence, "running",
                                e.wall, std::nullopt};
     change_at_ = e.at;
     return;
   }
-  const bool ended = e.kind == "takeover_done" || e.kind == "handover_done";
-  const bool failed = e.kind == "takeover_aborted" || e.kind == "handover_rolled_back";
+  const bool ended = k == EventKind::TakeoverDone || k == EventKind::HandoverDone;
+  const bool failed = k == EventKind::TakeoverAborted || k == EventKind::HandoverRolledBack;
   if ((ended || failed) && change_ && change_->outcome == "running") {
-    change_->outcome = ended ? "done" : e.kind == "takeover_aborted" ? "aborted" : "rolled_back";
+    change_->outcome = ended ? "done" : k == EventKind::TakeoverAborted ? "aborted" : "rolled_back";
     if (e.at >= change_at_) change_->duration_s = std::chrono::duration<double>(e.at - change_at_).count();
   }
   if (failed) {
@@ -44,10 +46,8 @@ void FailoverStats::observe(const EventRecord& e) {
     episode_.clear();
     return;
   }
-  if (e.kind != "transition") return;
-  const auto arrow = e.reason.find("->");
-  const bool to_master = arrow != std::string::npos && e.reason.substr(arrow + 2) == "MASTER";
-  if (to_master) {
+  if (e.type != EventType::Transition) return;
+  if (e.to == SmState::Master) {
     ++by_reason_[episode_.empty() ? "start" : episode_];
     if (started_ && e.at >= *started_) last_ = std::chrono::duration<double>(e.at - *started_).count();
   }

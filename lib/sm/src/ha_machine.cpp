@@ -636,8 +636,11 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
     if (role_ != Role::Init && (!before || *before != r.local.info->state)) {
       const SmState old = before.value_or(SmState::NotActive);
       local_state_ = r.local.info->state;
-      c.event(EventKind::StateChanged,
-              std::string(to_string(old)) + "->" + std::string(to_string(local_state_)));
+      RecordEvent changed{EventKind::StateChanged,
+                          std::string(to_string(old)) + "->" + std::string(to_string(local_state_)), {}};
+      changed.from = old;
+      changed.to = local_state_;
+      c.act(std::move(changed));
       c.act(RunHook{"transition", local_state_, old, rendered_});
     }
     local_state_ = r.local.info->state;
@@ -1077,10 +1080,11 @@ void HaMachine::consider_preempt(const PollRound& r, TimePoint now, Ctx& c) {
   handover_target_ = policy_.own_guid;
   role_ = Role::HandingOver;
   deadline_ = now + policy_.handover_bound;
-  c.event(EventKind::HandoverStarted, "preempt: preferred head takes mastership back",
-          "healthy for " + ms(policy_.preempt_hold_down) + "; master " +
-              peer_name(m->spec.guid),
-          {m->spec.guid});
+  RecordEvent started{EventKind::HandoverStarted, "preempt: preferred head takes mastership back",
+                      "healthy for " + ms(policy_.preempt_hold_down) + "; master " + peer_name(m->spec.guid),
+                      {m->spec.guid}};
+  started.preempt = true;
+  c.act(std::move(started));
 }
 
 void HaMachine::on_handover(const HandoverRequest& h, TimePoint now, Ctx& c) {

@@ -203,19 +203,29 @@ TEST_CASE("Drill: planned handover by request, and rollback when the peer cannot
   settle(c);
   const int m = master_head(c);
   const auto t = c.now();
-  c.agent(m)->request_handover(std::nullopt);
+  // Whoever asks gets the engine's outcome once (no polling of the event log).
+  std::vector<sm::EventKind> outcomes;
+  auto note = [&](const sm::RecordEvent& e) { outcomes.push_back(e.kind); };
+  c.agent(m)->request_handover(std::nullopt, note);
   REQUIRE(c.run_until([&] { return c.observed_masters().size() == 1 && master_head(c) != m; },
                       seconds(5)));
   report("planned handover (push)", to_ms(c.now() - t));
   ends_with_one_master(c);
   CHECK(c.dual_master_longest() == Duration{0});
+  REQUIRE(c.run_until([&] { return !outcomes.empty(); }, seconds(5)));
+  CHECK(outcomes == std::vector<sm::EventKind>{sm::EventKind::HandoverDone});
   const int m2 = master_head(c);
+  // A standby asked to push is refused at once.
+  c.agent(1 - m2)->request_handover(c.fabric().guid(c.head(m2)), note);
+  CHECK(outcomes.back() == sm::EventKind::HandoverRejected);
   c.fabric().signal_opensm(c.head(1 - m2), SIGSTOP);  // target frozen: cannot take over
   c.crash_smhad(1 - m2);
-  c.agent(m2)->request_handover(std::nullopt);
+  c.agent(m2)->request_handover(std::nullopt, note);
   c.run_for(seconds(8));
   CHECK(master_head(c) == m2);
   CHECK(c.count_events(m2, "handover_rolled_back") == 1);
+  CHECK(outcomes == std::vector<sm::EventKind>{sm::EventKind::HandoverDone, sm::EventKind::HandoverRejected,
+                                               sm::EventKind::HandoverRolledBack});
 }
 
 TEST_CASE("Drill: three heads, master killed: the highest-ranked standby takes over", "[sim][drill]") {

@@ -13,6 +13,7 @@
 #include <limits>
 #include <sstream>
 
+#include "smha/client/render.hpp"
 #include "smha/core/text.hpp"
 #include "smha/service/event_journal.hpp"
 #include "smha/service/events_method.hpp"
@@ -21,6 +22,7 @@
 
 using namespace smha;
 using namespace smha::service;
+using namespace smha::client;
 using smha::control::test::TempDir;
 
 namespace {
@@ -51,6 +53,30 @@ TEST_CASE("event lines round-trip, with UTC millisecond times", "[service][event
   CHECK(back->kind == e.kind);
   CHECK(back->reason == e.reason);
   CHECK(back->evidence == e.evidence);
+  // An older smhad's line (no typed states): typed by its kind, states unknown.
+  CHECK(back->type == EventType::Transition);
+  CHECK_FALSE(back->from);
+  CHECK_FALSE(back->to);
+  e.from = SmState::Standby;
+  e.to = SmState::Master;
+  CHECK_THAT(encode_event_line(e), Catch::Contains("\"from\":\"STANDBY\"") && Catch::Contains("\"to\":\"MASTER\""));
+  back = decode_event_line(encode_event_line(e));
+  REQUIRE(back);
+  CHECK(back->from == SmState::Standby);
+  CHECK(back->to == SmState::Master);
+  EventRecord preempt;
+  preempt.seq = 43;
+  preempt.kind = "handover_started";
+  preempt.preempt = true;
+  back = decode_event_line(encode_event_line(preempt));
+  REQUIRE(back);
+  CHECK(back->type == EventType::Engine);
+  CHECK(back->engine_kind == sm::EventKind::HandoverStarted);
+  CHECK(back->preempt);
+  back = decode_event_line(R"({"seq":7,"time":"2026-12-02T14:30:00.123Z","kind":"alarm","reason":"two_masters","evidence":"x"})");
+  REQUIRE(back);
+  CHECK(back->type == EventType::Alarm);
+  CHECK(back->alarm == sm::AlarmKind::TwoMasters);
   CHECK_FALSE(decode_event_line("{\"seq\":1,\"time\":\"yesterday\",\"kind\":\"a\",\"reason\":\"\",\"evidence\":\"\"}"));
   CHECK_FALSE(decode_event_line("{\"seq\":1,\"time\":\"2026-12-02T14:30:00.1"));  // cut by a crash
   CHECK_FALSE(parse_utc("2026-13-02T14:30:00.123Z"));
@@ -135,13 +161,24 @@ TEST_CASE("events survive a restart: the new sink continues the sequence", "[ser
     sink.add_listener([&](const EventRecord& e) { REQUIRE(journal.append(e).ok()); });
     sink.note("HOLD", "frozen", "uid 0");
     sink.event(sm::RecordEvent{sm::EventKind::TakeoverStarted, "master lost", "3 rounds"}, TimePoint{});
-    sink.event(sm::RecordEvent{sm::EventKind::StateChanged, "STANDBY->MASTER", ""}, TimePoint{});
+    sm::RecordEvent changed{sm::EventKind::StateChanged, "STANDBY->MASTER", ""};
+    changed.from = SmState::Standby;
+    changed.to = SmState::Master;
+    sink.event(changed, TimePoint{});
   }
   EventJournal journal(path);
   auto loaded = journal.load();
   REQUIRE(loaded.ok());
   CHECK(loaded.value().skipped == 0);
   REQUIRE(loaded.value().events.size() == 3);
+  // The typed fields come back with the text.
+  const auto& ev = loaded.value().events;
+  CHECK(ev[0].type == EventType::Note);
+  CHECK(ev[1].type == EventType::Engine);
+  CHECK(ev[1].engine_kind == sm::EventKind::TakeoverStarted);
+  CHECK(ev[2].type == EventType::Transition);
+  CHECK(ev[2].from == SmState::Standby);
+  CHECK(ev[2].to == SmState::Master);
   LogEventSink sink;
   sink.restore(loaded.value().events);
   REQUIRE(sink.last_transition());

@@ -17,13 +17,14 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 
+#include "smha/client/follow.hpp"
 #include "smha/control/client.hpp"
-#include "smha/service/cli.hpp"
 #include "smha/service/events_method.hpp"
 #include "test_support.hpp"
 
 using namespace smha;
 using namespace smha::service;
+using namespace smha::client;
 using namespace smha::control::test;
 using namespace std::chrono_literals;
 using nlohmann::json;

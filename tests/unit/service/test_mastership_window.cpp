@@ -40,12 +40,19 @@ void round(MastershipWindow& w, int at, SmState a, SmState b, SmState c, std::ui
   w.sminfo(info_of(kC, c, act_c), ms(at), ms(at + 1), "lid:3");
 }
 
+// An event as LogEventSink records it: typed by its kind; a transition's or
+// an opensm_state's "FROM->TO" (this test's shorthand) gives from and to.
 EventRecord ev(std::string kind, std::string reason, std::string evidence = {}, int at = 0) {
   EventRecord e;
   e.kind = std::move(kind);
   e.reason = std::move(reason);
   e.evidence = std::move(evidence);
   e.at = ms(at);
+  set_type_from_kind(e);
+  if (const auto arrow = e.reason.find("->"); arrow != std::string::npos && e.type != EventType::Engine) {
+    e.from = sm_state_named(e.reason.substr(0, arrow));
+    e.to = sm_state_named(e.reason.substr(arrow + 2));
+  }
   return e;
 }
 
@@ -267,5 +274,68 @@ TEST_CASE("this head's events: OpenSM's log order and a two_masters alarm", "[se
     w.event(ev("transition", "STANDBY->MASTER", "", 300));
     REQUIRE(w.violation());
     CHECK_THAT(*w.violation(), Catch::StartsWith("flip-back: head01 (this head) was MASTER again at +300 ms"));
+  }
+}
+
+// The window reads the typed fields of events (EventRecord::type, from, to,
+// alarm), never their text: reworded or empty reasons give the same verdict.
+TEST_CASE("the window's verdict does not depend on the wording of events", "[service][mastership]") {
+  auto typed = [](EventType type, std::optional<SmState> from, std::optional<SmState> to, std::string reason,
+                  int at = 0) {
+    EventRecord e;
+    e.type = type;
+    e.kind = type == EventType::Transition ? "transition" : "opensm_state";
+    e.from = from;
+    e.to = to;
+    e.reason = std::move(reason);
+    e.at = ms(at);
+    return e;
+  };
+  for (const std::string& reason : {std::string(), std::string("MASTER->STANDBY"), std::string("words ->MASTER")}) {
+    INFO("reason '" << reason << "'");
+    {
+      auto w = window();
+      w.set_target(kB);
+      w.event(typed(EventType::OpensmState, M, S, reason));
+      w.event(typed(EventType::OpensmState, S, M, reason));
+      REQUIRE(w.violation());
+      CHECK_THAT(*w.violation(), Catch::StartsWith("flip-back: this head's OpenSM was MASTER again"));
+    }
+    {
+      auto w = window();
+      w.set_target(kB);
+      w.event(typed(EventType::OpensmState, M, S, reason));
+      w.plan_failback(ms(10));
+      w.event(typed(EventType::OpensmState, S, M, reason));
+      CHECK_FALSE(w.violation());
+    }
+    {
+      auto w = window();
+      w.set_target(kB);
+      round(w, 0, S, M, S);
+      w.event(typed(EventType::Transition, S, M, reason, 300));
+      REQUIRE(w.violation());
+      CHECK_THAT(*w.violation(), Catch::StartsWith("flip-back: head01 (this head) was MASTER again at +300 ms"));
+    }
+    {
+      auto w = window();
+      w.event(typed(EventType::Transition, M, S, reason, 300));  // the first leg: expected
+      CHECK_FALSE(w.violation());
+    }
+    {
+      EventRecord alarm;
+      alarm.type = EventType::Alarm;
+      alarm.kind = "alarm";
+      alarm.alarm = sm::AlarmKind::TwoMasters;
+      alarm.reason = reason;
+      auto w = window();
+      w.event(alarm);
+      CHECK(w.violation());
+      alarm.alarm = sm::AlarmKind::UnknownSm;
+      alarm.reason = "two_masters";
+      auto quiet = window();
+      quiet.event(alarm);
+      CHECK_FALSE(quiet.violation());
+    }
   }
 }

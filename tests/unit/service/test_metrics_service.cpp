@@ -54,12 +54,19 @@ json status_fixture() {
   })");
 }
 
+// An event as LogEventSink records it: typed by its kind; a transition's
+// "FROM->TO" (this test's shorthand) gives from and to.
 EventRecord ev(const std::string& kind, const std::string& reason, const std::string& evidence, TimePoint at) {
   EventRecord e;
   e.kind = kind;
   e.reason = reason;
   e.evidence = evidence;
   e.at = at;
+  set_type_from_kind(e);
+  if (const auto arrow = reason.find("->"); arrow != std::string::npos && e.type == EventType::Transition) {
+    e.from = sm_state_named(reason.substr(0, arrow));
+    e.to = sm_state_named(reason.substr(arrow + 2));
+  }
   return e;
 }
 
@@ -110,6 +117,59 @@ TEST_CASE("failover stats: cause and duration from the event stream", "[service]
   f.observe(ev("transition", "STANDBY->MASTER", "priority_changed: 10->12 as handing_over", t0 + 30s));
   CHECK(f.by_reason().at("handover") == 1);
   CHECK(*f.last_takeover_seconds() == Approx(1.0));
+}
+
+// The counters follow the engine's typed events (sm::RecordEvent's kind,
+// from/to, preempt) as LogEventSink records them: with every reason and
+// evidence reworded or empty, they count the same.
+TEST_CASE("failover stats do not depend on the wording of events", "[service][metrics]") {
+  using sm::EventKind;
+  auto run = [](const std::function<std::string(std::string)>& word) {
+    LogEventSink sink;
+    FailoverStats f;
+    sink.add_listener([&](const EventRecord& e) { f.observe(e); });
+    const TimePoint t0{std::chrono::seconds(100)};
+    auto engine = [&](EventKind k, std::string reason, TimePoint at, bool preempt = false) {
+      sm::RecordEvent e{k, word(std::move(reason)), word("evidence")};
+      e.preempt = preempt;
+      sink.event(e, at);
+    };
+    auto change = [&](SmState from, SmState to, TimePoint at) {
+      sm::RecordEvent e{EventKind::StateChanged,
+                        word(std::string(to_string(from)) + "->" + std::string(to_string(to))), {}};
+      e.from = from;
+      e.to = to;
+      sink.event(e, at);
+    };
+    engine(EventKind::OpensmStarted, "start", t0);
+    change(SmState::NotActive, SmState::Master, t0 + 2s);
+    change(SmState::Master, SmState::Standby, t0 + 3s);
+    engine(EventKind::TakeoverStarted, "master lost", t0 + 10s);
+    engine(EventKind::TakeoverDone, "local SM is MASTER", t0 + 10s + 100ms);
+    change(SmState::Standby, SmState::Master, t0 + 10s + 120ms);
+    change(SmState::Master, SmState::Standby, t0 + 15s);
+    engine(EventKind::HandoverStarted, "preempt: preferred head takes mastership back", t0 + 20s, true);
+    engine(EventKind::HandoverDone, "took over by request", t0 + 20s + 300ms);
+    change(SmState::Standby, SmState::Master, t0 + 20s + 400ms);
+    change(SmState::Master, SmState::Standby, t0 + 25s);
+    engine(EventKind::HandoverStarted, "by request: pull", t0 + 30s);
+    engine(EventKind::HandoverRolledBack, "master did not hand over", t0 + 31s);
+    engine(EventKind::HandoverStarted, "by request: pull", t0 + 40s);
+    change(SmState::Standby, SmState::Master, t0 + 40s + 250ms);
+    return f;
+  };
+  const auto worded = run([](std::string s) { return s; });
+  const auto blank = run([](std::string) { return std::string(); });
+  const auto reworded = run([](std::string s) { return "preempt->MASTER " + s + " ->MASTER"; });
+  const std::map<std::string, std::uint64_t> expected{{"start", 1}, {"takeover", 1}, {"preempt", 1}, {"handover", 1}};
+  for (const auto* f : {&worded, &blank, &reworded}) {
+    CHECK(f->by_reason() == expected);
+    REQUIRE(f->last_takeover_seconds());
+    CHECK(*f->last_takeover_seconds() == Approx(0.25));
+    REQUIRE(f->last_change());
+    CHECK(f->last_change()->kind == "handover");
+    CHECK(f->last_change()->outcome == "running");
+  }
 }
 
 TEST_CASE("the metrics snapshot covers every SM, alarms, hold, polls and restarts", "[service][metrics]") {
@@ -187,7 +247,9 @@ TEST_CASE("the last takeover or handover: kind, reason, outcome and duration", "
   CHECK(f.last_change()->kind == "handover");
   CHECK(f.last_change()->outcome == "rolled_back");
   CHECK(*f.last_change()->duration_s == Approx(5.0));
-  f.observe(ev("handover_started", "preempt: preferred head takes mastership back", "", t0 + 90s));
+  auto preempt = ev("handover_started", "preempt: preferred head takes mastership back", "", t0 + 90s);
+  preempt.preempt = true;  // the engine's typed field, not the reason's wording
+  f.observe(preempt);
   CHECK(f.last_change()->kind == "preempt");
   // A later done without a start does not touch a finished record.
   f.observe(ev("handover_done", "handed over", "", t0 + 91s));

@@ -21,6 +21,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include "smha/client/render.hpp"
 #include "smha/core/limits.hpp"
 #include "smha/service/event_journal.hpp"
 #include "smha/service/os_integration.hpp"
@@ -28,6 +29,7 @@
 
 using namespace smha;
 using namespace smha::service;
+using namespace smha::client;
 using namespace std::chrono_literals;
 
 namespace {
@@ -230,6 +232,7 @@ TEST_CASE("after an adoption the last transition is the adoption, not an earlier
   EventRecord earlier;
   earlier.seq = 7;
   earlier.kind = "transition";
+  earlier.type = EventType::Transition;
   earlier.reason = "->MASTER";
   earlier.evidence = "opensm_started: smhad start: OpenSM not running";
   sink.restore({earlier});

@@ -188,8 +188,14 @@ class Agent {
   void start();
   // Cancels timers; answers still in flight are dropped. OpenSM is left running.
   void stop();
-  // smctl handover: see sm::HandoverRequest.
-  void request_handover(std::optional<Guid> target);
+  // smctl handover: see sm::HandoverRequest. `done`, if set, is called once
+  // with the engine's outcome of this request: handover_done,
+  // handover_rolled_back or handover_rejected (a rejection from within this
+  // call). It is not called if the handover ends any other way (the engine
+  // left HandingOver for another reason, the agent stopped): the caller keeps
+  // its own deadline.
+  using HandoverDone = std::function<void(const sm::RecordEvent& outcome)>;
+  void request_handover(std::optional<Guid> target, HandoverDone done = {});
 
   sm::EngineStatus status() const { return machine_.status(); }
   const AgentConfig& config() const { return cfg_; }
@@ -230,6 +236,7 @@ class Agent {
   void census_sa();
   bool step(const sm::Observation& obs);  // true: poll again soon
   void apply(const sm::Decision& d);
+  void report_handover(const sm::RecordEvent& e);
   void arm_wakeup(std::optional<TimePoint> t);
 
   AgentConfig cfg_;
@@ -243,6 +250,10 @@ class Agent {
   LocalPortFn local_port_;
   std::function<bool()> local_stopped_;
   WalkObserver walk_observer_;
+  // request_handover()'s callback: while the request is being stepped, then
+  // until the handover it started ends.
+  HandoverDone handover_asking_;
+  HandoverDone handover_running_;
   PeerPortFn peer_port_;
   std::shared_ptr<int> alive_;   // callbacks hold a weak_ptr: dropped after stop()/destruction
   std::shared_ptr<Round> round_;

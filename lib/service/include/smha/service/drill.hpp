@@ -21,6 +21,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,7 +59,10 @@ class DrillHost {
   virtual nlohmann::json status() = 0;         // the status method's data
   virtual sm::EngineStatus engine() const = 0;  // the current engine's status
   virtual Guid own_guid() const = 0;
-  virtual void request_handover(std::optional<Guid> target) = 0;
+  // agent::Agent::request_handover: `done` gets the engine's outcome
+  // (handover_done, handover_rolled_back or handover_rejected), if any.
+  using HandoverDone = std::function<void(const sm::RecordEvent& outcome)>;
+  virtual void request_handover(std::optional<Guid> target, HandoverDone done) = 0;
   virtual bool handover_running() const = 0;   // a `handover` call is in progress
   virtual const LogEventSink& events() const = 0;
   // A MastershipWindow opened now, which the host feeds with every SMInfo and
@@ -99,6 +103,7 @@ class DrillRunner {
  private:
   struct Run;
   void step();
+  void request_leg(std::optional<Guid> target);
   void finish(bool pass, const std::string& why);
   double ms_since(TimePoint t0) const;
 

@@ -6,7 +6,10 @@
 // Format: JSON Lines, one event per line, oldest first:
 //   {"seq":12,"time":"2026-12-02T14:30:00.123Z","kind":"transition",
 //    "reason":"STANDBY->MASTER","evidence":"takeover_done: local SM is MASTER"}
-// Engine events also carry "nodes": [{"name":"head02","guid":"0x...",
+// A transition and an opensm_state line also carry "from" and "to" (state
+// names, EventRecord::from/to, where known), a handover_started of the
+// preempt policy "preempt": true; lines without them (older smhad) load with
+// none. Engine events also carry "nodes": [{"name":"head02","guid":"0x...",
 // "node_description":"head02 HCA-1"}, ...] (EventRecord::nodes; "name" and
 // "node_description" null when not known; at most kMaxEventNodes, each text
 // at most kMaxNodeTextBytes). Lines without it (older smhad) load with none.
@@ -67,6 +70,9 @@ inline constexpr std::size_t kMaxNodeTextBytes = 64;
 // EventRecord::nodes as JSON, texts raw (the journal) or escaped for people
 // by smha::printable (control replies).
 nlohmann::json event_nodes_json(const std::vector<EventNode>& nodes, bool printable);
+// EventRecord::from, to ("from"/"to": state names) and preempt ("preempt":
+// true), where set, into `j` (journal lines and replies alike).
+void add_event_state_fields(nlohmann::json& j, const EventRecord& e);
 std::string encode_event_line(const EventRecord& e);
 std::optional<EventRecord> decode_event_line(std::string_view line);
 

@@ -28,7 +28,8 @@ namespace smha::service {
 
 inline constexpr double kMaxEventsWaitSeconds = 300;
 
-// {"seq","time","kind","reason","evidence"} of one event.
+// {"seq","time","kind","reason","evidence"} of one event, and "from", "to",
+// "preempt" and "nodes" where set.
 nlohmann::json event_to_json(const EventRecord& e);
 
 class EventsMethod {

@@ -154,11 +154,19 @@ std::string_view to_string(EventKind k);
 // `nodes`: the other SMs the event is about (a lost master, a handover's
 // target, the second master), by port GUID; the event is always also about
 // this head. smhad shows each with its name and NodeDescription.
+// `reason` and `evidence` are for people (log, journal, smctl); what the event
+// means to code is in its typed fields: never parse the text.
 struct RecordEvent {
   EventKind kind;
   std::string reason;
   std::string evidence;
   std::vector<Guid> nodes = {};
+  // StateChanged: the local SM's state before and after (the reason says
+  // "from->to" for people). Unset for every other kind.
+  std::optional<SmState> from = std::nullopt;
+  std::optional<SmState> to = std::nullopt;
+  // HandoverStarted: started by the preempt failback policy, not by a request.
+  bool preempt = false;
 };
 
 // keepalived-style hook: `hook EVENT NEW_STATE OLD_STATE PRIORITY`.

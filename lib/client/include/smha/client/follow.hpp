@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// smctl pieces that need more than one call (lib/control's run_cli_call does
+// smctl commands that need more than one call (lib/control's run_cli_call does
 // single calls).
 #pragma once
 
@@ -9,7 +9,7 @@
 
 #include "smha/control/cli.hpp"
 
-namespace smha::service {
+namespace smha::client {
 
 // Seconds each long poll of `smctl events --follow` waits for news.
 inline constexpr double kFollowWaitSeconds = 30;
@@ -25,4 +25,4 @@ inline constexpr double kFollowWaitSeconds = 30;
 int follow_events(const control::CliOptions& options, std::size_t n, std::ostream& out, std::ostream& err,
                   const volatile std::sig_atomic_t* stop);
 
-}  // namespace smha::service
+}  // namespace smha::client

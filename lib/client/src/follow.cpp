@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-#include "smha/service/cli.hpp"
+#include "smha/client/follow.hpp"
 
 #include <chrono>
 #include <ostream>
 
 #include "smha/control/client.hpp"
-#include "smha/service/service.hpp"
+#include "smha/client/render.hpp"
 
-namespace smha::service {
+namespace smha::client {
 
 using nlohmann::json;
 
@@ -66,4 +66,4 @@ int follow_events(const control::CliOptions& options, std::size_t n, std::ostrea
   return control::kCliOk;
 }
 
-}  // namespace smha::service
+}  // namespace smha::client

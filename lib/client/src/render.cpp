@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+#include "smha/client/render.hpp"
+
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "smha/core/text.hpp"
+
+namespace smha::client {
+
+namespace {
+
+// Every field shown goes through printable(): names, reasons and evidence may
+// carry what the fabric or OpenSM wrote (ANSI escapes, bytes that are not UTF-8).
+std::string str(const nlohmann::json& j, const char* key, const char* dflt = "-") {
+  if (!j.contains(key) || j[key].is_null()) return dflt;
+  if (j[key].is_string()) return printable(j[key].get<std::string>());
+  return printable(j[key].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+std::string age_text(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null() || !j[key].is_number()) return "never";
+  return human_duration(j[key].get<double>()) + " ago";
+}
+
+// A duration field in seconds for people, "-" when absent.
+std::string duration_field(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || !j[key].is_number()) return "-";
+  return human_duration(j[key].get<double>());
+}
+
+}  // namespace
+
+std::string human_duration(double seconds) {
+  if (!(seconds >= 0)) return "-";  // also NaN
+  if (seconds < 1) return fmt::format("{:.0f}ms", seconds * 1000);
+  if (seconds < 10) return fmt::format("{:.1f}s", seconds);
+  auto s = static_cast<long long>(seconds);
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  if (s < 86400) return fmt::format("{}h{:02}m", s / 3600, s % 3600 / 60);
+  return fmt::format("{}d{:02}h", s / 86400, s % 86400 / 3600);
+}
+
+std::string human_ms(double ms) {
+  if (!(ms >= 0)) return "-";
+  if (ms < 10) return fmt::format("{:.2f} ms", ms);
+  if (ms < 100) return fmt::format("{:.1f} ms", ms);
+  return fmt::format("{:.0f} ms", ms);
+}
+
+std::string render_status_text(const nlohmann::json& s) {
+  std::ostringstream o;
+  const auto& local = s.value("local", nlohmann::json::object());
+  const std::string role = str(s, "role");
+  o << (role == "master" ? "\u25cf " : "\u25cb ") << "smhad " << str(s, "node") << " - "
+    << (s.value("observe", false) ? "observing" : "managing") << " OpenSM\n";
+  if (s.contains("smhad_version") || s.contains("uptime_s"))
+    o << "    smhad: " << str(s, "smhad_version") << ", up " << duration_field(s, "uptime_s") << "\n";
+  o << "     Role: " << role;
+  if (s.contains("hold") && s["hold"].value("held", false)) o << " (HOLD: " << str(s["hold"], "reason") << ")";
+  o << "\n";
+  if (s.contains("mastership") && s["mastership"].is_object()) {
+    const auto& m = s["mastership"];
+    if (m.contains("guid") && m["guid"].is_string()) {
+      const std::string node = str(m, "node", "");
+      o << "   Master: " << (node.empty() ? "unknown SM" : node) << " (" << str(m, "guid") << ") since "
+        << (m.value("exact", false) ? "" : "at least ") << str(m, "since") << ", "
+        << duration_field(m, "for_s") << "\n";
+    } else {
+      o << "   Master: none since " << str(m, "since") << ", " << duration_field(m, "for_s") << "\n";
+    }
+  }
+  if (s.contains("last_change") && s["last_change"].is_object()) {
+    const auto& c = s["last_change"];
+    o << "  Changed: " << str(c, "kind") << " (" << str(c, "reason") << ") at " << str(c, "time") << ", "
+      << str(c, "outcome");
+    if (c.contains("duration_s") && c["duration_s"].is_number()) o << " in " << duration_field(c, "duration_s");
+    o << "\n";
+  }
+  o << " Local SM: " << str(local, "state") << "  prio " << str(local, "priority") << "  guid "
+    << str(local, "guid") << "  lid " << str(local, "lid") << "  actcount " << str(local, "act_count")
+    << "  (" << age_text(local, "last_poll_age_s") << ")\n";
+  if (local.contains("port_state"))
+    o << "     Port: " << str(local, "port_state") << "  (" << str(local, "port_state_source", "sysfs")
+      << (str(local, "port_state_source", "") == "smp" ? ", PortInfo " + age_text(local, "port_state_age_s")
+                                                          : std::string())
+      << ")\n";
+  if (s.contains("opensm")) {
+    const auto& osm = s["opensm"];
+    o << "   OpenSM: " << str(osm, "supervisor") << "  pid " << str(osm, "pid") << "  uptime "
+      << duration_field(osm, "uptime_s") << "  restarts " << str(osm, "restarts")
+      << (osm.value("adopted", false) ? "  (adopted)" : "");
+    if (!str(osm, "reason", "").empty()) o << "\n           " << str(osm, "reason");
+    o << "\n";
+  }
+  o << "    Peers:\n";
+  for (const auto& p : s.value("peers", nlohmann::json::array())) {
+    o << "           " << str(p, "name") << "  " << str(p, "state") << "  prio " << str(p, "priority")
+      << "  guid " << str(p, "guid") << "  lid " << str(p, "lid") << "  rtt "
+      << (p.contains("rtt_ms") && p["rtt_ms"].is_number() ? human_ms(p["rtt_ms"].get<double>()) : "-")
+      << "  (" << age_text(p, "last_answer_age_s") << ")";
+    // NodeDescription next to the GUID (escaped by smhad), and the route found.
+    if (!str(p, "node_description", "").empty()) o << "  \"" << str(p, "node_description") << "\"";
+    if (!str(p, "dr_path", "").empty()) o << "  dr " << str(p, "dr_path");
+    o << "\n";
+  }
+  // Every SM on the fabric (the census), heads and others.
+  if (s.contains("sms") && s["sms"].is_array() && !s["sms"].empty()) {
+    o << "      SMs:\n";
+    for (const auto& x : s["sms"]) {
+      const std::string head = str(x, "head", "");
+      o << "           " << (x.value("local", false) ? "this node" : head.empty() ? "NOT A HEAD" : head) << "  "
+        << str(x, "state") << "  prio " << str(x, "priority") << "  guid " << str(x, "guid") << "  lid "
+        << str(x, "lid");
+      if (!str(x, "node_description", "").empty()) o << "  \"" << str(x, "node_description") << "\"";
+      if (!str(x, "switch_guid", "").empty())
+        o << "  at " << str(x, "switch_guid") << " port " << str(x, "switch_port");
+      o << "\n";
+    }
+  }
+  // LID continuity (doc/lid-continuity.md): the guid2lid kept for our OpenSM.
+  if (s.contains("lid_continuity") && s["lid_continuity"].is_object()) {
+    const auto& l = s["lid_continuity"];
+    if (!l.value("enabled", false)) {
+      o << " guid2lid: not kept by smhad (honor_guid2lid_file "
+        << (l.value("honor_guid2lid_file", false) ? "TRUE" : "FALSE") << ")\n";
+    } else {
+      const auto& r = l.value("rejected", nlohmann::json::object());
+      o << " guid2lid: " << str(l, "entries") << " entries (" << str(l, "kept") << " kept for ports not seen now), "
+        << str(l, "state") << ", written " << str(l, "writes") << "x, last "
+        << age_text(l, "last_written_age_s") << "; " << str(l, "path") << "\n";
+      o << "           refused: " << str(r, "bad_lid") << " bad LID, " << str(r, "duplicate_lid")
+        << " duplicate LID, " << str(r, "conflict") << " conflicting; file records skipped "
+        << str(l, "file_skipped");
+      if (!str(l, "last_error", "").empty()) o << "; error: " << str(l, "last_error");
+      o << "\n";
+    }
+  }
+  if (s.contains("policy")) {
+    const auto& pol = s["policy"];
+    o << "   Policy: poll " << str(pol, "poll_interval_ms") << "ms x " << str(pol, "misses")
+      << " misses, failback " << str(pol, "failback") << ", base priority "
+      << str(pol, "base_priority") << "\n";
+  }
+  o << "   Alarms: ";
+  const auto alarms = s.value("alarms", nlohmann::json::array());
+  if (alarms.empty()) o << "none";
+  for (const auto& a : alarms) o << str(a, "kind") << " (" << str(a, "detail") << ") ";
+  o << "\n";
+  if (s.contains("last_transition") && !s["last_transition"].is_null()) {
+    const auto& t = s["last_transition"];
+    const std::string kind = str(t, "kind", "transition");
+    o << "     Last: " << (kind == "transition" ? std::string() : kind + ": ") << str(t, "reason") << " ("
+      << str(t, "evidence") << ") at " << str(t, "time") << "\n";
+  }
+  return o.str();
+}
+
+std::string render_sms_text(const nlohmann::json& j) {
+  // Like `chronyc sources`: a legend, a header, one line per SM.
+  std::ostringstream o;
+  o << "H = head (* this node, + peer, ! not a configured head)\n";
+  o << fmt::format("{:<1} {:<18} {:<11} {:>4} {:>5} {:<24} {:<14} {:>7}  {}\n", "H", "Port GUID", "State", "Prio",
+                   "LID", "Cabled at (switch port)", "Head", "Answer", "NodeDescription");
+  o << std::string(110, '=') << "\n";
+  for (const auto& x : j.value("sms", nlohmann::json::array())) {
+    const std::string head = str(x, "head", "");
+    const char* mark = x.value("local", false) ? "*" : head.empty() ? "!" : "+";
+    std::string at = "-";
+    if (!str(x, "switch_guid", "").empty()) at = str(x, "switch_guid") + " " + str(x, "switch_port");
+    std::string ago = "never";
+    if (x.contains("last_answer_age_s") && x["last_answer_age_s"].is_number())
+      ago = human_duration(x["last_answer_age_s"].get<double>());
+    o << fmt::format("{:<1} {:<18} {:<11} {:>4} {:>5} {:<24} {:<14} {:>7}  {}\n", mark, str(x, "guid"),
+                     str(x, "state"), str(x, "priority"), str(x, "lid"), at, head.empty() ? "-" : head, ago,
+                     str(x, "node_description"));
+  }
+  if (j.contains("census") && j["census"].is_object()) {
+    const auto& c = j["census"];
+    o << "\nCensus: " << (c.value("enabled", true) ? "" : "disabled, ") << str(c, "walks") << " walks ("
+      << str(c, "walk_mads") << " MADs), " << str(c, "query_mads") << " SMInfo MADs";
+    if (c.contains("last_walk") && c["last_walk"].is_object()) {
+      const auto& w = c["last_walk"];
+      o << "; last walk " << age_text(c, "last_walk_age_s") << ": " << str(w, "nodes") << " nodes, "
+        << str(w, "ports") << " ports, " << str(w, "mads") << " MADs, " << str(w, "sm_ports") << " IsSM ports"
+        << (w.value("bounded", false) ? " (cut by a bound)" : "");
+    }
+    if (c.contains("next_walk_in_s") && c["next_walk_in_s"].is_number())
+      o << "; next in " << duration_field(c, "next_walk_in_s");
+    if (c.value("dropped", 0) > 0) o << "; " << str(c, "dropped") << " SMs not kept (limit)";
+    o << "\n";
+    if (c.contains("sa") && c["sa"].is_object()) {
+      const auto& sa = c["sa"];
+      o << "SA table: ";
+      if (sa.value("queries", 0) == 0 && str(sa, "last_error", "").empty()) {
+        o << "not asked yet";
+      } else {
+        o << "lid " << str(sa, "sa_lid") << ", " << str(sa, "tables") << " of " << str(sa, "queries")
+          << " answered (" << str(sa, "mads") << " MADs)";
+        if (sa.contains("last_age_s") && sa["last_age_s"].is_number()) {
+          o << "; last " << age_text(sa, "last_age_s") << ": " << str(sa, "records") << " records";
+          if (sa.contains("claimed") && sa["claimed"].is_number()) o << " of " << str(sa, "claimed");
+          if (sa.value("truncated", false)) o << ", TRUNCATED";
+        }
+        if (!str(sa, "last_error", "").empty()) o << "; last error: " << str(sa, "last_error");
+      }
+      o << "\n";
+    }
+  }
+  return o.str();
+}
+
+std::string render_events_text(const nlohmann::json& j) {
+  std::ostringstream o;
+  for (const auto& e : j.value("events", nlohmann::json::array())) {
+    o << str(e, "time") << "  " << str(e, "kind") << "  " << str(e, "reason");
+    if (!str(e, "evidence", "").empty()) o << "  [" << str(e, "evidence") << "]";
+    // The SMs it is about, with the names people know (NodeDescription).
+    std::string about;
+    for (const auto& n : e.value("nodes", nlohmann::json::array())) {
+      if (!n.is_object()) continue;
+      if (!about.empty()) about += "; ";
+      if (!str(n, "name", "").empty()) about += str(n, "name") + " ";
+      about += str(n, "guid");
+      if (!str(n, "node_description", "").empty()) about += " \"" + str(n, "node_description") + "\"";
+    }
+    if (!about.empty()) o << "  (" << about << ")";
+    o << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace smha::client

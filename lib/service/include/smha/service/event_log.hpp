@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// The event log: EventRecord (what smhad recorded, text for people and typed
+// fields for code) and LogEventSink, the agent's EventSink that logs every
+// event and keeps the recent ones and the active alarms.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "smha/agent/seams.hpp"
+#include "smha/core/clock.hpp"
+#include "smha/core/types.hpp"
+#include "smha/sm/ha_machine.hpp"
+
+namespace smha::service {
+
+// An SM an event is about, for people: its head name ("" for an SM that is
+// not a configured head), port GUID and NodeDescription (raw; "" when not
+// known), as smhad knew them when the event was recorded.
+struct EventNode {
+  std::string name;
+  Guid guid;
+  std::string description;
+};
+// Most nodes an event names (this head, a lost master, a handover's target...).
+inline constexpr std::size_t kMaxEventNodes = 8;
+
+// What an event is, for code (EventRecord::kind is its name on the wire).
+enum class EventType : std::uint8_t {
+  Note,          // a daemon note: reload, hold, handover request ... (kind: its name)
+  Engine,        // an engine event other than a state change (engine_kind)
+  Transition,    // the local SM's state changed (kind "transition"; from, to)
+  Alarm,         // an alarm raised (kind "alarm"; alarm: the engine's, unset for smhad's own)
+  AlarmCleared,  // kind "alarm_cleared"
+  Error,         // an adapter error (kind "error")
+  OpensmState,   // OpenSM's log showed a state change (kind "opensm_state"; from, to)
+};
+
+// One recorded event (engine event, alarm raise/clear, adapter error, note).
+// `kind`, `reason` and `evidence` are what people and scripts read; code acts
+// on the typed fields, never on the text.
+struct EventRecord {
+  std::uint64_t seq = 0;
+  std::chrono::system_clock::time_point wall;
+  std::string kind;      // engine EventKind, "alarm", "alarm_cleared", "error", "transition", a note's kind
+  std::string reason;
+  std::string evidence;
+  TimePoint at{};  // steady time of engine events (not persisted; zero for restored ones)
+  // Engine events: this head first, then sm::RecordEvent::nodes. Empty for
+  // the others, and when no namer is set (LogEventSink::set_node_namer).
+  std::vector<EventNode> nodes = {};
+  EventType type = EventType::Note;
+  std::optional<sm::EventKind> engine_kind = std::nullopt;  // Engine
+  std::optional<sm::AlarmKind> alarm = std::nullopt;        // Alarm, AlarmCleared of an engine alarm
+  // Transition, OpensmState: the state before and after (unset where not
+  // known: OpenSM's first logged change after smhad started has no before).
+  std::optional<SmState> from = std::nullopt;
+  std::optional<SmState> to = std::nullopt;
+  bool preempt = false;  // Engine handover_started by the preempt failback policy
+};
+
+// The typed fields of an event from its kind name (the journal and replies
+// carry the name): type, engine_kind, and alarm (from the reason of an
+// "alarm"/"alarm_cleared" event, which is the alarm's name). from, to and
+// preempt are not touched.
+void set_type_from_kind(EventRecord& e);
+// SmState by its name (to_string(SmState)); OpenSM's log says the same words.
+std::optional<SmState> sm_state_named(std::string_view name);
+
+// Events kept in memory and in the journal (event_journal.hpp).
+inline constexpr std::size_t kEventHistory = 1000;
+
+// Longest reason or evidence text a daemon note keeps (longer text is cut,
+// saying how much was dropped): a refused reload of a file with 100 000
+// errors must not fill the event ring, the journal or the log.
+inline constexpr std::size_t kMaxEventTextBytes = 4096;
+std::string cap_event_text(std::string text);
+
+// agent::EventSink for the daemon: logs every engine event (logger "sm"), each
+// local SM state change once at info as
+//   SM_TRANSITION from=STANDBY to=MASTER reason=<the engine event that led to it>
+// and keeps the last `capacity` events and the active alarms in memory.
+class LogEventSink final : public agent::EventSink {
+ public:
+  explicit LogEventSink(std::size_t capacity = kEventHistory);
+  void event(const sm::RecordEvent& e, TimePoint at) override;
+  void alarm(const sm::RaiseAlarm& a, TimePoint at) override;
+  void clear(const sm::ClearAlarm& a, TimePoint at) override;
+  void hook(const sm::RunHook& h, TimePoint at) override;
+  void error(const Error& e, TimePoint at) override;
+  // Records a daemon-side event (reload, hold, handover request), logged as
+  // SMHAD_<kind> reason=... [evidence=...] with its message id.
+  // reason and evidence are kept and logged up to kMaxEventTextBytes each.
+  void note(std::string kind, std::string reason, std::string evidence = {});
+  // OpenSM's log showed its SM state change (`from`, `to`: OpenSM's words,
+  // "MASTER", "STANDBY" ...; `from` "UNKNOWN" before the first line): an
+  // "opensm_state" note "<from>-><to>" with the typed states.
+  void opensm_state(const std::string& from, const std::string& to, std::string evidence);
+  // A daemon-side alarm (not from the engine, e.g. "opensm_failed"): shown with
+  // the engine's alarms, recorded as an "alarm" event, logged as SM_ALARM.
+  // Raising an active alarm again only updates its detail.
+  void raise_daemon_alarm(const std::string& kind, const std::string& detail);
+  void clear_daemon_alarm(const std::string& kind);
+
+  const std::deque<EventRecord>& events() const { return events_; }
+  // Active alarms: kind -> detail.
+  const std::map<std::string, std::string>& alarms() const { return alarms_; }
+  // The last local SM transition; after an adoption at smhad start, the
+  // `adopted` event (the state OpenSM was found in, not an earlier run's cause).
+  std::optional<EventRecord> last_transition() const { return last_transition_; }
+
+  // Names the SMs engine events are about: `self` (this head's port GUID) and
+  // each GUID in sm::RecordEvent::nodes go through `namer` when the event is
+  // recorded, so the event keeps the NodeDescription smhad knew then.
+  using NodeNamer = std::function<EventNode(Guid)>;
+  void set_node_namer(Guid self, NodeNamer namer) {
+    self_ = self;
+    namer_ = std::move(namer);
+  }
+
+  // Called with every new event after it is recorded (journal, long polls, metrics).
+  using Listener = std::function<void(const EventRecord&)>;
+  void add_listener(Listener l) { listeners_.push_back(std::move(l)); }
+  // Puts events from an earlier run (oldest first) in front of the history;
+  // new events continue their sequence numbers. Call before any event.
+  void restore(const std::vector<EventRecord>& earlier);
+
+ private:
+  void push(EventRecord r);
+  void log_note(const std::string& kind, const std::string& reason, const std::string& evidence);
+  std::size_t capacity_;
+  std::uint64_t seq_ = 0;
+  std::deque<EventRecord> events_;
+  std::map<std::string, std::string> alarms_;
+  std::optional<EventRecord> last_transition_;
+  std::string last_cause_;  // the latest non-transition event, as the transition's reason
+  std::vector<Listener> listeners_;
+  Guid self_;
+  NodeNamer namer_;
+  std::vector<EventNode> nodes_of(const sm::RecordEvent& e) const;
+};
+
+}  // namespace smha::service

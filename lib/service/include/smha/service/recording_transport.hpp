@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// RecordingTransport: the MadTransport decorator smhad polls through. It
+// remembers what the poller saw (status, metrics, the mastership verdict's
+// taps) and refuses Sets in observe mode or during a maintenance hold.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <sys/types.h>
+
+#include "smha/core/clock.hpp"
+#include "smha/core/sminfo.hpp"
+#include "smha/mad/transport.hpp"
+
+namespace smha::service {
+
+// Maintenance hold: while held, nothing smha does moves mastership (no Set to
+// the local SM, no priority change, no stop/restart of OpenSM). Starting an
+// OpenSM that is not running stays allowed. Expires on its own.
+struct HoldState {
+  bool held = false;
+  std::optional<TimePoint> until;
+  std::string reason;
+  uid_t by_uid = 0;
+};
+
+// The last SMInfo answer from one SM, as the poller saw it.
+struct SmSighting {
+  SmInfo info;
+  Duration rtt{};
+  TimePoint at{};
+};
+// Which SM answers MASTER and since when, from the SMInfo answers seen (smctl
+// status "Master"). A change is stamped when the first answer shows it; so the
+// time is exact to a poll interval unless the SM was already MASTER at its
+// first answer after smhad started (`exact` false: "since at least").
+struct MasterRecord {
+  std::optional<Guid> guid;  // nullopt: the last master left MASTER, none since
+  TimePoint since{};
+  std::chrono::system_clock::time_point since_wall{};
+  bool exact = false;
+};
+class MasterWatch {
+ public:
+  void observe(const SmInfo& info, TimePoint now, std::chrono::system_clock::time_point wall);
+  const std::optional<MasterRecord>& current() const { return rec_; }
+
+ private:
+  std::optional<MasterRecord> rec_;
+  std::set<std::uint64_t> seen_not_master_;  // SMs seen in another state first
+};
+
+// Every SMInfo Get the poller made, for metrics: answered ones by round-trip
+// time (cumulative buckets, seconds), unanswered ones (after the transport's
+// retries) counted as missed.
+struct PollStats {
+  static constexpr double kBounds[] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25};
+  std::uint64_t buckets[std::size(kBounds)] = {};  // answers with rtt <= kBounds[i]
+  std::uint64_t answered = 0;
+  double rtt_sum_s = 0;
+  std::uint64_t missed = 0;
+  void record(bool ok, Duration rtt);
+};
+
+// The last query to one target.
+struct TargetRecord {
+  bool answered = false;
+  TimePoint at{};
+  std::optional<Guid> guid;  // from the last answer
+};
+
+// The last PortInfo query of one port: when, whether it was answered, and the
+// last answer (kept across later unanswered queries).
+struct PortRecord {
+  bool answered = false;
+  TimePoint at{};
+  std::optional<mad::PortInfo> info;
+  TimePoint info_at{};
+};
+
+// MadTransport decorator: passes every call through, remembers the last answer
+// per SM GUID, the last outcome per target and the last PortInfo per port, and
+// (while `hold` is held, or always with `read_only`) refuses set_sminfo with
+// Error "hold"/"observe".
+class RecordingTransport final : public mad::MadTransport {
+ public:
+  RecordingTransport(mad::MadTransport& inner, const Clock& clock, const HoldState& hold,
+                     bool read_only)
+      : inner_(inner), clock_(clock), hold_(hold), read_only_(read_only) {}
+  void get_sminfo(const mad::Target& target, const mad::RequestOptions& opts,
+                  mad::SmInfoCallback done) override;
+  void set_sminfo(const mad::Target& target, SmInfoModifier mod, const SmInfo& payload,
+                  const mad::RequestOptions& opts, mad::SmInfoCallback done) override;
+  void get_port_info(const mad::Target& target, std::uint8_t port, const mad::RequestOptions& opts,
+                     mad::PortInfoCallback done) override;
+  // Discovery reads pass straight through (nothing to remember).
+  void get_node_info(const mad::Target& target, const mad::RequestOptions& opts,
+                     mad::NodeInfoCallback done) override {
+    inner_.get_node_info(target, opts, std::move(done));
+  }
+  void get_node_description(const mad::Target& target, const mad::RequestOptions& opts,
+                            mad::NodeDescriptionCallback done) override {
+    inner_.get_node_description(target, opts, std::move(done));
+  }
+  void get_sminfo_records(Lid sa_lid, const mad::RequestOptions& opts,
+                          mad::SmInfoRecordsCallback done) override {
+    inner_.get_sminfo_records(sa_lid, opts, std::move(done));
+  }
+  std::optional<SmSighting> last_seen(Guid guid) const;
+  std::optional<TargetRecord> last_query(const mad::Target& target) const;
+  const PollStats& poll_stats() const { return *stats_; }
+  std::optional<PortRecord> last_port_info(const mad::Target& target, std::uint8_t port) const;
+  const std::optional<MasterRecord>& master() const { return master_->current(); }
+  // Every SMInfo answer (via: "lid:N" or "dr:PATH") and every PortInfo answer
+  // of a DR hop 0 query (our own port), with the time the query was sent and
+  // the answer received. For MastershipWindow; empty functions: none.
+  using SmInfoTap = std::function<void(const SmInfo&, TimePoint sent, TimePoint received, const std::string& via)>;
+  using LocalPortTap = std::function<void(const mad::PortInfo&, TimePoint sent, TimePoint received)>;
+  void set_taps(SmInfoTap sminfo, LocalPortTap local_port) {
+    taps_->sminfo = std::move(sminfo);
+    taps_->local_port = std::move(local_port);
+  }
+
+ private:
+  struct Taps {
+    SmInfoTap sminfo;
+    LocalPortTap local_port;
+  };
+  std::shared_ptr<Taps> taps_ = std::make_shared<Taps>();
+  mad::MadTransport& inner_;
+  const Clock& clock_;
+  const HoldState& hold_;
+  bool read_only_;
+  std::shared_ptr<std::map<std::uint64_t, SmSighting>> seen_ =
+      std::make_shared<std::map<std::uint64_t, SmSighting>>();
+  std::shared_ptr<std::map<std::string, TargetRecord>> targets_ =
+      std::make_shared<std::map<std::string, TargetRecord>>();
+  std::shared_ptr<PollStats> stats_ = std::make_shared<PollStats>();
+  std::shared_ptr<MasterWatch> master_ = std::make_shared<MasterWatch>();
+  std::shared_ptr<std::map<std::string, PortRecord>> ports_ =
+      std::make_shared<std::map<std::string, PortRecord>>();
+};
+
+}  // namespace smha::service

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+#include "smha/service/handover.hpp"
+
+#include <boost/asio/post.hpp>
+
+namespace smha::service {
+
+using control::Reply;
+using control::ResultCode;
+using nlohmann::json;
+
+HandoverCall::HandoverCall(boost::asio::io_context& io, const Clock& clock, std::shared_ptr<MastershipWindow> window,
+                           Master master, Finish finish)
+    : io_(io),
+      clock_(clock),
+      window_(std::move(window)),
+      master_(std::move(master)),
+      finish_(std::move(finish)),
+      t0_(clock.now()),
+      deadline_(io) {}
+
+void HandoverCall::start(Duration limit) {
+  if (finished_) return;
+  const Duration left = t0_ + limit - clock_.now();
+  deadline_.expires_after(left > Duration::zero() ? left : Duration::zero());
+  std::weak_ptr<HandoverCall> self = weak_from_this();
+  deadline_.async_wait([self](const boost::system::error_code& ec) {
+    if (auto s = self.lock(); s && !ec) s->end();
+  });
+}
+
+void HandoverCall::outcome(const sm::RecordEvent& e) {
+  if (finished_) return;
+  if (e.kind == sm::EventKind::HandoverDone) {
+    if (outcome_.empty()) outcome_ = "done";
+  } else {
+    outcome_ = std::string(sm::to_string(e.kind)) + (e.reason.empty() ? "" : ": " + e.reason);
+  }
+  end_soon();
+}
+
+void HandoverCall::event(const EventRecord& e) {
+  if (finished_) return;
+  window_->event(e);
+  check();
+}
+
+void HandoverCall::check() {
+  if (!finished_ && window_->violation()) end_soon();
+}
+
+void HandoverCall::end_soon() {
+  if (end_posted_) return;
+  end_posted_ = true;
+  boost::asio::post(io_, [self = shared_from_this()] { self->end(); });
+}
+
+void HandoverCall::end() {
+  if (finished_) return;
+  finished_ = true;
+  deadline_.cancel();
+  if (const auto& v = window_->violation()) outcome_ = *v;
+  const double ms = std::chrono::duration<double, std::milli>(clock_.now() - t0_).count();
+  const auto master = master_();
+  json data{{"duration_ms", ms},
+            {"master", master ? json(to_string(*master)) : json(nullptr)},
+            {"mastership", window_->summary()}};
+  auto finish = std::move(finish_);
+  if (outcome_ == "done") {
+    data["outcome"] = "done";
+    finish(Reply::ok(data, "handover done in " + std::to_string(static_cast<int>(ms)) + " ms"));
+  } else {
+    data["outcome"] = outcome_.empty() ? "timeout" : outcome_;
+    finish(Reply::failure(ResultCode::Error, "handover failed: " + data["outcome"].get<std::string>(), data));
+  }
+}
+
+}  // namespace smha::service

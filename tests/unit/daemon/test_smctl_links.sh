@@ -1,0 +1,24 @@
+#!/bin/bash
+# smctl is the operator's client: it carries no smhad code (lib/service) and
+# does not link libsystemd, which only smhad needs (sd_notify, journald).
+# libibumad stays: `smctl sminfo` sends its SMInfo query itself (lib/mad).
+# Usage: test_smctl_links.sh SMCTL
+set -eu
+smctl=$1
+needed=$(readelf -d "$smctl" | awk '/\(NEEDED\)/ { gsub(/[][]/, "", $5); print $5 }')
+echo "smctl NEEDED: $(echo $needed)"
+if ! grep -q '^libc\.so' <<<"$needed"; then
+  echo "FAIL: readelf -d shows no NEEDED entries in $smctl"
+  exit 1
+fi
+if grep -q '^libsystemd' <<<"$needed"; then
+  echo "FAIL: smctl links libsystemd"
+  exit 1
+fi
+daemon=$(nm -C "$smctl" | grep -c 'smha::service::' || true)
+if [ "$daemon" != 0 ]; then
+  echo "FAIL: smctl carries $daemon symbols of smhad's lib/service, e.g.:"
+  nm -C "$smctl" | grep 'smha::service::' | head -5
+  exit 1
+fi
+echo "PASS: no libsystemd, no lib/service code"
