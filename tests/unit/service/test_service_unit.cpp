@@ -73,6 +73,18 @@ class FakeTransport final : public mad::MadTransport {
   void get_sminfo_records(Lid, const mad::RequestOptions&, mad::SmInfoRecordsCallback done) override {
     boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
   }
+  void set_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions&,
+                          mad::ServiceRecordCallback done) override {
+    boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
+  }
+  void get_service_record(Lid, const mad::Gid&, const std::string&, const mad::RequestOptions&,
+                          mad::ServiceRecordCallback done) override {
+    boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
+  }
+  void delete_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions&,
+                             mad::ServiceRecordCallback done) override {
+    boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
+  }
   SmInfo info{Guid{0x20}, 0, 42, 5, SmState::Standby};
   std::optional<mad::PortInfo> port;
   int sets = 0;
