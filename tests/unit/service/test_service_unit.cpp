@@ -324,6 +324,24 @@ TEST_CASE("status shows the master, since when, and the last takeover or handove
   CHECK(t.find("Master: none since 2026-12-03T15:02:11.123Z, 2h13m") != std::string::npos);
 }
 
+TEST_CASE("status shows each peer's config drift verdict (doc/drift.md)") {
+  auto j = nlohmann::json::parse(R"({
+    "node":"head01","role":"master",
+    "drift":{"own":{"partitions":"00112233445566"},
+             "peers":[{"name":"head02","state":"drift","detail":"partitions, qos differ"},
+                      {"name":"head03","state":"unknown","detail":"no smha record at the SA"}]},
+    "alarms":[{"kind":"config_drift","detail":"head02 (0x20): partitions, qos differ"}]})");
+  std::string t = render_status_text(j);
+  CHECK(t.find("    Drift: head02 drift (partitions, qos differ)\n"
+               "           head03 unknown (no smha record at the SA)\n") != std::string::npos);
+  CHECK(t.find("Alarms: config_drift (head02 (0x20): partitions, qos differ)") != std::string::npos);
+  j["drift"]["own"] = nullptr;
+  t = render_status_text(j);
+  CHECK(t.find("Drift: (own digests not computed) head02 drift") != std::string::npos);
+  j.erase("drift");
+  CHECK(render_status_text(j).find("Drift:") == std::string::npos);
+}
+
 TEST_CASE("SMs on the fabric: status lines and the smctl sms table, escaped") {
   using nlohmann::json;
   const json sms = json::parse(R"([
