@@ -56,10 +56,10 @@ Digest digest(DriftComponent c, std::string_view text) {
   const boost::uuids::name_generator_sha1 root(kRoot);
   const boost::uuids::uuid ns = root(std::string(to_string(c)));
   const boost::uuids::uuid u = boost::uuids::name_generator_sha1(ns)(text.data(), text.size());
-  // Bytes 6 and 8 carry the UUID's version and variant: the 7 bytes before them.
+  // Bytes 6 and 8 carry the UUID's version and variant: the 6 bytes before them.
+  static_assert(kDigestSize <= 6);
   Digest d{};
-  std::copy_n(u.begin(), kDigestSize - 1, d.begin());
-  d[kDigestSize - 1] = u.data[9];
+  std::copy_n(u.begin(), kDigestSize, d.begin());
   return d;
 }
 
@@ -72,7 +72,8 @@ DriftComponent policy_component(std::string_view key) {
 }
 
 constexpr std::size_t kDataSize = 64;
-constexpr std::size_t kFirstDigest = 4;
+constexpr std::size_t kFirstDigest = 2;
+constexpr std::size_t kServiceDataRead = 56;
 
 }  // namespace
 
@@ -128,9 +129,8 @@ Result<ConfigDigests> decode_service_data(std::span<const std::uint8_t> b) {
     return bad("ServiceData says " + std::to_string(b[1]) + " digests (byte 1); layout 1 has " +
                std::to_string(kDriftComponents));
   const std::size_t end = kFirstDigest + kDriftComponents * kDigestSize;
-  for (std::size_t i : {std::size_t{2}, std::size_t{3}})
-    if (b[i] != 0) return bad("ServiceData reserved byte " + std::to_string(i) + " is not 0");
-  for (std::size_t i = end; i < kDataSize; ++i)
+  // Bytes 56..63 (ServiceData64[1]) are not read: ibsim does not deliver them.
+  for (std::size_t i = end; i < kServiceDataRead; ++i)
     if (b[i] != 0) return bad("ServiceData reserved byte " + std::to_string(i) + " is not 0");
   ConfigDigests d;
   for (std::size_t i = 0; i < kDriftComponents; ++i)

@@ -357,6 +357,9 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
   void receive_loop(std::weak_ptr<Core> weak) {
     std::vector<std::uint8_t> buf(umad_size() + kMadSize);
     while (!stop_.load()) {
+      // Cleared each time: a MAD shorter than the buffer (an SA answer under
+      // ibsim arrives 8 bytes short, doc/drift.md) must not show the last one's tail.
+      std::fill(buf.begin(), buf.end(), std::uint8_t{0});
       int length = static_cast<int>(kMadSize);
       int rc = umad_recv(port_id_, buf.data(), &length, kRecvSliceMs);
       std::vector<std::uint8_t> big;

@@ -47,17 +47,20 @@ inline constexpr std::size_t kDriftComponents = 8;
 std::string_view to_string(DriftComponent c);
 
 // ServiceData layout version 1 (doc/drift.md): byte 0 the version, byte 1 the
-// number of digests (8), bytes 2..3 zero, then 8 digests of 7 bytes (bytes
-// 4..59, in DriftComponent order), bytes 60..63 zero.
+// number of digests (8), then 8 digests of 6 bytes (bytes 2..49, in
+// DriftComponent order), bytes 50..63 zero. ServiceData64[1] (bytes 56..63)
+// is sent as zero and never read: under ibsim an SA answer shorter than a
+// MAD arrives without its last 8 bytes (whatever the buffer held), which are
+// those.
 inline constexpr std::uint8_t kDigestLayoutVersion = 1;
-inline constexpr std::size_t kDigestSize = 7;
+inline constexpr std::size_t kDigestSize = 6;
 using Digest = std::array<std::uint8_t, kDigestSize>;
 struct ConfigDigests {
   std::array<Digest, kDriftComponents> digest{};
   const Digest& operator[](DriftComponent c) const { return digest[static_cast<std::size_t>(c)]; }
   friend bool operator==(const ConfigDigests&, const ConfigDigests&) = default;
 };
-// 14 lower-case hex digits.
+// 12 lower-case hex digits.
 std::string to_hex(const Digest& d);
 
 // What the digests are computed from.
@@ -75,14 +78,14 @@ struct DigestInputs {
 bool is_per_head_conf_key(std::string_view key);
 
 // The digests of `in` (SHA-1 through Boost.Uuid's name_generator_sha1, one
-// namespace per component, truncated to 7 bytes). Policy files are taken
+// namespace per component, truncated to 6 bytes). Policy files are taken
 // from the rendered header's "policy-file" lines (key and content hash; the
 // path is left out). SmKey: SHA-1 of the key under smha's fixed namespace.
 ConfigDigests compute_digests(const DigestInputs& in);
 
 std::array<std::uint8_t, 64> encode_service_data(const ConfigDigests& d);
 // Error code "bad_digest" naming the byte: another layout version, another
-// digest count, or non-zero reserved bytes.
+// digest count, or non-zero reserved bytes 50..55 (56..63 are not read).
 Result<ConfigDigests> decode_service_data(std::span<const std::uint8_t> data);
 // The components whose digests differ, in DriftComponent order.
 std::vector<DriftComponent> differing(const ConfigDigests& a, const ConfigDigests& b);
