@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// libFuzzer: the SMP, SMInfo, PortInfo, NodeInfo, NodeDescription and SA
-// SMInfoRecord-table decoders take any bytes without UB or crash, and whatever
-// decodes re-encodes to the same fields.
+// libFuzzer: the SMP, SMInfo, PortInfo, NodeInfo, NodeDescription, SA
+// SMInfoRecord-table and SA ServiceRecord decoders take any bytes without UB
+// or crash, and whatever decodes re-encodes to the same fields.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +12,7 @@
 
 #include "smha/core/text.hpp"
 #include "smha/mad/sa.hpp"
+#include "smha/mad/service_record.hpp"
 #include "smha/mad/smp.hpp"
 
 using namespace smha::mad;
@@ -84,6 +85,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       auto re = decode_sminfo_record_table(encode_sminfo_record_table_response(1, first, false));
       if (!re.ok() || re->records != first) std::abort();
     }
+  }
+  for (std::uint8_t method : {kMethodGetResp, kMethodDeleteResp}) {
+    auto rec = decode_service_record_response(bytes, method);
+    if (!rec.ok()) continue;
+    if (smp.ok() || table.ok()) std::abort();  // another class or attribute
+    if (rec->name.size() > kServiceNameSize) std::abort();
+    auto re = decode_service_record_response(encode_service_record_response(1, method, 0, &*rec), method);
+    if (!re.ok() || !(*re == *rec)) std::abort();
+  }
+  auto req = decode_service_record_request(bytes);
+  if (req.ok()) {
+    if (req->record.name.size() > kServiceNameSize) std::abort();
+    smha::Result<MadBytes> again = req->method == kMethodSet ? encode_service_record_set(req->tid, req->record)
+                             : req->method == kMethodGet
+                                 ? encode_service_record_get(req->tid, req->record.gid, req->record.name)
+                                 : encode_service_record_delete(req->tid, req->record);
+    if (!again.ok()) std::abort();  // every decoded name fits
+    auto back = decode_service_record_request(*again);
+    if (!back.ok() || back->method != req->method || back->record.gid != req->record.gid ||
+        back->record.name != req->record.name)
+      std::abort();
   }
   (void)describe_sa_status(size >= 2 ? static_cast<std::uint16_t>(data[0] << 8 | data[1]) : 0);
   (void)describe_mad_status(size >= 2 ? static_cast<std::uint16_t>(data[0] << 8 | data[1]) : 0);

@@ -42,6 +42,9 @@ add_custom_command(OUTPUT ${SMHA_CHANGELOG_GZ}
 add_custom_target(smha_package_files ALL DEPENDS ${SMHA_MANPAGES_GZ} ${SMHA_CHANGELOG_GZ})
 install(FILES ${SMHA_CHANGELOG_GZ} ${SMHA_PKG_DIR}/debian/copyright DESTINATION share/doc/smha)
 
+# Prometheus alerting rules (doc/drift.md).
+install(FILES ${SMHA_PKG_DIR}/prometheus/smha-alerts.yml DESTINATION share/smha/prometheus)
+
 # Bash completion.
 install(FILES ${SMHA_PKG_DIR}/smctl.bash-completion
         DESTINATION share/bash-completion/completions RENAME smctl)

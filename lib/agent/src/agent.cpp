@@ -10,6 +10,17 @@ namespace smha::agent {
 
 namespace {
 
+std::vector<std::pair<std::string, Guid>> named_peers(const AgentConfig& cfg) {
+  std::vector<std::pair<std::string, Guid>> out;
+  for (const auto& p : cfg.peers) {
+    std::string name = to_string(p.guid);
+    for (const auto& q : cfg.policy.peers)
+      if (q.guid == p.guid) name = q.name;
+    out.emplace_back(std::move(name), p.guid);
+  }
+  return out;
+}
+
 sm::HaPolicy policy_for(const AgentConfig& cfg) {
   sm::HaPolicy p = cfg.policy;
   p.attempts_per_query = std::max(1, cfg.attempts);
@@ -77,7 +88,8 @@ Agent::Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmCo
       discovery_(sched, mad, cfg_.discovery),
       configured_(cfg_.peers),
       survey_(sched, mad, cfg_.census.walk),
-      census_(cfg_.census.limits) {
+      census_(cfg_.census.limits),
+      drift_(cfg_.drift, sched, mad, cfg_.policy.own_guid, named_peers(cfg_), sink) {
   std::vector<Guid> peer_guids;
   for (const auto& p : cfg_.peers) peer_guids.push_back(p.guid);
   census_.set_heads(cfg_.policy.own_guid, peer_guids);
@@ -109,6 +121,7 @@ void Agent::start() {
   opensm_.adopt_running();
   step(sm::ProcessChanged{opensm_.state()});
   request_discovery("start");
+  drift_.start();
   if (cfg_.census.enabled) {
     read_own_description();
     walk_timer_ = sched_.schedule_at(sched_.now() + cfg_.census.first_walk_delay, [this, alive] {
@@ -156,6 +169,7 @@ void Agent::stop() {
   handover_running_ = nullptr;
   for (auto& r : routes_) r.resolving = false;
   opensm_.set_exit_handler(nullptr);
+  drift_.stop();
 }
 
 void Agent::request_handover(std::optional<Guid> target, HandoverDone done) {
@@ -375,6 +389,7 @@ void Agent::finish_round() {
   }
   check_routes(*round);
   census_round(*round);
+  if (round->local_pi) drift_.set_sa_lid(round->local_pi->sm_lid);
   const bool soon = step(round->obs);
   if (!running_ || poll_timer_) return;
   const TimePoint next = soon ? sched_.now() + cfg_.policy.poll_interval / 10

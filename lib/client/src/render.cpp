@@ -144,6 +144,17 @@ std::string render_status_text(const nlohmann::json& s) {
       << " misses, failback " << str(pol, "failback") << ", base priority "
       << str(pol, "base_priority") << "\n";
   }
+  // Config drift between heads (doc/drift.md): each peer's verdict.
+  if (s.contains("drift") && s["drift"].is_object() && !s["drift"].value("peers", nlohmann::json::array()).empty()) {
+    const auto& d = s["drift"];
+    o << "    Drift: " << (d.contains("own") && d["own"].is_object() ? "" : "(own digests not computed) ");
+    bool first = true;
+    for (const auto& p : d["peers"]) {
+      o << (first ? "" : "\n           ") << str(p, "name") << " " << str(p, "state") << " (" << str(p, "detail") << ")";
+      first = false;
+    }
+    o << "\n";
+  }
   o << "   Alarms: ";
   const auto alarms = s.value("alarms", nlohmann::json::array());
   if (alarms.empty()) o << "none";

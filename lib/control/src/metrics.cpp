@@ -51,6 +51,18 @@ class Writer {
   }
   template <typename V>
   void sample(const std::string& name, std::initializer_list<std::pair<const char*, std::string>> labels, V value) {
+    labelled(name, labels, value);
+  }
+  // Labels known at run time (the config digests).
+  template <typename V>
+  void sample(const std::string& name, const std::vector<std::pair<std::string, std::string>>& labels, V value) {
+    labelled(name, labels, value);
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  template <typename L, typename V>
+  void labelled(const std::string& name, const L& labels, V value) {
     out_ += name;
     if (labels.size() > 0) {
       out_ += '{';
@@ -69,9 +81,6 @@ class Writer {
     out_ += number(value);
     out_ += '\n';
   }
-  std::string take() { return std::move(out_); }
-
- private:
   std::string out_;
 };
 
@@ -174,6 +183,28 @@ std::string render_prometheus(const MetricsSnapshot& s) {
   if (!s.version.empty()) {
     w.family("smha_build_info", "gauge", "1, labelled with smhad's version.");
     w.sample("smha_build_info", {{"version", s.version}}, 1.0);
+  }
+  if (!s.config_digests.empty()) {
+    w.family("smha_config_digest_info", "gauge",
+             "1, labelled with this head's configuration digests per component (doc/drift.md): heads that "
+             "disagree on a label have drifted.");
+    std::vector<std::pair<std::string, std::string>> labels{{"node", s.node}};
+    for (const auto& d : s.config_digests) labels.push_back(d);
+    w.sample("smha_config_digest_info", labels, 1.0);
+  }
+  if (!s.drift_peers.empty()) {
+    w.family("smha_config_drift_peer_state", "gauge",
+             "1 for each peer's config drift state (unknown, match, drift), 0 for the others.");
+    for (const auto& [peer, state] : s.drift_peers)
+      for (const char* st : {"unknown", "match", "drift"})
+        w.sample("smha_config_drift_peer_state", {{"peer", peer}, {"state", st}}, state == st ? 1.0 : 0.0);
+  }
+  w.family("smha_config_drift_rejected_total", "counter",
+           "Peer ServiceRecords rejected: for a port that is no configured head (foreign), or with ServiceData "
+           "that does not parse (bad_digest).");
+  for (const char* r : {"foreign", "bad_digest"}) {
+    auto it = s.drift_rejected.find(r);
+    w.sample("smha_config_drift_rejected_total", {{"reason", r}}, it == s.drift_rejected.end() ? uint64_t{0} : it->second);
   }
   if (s.start_time) {
     w.family("smha_start_time_seconds", "gauge", "When smhad started, Unix time in seconds.");

@@ -5,8 +5,15 @@
 #include <cstdio>
 #include <string>
 
+#include "wire.hpp"
+
 namespace smha::mad {
 namespace {
+
+using wire::decode_error;
+using wire::get_be;
+using wire::hex;
+using wire::put_be;
 
 constexpr std::size_t kOffBaseVersion = offsetof(SaHeaderWire, base_version);
 constexpr std::size_t kOffClass = offsetof(SaHeaderWire, mgmt_class);
@@ -30,24 +37,6 @@ constexpr std::size_t kOffRecPriState = offsetof(SmInfoRecordWire, priority_stat
 
 // The largest AttributeOffset with which one record still fits in a MAD.
 constexpr std::uint16_t kMaxAttrOffsetWords = kSaDataSize / 8;
-
-std::uint64_t get_be(std::span<const std::uint8_t> b, std::size_t off, std::size_t n) {
-  std::uint64_t v = 0;
-  for (std::size_t i = 0; i < n; ++i) v = (v << 8) | b[off + i];
-  return v;
-}
-
-void put_be(std::span<std::uint8_t> b, std::size_t off, std::size_t n, std::uint64_t v) {
-  for (std::size_t i = 0; i < n; ++i) b[off + n - 1 - i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-
-std::string hex(std::uint64_t v, int digits) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%0*llx", digits, static_cast<unsigned long long>(v));
-  return buf;
-}
-
-Error decode_error(std::string what) { return make_error(kErrDecode, std::move(what)); }
 
 void put_header(std::span<std::uint8_t> b, std::uint8_t method, std::uint64_t tid) {
   b[kOffBaseVersion] = kBaseVersion;

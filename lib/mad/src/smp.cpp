@@ -5,8 +5,15 @@
 #include <cstdio>
 #include <string>
 
+#include "wire.hpp"
+
 namespace smha::mad {
 namespace {
+
+using wire::decode_error;
+using wire::get_be;
+using wire::hex;
+using wire::put_be;
 
 constexpr std::size_t kOffBaseVersion = offsetof(SmpWire, base_version);
 constexpr std::size_t kOffClass = offsetof(SmpWire, mgmt_class);
@@ -47,26 +54,6 @@ constexpr std::size_t kOffNiDevId = offsetof(NodeInfoWire, device_id);
 constexpr std::size_t kOffNiRev = offsetof(NodeInfoWire, revision);
 constexpr std::size_t kOffNiLocalPort = offsetof(NodeInfoWire, local_port_num);
 constexpr std::size_t kOffNiVendor = offsetof(NodeInfoWire, vendor_id);
-
-// Big-endian field access; callers have checked the span's size.
-std::uint64_t get_be(std::span<const std::uint8_t> b, std::size_t off, std::size_t n) {
-  std::uint64_t v = 0;
-  for (std::size_t i = 0; i < n; ++i) v = (v << 8) | b[off + i];
-  return v;
-}
-
-template <std::size_t N>
-void put_be(std::array<std::uint8_t, N>& b, std::size_t off, std::size_t n, std::uint64_t v) {
-  for (std::size_t i = 0; i < n; ++i) b[off + n - 1 - i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-
-std::string hex(std::uint64_t v, int digits) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%0*llx", digits, static_cast<unsigned long long>(v));
-  return buf;
-}
-
-Error decode_error(std::string what) { return make_error(kErrDecode, std::move(what)); }
 
 // Fills the addressing part of a request for `attr_id`. Validates the target.
 Result<Smp> smp_request(std::uint8_t method, std::uint16_t attr_id, std::uint64_t tid,

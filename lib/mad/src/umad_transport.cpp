@@ -19,6 +19,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "smha/mad/sa.hpp"
+#include "smha/mad/service_record.hpp"
 #include "smha/mad/smp.hpp"
 
 namespace smha::mad {
@@ -167,7 +168,7 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
   std::size_t pending() const { return pending_.size(); }
 
   // A decoded answer, whichever attribute the request asked for.
-  using Payload = std::variant<SmInfo, PortInfo, NodeInfo, std::string, SmInfoRecordTable>;
+  using Payload = std::variant<SmInfo, PortInfo, NodeInfo, std::string, SmInfoRecordTable, ServiceRecord>;
   struct Answer {
     Payload payload;
     Duration rtt{};
@@ -356,6 +357,9 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
   void receive_loop(std::weak_ptr<Core> weak) {
     std::vector<std::uint8_t> buf(umad_size() + kMadSize);
     while (!stop_.load()) {
+      // Cleared each time: a MAD shorter than the buffer (an SA answer under
+      // ibsim arrives 8 bytes short, doc/drift.md) must not show the last one's tail.
+      std::fill(buf.begin(), buf.end(), std::uint8_t{0});
       int length = static_cast<int>(kMadSize);
       int rc = umad_recv(port_id_, buf.data(), &length, kRecvSliceMs);
       std::vector<std::uint8_t> big;
@@ -556,6 +560,58 @@ void UmadTransport::get_sminfo_records(Lid sa_lid, const RequestOptions& opts,
         done(SmInfoRecordsReply{std::get<SmInfoRecordTable>(r->payload), r->rtt, r->attempts});
       },
       true);
+}
+
+namespace {
+
+// A ServiceRecord request to the SA at `sa_lid`: `build` makes the MAD, the
+// answer (GetResp, or DeleteResp for a Delete) carries one record.
+void service_record_request(Core& core, Lid sa_lid, std::function<Result<MadBytes>(std::uint64_t)> build,
+                            std::uint8_t answer_method, const RequestOptions& opts,
+                            ServiceRecordCallback done) {
+  if (sa_lid.value == 0 || sa_lid.value >= 0xc000) {
+    boost::asio::post(core.io(), [done = std::move(done), sa_lid] {
+      done(make_error(kErrInvalid, "SA LID " + std::to_string(sa_lid.value) +
+                                       " is not a unicast LID (1..49151)"));
+    });
+    return;
+  }
+  core.submit(
+      std::move(build),
+      [answer_method](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
+        auto rec = decode_service_record_response(mad, answer_method);
+        if (!rec) return rec.error();
+        return Core::Payload{std::move(*rec)};
+      },
+      Target{sa_lid}, opts,
+      [done = std::move(done)](Result<Core::Answer> r) {
+        if (!r) return done(r.error());
+        done(ServiceRecordReply{std::get<ServiceRecord>(r->payload), r->rtt, r->attempts});
+      },
+      true);
+}
+
+}  // namespace
+
+void UmadTransport::set_service_record(Lid sa_lid, const ServiceRecord& record, const RequestOptions& opts,
+                                       ServiceRecordCallback done) {
+  service_record_request(
+      *core_, sa_lid, [record](std::uint64_t tid) { return encode_service_record_set(tid, record); },
+      kMethodGetResp, opts, std::move(done));
+}
+
+void UmadTransport::get_service_record(Lid sa_lid, const Gid& gid, const std::string& name,
+                                       const RequestOptions& opts, ServiceRecordCallback done) {
+  service_record_request(
+      *core_, sa_lid, [gid, name](std::uint64_t tid) { return encode_service_record_get(tid, gid, name); },
+      kMethodGetResp, opts, std::move(done));
+}
+
+void UmadTransport::delete_service_record(Lid sa_lid, const ServiceRecord& record, const RequestOptions& opts,
+                                          ServiceRecordCallback done) {
+  service_record_request(
+      *core_, sa_lid, [record](std::uint64_t tid) { return encode_service_record_delete(tid, record); },
+      kMethodDeleteResp, opts, std::move(done));
 }
 
 }  // namespace smha::mad

@@ -153,6 +153,10 @@ class Daemon final : public DrillHost {
     };
   }
   void start_agent(agent::AgentConfig cfg);
+  // Our configuration digests (doc/drift.md) for the drift check, from the
+  // rendered opensm.conf, the failover section, OpenSM and the SM_Key.
+  void update_drift_digests();
+  json drift_json(TimePoint now) const;
   bool init_history_and_metrics();
   void follow_opensm_log();
   void read_opensm_log();  // what OpenSM appended to its log since the last read, as events
@@ -410,6 +414,64 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
   start_lid_continuity();
   sink_.set_node_namer(own_guid_, [this](Guid g) { return event_node(g); });
   agent_->start();
+  update_drift_digests();
+}
+
+void Daemon::update_drift_digests() {
+  if (!supervised_ || !agent_) return;  // observing: no OpenSM of ours to compare
+  auto rendered = make_renderer(config_)(static_cast<std::uint8_t>(config_.sm_priority));
+  if (!rendered) return;
+  const auto& f = config_.failover;
+  agent::DigestInputs in;
+  in.rendered_conf = rendered.value();
+  in.ha_policy = "poll_interval_ms " + std::to_string(f.poll_interval.count()) + "\nmisses_before_takeover " +
+                 std::to_string(f.misses_before_takeover) + "\nfailback " + std::string(config::to_string(f.failback)) +
+                 "\npreempt_holddown_s " + std::to_string(f.preempt_holddown.count()) + "\nopensm_polling_timeout_ms " +
+                 std::to_string(f.opensm_polling_timeout.count()) + "\nopensm_polling_retries " +
+                 std::to_string(f.opensm_polling_retries) + "\n";
+  in.opensm = caps_.version + " " + std::string(opensm::to_string(caps_.flavor));
+  in.sm_key = config_.sm_key;
+  agent_->drift().set_own(agent::compute_digests(in));
+}
+
+json Daemon::drift_json(TimePoint now) const {
+  const auto& d = agent_->drift();
+  const auto& st = d.stats();
+  auto digests = [](const agent::ConfigDigests& c) {
+    json o = json::object();
+    for (std::size_t i = 0; i < agent::kDriftComponents; ++i)
+      o[std::string(agent::to_string(static_cast<agent::DriftComponent>(i)))] = agent::to_hex(c.digest[i]);
+    return o;
+  };
+  json j;
+  j["gid"] = mad::to_string(d.own_gid());
+  j["own"] = d.own() ? digests(*d.own()) : json(nullptr);
+  j["sa_lid"] = st.sa_lid.value != 0 ? json(st.sa_lid.value) : json(nullptr);
+  j["registered_age_s"] = st.registered_at ? json(seconds_since(*st.registered_at, now)) : json(nullptr);
+  j["register_error"] = st.last_register_error.empty() ? json(nullptr) : json(printable(st.last_register_error));
+  j["registrations"] = st.registrations;
+  j["reads"] = st.reads;
+  j["records"] = st.records;
+  j["absent"] = st.absent;
+  j["mads"] = st.mads;
+  j["rejected"] = {{"foreign", st.rejected_foreign}, {"bad_digest", st.rejected_data}};
+  json peers = json::array();
+  for (const auto& p : d.peers()) {
+    json x;
+    x["name"] = p.name;
+    x["guid"] = to_string(p.guid);
+    x["state"] = std::string(agent::to_string(p.state));
+    x["detail"] = printable(p.detail);
+    json diff = json::array();
+    for (auto c : p.differing) diff.push_back(std::string(agent::to_string(c)));
+    x["differing"] = diff;
+    x["digests"] = p.digests ? digests(*p.digests) : json(nullptr);
+    x["read_age_s"] = p.read_at ? json(seconds_since(*p.read_at, now)) : json(nullptr);
+    x["last_error"] = p.last_error.empty() ? json(nullptr) : json(printable(p.last_error));
+    peers.push_back(x);
+  }
+  j["peers"] = peers;
+  return j;
 }
 
 // LID continuity (doc/lid-continuity.md): fed by the census walks, writes
@@ -830,6 +892,7 @@ json Daemon::status_json() {
   j["sms"] = census_json(now);
   j["census_sa"] = census_sa_json(now);
   j["lid_continuity"] = lid_continuity_json(now);
+  j["drift"] = drift_json(now);
   const auto& pol = agent_->config().policy;
   j["policy"] = {{"poll_interval_ms", std::chrono::duration_cast<std::chrono::milliseconds>(pol.poll_interval).count()},
                  {"misses", pol.misses},
@@ -1001,6 +1064,7 @@ Reply Daemon::do_reload() {
     text += (text.empty() ? "" : "; ") + std::string("HA policy unchanged");
   }
   config_loaded_wall_ = std::chrono::system_clock::now();
+  if (!policy_changed) update_drift_digests();  // a new engine got them in start_agent()
   sink_.note("RELOAD", text);
   hooks_->configure(config_);
   const auto snap = snapshot();

@@ -120,6 +120,16 @@ control::MetricsSnapshot metrics_snapshot(const json& s, const PollStats& polls,
     m.known_alarms.emplace_back(name);
   }
   m.known_alarms.emplace_back("opensm_failed");
+  if (s.contains("drift") && s["drift"].is_object()) {
+    const auto& d = s["drift"];
+    if (d.contains("own") && d["own"].is_object())
+      for (const auto& [k, v] : d["own"].items())
+        if (v.is_string()) m.config_digests.emplace_back(k, v.get<std::string>());
+    for (const auto& p : d.value("peers", json::array()))
+      if (p.is_object()) m.drift_peers.emplace_back(p.value("name", std::string()), p.value("state", std::string()));
+    const auto rej = d.value("rejected", json::object());
+    for (const char* r : {"foreign", "bad_digest"}) m.drift_rejected[r] = rej.value(r, std::uint64_t{0});
+  }
   m.version = s.value("smhad_version", std::string());
   auto unix_time = [&](const char* key) -> std::optional<double> {
     if (!s.contains(key) || !s[key].is_string()) return std::nullopt;

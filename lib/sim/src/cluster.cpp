@@ -108,6 +108,21 @@ class TapTransport final : public mad::MadTransport {
     count("SMInfoRecord");
     inner_.get_sminfo_records(sa_lid, opts, std::move(done));
   }
+  void set_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& opts,
+                          mad::ServiceRecordCallback done) override {
+    count("ServiceRecord Set");
+    inner_.set_service_record(sa_lid, record, opts, std::move(done));
+  }
+  void get_service_record(Lid sa_lid, const mad::Gid& gid, const std::string& name,
+                          const mad::RequestOptions& opts, mad::ServiceRecordCallback done) override {
+    count("ServiceRecord");
+    inner_.get_service_record(sa_lid, gid, name, opts, std::move(done));
+  }
+  void delete_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& opts,
+                             mad::ServiceRecordCallback done) override {
+    count("ServiceRecord Delete");
+    inner_.delete_service_record(sa_lid, record, opts, std::move(done));
+  }
 
  private:
   void count(const char* attribute) {

@@ -358,6 +358,104 @@ void Fabric::Impl::sa_attempt(const std::shared_ptr<SaReq>& r) {
   });
 }
 
+// ---- SA ServiceRecords (see fabric_impl.hpp) -----------------------------------
+
+void Fabric::Impl::finish_sr(const std::shared_ptr<SrReq>& r, Result<mad::ServiceRecordReply> res) {
+  if (r->finished) return;
+  r->finished = true;
+  auto done = std::move(r->done);
+  done(std::move(res));
+}
+
+mad::MadBytes Fabric::Impl::sr_answer(NodeId to, const mad::MadBytes& request) {
+  constexpr std::uint16_t kInvalid = 0x0200, kNoRecords = 0x0300, kTooMany = 0x0400;
+  auto req = mad::decode_service_record_request(request);
+  if (!req) return mad::encode_service_record_response(0, mad::kMethodGetResp, kInvalid, nullptr);
+  const std::uint8_t resp = req->method == mad::kMethodDelete ? mad::kMethodDeleteResp : mad::kMethodGetResp;
+  auto error = [&](std::uint16_t status) { return mad::encode_service_record_response(req->tid, resp, status, nullptr); };
+  const auto& sm = nodes[to]->sm;
+  if (!sm || !sm->alive) return error(kStatusUnsupported);
+  if (sm->state != SmState::Master) return error(0x0001);  // busy (a model; smha asks the master)
+  // Leases that ran out (OpenSM's lease timer, here at each access).
+  const TimePoint now = q.now();
+  std::erase_if(sm->services, [now](const auto& kv) { return kv.second.expires && *kv.second.expires <= now; });
+  const mad::ServiceRecord& in = req->record;
+  const auto rid = std::make_tuple(in.id, in.gid, in.pkey);
+  const std::uint64_t mask = req->component_mask;
+  if (req->method == mad::kMethodSet) {
+    if ((mask & (mad::kSrMaskId | mad::kSrMaskGid)) != (mad::kSrMaskId | mad::kSrMaskGid)) return error(kInvalid);
+    mad::ServiceRecord rec = in;
+    if (!(mask & mad::kSrMaskLease)) rec.lease = 0xffffffffu;
+    Sm::StoredService s{rec, std::nullopt};
+    if (rec.lease != 0xffffffffu) s.expires = now + seconds(rec.lease);
+    sm->services[rid] = s;
+    if (!(mask & mad::kSrMaskPkey)) rec.pkey = 0xffff;  // the default P_Key in the answer
+    rec.key = {};  // an untrusted request (SM_Key 0) sees ServiceKey 0
+    return mad::encode_service_record_response(req->tid, resp, 0, &rec);
+  }
+  if (req->method == mad::kMethodDelete) {
+    auto it = sm->services.find(rid);
+    if (it == sm->services.end()) return error(kNoRecords);
+    mad::ServiceRecord rec = it->second.record;
+    sm->services.erase(it);
+    rec.key = {};
+    return mad::encode_service_record_response(req->tid, resp, 0, &rec);
+  }
+  std::vector<mad::ServiceRecord> found;
+  for (const auto& [k, s] : sm->services) {
+    const auto& r = s.record;
+    if ((mask & mad::kSrMaskId) && r.id != in.id) continue;
+    if ((mask & mad::kSrMaskGid) && r.gid != in.gid) continue;
+    if ((mask & mad::kSrMaskPkey) && r.pkey != in.pkey) continue;
+    if ((mask & mad::kSrMaskName) && r.name != in.name) continue;
+    found.push_back(r);
+  }
+  if (found.empty()) return error(kNoRecords);
+  if (found.size() > 1) return error(kTooMany);
+  found[0].key = {};
+  return mad::encode_service_record_response(req->tid, resp, 0, &found[0]);
+}
+
+void Fabric::Impl::send_sr(NodeId from, Lid lid, Result<mad::MadBytes> request, std::uint8_t answer_method,
+                           const mad::RequestOptions& o, mad::ServiceRecordCallback done) {
+  if (!request) {
+    q.schedule_in(Duration::zero(), [done = std::move(done), e = request.error()] { done(e); });
+    return;
+  }
+  sr_attempt(std::make_shared<SrReq>(SrReq{from, lid, *request, answer_method, o, std::move(done)}));
+}
+
+void Fabric::Impl::sr_attempt(const std::shared_ptr<SrReq>& r) {
+  const int a = ++r->attempt;
+  r->sent = q.now();
+  auto dest = resolve(r->from, mad::Target{r->lid});
+  if (dest && path_ok(r->from, *dest)) {
+    const NodeId to = *dest;
+    q.schedule_in(one_way(r->from, to), [this, r, a, to] {
+      if (r->finished || r->attempt != a) return;
+      const auto& sm = nodes[to]->sm;
+      if (sm && sm->alive && !answering(sm)) return;  // frozen or starting: silence
+      auto answer = sr_answer(to, r->request);
+      if (!path_ok(to, r->from)) return;
+      q.schedule_in(one_way(to, r->from), [this, r, a, answer] {
+        if (r->finished || r->attempt != a) return;
+        auto rec = mad::decode_service_record_response(answer, r->answer_method);
+        if (!rec) return finish_sr(r, rec.error());
+        finish_sr(r, mad::ServiceRecordReply{*rec, q.now() - r->sent, a});
+      });
+    });
+  }
+  q.schedule_in(r->opts.timeout, [this, r, a] {
+    if (r->finished || r->attempt != a) return;
+    if (r->attempt <= r->opts.retries) {
+      sr_attempt(r);
+      return;
+    }
+    finish_sr(r, make_error(mad::kErrTimeout, "no SA answer after " + std::to_string(r->attempt) +
+                                                  " attempts"));
+  });
+}
+
 std::vector<NodeId> Fabric::active_masters() const {
   std::vector<NodeId> out;
   for (std::size_t i = 0; i < impl_->nodes.size(); ++i) {

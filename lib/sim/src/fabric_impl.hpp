@@ -13,10 +13,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
 #include "smha/mad/sa.hpp"
+#include "smha/mad/service_record.hpp"
 #include "smha/sim/fabric.hpp"
 
 namespace smha::sim::detail {
@@ -68,6 +70,14 @@ struct Fabric::Impl {
     // The remote SMs this SM's sweeps found, with their last SMInfo (OpenSM's
     // sm_guid_tbl): what its SA lists besides itself.
     std::map<Guid, SmInfo> remote;
+    // The ServiceRecords registered with this SM's SA (OpenSM's sa_sr_list),
+    // by record ID (ServiceID, ServiceGID, ServiceP_Key); a new master starts
+    // with none, as OpenSM does without an SA database file.
+    struct StoredService {
+      mad::ServiceRecord record;
+      std::optional<TimePoint> expires;  // nullopt: infinite lease
+    };
+    std::map<std::tuple<std::uint64_t, mad::Gid, std::uint16_t>, StoredService> services;
     int retries = 0;
     std::uint64_t gen = 0;  // bumps on every state entry: stale timers do nothing
     // A heavy sweep runs until then: a SIGHUP that lands in it is absorbed (see reload()).
@@ -115,6 +125,20 @@ struct Fabric::Impl {
     void get_sminfo_records(Lid sa_lid, const mad::RequestOptions& o,
                             mad::SmInfoRecordsCallback done) override {
       f->send_sa(self, sa_lid, o, std::move(done));
+    }
+    void set_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& o,
+                            mad::ServiceRecordCallback done) override {
+      f->send_sr(self, sa_lid, mad::encode_service_record_set(0, record), mad::kMethodGetResp, o, std::move(done));
+    }
+    void get_service_record(Lid sa_lid, const mad::Gid& gid, const std::string& name,
+                            const mad::RequestOptions& o, mad::ServiceRecordCallback done) override {
+      f->send_sr(self, sa_lid, mad::encode_service_record_get(0, gid, name), mad::kMethodGetResp, o,
+                 std::move(done));
+    }
+    void delete_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& o,
+                               mad::ServiceRecordCallback done) override {
+      f->send_sr(self, sa_lid, mad::encode_service_record_delete(0, record), mad::kMethodDeleteResp, o,
+                 std::move(done));
     }
   };
   struct Runner final : os::ProcessRunner {
@@ -402,6 +426,30 @@ struct Fabric::Impl {
   Result<mad::SmInfoRecordTable> sa_answer(NodeId to);
   void send_sa(NodeId from, Lid lid, const mad::RequestOptions& o, mad::SmInfoRecordsCallback done);
   void sa_attempt(const std::shared_ptr<SaReq>& r);
+  // ServiceRecord Set/Get/Delete to the SA at `lid`, handled as OpenSM's
+  // osm_sa_service_record.c does (Set needs ServiceID and ServiceGID in the
+  // ComponentMask and replaces a record with the same ID, GID and P_Key; a
+  // lease runs out ServiceLease seconds after the last Set; Get matches
+  // ServiceID, GID, P_Key and name when their mask bits are set: none is
+  // status 0x0300, more than one 0x0400; Delete of no record is 0x0300).
+  // Request and answer go through the real encoders and decoders. Who
+  // answers and when: as send_sa.
+  struct SrReq {
+    NodeId from;
+    Lid lid;
+    mad::MadBytes request;
+    std::uint8_t answer_method = 0;
+    mad::RequestOptions opts;
+    mad::ServiceRecordCallback done;
+    int attempt = 0;
+    bool finished = false;
+    TimePoint sent{};
+  };
+  void send_sr(NodeId from, Lid lid, Result<mad::MadBytes> request, std::uint8_t answer_method,
+               const mad::RequestOptions& o, mad::ServiceRecordCallback done);
+  void finish_sr(const std::shared_ptr<SrReq>& r, Result<mad::ServiceRecordReply> res);
+  mad::MadBytes sr_answer(NodeId to, const mad::MadBytes& request);
+  void sr_attempt(const std::shared_ptr<SrReq>& r);
 };
 
 }  // namespace smha::sim

@@ -280,6 +280,24 @@ void TopologyTransport::get_sminfo_records(Lid, const mad::RequestOptions& o,
   q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA")); });
 }
 
+void TopologyTransport::set_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions& o,
+                                           mad::ServiceRecordCallback done) {
+  mads_ += static_cast<std::uint64_t>(o.retries) + 1;
+  q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA")); });
+}
+
+void TopologyTransport::get_service_record(Lid, const mad::Gid&, const std::string&,
+                                           const mad::RequestOptions& o, mad::ServiceRecordCallback done) {
+  mads_ += static_cast<std::uint64_t>(o.retries) + 1;
+  q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA")); });
+}
+
+void TopologyTransport::delete_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions& o,
+                                              mad::ServiceRecordCallback done) {
+  mads_ += static_cast<std::uint64_t>(o.retries) + 1;
+  q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA")); });
+}
+
 void TopologyTransport::set_sminfo(const mad::Target& t, SmInfoModifier, const SmInfo&,
                                    const mad::RequestOptions& o, mad::SmInfoCallback done) {
   get_sminfo(t, o, std::move(done));

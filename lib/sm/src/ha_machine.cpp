@@ -38,6 +38,7 @@ std::string_view to_string(AlarmKind k) {
     case AlarmKind::HandoverFailed: return "handover_failed";
     case AlarmKind::PriorityMismatch: return "priority_mismatch";
     case AlarmKind::PriorityNotApplied: return "priority_not_applied";
+    case AlarmKind::ConfigDrift: return "config_drift";
   }
   return "unknown";
 }

@@ -5,6 +5,11 @@
 //   mad_probe set <lid|0,dr...> <modifier 1..5> <payload state 0..3> <timeout ms>
 //   mad_probe multi <timeout ms> <target> <target> ...   (Gets, all sent at once)
 //   mad_probe sa <sa lid> <timeout ms>   (SubnAdmGetTable(SMInfoRecord))
+//   mad_probe sr-set <sa lid> <port guid> <data byte> <lease s> <timeout ms>
+//   mad_probe sr-get <sa lid> <port guid> <timeout ms>
+//   mad_probe sr-delete <sa lid> <port guid> <timeout ms>
+//     (SubnAdmSet/Get/Delete(ServiceRecord) of the record named "smha" with
+//     ServiceGID fe80::<port guid>; Set puts <data byte> + i in ServiceData byte i)
 //
 // Targets: a decimal LID, or a directed path starting with "0" ("0", "0,1,3").
 // Prints one JSON line per request, in request order:
@@ -13,6 +18,9 @@
 // or, for `sa`, one line:
 //   {"ok":true,"records":[{"lid":N,"guid":"0x...","priority":N,"state":N,"act_count":N}...],
 //    "claimed":N|null,"truncated":B,"attempts":N}
+// or, for sr-*, one line:
+//   {"ok":true,"id":N,"gid":"0x...:0x...","name":"smha","lease":N,"data0":N,"data63":N,
+//    "data":"<ServiceData, 128 hex digits>","attempts":N}
 // and exits 0 if the port opened (whatever the answers), 5 if it did not.
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +31,7 @@
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
+#include "smha/mad/service_record.hpp"
 #include "smha/mad/umad_transport.hpp"
 
 using namespace smha;
@@ -61,7 +70,9 @@ int usage() {
   std::fprintf(stderr,
                "usage: mad_probe set <target> <mod> <state> <timeout_ms>\n"
                "       mad_probe multi <timeout_ms> <target>...\n"
-               "       mad_probe sa <sa_lid> <timeout_ms>\n");
+               "       mad_probe sa <sa_lid> <timeout_ms>\n"
+               "       mad_probe sr-set <sa_lid> <guid> <data_byte> <lease_s> <timeout_ms>\n"
+               "       mad_probe sr-get|sr-delete <sa_lid> <guid> <timeout_ms>\n");
   return 2;
 }
 
@@ -96,6 +107,56 @@ int main(int argc, char** argv) {
       j["records"] = recs;
       j["claimed"] = t.claimed ? nlohmann::json(*t.claimed) : nlohmann::json(nullptr);
       j["truncated"] = t.truncated;
+      j["attempts"] = (*got)->attempts;
+    } else if (got) {
+      j["code"] = got->error().code;
+      j["message"] = got->error().message;
+    }
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  if (args[0].rfind("sr-", 0) == 0 && args.size() >= 4) {
+    const auto sa = Lid{static_cast<std::uint16_t>(std::strtol(args[1].c_str(), nullptr, 10))};
+    auto guid = parse_guid(args[2]);
+    if (!guid) return usage();
+    RequestOptions opts{std::chrono::milliseconds(std::atoi(args.back().c_str())), 0, 0};
+    ServiceRecord rec;
+    rec.id = 0x0200534d48410001ULL;
+    rec.gid = Gid{kDefaultSubnetPrefix, *guid};
+    rec.name = "smha";
+    std::optional<Result<ServiceRecordReply>> got;
+    auto done = [&got](Result<ServiceRecordReply> r) { got = std::move(r); };
+    if (args[0] == "sr-set" && args.size() == 6) {
+      // ServiceData: <data byte> + i in byte i (every byte distinct, so a lost one shows).
+      const auto base = static_cast<std::uint8_t>(std::strtol(args[3].c_str(), nullptr, 0));
+      for (std::size_t i = 0; i < rec.data.size(); ++i) rec.data[i] = static_cast<std::uint8_t>(base + i);
+      rec.lease = static_cast<std::uint32_t>(std::strtoul(args[4].c_str(), nullptr, 10));
+      (*transport)->set_service_record(sa, rec, opts, done);
+    } else if (args[0] == "sr-get" && args.size() == 4) {
+      (*transport)->get_service_record(sa, rec.gid, rec.name, opts, done);
+    } else if (args[0] == "sr-delete" && args.size() == 4) {
+      (*transport)->delete_service_record(sa, rec, opts, done);
+    } else {
+      return usage();
+    }
+    while (!got && io.run_one() > 0) {
+    }
+    nlohmann::json j{{"ok", got && got->ok()}};
+    if (got && got->ok()) {
+      const auto& r = (*got)->record;
+      j["id"] = r.id;
+      j["gid"] = to_string(r.gid);
+      j["name"] = r.name;
+      j["lease"] = r.lease;
+      j["data0"] = r.data[0];
+      j["data63"] = r.data[63];
+      std::string hex;
+      char b[3];
+      for (auto c : r.data) {
+        std::snprintf(b, sizeof b, "%02x", c);
+        hex += b;
+      }
+      j["data"] = hex;
       j["attempts"] = (*got)->attempts;
     } else if (got) {
       j["code"] = got->error().code;

@@ -371,3 +371,65 @@ TEST_CASE("The master's SA answers SubnAdmGetTable(SMInfoRecord) as saquery SMIR
   REQUIRE(none.size() == 1);
   CHECK(none[0]["ok"] == false);
 }
+
+TEST_CASE("The master's SA registers, finds, replaces and deletes an smha ServiceRecord",
+          "[ibsim][mad][sa][drift]") {
+  // What the config drift check does (doc/drift.md), one MAD each way, through
+  // real OpenSM's osm_sa_service_record.c.
+  TwoSms f;
+  auto& fabric = f.fabric;
+  const std::string sa = std::to_string(f.master_lid);
+  const std::string standby = hex_guid(f.standby_guid);
+  auto one = [&](const std::string& node, std::vector<std::string> args) {
+    args.insert(args.begin(), SMHA_MAD_PROBE);
+    auto lines = probe_lines(fabric.run(node, args, kRunTimeout));
+    REQUIRE(lines.size() == 1);
+    return lines[0];
+  };
+  // Nothing registered yet: "no records".
+  auto none = one("Hca1", {"sr-get", sa, standby, "2000"});
+  INFO(none.dump());
+  CHECK(none["ok"] == false);
+  CHECK(none["code"] == "mad_status");
+  CHECK(none["message"].get<std::string>().find("0x0300") != std::string::npos);
+  // The standby's head registers its record from its own port.
+  auto set = one("Hca2", {"sr-set", sa, standby, "0x11", "60", "2000"});
+  INFO(set.dump());
+  REQUIRE(set["ok"] == true);
+  CHECK(set["name"] == "smha");
+  CHECK(set["lease"] == 60);
+  CHECK(set["gid"] == "0xfe80000000000000:" + standby);
+  // ServiceData byte i is 0x11 + i. Under ibsim an SA answer shorter than a
+  // MAD (this one: 232 bytes) arrives without its last 8 bytes, which are
+  // ServiceData64[1]: the drift layout leaves them unused (doc/drift.md).
+  auto data_up_to_56 = [](std::uint8_t base) {
+    std::string hex;
+    char b[3];
+    for (int i = 0; i < 56; ++i) {
+      std::snprintf(b, sizeof b, "%02x", static_cast<unsigned>(static_cast<std::uint8_t>(base + i)));
+      hex += b;
+    }
+    return hex;
+  };
+  CHECK(set["data"].get<std::string>().substr(0, 112) == data_up_to_56(0x11));
+  // The master's head reads it by ServiceGID and name.
+  auto got = one("Hca1", {"sr-get", sa, standby, "2000"});
+  INFO(got.dump());
+  REQUIRE(got["ok"] == true);
+  CHECK(got["data"].get<std::string>().substr(0, 112) == data_up_to_56(0x11));
+  CHECK(got["id"] == 0x0200534d48410001ULL);
+  // A renewal with other digests replaces it (same ServiceID, GID, P_Key).
+  REQUIRE(one("Hca2", {"sr-set", sa, standby, "0x22", "60", "2000"})["ok"] == true);
+  auto again = one("Hca3", {"sr-get", sa, standby, "2000"});
+  INFO(again.dump());
+  REQUIRE(again["ok"] == true);
+  CHECK(again["data"].get<std::string>().substr(0, 112) == data_up_to_56(0x22));
+  // Another port's record is not this one.
+  CHECK(one("Hca1", {"sr-get", sa, hex_guid(f.master_guid), "2000"})["ok"] == false);
+  // A clean stop deletes it.
+  auto del = one("Hca2", {"sr-delete", sa, standby, "2000"});
+  INFO(del.dump());
+  CHECK(del["ok"] == true);
+  CHECK(del["data0"] == 0x22);
+  CHECK(one("Hca1", {"sr-get", sa, standby, "2000"})["ok"] == false);
+}

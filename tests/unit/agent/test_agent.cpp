@@ -119,6 +119,25 @@ struct FakeTransport : mad::MadTransport {
     s.schedule_at(s.now() + o.timeout * (o.retries + 1),
                   [done] { done(make_error(mad::kErrTimeout, "timeout")); });
   }
+  // No ServiceRecords here: silence (the drift check's own tests are in test_drift.cpp).
+  std::uint64_t service_record_requests = 0;
+  void set_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions& o,
+                          mad::ServiceRecordCallback done) override {
+    silent_sr(o, std::move(done));
+  }
+  void get_service_record(Lid, const mad::Gid&, const std::string&, const mad::RequestOptions& o,
+                          mad::ServiceRecordCallback done) override {
+    silent_sr(o, std::move(done));
+  }
+  void delete_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions& o,
+                             mad::ServiceRecordCallback done) override {
+    silent_sr(o, std::move(done));
+  }
+  void silent_sr(const mad::RequestOptions& o, mad::ServiceRecordCallback done) {
+    ++service_record_requests;
+    s.schedule_at(s.now() + o.timeout * (o.retries + 1),
+                  [done] { done(make_error(mad::kErrTimeout, "timeout")); });
+  }
   // The SA's SMInfoRecord table after 1 ms, or silence when unset.
   std::optional<Result<mad::SmInfoRecordTable>> sa_table;
   std::vector<Lid> sa_queries;

@@ -39,6 +39,16 @@ class ScriptedTransport : public MadTransport {
   void get_sminfo_records(Lid, const RequestOptions&, SmInfoRecordsCallback) override {
     FAIL("sminfo must never ask the SA");
   }
+  void set_service_record(Lid, const ServiceRecord&, const RequestOptions&, ServiceRecordCallback) override {
+    FAIL("sminfo must never ask the SA");
+  }
+  void get_service_record(Lid, const Gid&, const std::string&, const RequestOptions&,
+                          ServiceRecordCallback) override {
+    FAIL("sminfo must never ask the SA");
+  }
+  void delete_service_record(Lid, const ServiceRecord&, const RequestOptions&, ServiceRecordCallback) override {
+    FAIL("sminfo must never ask the SA");
+  }
   std::vector<Target> targets;
   std::vector<RequestOptions> options;
 

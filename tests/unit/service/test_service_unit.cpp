@@ -75,6 +75,18 @@ class FakeTransport final : public mad::MadTransport {
   void get_sminfo_records(Lid, const mad::RequestOptions&, mad::SmInfoRecordsCallback done) override {
     boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
   }
+  void set_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions&,
+                          mad::ServiceRecordCallback done) override {
+    boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
+  }
+  void get_service_record(Lid, const mad::Gid&, const std::string&, const mad::RequestOptions&,
+                          mad::ServiceRecordCallback done) override {
+    boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
+  }
+  void delete_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions&,
+                             mad::ServiceRecordCallback done) override {
+    boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
+  }
   SmInfo info{Guid{0x20}, 0, 42, 5, SmState::Standby};
   std::optional<mad::PortInfo> port;
   int sets = 0;
@@ -313,6 +325,24 @@ TEST_CASE("status shows the master, since when, and the last takeover or handove
   j["mastership"]["guid"] = nullptr;
   t = render_status_text(j);
   CHECK(t.find("Master: none since 2026-12-03T15:02:11.123Z, 2h13m") != std::string::npos);
+}
+
+TEST_CASE("status shows each peer's config drift verdict (doc/drift.md)") {
+  auto j = nlohmann::json::parse(R"({
+    "node":"head01","role":"master",
+    "drift":{"own":{"partitions":"00112233445566"},
+             "peers":[{"name":"head02","state":"drift","detail":"partitions, qos differ"},
+                      {"name":"head03","state":"unknown","detail":"no smha record at the SA"}]},
+    "alarms":[{"kind":"config_drift","detail":"head02 (0x20): partitions, qos differ"}]})");
+  std::string t = render_status_text(j);
+  CHECK(t.find("    Drift: head02 drift (partitions, qos differ)\n"
+               "           head03 unknown (no smha record at the SA)\n") != std::string::npos);
+  CHECK(t.find("Alarms: config_drift (head02 (0x20): partitions, qos differ)") != std::string::npos);
+  j["drift"]["own"] = nullptr;
+  t = render_status_text(j);
+  CHECK(t.find("Drift: (own digests not computed) head02 drift") != std::string::npos);
+  j.erase("drift");
+  CHECK(render_status_text(j).find("Drift:") == std::string::npos);
 }
 
 TEST_CASE("SMs on the fabric: status lines and the smctl sms table, escaped") {

@@ -52,6 +52,7 @@
 
 #include "smha/agent/census.hpp"
 #include "smha/agent/discovery.hpp"
+#include "smha/agent/drift.hpp"
 #include "smha/agent/seams.hpp"
 #include "smha/mad/transport.hpp"
 #include "smha/sm/ha_machine.hpp"
@@ -155,6 +156,8 @@ struct AgentConfig {
   // paths first (Discovery hints), so one that finds them costs a few MADs.
   Duration rediscover_min_gap = milliseconds(500);
   CensusConfig census;
+  // Config drift between heads (doc/drift.md): inert until drift().set_own().
+  DriftConfig drift;
 };
 // The query window an AgentConfig gets (see AgentConfig::query_window).
 Duration query_window_for(const AgentConfig& cfg);
@@ -207,6 +210,8 @@ class Agent {
   // Our node's NodeDescription ("" until read; read at start with the census on).
   const std::string& own_description() const { return own_description_; }
   const CensusStats& census_stats() const { return census_stats_; }
+  DriftMonitor& drift() { return drift_; }
+  const DriftMonitor& drift() const { return drift_; }
 
  private:
   struct Round;
@@ -283,6 +288,7 @@ class Agent {
   std::string own_description_;        // our node's NodeDescription (census, events)
   bool own_description_pending_ = false;
   std::size_t recheck_next_ = 0;
+  DriftMonitor drift_;
 };
 
 }  // namespace smha::agent

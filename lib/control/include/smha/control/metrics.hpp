@@ -86,6 +86,12 @@ struct MetricsSnapshot {
   std::string version;                    // smha_build_info
   std::optional<double> start_time;       // Unix seconds
   std::optional<double> last_reload_success;  // Unix seconds
+  // Config drift (doc/drift.md): this head's digests, component -> hex (empty:
+  // none computed); each peer's state ("unknown", "match", "drift"); records
+  // rejected by reason ("foreign", "bad_digest").
+  std::vector<std::pair<std::string, std::string>> config_digests;
+  std::vector<std::pair<std::string, std::string>> drift_peers;
+  std::map<std::string, uint64_t> drift_rejected;
 };
 
 // Renders the snapshot. Label values are escaped (\\, \", \n); if `role` is not

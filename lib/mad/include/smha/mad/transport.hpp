@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // MadTransport: the seam through which smha sends SubnGet/SubnSet(SMInfo),
-// SubnGet(PortInfo, NodeInfo, NodeDescription) and SubnAdmGetTable(SMInfoRecord).
+// SubnGet(PortInfo, NodeInfo, NodeDescription), SubnAdmGetTable(SMInfoRecord)
+// and SubnAdmSet/Get/Delete(ServiceRecord).
 // Real implementation: UmadTransport (libibumad). Test implementations: the
 // in-process simulated fabric (lib/sim) and scripted fakes.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -140,11 +142,44 @@ struct SmInfoRecordsReply {
   int attempts = 1;
 };
 
+// A port GID (IBA 4.1.1): the subnet prefix and the port GUID (its interface
+// ID), as a ServiceRecord's ServiceGID carries it.
+struct Gid {
+  std::uint64_t prefix = 0;
+  Guid guid;
+  friend constexpr auto operator<=>(const Gid&, const Gid&) = default;
+};
+// OpenSM's default subnet_prefix, the link-local prefix (IBA 4.1.1).
+inline constexpr std::uint64_t kDefaultSubnetPrefix = 0xfe80000000000000ULL;
+// "0xfe80000000000000:0x0002c90000000001" (prefix, then port GUID).
+std::string to_string(const Gid& gid);
+
+// A ServiceRecord (IBA 15.2.5.14; OpenSM ib_service_record_t): what a port
+// registers with the SA. `name` is the ServiceName's bytes before the first
+// NUL (at most 64); `data` is ServiceData8/16/32/64 as 64 raw bytes.
+struct ServiceRecord {
+  std::uint64_t id = 0;           // ServiceID
+  Gid gid;                        // ServiceGID
+  std::uint16_t pkey = 0;         // ServiceP_Key
+  std::uint32_t lease = 0;        // ServiceLease, seconds; 0xffffffff: infinite
+  std::array<std::uint8_t, 16> key{};  // ServiceKey (the SA zeroes it for an untrusted reader)
+  std::string name;               // ServiceName
+  std::array<std::uint8_t, 64> data{};  // ServiceData
+  friend bool operator==(const ServiceRecord&, const ServiceRecord&) = default;
+};
+
+struct ServiceRecordReply {
+  ServiceRecord record;  // what the SA answered with (registered, found or deleted)
+  Duration rtt{};
+  int attempts = 1;
+};
+
 using SmInfoCallback = std::function<void(Result<SmInfoReply>)>;
 using SmInfoRecordsCallback = std::function<void(Result<SmInfoRecordsReply>)>;
 using PortInfoCallback = std::function<void(Result<PortInfoReply>)>;
 using NodeInfoCallback = std::function<void(Result<NodeInfoReply>)>;
 using NodeDescriptionCallback = std::function<void(Result<NodeDescriptionReply>)>;
+using ServiceRecordCallback = std::function<void(Result<ServiceRecordReply>)>;
 
 class MadTransport {
  public:
@@ -180,6 +215,19 @@ class MadTransport {
   // table cut short is not an error (SmInfoRecordTable::truncated).
   virtual void get_sminfo_records(Lid sa_lid, const RequestOptions& opts,
                                   SmInfoRecordsCallback done) = 0;
+
+  // ServiceRecords at the SA at `sa_lid` (doc/drift.md), one MAD each way, on
+  // QP1 like get_sminfo_records; `opts.m_key` is not used. Same callback
+  // contract; an SA status (e.g. 0x0300 no records) is kErrMadStatus.
+  // SubnAdmSet: registers (or renews) `record`, ServiceLease included.
+  virtual void set_service_record(Lid sa_lid, const ServiceRecord& record,
+                                  const RequestOptions& opts, ServiceRecordCallback done) = 0;
+  // SubnAdmGet: the one record with this ServiceGID and ServiceName.
+  virtual void get_service_record(Lid sa_lid, const Gid& gid, const std::string& name,
+                                  const RequestOptions& opts, ServiceRecordCallback done) = 0;
+  // SubnAdmDelete: removes `record` (matched by ServiceID, ServiceGID, name).
+  virtual void delete_service_record(Lid sa_lid, const ServiceRecord& record,
+                                     const RequestOptions& opts, ServiceRecordCallback done) = 0;
 };
 
 }  // namespace smha::mad

@@ -99,6 +99,12 @@ class UmadTransport final : public MadTransport {
                             NodeDescriptionCallback done) override;
   void get_sminfo_records(Lid sa_lid, const RequestOptions& opts,
                           SmInfoRecordsCallback done) override;
+  void set_service_record(Lid sa_lid, const ServiceRecord& record, const RequestOptions& opts,
+                          ServiceRecordCallback done) override;
+  void get_service_record(Lid sa_lid, const Gid& gid, const std::string& name,
+                          const RequestOptions& opts, ServiceRecordCallback done) override;
+  void delete_service_record(Lid sa_lid, const ServiceRecord& record, const RequestOptions& opts,
+                             ServiceRecordCallback done) override;
 
   // Requests sent but not yet completed (for tests and metrics).
   std::size_t pending() const;

@@ -113,6 +113,18 @@ class RecordingTransport final : public mad::MadTransport {
                           mad::SmInfoRecordsCallback done) override {
     inner_.get_sminfo_records(sa_lid, opts, std::move(done));
   }
+  void set_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& opts,
+                          mad::ServiceRecordCallback done) override {
+    inner_.set_service_record(sa_lid, record, opts, std::move(done));
+  }
+  void get_service_record(Lid sa_lid, const mad::Gid& gid, const std::string& name,
+                          const mad::RequestOptions& opts, mad::ServiceRecordCallback done) override {
+    inner_.get_service_record(sa_lid, gid, name, opts, std::move(done));
+  }
+  void delete_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& opts,
+                             mad::ServiceRecordCallback done) override {
+    inner_.delete_service_record(sa_lid, record, opts, std::move(done));
+  }
   std::optional<SmSighting> last_seen(Guid guid) const;
   std::optional<TargetRecord> last_query(const mad::Target& target) const;
   const PollStats& poll_stats() const { return *stats_; }

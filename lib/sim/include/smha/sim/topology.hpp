@@ -102,6 +102,12 @@ class TopologyTransport final : public mad::MadTransport {
   // No SM runs on a topology file's fabric: no SA answers (a timeout).
   void get_sminfo_records(Lid sa_lid, const mad::RequestOptions& o,
                           mad::SmInfoRecordsCallback done) override;
+  void set_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& o,
+                          mad::ServiceRecordCallback done) override;
+  void get_service_record(Lid sa_lid, const mad::Gid& gid, const std::string& name,
+                          const mad::RequestOptions& o, mad::ServiceRecordCallback done) override;
+  void delete_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& o,
+                             mad::ServiceRecordCallback done) override;
   std::uint64_t mads_sent() const { return mads_; }
   // MAD answers that come back with a corrupt payload (malformed) for this target key
   // ("dr:0,1" style, see to_string(DrPath)): for tests of the decoder path.

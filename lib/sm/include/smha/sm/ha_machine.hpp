@@ -125,6 +125,7 @@ enum class AlarmKind : std::uint8_t {
   HandoverFailed,    // planned handover rolled back
   PriorityMismatch,  // a standby peer renders a priority our configuration does not expect
   PriorityNotApplied,  // the local SM keeps answering another priority than the one rendered
+  ConfigDrift,       // a head's registered configuration digests differ from ours (agent::DriftMonitor)
 };
 std::string_view to_string(AlarmKind k);
 struct RaiseAlarm { AlarmKind kind; std::string detail; };

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// Byte helpers the MAD codecs share (smp.cpp, sa.cpp, service_record.cpp):
+// big-endian field access, hex text for error messages, the decode error.
+// Internal to lib/mad.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+
+#include "smha/core/result.hpp"
+#include "smha/mad/transport.hpp"
+
+namespace smha::mad::wire {
+
+// Big-endian field of `n` bytes at `off`; callers have checked the span's size.
+inline std::uint64_t get_be(std::span<const std::uint8_t> b, std::size_t off, std::size_t n) {
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < n; ++i) v = (v << 8) | b[off + i];
+  return v;
+}
+
+inline void put_be(std::span<std::uint8_t> b, std::size_t off, std::size_t n, std::uint64_t v) {
+  for (std::size_t i = 0; i < n; ++i) b[off + n - 1 - i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+
+// "0x" and `digits` lower-case hex digits (at least).
+inline std::string hex(std::uint64_t v, int digits) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%0*llx", digits, static_cast<unsigned long long>(v));
+  return buf;
+}
+
+inline Error decode_error(std::string what) { return make_error(kErrDecode, std::move(what)); }
+
+}  // namespace smha::mad::wire

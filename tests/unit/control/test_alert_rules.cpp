@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// The shipped Prometheus alerting rules (packaging/prometheus/smha-alerts.yml):
+// the file parses, every rule has what Prometheus and the operator need, and
+// every metric an expression names is one smhad renders (or node_exporter's
+// textfile mtime), so a renamed metric cannot leave a rule that never fires.
+#include <catch2/catch.hpp>
+
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <yaml-cpp/yaml.h>
+
+#include "smha/control/metrics.hpp"
+
+using namespace smha::control;
+
+namespace {
+
+std::set<std::string> rendered_names() {
+  MetricsSnapshot m;
+  m.node = "head01";
+  m.role = "master";
+  m.sms = {{"head01", smha::Guid{0xa1}, smha::SmState::Master, 15}};
+  m.active_alarms = {"config_drift"};
+  m.known_alarms = {"two_masters", "no_master", "config_drift"};
+  m.version = "1.0";
+  m.start_time = 1.0;
+  m.last_reload_success = 1.0;
+  m.config_digests = {{"opensm_conf", "00112233445566"}, {"partitions", "66554433221100"}};
+  m.drift_peers = {{"head02", "drift"}};
+  m.drift_rejected = {{"foreign", 1}};
+  std::set<std::string> names;
+  std::istringstream in(render_prometheus(m));
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    names.insert(line.substr(0, line.find_first_of("{ ")));
+  }
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("alert rules: every rule is complete and names metrics that exist", "[control][metrics]") {
+  const YAML::Node doc = YAML::LoadFile(SMHA_SOURCE_DIR "/packaging/prometheus/smha-alerts.yml");
+  const auto names = rendered_names();
+  CHECK(names.count("smha_config_digest_info") == 1);
+  const std::set<std::string> external{"node_textfile_mtime_seconds"};
+  std::set<std::string> alerts;
+  REQUIRE(doc["groups"].IsSequence());
+  for (const auto& group : doc["groups"]) {
+    REQUIRE(group["name"].IsScalar());
+    for (const auto& rule : group["rules"]) {
+      const std::string alert = rule["alert"].as<std::string>();
+      INFO("alert " << alert);
+      alerts.insert(alert);
+      REQUIRE(rule["expr"].IsScalar());
+      CHECK(rule["labels"]["severity"].IsScalar());
+      CHECK(rule["annotations"]["summary"].IsScalar());
+      const std::string expr = rule["expr"].as<std::string>();
+      const std::regex metric(R"(\b(smha|node)_[a-z_]+)");
+      int found = 0;
+      for (auto it = std::sregex_iterator(expr.begin(), expr.end(), metric); it != std::sregex_iterator(); ++it) {
+        const std::string name = it->str();
+        INFO("metric " << name);
+        CHECK((names.count(name) == 1 || external.count(name) == 1));
+        ++found;
+      }
+      CHECK(found > 0);
+    }
+  }
+  CHECK(alerts == std::set<std::string>{"SmhaTwoMasters", "SmhaNoMaster", "SmhaConfigDrift", "SmhaMetricsTextfileStale"});
+}
