@@ -1037,6 +1037,76 @@ TEST_CASE("GUID-only: the master's LID changes while both heads run: re-resolved
   fabric.stop_process(h2.pidx, SIGTERM);
 }
 
+TEST_CASE("Config drift: two smhad register their ServiceRecords with OpenSM's SA, another partitions "
+          "file raises config_drift on both, a reload with the same file clears it",
+          "[ibsim][smhad][drift]") {
+  // doc/drift.md: each head registers its digests with the master's SA and
+  // reads the other's record by ServiceGID and name, through real OpenSM.
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;
+  const std::uint64_t g1 = 0x100001, g2 = 0x100004;  // ibsim's Hca1 and Hca2 port GUIDs
+  Head h1{"head01", "Hca1", g1, fabric.scratch_dir() + "/head01"};
+  Head h2{"head02", "Hca2", g2, fabric.scratch_dir() + "/head02"};
+  const std::string same = "Default=0x7fff, ipoib : ALL=full;\n";
+  std::string extra[2];
+  for (Head* h : {&h1, &h2}) {
+    std::filesystem::create_directories(h->dir);
+    write_text(h->dir + "/partitions.conf", same);
+    extra[h == &h1 ? 0 : 1] = "  extra:\n    partition_config_file: " + h->dir + "/partitions.conf\n";
+  }
+  // head02's file differs (another partition).
+  write_text(h2.dir + "/partitions.conf", same + "storage=0x0002 : ALL=full;\n");
+  write_config(h1, 10, {{h2.name, h2.guid, 0}}, {}, extra[0]);
+  write_config(h2, 10, {{h1.name, h1.guid, 0}}, {}, extra[1]);
+  start_smhad(fabric, h1, SMHA_SMHAD);
+  json s1, s2;
+  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
+    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
+  start_smhad(fabric, h2, SMHA_SMHAD);
+
+  auto drift_state = [](const json& j) {
+    const auto& d = j.value("drift", json::object());
+    const auto peers = d.value("peers", json::array());
+    return peers.empty() ? std::string() : peers[0].value("state", std::string());
+  };
+  std::string detail;
+  for (Head* h : {&h1, &h2}) {
+    json s;
+    if (!wait_status(fabric, *h, guard, [&](const json& j) { return has_alarm(j, "config_drift", &detail); },
+                     60s, &s))
+      FAIL(h->name << ": no config_drift: " << s.dump() << "\n" << smhad_log(fabric, *h));
+    INFO(s.dump());
+    CHECK(detail.find("partitions differ") != std::string::npos);
+    CHECK(detail.find("opensm_conf") == std::string::npos);  // GUID, priority and paths are per head
+    CHECK(drift_state(s) == "drift");
+    CHECK(s["drift"]["peers"][0]["differing"] == json::array({"partitions"}));
+    CHECK(s["drift"]["sa_lid"].is_number());
+    CHECK(s["drift"]["rejected"]["foreign"] == 0);
+    CHECK(s["drift"]["own"]["partitions"] != s["drift"]["peers"][0]["digests"]["partitions"]);
+    CHECK(s["drift"]["own"]["opensm_conf"] == s["drift"]["peers"][0]["digests"]["opensm_conf"]);
+  }
+  // Both heads run one OpenSM master throughout: drift is no reason to fail over.
+  CHECK(query_sm(fabric, "Hca3").guid == g1);
+
+  // head02 gets the same file and reloads: both clear.
+  write_text(h2.dir + "/partitions.conf", same);
+  {
+    auto c = control::ControlClient::connect(h2.socket());
+    REQUIRE(c);
+    auto r = c.value().call("reload", json::object(), 10s);
+    REQUIRE(r);
+    INFO(r.value().text);
+    REQUIRE(r.value().is_ok());
+  }
+  for (Head* h : {&h1, &h2}) {
+    json s;
+    if (!wait_status(fabric, *h, guard, [&](const json& j) {
+          return !has_alarm(j, "config_drift") && drift_state(j) == "match";
+        }, 60s, &s))
+      FAIL(h->name << ": config_drift not cleared: " << s.dump() << "\n" << smhad_log(fabric, *h));
+  }
+}
+
 namespace {
 
 // What one LID-continuity drill saw (doc/lid-continuity.md).
@@ -1208,61 +1278,6 @@ TEST_CASE("LID continuity: a reload turns it on, OpenSM gets honor_guid2lid_file
   write_config(h, 10, {{"head02", 0x100004, 0}});
   {
     auto c = control::ControlClient::connect(h.socket());
-TEST_CASE("Config drift: two smhad register their ServiceRecords with OpenSM's SA, another partitions "
-          "file raises config_drift on both, a reload with the same file clears it",
-          "[ibsim][smhad][drift]") {
-  // doc/drift.md: each head registers its digests with the master's SA and
-  // reads the other's record by ServiceGID and name, through real OpenSM.
-  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
-  OsmGuard guard;
-  const std::uint64_t g1 = 0x100001, g2 = 0x100004;  // ibsim's Hca1 and Hca2 port GUIDs
-  Head h1{"head01", "Hca1", g1, fabric.scratch_dir() + "/head01"};
-  Head h2{"head02", "Hca2", g2, fabric.scratch_dir() + "/head02"};
-  const std::string same = "Default=0x7fff, ipoib : ALL=full;\n";
-  std::string extra[2];
-  for (Head* h : {&h1, &h2}) {
-    std::filesystem::create_directories(h->dir);
-    write_text(h->dir + "/partitions.conf", same);
-    extra[h == &h1 ? 0 : 1] = "  extra:\n    partition_config_file: " + h->dir + "/partitions.conf\n";
-  }
-  // head02's file differs (another partition).
-  write_text(h2.dir + "/partitions.conf", same + "storage=0x0002 : ALL=full;\n");
-  write_config(h1, 10, {{h2.name, h2.guid, 0}}, {}, extra[0]);
-  write_config(h2, 10, {{h1.name, h1.guid, 0}}, {}, extra[1]);
-  start_smhad(fabric, h1, SMHA_SMHAD);
-  json s1, s2;
-  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
-    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
-  start_smhad(fabric, h2, SMHA_SMHAD);
-
-  auto drift_state = [](const json& j) {
-    const auto& d = j.value("drift", json::object());
-    const auto peers = d.value("peers", json::array());
-    return peers.empty() ? std::string() : peers[0].value("state", std::string());
-  };
-  std::string detail;
-  for (Head* h : {&h1, &h2}) {
-    json s;
-    if (!wait_status(fabric, *h, guard, [&](const json& j) { return has_alarm(j, "config_drift", &detail); },
-                     60s, &s))
-      FAIL(h->name << ": no config_drift: " << s.dump() << "\n" << smhad_log(fabric, *h));
-    INFO(s.dump());
-    CHECK(detail.find("partitions differ") != std::string::npos);
-    CHECK(detail.find("opensm_conf") == std::string::npos);  // GUID, priority and paths are per head
-    CHECK(drift_state(s) == "drift");
-    CHECK(s["drift"]["peers"][0]["differing"] == json::array({"partitions"}));
-    CHECK(s["drift"]["sa_lid"].is_number());
-    CHECK(s["drift"]["rejected"]["foreign"] == 0);
-    CHECK(s["drift"]["own"]["partitions"] != s["drift"]["peers"][0]["digests"]["partitions"]);
-    CHECK(s["drift"]["own"]["opensm_conf"] == s["drift"]["peers"][0]["digests"]["opensm_conf"]);
-  }
-  // Both heads run one OpenSM master throughout: drift is no reason to fail over.
-  CHECK(query_sm(fabric, "Hca3").guid == g1);
-
-  // head02 gets the same file and reloads: both clear.
-  write_text(h2.dir + "/partitions.conf", same);
-  {
-    auto c = control::ControlClient::connect(h2.socket());
     REQUIRE(c);
     auto r = c.value().call("reload", json::object(), 10s);
     REQUIRE(r);
@@ -1279,12 +1294,4 @@ TEST_CASE("Config drift: two smhad register their ServiceRecords with OpenSM's S
   CHECK(s["lid_continuity"]["writes"] == 0);
   CHECK(s["lid_continuity"]["path"] == h.dir + "/cache/guid2lid");
   fabric.stop_process(h.pidx, SIGTERM);
-  }
-  for (Head* h : {&h1, &h2}) {
-    json s;
-    if (!wait_status(fabric, *h, guard, [&](const json& j) {
-          return !has_alarm(j, "config_drift") && drift_state(j) == "match";
-        }, 60s, &s))
-      FAIL(h->name << ": config_drift not cleared: " << s.dump() << "\n" << smhad_log(fabric, *h));
-  }
 }

@@ -62,10 +62,13 @@ TEST_CASE("Config drift: another partitions file on one head raises config_drift
           "[drift][sim]") {
   Cluster c(7);
   int service_mads = 0;
-  for (int i = 0; i < 2; ++i)
-    c.set_tap(i, Cluster::Tap{{}, {}, [&service_mads](const char* a) {
-                                if (std::string(a).rfind("ServiceRecord", 0) == 0) ++service_mads;
-                              }});
+  for (int i = 0; i < 2; ++i) {
+    Cluster::Tap tap;
+    tap.request = [&service_mads](const char* a) {
+      if (std::string(a).rfind("ServiceRecord", 0) == 0) ++service_mads;
+    };
+    c.set_tap(i, tap);
+  }
   write_partitions(c, 0, "Default=0x7fff, ipoib : ALL=full;\n");
   write_partitions(c, 1, "Default=0x7fff, ipoib : ALL=full;\n");
   c.start_all_smhad();
