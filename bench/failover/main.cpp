@@ -28,11 +28,13 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "ibsim_harness.hpp"
+#include "smhad_heads.hpp"
 
 namespace {
 
@@ -316,6 +318,20 @@ SmhadPair start_smhad_pair(IbsimFabric& f, OsmReaper& reaper, int interval_ms,
   if (!wait_probe(f, p.probe, p.lid2, "STANDBY", 0, up_timeout))
     throw std::runtime_error("head02 never STANDBY: " + f.process_stderr(p.s2).substr(0, 2000));
   reaper.add(opensm_children(f.process_pid(p.s2)));
+  // The steady state a deployed pair is in before any fault: each smhad's own
+  // rounds show its peer (head01's engine has seen head02 answer STANDBY, which
+  // the instant DISCOVER on a local crash goes by; head02's has seen head01
+  // MASTER). The third node seeing STANDBY can come a round earlier.
+  for (const auto& [h, local, peer] : {std::tuple{&p.h1, "MASTER", "STANDBY"}, std::tuple{&p.h2, "STANDBY", "MASTER"}}) {
+    smha::testing::SmhadHead th;
+    th.dir = h->dir;
+    const bool steady = smha::testing::wait_for([&, local = local, peer = peer] {
+      auto s = smha::testing::smhad_status(th);
+      return s && (*s)["local"].value("state", "") == local && (*s)["peers"].is_array() &&
+             !(*s)["peers"].empty() && (*s)["peers"][0].value("state", "") == peer;
+    }, up_timeout);
+    if (!steady) throw std::runtime_error(h->name + "'s smhad never saw its peer " + peer);
+  }
   return p;
 }
 
