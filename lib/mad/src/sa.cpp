@@ -10,24 +10,13 @@
 namespace smha::mad {
 namespace {
 
-using wire::decode_error;
-using wire::get_be;
-using wire::hex;
-using wire::put_be;
+using namespace wire;  // byte helpers and the SA header offsets
 
-constexpr std::size_t kOffBaseVersion = offsetof(SaHeaderWire, base_version);
-constexpr std::size_t kOffClass = offsetof(SaHeaderWire, mgmt_class);
-constexpr std::size_t kOffClassVersion = offsetof(SaHeaderWire, class_version);
-constexpr std::size_t kOffMethod = offsetof(SaHeaderWire, method);
-constexpr std::size_t kOffStatus = offsetof(SaHeaderWire, status);
-constexpr std::size_t kOffTid = offsetof(SaHeaderWire, tid);
-constexpr std::size_t kOffAttrId = offsetof(SaHeaderWire, attr_id);
 constexpr std::size_t kOffRmppVersion = offsetof(SaHeaderWire, rmpp_version);
 constexpr std::size_t kOffRmppType = offsetof(SaHeaderWire, rmpp_type);
 constexpr std::size_t kOffRmppFlags = offsetof(SaHeaderWire, rmpp_time_flags);
 constexpr std::size_t kOffSegment = offsetof(SaHeaderWire, segment_number);
 constexpr std::size_t kOffPayloadLength = offsetof(SaHeaderWire, payload_length);
-constexpr std::size_t kOffAttrOffset = offsetof(SaHeaderWire, attribute_offset);
 
 constexpr std::size_t kOffRecLid = offsetof(SmInfoRecordWire, lid);
 constexpr std::size_t kOffRecGuid = offsetof(SmInfoRecordWire, guid);

@@ -15,19 +15,8 @@ std::string to_string(const Gid& gid) {
 
 namespace {
 
-using wire::decode_error;
-using wire::get_be;
-using wire::hex;
-using wire::put_be;
+using namespace wire;  // byte helpers and the SA header offsets
 
-constexpr std::size_t kOffBaseVersion = offsetof(SaHeaderWire, base_version);
-constexpr std::size_t kOffClass = offsetof(SaHeaderWire, mgmt_class);
-constexpr std::size_t kOffClassVersion = offsetof(SaHeaderWire, class_version);
-constexpr std::size_t kOffMethod = offsetof(SaHeaderWire, method);
-constexpr std::size_t kOffStatus = offsetof(SaHeaderWire, status);
-constexpr std::size_t kOffTid = offsetof(SaHeaderWire, tid);
-constexpr std::size_t kOffAttrId = offsetof(SaHeaderWire, attr_id);
-constexpr std::size_t kOffAttrOffset = offsetof(SaHeaderWire, attribute_offset);
 constexpr std::size_t kOffMask = offsetof(SaHeaderWire, component_mask);
 
 constexpr std::size_t kRec = kSaHeaderSize;  // the record follows the SA header

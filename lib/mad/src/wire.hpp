@@ -11,6 +11,7 @@
 #include <string>
 
 #include "smha/core/result.hpp"
+#include "smha/mad/sa.hpp"
 #include "smha/mad/transport.hpp"
 
 namespace smha::mad::wire {
@@ -34,5 +35,16 @@ inline std::string hex(std::uint64_t v, int digits) {
 }
 
 inline Error decode_error(std::string what) { return make_error(kErrDecode, std::move(what)); }
+
+// The common MAD header and SA header fields every SA codec reads and writes
+// (SaHeaderWire, sa.hpp).
+inline constexpr std::size_t kOffBaseVersion = offsetof(SaHeaderWire, base_version);
+inline constexpr std::size_t kOffClass = offsetof(SaHeaderWire, mgmt_class);
+inline constexpr std::size_t kOffClassVersion = offsetof(SaHeaderWire, class_version);
+inline constexpr std::size_t kOffMethod = offsetof(SaHeaderWire, method);
+inline constexpr std::size_t kOffStatus = offsetof(SaHeaderWire, status);
+inline constexpr std::size_t kOffTid = offsetof(SaHeaderWire, tid);
+inline constexpr std::size_t kOffAttrId = offsetof(SaHeaderWire, attr_id);
+inline constexpr std::size_t kOffAttrOffset = offsetof(SaHeaderWire, attribute_offset);
 
 }  // namespace smha::mad::wire
