@@ -739,9 +739,10 @@ TEST_CASE("1000 concurrent clients plus abusers are all answered while a 10 ms t
   // The abusers hold half frames and unread replies for the whole run: a loop
   // that blocked on one (a synchronous read of a half frame, a blocking write)
   // would answer no more clients, so `answered == kClients` is the check that
-  // nothing blocks, and the timer kept firing. How late it runs is a figure
-  // (ASan and a parallel test: ~300 ms; release: a few ms), measured in
-  // bench_control_flood (doc/performance.md) and printed here.
+  // nothing blocks, and the timer kept firing. How late it runs is a figure,
+  // printed here (ASan beside a parallel test: ~300 ms; release: a few ms);
+  // the loop's responsiveness under attack is bench_control_flood's (root's
+  // status round trip during a flood, doc/performance.md).
   CHECK(ticks > 0);
   WARN("load: " << kClients << " clients in " << as_ms(elapsed)
                 << " ms, timer worst lateness " << as_ms(worst)
