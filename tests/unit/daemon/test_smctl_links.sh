@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # smctl is the operator's client: it carries no smhad code (lib/service) and
 # does not link libsystemd, which only smhad needs (sd_notify, journald).
 # libibumad stays: `smctl sminfo` sends its SMInfo query itself (lib/mad).
