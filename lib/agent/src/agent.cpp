@@ -89,7 +89,12 @@ Agent::Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmCo
       configured_(cfg_.peers),
       survey_(sched, mad, cfg_.census.walk),
       census_(cfg_.census.limits),
-      drift_(cfg_.drift, sched, mad, cfg_.policy.own_guid, named_peers(cfg_), sink) {
+      drift_(cfg_.drift, sched, mad, cfg_.policy.own_guid, named_peers(cfg_), sink),
+      reporter_(cfg_.routing_engines, cfg_.report_deadline) {
+  reporter_.set_own(cfg_.policy.own_guid);
+  reporter_.set_walks(cfg_.census.enabled);
+  reporter_.set_log_followed(cfg_.opensm_log);
+  reporter_.set_emit([this](const TakeoverReport& r) { sink_.takeover_report(r, sched_.now()); });
   std::vector<Guid> peer_guids;
   for (const auto& p : cfg_.peers) peer_guids.push_back(p.guid);
   census_.set_heads(cfg_.policy.own_guid, peer_guids);
@@ -156,7 +161,9 @@ void Agent::stop() {
   if (walk_timer_) sched_.cancel(*walk_timer_);
   if (census_timer_) sched_.cancel(*census_timer_);
   if (sa_timer_) sched_.cancel(*sa_timer_);
+  if (report_timer_) sched_.cancel(*report_timer_);
   sa_timer_.reset();
+  report_timer_.reset();
   poll_timer_.reset();
   wake_timer_.reset();
   discovery_timer_.reset();
@@ -389,6 +396,11 @@ void Agent::finish_round() {
   }
   check_routes(*round);
   census_round(*round);
+  for (const auto& p : round->obs.peers)
+    for (const sm::Probe* probe : {&p.via_lid, &p.via_dr})
+      if (probe->info && probe->info->state == SmState::Master) reporter_.master_seen(probe->info->guid, round_started_);
+  if (round->obs.port_master.info && round->obs.port_master.info->state == SmState::Master)
+    reporter_.master_seen(round->obs.port_master.info->guid, round_started_);
   if (round->local_pi) drift_.set_sa_lid(round->local_pi->sm_lid);
   const bool soon = step(round->obs);
   if (!running_ || poll_timer_) return;
@@ -463,6 +475,40 @@ void Agent::apply(const sm::Decision& d) {
     if (!st.ok()) sink_.error(st.error(), now);
   }
   arm_wakeup(d.next_wakeup);
+  // The report takes a step's state change after its other events: a
+  // takeover seen in one round (our SM already MASTER) records
+  // takeover_started after the state change.
+  for (bool changes : {false, true})
+    for (const auto& a : d.actions)
+      if (const auto* e = std::get_if<sm::RecordEvent>(&a); e && (e->kind == sm::EventKind::StateChanged) == changes)
+        reporter_.on_event(*e, now);
+  serve_report();
+}
+
+void Agent::opensm_logged(const opensm::LoggedEvent& e) {
+  reporter_.on_opensm_log(e, sched_.now());
+  serve_report();
+}
+
+// The takeover report's walk (started when it asks) and its deadline.
+void Agent::serve_report() {
+  if (!running_) return;
+  const TimePoint now = sched_.now();
+  reporter_.tick(now);
+  if (reporter_.wants_walk(now)) {
+    reporter_.walk_started();
+    start_walk();
+  }
+  const auto at = reporter_.next_wakeup();
+  if (report_timer_) sched_.cancel(*report_timer_);
+  report_timer_.reset();
+  if (!at) return;
+  std::weak_ptr<int> alive = alive_;
+  report_timer_ = sched_.schedule_at(std::max(*at, now), [this, alive] {
+    if (alive.expired()) return;
+    report_timer_.reset();
+    serve_report();
+  });
 }
 
 // SubnSet(SMInfo, DISCOVER) to a peer head's STANDBY SM (sm::DiscoverPeer): by
@@ -712,6 +758,8 @@ void Agent::on_walk(const DiscoveryResult& r) {
   census_.walked(r.sm_ports, !r.request_bound && !r.hop_bound, now);
   census_.known_ports(r.probed);
   if (walk_observer_) walk_observer_(r);
+  reporter_.on_walk(r, now);
+  serve_report();
   recheck_ports_.clear();
   recheck_next_ = 0;
   for (const auto& p : r.probed) {

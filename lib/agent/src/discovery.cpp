@@ -176,6 +176,8 @@ void Discovery::begin(bool survey, std::vector<Guid> targets, Done done, std::ve
         d->mad_.get_port_info(path, num, o, answered([port](Run& r, const mad::PortInfoReply& reply) {
           SmPort p = port;
           p.lid = reply.info.lid;
+          p.master_sm_lid = reply.info.sm_lid;
+          p.state = reply.info.state;
           r.result.probed.push_back(p);
           if (mad::is_sm(reply.info)) {
             r.result.sm_ports.push_back(std::move(p));

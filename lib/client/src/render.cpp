@@ -166,6 +166,11 @@ std::string render_status_text(const nlohmann::json& s) {
     o << "     Last: " << (kind == "transition" ? std::string() : kind + ": ") << str(t, "reason") << " ("
       << str(t, "evidence") << ") at " << str(t, "time") << "\n";
   }
+  // The last takeover report (doc/takeover-report.md): its summary sentence.
+  if (s.contains("last_takeover") && s["last_takeover"].is_object()) {
+    const auto& t = s["last_takeover"];
+    o << " Takeover: " << str(t, "reason") << " at " << str(t, "time") << "\n";
+  }
   return o.str();
 }
 

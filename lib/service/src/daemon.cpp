@@ -409,6 +409,19 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
   // Our port's state comes from its own SMA every round (sysfs is static under umad2sim).
   cfg.local_port_num = static_cast<std::uint8_t>(umad_->local_port().port);
   cfg.policy.observe = options_.observe;  // no OpenSM of ours: a silent local port is no hang
+  // The takeover report reads OpenSM's log (follow_opensm_log) for SUBNET UP and routing.
+  // OpenSM splits routing_engine at ", \t" (osm_opensm.c setup_routing_engines).
+  cfg.routing_engines.clear();
+  std::string engine;
+  for (char ch : config_.opensm.routing_engine + ",") {
+    if (ch != ',' && ch != ' ' && ch != '\t') {
+      engine += ch;
+    } else if (!engine.empty()) {
+      cfg.routing_engines.push_back(engine);
+      engine.clear();
+    }
+  }
+  cfg.opensm_log = !options_.observe && !config_.opensm.log_file.empty();
   agent_ = std::make_unique<agent::Agent>(std::move(cfg), *sched_, *mad_, *control_, *events_);
   if (supervised_) agent_->set_local_stopped([this] { return process_stopped(supervised_->supervisor_status().pid); });
   start_lid_continuity();
@@ -540,11 +553,13 @@ json Daemon::lid_continuity_json(TimePoint now) const {
 // so a mastership shorter than one poll round is on record too (doc/supervision.md).
 void Daemon::read_opensm_log() {
   if (!osm_log_) return;
-  for (const auto& s : osm_log_->poll()) {
-    sink_.opensm_state(osm_log_state_, s.state,
-                       "OpenSM log " + osm_log_->path() + (s.stamp.empty() ? "" : " " + s.stamp) + ": Entering " +
-                           s.state + " state");
-    osm_log_state_ = s.state;
+  for (const auto& e : osm_log_->poll()) {
+    if (agent_) agent_->opensm_logged(e);
+    if (e.kind != opensm::LoggedEvent::Kind::SmState) continue;
+    sink_.opensm_state(osm_log_state_, e.text,
+                       "OpenSM log " + osm_log_->path() + (e.stamp.empty() ? "" : " " + e.stamp) + ": Entering " +
+                           e.text + " state");
+    osm_log_state_ = e.text;
   }
 }
 
@@ -903,6 +918,7 @@ json Daemon::status_json() {
   for (const auto& [kind, detail] : sink_.alarms()) alarms.push_back({{"kind", kind}, {"detail", detail}});
   j["alarms"] = alarms;
   j["last_transition"] = sink_.last_transition() ? event_to_json(*sink_.last_transition()) : json(nullptr);
+  j["last_takeover"] = sink_.last_takeover() ? event_to_json(*sink_.last_takeover()) : json(nullptr);
   json hold{{"held", hold_.held}};
   if (hold_.held) {
     hold["reason"] = hold_.reason;

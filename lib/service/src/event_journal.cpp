@@ -16,6 +16,7 @@
 #include "smha/core/file_read.hpp"
 #include "smha/core/text.hpp"
 #include "smha/os/posix_file_system.hpp"
+#include "smha/service/takeover_report_json.hpp"
 
 namespace smha::service {
 
@@ -97,6 +98,7 @@ std::string encode_event_line(const EventRecord& e) {
                    {"evidence", cut(e.evidence)}};
   add_event_state_fields(j, e);
   if (!e.nodes.empty()) j["nodes"] = event_nodes_json(e.nodes, false);
+  if (e.report) j["report"] = takeover_report_json(*e.report);
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -124,6 +126,9 @@ std::optional<EventRecord> decode_event_line(std::string_view line) {
   if (const auto* from = str("from")) e.from = sm_state_named(from->get<std::string>());
   if (const auto* to = str("to")) e.to = sm_state_named(to->get<std::string>());
   if (auto p = j.find("preempt"); p != j.end() && p->is_boolean()) e.preempt = p->get<bool>();
+  // A report that does not parse is left out, the event kept.
+  if (auto r = j.find("report"); r != j.end() && e.type == EventType::TakeoverReport)
+    e.report = takeover_report_from_json(*r);
   // Nodes are a courtesy: a malformed entry is left out, the event kept.
   if (auto nodes = j.find("nodes"); nodes != j.end() && nodes->is_array()) {
     for (const auto& n : *nodes) {

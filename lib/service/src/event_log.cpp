@@ -7,6 +7,7 @@
 
 #include "smha/core/text.hpp"
 #include "smha/platform/logging.hpp"
+#include "smha/service/takeover_report_json.hpp"
 
 namespace smha::service {
 
@@ -41,6 +42,8 @@ void LogEventSink::restore(const std::vector<EventRecord>& earlier) {
   for (const auto& e : earlier) {
     seq_ = std::max(seq_, e.seq);
     if (e.type == EventType::Transition && (!last_transition_ || e.seq > last_transition_->seq)) last_transition_ = e;
+    if (e.type == EventType::TakeoverReport && e.report && (!last_takeover_ || e.seq > last_takeover_->seq))
+      last_takeover_ = e;
   }
 }
 
@@ -99,6 +102,21 @@ void LogEventSink::event(const sm::RecordEvent& e, TimePoint at) {
   r.preempt = e.preempt;
   push(std::move(r));
   if (e.kind == sm::EventKind::Adopted) last_transition_ = events_.back();
+}
+
+void LogEventSink::takeover_report(const agent::TakeoverReport& r, TimePoint at) {
+  const std::string kind(agent::to_string(r.kind));
+  const std::string text = agent::summary(r);
+  platform::LogFields fields{{"kind", kind}, {"summary", text}};
+  for (auto& f : takeover_report_fields(r)) fields.push_back(std::move(f));
+  platform::log_event(*sm_log(), platform::kSmTakeoverReport, fields);
+  sm::RecordEvent about{sm::EventKind::TakeoverDone, {}, {}};
+  if (r.previous_master) about.nodes.push_back(*r.previous_master);
+  EventRecord e{0, {}, "takeover_report", text, kind, at, nodes_of(about)};
+  e.type = EventType::TakeoverReport;
+  e.report = r;
+  push(std::move(e));
+  last_takeover_ = events_.back();
 }
 
 void LogEventSink::alarm(const sm::RaiseAlarm& a, TimePoint) {
@@ -167,6 +185,8 @@ void set_type_from_kind(EventRecord& e) {
     e.type = EventType::Error;
   } else if (e.kind == "opensm_state") {
     e.type = EventType::OpensmState;
+  } else if (e.kind == "takeover_report") {
+    e.type = EventType::TakeoverReport;
   } else if (auto k = enum_named<sm::EventKind>(e.kind); k && *k != sm::EventKind::StateChanged) {
     e.type = EventType::Engine;
     e.engine_kind = k;

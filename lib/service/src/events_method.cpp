@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 
 #include "smha/service/event_journal.hpp"
+#include "smha/service/takeover_report_json.hpp"
 
 namespace smha::service {
 
@@ -18,6 +19,7 @@ json event_to_json(const EventRecord& e) {
          {"evidence", e.evidence}};
   add_event_state_fields(j, e);
   if (!e.nodes.empty()) j["nodes"] = event_nodes_json(e.nodes, true);
+  if (e.report) j["report"] = takeover_report_json(*e.report);
   return j;
 }
 

@@ -238,6 +238,11 @@ void DaemonEventSink::event(const sm::RecordEvent& e, TimePoint at) {
   changed_();
 }
 
+void DaemonEventSink::takeover_report(const agent::TakeoverReport& r, TimePoint at) {
+  log_.takeover_report(r, at);
+  changed_();
+}
+
 void DaemonEventSink::alarm(const sm::RaiseAlarm& a, TimePoint at) {
   const bool already = log_.alarms().count(std::string(sm::to_string(a.kind))) != 0;
   log_.alarm(a, at);

@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "smha/opensm/log_follower.hpp"
+
 namespace smha::sim {
 
 struct Cluster::Sink final : agent::EventSink {
@@ -24,6 +26,9 @@ struct Cluster::Sink final : agent::EventSink {
   }
   void error(const Error& e, TimePoint at) override {
     out->push_back({at, "error", e.code, e.message});
+  }
+  void takeover_report(const agent::TakeoverReport& r, TimePoint at) override {
+    out->push_back({at, "report", std::string(agent::to_string(r.kind)), agent::summary(r)});
   }
 };
 
@@ -179,6 +184,13 @@ Cluster::Cluster(std::uint64_t seed, ClusterParams params)
     heads_.push_back(std::move(h));
   }
   observer_ = fabric_.add_node("node01", Guid{0x0002c90300000900ULL}, Lid{100});
+  // What each head's OpenSM logs reaches its smhad as OpenSM's log file
+  // reaches smhad's log follower: parsed by the same opensm::parse_log_event.
+  fabric_.set_opensm_log([this](NodeId n, std::string_view line) {
+    for (auto& h : heads_)
+      if (h->node == n && h->agent)
+        if (auto e = opensm::parse_log_event(line)) h->agent->opensm_logged(*e);
+  });
   for (int i = 0; i < n; ++i) {
     auto& h = *heads_[i];
     sm::HaPolicy& p = h.cfg.policy;
@@ -195,6 +207,8 @@ Cluster::Cluster(std::uint64_t seed, ClusterParams params)
     };
     p.base_priority = configured(i);
     p.hang_timeout = (params_.misses + 1) * params_.poll_interval;  // as smhad's map_config
+    h.cfg.opensm_log = true;
+    h.cfg.routing_engines = {"minhop"};
     for (int j = 0; j < n; ++j) {
       if (j == i) continue;
       const NodeId o = heads_[j]->node;

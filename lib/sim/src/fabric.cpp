@@ -480,6 +480,7 @@ bool Fabric::stray_handover(NodeId n) {
 
 std::uint64_t Fabric::sets_to_master() const { return impl_->sets_to_master; }
 std::uint64_t Fabric::handovers() const { return impl_->handovers; }
+void Fabric::set_opensm_log(LogFn fn) { impl_->log_fn = std::move(fn); }
 std::uint64_t Fabric::hups_absorbed() const { return impl_->hups_absorbed; }
 void Fabric::absorb_next_hups(NodeId n, int count) {
   impl_->absorb_hups[static_cast<std::size_t>(n)] = count;

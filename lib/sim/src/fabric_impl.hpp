@@ -191,6 +191,10 @@ struct Fabric::Impl {
   std::uint64_t sets_to_master = 0;
   std::uint64_t handovers = 0;
   std::uint64_t hups_absorbed = 0;
+  Fabric::LogFn log_fn;  // set_opensm_log
+  void log_line(const Sm& sm, std::string_view line) const {
+    if (log_fn) log_fn(sm.node, line);
+  }
   std::vector<int> absorb_hups;  // per node: SIGHUPs still to be absorbed as if a sweep ran
 
   Impl(std::uint64_t seed, FabricParams p) : params(p), rng(seed) {}

@@ -114,6 +114,7 @@ bool Fabric::Impl::frozen_sm_in_reach(const Sm& sm) const {
 }
 
 void Fabric::Impl::begin_discovery(const SmPtr& sm) {
+  if (sm->state != SmState::Discovering) log_line(*sm, "Entering DISCOVERING state");
   sm->state = SmState::Discovering;
   const auto g = ++sm->gen;
   discovery_check(sm, g, true);
@@ -157,6 +158,7 @@ std::uint32_t Fabric::Impl::sweep_smps(std::uint32_t per_node) const {
 }
 
 void Fabric::Impl::enter_standby(const SmPtr& sm, Guid master) {
+  if (sm->state != SmState::Standby) log_line(*sm, "Entering STANDBY state");
   sm->state = SmState::Standby;
   sm->master_guid = master;
   sm->retries = 0;
@@ -190,6 +192,7 @@ void Fabric::Impl::poll_master(const SmPtr& sm, std::uint64_t g) {
 }
 
 void Fabric::Impl::enter_master(const SmPtr& sm) {
+  if (sm->state != SmState::Master) log_line(*sm, "Entering MASTER state");
   sm->state = SmState::Master;
   point_ports_at(*sm);
   const auto g = ++sm->gen;
@@ -264,7 +267,11 @@ void Fabric::Impl::heavy_sweep(const SmPtr& sm) {
       if (!best || outranks(r->priority, r->guid, best->second.priority, best->second.guid))
         best = std::make_pair(static_cast<NodeId>(i), *r);
     }
-    if (!best) return;
+    if (!best) {
+      log_line(*sm, "osm_ucast_mgr_process: minhop tables configured on all switches");
+      log_line(*sm, "SUBNET UP");
+      return;
+    }
     // state_mgr_send_handover: SubnSet(SMInfo, HANDOVER); then HANDOVER_SENT -> STANDBY.
     auto target = nodes[best->first]->sm;
     if (!path_ok(sm->node, best->first) || !answering(target)) return;

@@ -64,6 +64,15 @@ void write_text(const std::string& path, const std::string& text) {
 
 // The LID a master's sweep gave `node`'s port (read with ibstat until it is
 // not 0): what a third node's `sminfo <lid>` needs; smhad's configs name none.
+json call(const Head& h, const std::string& method, const json& params = json::object()) {
+  auto c = control::ControlClient::connect(h.socket());
+  REQUIRE(c);
+  auto r = c.value().call(method, params, 10s);
+  REQUIRE(r);
+  return json{{"result", std::string(control::to_string(r.value().result))}, {"text", r.value().text},
+              {"data", r.value().data}};
+}
+
 int assigned_lid(IbsimFabric& fabric, const std::string& node) {
   std::optional<NodePort> p;
   const bool have = wait_for([&] {
@@ -326,6 +335,10 @@ TEST_CASE("HA drill: kill -9 of the master OpenSM under two smhad", "[ibsim][smh
     CHECK(j["data"]["peers"][0]["state"] == "MASTER");
   }
 
+  // The takeover report compares LIDs with head02's census walk before the kill.
+  REQUIRE(wait_for([&] { return call(h2, "sms")["data"]["census"].value("walks", 0) >= 1; }, 20s));
+  CHECK(s2["last_takeover"].is_null());
+
   // (f) kill -9 of the master OpenSM: head02 becomes MASTER; time from the kill to
   // the first SMInfo from Hca3 that shows it.
   const int victim = s1["opensm"]["pid"];
@@ -353,6 +366,47 @@ TEST_CASE("HA drill: kill -9 of the master OpenSM under two smhad", "[ibsim][smh
   int masters = 0;
   for (const json* s : {&s1, &s2}) masters += (*s)["local"]["state"] == "MASTER";
   CHECK(masters == 1);
+
+  // The takeover report on head02 (doc/takeover-report.md), from real OpenSM's
+  // log and a census walk after SUBNET UP.
+  if (!wait_status(fabric, h2, guard, [](const json& j) { return j["last_takeover"].is_object(); }, 30s, &s2))
+    FAIL("no takeover report: " << s2.dump() << "\n" << smhad_log(fabric, h2));
+  const json rep = s2["last_takeover"]["report"];
+  INFO(rep.dump());
+  std::cout << "HA drill: kill -9 takeover report: " << rep["summary"].get<std::string>() << std::endl;
+  CHECK(rep["kind"] == "takeover");
+  CHECK(rep["previous_master"] == hex_guid(hca1->port_guid));
+  REQUIRE(rep["detection_ms"].is_number());
+  REQUIRE(rep["to_master_ms"].is_number());
+  REQUIRE(rep["master_to_subnet_up_ms"].is_number());
+  CHECK(rep["master_to_subnet_up_ms"].get<double>() > 0);
+  CHECK(rep["detection_ms"].get<double>() + rep["to_master_ms"].get<double>() < 5000);
+  // ftree and updn cannot route the lab's two switches (OpenSM logs "cannot
+  // build lid matrices"); minhop, OpenSM's fallback, does.
+  CHECK(rep["routing"]["engine"] == "minhop");
+  CHECK(rep["routing"]["fallback"] == true);
+  REQUIRE(rep["routing"]["failures"].size() >= 1);
+  CHECK(rep["routing"]["failures"][0] == "ftree: cannot build lid matrices");
+  // LID continuity (on by default): no port changed LID.
+  REQUIRE(rep["lids"]["compared"].is_number());
+  CHECK(rep["lids"]["compared"].get<int>() >= 4);
+  CHECK(rep["lids"]["changed"] == 0);
+  REQUIRE(rep["master_sm_lid"]["sampled"].is_number());
+  CHECK(rep["master_sm_lid"]["sampled"].get<int>() >= 4);
+  CHECK(rep["master_sm_lid"]["on_new_master"] == rep["master_sm_lid"]["sampled"]);
+  CHECK(rep["incomplete"] == "");
+  {
+    const auto r = fabric.run("Hca4", {SMHA_SMCTL, "status", "--socket", h2.socket()}, 10s);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find(" Takeover: takeover from " + hex_guid(hca1->port_guid)) != std::string::npos);
+  }
+  // The report is an event too, and head01 (which did not become MASTER again) has none.
+  auto events = smhad_events(h2);
+  REQUIRE(events);
+  int reports = 0;
+  for (const auto& e : *events) reports += e["kind"] == "takeover_report";
+  CHECK(reports == 1);
+  CHECK(s1["last_takeover"].is_null());
 
   fabric.stop_process(h1.pidx, SIGTERM);
   fabric.stop_process(h2.pidx, SIGTERM);
@@ -560,14 +614,6 @@ std::string scrape(int port) {
   return at == std::string::npos ? std::string() : out.substr(at + 4);
 }
 
-json call(const Head& h, const std::string& method, const json& params = json::object()) {
-  auto c = control::ControlClient::connect(h.socket());
-  REQUIRE(c);
-  auto r = c.value().call(method, params, 10s);
-  REQUIRE(r);
-  return json{{"result", std::string(control::to_string(r.value().result))}, {"text", r.value().text},
-              {"data", r.value().data}};
-}
 
 std::vector<std::string> event_kinds(const json& events) {
   std::vector<std::string> out;

@@ -384,3 +384,63 @@ TEST_CASE("Drill: smhad restarted beside the MASTER, its first local answers los
     }
   }
 }
+
+// The takeover report (doc/takeover-report.md) in the sim: the simulated
+// OpenSM's log lines go through opensm::parse_log_event as smhad's log
+// follower's do; the census walks and MasterSMLID are the fabric's.
+TEST_CASE("Takeover report: kill -9 of the master, then a planned handover back", "[sim][drill][report]") {
+  ClusterParams p;
+  p.census.enabled = true;  // as in smhad
+  Cluster c(31, p);
+  settle(c);
+  // A census walk has run on the standby (first_walk_delay 3 s): LIDs before.
+  c.run_for(seconds(2));
+  const int m = master_head(c);
+  const int s = 1 - m;
+  REQUIRE(c.agent(s)->census_stats().walks >= 1);
+  REQUIRE_FALSE(c.agent(s)->last_takeover());  // the cold start's two masters for a round are no takeover
+  REQUIRE(c.fabric().signal_opensm(c.head(m), SIGKILL));
+  REQUIRE(c.run_until([&] { return c.agent(s)->last_takeover().has_value(); }, seconds(10)));
+  const agent::TakeoverReport r = *c.agent(s)->last_takeover();
+  INFO(agent::summary(r));
+  CHECK(r.kind == agent::TakeoverReport::Kind::Takeover);
+  CHECK(r.previous_master == c.fabric().guid(c.head(m)));
+  REQUIRE(r.detection);
+  REQUIRE(r.to_master);
+  REQUIRE(r.master_to_subnet_up);
+  // The takeover as a whole stays within the drill's bound (kill -9 < 600 ms).
+  CHECK(*r.detection + *r.to_master < milliseconds(600));
+  CHECK(r.routing_engine == "minhop");
+  CHECK_FALSE(r.routing_fallback);
+  // The sim keeps every LID; its master's heavy sweep points every linked port at it.
+  REQUIRE(r.ports_compared);
+  CHECK(*r.ports_compared >= 2);
+  CHECK(r.lids_changed == 0);
+  CHECK(r.master_lid == c.fabric().lid(c.head(s)));
+  REQUIRE(r.ports_sampled);
+  CHECK(*r.ports_sampled >= 2);
+  CHECK(r.ports_on_new_master == *r.ports_sampled);
+  CHECK(r.incomplete.empty());
+  CHECK(c.count_events(s, "takeover_started") == 1);
+  // The old master's head reports nothing: it never became MASTER again.
+  CHECK_FALSE(c.agent(m)->last_takeover());
+
+  // The killed head is STANDBY again (sticky); a planned handover moves
+  // mastership to it, and it reports a handover.
+  REQUIRE(c.run_until([&] { return c.fabric().sm(c.head(m)) && c.fabric().sm(c.head(m))->state == SmState::Standby; },
+                      seconds(10)));
+  c.run_for(seconds(1));
+  c.agent(s)->request_handover(std::nullopt);
+  REQUIRE(c.run_until([&] { return c.agent(m)->last_takeover().has_value(); }, seconds(40)));
+  const agent::TakeoverReport h = *c.agent(m)->last_takeover();
+  INFO(agent::summary(h));
+  CHECK(h.kind == agent::TakeoverReport::Kind::Handover);
+  CHECK(h.previous_master == c.fabric().guid(c.head(s)));
+  CHECK_FALSE(h.detection);
+  CHECK(h.master_to_subnet_up);
+  REQUIRE(h.ports_sampled);
+  CHECK(h.ports_on_new_master == *h.ports_sampled);
+  int reports = 0;
+  for (const auto& rec : c.records(m)) reports += rec.what == "report";
+  CHECK(reports == 1);
+}

@@ -176,6 +176,7 @@ struct NullSink : EventSink {
   void clear(const sm::ClearAlarm&, TimePoint) override {}
   void hook(const sm::RunHook&, TimePoint) override {}
   void error(const Error&, TimePoint) override {}
+  void takeover_report(const TakeoverReport&, TimePoint) override {}
 };
 
 SmInfo sminfo(Guid g, SmState s, std::uint8_t prio) {

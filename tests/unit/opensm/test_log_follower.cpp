@@ -18,9 +18,10 @@ std::string line(const std::string& stamp, const std::string& msg) {
   return stamp + " [7F3A2B] 0x80 -> " + msg + "\n";
 }
 
-std::vector<std::string> states(const std::vector<LoggedSmState>& v) {
+std::vector<std::string> states(const std::vector<LoggedEvent>& v) {
   std::vector<std::string> out;
-  for (const auto& s : v) out.push_back(s.state);
+  for (const auto& s : v)
+    if (s.kind == LoggedEvent::Kind::SmState) out.push_back(s.text);
   return out;
 }
 
@@ -62,8 +63,9 @@ TEST_CASE("OpensmLogFollower: each appended state line once, oldest first", "[op
                     line("Dec 03 15:00:01 090000", "Entering STANDBY state");
   auto got = f.poll();
   CHECK(states(got) == std::vector<std::string>{"STANDBY", "MASTER", "STANDBY"});
-  REQUIRE(got.size() == 3);
-  CHECK(got[1].stamp == "Dec 03 15:00:01 050000");
+  REQUIRE(got.size() == 4);
+  CHECK(got[1].kind == LoggedEvent::Kind::SubnetUp);
+  CHECK(got[2].stamp == "Dec 03 15:00:01 050000");
   CHECK(f.poll().empty());  // nothing new: nothing twice
 
   SECTION("a partial last line waits for its end") {
@@ -87,6 +89,58 @@ TEST_CASE("OpensmLogFollower: each appended state line once, oldest first", "[op
     CHECK(states(f.poll()) == std::vector<std::string>{"MASTER"});
     CHECK_FALSE(f.last_error());
   }
+}
+
+TEST_CASE("parse_log_event: the lines of a master sweep the takeover report reads", "[opensm][log]") {
+  // As OpenSM 3.3.23 wrote them in the lab (ftree and updn fail on its
+  // two-switch fabric, minhop configures the switches).
+  auto up = parse_log_event("Dec 04 17:50:03 844495 [437AD6C0] 0x02 -> SUBNET UP");
+  REQUIRE(up);
+  CHECK(up->kind == LoggedEvent::Kind::SubnetUp);
+  CHECK(up->stamp == "Dec 04 17:50:03 844495");
+  auto failed = parse_log_event("Dec 04 17:50:03 842268 [437AD6C0] 0x01 -> ucast_mgr_route: ftree: cannot build lid matrices");
+  REQUIRE(failed);
+  CHECK(failed->kind == LoggedEvent::Kind::RoutingFailed);
+  CHECK(failed->text == "ftree: cannot build lid matrices");
+  auto done = parse_log_event(
+      "Dec 04 17:50:03 842370 [437AD6C0] 0x02 -> osm_ucast_mgr_process: minhop tables configured on all switches");
+  REQUIRE(done);
+  CHECK(done->kind == LoggedEvent::Kind::RoutingDone);
+  CHECK(done->text == "minhop");
+  auto none = parse_log_event("Dec 04 17:50:03 842370 [1] 0x01 -> osm_ucast_mgr_process: No routing engine able to "
+                              "successfully configure  switch tables on current fabric");
+  REQUIRE(none);
+  CHECK(none->kind == LoggedEvent::Kind::RoutingFailed);
+  auto state = parse_log_event("Dec 04 17:50:03 839515 [437AD6C0] 0x80 -> Entering MASTER state");
+  REQUIRE(state);
+  CHECK(state->kind == LoggedEvent::Kind::SmState);
+  CHECK(state->text == "MASTER");
+
+  CHECK_FALSE(parse_log_event("Dec 04 17:50:03 842245 [1] 0x01 -> construct_fabric: ERR AB2B: Found more than one root"));
+  CHECK_FALSE(parse_log_event("Dec 04 17:50:03 842245 [1] 0x02 -> SUBNET UP again"));
+  CHECK_FALSE(parse_log_event("Dec 04 17:50:03 842245 [1] 0x02 -> a b tables configured on all switches"));
+  // A long engine failure is cut, not kept whole.
+  auto long_fail = parse_log_event("ucast_mgr_route: " + std::string(5000, 'x') + ": cannot build lid matrices");
+  REQUIRE(long_fail);
+  CHECK(long_fail->text.size() <= 160);
+}
+
+TEST_CASE("stamp_us: OpenSM's time stamps, differences across a second, a day and a month", "[opensm][log]") {
+  auto a = stamp_us("Dec 04 17:50:03 839515");
+  auto b = stamp_us("Dec 04 17:50:03 844495");
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(*b - *a == 4980);
+  CHECK(*stamp_us("Dec 04 17:50:04 000001") - *stamp_us("Dec 04 17:50:03 999999") == 2);
+  CHECK(*stamp_us("Dec 05 00:00:00 000000") - *stamp_us("Dec 04 23:59:59 500000") == 500000);
+  CHECK(*stamp_us("Mar 01 00:00:00 000000") - *stamp_us("Feb 29 23:59:59 000000") == 1000000);
+  CHECK(*stamp_us("Jan 01 00:00:00 000000") == 0);
+  CHECK_FALSE(stamp_us(""));
+  CHECK_FALSE(stamp_us("Foo 04 17:50:03 844495"));
+  CHECK_FALSE(stamp_us("Dec 32 17:50:03 844495"));
+  CHECK_FALSE(stamp_us("Dec 04 24:50:03 844495"));
+  CHECK_FALSE(stamp_us("Dec 04 17:50:03 84449x"));
+  CHECK_FALSE(stamp_us("Dec 04 17:50:03 8444951"));
 }
 
 TEST_CASE("OpensmLogFollower: a burst above the read cap costs at most the cap", "[opensm][log]") {

@@ -18,6 +18,7 @@
 #include "smha/service/event_journal.hpp"
 #include "smha/service/events_method.hpp"
 #include "smha/service/service.hpp"
+#include "smha/service/takeover_report_json.hpp"
 #include "test_support.hpp"
 
 using namespace smha;
@@ -188,6 +189,98 @@ TEST_CASE("events survive a restart: the new sink continues the sequence", "[ser
   REQUIRE(sink.events().size() == 4);
   CHECK(sink.events().front().kind == "HOLD");
   CHECK(sink.events().back().seq == 4);
+}
+
+namespace {
+
+agent::TakeoverReport sample_report() {
+  agent::TakeoverReport r;
+  r.previous_master = Guid{0x100001};
+  r.cause = "master lost: 3 rounds unanswered";
+  r.detection = milliseconds(101);
+  r.to_master = microseconds(2500);
+  r.discovering_to_master = microseconds(4300);
+  r.master_to_subnet_up = microseconds(7500);
+  r.routing_engine = "minhop";
+  r.routing_failures = {"ftree: cannot build lid matrices"};
+  r.routing_fallback = true;
+  r.ports_compared = 6;
+  r.lids_changed = 1;
+  r.lid_changed_ports = {Guid{0x100009}};
+  r.ports_sampled = 6;
+  r.ports_on_new_master = 5;
+  r.ports_elsewhere = {Guid{0x100009}};
+  r.master_lid = Lid{4};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a takeover report survives a restart as status's last_takeover", "[service][events][report]") {
+  TempDir dir;
+  const std::string path = dir.sub("events.jsonl");
+  const auto report = sample_report();
+  {
+    EventJournal journal(path);
+    REQUIRE(journal.load().ok());
+    LogEventSink sink;
+    sink.add_listener([&](const EventRecord& e) { REQUIRE(journal.append(e).ok()); });
+    sink.takeover_report(report, TimePoint{});
+    REQUIRE(sink.last_takeover());
+    CHECK(sink.last_takeover()->reason == agent::summary(report));
+    sink.note("HOLD", "frozen", "uid 0");
+  }
+  EventJournal journal(path);
+  auto loaded = journal.load();
+  REQUIRE(loaded.ok());
+  REQUIRE(loaded.value().events.size() == 2);
+  const auto& ev = loaded.value().events[0];
+  CHECK(ev.kind == "takeover_report");
+  CHECK(ev.type == EventType::TakeoverReport);
+  REQUIRE(ev.report);
+  CHECK(*ev.report == report);  // durations in whole 0.1 ms survive exactly
+  LogEventSink sink;
+  sink.restore(loaded.value().events);
+  REQUIRE(sink.last_takeover());
+  CHECK(sink.last_takeover()->seq == 1);
+  CHECK(event_to_json(*sink.last_takeover())["report"]["lids"]["changed"] == 1);
+}
+
+TEST_CASE("a journal's takeover report that does not parse is left out, the event kept", "[service][events][report]") {
+  const auto good = takeover_report_json(sample_report());
+  REQUIRE(takeover_report_from_json(good));
+  CHECK(*takeover_report_from_json(good) == sample_report());
+  auto bad = [&](const char* ptr, nlohmann::json v) {
+    auto j = good;
+    j[nlohmann::json::json_pointer(ptr)] = std::move(v);
+    return takeover_report_from_json(j);
+  };
+  CHECK_FALSE(bad("/kind", "coup"));
+  CHECK_FALSE(bad("/detection_ms", -1));
+  CHECK_FALSE(bad("/detection_ms", 1e12));
+  CHECK_FALSE(bad("/detection_ms", "fast"));
+  CHECK_FALSE(bad("/previous_master", "0xnotaguid"));
+  CHECK_FALSE(bad("/routing", 7));
+  CHECK_FALSE(bad("/routing/failures", nlohmann::json::array({1})));
+  CHECK_FALSE(bad("/lids/changed", -3));
+  CHECK_FALSE(bad("/lids/changed_ports", nlohmann::json::array({"x"})));
+  CHECK_FALSE(bad("/master_sm_lid/master_lid", 70000));
+  CHECK_FALSE(takeover_report_from_json(nlohmann::json::array()));
+  // Oversized lists and texts are cut to what a report keeps.
+  auto big = good;
+  big["routing"]["failures"] = nlohmann::json::array();
+  for (int i = 0; i < 1000; ++i) big["routing"]["failures"].push_back(std::string(10000, 'x'));
+  auto cut = takeover_report_from_json(big);
+  REQUIRE(cut);
+  CHECK(cut->routing_failures.size() == agent::kReportRoutingFailures);
+  CHECK(cut->routing_failures[0].size() == 160);
+  // In a journal line: the event loads without its report.
+  std::string line = R"({"seq":3,"time":"2026-12-04T20:11:19.412Z","kind":"takeover_report","reason":"r",)"
+                     R"("evidence":"takeover","report":{"kind":"takeover","detection_ms":"x"}})";
+  auto e = decode_event_line(line);
+  REQUIRE(e);
+  CHECK(e->type == EventType::TakeoverReport);
+  CHECK_FALSE(e->report);
 }
 
 TEST_CASE("the journal never holds more than 2 x keep lines and keeps the newest", "[service][events]") {

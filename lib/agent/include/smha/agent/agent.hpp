@@ -54,6 +54,7 @@
 #include "smha/agent/discovery.hpp"
 #include "smha/agent/drift.hpp"
 #include "smha/agent/seams.hpp"
+#include "smha/agent/takeover_report.hpp"
 #include "smha/mad/transport.hpp"
 #include "smha/sm/ha_machine.hpp"
 
@@ -158,6 +159,12 @@ struct AgentConfig {
   CensusConfig census;
   // Config drift between heads (doc/drift.md): inert until drift().set_own().
   DriftConfig drift;
+  // The takeover report (doc/takeover-report.md): opensm.routing_engine split
+  // at commas (empty: OpenSM's default), whether OpenSM's log reaches
+  // Agent::opensm_logged(), and the longest wait from MASTER to the report.
+  std::vector<std::string> routing_engines;
+  bool opensm_log = false;
+  Duration report_deadline = seconds(30);
 };
 // The query window an AgentConfig gets (see AgentConfig::query_window).
 Duration query_window_for(const AgentConfig& cfg);
@@ -212,6 +219,10 @@ class Agent {
   const CensusStats& census_stats() const { return census_stats_; }
   DriftMonitor& drift() { return drift_; }
   const DriftMonitor& drift() const { return drift_; }
+  // A line of the local OpenSM's log that the takeover report reads.
+  void opensm_logged(const opensm::LoggedEvent& e);
+  // The last takeover report (EventSink::takeover_report got it too).
+  const std::optional<TakeoverReport>& last_takeover() const { return reporter_.last(); }
 
  private:
   struct Round;
@@ -243,6 +254,7 @@ class Agent {
   void apply(const sm::Decision& d);
   void report_handover(const sm::RecordEvent& e);
   void arm_wakeup(std::optional<TimePoint> t);
+  void serve_report();
 
   AgentConfig cfg_;
   Scheduler& sched_;
@@ -289,6 +301,8 @@ class Agent {
   bool own_description_pending_ = false;
   std::size_t recheck_next_ = 0;
   DriftMonitor drift_;
+  TakeoverReporter reporter_;
+  std::optional<Scheduler::TimerId> report_timer_;
 };
 
 }  // namespace smha::agent

@@ -62,6 +62,8 @@ struct SmPort {
   DrPath path;                  // from our port; {} is our own node
   std::uint8_t port_num = 0;    // the port's number on its node (a switch: 0)
   Lid lid;                      // PortInfo.LID
+  Lid master_sm_lid;            // PortInfo.MasterSMLID: the master this port was told of
+  mad::PortState state = mad::PortState::Unknown;  // PortInfo.PortState
   std::string description;      // NodeDescription, raw (smha::printable() to show it)
   bool description_known = false;
   // Where it is cabled: the node at the other end of its cable and that

@@ -14,6 +14,8 @@
 
 namespace smha::agent {
 
+struct TakeoverReport;  // takeover_report.hpp
+
 // Timers: smha::Scheduler (smha/core/scheduler.hpp), found here unqualified.
 
 // The local OpenSM process. Every call returns at once; the effect shows in
@@ -52,6 +54,8 @@ class EventSink {
   virtual void hook(const sm::RunHook& h, TimePoint at) = 0;
   // Adapter failures (an action that could not be carried out).
   virtual void error(const Error& e, TimePoint at) = 0;
+  // How a takeover or handover that made our SM the MASTER went.
+  virtual void takeover_report(const TakeoverReport& report, TimePoint at) = 0;
 };
 
 }  // namespace smha::agent

@@ -29,6 +29,25 @@ struct LoggedSmState {
   std::string stamp;  // OpenSM's time stamp ("Dec 03 15:20:33 123456"), empty if the line has none
 };
 
+// A line the takeover report reads (agent::TakeoverReporter).
+struct LoggedEvent {
+  enum class Kind : std::uint8_t {
+    SmState,        // "Entering <STATE> state": text is the state
+    SubnetUp,       // "SUBNET UP" (the end of a master's heavy sweep)
+    RoutingFailed,  // "ucast_mgr_route: <engine>: cannot build ...", "No routing engine able ...":
+                    // text is the failure ("ftree: cannot build lid matrices")
+    RoutingDone,    // "<engine> tables configured on all switches": text is the engine
+  };
+  Kind kind;
+  std::string text;
+  std::string stamp;  // OpenSM's time stamp, empty if the line has none
+};
+std::optional<LoggedEvent> parse_log_event(std::string_view line);
+// OpenSM's time stamp ("Dec 04 17:50:03 842370") in microseconds since the
+// start of its year (every February counted as 29 days: only differences of
+// stamps in one log matter); nullopt if it is not one.
+std::optional<std::int64_t> stamp_us(std::string_view stamp);
+
 // The state change a log line reports, if it is one. Log file lines look like
 // `Dec 03 15:20:33 123456 [7F0A] 0x80 -> Entering MASTER state`.
 std::optional<LoggedSmState> parse_sm_state_line(std::string_view line);
@@ -42,8 +61,8 @@ class OpensmLogFollower {
   // Lines already in the file are history: the next poll() starts at its current
   // end (or at 0 if it does not exist yet).
   void skip_existing();
-  // State changes appended since the last call, oldest first.
-  std::vector<LoggedSmState> poll();
+  // Lines appended since the last call that parse_log_event() knows, oldest first.
+  std::vector<LoggedEvent> poll();
 
   const std::string& path() const { return path_; }
   std::uint64_t offset() const { return offset_; }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "smha/agent/seams.hpp"
+#include "smha/agent/takeover_report.hpp"
 #include "smha/core/clock.hpp"
 #include "smha/core/types.hpp"
 #include "smha/sm/ha_machine.hpp"
@@ -42,6 +43,7 @@ enum class EventType : std::uint8_t {
   AlarmCleared,  // kind "alarm_cleared"
   Error,         // an adapter error (kind "error")
   OpensmState,   // OpenSM's log showed a state change (kind "opensm_state"; from, to)
+  TakeoverReport,  // how a takeover or handover to our SM went (kind "takeover_report"; report)
 };
 
 // One recorded event (engine event, alarm raise/clear, adapter error, note).
@@ -65,6 +67,7 @@ struct EventRecord {
   std::optional<SmState> from = std::nullopt;
   std::optional<SmState> to = std::nullopt;
   bool preempt = false;  // Engine handover_started by the preempt failback policy
+  std::optional<agent::TakeoverReport> report = std::nullopt;  // TakeoverReport
 };
 
 // The typed fields of an event from its kind name (the journal and replies
@@ -96,6 +99,9 @@ class LogEventSink final : public agent::EventSink {
   void clear(const sm::ClearAlarm& a, TimePoint at) override;
   void hook(const sm::RunHook& h, TimePoint at) override;
   void error(const Error& e, TimePoint at) override;
+  // A "takeover_report" event (reason: the report's summary), logged as
+  // SM_TAKEOVER_REPORT with its figures.
+  void takeover_report(const agent::TakeoverReport& r, TimePoint at) override;
   // Records a daemon-side event (reload, hold, handover request), logged as
   // SMHAD_<kind> reason=... [evidence=...] with its message id.
   // reason and evidence are kept and logged up to kMaxEventTextBytes each.
@@ -116,6 +122,8 @@ class LogEventSink final : public agent::EventSink {
   // The last local SM transition; after an adoption at smhad start, the
   // `adopted` event (the state OpenSM was found in, not an earlier run's cause).
   std::optional<EventRecord> last_transition() const { return last_transition_; }
+  // The last takeover report (also one restored from the journal).
+  const std::optional<EventRecord>& last_takeover() const { return last_takeover_; }
 
   // Names the SMs engine events are about: `self` (this head's port GUID) and
   // each GUID in sm::RecordEvent::nodes go through `namer` when the event is
@@ -141,6 +149,7 @@ class LogEventSink final : public agent::EventSink {
   std::deque<EventRecord> events_;
   std::map<std::string, std::string> alarms_;
   std::optional<EventRecord> last_transition_;
+  std::optional<EventRecord> last_takeover_;
   std::string last_cause_;  // the latest non-transition event, as the transition's reason
   std::vector<Listener> listeners_;
   Guid self_;

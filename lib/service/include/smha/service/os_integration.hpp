@@ -160,6 +160,8 @@ class DaemonEventSink final : public agent::EventSink {
   void clear(const sm::ClearAlarm& a, TimePoint at) override;
   void hook(const sm::RunHook& h, TimePoint at) override;
   void error(const Error& e, TimePoint at) override;
+  // Never suppressed (one per mastership).
+  void takeover_report(const agent::TakeoverReport& r, TimePoint at) override;
 
   static constexpr Duration kRepeatWindow = std::chrono::seconds(30);
   static constexpr int kRepeatBurst = 3;

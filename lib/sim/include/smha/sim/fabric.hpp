@@ -30,10 +30,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "smha/core/sminfo.hpp"
@@ -158,6 +160,13 @@ class Fabric {
   // exists, hands mastership to it and is STANDBY again (~25 ms: a mastership
   // shorter than a poll round). False if that SM is not a running STANDBY.
   bool stray_handover(NodeId n);
+
+  // The lines the node's OpenSM would write to its log that the takeover
+  // report reads, without a time stamp: "Entering <STATE> state", "minhop
+  // tables configured on all switches" and "SUBNET UP" at the end of a
+  // master's heavy sweep. Called on the event queue.
+  using LogFn = std::function<void(NodeId, std::string_view)>;
+  void set_opensm_log(LogFn fn);
 
   // SubnSet(SMInfo) MADs that reached an SM in MASTER state from smha (not from
   // another SM). smha must never send one.

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// The takeover report (doc/takeover-report.md): after every takeover or
+// handover that made our SM the MASTER, one report of how it went.
+//
+//   detection           the lost master's last MASTER answer -> the takeover
+//                       started (our DISCOVER, or our SM seen leaving STANDBY
+//                       after the dying master's smhad sent it DISCOVER);
+//                       takeovers only
+//   to_master           the takeover started -> our SM answered MASTER
+//                       (a handover: the old master's last MASTER answer ->
+//                       ours)
+//   discovering_to_master OpenSM's "Entering DISCOVERING state" -> "Entering
+//                       MASTER state" (its log's stamps): DISCOVER -> MASTER
+//                       as our SM lived it
+//   master_to_subnet_up OpenSM's "Entering MASTER state" -> "SUBNET UP", both
+//                       by OpenSM's own log time stamps
+//   routing             the engine that configured the switches and the ones
+//                       that failed first ("ftree: cannot build lid matrices");
+//                       a fallback when any failed or the engine used is not
+//                       the first one configured
+//   lids                the ports of the last census walk before the takeover
+//                       against a walk started at SUBNET UP: how many kept
+//                       their LID
+//   master_sm_lid       of the active ports that walk read, how many already
+//                       point at the new master (PortInfo MasterSMLID)
+//
+// A report is made when our SM becomes MASTER after a takeover started
+// (TakeoverStarted), or from STANDBY while another SM was seen MASTER (a
+// handover); a cold start is neither.
+//
+// Pure bookkeeping, fed by the agent (engine events, poll answers, census
+// walks) and by whoever reads OpenSM's log (smhad's log follower; the
+// simulated fabric's model). A report is emitted once everything arrived, or
+// at `deadline` after MASTER with what did (`incomplete` says what is
+// missing), or when our SM stops being MASTER first.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "smha/agent/discovery.hpp"
+#include "smha/core/clock.hpp"
+#include "smha/core/types.hpp"
+#include "smha/opensm/log_follower.hpp"
+#include "smha/sm/ha_machine.hpp"
+
+namespace smha::agent {
+
+// Ports a report names one by one (LID changed, MasterSMLID elsewhere).
+inline constexpr std::size_t kReportPortsNamed = 8;
+// Routing failures a report keeps (OpenSM logs one per engine tried).
+inline constexpr std::size_t kReportRoutingFailures = 4;
+
+struct TakeoverReport {
+  enum class Kind : std::uint8_t { Takeover, Handover };
+  Kind kind = Kind::Takeover;
+  std::optional<Guid> previous_master;  // the SM last seen MASTER before ours
+  std::string cause;                    // the takeover's reason ("" for a handover)
+  std::optional<Duration> detection;
+  std::optional<Duration> to_master;
+  std::optional<Duration> discovering_to_master;
+  std::optional<Duration> master_to_subnet_up;
+  std::string routing_engine;                 // "" when not logged
+  std::vector<std::string> routing_failures;  // "ftree: cannot build lid matrices"
+  bool routing_fallback = false;
+  std::optional<std::size_t> ports_compared;  // in both walks
+  std::size_t lids_changed = 0;
+  std::vector<Guid> lid_changed_ports;        // the first kReportPortsNamed
+  std::optional<std::size_t> ports_sampled;   // active ports the walk after read
+  std::size_t ports_on_new_master = 0;        // of them, MasterSMLID == our LID
+  std::vector<Guid> ports_elsewhere;          // the first kReportPortsNamed that do not
+  Lid master_lid;                             // our port's LID in that walk
+  std::string incomplete;                     // what did not arrive ("" = nothing missing)
+  friend bool operator==(const TakeoverReport&, const TakeoverReport&) = default;
+};
+std::string_view to_string(TakeoverReport::Kind k);  // "takeover", "handover"
+std::optional<TakeoverReport::Kind> report_kind_named(std::string_view name);
+// One line for people: "takeover from 0x... : detected in 120 ms, MASTER
+// 14 ms later, SUBNET UP 3 ms after; routing minhop (fell back: ...); LIDs
+// changed 0 of 6; 6 of 6 ports point at the new master".
+std::string summary(const TakeoverReport& r);
+
+class TakeoverReporter {
+ public:
+  using Emit = std::function<void(const TakeoverReport&)>;
+  // `configured_engines`: opensm.routing_engine split at commas (empty:
+  // OpenSM's default, minhop). `deadline`: from MASTER to the report at the
+  // latest.
+  explicit TakeoverReporter(std::vector<std::string> configured_engines = {}, Duration deadline = seconds(30));
+
+  void set_emit(Emit fn) { emit_ = std::move(fn); }
+  void set_own(Guid own) { own_ = own; }
+  void set_configured_engines(std::vector<std::string> engines) { engines_ = std::move(engines); }
+  // Whether census walks run (no LID or MasterSMLID figures without them).
+  void set_walks(bool on) { walks_ = on; }
+  // Whether OpenSM's log reaches on_opensm_log(). Without it the report does
+  // not wait for SUBNET UP: its walk starts `kWalkWithoutLog` after MASTER.
+  void set_log_followed(bool on) { log_followed_ = on; }
+  static constexpr Duration kWalkWithoutLog = seconds(2);
+
+  // An SM other than ours answered MASTER (poll rounds, at the round's start).
+  void master_seen(Guid guid, TimePoint at);
+  // The engine's events (TakeoverStarted, TakeoverAborted, StateChanged).
+  void on_event(const sm::RecordEvent& e, TimePoint now);
+  // A line of OpenSM's log (smhad's log follower; the simulated fabric's
+  // model). A line without a time stamp counts at `now`.
+  void on_opensm_log(const opensm::LoggedEvent& e, TimePoint now);
+  // Every census walk.
+  void on_walk(const DiscoveryResult& r, TimePoint now);
+  // True when the report waits for a census walk the agent should start now
+  // (then walk_started()).
+  bool wants_walk(TimePoint now) const;
+  void walk_started() { walk_started_ = true; }
+  // Emits a report whose deadline passed; the agent calls it at next_wakeup().
+  void tick(TimePoint now);
+  std::optional<TimePoint> next_wakeup() const;
+
+  bool pending() const { return pending_.has_value(); }
+  const std::optional<TakeoverReport>& last() const { return last_; }
+
+ private:
+  // What OpenSM logged since it last entered MASTER.
+  struct LoggedMastership {
+    std::optional<std::int64_t> master_us;  // its stamp
+    TimePoint master_at{};                  // when it was read
+    std::optional<Duration> from_discovering;
+    std::optional<Duration> to_subnet_up;
+    std::string engine;
+    std::vector<std::string> failures;
+    bool subnet_up = false;
+  };
+  void take_log();
+  void finish(std::string incomplete);
+  void maybe_finish();
+
+  std::vector<std::string> engines_;
+  Duration deadline_;
+  Emit emit_;
+  Guid own_;
+  bool walks_ = true;
+  bool log_followed_ = true;
+  // Before a report: the last SM seen MASTER, and LIDs as the walks saw them.
+  std::optional<Guid> last_master_;
+  TimePoint last_master_at_{};
+  std::map<Guid, Lid> lids_;
+  std::optional<TimePoint> takeover_at_;  // TakeoverStarted while not MASTER
+  std::string takeover_cause_;
+  bool master_ = false;
+  std::optional<LoggedMastership> log_;
+  // The last "Entering DISCOVERING state": its stamp, when it was read.
+  std::optional<std::int64_t> discovering_us_;
+  std::optional<TimePoint> discovering_at_;
+  // The report being gathered (from MASTER on).
+  std::optional<TakeoverReport> pending_;
+  TimePoint master_at_{};
+  bool subnet_up_ = false;
+  bool walk_started_ = false;
+  bool walk_done_ = false;
+  std::optional<TakeoverReport> last_;
+};
+
+}  // namespace smha::agent

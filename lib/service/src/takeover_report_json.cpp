@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+#include "smha/service/takeover_report_json.hpp"
+
+#include <chrono>
+#include <cmath>
+
+namespace smha::service {
+
+using nlohmann::json;
+using agent::TakeoverReport;
+
+namespace {
+
+constexpr std::size_t kMaxText = 160;
+
+json ms(const std::optional<Duration>& d) {
+  if (!d) return nullptr;
+  return std::round(std::chrono::duration<double, std::milli>(*d).count() * 10) / 10;  // 0.1 ms
+}
+
+json guids(const std::vector<Guid>& v) {
+  json a = json::array();
+  for (Guid g : v) a.push_back(to_string(g));
+  return a;
+}
+
+std::optional<Duration> ms_from(const json& j, const char* key, bool& ok) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  // At most a day: a report's figures are milliseconds to seconds.
+  if (!it->is_number() || it->get<double>() < 0 || it->get<double>() > 86'400'000.0) {
+    ok = false;
+    return std::nullopt;
+  }
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(it->get<double>()));
+}
+
+std::optional<std::size_t> count_from(const json& j, const char* key, bool& ok) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_unsigned() || it->get<std::uint64_t>() > 1'000'000'000) {
+    ok = false;
+    return std::nullopt;
+  }
+  return static_cast<std::size_t>(it->get<std::uint64_t>());
+}
+
+std::vector<Guid> guids_from(const json& j, const char* key, bool& ok) {
+  std::vector<Guid> out;
+  auto it = j.find(key);
+  if (it == j.end()) return out;
+  if (!it->is_array()) {
+    ok = false;
+    return out;
+  }
+  for (const auto& g : *it) {
+    if (out.size() >= agent::kReportPortsNamed) break;
+    auto guid = g.is_string() ? parse_guid(g.get<std::string>()) : std::nullopt;
+    if (!guid) {
+      ok = false;
+      return {};
+    }
+    out.push_back(*guid);
+  }
+  return out;
+}
+
+std::string text_from(const json& j, const char* key, bool& ok) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return {};
+  if (!it->is_string()) {
+    ok = false;
+    return {};
+  }
+  return it->get<std::string>().substr(0, kMaxText);
+}
+
+const json& object_at(const json& j, const char* key, bool& ok) {
+  static const json kEmpty = json::object();
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return kEmpty;
+  if (!it->is_object()) {
+    ok = false;
+    return kEmpty;
+  }
+  return *it;
+}
+
+}  // namespace
+
+json takeover_report_json(const TakeoverReport& r) {
+  json routing{{"engine", r.routing_engine.empty() ? json(nullptr) : json(r.routing_engine)},
+               {"fallback", r.routing_fallback},
+               {"failures", r.routing_failures}};
+  json lids{{"compared", r.ports_compared ? json(*r.ports_compared) : json(nullptr)},
+            {"changed", r.ports_compared ? json(r.lids_changed) : json(nullptr)},
+            {"changed_ports", guids(r.lid_changed_ports)}};
+  json msl{{"master_lid", r.master_lid.value == 0 ? json(nullptr) : json(r.master_lid.value)},
+           {"sampled", r.ports_sampled ? json(*r.ports_sampled) : json(nullptr)},
+           {"on_new_master", r.ports_sampled ? json(r.ports_on_new_master) : json(nullptr)},
+           {"elsewhere", guids(r.ports_elsewhere)}};
+  return json{{"kind", std::string(agent::to_string(r.kind))},
+              {"previous_master", r.previous_master ? json(to_string(*r.previous_master)) : json(nullptr)},
+              {"cause", r.cause},
+              {"detection_ms", ms(r.detection)},
+              {"to_master_ms", ms(r.to_master)},
+              {"discovering_to_master_ms", ms(r.discovering_to_master)},
+              {"master_to_subnet_up_ms", ms(r.master_to_subnet_up)},
+              {"routing", std::move(routing)},
+              {"lids", std::move(lids)},
+              {"master_sm_lid", std::move(msl)},
+              {"incomplete", r.incomplete},
+              {"summary", agent::summary(r)}};
+}
+
+std::optional<TakeoverReport> takeover_report_from_json(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  bool ok = true;
+  TakeoverReport r;
+  auto kind = j.find("kind");
+  auto k = kind != j.end() && kind->is_string() ? agent::report_kind_named(kind->get<std::string>()) : std::nullopt;
+  if (!k) return std::nullopt;
+  r.kind = *k;
+  if (auto pm = text_from(j, "previous_master", ok); !pm.empty()) {
+    r.previous_master = parse_guid(pm);
+    if (!r.previous_master) ok = false;
+  }
+  r.cause = text_from(j, "cause", ok);
+  r.detection = ms_from(j, "detection_ms", ok);
+  r.to_master = ms_from(j, "to_master_ms", ok);
+  r.discovering_to_master = ms_from(j, "discovering_to_master_ms", ok);
+  r.master_to_subnet_up = ms_from(j, "master_to_subnet_up_ms", ok);
+  const json& routing = object_at(j, "routing", ok);
+  r.routing_engine = text_from(routing, "engine", ok);
+  if (auto f = routing.find("fallback"); f != routing.end()) {
+    if (f->is_boolean()) r.routing_fallback = f->get<bool>();
+    else ok = false;
+  }
+  if (auto f = routing.find("failures"); f != routing.end()) {
+    if (!f->is_array()) ok = false;
+    else
+      for (const auto& t : *f) {
+        if (!t.is_string()) ok = false;
+        else if (r.routing_failures.size() < agent::kReportRoutingFailures)
+          r.routing_failures.push_back(t.get<std::string>().substr(0, kMaxText));
+      }
+  }
+  const json& lids = object_at(j, "lids", ok);
+  r.ports_compared = count_from(lids, "compared", ok);
+  r.lids_changed = count_from(lids, "changed", ok).value_or(0);
+  r.lid_changed_ports = guids_from(lids, "changed_ports", ok);
+  const json& msl = object_at(j, "master_sm_lid", ok);
+  if (auto l = count_from(msl, "master_lid", ok)) {
+    if (*l > 0xffff) ok = false;
+    else r.master_lid = Lid{static_cast<std::uint16_t>(*l)};
+  }
+  r.ports_sampled = count_from(msl, "sampled", ok);
+  r.ports_on_new_master = count_from(msl, "on_new_master", ok).value_or(0);
+  r.ports_elsewhere = guids_from(msl, "elsewhere", ok);
+  r.incomplete = text_from(j, "incomplete", ok);
+  if (!ok) return std::nullopt;
+  return r;
+}
+
+std::vector<std::pair<std::string, std::string>> takeover_report_fields(const TakeoverReport& r) {
+  std::vector<std::pair<std::string, std::string>> f;
+  auto add_ms = [&](const char* k, const std::optional<Duration>& d) {
+    if (d) f.emplace_back(k, ms(d).dump());
+  };
+  if (r.previous_master) f.emplace_back("previous_master", to_string(*r.previous_master));
+  add_ms("detection_ms", r.detection);
+  add_ms("to_master_ms", r.to_master);
+  add_ms("discovering_to_master_ms", r.discovering_to_master);
+  add_ms("master_to_subnet_up_ms", r.master_to_subnet_up);
+  if (!r.routing_engine.empty()) {
+    f.emplace_back("routing_engine", r.routing_engine);
+    f.emplace_back("routing_fallback", r.routing_fallback ? "yes" : "no");
+  }
+  if (r.ports_compared) {
+    f.emplace_back("lids_changed", std::to_string(r.lids_changed));
+    f.emplace_back("ports_compared", std::to_string(*r.ports_compared));
+  }
+  if (r.ports_sampled) {
+    f.emplace_back("ports_on_new_master", std::to_string(r.ports_on_new_master));
+    f.emplace_back("ports_sampled", std::to_string(*r.ports_sampled));
+  }
+  if (!r.incomplete.empty()) f.emplace_back("incomplete", r.incomplete);
+  return f;
+}
+
+}  // namespace smha::service
