@@ -6,19 +6,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include "smha/core/logger.hpp"
+
 namespace smha::agent {
 
 namespace {
 
 // The engine's logger, as smhad's event sink uses it.
-std::shared_ptr<spdlog::logger> log() {
-  auto l = spdlog::get("sm");
-  if (!l) {
-    l = spdlog::default_logger()->clone("sm");
-    spdlog::register_logger(l);
-  }
-  return l;
-}
+std::shared_ptr<spdlog::logger> log() { return named_logger("sm"); }
 
 }  // namespace
 

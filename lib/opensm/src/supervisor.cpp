@@ -12,18 +12,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include "smha/core/logger.hpp"
+
 namespace smha::opensm {
 
 namespace {
 
-std::shared_ptr<spdlog::logger> osm_logger() {
-  auto log = spdlog::get("osm");
-  if (!log) {
-    log = spdlog::default_logger()->clone("osm");
-    spdlog::register_logger(log);
-  }
-  return log;
-}
+std::shared_ptr<spdlog::logger> osm_logger() { return named_logger("osm"); }
 
 // OpenSM's fatal start-up messages on stdout/stderr (opensm/main.c,
 // libvendor/osm_vendor_ibumad.c), with what they mean for an operator. Several of

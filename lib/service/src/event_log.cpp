@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "smha/core/logger.hpp"
 #include "smha/core/text.hpp"
 #include "smha/platform/logging.hpp"
 #include "smha/service/takeover_report_json.hpp"
@@ -13,14 +14,7 @@ namespace smha::service {
 
 namespace {
 
-std::shared_ptr<spdlog::logger> sm_log() {
-  auto l = spdlog::get("sm");
-  if (!l) {
-    l = spdlog::default_logger()->clone("sm");
-    spdlog::register_logger(l);
-  }
-  return l;
-}
+std::shared_ptr<spdlog::logger> sm_log() { return named_logger("sm"); }
 
 }  // namespace
 
