@@ -543,7 +543,14 @@ void HaMachine::check_alarms(const PollRound& r, TimePoint, Ctx& c) {
       std::none_of(r.other_sms.begin(), r.other_sms.end(), [&](const OtherSm& o) { return o.info.guid == pm->guid; }))
     unknown += to_string(pm->guid) + " (" + std::string(to_string(pm->state)) +
                " at our port's MasterSMLID) ";
-  set_alarm(AlarmKind::UnknownSm, !unknown.empty(), "SM not a configured head: " + unknown, c);
+  // Its detail grows as the census learns (a NodeDescription read after the
+  // SM was first seen, its state): an active unknown_sm is raised again with
+  // the new detail, so status and the log name the SM as well as smhad can.
+  const std::string detail = "SM not a configured head: " + unknown;
+  const bool active = std::find(alarms_.begin(), alarms_.end(), AlarmKind::UnknownSm) != alarms_.end();
+  if (active && !unknown.empty() && detail != unknown_sm_detail_) c.act(RaiseAlarm{AlarmKind::UnknownSm, detail});
+  set_alarm(AlarmKind::UnknownSm, !unknown.empty(), detail, c);
+  unknown_sm_detail_ = unknown.empty() ? std::string() : detail;
 
   // SM_Key mismatch: heads with different keys ignore each other's SMInfo.
   std::string mismatch;

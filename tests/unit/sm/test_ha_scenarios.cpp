@@ -651,6 +651,17 @@ TEST_CASE("Alarms: SM_Key mismatch and unknown SMs are raised once and cleared",
       named = ra->detail.find(to_string(Guid{0xbad})) != std::string::npos &&
               ra->detail.find("\"node7 HCA-1\" lid 7") != std::string::npos;
   CHECK(named);
+  // The same SM, its NodeDescription not yet read, then read: the active
+  // alarm is raised again with the new detail, once.
+  PollRound unnamed = round(Local{S}, {Peer{M, 11}});
+  unnamed.other_sms.push_back(OtherSm{info(Guid{0xbad}, S, 3), "lid 7"});
+  acts = rig.polls(1, unnamed);
+  REQUIRE(count<RaiseAlarm>(acts) == 1);
+  acts = rig.polls(2, r);
+  REQUIRE(count<RaiseAlarm>(acts) == 1);
+  for (const auto& a : acts)
+    if (const auto* ra = std::get_if<RaiseAlarm>(&a)) CHECK(ra->detail.find("\"node7 HCA-1\"") != std::string::npos);
+  CHECK(count<ClearAlarm>(acts) == 0);
   // Gone from the census: cleared.
   acts = rig.polls(1, round(Local{S}, {Peer{M, 11}}));
   CHECK(count<ClearAlarm>(acts) == 1);

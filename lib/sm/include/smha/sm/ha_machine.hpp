@@ -341,6 +341,7 @@ class HaMachine {
   // Preempt
   std::optional<TimePoint> healthy_since_;
   std::vector<AlarmKind> alarms_;
+  std::string unknown_sm_detail_;  // the active unknown_sm's detail, raised again when it changes
   std::optional<Guid> master_seen_;
   // The SM at our port's MasterSMLID answered MASTER this round (see
   // PollRound::port_master): a master exists even if no configured peer
