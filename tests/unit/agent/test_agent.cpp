@@ -9,51 +9,27 @@
 
 #include "smha/agent/agent.hpp"
 #include "smha/agent/supervised_opensm_control.hpp"
+#include "manual_scheduler.hpp"
 
 using namespace smha;
 using namespace smha::agent;
 
-namespace {
+using smha::test::ManualScheduler;
 
-// A scheduler on a manual clock.
-struct FakeScheduler : Scheduler {
-  ManualClock clock;
-  std::multimap<TimePoint, std::pair<TimerId, std::function<void()>>> q;
-  TimerId next = 1;
-  TimePoint now() const override { return clock.now(); }
-  TimerId schedule_at(TimePoint t, std::function<void()> fn) override {
-    q.emplace(t, std::make_pair(next, std::move(fn)));
-    return next++;
-  }
-  void cancel(TimerId id) override {
-    for (auto it = q.begin(); it != q.end(); ++it)
-      if (it->second.first == id) {
-        q.erase(it);
-        return;
-      }
-  }
-  void run_until(TimePoint t) {
-    while (!q.empty() && q.begin()->first <= t) {
-      auto node = q.extract(q.begin());
-      clock.set(node.key());
-      node.mapped().second();
-    }
-    clock.set(t);
-  }
-};
+namespace {
 
 // Scripted SMInfo answers per target; Sets are recorded. Answers arrive after 1 ms
 // (or `delay[key]`, if that is within the request's timeout); no answer is
 // silence until the timeout, or a refusal after 1 ms for keys in `refuse`.
 struct FakeTransport : mad::MadTransport {
-  FakeScheduler& s;
+  ManualScheduler& s;
   std::map<std::string, std::optional<SmInfo>> answers;  // key: "dr:0", "lid:2", "dr:0,1,2"
   std::map<std::string, Duration> delay;
   std::map<std::string, Duration> late;  // a timeout reported this much after its deadline
   std::set<std::string> refuse;
   std::vector<std::pair<std::string, SmInfoModifier>> sets;
   int gets = 0;
-  explicit FakeTransport(FakeScheduler& sch) : s(sch) {}
+  explicit FakeTransport(ManualScheduler& sch) : s(sch) {}
   static std::string key(const mad::Target& t) {
     if (auto l = std::get_if<Lid>(&t)) return "lid:" + std::to_string(l->value);
     return "dr:" + to_string(std::get<DrPath>(t));
@@ -202,7 +178,7 @@ AgentConfig agent_config() {
 
 TEST_CASE("Agent polls local (DR 0) and peer (LID + DR) every interval and sends DISCOVER only to the local SM",
           "[agent]") {
-  FakeScheduler s;
+  ManualScheduler s;
   FakeTransport t(s);
   FakeControl ctl;
   NullSink sink;
@@ -236,7 +212,7 @@ TEST_CASE("Agent polls local (DR 0) and peer (LID + DR) every interval and sends
 
 TEST_CASE("Agent: a master whose queries are refused (no SM bound) is taken over after the rounds",
           "[agent]") {
-  FakeScheduler s;
+  ManualScheduler s;
   FakeTransport t(s);
   FakeControl ctl;
   NullSink sink;
@@ -257,7 +233,7 @@ TEST_CASE("Agent: a master whose queries are refused (no SM bound) is taken over
 
 TEST_CASE("Agent: a late answer within the query window counts, no fence of a slow local SM",
           "[agent]") {
-  FakeScheduler s;
+  ManualScheduler s;
   FakeTransport t(s);
   FakeControl ctl;
   NullSink sink;
@@ -286,7 +262,7 @@ TEST_CASE("Agent: a late answer within the query window counts, no fence of a sl
 
 TEST_CASE("Agent: rounds that end far past their window (smhad stalled) count only after misses - 1",
           "[agent]") {
-  FakeScheduler s;
+  ManualScheduler s;
   FakeTransport t(s);
   FakeControl ctl;
   NullSink sink;
@@ -310,7 +286,7 @@ TEST_CASE("Agent: rounds that end far past their window (smhad stalled) count on
 
 TEST_CASE("Agent without local_port_num sends no PortInfo, a LocalPortFn also replaces the query",
           "[agent]") {
-  FakeScheduler s;
+  ManualScheduler s;
   FakeTransport t(s);
   FakeControl ctl;
   NullSink sink;
@@ -338,7 +314,7 @@ TEST_CASE("Agent without local_port_num sends no PortInfo, a LocalPortFn also re
 TEST_CASE("Agent asks its own port's PortInfo by DR 0 every round: a master whose port is Down "
           "renders the standby priority, and the master priority again once it is up",
           "[agent]") {
-  FakeScheduler s;
+  ManualScheduler s;
   FakeTransport t(s);
   FakeControl ctl;
   NullSink sink;
@@ -381,7 +357,7 @@ TEST_CASE("Agent asks its own port's PortInfo by DR 0 every round: a master whos
 TEST_CASE("Agent: an unanswered PortInfo is an unknown port: a standby does not take over a "
           "silent master until its own port answers up",
           "[agent]") {
-  FakeScheduler s;
+  ManualScheduler s;
   FakeTransport t(s);
   FakeControl ctl;
   NullSink sink;
@@ -426,7 +402,7 @@ TEST_CASE("Agent asks the PortInfo of the switch port a peer is cabled to (its D
   CHECK(sp->first == DrPath{{1, 4}});
   CHECK(sp->second == 7);
 
-  FakeScheduler s;
+  ManualScheduler s;
   FakeTransport t(s);
   FakeControl ctl;
   NullSink sink;
@@ -468,7 +444,7 @@ TEST_CASE("Agent asks the PortInfo of the switch port a peer is cabled to (its D
 }
 
 TEST_CASE("Agent starts a stopped OpenSM and reports an unexpected exit to the engine", "[agent]") {
-  FakeScheduler s;
+  ManualScheduler s;
   FakeTransport t(s);
   FakeControl ctl;
   ctl.st = sm::ProcessState::Stopped;
@@ -526,7 +502,7 @@ struct MemFs : os::FileSystem {
 
 TEST_CASE("SupervisedOpensmControl renders, spawns, SIGHUPs, restarts, unasked exits wait for start()",
           "[agent]") {
-  FakeScheduler s;
+  ManualScheduler s;
   FakeRunner r;
   MemFs fs;
   opensm::SupervisorOptions o;
@@ -621,7 +597,7 @@ TEST_CASE("SupervisedOpensmControl renders, spawns, SIGHUPs, restarts, unasked e
 
 TEST_CASE("Agent asks the SA at our port's MasterSMLID every sa_interval, its table feeds the census",
           "[agent][census][sa]") {
-  FakeScheduler s;
+  ManualScheduler s;
   FakeTransport t(s);
   FakeControl ctl;
   NullSink sink;

@@ -9,9 +9,12 @@
 
 #include "smha/agent/drift.hpp"
 #include "smha/core/clock.hpp"
+#include "manual_scheduler.hpp"
 
 using namespace smha;
 using namespace smha::agent;
+
+using smha::test::ManualScheduler;
 
 namespace {
 
@@ -48,42 +51,15 @@ std::vector<std::string> names(const std::vector<DriftComponent>& v) {
   return out;
 }
 
-struct Sched : Scheduler {
-  ManualClock clock;
-  std::multimap<TimePoint, std::pair<TimerId, std::function<void()>>> q;
-  TimerId next = 1;
-  TimePoint now() const override { return clock.now(); }
-  TimerId schedule_at(TimePoint t, std::function<void()> fn) override {
-    q.emplace(t, std::make_pair(next, std::move(fn)));
-    return next++;
-  }
-  void cancel(TimerId id) override {
-    for (auto it = q.begin(); it != q.end(); ++it)
-      if (it->second.first == id) {
-        q.erase(it);
-        return;
-      }
-  }
-  void run_for(Duration d) {
-    const TimePoint t = clock.now() + d;
-    while (!q.empty() && q.begin()->first <= t) {
-      auto node = q.extract(q.begin());
-      clock.set(node.key());
-      node.mapped().second();
-    }
-    clock.set(t);
-  }
-};
-
 // An SA that keeps records by GID (answers after 1 ms); `forge` answers every
 // Get with that record instead.
 struct FakeSa : mad::MadTransport {
-  Sched& s;
+  ManualScheduler& s;
   std::map<mad::Gid, mad::ServiceRecord> records;
   std::optional<mad::ServiceRecord> forge;
   std::vector<Lid> sets_to;
   int deletes = 0;
-  explicit FakeSa(Sched& sch) : s(sch) {}
+  explicit FakeSa(ManualScheduler& sch) : s(sch) {}
   template <typename T, typename F>
   void later(F done, Result<T> r) {
     s.schedule_at(s.now() + milliseconds(1), [done, r] { done(r); });
@@ -210,7 +186,7 @@ TEST_CASE("ServiceData layout 1: encode, decode, and what is rejected", "[drift]
 }
 
 TEST_CASE("DriftMonitor: registers, reads the peer, raises and clears config_drift", "[drift]") {
-  Sched s;
+  ManualScheduler s;
   FakeSa sa(s);
   Alarms sink;
   DriftConfig cfg;
@@ -258,7 +234,7 @@ TEST_CASE("DriftMonitor: registers, reads the peer, raises and clears config_dri
 }
 
 TEST_CASE("DriftMonitor: a foreign record and bad ServiceData are rejected and counted", "[drift]") {
-  Sched s;
+  ManualScheduler s;
   FakeSa sa(s);
   Alarms sink;
   DriftMonitor a(DriftConfig{}, s, sa, kA, {{"head02", kB}}, sink);
@@ -288,7 +264,7 @@ TEST_CASE("DriftMonitor: a foreign record and bad ServiceData are rejected and c
 }
 
 TEST_CASE("DriftMonitor: a stop clears a raised config_drift, a master change registers at once", "[drift]") {
-  Sched s;
+  ManualScheduler s;
   FakeSa sa(s);
   Alarms sink;
   DriftMonitor a(DriftConfig{}, s, sa, kA, {{"head02", kB}}, sink);

@@ -8,39 +8,15 @@
 
 #include "smha/agent/lid_continuity.hpp"
 #include "smha/core/clock.hpp"
+#include "manual_scheduler.hpp"
 
 using namespace smha;
 using namespace smha::agent;
 using opensm::Guid2LidEntry;
 
-namespace {
+using smha::test::ManualScheduler;
 
-struct FakeScheduler : Scheduler {
-  ManualClock clock;
-  std::multimap<TimePoint, std::pair<TimerId, std::function<void()>>> q;
-  TimerId next = 1;
-  TimePoint now() const override { return clock.now(); }
-  TimerId schedule_at(TimePoint t, std::function<void()> fn) override {
-    q.emplace(t, std::make_pair(next, std::move(fn)));
-    return next++;
-  }
-  void cancel(TimerId id) override {
-    for (auto it = q.begin(); it != q.end(); ++it)
-      if (it->second.first == id) {
-        q.erase(it);
-        return;
-      }
-  }
-  void run_for(Duration d) {
-    const TimePoint t = clock.now() + d;
-    while (!q.empty() && q.begin()->first <= t) {
-      auto node = q.extract(q.begin());
-      clock.set(node.key());
-      node.mapped().second();
-    }
-    clock.set(t);
-  }
-};
+namespace {
 
 // Files in memory; every write_atomic recorded (a reader sees whole files only).
 struct MemFs : os::FileSystem {
@@ -166,7 +142,7 @@ TEST_CASE("LID continuity: merge with the file on disk", "[lidcont]") {
 }
 
 TEST_CASE("LID continuity: written atomically while STANDBY, when changed, at a bounded rate", "[lidcont]") {
-  FakeScheduler s;
+  ManualScheduler s;
   MemFs fs;
   std::optional<SmState> own = SmState::Standby;
   LidContinuityConfig cfg;
@@ -265,7 +241,7 @@ TEST_CASE("LID continuity: written atomically while STANDBY, when changed, at a 
 }
 
 TEST_CASE("LID continuity: a bad file on disk is read safely, its bad records dropped", "[lidcont]") {
-  FakeScheduler s;
+  ManualScheduler s;
   MemFs fs;
   LidContinuityConfig cfg;
   cfg.path = kPath;
@@ -291,7 +267,7 @@ TEST_CASE("LID continuity: a bad file on disk is read safely, its bad records dr
 }
 
 TEST_CASE("LID continuity: a walk cut by a bound, or a single answer, adds and the newest wins", "[lidcont]") {
-  FakeScheduler s;
+  ManualScheduler s;
   MemFs fs;
   LidContinuityConfig cfg;
   cfg.path = kPath;
