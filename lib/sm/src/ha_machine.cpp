@@ -607,6 +607,7 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
       t.misses = 0;
       t.last = *i;
       t.last_answer_at = now;
+      if (i->state == SmState::Master) t.master_at = now;
     } else if (it->via_lid.queried || it->via_dr.queried) {
       ++t.misses;
       t.refused = (!it->via_lid.queried || it->via_lid.refused) &&
@@ -955,7 +956,7 @@ void HaMachine::consider_takeover(const PollRound& r, TimePoint now, Ctx& c) {
   c.act(SendDiscover{});
   swept_ = false;
   std::vector<Guid> lost;
-  if (took_over_from_) lost.push_back(*took_over_from_);
+  if (auto g = lost_master()) lost.push_back(*g);
   c.event(EventKind::TakeoverStarted, "master lost", evidence, lost);
   role_ = Role::TakingOver;
   takeover_stage_ = 0;
@@ -974,9 +975,9 @@ void HaMachine::swept_takeover(TimePoint now, Ctx& c) {
   std::vector<Guid> lost;
   std::string evidence = "local SM went STANDBY->" + std::string(to_string(local_state_)) +
                          " without our DISCOVER";
-  if (took_over_from_) {
-    lost.push_back(*took_over_from_);
-    evidence += "; " + peer_name(*took_over_from_) + " (last MASTER) unanswered";
+  if (auto g = lost_master()) {
+    lost.push_back(*g);
+    evidence += "; " + peer_name(*g) + " (last MASTER) " + (took_over_from_ == g ? "unanswered" : "no longer MASTER");
   }
   c.event(EventKind::TakeoverStarted, "master lost: local SM left STANDBY", evidence, lost);
   role_ = Role::TakingOver;
@@ -984,6 +985,16 @@ void HaMachine::swept_takeover(TimePoint now, Ctx& c) {
   takeover_stage_ = 0;
   takeover_started_ = now;
   deadline_ = now + policy_.takeover_bound;
+}
+
+std::optional<Guid> HaMachine::lost_master() const {
+  const PeerTrack* lost = nullptr;
+  for (const auto& t : peers_) {
+    if (!t.master_at || (t.answered && t.last && t.last->state == SmState::Master)) continue;
+    if (!lost || *t.master_at > *lost->master_at) lost = &t;
+  }
+  if (!lost) return std::nullopt;
+  return lost->spec.guid;
 }
 
 void HaMachine::takeover_done(TimePoint now, Ctx& c) {

@@ -551,6 +551,15 @@ TEST_CASE("Events name the other SMs they are about: the lost master, the handov
   auto acts = rig.polls(4, round(Local{S}, {Peer{kSilent, 11, P::Down}}));
   CHECK(nodes_of(acts, EventKind::TakeoverStarted) == std::vector<Guid>{kPeer});
 
+  // Its SM gone, the old master's port answers NOTACTIVE (ibsim does): the
+  // takeover still names it (the ibsim preempt drill caught an unnamed one
+  // under load).
+  Rig gone;
+  gone.polls(5, round(Local{S}, {Peer{M, 11, P::Up}}));
+  acts = gone.polls(6, round(Local{S}, {Peer{SmState::NotActive, 0, P::Up}}));
+  REQUIRE(has_event(acts, EventKind::TakeoverStarted));
+  CHECK(nodes_of(acts, EventKind::TakeoverStarted) == std::vector<Guid>{kPeer});
+
   Rig push;
   push.polls(5, round(Local{M, 11}, {Peer{S, 10}}));
   auto d = push.step(HandoverRequest{kPeer});

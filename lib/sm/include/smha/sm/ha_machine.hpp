@@ -240,6 +240,7 @@ class HaMachine {
     bool answered = false;          // this round
     std::optional<SmInfo> last;     // last answer
     TimePoint last_answer_at{};     // when it was seen
+    std::optional<TimePoint> master_at;  // when it last answered MASTER
     bool refused = false;           // the latest unanswered round was refused, not silent
     int prio_mismatch = 0;          // consecutive STANDBY answers with an unexpected priority
     PortState port = PortState::Unknown;
@@ -260,6 +261,10 @@ class HaMachine {
   // Our MASTER's OpenSM is gone (exited): DISCOVER to the standby that would win.
   void discover_successor(TimePoint now, Ctx& c);
   void swept_takeover(TimePoint now, Ctx& c);
+  // The peer that answered MASTER last and does not now: the master a
+  // takeover lost, for the event (its port may answer NOTACTIVE once its SM
+  // is gone, so the latest answer alone does not say).
+  std::optional<Guid> lost_master() const;
   void takeover_done(TimePoint now, Ctx& c);
   void restart_as_standby(TimePoint now, Ctx& c);
   bool peer_sweeping(TimePoint now) const;
