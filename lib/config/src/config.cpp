@@ -765,11 +765,7 @@ void Loader::load_opensm(const Entry& e, Config& c) {
     if (auto s = text(v, "opensm.routing_engine")) {
       // A comma-separated chain of engine names, as OpenSM's routing_engine.
       bool ok = true;
-      std::size_t pos = 0;
-      while (ok && pos <= s->size()) {
-        std::size_t comma = s->find(',', pos);
-        if (comma == std::string::npos) comma = s->size();
-        std::string name = s->substr(pos, comma - pos);
+      for (const std::string& name : split_routing_engines(*s)) {
         bool name_ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
           return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-';
         });
@@ -777,8 +773,8 @@ void Loader::load_opensm(const Entry& e, Config& c) {
           error(v, "opensm.routing_engine",
                 "must be engine names separated by commas, without spaces (got \"" + *s + "\")");
           ok = false;
+          break;
         }
-        pos = comma + 1;
       }
       if (ok) o.routing_engine = *s;
     }
@@ -1134,6 +1130,18 @@ ConfigResult load_config(const std::string& path) {
     return ConfigResult(std::vector<Diagnostic>{{path, {}, "", "cannot read the file (" + text.error().message + ")"}});
   }
   return load_config_from_string(*text, path);
+}
+
+std::vector<std::string> split_routing_engines(std::string_view chain) {
+  std::vector<std::string> names;
+  std::size_t pos = 0;
+  while (pos <= chain.size()) {
+    std::size_t comma = chain.find(',', pos);
+    if (comma == std::string_view::npos) comma = chain.size();
+    names.emplace_back(chain.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return names;
 }
 
 bool is_loopback_address(std::string_view address) {

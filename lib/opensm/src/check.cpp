@@ -101,23 +101,25 @@ RenderPlan plan_render(const config::Config& c, const Capabilities& caps,
     }
   }
   if (!nvidia) {
-    std::string_view engines = o.routing_engine;
-    std::size_t pos = 0;
-    while (pos <= engines.size()) {
-      std::size_t comma = engines.find(',', pos);
-      if (comma == std::string_view::npos) comma = engines.size();
-      std::string_view name = engines.substr(pos, comma - pos);
+    for (const std::string& name : config::split_routing_engines(o.routing_engine)) {
       if (kUpstreamEngines.count(name) == 0) {
         plan.errors.push_back(at_key(
             c, "opensm.routing_engine",
-            "engine '" + std::string(name) + "' is not built into " + caps.describe() +
+            "engine '" + name + "' is not built into " + caps.describe() +
                 "; OpenSM would fall back to minhop (built in: none, minhop, updn, dnup, file, "
                 "ftree, lash, dor, torus-2QoS, nue, dfsssp, sssp)"));
       }
-      pos = comma + 1;
     }
   }
   return plan;
+}
+
+std::vector<std::string> rendered_routing_engines(const config::Config& config,
+                                                  const Capabilities& caps) {
+  // Priority and GUID do not change the plan's routing decision.
+  const bool adaptive = plan_render(config, caps, 0, std::nullopt).inputs.adaptive_routing;
+  return config::split_routing_engines(
+      rendered_routing_engine(config.opensm.routing_engine, adaptive));
 }
 
 std::vector<Diagnostic> check_rendered_keys(const config::Config& c, std::string_view rendered,

@@ -73,17 +73,12 @@ std::vector<std::string_view> split_lines(std::string_view text) {
 std::string rendered_routing_engine(std::string_view config_value, bool adaptive_routing) {
   if (!adaptive_routing) return std::string(config_value);
   std::string out;
-  std::size_t pos = 0;
-  while (pos <= config_value.size()) {
-    std::size_t comma = config_value.find(',', pos);
-    if (comma == std::string_view::npos) comma = config_value.size();
-    std::string_view name = config_value.substr(pos, comma - pos);
+  for (const std::string& name : config::split_routing_engines(config_value)) {
     if (!out.empty()) out += ',';
     // NVIDIA SM's AR variants of the upstream engines (IB cluster bring-up guide,
     // "Adaptive Routing": ar_updn is its default; ar_ftree for fat trees).
     if (name == "ftree" || name == "updn") out += "ar_";
     out += name;
-    pos = comma + 1;
   }
   return out;
 }

@@ -409,18 +409,10 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
   // Our port's state comes from its own SMA every round (sysfs is static under umad2sim).
   cfg.local_port_num = static_cast<std::uint8_t>(umad_->local_port().port);
   cfg.policy.observe = options_.observe;  // no OpenSM of ours: a silent local port is no hang
-  // The takeover report reads OpenSM's log (follow_opensm_log) for SUBNET UP and routing.
-  // OpenSM splits routing_engine at ", \t" (osm_opensm.c setup_routing_engines).
-  cfg.routing_engines.clear();
-  std::string engine;
-  for (char ch : config_.opensm.routing_engine + ",") {
-    if (ch != ',' && ch != ' ' && ch != '\t') {
-      engine += ch;
-    } else if (!engine.empty()) {
-      cfg.routing_engines.push_back(engine);
-      engine.clear();
-    }
-  }
+  // The takeover report reads OpenSM's log (follow_opensm_log) for SUBNET UP and routing:
+  // the engines as rendered (with NVIDIA AR, ftree is ar_ftree), so that the engine
+  // OpenSM configures is recognised as the first choice and not as a fallback.
+  cfg.routing_engines = opensm::rendered_routing_engines(config_, caps_);
   cfg.opensm_log = !options_.observe && !config_.opensm.log_file.empty();
   agent_ = std::make_unique<agent::Agent>(std::move(cfg), *sched_, *mad_, *control_, *events_);
   if (supervised_) agent_->set_local_stopped([this] { return process_stopped(supervised_->supervisor_status().pid); });

@@ -431,6 +431,9 @@ TEST_CASE("validation errors: exact file:line:column, key path and message") {
       {kNode + "opensm:\n  routing_engine: ftree, updn\n",
        "t.yaml:5:19: opensm.routing_engine: must be engine names separated by commas, without "
        "spaces (got \"ftree, updn\")"},
+      {kNode + "opensm:\n  routing_engine: ftree,,updn\n",
+       "t.yaml:5:19: opensm.routing_engine: must be engine names separated by commas, without "
+       "spaces (got \"ftree,,updn\")"},
       {kNode + "opensm:\n  routing_engine: ar_updn\n",
        "t.yaml:5:19: opensm.routing_engine: names an adaptive-routing engine but "
        "opensm.adaptive_routing is false; use the plain engine (e.g. updn) and set "
@@ -696,4 +699,12 @@ TEST_CASE("deep nesting is refused as such, with its position (yaml-cpp says 'ba
     CHECK(r.error_text().find("YAML nesting too deep (more than ") != std::string::npos);
     CHECK(r.error_text().find("bad file") == std::string::npos);
   }
+}
+
+TEST_CASE("split_routing_engines: names in order, empty ones kept for validation") {
+  using Names = std::vector<std::string>;
+  CHECK(split_routing_engines("ftree,updn") == Names{"ftree", "updn"});
+  CHECK(split_routing_engines("minhop") == Names{"minhop"});
+  CHECK(split_routing_engines("ftree,,updn,") == Names{"ftree", "", "updn", ""});
+  CHECK(split_routing_engines("") == Names{""});
 }

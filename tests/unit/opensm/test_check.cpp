@@ -106,6 +106,22 @@ TEST_CASE("plan: AR and SHARP on NVIDIA SM") {
   CHECK(conf.at("sharp_enabled") == "2");
 }
 
+TEST_CASE("rendered_routing_engines: the chain OpenSM is told, one engine per entry") {
+  using Engines = std::vector<std::string>;
+  auto ar = config_of(kNode + "opensm:\n  adaptive_routing: true\n  routing_engine: ftree,minhop\n");
+  // The takeover report compares OpenSM's logged engine with the first of these:
+  // with NVIDIA AR that is ar_ftree, and ar_ftree must not read as a fallback.
+  CHECK(rendered_routing_engines(ar, caps_of("nvidia-synthetic", "/opt/nvidia/opensm")) ==
+        Engines{"ar_ftree", "minhop"});
+  // Downgraded (upstream cannot do AR): the engines as configured.
+  auto down = config_of(kNode +
+                        "opensm:\n  adaptive_routing: true\n  downgrade_unsupported: true\n"
+                        "  routing_engine: ftree,minhop\n");
+  CHECK(rendered_routing_engines(down, caps_of("opensm-3.3.23")) == Engines{"ftree", "minhop"});
+  CHECK(rendered_routing_engines(config_of(kNode), caps_of("opensm-3.3.23")) ==
+        Engines{"ftree", "updn"});
+}
+
 TEST_CASE("plan: AR with no AR-capable engine does nothing, so it is an error") {
   auto c = config_of(kNode + "opensm:\n  adaptive_routing: true\n  routing_engine: minhop\n");
   auto plan = plan_render(c, caps_of("nvidia-synthetic", "/opt/nvidia/opensm"), 9, std::nullopt);

@@ -140,6 +140,12 @@ struct MetricsSettings {
   std::chrono::seconds textfile_interval{15};
 };
 
+// The engine names of an opensm.routing_engine chain, in order: the value split
+// at commas (the only separator the configuration accepts; OpenSM also splits at
+// blanks, osm_opensm.c setup_routing_engines). Empty names are kept, so that
+// validation can name them.
+std::vector<std::string> split_routing_engines(std::string_view chain);
+
 // True for a literal IPv4 address in 127.0.0.0/8 or the IPv6 loopback (::1).
 bool is_loopback_address(std::string_view address);
 

@@ -35,6 +35,12 @@ struct RenderPlan {
 RenderPlan plan_render(const config::Config& config, const Capabilities& caps,
                        std::uint8_t sm_priority, std::optional<Guid> port_guid);
 
+// The routing engine chain as OpenSM is told it (plan_render's effective
+// adaptive routing applied, so NVIDIA AR turns ftree into ar_ftree), one name
+// per entry: what OpenSM's log names when it configures the switches.
+std::vector<std::string> rendered_routing_engines(const config::Config& config,
+                                                  const Capabilities& caps);
+
 // One error per key in `rendered` that `caps` does not know, naming the key, the
 // OpenSM version and the YAML key it came from.
 std::vector<Diagnostic> check_rendered_keys(const config::Config& config,
