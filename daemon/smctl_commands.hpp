@@ -31,7 +31,14 @@ static_assert(int{kExitOk} == int{smha::control::kCliOk} && int{kExitFailure} ==
               int{kExitUnauthorized} == int{smha::control::kCliUnauthorized} &&
               int{kExitUnsupported} == int{smha::control::kCliUnsupported});
 
+inline constexpr const char* kSminfoDescription =
+    "query SMInfo of a subnet manager (default: the local port's own SM, directed route 0)";
+// `smctl sminfo` runs the helper smctl-sminfo (the one beside smctl's own
+// executable, else SMHA_LIBEXEC_DIR/smctl-sminfo) with its arguments, so that
+// smctl does not link libibumad.
 void register_sminfo(CLI::App& app, int& exit_code);
+// smctl-sminfo's options and action on `cmd`.
+void configure_sminfo(CLI::App& cmd, int& exit_code);
 void register_render_config(CLI::App& app, int& exit_code);
 // status, events, metrics, handover, drill, hold, release, reload (smctl_ops.cpp).
 void register_daemon_ops(CLI::App& app, int& exit_code);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// `smctl sminfo`: one SubnGet(SMInfo) over libibumad. Parses argv; the query and
-// its output live in lib/mad (sminfo_query.hpp). Exit codes: doc/smctl.md.
+// `smctl sminfo`: one SubnGet(SMInfo) over libibumad, in the helper program
+// smctl-sminfo that smctl runs (smctl_sminfo_exec.cpp), so that smctl itself does
+// not link libibumad. Parses argv; the query and its output live in lib/mad
+// (sminfo_query.hpp). Exit codes: doc/smctl.md.
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -66,27 +68,40 @@ int run(const SminfoArgs& a) {
 
 }  // namespace
 
-void register_sminfo(CLI::App& app, int& exit_code) {
+void configure_sminfo(CLI::App& cmd, int& exit_code) {
   auto args = std::make_shared<SminfoArgs>();
-  auto* cmd = app.add_subcommand(
-      "sminfo",
-      "query SMInfo of a subnet manager (default: the local port's own SM, directed route 0)");
-  auto* lid = cmd->add_option("--lid", args->lid, "LID-routed query to this LID")
+  auto* lid = cmd.add_option("--lid", args->lid, "LID-routed query to this LID")
                   ->check(CLI::Range(1, 0xfffe));
-  auto* dr = cmd->add_option("--dr", args->dr, "directed-route query along this path, e.g. 0,1,3");
+  auto* dr = cmd.add_option("--dr", args->dr, "directed-route query along this path, e.g. 0,1,3");
   lid->excludes(dr);
-  auto* ca = cmd->add_option("--ca", args->ca, "local CA name (default: first with an active port)");
-  auto* port = cmd->add_option("--port", args->port, "local port number")->check(CLI::Range(1, 254));
-  auto* guid = cmd->add_option("--guid", args->guid, "local port by port GUID (0x...)");
+  auto* ca = cmd.add_option("--ca", args->ca, "local CA name (default: first with an active port)");
+  auto* port = cmd.add_option("--port", args->port, "local port number")->check(CLI::Range(1, 254));
+  auto* guid = cmd.add_option("--guid", args->guid, "local port by port GUID (0x...)");
   guid->excludes(ca);
   guid->excludes(port);
-  cmd->add_option("--timeout", args->timeout_ms, "per-attempt timeout in ms (default 1000)")
+  cmd.add_option("--timeout", args->timeout_ms, "per-attempt timeout in ms (default 1000)")
       ->check(CLI::Range(1, 600000));
-  cmd->add_option("--retries", args->retries, "extra attempts after the first (default 0)")
+  cmd.add_option("--retries", args->retries, "extra attempts after the first (default 0)")
       ->check(CLI::Range(0, 100));
-  cmd->add_flag("--json", args->json, "print one JSON object");
-  cmd->add_flag("--show-key", args->show_key, "print the SM_Key instead of hiding it");
-  cmd->callback([args, &exit_code] { exit_code = run(*args); });
+  cmd.add_flag("--json", args->json, "print one JSON object");
+  cmd.add_flag("--show-key", args->show_key, "print the SM_Key instead of hiding it");
+  cmd.callback([args, &exit_code] { exit_code = run(*args); });
 }
 
 }  // namespace smha::smctl
+
+// smctl-sminfo [OPTIONS]: what `smctl sminfo [OPTIONS]` runs.
+int main(int argc, char** argv) {
+  using namespace smha::smctl;
+  CLI::App app{std::string(kSminfoDescription)};
+  app.name("smctl sminfo");
+  int exit_code = kExitOk;
+  configure_sminfo(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return (rc == 0) ? 0 : kExitUsage;
+  }
+  return exit_code;
+}

@@ -13,6 +13,8 @@ if(TARGET smhad)
   install(TARGETS smhad RUNTIME DESTINATION sbin)
 endif()
 install(TARGETS smctl RUNTIME DESTINATION bin)
+# smctl sminfo's helper (libibumad), where smctl looks for it (daemon/CMakeLists.txt).
+install(TARGETS smctl-sminfo RUNTIME DESTINATION ${SMHA_LIBEXEC_DIR})
 
 # systemd unit and configuration.
 install(FILES ${PROJECT_SOURCE_DIR}/systemd/smhad.service DESTINATION /lib/systemd/system)

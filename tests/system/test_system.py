@@ -115,6 +115,15 @@ def first_install(scratch, root, debs, started):
     # A third node (Hca3, on the host) sees head01's port as MASTER.
     m = wait_until("Hca3 sees a MASTER", 20, lambda: ibsim.sminfo("Hca3"))
     check(int(m["guid"], 16) == int(guids["Hca1"], 16) and m["state"] == "SMINFO_MASTER", f"Hca3 sminfo: {m}")
+    # The installed `smctl sminfo` (it runs /usr/libexec/smha/smctl-sminfo) on the head
+    # asks its own port's SM. The environment stands for the head's HCA (umad2sim),
+    # as the drop-in does for the unit; umad2sim writes ./sys-<pid>, so a scratch cwd.
+    env = " ".join(f"{k}={v}" for k, v in ibsim.client_env("Hca1").items())
+    r = c.sh(f"cd \"$(mktemp -d)\" && env {env} smctl sminfo --json --timeout 2000", check_rc=False)
+    check(r.returncode == 0, f"smctl sminfo in the container: exit {r.returncode}: {r.stdout}{r.stderr}")
+    info = json.loads(r.stdout)
+    check(int(info["guid"], 16) == int(guids["Hca1"], 16) and info["state_name"] == "MASTER",
+          f"smctl sminfo on head01: {info}")
     # Files and network: cache dir (guid2lid), log file, dumps, textfile, listen, hook.
     wait_until("guid2lid in /var/cache/opensm", 20,
                lambda: os.path.exists(c.root + "/var/cache/opensm/guid2lid"))
