@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// Daemon::status_json and its parts: what `smctl status --json` returns
+// (doc/control-protocol.md, "status").
+
+#include "daemon_impl.hpp"
+
+namespace smha::service {
+
+namespace method = control::method;
+namespace param = control::param;
+using control::ResultCode;
+
+json Daemon::drift_json(TimePoint now) const {
+  const auto& d = agent_->drift();
+  const auto& st = d.stats();
+  auto digests = [](const agent::ConfigDigests& c) {
+    json o = json::object();
+    for (std::size_t i = 0; i < agent::kDriftComponents; ++i)
+      o[std::string(agent::to_string(static_cast<agent::DriftComponent>(i)))] = agent::to_hex(c.digest[i]);
+    return o;
+  };
+  json j;
+  j["gid"] = mad::to_string(d.own_gid());
+  j["own"] = d.own() ? digests(*d.own()) : json(nullptr);
+  j["sa_lid"] = st.sa_lid.value != 0 ? json(st.sa_lid.value) : json(nullptr);
+  j["registered_age_s"] = st.registered_at ? json(seconds_since(*st.registered_at, now)) : json(nullptr);
+  j["register_error"] = st.last_register_error.empty() ? json(nullptr) : json(printable(st.last_register_error));
+  j["registrations"] = st.registrations;
+  j["reads"] = st.reads;
+  j["records"] = st.records;
+  j["absent"] = st.absent;
+  j["mads"] = st.mads;
+  j["rejected"] = {{"foreign", st.rejected_foreign}, {"bad_digest", st.rejected_data}};
+  json peers = json::array();
+  for (const auto& p : d.peers()) {
+    json x;
+    x["name"] = p.name;
+    x["guid"] = to_string(p.guid);
+    x["state"] = std::string(agent::to_string(p.state));
+    x["detail"] = printable(p.detail);
+    json diff = json::array();
+    for (auto c : p.differing) diff.push_back(std::string(agent::to_string(c)));
+    x["differing"] = diff;
+    x["digests"] = p.digests ? digests(*p.digests) : json(nullptr);
+    x["read_age_s"] = p.read_at ? json(seconds_since(*p.read_at, now)) : json(nullptr);
+    x["last_error"] = p.last_error.empty() ? json(nullptr) : json(printable(p.last_error));
+    peers.push_back(x);
+  }
+  j["peers"] = peers;
+  return j;
+}
+
+json Daemon::lid_continuity_json(TimePoint now) const {
+  json j;
+  j["enabled"] = lid_continuity_ != nullptr;
+  j["honor_guid2lid_file"] = config_.opensm.honor_guid2lid_file;
+  if (!lid_continuity_) return j;
+  const auto& st = lid_continuity_->status();
+  j["path"] = st.path;
+  j["state"] = st.state;
+  j["fabric_ports"] = st.fabric;
+  j["entries"] = st.entries;
+  j["kept"] = st.kept;
+  j["dropped_claimed"] = st.dropped_claimed;
+  j["file_skipped"] = st.file_skipped;
+  json fp = json::array();
+  for (const auto& p : st.file_problems) fp.push_back(printable(p));
+  j["file_problems"] = fp;
+  j["rejected"] = {{"bad_lid", st.rejected.bad_lid},
+                   {"duplicate_lid", st.rejected.duplicate_lid},
+                   {"conflict", st.rejected.conflict}};
+  j["unassigned"] = st.unassigned;
+  json rs = json::array();
+  for (const auto& r : st.reasons) rs.push_back(printable(r));
+  j["reasons"] = rs;
+  j["writes"] = st.writes;
+  j["write_errors"] = st.write_errors;
+  j["unchanged"] = st.unchanged;
+  j["last_written_age_s"] = st.last_written_at ? json(seconds_since(*st.last_written_at, now)) : json(nullptr);
+  j["last_checked_age_s"] = st.last_checked_at ? json(seconds_since(*st.last_checked_at, now)) : json(nullptr);
+  j["last_error"] = st.last_error.empty() ? json(nullptr) : json(printable(st.last_error));
+  return j;
+}
+
+// The local port as its SMA answered the agent's last PortInfo query (fresher
+// than sysfs, which umad2sim never updates): port_state from that answer while
+// the last query was answered, and its age.
+void Daemon::add_smp_port_state(json& local, TimePoint now) const {
+  const auto rec =
+      mad_->last_port_info(DrPath{}, static_cast<std::uint8_t>(umad_->local_port().port));
+  if (!rec) return;
+  local["port_state_answered"] = rec->answered;
+  if (!rec->answered || !rec->info) return;
+  local["port_state"] = std::string(mad::to_string(rec->info->state));
+  local["port_state_source"] = "smp";
+  // The port's LID and master SM LID as the SMA answers them now (sysfs may
+  // still show 0 from before the SM assigned them).
+  if (rec->info->lid.value != 0) {
+    local["lid"] = rec->info->lid.value;
+    local["sm_lid"] = rec->info->sm_lid.value;
+  }
+  local["port_state_age_s"] = seconds_since(rec->info_at, now);
+}
+
+// Every SM the census knows (doc/census.md), heads first, then by GUID.
+json Daemon::census_json(TimePoint now) const {
+  json sms = json::array();
+  const auto& census = agent_->census();
+  std::vector<const agent::CensusEntry*> order;
+  for (const auto& [g, e] : census.entries()) order.push_back(&e);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const agent::CensusEntry* a, const agent::CensusEntry* b) { return a->head && !b->head; });
+  for (const auto* e : order) {
+    json x;
+    x["guid"] = to_string(e->guid);
+    x["head"] = e->head ? json(head_name(e->guid)) : json(nullptr);
+    x["local"] = e->local;
+    x["node_description"] = e->description.empty() ? json(nullptr) : json(printable(e->description));
+    x["lid"] = e->lid.value != 0 ? json(e->lid.value) : json(nullptr);
+    x["state"] = census.state_text(*e, now);
+    x["priority"] = e->info ? json(e->info->priority) : json(nullptr);
+    x["act_count"] = e->info ? json(e->info->act_count) : json(nullptr);
+    x["dr_path"] = e->path ? json(to_string(*e->path)) : json(nullptr);
+    x["switch_guid"] = e->neighbour ? json(to_string(*e->neighbour)) : json(nullptr);
+    x["switch_port"] = e->neighbour ? json(e->neighbour_port) : json(nullptr);
+    x["is_sm"] = e->is_sm;
+    x["sa_listed"] = e->sa_listed;
+    x["sources"] = agent::census_sources_text(e->sources);
+    x["last_answer_age_s"] = e->answered_at ? json(seconds_since(*e->answered_at, now)) : json(nullptr);
+    x["first_seen_age_s"] = seconds_since(e->first_seen, now);
+    sms.push_back(x);
+  }
+  return sms;
+}
+
+// The SA table the census last asked for (doc/census.md, source 5).
+json Daemon::census_sa_json(TimePoint now) const {
+  const auto& st = agent_->census_stats();
+  json s;
+  s["interval_s"] = std::chrono::duration<double>(agent_->config().census.sa_interval).count();
+  s["sa_lid"] = st.sa_lid.value != 0 ? json(st.sa_lid.value) : json(nullptr);
+  s["queries"] = st.sa_queries;
+  s["tables"] = st.sa_tables;
+  s["mads"] = st.sa_mads;
+  s["truncated_tables"] = st.sa_truncated;
+  s["last_age_s"] = st.sa_last_at ? json(seconds_since(*st.sa_last_at, now)) : json(nullptr);
+  s["records"] = st.sa_last_at ? json(st.sa_records) : json(nullptr);
+  s["claimed"] = st.sa_claimed ? json(*st.sa_claimed) : json(nullptr);
+  s["truncated"] = st.sa_last_truncated;
+  s["last_error"] = st.sa_last_error.empty() ? json(nullptr) : json(printable(st.sa_last_error));
+  return s;
+}
+
+json Daemon::status_json() {
+  const TimePoint now = clock_.now();
+  const auto es = agent_->status();
+  json j;
+  j["node"] = config_.node_name;
+  j["observe"] = options_.observe;
+  j["role"] = std::string(sm::to_string(es.role));
+  j["rounds"] = agent_->rounds();
+  j["master"] = es.master ? json(to_string(*es.master)) : json(nullptr);
+  j["uptime_s"] = seconds_since(started_at_, now);
+  j["smhad_version"] = SMHA_SERVICE_VERSION;
+  j["started_at"] = format_utc(started_wall_);
+  j["config_loaded_at"] = format_utc(config_loaded_wall_);
+  if (const auto& m = mad_->master()) {
+    json ms;
+    ms["guid"] = m->guid ? json(to_string(*m->guid)) : json(nullptr);
+    ms["node"] = m->guid ? json(head_name(*m->guid)) : json(nullptr);
+    ms["since"] = format_utc(m->since_wall);
+    ms["for_s"] = seconds_since(m->since, now);
+    ms["exact"] = m->exact;
+    j["mastership"] = ms;
+  } else {
+    j["mastership"] = nullptr;
+  }
+  if (const auto& c = failovers_.last_change()) {
+    j["last_change"] = {{"kind", c->kind},
+                        {"reason", c->reason},
+                        {"outcome", c->outcome},
+                        {"time", format_utc(c->started)},
+                        {"duration_s", c->duration_s ? json(*c->duration_s) : json(nullptr)}};
+  } else {
+    j["last_change"] = nullptr;
+  }
+  json local;
+  local["guid"] = to_string(own_guid_);
+  local["rendered_priority"] = es.rendered_priority;
+  local["state"] = es.local_state ? json(std::string(to_string(*es.local_state))) : json(nullptr);
+  if (auto p = umad_->refresh_local_port()) {
+    local["lid"] = p.value().lid.value;
+    local["sm_lid"] = p.value().sm_lid.value;
+    local["port_state"] = std::string(mad::to_string(p.value().state));
+    local["port_state_source"] = "sysfs";
+  }
+  add_smp_port_state(local, now);
+  if (auto s = mad_->last_seen(own_guid_)) {
+    local["priority"] = s->info.priority;
+    local["act_count"] = s->info.act_count;
+    local["rtt_ms"] = std::chrono::duration<double, std::milli>(s->rtt).count();
+    local["last_poll_age_s"] = seconds_since(s->at, now);
+  }
+  j["local"] = local;
+  json peers = json::array();
+  const std::vector<agent::PeerRoute>* routes = agent_ ? &agent_->routes() : nullptr;
+  for (std::size_t pi = 0; pi < config_.peers.size(); ++pi) {
+    const auto& peer = config_.peers[pi];
+    const agent::PeerRoute* route =
+        routes && pi < routes->size() && (*routes)[pi].guid == peer.port_guid ? &(*routes)[pi] : nullptr;
+    json p;
+    p["name"] = peer.name;
+    p["guid"] = to_string(peer.port_guid);
+    // The addresses polled: the configured overrides, else what discovery found.
+    std::optional<Lid> lid = peer.lid;
+    if (route && route->lid.value != 0) lid = route->lid;
+    std::optional<DrPath> dr = peer.dr_path;
+    if (route && route->dr) dr = route->dr;
+    p["lid"] = lid ? json(lid->value) : json(nullptr);
+    p["dr_path"] = dr ? json(to_string(*dr)) : json(nullptr);
+    p["configured_lid"] = peer.lid ? json(peer.lid->value) : json(nullptr);
+    p["configured_dr_path"] = peer.dr_path ? json(to_string(*peer.dr_path)) : json(nullptr);
+    p["addressed"] = lid.has_value() || dr.has_value();
+    p["node_description"] =
+        route && !route->description.empty() ? json(printable(route->description)) : json(nullptr);
+    p["route"] = route ? json(route->status) : json(nullptr);
+    p["state"] = "unknown";
+    if (auto s = mad_->last_seen(peer.port_guid)) {
+      p["state"] = std::string(to_string(s->info.state));
+      p["priority"] = s->info.priority;
+      p["act_count"] = s->info.act_count;
+      p["rtt_ms"] = std::chrono::duration<double, std::milli>(s->rtt).count();
+      p["last_answer_age_s"] = seconds_since(s->at, now);
+    }
+    if (route && route->resolving && !route->found) {
+      p["state"] = "resolving";
+    } else if (route && !route->found && route->status.rfind("not found", 0) == 0) {
+      p["state"] = route->status;  // "not found (searched N nodes, M ports)": unknown, never absent
+    } else if (lid) {
+      if (auto q = mad_->last_query(mad::Target{*lid})) {
+        p["last_poll_answered"] = q->answered;
+        p["last_poll_age_s"] = seconds_since(q->at, now);
+        if (!q->answered) p["state"] = "unreachable";
+      }
+    } else if (!dr) {
+      p["state"] = "unaddressed";
+    }
+    peers.push_back(p);
+  }
+  j["peers"] = peers;
+  j["sms"] = census_json(now);
+  j["census_sa"] = census_sa_json(now);
+  j["lid_continuity"] = lid_continuity_json(now);
+  j["drift"] = drift_json(now);
+  const auto& pol = agent_->config().policy;
+  j["policy"] = {{"poll_interval_ms", std::chrono::duration_cast<std::chrono::milliseconds>(pol.poll_interval).count()},
+                 {"misses", pol.misses},
+                 {"required_rounds", es.required_rounds},
+                 {"failback", std::string(sm::to_string(pol.failback))},
+                 {"base_priority", pol.base_priority}};
+  json alarms = json::array();
+  for (const auto& [kind, detail] : sink_.alarms()) alarms.push_back({{"kind", kind}, {"detail", detail}});
+  j["alarms"] = alarms;
+  j["last_transition"] = sink_.last_transition() ? event_to_json(*sink_.last_transition()) : json(nullptr);
+  j["last_takeover"] = sink_.last_takeover() ? event_to_json(*sink_.last_takeover()) : json(nullptr);
+  json hold{{"held", hold_.held}};
+  if (hold_.held) {
+    hold["reason"] = hold_.reason;
+    hold["expires_in_s"] = hold_.until ? json(seconds_since(now, *hold_.until)) : json(nullptr);
+  }
+  j["hold"] = hold;
+  if (supervised_) {
+    const auto& st = supervised_->supervisor_status();
+    json o;
+    o["supervisor"] = std::string(opensm::to_string(st.state));
+    o["pid"] = st.pid;
+    o["adopted"] = st.adopted;
+    o["uptime_s"] = st.started_at ? json(seconds_since(*st.started_at, now)) : json(nullptr);
+    o["spawns"] = st.spawns;
+    o["crashes"] = st.crashes;
+    o["restarts"] = st.restarts;
+    o["reason"] = st.reason;
+    o["conf_path"] = config_.opensm.conf_path;
+    o["version"] = caps_.version;
+    j["opensm"] = o;
+  }
+  return j;
+}
+
+}  // namespace smha::service
