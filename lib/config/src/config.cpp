@@ -241,12 +241,8 @@ class Loader {
                                       const std::vector<std::string>& allowed);
   std::optional<std::string> scalar(const YAML::Node& n, const std::string& path);
   std::optional<long long> integer(const YAML::Node& n, const std::string& path);
-  // Integer in [min, max]; the message names the bound that was broken.
-  std::optional<long long> ranged(const YAML::Node& n, const std::string& path, long long min,
-                                  long long max);
-  std::optional<long long> ranged(const YAML::Node& n, const std::string& path, limits::IntRange r) {
-    return ranged(n, path, r.min, r.max);
-  }
+  // Integer in `r` (a limits:: range); the message names the bound that was broken.
+  std::optional<long long> ranged(const YAML::Node& n, const std::string& path, limits::IntRange r);
   std::optional<bool> boolean(const YAML::Node& n, const std::string& path);
   std::optional<std::string> text(const YAML::Node& n, const std::string& path);
   // text() that is at most kMaxNameBytes of printable UTF-8.
@@ -339,7 +335,9 @@ std::optional<long long> Loader::integer(const YAML::Node& n, const std::string&
 }
 
 std::optional<long long> Loader::ranged(const YAML::Node& n, const std::string& path,
-                                        long long min, long long max) {
+                                        limits::IntRange r) {
+  const long long min = r.min;
+  const long long max = r.max;
   auto v = integer(n, path);
   if (!v) return std::nullopt;
   if (*v < min || *v > max) {
@@ -469,7 +467,7 @@ void Loader::load_node(const Entry& e, Config& c) {
     if (!has_ca && !has_guid) {
       error(m->at("port").key, "node.port", "needs 'ca' too");
     }
-    if (auto v = ranged(m->at("port").value, "node.port", 1, 254)) c.port.port = static_cast<int>(*v);
+    if (auto v = ranged(m->at("port").value, "node.port", limits::kHcaPort)) c.port.port = static_cast<int>(*v);
   }
 }
 
@@ -575,7 +573,6 @@ void Loader::load_failover(const Entry& e, Config& c) {
                       "opensm_polling_retries"});
   if (!m) return;
   auto& f = c.failover;
-  constexpr long long kIntMax = std::numeric_limits<int>::max();
   if (auto it = m->find("poll_interval_ms"); it != m->end()) {
     if (auto v = ranged(it->second.value, "failover.poll_interval_ms", limits::kPollIntervalMs))
       f.poll_interval = std::chrono::milliseconds(*v);
@@ -598,15 +595,15 @@ void Loader::load_failover(const Entry& e, Config& c) {
     }
   }
   if (auto it = m->find("preempt_holddown_s"); it != m->end()) {
-    if (auto v = ranged(it->second.value, "failover.preempt_holddown_s", 0, 86400))
+    if (auto v = ranged(it->second.value, "failover.preempt_holddown_s", limits::kPreemptHolddownS))
       f.preempt_holddown = std::chrono::seconds(*v);
   }
   if (auto it = m->find("opensm_polling_timeout_ms"); it != m->end()) {
-    if (auto v = ranged(it->second.value, "failover.opensm_polling_timeout_ms", 1, kIntMax))
+    if (auto v = ranged(it->second.value, "failover.opensm_polling_timeout_ms", limits::kOpensmPollingTimeoutMs))
       f.opensm_polling_timeout = std::chrono::milliseconds(*v);
   }
   if (auto it = m->find("opensm_polling_retries"); it != m->end()) {
-    if (auto v = ranged(it->second.value, "failover.opensm_polling_retries", 0, 100))
+    if (auto v = ranged(it->second.value, "failover.opensm_polling_retries", limits::kOpensmPollingRetries))
       f.opensm_polling_retries = static_cast<int>(*v);
   }
 }
@@ -780,7 +777,7 @@ void Loader::load_opensm(const Entry& e, Config& c) {
     }
   }
   if (auto it = m->find("sweep_interval"); it != m->end()) {
-    if (auto v = ranged(it->second.value, "opensm.sweep_interval", 1, 86400))
+    if (auto v = ranged(it->second.value, "opensm.sweep_interval", limits::kSweepIntervalS))
       o.sweep_interval_s = static_cast<int>(*v);
   }
   bool_key("adaptive_routing", o.adaptive_routing);
@@ -825,25 +822,25 @@ void Loader::load_opensm(const Entry& e, Config& c) {
 
 void Loader::load_restart_policy(const CheckedMap& m, OpensmSettings& o) {
   if (auto it = m.find("restart_backoff_initial_ms"); it != m.end()) {
-    if (auto v = ranged(it->second.value, "opensm.restart_backoff_initial_ms", 10, 600000))
+    if (auto v = ranged(it->second.value, "opensm.restart_backoff_initial_ms", limits::kRestartBackoffInitialMs))
       o.restart_backoff_initial = std::chrono::milliseconds(*v);
   }
   auto max_it = m.find("restart_backoff_max_s");
   if (max_it != m.end()) {
-    if (auto v = ranged(max_it->second.value, "opensm.restart_backoff_max_s", 1, 3600))
+    if (auto v = ranged(max_it->second.value, "opensm.restart_backoff_max_s", limits::kRestartBackoffMaxS))
       o.restart_backoff_max = std::chrono::seconds(*v);
   }
   if (auto it = m.find("restart_stable_s"); it != m.end()) {
-    if (auto v = ranged(it->second.value, "opensm.restart_stable_s", 1, 86400))
+    if (auto v = ranged(it->second.value, "opensm.restart_stable_s", limits::kRestartStableS))
       o.restart_stable = std::chrono::seconds(*v);
   }
   if (auto it = m.find("crash_loop_count"); it != m.end()) {
-    if (auto v = ranged(it->second.value, "opensm.crash_loop_count", 1, 1000))
+    if (auto v = ranged(it->second.value, "opensm.crash_loop_count", limits::kCrashLoopCount))
       o.crash_loop_count = static_cast<int>(*v);
   }
   auto window_it = m.find("crash_loop_window_s");
   if (window_it != m.end()) {
-    if (auto v = ranged(window_it->second.value, "opensm.crash_loop_window_s", 1, 86400))
+    if (auto v = ranged(window_it->second.value, "opensm.crash_loop_window_s", limits::kCrashLoopWindowS))
       o.crash_loop_window = std::chrono::seconds(*v);
   }
   if (max_it != m.end() && o.restart_backoff_max < o.restart_backoff_initial) {
@@ -921,7 +918,7 @@ void Loader::load_metrics(const Entry& e, Config& c) {
     if (auto s = absolute_path(it->second.value, "metrics.textfile_dir")) c.metrics.textfile_dir = *s;
   }
   if (auto it = m->find("textfile_interval_s"); it != m->end()) {
-    if (auto v = ranged(it->second.value, "metrics.textfile_interval_s", 1, 3600))
+    if (auto v = ranged(it->second.value, "metrics.textfile_interval_s", limits::kTextfileIntervalS))
       c.metrics.textfile_interval = std::chrono::seconds(*v);
   }
 }
@@ -1100,7 +1097,7 @@ ConfigResult Loader::load(std::string_view text) {
   if (auto it = top->find("metrics"); it != top->end()) load_metrics(it->second, c);
   if (auto it = top->find("hooks"); it != top->end()) load_hooks(it->second, c);
   if (auto it = top->find("hook_timeout_s"); it != top->end()) {
-    if (auto v = ranged(it->second.value, "hook_timeout_s", 1, 3600))
+    if (auto v = ranged(it->second.value, "hook_timeout_s", limits::kHookTimeoutS))
       c.hook_timeout = std::chrono::seconds(*v);
   }
   if (auto it = top->find("state_dir"); it != top->end()) {

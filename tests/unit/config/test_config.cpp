@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "smha/config/config.hpp"
+#include "smha/core/limits.hpp"
 
 using namespace smha;
 using namespace smha::config;
@@ -707,4 +708,31 @@ TEST_CASE("split_routing_engines: names in order, empty ones kept for validation
   CHECK(split_routing_engines("minhop") == Names{"minhop"});
   CHECK(split_routing_engines("ftree,,updn,") == Names{"ftree", "", "updn", ""});
   CHECK(split_routing_engines("") == Names{""});
+}
+
+TEST_CASE("every ranged key's range (limits::kRangedKeys) is the one doc/configuration.md states") {
+  std::ifstream doc_file(SMHA_CONFIGURATION_DOC);
+  REQUIRE(doc_file);
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(doc_file, line);)
+    if (line.rfind("| `", 0) == 0) rows.push_back(line);
+  for (const auto& [path, range] : limits::kRangedKeys) {
+    INFO(path);
+    // doc/configuration.md's tables name a key by its full path or, inside its
+    // section's table, by its last component.
+    const std::string full(path);
+    const std::string leaf = full.substr(full.rfind('.') + 1);
+    std::vector<std::string> mine;
+    for (const auto& r : rows)
+      if (r.rfind("| `" + full + "` |", 0) == 0) mine.push_back(r);
+    if (mine.empty())
+      for (const auto& r : rows)
+        if (r.rfind("| `" + leaf + "` |", 0) == 0) mine.push_back(r);
+    REQUIRE_FALSE(mine.empty());
+    const std::string stated = std::to_string(range.min) + ".." + std::to_string(range.max);
+    for (const auto& r : mine) {
+      INFO(r);
+      CHECK(r.find(stated) != std::string::npos);
+    }
+  }
 }

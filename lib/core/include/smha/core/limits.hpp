@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// Ranges of the HA settings, shared by the YAML loader (lib/config, which
-// reports a value outside them with its file:line:column) and the engine's
-// HaPolicy validation (lib/sm): one table, so whatever `smhad --check-config`
-// accepts, start-up accepts too.
+// The ranges of every integer setting in smha.yaml, in one table: the YAML
+// loader (lib/config) reports a value outside them with its file:line:column,
+// the engine's HaPolicy validation (lib/sm) checks the HA ones again, and a
+// unit test holds doc/configuration.md to the same numbers. So whatever
+// `smhad --check-config` accepts, start-up accepts too, and the docs say so.
 #pragma once
+
+#include <array>
+#include <limits>
+#include <string_view>
 
 namespace smha::limits {
 
@@ -13,11 +18,55 @@ struct IntRange {
   constexpr bool contains(long long v) const { return v >= min && v <= max; }
 };
 
+// node.port: a physical HCA port number.
+inline constexpr IntRange kHcaPort{1, 254};
+// sm_priority and peers[].sm_priority: OpenSM's 4-bit priority (IBA 14.2.5.13 SMInfo).
+inline constexpr IntRange kSmPriority{0, 15};
+// hook_timeout_s: how long a notify hook may run before it is killed.
+inline constexpr IntRange kHookTimeoutS{1, 3600};
 // failover.poll_interval_ms: one SMInfo round of every SM.
 inline constexpr IntRange kPollIntervalMs{10, 10000};
 // failover.misses_before_takeover: silent rounds before a standby acts.
 inline constexpr IntRange kMisses{1, 100};
-// sm_priority and peers[].sm_priority: OpenSM's 4-bit priority (IBA 14.2.5.13 SMInfo).
-inline constexpr IntRange kSmPriority{0, 15};
+// failover.preempt_holddown_s: how long a returning preferred head waits.
+inline constexpr IntRange kPreemptHolddownS{0, 86400};
+// failover.opensm_polling_timeout_ms / _retries: OpenSM's own standby polling.
+inline constexpr IntRange kOpensmPollingTimeoutMs{1, std::numeric_limits<int>::max()};
+inline constexpr IntRange kOpensmPollingRetries{0, 100};
+// opensm.sweep_interval (seconds; OpenSM's light sweep).
+inline constexpr IntRange kSweepIntervalS{1, 86400};
+// opensm.restart_* and crash_loop_*: the supervisor's respawn policy.
+inline constexpr IntRange kRestartBackoffInitialMs{10, 600000};
+inline constexpr IntRange kRestartBackoffMaxS{1, 3600};
+inline constexpr IntRange kRestartStableS{1, 86400};
+inline constexpr IntRange kCrashLoopCount{1, 1000};
+inline constexpr IntRange kCrashLoopWindowS{1, 86400};
+// metrics.textfile_interval_s: how often the node_exporter textfile is written.
+inline constexpr IntRange kTextfileIntervalS{1, 3600};
+
+// Every ranged key by its path in smha.yaml (doc/configuration.md lists each
+// with the same range; tests/unit/config checks it).
+struct RangedKey {
+  std::string_view path;
+  IntRange range;
+};
+inline constexpr std::array<RangedKey, 16> kRangedKeys{{
+    {"node.port", kHcaPort},
+    {"sm_priority", kSmPriority},
+    {"hook_timeout_s", kHookTimeoutS},
+    {"failover.poll_interval_ms", kPollIntervalMs},
+    {"failover.misses_before_takeover", kMisses},
+    {"failover.preempt_holddown_s", kPreemptHolddownS},
+    {"failover.opensm_polling_timeout_ms", kOpensmPollingTimeoutMs},
+    {"failover.opensm_polling_retries", kOpensmPollingRetries},
+    {"opensm.sweep_interval", kSweepIntervalS},
+    {"opensm.restart_backoff_initial_ms", kRestartBackoffInitialMs},
+    {"opensm.restart_backoff_max_s", kRestartBackoffMaxS},
+    {"opensm.restart_stable_s", kRestartStableS},
+    {"opensm.crash_loop_count", kCrashLoopCount},
+    {"opensm.crash_loop_window_s", kCrashLoopWindowS},
+    {"metrics.textfile_interval_s", kTextfileIntervalS},
+    {"peers[].sm_priority", kSmPriority},
+}};
 
 }  // namespace smha::limits
