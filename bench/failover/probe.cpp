@@ -67,8 +67,7 @@ int main(int argc, char** argv) {
   smha::SteadyClock clock;
   auto opened = smha::mad::UmadTransport::open(io, smha::mad::PortSelector{}, clock);
   if (!opened) {
-    std::fprintf(stderr, "bench_failover_probe: %s: %s\n", opened.error().code.c_str(),
-                 opened.error().message.c_str());
+    std::fprintf(stderr, "bench_failover_probe: %s\n", smha::to_string(opened.error()).c_str());
     return 1;
   }
   auto& transport = **opened;
@@ -88,7 +87,7 @@ int main(int argc, char** argv) {
     ro.timeout = std::chrono::milliseconds(opts.timeout_ms);
     transport.get_sminfo(smha::Lid{lid}, ro, [&, lid](smha::Result<smha::mad::SmInfoReply> r) {
       const auto now = std::chrono::steady_clock::now().time_since_epoch();
-      std::string what = r ? std::string(smha::to_string(r->info.state)) : "error:" + r.error().code;
+      std::string what = r ? std::string(smha::to_string(r->info.state)) : "error:" + std::string(smha::to_string(r.error().code));
       if (opts.every || last[lid] != what) {
         last[lid] = what;
         std::printf("%lld %u %s\n",

@@ -527,7 +527,7 @@ void Agent::discover_peer(Guid peer) {
     else if (p.dr) target = *p.dr;
   }
   if (!target) {
-    sink_.error(make_error("no_route", "DISCOVER to peer " + to_string(peer) + ": no LID or route known"),
+    sink_.error(make_error(Errc::NoRoute, "DISCOVER to peer " + to_string(peer) + ": no LID or route known"),
                 sched_.now());
     return;
   }
@@ -539,7 +539,7 @@ void Agent::discover_peer(Guid peer) {
   mad_.get_sminfo(*target, req, [this, alive, peer, target = *target, req](Result<mad::SmInfoReply> g) {
     if (alive.expired() || !running_) return;
     if (!g.ok() || g->info.guid != peer || g->info.state != SmState::Standby) {
-      sink_.error(make_error("not_sent", "DISCOVER to peer " + to_string(peer) + " not sent: it answers " +
+      sink_.error(make_error(Errc::NotSent, "DISCOVER to peer " + to_string(peer) + " not sent: it answers " +
                                              (g.ok() ? std::string(to_string(g->info.state)) + " as " +
                                                            to_string(g->info.guid)
                                                      : g.error().message)),
@@ -632,7 +632,7 @@ void Agent::on_discovery(const DiscoveryResult& res) {
     r.status = "resolved";
     if (conf.lid.value != 0) {
       if (p.lid_known && p.lid.value != 0 && p.lid != conf.lid)  // 0: no SM has given one yet
-        sink_.error(make_error("route_mismatch", "peer " + to_string(r.guid) + " is at LID " +
+        sink_.error(make_error(Errc::RouteMismatch, "peer " + to_string(r.guid) + " is at LID " +
                                                      std::to_string(p.lid.value) +
                                                      " but its configured lid is " +
                                                      std::to_string(conf.lid.value)),
@@ -642,7 +642,7 @@ void Agent::on_discovery(const DiscoveryResult& res) {
     }
     if (conf.dr) {
       if (*conf.dr != p.path)
-        sink_.error(make_error("route_mismatch", "peer " + to_string(r.guid) + " is at DR path " +
+        sink_.error(make_error(Errc::RouteMismatch, "peer " + to_string(r.guid) + " is at DR path " +
                                                      to_string(p.path) + " but its configured dr_path is " +
                                                      to_string(*conf.dr)),
                     now);
@@ -910,7 +910,7 @@ void Agent::census_sa() {
     auto& st = census_stats_;
     if (!r.ok()) {
       st.sa_mads += r.error().code == mad::kErrTimeout ? static_cast<std::uint64_t>(o.retries) + 1 : 1;
-      st.sa_last_error = r.error().code + ": " + r.error().message;
+      st.sa_last_error = to_string(r.error());
       return;
     }
     const auto& t = r->table;

@@ -119,7 +119,7 @@ std::array<std::uint8_t, 64> encode_service_data(const ConfigDigests& d) {
 }
 
 Result<ConfigDigests> decode_service_data(std::span<const std::uint8_t> b) {
-  auto bad = [](std::string what) { return make_error("bad_digest", std::move(what)); };
+  auto bad = [](std::string what) { return make_error(Errc::BadDigest, std::move(what)); };
   if (b.size() != kDataSize)
     return bad("ServiceData is " + std::to_string(b.size()) + " bytes; 64 expected");
   if (b[0] != kDigestLayoutVersion)
@@ -268,7 +268,7 @@ void DriftMonitor::register_record() {
     count_mads(r);
     if (!r.ok()) {
       ++stats_.registration_errors;
-      stats_.last_register_error = r.error().code + ": " + r.error().message;
+      stats_.last_register_error = to_string(r.error());
       return;
     }
     ++stats_.registrations;
@@ -318,7 +318,7 @@ void DriftMonitor::on_record(std::size_t i, Result<mad::ServiceRecordReply> r) {
     if (none) ++stats_.absent;
     else ++stats_.read_errors;
     failed(none ? "no smha record at the SA (no smha there, or not registered yet)"
-                : r.error().code + ": " + r.error().message);
+                : to_string(r.error()));
     update_alarm();
     return;
   }

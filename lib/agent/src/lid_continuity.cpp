@@ -227,7 +227,7 @@ void LidContinuity::write_now() {
       status_.file_problems.push_back(parsed.error().message);
       status_.file_skipped = 1;
     }
-  } else if (old.error().code != "not_found") {
+  } else if (old.error().code != Errc::NotFound) {
     status_.last_error = "read " + cfg_.path + ": " + old.error().message;
     ++status_.write_errors;
     status_.state = "error";

@@ -69,7 +69,7 @@ Status SupervisedOpensmControl::start(std::uint8_t priority) {
   if (!text) return text.error();
   const auto& st = sup_->status();
   if (st.state == S::Failed) {
-    return make_error("failed", "OpenSM supervision failed (" + st.reason +
+    return make_error(Errc::Failed, "OpenSM supervision failed (" + st.reason +
                                     "); fix the configuration and reload");
   }
   if (st.state == S::Running || st.state == S::Backoff || st.state == S::Stopping) {
@@ -155,7 +155,7 @@ void SupervisedOpensmControl::kill_now() {
 }
 
 Status SupervisedOpensmControl::stop(bool force) {
-  if (held_ && held_()) return make_error("hold", "maintenance hold: OpenSM is not stopped");
+  if (held_ && held_()) return make_error(Errc::Hold, "maintenance hold: OpenSM is not stopped");
   stop_requested_ = true;
   sup_->stop();
   if (force) kill_now();
@@ -164,7 +164,7 @@ Status SupervisedOpensmControl::stop(bool force) {
 
 Status SupervisedOpensmControl::restart(std::uint8_t priority, bool force) {
   using S = opensm::SupervisorState;
-  if (held_ && held_()) return make_error("hold", "maintenance hold: OpenSM is not restarted");
+  if (held_ && held_()) return make_error(Errc::Hold, "maintenance hold: OpenSM is not restarted");
   if (sup_->status().state != S::Running) return start(priority);
   auto st = write_and_apply(priority, opensm::ConfChangeKind::None);
   if (!st.ok()) return st;
@@ -177,7 +177,7 @@ Status SupervisedOpensmControl::restart(std::uint8_t priority, bool force) {
 
 Status SupervisedOpensmControl::set_priority(std::uint8_t priority) {
   using S = opensm::SupervisorState;
-  if (held_ && held_()) return make_error("hold", "maintenance hold: priority not changed");
+  if (held_ && held_()) return make_error(Errc::Hold, "maintenance hold: priority not changed");
   auto text = render_(priority);
   if (!text) return text.error();
   const auto old = fs_.read(conf_path_);

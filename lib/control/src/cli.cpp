@@ -34,7 +34,7 @@ int exit_code_for(ResultCode result) {
 }
 
 namespace {
-int exit_code_for_transport(const std::string& code) {
+int exit_code_for_transport(Errc code) {
   if (code == kErrUnreachable) return kCliNoDaemon;
   if (code == kErrPermission) return kCliUnauthorized;
   if (code == kErrTimeout) return kCliTimeout;
@@ -53,7 +53,7 @@ int run_cli_call(const CliOptions& options, const std::string& method, const nlo
   if (!reply) {
     const Error& e = reply.error();
     if (options.json) {
-      out << nlohmann::json{{"result", "error"}, {"error", e.code}, {"text", e.message}}.dump(2) << '\n';
+      out << nlohmann::json{{"result", "error"}, {"error", to_string(e.code)}, {"text", e.message}}.dump(2) << '\n';
     } else {
       err << "smctl: " << method << ": " << e.message << '\n';
     }
@@ -81,7 +81,7 @@ int run_cli_call(const CliOptions& options, const std::string& method, const nlo
 
 Result<double> parse_duration_seconds(const std::string& text, double max_seconds) {
   auto bad = [&](const std::string& why) {
-    return make_error("bad_duration", "duration '" + text + "': " + why);
+    return make_error(Errc::BadDuration, "duration '" + text + "': " + why);
   };
   if (text.empty()) return bad("empty");
   std::string number = text;

@@ -43,11 +43,11 @@ Result<struct stat> open_regular(const std::string& path, Fd& out) {
   out.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (out.fd < 0) {
     int e = errno;
-    return make_error(e == ENOENT ? "not_found" : "io", std::string("open: ") + std::strerror(e));
+    return make_error(e == ENOENT ? Errc::NotFound : Errc::Io, std::string("open: ") + std::strerror(e));
   }
   struct stat st {};
-  if (::fstat(out.fd, &st) != 0) return make_error("io", std::string("fstat: ") + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return make_error("not_file", "is " + file_kind(st.st_mode) + ", not a regular file");
+  if (::fstat(out.fd, &st) != 0) return make_error(Errc::Io, std::string("fstat: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return make_error(Errc::NotFile, "is " + file_kind(st.st_mode) + ", not a regular file");
   return st;
 }
 
@@ -61,7 +61,7 @@ Result<std::string> read_regular_file(const std::string& path, std::size_t max_b
   const struct stat st = opened.value();
   if (mode != nullptr) *mode = st.st_mode;
   if (static_cast<std::size_t>(st.st_size) > max_bytes) {
-    return make_error("too_large", "is " + std::to_string(st.st_size) + " bytes, over the limit of " +
+    return make_error(Errc::TooLarge, "is " + std::to_string(st.st_size) + " bytes, over the limit of " +
                                        std::to_string(max_bytes));
   }
   std::string out;
@@ -71,12 +71,12 @@ Result<std::string> read_regular_file(const std::string& path, std::size_t max_b
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return make_error("io", std::string("read: ") + std::strerror(errno));
+      return make_error(Errc::Io, std::string("read: ") + std::strerror(errno));
     }
     if (n == 0) break;
     out.append(buf, static_cast<std::size_t>(n));
     if (out.size() > max_bytes) {  // it grew while we read
-      return make_error("too_large", "holds more than the limit of " + std::to_string(max_bytes) + " bytes");
+      return make_error(Errc::TooLarge, "holds more than the limit of " + std::to_string(max_bytes) + " bytes");
     }
   }
   return out;
@@ -101,7 +101,7 @@ Result<std::string> read_regular_file_tail(const std::string& path, std::size_t 
     ssize_t n = ::pread(fd, out.data() + got, out.size() - got, at + static_cast<off_t>(got));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return make_error("io", std::string("read: ") + std::strerror(errno));
+      return make_error(Errc::Io, std::string("read: ") + std::strerror(errno));
     }
     if (n == 0) break;  // it shrank while we read
     got += static_cast<std::size_t>(n);

@@ -13,7 +13,7 @@ namespace smha {
 namespace {
 
 Error call_failed(const std::string& call, const std::string& path, int err) {
-  return make_error("io", call + " " + path + ": " + std::strerror(err));
+  return make_error(Errc::Io, call + " " + path + ": " + std::strerror(err));
 }
 
 std::string parent_of(const std::string& path) {
@@ -38,7 +38,7 @@ Status probe_create(const std::string& dir) {
 Status check_writable_dir(const std::string& path_in, bool create) {
   std::string path = path_in;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
-  if (path.empty()) return make_error("io", "empty directory path");
+  if (path.empty()) return make_error(Errc::Io, "empty directory path");
 
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
@@ -53,7 +53,7 @@ Status check_writable_dir(const std::string& path_in, bool create) {
     if (!S_ISDIR(st.st_mode)) {
       // What mkdir below it fails with; the probe would say the same.
       const std::string child = path.substr(0, path.find('/', existing.size() + 1));
-      return make_error("io", "mkdir " + child + ": " + std::strerror(ENOTDIR) + " (" + existing +
+      return make_error(Errc::Io, "mkdir " + child + ": " + std::strerror(ENOTDIR) + " (" + existing +
                                   " is not a directory)");
     }
     if (!create) return probe_create(existing);

@@ -86,7 +86,7 @@ std::string format_sminfo_json(const SminfoReport& r, bool show_key) {
 
 std::string format_error_json(const Error& error) {
   nlohmann::json j;
-  j["error"] = {{"code", error.code}, {"message", error.message}};
+  j["error"] = {{"code", std::string(to_string(error.code))}, {"message", error.message}};
   return j.dump() + "\n";
 }
 
@@ -107,7 +107,7 @@ SminfoCommandResult run_sminfo_command(const SminfoQuery& query, bool json, bool
   auto fail = [&res, json](const Error& e) {
     res.outcome = classify(e);
     if (json) res.out = format_error_json(e);
-    res.err = "smctl sminfo: " + e.code + ": " + e.message + "\n";
+    res.err = "smctl sminfo: " + to_string(e) + "\n";
     return res;
   };
   boost::asio::io_context io;

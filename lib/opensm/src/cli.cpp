@@ -59,7 +59,7 @@ std::uint8_t running_priority(const HeadPriorities& p, const std::string& curren
 }  // namespace
 
 Status ReadOnlyFileSystem::write_atomic(const std::string& path, std::string_view, unsigned) {
-  return make_error("read_only", "refusing to write " + path + ": read-only file system seam");
+  return make_error(Errc::ReadOnly, "refusing to write " + path + ": read-only file system seam");
 }
 
 Result<std::string> ReadOnlyFileSystem::read(const std::string& path) const {
@@ -69,14 +69,14 @@ Result<std::string> ReadOnlyFileSystem::read(const std::string& path) const {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     const int err = errno;
-    if (err == ENOENT) return make_error("not_found", path + ": no such file");
-    return make_error("io", path + ": " + std::strerror(err));
+    if (err == ENOENT) return make_error(Errc::NotFound, path + ": no such file");
+    return make_error(Errc::Io, path + ": " + std::strerror(err));
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMaxBytes) {
     const bool regular = S_ISREG(st.st_mode);
     ::close(fd);
-    return make_error("io", path + (regular ? ": larger than 4 MiB" : ": not a regular file"));
+    return make_error(Errc::Io, path + (regular ? ": larger than 4 MiB" : ": not a regular file"));
   }
   std::string out;
   char buf[65536];
@@ -85,12 +85,12 @@ Result<std::string> ReadOnlyFileSystem::read(const std::string& path) const {
       if (errno == EINTR) continue;
       const int err = errno;
       ::close(fd);
-      return make_error("io", path + ": " + std::strerror(err));
+      return make_error(Errc::Io, path + ": " + std::strerror(err));
     }
     out.append(buf, static_cast<std::size_t>(n));
     if (out.size() > static_cast<std::size_t>(kMaxBytes)) {
       ::close(fd);
-      return make_error("io", path + ": larger than 4 MiB");
+      return make_error(Errc::Io, path + ": larger than 4 MiB");
     }
   }
   ::close(fd);
@@ -128,7 +128,7 @@ int run_render_config(const std::string& path, OpensmRunner& runner, const os::F
   if (auto r = fs.read(conf_path); r.ok()) {
     current = *r;
     have_current = true;
-  } else if (diff && r.error().code != "not_found") {
+  } else if (diff && r.error().code != Errc::NotFound) {
     err << "error: cannot read " << conf_path << ": " << r.error().message << '\n';
     return kRenderError;
   }

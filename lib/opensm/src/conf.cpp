@@ -154,7 +154,7 @@ std::vector<PolicyFileHash> hash_policy_files(const config::Config& config, cons
     if (auto r = fs.read(e.value); r.ok()) {
       h.hash = "fnv1a64:" + hex64(fnv1a64(r.value()));
     } else {
-      h.hash = r.error().code == "not_found" ? "missing" : "unreadable";
+      h.hash = r.error().code == Errc::NotFound ? "missing" : "unreadable";
     }
     out.push_back(std::move(h));
   }

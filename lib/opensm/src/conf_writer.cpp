@@ -7,7 +7,7 @@ Result<bool> write_if_changed(os::FileSystem& fs, const std::string& path, std::
   auto current = fs.read(path);
   if (current.ok()) {
     if (*current == content) return false;
-  } else if (current.error().code != "not_found") {
+  } else if (current.error().code != Errc::NotFound) {
     return current.error();
   }
   Status st = fs.write_atomic(path, content, kConfMode);

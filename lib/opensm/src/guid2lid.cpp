@@ -87,7 +87,7 @@ std::string render_guid2lid(const std::vector<Guid2LidEntry>& entries) {
 
 Result<Guid2LidFile> parse_guid2lid(std::string_view text, std::size_t max_entries, std::size_t max_bytes) {
   if (text.size() > max_bytes)
-    return Error{"too_large", "guid2lid: " + std::to_string(text.size()) + " bytes, more than the " +
+    return Error{Errc::TooLarge, "guid2lid: " + std::to_string(text.size()) + " bytes, more than the " +
                                   std::to_string(max_bytes) + " accepted"};
   Guid2LidFile f;
   std::set<std::uint64_t> seen;

@@ -55,20 +55,20 @@ constexpr std::string_view kDeletedSuffix = " (deleted)";
 
 Result<std::chrono::nanoseconds> process_age(std::uint64_t start_time) {
   timespec ts{};
-  if (::clock_gettime(CLOCK_BOOTTIME, &ts) != 0) return make_error("io", "CLOCK_BOOTTIME: " + errno_text(errno));
+  if (::clock_gettime(CLOCK_BOOTTIME, &ts) != 0) return make_error(Errc::Io, "CLOCK_BOOTTIME: " + errno_text(errno));
   const long ticks = ::sysconf(_SC_CLK_TCK);
-  if (ticks <= 0) return make_error("io", "_SC_CLK_TCK: " + errno_text(errno));
+  if (ticks <= 0) return make_error(Errc::Io, "_SC_CLK_TCK: " + errno_text(errno));
   const auto now = std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
   const auto started = std::chrono::nanoseconds(static_cast<std::int64_t>(
       static_cast<long double>(start_time) * 1e9L / static_cast<long double>(ticks)));
-  if (started > now) return make_error("range", "process start time " + std::to_string(start_time) +
+  if (started > now) return make_error(Errc::Range, "process start time " + std::to_string(start_time) +
                                                     " ticks lies after now");
   return now - started;
 }
 
 Result<std::uint64_t> parse_proc_stat_start_time(std::string_view line) {
   auto close = line.rfind(')');
-  if (close == std::string_view::npos) return make_error("parse", "/proc stat line has no ')'");
+  if (close == std::string_view::npos) return make_error(Errc::Parse, "/proc stat line has no ')'");
   // After ')' come fields 3 (state), 4, ...; starttime is field 22.
   std::string_view rest = line.substr(close + 1);
   int field = 2;
@@ -83,31 +83,31 @@ Result<std::uint64_t> parse_proc_stat_start_time(std::string_view line) {
       std::uint64_t v = 0;
       std::string_view token = rest.substr(pos, end - pos);
       if (!token.empty() && token.back() == '\n') token.remove_suffix(1);
-      if (!parse_number(token, v)) return make_error("parse", "/proc stat field 22 is not a number");
+      if (!parse_number(token, v)) return make_error(Errc::Parse, "/proc stat field 22 is not a number");
       return v;
     }
     pos = end;
   }
-  return make_error("parse", "/proc stat line has fewer than 22 fields");
+  return make_error(Errc::Parse, "/proc stat line has fewer than 22 fields");
 }
 
 Result<ProcessIdentity> read_process_identity(int pid, bool* ret_exe_deleted) {
-  if (pid <= 0) return make_error("not_found", "no process " + std::to_string(pid));
+  if (pid <= 0) return make_error(Errc::NotFound, "no process " + std::to_string(pid));
   const std::string dir = "/proc/" + std::to_string(pid);
   const auto stat = read_proc_file(dir + "/stat", 4096);
-  if (!stat || stat->empty()) return make_error("not_found", "no process " + std::to_string(pid));
+  if (!stat || stat->empty()) return make_error(Errc::NotFound, "no process " + std::to_string(pid));
   const std::string line = stat->substr(0, stat->find('\n'));
   auto close = line.rfind(')');
   if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z')
-    return make_error("not_found", "process " + std::to_string(pid) + " is a zombie");
+    return make_error(Errc::NotFound, "process " + std::to_string(pid) + " is a zombie");
   auto start = parse_proc_stat_start_time(line);
-  if (!start) return make_error("io", dir + "/stat: " + start.error().message);
+  if (!start) return make_error(Errc::Io, dir + "/stat: " + start.error().message);
 
   char buf[4096];
   ssize_t n = ::readlink((dir + "/exe").c_str(), buf, sizeof buf - 1);
   if (n < 0) {
     int e = errno;
-    return make_error(e == ENOENT ? "not_found" : "io", "readlink " + dir + "/exe: " + errno_text(e));
+    return make_error(e == ENOENT ? Errc::NotFound : Errc::Io, "readlink " + dir + "/exe: " + errno_text(e));
   }
   std::string exe(buf, static_cast<std::size_t>(n));
   bool deleted = exe.size() > kDeletedSuffix.size() && exe.ends_with(kDeletedSuffix);
@@ -117,9 +117,9 @@ Result<ProcessIdentity> read_process_identity(int pid, bool* ret_exe_deleted) {
 }
 
 Result<std::vector<std::string>> read_process_cmdline(int pid) {
-  if (pid <= 0) return make_error("not_found", "no process " + std::to_string(pid));
+  if (pid <= 0) return make_error(Errc::NotFound, "no process " + std::to_string(pid));
   const auto text = read_proc_file("/proc/" + std::to_string(pid) + "/cmdline", 128 * 1024);
-  if (!text) return make_error("not_found", "no process " + std::to_string(pid));
+  if (!text) return make_error(Errc::NotFound, "no process " + std::to_string(pid));
   std::vector<std::string> argv;
   std::string arg;
   for (char c : *text) {
@@ -268,24 +268,24 @@ Result<ProcessIdentity> parse_pidfile(std::string_view text) {
     if (line.empty()) continue;
     auto eq = line.find('=');
     const std::string where = "pidfile line " + std::to_string(lineno);
-    if (eq == std::string_view::npos) return make_error("parse", where + ": expected key=value");
+    if (eq == std::string_view::npos) return make_error(Errc::Parse, where + ": expected key=value");
     auto key = line.substr(0, eq), value = line.substr(eq + 1);
     if (key == "pid") {
-      if (!parse_number(value, id.pid) || id.pid <= 0) return make_error("parse", where + ": bad pid");
+      if (!parse_number(value, id.pid) || id.pid <= 0) return make_error(Errc::Parse, where + ": bad pid");
       have_pid = true;
     } else if (key == "start_time") {
-      if (!parse_number(value, id.start_time)) return make_error("parse", where + ": bad start_time");
+      if (!parse_number(value, id.start_time)) return make_error(Errc::Parse, where + ": bad start_time");
       have_start = true;
     } else if (key == "exe") {
-      if (value.empty() || value.front() != '/') return make_error("parse", where + ": exe must be absolute");
+      if (value.empty() || value.front() != '/') return make_error(Errc::Parse, where + ": exe must be absolute");
       id.exe = std::string(value);
       have_exe = true;
     } else {
-      return make_error("parse", where + ": unknown key '" + std::string(key) + "'");
+      return make_error(Errc::Parse, where + ": unknown key '" + std::string(key) + "'");
     }
   }
   if (!have_pid || !have_start || !have_exe)
-    return make_error("parse", "pidfile lacks pid, start_time or exe");
+    return make_error(Errc::Parse, "pidfile lacks pid, start_time or exe");
   return id;
 }
 

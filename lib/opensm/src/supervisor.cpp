@@ -197,7 +197,7 @@ Status OpensmSupervisor::write_conf_if_changed(std::string_view conf_text, bool&
 
 Result<StartReport> OpensmSupervisor::start(std::string_view conf_text) {
   if (status_.state != SupervisorState::Stopped && status_.state != SupervisorState::Failed)
-    return make_error("busy", std::string("start: supervisor is ") + std::string(to_string(status_.state)));
+    return make_error(Errc::Busy, std::string("start: supervisor is ") + std::string(to_string(status_.state)));
   crash_times_.clear();
   status_.consecutive_crashes = 0;
   status_.reason.clear();
@@ -229,7 +229,7 @@ Result<bool> OpensmSupervisor::try_adopt() {
   if (options_.pidfile_path.empty()) return false;
   auto text = fs_.read(options_.pidfile_path);
   if (!text) {
-    if (text.error().code != "not_found")
+    if (text.error().code != Errc::NotFound)
       log_->warn("cannot read pidfile: {}; starting a new OpenSM", text.error().message);
     return false;
   }
@@ -355,7 +355,7 @@ Status OpensmSupervisor::spawn_now() {
     case BoundCheck::Foreign:
       fail("cannot start " + spec.path + ": " + bound_reason_ +
            "; not starting a second OpenSM for this port (stop that one, then reload or restart smhad)");
-      return make_error("foreign", bound_reason_);
+      return make_error(Errc::Foreign, bound_reason_);
   }
   std::weak_ptr<int> alive = alive_;
   auto pid = runner_.spawn(
@@ -366,7 +366,7 @@ Status OpensmSupervisor::spawn_now() {
       [this, alive, run](const os::ExitInfo& exit) {
         if (!alive.expired()) on_exit(run, exit);
       });
-  if (!pid && pid.error().code == "resources") {
+  if (!pid && pid.error().code == Errc::Resources) {
     retry_spawn_later("cannot start " + spec.path + ": " + pid.error().message);
     return Status::Ok();
   }
@@ -614,7 +614,7 @@ void OpensmSupervisor::stop(std::function<void()> done) {
 
 Status OpensmSupervisor::restart(std::string reason, bool counts_as_crash) {
   if (status_.state != SupervisorState::Running)
-    return make_error("not_running", std::string("restart: OpenSM is ") + std::string(to_string(status_.state)));
+    return make_error(Errc::NotRunning, std::string("restart: OpenSM is ") + std::string(to_string(status_.state)));
   log_->warn("restarting OpenSM pid {}: {}", status_.pid, reason);
   restart_reason_ = std::move(reason);
   begin_stop(counts_as_crash ? AfterStop::RespawnAsCrash : AfterStop::Respawn);

@@ -16,7 +16,7 @@ namespace {
 std::string errno_text(int err) { return std::error_code(err, std::system_category()).message(); }
 
 Error io_error(const std::string& what, const std::string& path, int err) {
-  return make_error(err == ENOENT && what == "open" ? "not_found" : "io",
+  return make_error(err == ENOENT && what == "open" ? Errc::NotFound : Errc::Io,
                     what + " " + path + ": " + errno_text(err));
 }
 
@@ -34,7 +34,7 @@ Status PosixFileSystem::write_atomic(const std::string& path, std::string_view c
   auto slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  if (base.empty()) return make_error("io", "write " + path + ": not a file name");
+  if (base.empty()) return make_error(Errc::Io, "write " + path + ": not a file name");
 
   std::random_device rd;
   std::string tmp;
@@ -44,7 +44,7 @@ Status PosixFileSystem::write_atomic(const std::string& path, std::string_view c
     file.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777);
     if (file.fd < 0 && errno != EEXIST) return io_error("create", tmp, errno);
   }
-  if (file.fd < 0) return make_error("io", "create a temporary file in " + dir + ": too many collisions");
+  if (file.fd < 0) return make_error(Errc::Io, "create a temporary file in " + dir + ": too many collisions");
 
   auto fail = [&](const std::string& what, const std::string& p, int err) -> Status {
     ::unlink(tmp.c_str());
@@ -100,7 +100,7 @@ Result<FileSystem::Tail> PosixFileSystem::read_tail(const std::string& path, std
   if (file.fd < 0) return io_error("open", path, errno);
   struct stat st {};
   if (::fstat(file.fd, &st) != 0) return io_error("stat", path, errno);
-  if (!S_ISREG(st.st_mode)) return make_error("not_regular", path + ": not a regular file");
+  if (!S_ISREG(st.st_mode)) return make_error(Errc::NotRegular, path + ": not a regular file");
   Tail t;
   t.size = static_cast<std::uint64_t>(st.st_size);
   std::uint64_t start = from <= t.size ? from : 0;

@@ -34,7 +34,7 @@ std::string errno_text(int err) { return std::error_code(err, std::system_catego
 
 // Out of descriptors, processes or memory: worth retrying later.
 bool transient_errno(int err) { return err == EMFILE || err == ENFILE || err == EAGAIN || err == ENOMEM; }
-const char* spawn_code(int err) { return transient_errno(err) ? "resources" : "spawn"; }
+Errc spawn_code(int err) { return transient_errno(err) ? Errc::Resources : Errc::Spawn; }
 
 int open_pidfd(int pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
@@ -149,7 +149,7 @@ PosixProcessRunner::~PosixProcessRunner() {
 Result<int> PosixProcessRunner::spawn(const ProcessSpec& spec, OutputHandler on_output,
                                       ExitHandler on_exit) {
   if (spec.path.empty() || spec.argv.empty())
-    return make_error("invalid_argument", "spawn: empty executable path or argv");
+    return make_error(Errc::InvalidArgument, "spawn: empty executable path or argv");
 
   std::vector<char*> argv;
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -222,7 +222,7 @@ Result<int> PosixProcessRunner::spawn(const ProcessSpec& spec, OutputHandler on_
     const std::string what = child.call == ChildCall::Chdir ? "cannot change to directory " + spec.cwd + " for " + spec.path
                              : child.call == ChildCall::Exec ? "cannot execute " + spec.path
                                                              : "cannot set up the child for " + spec.path;
-    return make_error(transient_errno(child.err) ? "resources" : "exec", what + ": " + errno_text(child.err));
+    return make_error(transient_errno(child.err) ? Errc::Resources : Errc::Exec, what + ": " + errno_text(child.err));
   }
 
   int pidfd = open_pidfd(pid);
@@ -341,11 +341,11 @@ void PosixProcessRunner::finish(const std::shared_ptr<Proc>& proc) {
 }
 
 Status PosixProcessRunner::kill(int pid, int signal) {
-  if (pid <= 0) return make_error("invalid_argument", "kill: bad pid " + std::to_string(pid));
+  if (pid <= 0) return make_error(Errc::InvalidArgument, "kill: bad pid " + std::to_string(pid));
   int target = pid;
   auto it = procs_.find(pid);
   if (it != procs_.end() && it->second->exited)
-    return make_error("not_found", "kill: process " + std::to_string(pid) + " has exited");
+    return make_error(Errc::NotFound, "kill: process " + std::to_string(pid) + " has exited");
   if (signal == SIGHUP || signal == SIGUSR1) {
     // OpenSM acts on these in its main loop, which sleeps in
     // cl_thread_suspend(10000) between checks: a signal taken by one of its other
@@ -354,8 +354,8 @@ Status PosixProcessRunner::kill(int pid, int signal) {
     // thread (tid == pid) interrupts that sleep.
     if (::syscall(SYS_tgkill, pid, pid, signal) != 0) {
       int e = errno;
-      if (e == ESRCH) return make_error("not_found", "kill: no process " + std::to_string(pid));
-      return make_error("kill", "tgkill " + std::to_string(pid) + ": " + errno_text(e));
+      if (e == ESRCH) return make_error(Errc::NotFound, "kill: no process " + std::to_string(pid));
+      return make_error(Errc::Kill, "tgkill " + std::to_string(pid) + ": " + errno_text(e));
     }
     return Status::Ok();
   }
@@ -366,20 +366,20 @@ Status PosixProcessRunner::kill(int pid, int signal) {
   }
   if (::kill(target, signal) != 0) {
     int e = errno;
-    if (e == ESRCH) return make_error("not_found", "kill: no process " + std::to_string(pid));
-    return make_error("kill", "kill " + std::to_string(target) + ": " + errno_text(e));
+    if (e == ESRCH) return make_error(Errc::NotFound, "kill: no process " + std::to_string(pid));
+    return make_error(Errc::Kill, "kill " + std::to_string(target) + ": " + errno_text(e));
   }
   return Status::Ok();
 }
 
 Status PosixProcessRunner::adopt(int pid, ExitHandler on_exit) {
-  if (pid <= 0) return make_error("invalid_argument", "adopt: bad pid " + std::to_string(pid));
-  if (procs_.count(pid)) return make_error("busy", "adopt: process " + std::to_string(pid) + " is already watched");
+  if (pid <= 0) return make_error(Errc::InvalidArgument, "adopt: bad pid " + std::to_string(pid));
+  if (procs_.count(pid)) return make_error(Errc::Busy, "adopt: process " + std::to_string(pid) + " is already watched");
   int fd = open_pidfd(pid);
   if (fd < 0) {
     int e = errno;
-    if (e == ESRCH) return make_error("not_found", "adopt: no process " + std::to_string(pid));
-    return make_error("spawn", "adopt " + std::to_string(pid) + ": pidfd_open: " + errno_text(e));
+    if (e == ESRCH) return make_error(Errc::NotFound, "adopt: no process " + std::to_string(pid));
+    return make_error(Errc::Spawn, "adopt " + std::to_string(pid) + ": pidfd_open: " + errno_text(e));
   }
   auto proc = std::make_shared<Proc>();
   proc->pid = pid;

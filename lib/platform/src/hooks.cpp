@@ -78,28 +78,28 @@ std::vector<std::pair<std::string, std::string>> hook_env(const std::string& nod
 
 Status check_hook_security(const std::string& path, const std::vector<uid_t>& allowed_owners) {
   if (path.empty() || path[0] != '/') {
-    return make_error("invalid_argument", "hook '" + path + "': path must be absolute");
+    return make_error(Errc::InvalidArgument, "hook '" + path + "': path must be absolute");
   }
   const std::vector<uid_t> owners = effective_owners(allowed_owners);
   char resolved[PATH_MAX];
   if (::realpath(path.c_str(), resolved) == nullptr) {
-    return make_error("not_found", "hook '" + path + "': " + std::strerror(errno));
+    return make_error(Errc::NotFound, "hook '" + path + "': " + std::strerror(errno));
   }
   struct stat st {};
   if (::stat(resolved, &st) != 0) {
-    return make_error("not_found", "hook '" + path + "': " + std::strerror(errno));
+    return make_error(Errc::NotFound, "hook '" + path + "': " + std::strerror(errno));
   }
   const std::string shown = std::string(resolved) == path
                                 ? "hook '" + path + "'"
                                 : "hook '" + path + "' (-> " + resolved + ")";
-  if (!S_ISREG(st.st_mode)) return make_error("insecure", shown + ": not a regular file");
-  if ((st.st_mode & S_IXUSR) == 0) return make_error("insecure", shown + ": not executable");
+  if (!S_ISREG(st.st_mode)) return make_error(Errc::Insecure, shown + ": not a regular file");
+  if ((st.st_mode & S_IXUSR) == 0) return make_error(Errc::Insecure, shown + ": not executable");
   if (!owner_allowed(st.st_uid, owners)) {
-    return make_error("insecure", shown + ": owned by uid " + std::to_string(st.st_uid) +
+    return make_error(Errc::Insecure, shown + ": owned by uid " + std::to_string(st.st_uid) +
                                       ", must be root or the daemon's user");
   }
   if ((st.st_mode & kOthersWrite) != 0) {
-    return make_error("insecure", shown + ": writable by group or others (mode " +
+    return make_error(Errc::Insecure, shown + ": writable by group or others (mode " +
                                       octal(st.st_mode) + ")");
   }
   std::string dir(resolved);
@@ -108,14 +108,14 @@ Status check_hook_security(const std::string& path, const std::vector<uid_t>& al
     if (dir.empty()) dir = "/";
     struct stat ds {};
     if (::stat(dir.c_str(), &ds) != 0) {
-      return make_error("not_found", shown + ": directory " + dir + ": " + std::strerror(errno));
+      return make_error(Errc::NotFound, shown + ": directory " + dir + ": " + std::strerror(errno));
     }
     if (!owner_allowed(ds.st_uid, owners)) {
-      return make_error("insecure", shown + ": directory " + dir + " owned by uid " +
+      return make_error(Errc::Insecure, shown + ": directory " + dir + " owned by uid " +
                                         std::to_string(ds.st_uid));
     }
     if ((ds.st_mode & kOthersWrite) != 0 && (ds.st_mode & S_ISVTX) == 0) {
-      return make_error("insecure", shown + ": directory " + dir +
+      return make_error(Errc::Insecure, shown + ": directory " + dir +
                                         " writable by group or others (mode " +
                                         octal(ds.st_mode) + ")");
     }

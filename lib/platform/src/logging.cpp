@@ -91,7 +91,7 @@ Status setup_logging(const LogOptions& options) {
     }
 #else
     if (journal && options.destination == LogDestination::Journal) {
-      return make_error("unsupported", "logging to journald: smha was built without libsystemd "
+      return make_error(Errc::Unsupported, "logging to journald: smha was built without libsystemd "
                                        "(SMHA_WITH_SYSTEMD=OFF)");
     }
 #endif

@@ -124,7 +124,7 @@ class Daemon final : public DrillHost {
     const os::FileSystem* fs = &fs_;
     return [c, caps, guid, fs](std::uint8_t prio) -> Result<std::string> {
       auto prep = opensm::prepare_opensm_conf(c, caps, prio, guid, fs);
-      if (!prep.ok()) return make_error("config", join_errors(prep.errors));
+      if (!prep.ok()) return make_error(Errc::Config, join_errors(prep.errors));
       return std::move(prep.rendered);
     };
   }

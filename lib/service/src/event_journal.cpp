@@ -23,7 +23,7 @@ namespace smha::service {
 namespace {
 
 Error io_error(const std::string& what, const std::string& path, int err) {
-  return Error{"io", "event journal " + path + ": " + what + ": " + std::strerror(err)};
+  return Error{Errc::Io, "event journal " + path + ": " + what + ": " + std::strerror(err)};
 }
 
 std::string cut(const std::string& s) {
@@ -162,8 +162,8 @@ Result<EventJournal::Loaded> EventJournal::load() {
   bool cut_start = false;
   auto text = read_regular_file_tail(path_, kMaxJournalReadBytes, &cut_start);
   if (!text.ok()) {
-    if (text.error().code == "not_found") return out;
-    return Error{"io", "event journal " + path_ + ": " + text.error().message};
+    if (text.error().code == Errc::NotFound) return out;
+    return Error{Errc::Io, "event journal " + path_ + ": " + text.error().message};
   }
   const std::string& all = text.value();
   std::size_t at = 0;

@@ -141,8 +141,8 @@ void LogEventSink::hook(const sm::RunHook& h, TimePoint) {
 
 void LogEventSink::error(const Error& e, TimePoint) {
   platform::log_event(*sm_log(), platform::kSmActionFailed,
-                      {{"code", e.code}, {"message", e.message}}, spdlog::level::warn);
-  EventRecord r{0, {}, "error", e.code, e.message};
+                      {{"code", std::string(to_string(e.code))}, {"message", e.message}}, spdlog::level::warn);
+  EventRecord r{0, {}, "error", std::string(to_string(e.code)), e.message};
   r.type = EventType::Error;
   push(std::move(r));
 }

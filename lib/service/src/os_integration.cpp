@@ -270,7 +270,7 @@ void DaemonEventSink::hook(const sm::RunHook& h, TimePoint at) {
 
 void DaemonEventSink::error(const Error& e, TimePoint at) {
   int suppressed = 0;
-  if (repeat("error\n" + e.code + "\n" + e.message, at, suppressed)) return;
+  if (repeat("error\n" + std::string(to_string(e.code)) + "\n" + e.message, at, suppressed)) return;
   Error copy = e;
   copy.message = with_suppressed(copy.message, suppressed);
   log_.error(copy, at);

@@ -65,7 +65,7 @@ void RecordingTransport::set_sminfo(const mad::Target& target, SmInfoModifier mo
                                     const SmInfo& payload, const mad::RequestOptions& opts,
                                     mad::SmInfoCallback done) {
   if (read_only_ || hold_.held) {
-    done(make_error(read_only_ ? "observe" : "hold",
+    done(make_error(read_only_ ? Errc::Observe : Errc::Hold,
                     std::string("SubnSet(SMInfo) refused: ") +
                         (read_only_ ? "observe mode" : "maintenance hold")));
     return;

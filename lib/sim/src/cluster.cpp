@@ -25,7 +25,7 @@ struct Cluster::Sink final : agent::EventSink {
                     std::string(to_string(h.old_state)) + "->" + std::string(to_string(h.new_state))});
   }
   void error(const Error& e, TimePoint at) override {
-    out->push_back({at, "error", e.code, e.message});
+    out->push_back({at, "error", std::string(to_string(e.code)), e.message});
   }
   void takeover_report(const agent::TakeoverReport& r, TimePoint at) override {
     out->push_back({at, "report", std::string(agent::to_string(r.kind)), agent::summary(r)});
@@ -285,7 +285,7 @@ void Cluster::start_smhad(int i) {
   so.respawn_on_request = true;  // the HA engine decides when a crashed OpenSM comes back
   so.identify = [f, node](int pid) -> Result<opensm::ProcessIdentity> {
     auto p = f->process(node);
-    if (!p || p->pid != pid) return make_error("not_found", "no process " + std::to_string(pid));
+    if (!p || p->pid != pid) return make_error(Errc::NotFound, "no process " + std::to_string(pid));
     return opensm::ProcessIdentity{p->pid, p->start_time, p->exe};
   };
   so.age = [f](const opensm::ProcessIdentity& id) -> Result<std::chrono::nanoseconds> {
@@ -293,7 +293,7 @@ void Cluster::start_smhad(int i) {
   };
   so.cmdline = [f, node](int pid) -> Result<std::vector<std::string>> {
     auto p = f->process(node);
-    if (!p || p->pid != pid) return make_error("not_found", "no process " + std::to_string(pid));
+    if (!p || p->pid != pid) return make_error(Errc::NotFound, "no process " + std::to_string(pid));
     return p->argv;
   };
   so.find_bound = [f, node](std::uint64_t g) {

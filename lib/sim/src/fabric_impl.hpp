@@ -150,7 +150,7 @@ struct Fabric::Impl {
     Status kill(int pid, int sig) override { return f->kill(self, pid, sig); }
     Status adopt(int pid, ExitHandler on_exit) override {
       auto& n = f->nodes[self];
-      if (!n->sm || n->sm->pid != pid) return make_error("esrch", "no process " + std::to_string(pid));
+      if (!n->sm || n->sm->pid != pid) return make_error(Errc::Esrch, "no process " + std::to_string(pid));
       n->sm->on_exit = std::move(on_exit);
       return Status::Ok();
     }
@@ -158,13 +158,13 @@ struct Fabric::Impl {
   struct Files final : os::FileSystem {
     std::map<std::string, std::string> files;
     Status write_atomic(const std::string& path, std::string_view content, unsigned) override {
-      if (path.empty()) return make_error("invalid", "empty path");
+      if (path.empty()) return make_error(Errc::Invalid, "empty path");
       files[path] = std::string(content);
       return Status::Ok();
     }
     Result<std::string> read(const std::string& path) const override {
       auto it = files.find(path);
-      if (it == files.end()) return make_error("not_found", path + ": no such file");
+      if (it == files.end()) return make_error(Errc::NotFound, path + ": no such file");
       return it->second;
     }
   };

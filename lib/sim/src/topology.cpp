@@ -41,12 +41,12 @@ Status Topology::link(int a, int pa, int b, int pb) {
     return id + "[" + std::to_string(p) + "]";
   };
   if (bad(a, pa) || bad(b, pb))
-    return make_error("invalid", "cannot cable " + name(a, pa) + " to " + name(b, pb) + ": no such port");
+    return make_error(Errc::Invalid, "cannot cable " + name(a, pa) + " to " + name(b, pb) + ": no such port");
   auto& x = nodes_[static_cast<std::size_t>(a)].ports[static_cast<std::size_t>(pa)];
   auto& y = nodes_[static_cast<std::size_t>(b)].ports[static_cast<std::size_t>(pb)];
   if ((x.peer != -1 && !(x.peer == b && x.peer_port == pb)) ||
       (y.peer != -1 && !(y.peer == a && y.peer_port == pa)))
-    return make_error("invalid", "cannot cable " + name(a, pa) + " to " + name(b, pb) +
+    return make_error(Errc::Invalid, "cannot cable " + name(a, pa) + " to " + name(b, pb) +
                                      ": a port is already cabled elsewhere");
   x.peer = b;
   x.peer_port = static_cast<std::uint8_t>(pb);
@@ -179,7 +179,7 @@ Result<Topology> Topology::parse_ibsim(std::string_view text, std::string_view w
   int line = 0;
   int current = -1;
   auto fail = [&](const std::string& what) -> Result<Topology> {
-    return make_error("parse", std::string(where) + ":" + std::to_string(line) + ": " + what);
+    return make_error(Errc::Parse, std::string(where) + ":" + std::to_string(line) + ": " + what);
   };
   while (std::getline(in, raw)) {
     ++line;

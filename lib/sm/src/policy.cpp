@@ -17,7 +17,7 @@ std::string_view to_string(FailbackMode mode) {
 }
 
 Status validate(const HaPolicy& p) {
-  auto bad = [](std::string msg) { return Status(make_error("policy", std::move(msg))); };
+  auto bad = [](std::string msg) { return Status(make_error(Errc::Policy, std::move(msg))); };
   if (p.own_guid.value == 0) return bad("own_guid: must be a non-zero port GUID");
   if (p.peers.empty()) return bad("peers: at least one other head is needed");
   std::set<std::uint64_t> guids{p.own_guid.value};
@@ -63,7 +63,7 @@ Result<std::vector<std::uint8_t>> standby_priorities(const std::vector<std::uint
   std::sort(levels.begin(), levels.end());
   levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
   if (levels.size() > 13)
-    return make_error("policy", "priority: " + std::to_string(levels.size()) +
+    return make_error(Errc::Policy, "priority: " + std::to_string(levels.size()) +
                                     " distinct configured sm_priority values; at most 13 fit "
                                     "between yield (below every standby) and master/claim (above)");
   // Keep each value where it fits; push up from 1, then down from 13, one step

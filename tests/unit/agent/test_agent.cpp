@@ -493,7 +493,7 @@ struct MemFs : os::FileSystem {
   }
   Result<std::string> read(const std::string& p) const override {
     auto it = files.find(p);
-    if (it == files.end()) return make_error("not_found", p);
+    if (it == files.end()) return make_error(Errc::NotFound, p);
     return it->second;
   }
 };
@@ -514,10 +514,10 @@ TEST_CASE("SupervisedOpensmControl renders, spawns, SIGHUPs, restarts, unasked e
   o.respawn_on_request = true;
   // No procfs here: nothing else runs.
   o.identify = [](int pid) -> Result<opensm::ProcessIdentity> {
-    return make_error("not_found", std::to_string(pid));
+    return make_error(Errc::NotFound, std::to_string(pid));
   };
   o.cmdline = [](int pid) -> Result<std::vector<std::string>> {
-    return make_error("not_found", std::to_string(pid));
+    return make_error(Errc::NotFound, std::to_string(pid));
   };
   o.find_bound = [](std::uint64_t) { return std::vector<opensm::BoundOpensm>{}; };
   bool held = false;
@@ -590,7 +590,7 @@ TEST_CASE("SupervisedOpensmControl renders, spawns, SIGHUPs, restarts, unasked e
   CHECK(c.supervisor_status().state == opensm::SupervisorState::Failed);
   auto refused = c.start(10);
   REQUIRE_FALSE(refused.ok());
-  CHECK(refused.error().code == "failed");
+  CHECK(refused.error().code == Errc::Failed);
   s.run_until(s.now() + seconds(600));
   CHECK(r.spawned.size() == 5);
 }

@@ -24,14 +24,14 @@ struct MemFs : os::FileSystem {
   std::vector<std::pair<std::string, unsigned>> writes;
   bool fail = false;
   Status write_atomic(const std::string& p, std::string_view c, unsigned mode) override {
-    if (fail) return make_error("io", "disk full");
+    if (fail) return make_error(Errc::Io, "disk full");
     files[p] = std::string(c);
     writes.emplace_back(p, mode);
     return Status::Ok();
   }
   Result<std::string> read(const std::string& p) const override {
     auto it = files.find(p);
-    if (it == files.end()) return make_error("not_found", p);
+    if (it == files.end()) return make_error(Errc::NotFound, p);
     return it->second;
   }
 };

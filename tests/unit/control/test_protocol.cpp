@@ -107,13 +107,13 @@ TEST_CASE("decoder rejects an oversized frame before its terminator", "[control]
   REQUIRE(d.feed(std::string(16, 'x')).ok());  // exactly the limit is fine so far
   auto r = d.feed("y");
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == "frame_too_large");
+  CHECK(r.error().code == smha::Errc::FrameTooLarge);
   CHECK(r.error().message.find("16 bytes") != std::string::npos);
   CHECK(d.failed());
   // Stays failed, even for a valid frame.
   auto again = d.feed(frame("{}"));
   REQUIRE_FALSE(again.ok());
-  CHECK(again.error().code == "frame_too_large");
+  CHECK(again.error().code == smha::Errc::FrameTooLarge);
 }
 
 TEST_CASE("decoder accepts a frame of exactly the limit", "[control][protocol]") {
@@ -177,7 +177,7 @@ TEST_CASE("parse_request names what is wrong", "[control][protocol]") {
     CAPTURE(c.input);
     auto r = parse_request(c.input);
     REQUIRE_FALSE(r.ok());
-    CHECK(r.error().code == "bad_request");
+    CHECK(r.error().code == smha::Errc::BadRequest);
     CHECK_THAT(r.error().message, Catch::Contains(c.expect));
   }
 }
@@ -195,7 +195,7 @@ TEST_CASE("an empty frame (a NUL alone) gets the parser's own message, every tim
   for (int i = 0; i < 3; ++i) {
     auto r = parse_json("");
     REQUIRE_FALSE(r.ok());
-    CHECK(r.error().code == "json");
+    CHECK(r.error().code == smha::Errc::Json);
     CHECK(r.error().message ==
           "invalid JSON: parse error at line 1, column 1: syntax error while parsing value - "
           "unexpected end of input; "

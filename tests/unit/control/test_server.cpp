@@ -83,7 +83,7 @@ TEST_CASE("start fails clearly when the group does not exist", "[control][server
   ControlServer server(io, opts);
   auto st = server.start();
   REQUIRE_FALSE(st.ok());
-  CHECK(st.error().code == "group");
+  CHECK(st.error().code == smha::Errc::Group);
   CHECK_THAT(st.error().message, Catch::Contains("'smha-no-such-group' does not exist"));
   CHECK_FALSE(std::filesystem::exists(opts.socket_path));
 }
@@ -131,7 +131,7 @@ TEST_CASE("start refuses unsafe directories and paths, changing nothing", "[cont
     ControlServer server(io, opts);
     auto st = server.start();
     REQUIRE_FALSE(st.ok());
-    CHECK(st.error().code == "dir");
+    CHECK(st.error().code == smha::Errc::Dir);
     CHECK_THAT(st.error().message, Catch::Contains(dir.sub("run")) && Catch::Contains("world-writable"));
     struct stat d {};
     REQUIRE(::lstat(dir.sub("run").c_str(), &d) == 0);
@@ -153,7 +153,7 @@ TEST_CASE("start refuses unsafe directories and paths, changing nothing", "[cont
     ControlServer server(io, opts);
     auto st = server.start();
     REQUIRE_FALSE(st.ok());
-    CHECK(st.error().code == "socket");
+    CHECK(st.error().code == smha::Errc::Socket);
     CHECK_THAT(st.error().message, Catch::Contains("is not a socket"));
     std::ifstream in(opts.socket_path);
     std::string content;
@@ -201,10 +201,10 @@ TEST_CASE("registering a method checks the name", "[control][server]") {
   CHECK(s.register_method("status", Access::ReadOnly, ok).ok());
   auto dup = s.register_method("status", Access::ReadOnly, ok);
   REQUIRE_FALSE(dup.ok());
-  CHECK(dup.error().code == "conflict");
-  CHECK(s.register_method("version", Access::ReadOnly, ok).error().code == "conflict");
-  CHECK(s.register_method("list-methods", Access::ReadOnly, ok).error().code == "conflict");
-  CHECK(s.register_method("Bad Name", Access::ReadOnly, ok).error().code == "bad_request");
+  CHECK(dup.error().code == smha::Errc::Conflict);
+  CHECK(s.register_method("version", Access::ReadOnly, ok).error().code == smha::Errc::Conflict);
+  CHECK(s.register_method("list-methods", Access::ReadOnly, ok).error().code == smha::Errc::Conflict);
+  CHECK(s.register_method("Bad Name", Access::ReadOnly, ok).error().code == smha::Errc::BadRequest);
   auto methods = s.methods();
   REQUIRE(methods.size() == 3);
   CHECK(methods[2] == std::pair<std::string, Access>{"version", Access::ReadOnly});
@@ -517,12 +517,12 @@ class NobodyChild {
           ::setuid(65534) != 0) {
         out = "setuid-failed";
       } else if (auto c = ControlClient::connect(path, 2s); !c) {
-        out = "connect=" + c.error().code;
+        out = "connect=" + std::string(smha::to_string(c.error().code));
       } else {
         auto ro = c->call("echo", json::object(), 5s);
         auto rw = c->call("mutate", json::object(), 5s);
-        out = "ro=" + (ro ? std::string(to_string(ro->result)) : ro.error().code) +
-              " rw=" + (rw ? std::string(to_string(rw->result)) : rw.error().code);
+        out = "ro=" + (ro ? std::string(to_string(ro->result)) : std::string(smha::to_string(ro.error().code))) +
+              " rw=" + (rw ? std::string(to_string(rw->result)) : std::string(smha::to_string(rw.error().code)));
       }
       (void)!::write(fds_[1], out.data(), out.size());
       ::_exit(0);

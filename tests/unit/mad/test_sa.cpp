@@ -192,7 +192,7 @@ TEST_CASE("Bad SA responses: errors name the field and its offset", "[mad][sa]")
     b[at] = v;
     return decode_sminfo_record_table(b);
   };
-  auto expect = [](const Result<SmInfoRecordTable>& r, const char* code, const std::string& text) {
+  auto expect = [](const Result<SmInfoRecordTable>& r, smha::Errc code, const std::string& text) {
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().code == code);
     INFO(r.error().message);

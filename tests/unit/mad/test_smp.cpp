@@ -258,7 +258,7 @@ TEST_CASE("Encoders refuse targets that cannot be addressed", "[mad]") {
 }
 
 TEST_CASE("Malformed SMPs give a decode error naming what and where", "[mad]") {
-  auto expect = [](std::span<const std::uint8_t> mad, const char* code, const char* needle) {
+  auto expect = [](std::span<const std::uint8_t> mad, smha::Errc code, const char* needle) {
     auto r = decode_sminfo_response(mad);
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().code == code);
@@ -425,7 +425,7 @@ TEST_CASE("PortInfo Get by LID and DR, malformed PortInfo answers name what and 
 
   const auto good = to_array(load("portinfo_dr0_active.txt").received.at(0));
   REQUIRE(decode_portinfo_response(good).ok());
-  auto expect = [](const MadBytes& m, const char* code, const std::string& needle) {
+  auto expect = [](const MadBytes& m, smha::Errc code, const std::string& needle) {
     auto r = decode_portinfo_response(m);
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().code == code);

@@ -191,7 +191,7 @@ TEST_CASE("verify_accepted reports values OpenSM did not take and unknown tokens
                                  "/usr/sbin/opensm does not know opensm.conf key "
                                  "'sharp_enabled' (\"Unrecognized token\")"});
   // The runner failing.
-  fake.fail = make_error("timeout", "killed");
+  fake.fail = make_error(Errc::Timeout, "killed");
   CHECK(strings(verify_accepted(fake, c, rendered, caps)) ==
         std::vector<std::string>{"t.yaml: opensm.binary: could not have /usr/sbin/opensm read "
                                  "the rendered file: killed"});
@@ -227,7 +227,7 @@ TEST_CASE("check_config: all stages on a file") {
                                         "(it would ignore it with only an \"Unrecognized "
                                         "token\" line)"});
 
-  fake.fail = make_error("exec", "cannot run /usr/sbin/opensm: No such file or directory");
+  fake.fail = make_error(Errc::Exec, "cannot run /usr/sbin/opensm: No such file or directory");
   std::ofstream(path) << kNode;
   auto noexec = check_config(path, fake);
   CHECK(strings(noexec.errors) ==

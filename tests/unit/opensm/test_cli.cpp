@@ -127,7 +127,7 @@ TEST_CASE("render-config prints the file, --diff compares with conf_path") {
     CHECK(d.str().find("\n-sm_priority 5\n+sm_priority 1\n") != std::string::npos);
   }
   SECTION("an unreadable conf_path is an error") {
-    fs.read_error = make_error("io", "Permission denied");
+    fs.read_error = make_error(Errc::Io, "Permission denied");
     std::ostringstream d, e;
     CHECK(run_render_config(cfg.path(), fake, fs, true, d, e) == kRenderError);
     CHECK(e.str() == "error: cannot read /etc/opensm/smha.conf: Permission denied\n");
@@ -178,10 +178,10 @@ TEST_CASE("ReadOnlyFileSystem reads and refuses to write") {
   CHECK(*r == "hello\n");
   auto missing = fs.read("/nonexistent/smha/x");
   REQUIRE_FALSE(missing.ok());
-  CHECK(missing.error().code == "not_found");
+  CHECK(missing.error().code == Errc::NotFound);
   Status w = fs.write_atomic(cfg.path(), "x", 0600);
   REQUIRE_FALSE(w.ok());
-  CHECK(w.error().code == "read_only");
+  CHECK(w.error().code == Errc::ReadOnly);
   CHECK(*fs.read(cfg.path()) == "hello\n");
 }
 
@@ -195,5 +195,5 @@ TEST_CASE("ReadOnlyFileSystem does not block on a FIFO and refuses a directory")
   CHECK(r.error().message == fifo + ": not a regular file");
   auto d = fs.read(std::filesystem::path(cfg.path()).parent_path().string());
   REQUIRE_FALSE(d.ok());
-  CHECK(d.error().code == "io");
+  CHECK(d.error().code == Errc::Io);
 }

@@ -77,7 +77,7 @@ TEST_CASE("guid2lid: bounded in bytes and entries", "[guid2lid]") {
   CHECK(f->problems[0] == "line 9: more than 4 entries");
   auto big = parse_guid2lid(text, 100, text.size() - 1);
   REQUIRE_FALSE(big.ok());
-  CHECK(big.error().code == "too_large");
+  CHECK(big.error().code == Errc::TooLarge);
   CHECK(parse_guid2lid("").ok());
   CHECK(parse_guid2lid("\n\n\n")->entries.empty());
   // The largest valid file (every unicast LID used) fits the default bound.

@@ -84,7 +84,7 @@ TEST_CASE("OpensmLogFollower: each appended state line once, oldest first", "[op
     fs.files.erase(path);
     CHECK(f.poll().empty());
     REQUIRE(f.last_error());
-    CHECK(f.last_error()->code == "not_found");
+    CHECK(f.last_error()->code == Errc::NotFound);
     fs.files[path] = line("Dec 03 15:00:04 000000", "Entering MASTER state");
     CHECK(states(f.poll()) == std::vector<std::string>{"MASTER"});
     CHECK_FALSE(f.last_error());

@@ -109,7 +109,7 @@ TEST_CASE("policy files: hashed in the header, an edit asks for a SIGHUP") {
 TEST_CASE("policy files: a file that cannot be read is 'unreadable', and a render without a file system has no hashes") {
   const auto c = policy_config();
   MemoryFileSystem fs;
-  fs.read_error = Error{"io", "permission denied"};
+  fs.read_error = Error{Errc::Io, "permission denied"};
   const auto hashes = hash_policy_files(c, fs);
   REQUIRE(hashes.size() == 3);
   for (const auto& h : hashes) CHECK(h.hash == "unreadable");

@@ -50,7 +50,7 @@ TEST_CASE("write_atomic failures name the path and change nothing", "[fs]") {
   PosixFileSystem fs;
   auto missing_dir = fs.write_atomic(dir / "no-such-dir/opensm.conf", "x", 0600);
   REQUIRE_FALSE(missing_dir.ok());
-  CHECK(missing_dir.error().code == "io");
+  CHECK(missing_dir.error().code == smha::Errc::Io);
   CHECK(missing_dir.error().message.find("no-such-dir") != std::string::npos);
 
   // Target is a directory: rename fails, the temporary is removed.
@@ -67,6 +67,6 @@ TEST_CASE("read reports a missing file as not_found", "[fs]") {
   PosixFileSystem fs;
   auto r = fs.read(dir / "absent");
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == "not_found");
+  CHECK(r.error().code == smha::Errc::NotFound);
   CHECK(r.error().message.find("absent") != std::string::npos);
 }

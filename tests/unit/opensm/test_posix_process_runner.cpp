@@ -93,7 +93,7 @@ TEST_CASE("the child leads its own process group, kill signals the whole group",
   // The runner saw it exit: its PID may be reused, so no more signals.
   auto again = runner.kill(*pid, SIGTERM);
   REQUIRE_FALSE(again.ok());
-  CHECK(again.error().code == "not_found");
+  CHECK(again.error().code == Errc::NotFound);
 }
 
 TEST_CASE("no descriptor of the parent leaks into the child", "[runner]") {
@@ -173,14 +173,14 @@ TEST_CASE("exec failures are errors and leave nothing running", "[runner]") {
   auto missing = runner.spawn(ProcessSpec{dir / "no-such-opensm", {"opensm"}, {}, ""}, capture_output(c),
                               capture_exit(c));
   REQUIRE_FALSE(missing.ok());
-  CHECK(missing.error().code == "exec");
+  CHECK(missing.error().code == Errc::Exec);
   CHECK(missing.error().message.find("no-such-opensm") != std::string::npos);
   CHECK(missing.error().message.find("No such file") != std::string::npos);
 
   std::ofstream(dir / "not-executable") << "#!/bin/sh\n";
   auto noexec = runner.spawn(ProcessSpec{dir / "not-executable", {"x"}, {}, ""}, capture_output(c), capture_exit(c));
   REQUIRE_FALSE(noexec.ok());
-  CHECK(noexec.error().code == "exec");
+  CHECK(noexec.error().code == Errc::Exec);
   CHECK(noexec.error().message.find("Permission denied") != std::string::npos);
 
   auto badcwd = runner.spawn(ProcessSpec{"/bin/true", {"true"}, {}, dir / "no-such-dir"}, capture_output(c),
@@ -221,7 +221,7 @@ TEST_CASE("adopt watches a process spawned by an earlier runner, and a stranger"
   PosixProcessRunner second(io);
   Captured c;
   REQUIRE(second.adopt(pid, capture_exit(c)).ok());
-  CHECK(second.adopt(pid, capture_exit(c)).error().code == "busy");
+  CHECK(second.adopt(pid, capture_exit(c)).error().code == Errc::Busy);
   REQUIRE(second.kill(pid, SIGTERM).ok());
   REQUIRE(run_until(io, [&] { return c.exit.has_value(); }));
   // Still a child of this test process: reaped, real status.
@@ -252,7 +252,7 @@ TEST_CASE("adopt watches a process spawned by an earlier runner, and a stranger"
   REQUIRE(run_until(io, [&] { return s.exit.has_value(); }));
   CHECK(s.exit->pid == stranger);
   CHECK(s.exit->status == -1);
-  CHECK(second.adopt(999999999, capture_exit(s)).error().code == "not_found");
+  CHECK(second.adopt(999999999, capture_exit(s)).error().code == Errc::NotFound);
 }
 
 TEST_CASE("a child whose output pipe broke gets EPIPE instead of dying of SIGPIPE", "[runner]") {

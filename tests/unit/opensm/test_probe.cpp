@@ -73,7 +73,7 @@ TEST_CASE("probe of a (synthetic) NVIDIA SM capture") {
 TEST_CASE("probe output without keys or banner") {
   auto empty = parse_probe("/bin/x", ProbeOutput{"hello\n", "# nothing\n\n"});
   REQUIRE_FALSE(empty.ok());
-  CHECK(empty.error().code == "probe");
+  CHECK(empty.error().code == Errc::Probe);
   CHECK(empty.error().message == "/bin/x -c wrote no opensm.conf keys; is it OpenSM?");
   auto no_banner = parse_probe("/bin/x", ProbeOutput{"", "sm_priority 0\n"});
   REQUIRE(no_banner.ok());
@@ -87,7 +87,7 @@ TEST_CASE("probe_opensm runs the binary once without a config") {
   CHECK(fake.runs == 1);
   CHECK(fake.last_binary == "/usr/sbin/opensm");
   CHECK(fake.last_config.empty());
-  fake.fail = make_error("timeout", "too slow");
+  fake.fail = make_error(Errc::Timeout, "too slow");
   auto failed = probe_opensm(fake, "/usr/sbin/opensm");
   REQUIRE_FALSE(failed.ok());
   CHECK(failed.error().message == "too slow");
@@ -97,7 +97,7 @@ TEST_CASE("ExecOpensmRunner: a binary that does not exist") {
   ExecOpensmRunner runner;
   auto r = runner.run("/nonexistent/opensm", std::nullopt);
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == "exec");
+  CHECK(r.error().code == Errc::Exec);
   CHECK(r.error().message == "cannot run /nonexistent/opensm: No such file or directory");
 }
 
@@ -105,7 +105,7 @@ TEST_CASE("ExecOpensmRunner: a binary that writes no dump") {
   ExecOpensmRunner runner;
   auto r = runner.run(data_path("probe/silent-opensm.sh"), std::nullopt);
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == "probe");
+  CHECK(r.error().code == Errc::Probe);
   CHECK(r.error().message == data_path("probe/silent-opensm.sh") +
                                  " -c wrote no file (it exited with status 3); its output:\n"
                                  "not opensm\n");
@@ -123,7 +123,7 @@ TEST_CASE("ExecOpensmRunner: a hanging binary is killed by pid, with its process
   auto took = clock.now() - start;
   ::unsetenv("SMHA_TEST_PIDFILE");
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == "timeout");
+  CHECK(r.error().code == Errc::Timeout);
   CHECK(took >= std::chrono::milliseconds(300));
   CHECK(took < std::chrono::seconds(5));
   // "... killed pid N": the script itself is reaped.

@@ -33,7 +33,7 @@ TEST_CASE("read_process_identity names the running executable", "[identity]") {
   CHECK(*again == *self);
   auto none = read_process_identity(999999999);
   REQUIRE_FALSE(none.ok());
-  CHECK(none.error().code == "not_found");
+  CHECK(none.error().code == smha::Errc::NotFound);
 }
 
 TEST_CASE("pidfile round trip and parse errors", "[identity]") {

@@ -185,7 +185,7 @@ TEST_CASE("start writes opensm.conf 0600 and a pidfile, and runs the factory's a
   CHECK(id->start_time == read_process_identity(st.pid).value().start_time);
   REQUIRE(run_until(h.io, [&] { return h.count_lines("ready") == 1; }));
   CHECK(h.count_lines("argv: -F " + h.conf() + " -g " + h.guid + " --log_file /dev/null") == 1);
-  CHECK(h.sup->start("x").error().code == "busy");
+  CHECK(h.sup->start("x").error().code == Errc::Busy);
   bool done = false;
   h.sup->stop([&] { done = true; });
   REQUIRE(run_until(h.io, [&] { return done; }));
@@ -370,8 +370,8 @@ TEST_CASE("read_tail reads only what a file gained, bounded, and refuses a FIFO"
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   auto r = fs.read_tail(fifo, 0, 100);
   REQUIRE_FALSE(r);
-  CHECK(r.error().code == "not_regular");
-  CHECK(fs.read_tail(dir / "none", 0, 100).error().code == "not_found");
+  CHECK(r.error().code == Errc::NotRegular);
+  CHECK(fs.read_tail(dir / "none", 0, 100).error().code == Errc::NotFound);
 }
 
 TEST_CASE("an unexplained exit 0, or a fatal line after start-up, is a crash", "[supervisor]") {
@@ -585,7 +585,7 @@ TEST_CASE("an OpenSM with the right pid, start time and exe but another -F or -g
   if (same_guid) {
     // Our port's OpenSM, started with another -F: not ours, and no second one beside it.
     REQUIRE_FALSE(r.ok());
-    CHECK(r.error().code == "foreign");
+    CHECK(r.error().code == Errc::Foreign);
     CHECK(h.sup->status().state == SupervisorState::Failed);
     CHECK(h.sup->status().spawns == 0);
   } else {
@@ -612,7 +612,7 @@ TEST_CASE("before spawning, an OpenSM already bound to the port GUID is adopted 
     REQUIRE(wait_cmdline(other, h.guid));
     auto r = h.sup->start("conf\n");
     REQUIRE_FALSE(r.ok());
-    CHECK(r.error().code == "foreign");
+    CHECK(r.error().code == Errc::Foreign);
     const auto& st = h.sup->status();
     CHECK(st.state == SupervisorState::Failed);
     CHECK(st.spawns == 0);
@@ -634,7 +634,7 @@ TEST_CASE("before spawning, an OpenSM already bound to the port GUID is adopted 
     REQUIRE(wait_cmdline(other, h.dir / "their.conf"));
     auto r = h.sup->start("conf\n");
     REQUIRE_FALSE(r.ok());
-    CHECK(r.error().code == "foreign");
+    CHECK(r.error().code == Errc::Foreign);
     CHECK(h.sup->status().spawns == 0);
     CHECK(h.sup->status().reason.find("pid " + std::to_string(other)) != std::string::npos);
   }
@@ -748,7 +748,7 @@ TEST_CASE("the caller can force a restart, counted as a crash or not", "[supervi
   Harness h;
   h.path = write_script(h.dir, "opensm", kServeScript);
   h.make(h.options());
-  CHECK(h.sup->restart("x", false).error().code == "not_running");
+  CHECK(h.sup->restart("x", false).error().code == Errc::NotRunning);
   REQUIRE(h.sup->start("conf\n").ok());
   CHECK(h.sup->status().restarts == 0);
   const int first = h.sup->status().pid;
@@ -774,7 +774,7 @@ TEST_CASE("an OpenSM that cannot be executed is a permanent failure", "[supervis
   h.make(h.options());
   auto r = h.sup->start("conf\n");
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == "exec");
+  CHECK(r.error().code == Errc::Exec);
   CHECK(h.sup->status().state == SupervisorState::Failed);
   CHECK(h.sup->status().reason.find("no-such-opensm") != std::string::npos);
   CHECK(read_text(h.conf()) == "conf\n");

@@ -108,7 +108,7 @@ class MemoryFileSystem final : public os::FileSystem {
   Result<std::string> read(const std::string& path) const override {
     if (read_error) return *read_error;
     auto it = files.find(path);
-    if (it == files.end()) return make_error("not_found", path + ": no such file");
+    if (it == files.end()) return make_error(Errc::NotFound, path + ": no such file");
     return it->second;
   }
 

@@ -34,14 +34,14 @@ TEST_CASE("write_if_changed writes 0600 only when the content differs") {
 TEST_CASE("write_if_changed: errors leave the file alone") {
   MemoryFileSystem fs;
   fs.files["/c"] = "old\n";
-  fs.read_error = make_error("io", "/c: Permission denied");
+  fs.read_error = make_error(Errc::Io, "/c: Permission denied");
   auto r = write_if_changed(fs, "/c", "new\n");
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == "io");
+  CHECK(r.error().code == Errc::Io);
   CHECK(fs.writes.empty());
 
   fs.read_error.reset();
-  fs.write_error = make_error("io", "/c: No space left on device");
+  fs.write_error = make_error(Errc::Io, "/c: No space left on device");
   auto w = write_if_changed(fs, "/c", "new\n");
   REQUIRE_FALSE(w.ok());
   CHECK(w.error().message == "/c: No space left on device");

@@ -212,7 +212,7 @@ TEST_CASE("insecure hooks are refused at config time", "[hooks]") {
     fs::permissions(hook, fs::perms::group_write, fs::perm_options::add);
     auto s = platform::check_hook_security(hook, {});
     REQUIRE_FALSE(s.ok());
-    CHECK(s.error().code == "insecure");
+    CHECK(s.error().code == smha::Errc::Insecure);
     CHECK_THAT(s.error().message, Catch::Contains("writable by group or others (mode 0775)"));
   }
   SECTION("world-writable") {
@@ -236,11 +236,11 @@ TEST_CASE("insecure hooks are refused at config time", "[hooks]") {
     CHECK_FALSE(platform::check_hook_security(hook, {}).ok());
   }
   SECTION("relative") {
-    CHECK(platform::check_hook_security("hook.sh", {}).error().code == "invalid_argument");
+    CHECK(platform::check_hook_security("hook.sh", {}).error().code == smha::Errc::InvalidArgument);
   }
   SECTION("missing") {
     CHECK(platform::check_hook_security(f.dir.path().string() + "/none", {}).error().code ==
-          "not_found");
+          smha::Errc::NotFound);
   }
   SECTION("check_hooks names the first bad hook") {
     auto o = f.options({hook, f.dir.path().string() + "/none"});

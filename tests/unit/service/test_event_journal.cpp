@@ -446,7 +446,7 @@ TEST_CASE("a FIFO in the journal's place is an error, not a hang", "[service][ev
   EventJournal journal(path);
   auto loaded = journal.load();
   REQUIRE_FALSE(loaded.ok());
-  CHECK(loaded.error().code == "io");
+  CHECK(loaded.error().code == Errc::Io);
   CHECK(loaded.error().message.find("FIFO") != std::string::npos);
   CHECK(loaded.error().message.find(path) != std::string::npos);
 }

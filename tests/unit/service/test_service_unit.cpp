@@ -177,7 +177,7 @@ TEST_CASE("map_config refuses a policy the engine would not accept") {
   c.peers.clear();
   auto r = map_config(c, Guid{0x10});
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == "policy");
+  CHECK(r.error().code == Errc::Policy);
 }
 
 // One range table (smha/core/limits.hpp): whatever the loader accepts, the
@@ -212,7 +212,7 @@ TEST_CASE("map_config's policy errors name the YAML key and its position") {
   c.failover.poll_interval = 5ms;  // below the range (a Config not from the loader)
   auto r = map_config(c, Guid{0x10});
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == "policy");
+  CHECK(r.error().code == Errc::Policy);
   CHECK_THAT(r.error().message,
              Catch::StartsWith("t.yaml:12:21: failover.poll_interval_ms: HA policy: poll_interval: must be 10 .. 10000 ms"));
   c = two_heads();
@@ -424,7 +424,7 @@ TEST_CASE("RecordingTransport remembers answers per SM and refuses Sets during a
   t.set_sminfo(mad::Target{DrPath{}}, SmInfoModifier::Discover, SmInfo{}, {},
                [&](Result<mad::SmInfoReply> r) { if (!r) err = r.error(); });
   CHECK(err);
-  CHECK(err->code == "hold");
+  CHECK(err->code == Errc::Hold);
   CHECK(inner.sets == 0);
   hold.held = false;
   t.set_sminfo(mad::Target{DrPath{}}, SmInfoModifier::Discover, SmInfo{}, {}, [](Result<mad::SmInfoReply>) {});
@@ -729,7 +729,7 @@ TEST_CASE("HookDispatcher::check names the key of an insecure hook") {
   c.hooks["standby"] = {p};
   auto st = HookDispatcher::check(c);
   REQUIRE_FALSE(st.ok());
-  CHECK(st.error().code == "insecure");
+  CHECK(st.error().code == Errc::Insecure);
   CHECK(st.error().message == "hooks.standby: hook '" + p + "': writable by group or others (mode 0775)");
   REQUIRE(::chmod(p.c_str(), 0755) == 0);
   CHECK(HookDispatcher::check(c).ok());
@@ -749,7 +749,7 @@ TEST_CASE("DaemonEventSink passes state changes and alarms and suppresses repeat
   const sm::RecordEvent lf{sm::EventKind::LocalFailure, "OpenSM exited", "role recovering"};
   for (int i = 0; i < 10; ++i) {
     sink.event(lf, t0 + std::chrono::seconds(i));
-    sink.error(Error{"failed", "OpenSM supervision failed"}, t0 + std::chrono::seconds(i));
+    sink.error(Error{Errc::Failed, "OpenSM supervision failed"}, t0 + std::chrono::seconds(i));
     sink.event({sm::EventKind::StateChanged, "STANDBY->MASTER", ""}, t0 + std::chrono::seconds(i));
   }
   sink.alarm({sm::AlarmKind::NoMaster, "x"}, t0);

@@ -18,19 +18,19 @@ namespace smha::control {
 
 // Error codes returned by ControlClient (Error::code).
 // "cannot reach smhad": no socket, nobody listening, or connect timed out.
-inline constexpr const char* kErrUnreachable = "unreachable";
+inline constexpr Errc kErrUnreachable = Errc::Unreachable;
 // The socket or its directory is not accessible to this user (EACCES/EPERM).
-inline constexpr const char* kErrPermission = "permission";
+inline constexpr Errc kErrPermission = Errc::Permission;
 // Connected, but no complete reply within the timeout.
-inline constexpr const char* kErrTimeout = "timeout";
+inline constexpr Errc kErrTimeout = Errc::Timeout;
 // The server closed the connection before replying.
-inline constexpr const char* kErrClosed = "closed";
+inline constexpr Errc kErrClosed = Errc::Closed;
 // The reply was not a valid protocol message.
-inline constexpr const char* kErrProtocol = "protocol";
+inline constexpr Errc kErrProtocol = Errc::Protocol;
 // Any other socket error.
-inline constexpr const char* kErrIo = "io";
+inline constexpr Errc kErrIo = Errc::Io;
 // A signal set the interrupt flag (set_interrupt_flag) while waiting.
-inline constexpr const char* kErrInterrupted = "interrupted";
+inline constexpr Errc kErrInterrupted = Errc::Interrupted;
 
 class ControlClient {
  public:

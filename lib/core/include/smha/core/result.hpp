@@ -7,11 +7,13 @@
 #include <utility>
 #include <variant>
 
+#include "smha/core/errc.hpp"
+
 namespace smha {
 
 struct Error {
-  // A short machine-readable category ("timeout", "mad_status", "parse", ...).
-  std::string code;
+  // What kind of failure (errc.hpp; to_string gives its stable token).
+  Errc code = Errc::Failed;
   // What went wrong and where, for a human.
   std::string message;
 };
@@ -54,8 +56,11 @@ class [[nodiscard]] Status {
   bool ok_ = true;
 };
 
-inline Error make_error(std::string code, std::string message) {
-  return Error{std::move(code), std::move(message)};
+inline Error make_error(Errc code, std::string message) {
+  return Error{code, std::move(message)};
 }
+
+// "<code>: <message>", as status fields and command-line tools show a failure.
+inline std::string to_string(const Error& e) { return std::string(to_string(e.code)) + ": " + e.message; }
 
 }  // namespace smha

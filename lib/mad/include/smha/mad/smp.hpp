@@ -269,6 +269,6 @@ std::string describe_mad_status_common(std::uint16_t status);
 std::string hex_dump(std::span<const std::uint8_t> bytes);
 
 // Error code for arguments the encoders refuse.
-inline constexpr const char* kErrInvalid = "invalid";
+inline constexpr Errc kErrInvalid = Errc::Invalid;
 
 }  // namespace smha::mad

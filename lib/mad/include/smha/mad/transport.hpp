@@ -94,11 +94,11 @@ struct PortInfoReply {
 //   "send"        the request could not be sent (message names errno)
 //   "decode"      the answer was malformed (message says how)
 //   "cancelled"   the transport was closed before an answer
-inline constexpr const char* kErrTimeout = "timeout";
-inline constexpr const char* kErrMadStatus = "mad_status";
-inline constexpr const char* kErrSend = "send";
-inline constexpr const char* kErrDecode = "decode";
-inline constexpr const char* kErrCancelled = "cancelled";
+inline constexpr Errc kErrTimeout = Errc::Timeout;
+inline constexpr Errc kErrMadStatus = Errc::MadStatus;
+inline constexpr Errc kErrSend = Errc::Send;
+inline constexpr Errc kErrDecode = Errc::Decode;
+inline constexpr Errc kErrCancelled = Errc::Cancelled;
 
 struct NodeInfoReply {
   NodeInfo info;

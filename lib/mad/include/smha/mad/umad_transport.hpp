@@ -56,9 +56,9 @@ struct LocalPortInfo {
 };
 
 // Error code when the CA, port number or port GUID does not exist.
-inline constexpr const char* kErrNoPort = "no_port";
+inline constexpr Errc kErrNoPort = Errc::NoPort;
 // Error code when the port exists but cannot be opened or registered on.
-inline constexpr const char* kErrOpen = "open";
+inline constexpr Errc kErrOpen = Errc::Open;
 
 // Reads the local port's info without opening it. Errors: kErrNoPort.
 Result<LocalPortInfo> query_local_port(const PortSelector& selector);
