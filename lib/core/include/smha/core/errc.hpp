@@ -6,6 +6,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <string>
 #include <string_view>
 
 namespace smha {
@@ -71,8 +72,17 @@ enum class Errc {
   BadRequest,       // "bad_request": a request that does not validate
   BadDuration,      // "bad_duration": a duration that does not parse
 };
+// The last code (a new one goes before it, or moves this).
+inline constexpr Errc kLastErrc = Errc::BadDuration;
 
 std::string_view to_string(Errc code);
 std::ostream& operator<<(std::ostream& out, Errc code);  // its token
+
+// nlohmann::json (found by ADL) stores an Errc as its token, never as a number:
+// `j["code"] = e.code` gives "timeout" as it did when codes were strings.
+template <typename Json>
+void to_json(Json& j, Errc code) {
+  j = std::string(to_string(code));
+}
 
 }  // namespace smha
