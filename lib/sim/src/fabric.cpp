@@ -329,33 +329,13 @@ void Fabric::Impl::send_sa(NodeId from, Lid lid, const mad::RequestOptions& o, m
 }
 
 void Fabric::Impl::sa_attempt(const std::shared_ptr<SaReq>& r) {
-  const int a = ++r->attempt;
-  r->sent = q.now();
-  auto dest = resolve(r->from, mad::Target{r->lid});
-  if (dest && path_ok(r->from, *dest)) {
-    const NodeId to = *dest;
-    q.schedule_in(one_way(r->from, to), [this, r, a, to] {
-      if (r->finished || r->attempt != a) return;
-      const auto& sm = nodes[to]->sm;
-      if (sm && sm->alive && !answering(sm)) return;  // frozen or starting: silence
-      auto answer = sa_answer(to);
-      if (!path_ok(to, r->from)) return;
-      q.schedule_in(one_way(to, r->from), [this, r, a, answer] {
-        if (r->finished || r->attempt != a) return;
+  sa_round_trip(
+      r, [this](NodeId to) { return sa_answer(to); },
+      [this, r](const Result<mad::SmInfoRecordTable>& answer, int a) {
         if (!answer) return finish_sa(r, answer.error());
         finish_sa(r, mad::SmInfoRecordsReply{*answer, q.now() - r->sent, a});
-      });
-    });
-  }
-  q.schedule_in(r->opts.timeout, [this, r, a] {
-    if (r->finished || r->attempt != a) return;
-    if (r->attempt <= r->opts.retries) {
-      sa_attempt(r);
-      return;
-    }
-    finish_sa(r, make_error(mad::kErrTimeout, "no SA answer after " + std::to_string(r->attempt) +
-                                                  " attempts"));
-  });
+      },
+      [this, r] { sa_attempt(r); }, [this, r](Error e) { finish_sa(r, std::move(e)); });
 }
 
 // ---- SA ServiceRecords (see fabric_impl.hpp) -----------------------------------
@@ -426,34 +406,14 @@ void Fabric::Impl::send_sr(NodeId from, Lid lid, Result<mad::MadBytes> request, 
 }
 
 void Fabric::Impl::sr_attempt(const std::shared_ptr<SrReq>& r) {
-  const int a = ++r->attempt;
-  r->sent = q.now();
-  auto dest = resolve(r->from, mad::Target{r->lid});
-  if (dest && path_ok(r->from, *dest)) {
-    const NodeId to = *dest;
-    q.schedule_in(one_way(r->from, to), [this, r, a, to] {
-      if (r->finished || r->attempt != a) return;
-      const auto& sm = nodes[to]->sm;
-      if (sm && sm->alive && !answering(sm)) return;  // frozen or starting: silence
-      auto answer = sr_answer(to, r->request);
-      if (!path_ok(to, r->from)) return;
-      q.schedule_in(one_way(to, r->from), [this, r, a, answer] {
-        if (r->finished || r->attempt != a) return;
+  sa_round_trip(
+      r, [this, r](NodeId to) { return sr_answer(to, r->request); },
+      [this, r](const mad::MadBytes& answer, int a) {
         auto rec = mad::decode_service_record_response(answer, r->answer_method);
         if (!rec) return finish_sr(r, rec.error());
         finish_sr(r, mad::ServiceRecordReply{*rec, q.now() - r->sent, a});
-      });
-    });
-  }
-  q.schedule_in(r->opts.timeout, [this, r, a] {
-    if (r->finished || r->attempt != a) return;
-    if (r->attempt <= r->opts.retries) {
-      sr_attempt(r);
-      return;
-    }
-    finish_sr(r, make_error(mad::kErrTimeout, "no SA answer after " + std::to_string(r->attempt) +
-                                                  " attempts"));
-  });
+      },
+      [this, r] { sr_attempt(r); }, [this, r](Error e) { finish_sr(r, std::move(e)); });
 }
 
 std::vector<NodeId> Fabric::active_masters() const {

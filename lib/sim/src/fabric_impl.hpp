@@ -454,6 +454,37 @@ struct Fabric::Impl {
   void finish_sr(const std::shared_ptr<SrReq>& r, Result<mad::ServiceRecordReply> res);
   mad::MadBytes sr_answer(NodeId to, const mad::MadBytes& request);
   void sr_attempt(const std::shared_ptr<SrReq>& r);
+  // One attempt of an SA request `r` (SaReq, SrReq) to LID r->lid with the
+  // timeout and retries of r->opts: `answer_at(to)` is what the SA at node `to`
+  // answers, computed when the request arrives (a frozen or starting SM stays
+  // silent); `arrived(answer, attempt)` runs when that answer is back at
+  // r->from; `again()` sends the next attempt; `give_up(error)` ends r.
+  template <typename Req, typename AnswerAt, typename Arrived, typename Again, typename GiveUp>
+  void sa_round_trip(const std::shared_ptr<Req>& r, AnswerAt answer_at, Arrived arrived, Again again,
+                     GiveUp give_up) {
+    const int a = ++r->attempt;
+    r->sent = q.now();
+    auto dest = resolve(r->from, mad::Target{r->lid});
+    if (dest && path_ok(r->from, *dest)) {
+      const NodeId to = *dest;
+      q.schedule_in(one_way(r->from, to), [this, r, a, to, answer_at, arrived] {
+        if (r->finished || r->attempt != a) return;
+        const auto& sm = nodes[to]->sm;
+        if (sm && sm->alive && !answering(sm)) return;  // frozen or starting: silence
+        auto answer = answer_at(to);
+        if (!path_ok(to, r->from)) return;
+        q.schedule_in(one_way(to, r->from), [r, a, answer, arrived] {
+          if (r->finished || r->attempt != a) return;
+          arrived(answer, a);
+        });
+      });
+    }
+    q.schedule_in(r->opts.timeout, [r, a, again, give_up] {
+      if (r->finished || r->attempt != a) return;
+      if (r->attempt <= r->opts.retries) return again();
+      give_up(make_error(mad::kErrTimeout, "no SA answer after " + std::to_string(r->attempt) + " attempts"));
+    });
+  }
 };
 
 }  // namespace smha::sim
