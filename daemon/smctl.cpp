@@ -15,11 +15,5 @@ int main(int argc, char** argv) {
   register_sminfo(app, exit_code);
   register_render_config(app, exit_code);
   register_daemon_ops(app, exit_code);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return (rc == 0) ? 0 : kExitUsage;
-  }
-  return exit_code;
+  return parse_and_run(app, argc, argv, exit_code);
 }

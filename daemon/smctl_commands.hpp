@@ -37,6 +37,19 @@ inline constexpr const char* kSminfoDescription =
 // executable, else SMHA_LIBEXEC_DIR/smctl-sminfo) with its arguments, so that
 // smctl does not link libibumad.
 void register_sminfo(CLI::App& app, int& exit_code);
+
+// Parses argv into `app` and runs the chosen command: its exit code (stored in
+// `exit_code` by the command's callback), 0 after --help/--version, kExitUsage
+// for bad arguments (CLI11 prints why).
+inline int parse_and_run(CLI::App& app, int argc, char** argv, const int& exit_code) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return (rc == 0) ? 0 : kExitUsage;
+  }
+  return exit_code;
+}
 // smctl-sminfo's options and action on `cmd`.
 void configure_sminfo(CLI::App& cmd, int& exit_code);
 void register_render_config(CLI::App& app, int& exit_code);

@@ -97,11 +97,5 @@ int main(int argc, char** argv) {
   app.name("smctl sminfo");
   int exit_code = kExitOk;
   configure_sminfo(app, exit_code);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return (rc == 0) ? 0 : kExitUsage;
-  }
-  return exit_code;
+  return parse_and_run(app, argc, argv, exit_code);
 }

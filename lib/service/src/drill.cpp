@@ -209,8 +209,13 @@ void DrillRunner::step() {
         if (r.new_master && str(p, "guid") == to_string(*r.new_master)) peer_state = str(p, "state");
       }
       // A peer whose latest poll went unanswered (one lost round while
-      // OpenSM sweeps) has not changed role; any answer but STANDBY has.
-      const bool still = es.master == own && es.role == sm::Role::Master && masters == 1 &&
+      // OpenSM sweeps) has not changed role; any answer but STANDBY has. The
+      // same holds for our own SM: in a round where nobody answered MASTER
+      // (our OpenSM busy in its first sweeps after the pull) the engine names
+      // no master, and our SM's last answer is still MASTER. Another head
+      // answering MASTER is a move.
+      const bool ours = es.master ? *es.master == own : es.local_state == SmState::Master;
+      const bool still = ours && es.role == sm::Role::Master && masters == 1 &&
                          (peer_state == "STANDBY" || peer_state == "unreachable");
       if (!still)
         return finish(false, "not stable after the failback: " + std::to_string(masters) + " MASTER(s), role " +

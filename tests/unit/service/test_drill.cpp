@@ -42,7 +42,7 @@ class FakeHost final : public DrillHost {
     json s = healthy();
     s["role"] = std::string(sm::to_string(es.role));
     s["local"]["state"] = es.local_state == SmState::Master ? "MASTER" : "STANDBY";
-    s["peers"][0]["state"] = peer_master ? "MASTER" : "STANDBY";
+    s["peers"][0]["state"] = peer_master ? "MASTER" : peer_unanswered ? "unreachable" : "STANDBY";
     if (dual_at_end && requests.size() == 2) s["peers"][0]["state"] = "MASTER";
     if (retake_at && requests.size() == 2 && ++status_calls > *retake_at) s["peers"][0]["state"] = "MASTER";
     return s;
@@ -106,6 +106,23 @@ class FakeHost final : public DrillHost {
         seen(kOwn, SmState::Master);
         seen(kPeer, SmState::Standby, peer_act);
         if (peer_sweeps_after_failback) feed_peer(0);
+        if (silent_round_after_failback) {
+          // Rounds in which neither SM answers: our OpenSM sweeping after the
+          // pull, the peer's poll lost. The engine names no master. From 60 ms
+          // after the pull (settled) for 120 ms: across the stable phase's
+          // check 100 ms after it began.
+          later([this] {
+            later([this] {
+              es.master.reset();
+              peer_unanswered = true;
+              ++silent_rounds;
+              later([this] { later([this] { later([this] { later([this] {
+                es.master = kOwn;
+                peer_unanswered = false;
+              }); }); }); });
+            });
+          });
+        }
       }
     });
   }
@@ -151,6 +168,9 @@ class FakeHost final : public DrillHost {
   bool log_bounce_failback = false;  // ... or a standby spell after the failback
   bool bounce_third = false;               // the target hands mastership on to head03
   bool peer_sweeps_after_failback = false;  // the peer sweeps between two STANDBY answers
+  bool silent_round_after_failback = false;  // a round nobody answers, once settled
+  bool peer_unanswered = false;
+  int silent_rounds = 0;
   std::uint32_t peer_act = 1000;
   std::optional<int> retake_at;  // the peer answers MASTER again after this many status() calls
   int status_calls = 0;
@@ -406,4 +426,22 @@ TEST_CASE("a drill's verdict does not depend on the wording of events", "[servic
         CHECK_THAT(r.data["reason"].get<std::string>(), Catch::Contains(c.reason));
     }
   }
+}
+
+TEST_CASE("a drill passes through a round in which no SM answered after the failback", "[service][drill]") {
+  // The ibsim drill under load: head01's OpenSM, MASTER again, sweeps and
+  // leaves one SMInfo round unanswered while head02's poll is lost too; the
+  // engine names no master for that round. Nothing moved: the verdict passes.
+  boost::asio::io_context io;
+  FakeHost host(io);
+  host.silent_round_after_failback = true;
+  SteadyClock clock;
+  DrillRunner runner(io, host, clock, fast());
+  auto r = run_drill(io, runner);
+  INFO(r.text);
+  CHECK(r.data["verdict"] == "pass");
+  REQUIRE(r.data["legs"].size() == 2);
+  CHECK(r.data["legs"][1]["stable_ms"].get<double>() >= 200.0);
+  CHECK(host.silent_rounds == 1);
+  CHECK(host.es.master == FakeHost::kOwn);
 }
