@@ -327,8 +327,13 @@ SmhadPair start_smhad_pair(IbsimFabric& f, OsmReaper& reaper, int interval_ms,
     th.dir = h->dir;
     const bool steady = smha::testing::wait_for([&, local = local, peer = peer] {
       auto s = smha::testing::smhad_status(th);
-      return s && (*s)["local"].value("state", "") == local && (*s)["peers"].is_array() &&
-             !(*s)["peers"].empty() && (*s)["peers"][0].value("state", "") == peer;
+      // "state" is null until the first answered round (doc/control-protocol.md).
+      auto state = [](const nlohmann::json& j) {
+        return j.is_object() && j.contains("state") && j["state"].is_string() ? j["state"].get<std::string>()
+                                                                               : std::string();
+      };
+      return s && state((*s)["local"]) == local && (*s)["peers"].is_array() && !(*s)["peers"].empty() &&
+             state((*s)["peers"][0]) == peer;
     }, up_timeout);
     if (!steady) throw std::runtime_error(h->name + "'s smhad never saw its peer " + peer);
   }
