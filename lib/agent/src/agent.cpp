@@ -402,10 +402,18 @@ void Agent::finish_round() {
   if (round->obs.port_master.info && round->obs.port_master.info->state == SmState::Master)
     reporter_.master_seen(round->obs.port_master.info->guid, round_started_);
   if (round->local_pi) drift_.set_sa_lid(round->local_pi->sm_lid);
-  const bool soon = step(round->obs);
+  const sm::Decision d = step(round->obs);
   if (!running_ || poll_timer_) return;
-  const TimePoint next = soon ? sched_.now() + cfg_.policy.poll_interval / 10
-                              : std::max(sched_.now(), round_started_ + cfg_.policy.poll_interval);
+  const Duration gap = cfg_.policy.poll_interval / 10;
+  TimePoint next = d.poll_soon ? sched_.now() + gap
+                               : std::max(sched_.now(), round_started_ + cfg_.policy.poll_interval);
+  // Our SM is silent: a round that would end just short of its fence threshold
+  // is started later, so that it ends at the threshold (the fence then comes
+  // there, not one round later). A silent SM holds a round for its window.
+  if (d.poll_soon && d.fence_due) {
+    const TimePoint aligned = *d.fence_due - window_;
+    if (aligned > next && aligned < next + window_ + gap) next = aligned;
+  }
   std::weak_ptr<int> alive = alive_;
   poll_timer_ = sched_.schedule_at(next, [this, alive] {
     if (alive.expired()) return;
@@ -413,10 +421,10 @@ void Agent::finish_round() {
   });
 }
 
-bool Agent::step(const sm::Observation& obs) {
+sm::Decision Agent::step(const sm::Observation& obs) {
   auto d = machine_.step(obs, sched_.now());
   apply(d);
-  return d.poll_soon;
+  return d;
 }
 
 void Agent::arm_wakeup(std::optional<TimePoint> t) {

@@ -44,6 +44,8 @@ void SupervisedOpensmControl::changed(const opensm::SupervisorStatus& st) {
   const bool now_down = st.state == S::Backoff || st.state == S::Failed;
   if (was_up && now_down) respawn_requested_ = false;  // a new exit: Exited until asked again
   if (was_up && now_down && !stop_requested_ && on_exit_) on_exit_();
+  // A stop() done: the engine waits for it to DISCOVER after a fence.
+  else if (was_up && st.state == S::Stopped && stop_requested_ && on_exit_) on_exit_();
 }
 
 sm::ProcessState SupervisedOpensmControl::state() const {

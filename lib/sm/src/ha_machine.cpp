@@ -303,6 +303,7 @@ void HaMachine::start(TimePoint now, Ctx& c, const std::string& why) {
   prio_resends_ = 0;
   process_ = ProcessState::Running;
   took_over_from_.reset();
+  discover_on_exit_ = false;
   local_port_down_ = false;
   started_at_ = now;
   answered_since_start_ = false;
@@ -399,7 +400,7 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
       const bool was_master = (role_ == Role::Master || role_ == Role::HandingOver) && local_ &&
                               local_state_ == SmState::Master;
       local_down(now, c, "OpenSM supervision failed");
-      if (was_master) discover_successor(now, c);
+      if (was_master) discover_successor(now, c, "our MASTER's OpenSM exited");
       // local_down() may have asked for a start the supervisor refuses: the
       // engine waits for the process instead of asking every round.
       std::erase_if(c.d.actions, [](const Action& a) {
@@ -428,11 +429,17 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
     start(now, c, "smhad start: OpenSM not running");
     return;
   }
-  if (process_ != ProcessState::Running) return;  // already handled (our own stop)
+  if (process_ != ProcessState::Running) {  // already handled (our own stop)
+    if (discover_on_exit_) {
+      discover_on_exit_ = false;
+      discover_successor(now, c, "our fenced MASTER's OpenSM is dead");
+    }
+    return;
+  }
   const bool was_master = (role_ == Role::Master || role_ == Role::HandingOver) && local_ &&
                           local_state_ == SmState::Master;
   local_down(now, c, std::string("OpenSM ") + std::string(to_string(p)));
-  if (was_master) discover_successor(now, c);
+  if (was_master) discover_successor(now, c, "our MASTER's OpenSM exited");
 }
 
 // The standby OpenSM's own election would choose (priority, then lower GUID),
@@ -440,7 +447,7 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
 // peer that answered MASTER, DISCOVERING or nothing gets no Set. Its smhad
 // sees its SM sweep and become MASTER as after its own DISCOVER; if the Set is
 // lost, its smhad's rounds find the master gone as before.
-void HaMachine::discover_successor(TimePoint now, Ctx& c) {
+void HaMachine::discover_successor(TimePoint now, Ctx& c, const char* why) {
   const PeerTrack* best = nullptr;
   for (const auto& t : peers_) {
     if (!t.answered || !t.last || t.last->state != SmState::Standby) continue;
@@ -451,7 +458,7 @@ void HaMachine::discover_successor(TimePoint now, Ctx& c) {
   }
   if (best == nullptr) return;
   c.act(DiscoverPeer{best->spec.guid});
-  c.event(EventKind::PeerDiscover, "our MASTER's OpenSM exited",
+  c.event(EventKind::PeerDiscover, why,
           "DISCOVER sent to " + peer_name(best->spec.guid) + " (STANDBY, priority " +
               std::to_string(best->last->priority) + ")",
           {best->spec.guid});
@@ -714,8 +721,13 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
             std::to_string(local_misses_) + " rounds unanswered by DR hop 0" +
                 (was_master ? ", was MASTER" : ""));
     local_down(now, c, "local OpenSM hung");
-    if (role_ == Role::Recovering) c.act(StopOpensm{true});
-    else {
+    if (role_ == Role::Recovering) {
+      // local_down() deferred the restart: we were MASTER and a peer answers
+      // STANDBY. The process may still answer until the kill lands, so the
+      // DISCOVER waits for its exit (on_process()).
+      c.act(StopOpensm{true});
+      discover_on_exit_ = was_master;
+    } else {
       // local_down() emitted StartOpensm: make it a forced restart.
       for (auto& a : c.d.actions)
         if (auto* s = std::get_if<StartOpensm>(&a)) a = RestartOpensm{s->priority, true};
@@ -724,6 +736,11 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   }
   if (!r.local.info) {  // nothing more to decide without our own SM's view
     c.d.poll_soon = true;
+    // When the silence will reach its threshold (the agent phases the rounds
+    // to it); not for a fresh OpenSM that has not answered yet: the start
+    // grace covers it.
+    if (answered_since_start_ && r.local_port != PortState::Down)
+      c.d.fence_due = std::max(local_alive_at_, started_at_) + silence_needed;
     return;
   }
 

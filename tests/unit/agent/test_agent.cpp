@@ -260,6 +260,46 @@ TEST_CASE("Agent: a late answer within the query window counts, no fence of a sl
   CHECK(std::find(sink.events.begin(), sink.events.end(), "fence_local") != sink.events.end());
 }
 
+TEST_CASE("Agent: a stopped local MASTER is fenced hang_timeout after its last answered query, "
+          "and the standby gets DISCOVER once the kill is confirmed",
+          "[agent]") {
+  ManualScheduler s;
+  FakeTransport t(s);
+  FakeControl ctl;
+  NullSink sink;
+  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Master, 11);
+  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+  Agent a(agent_config(), s, t, ctl, sink);
+  a.set_local_stopped([&] { return !t.answers["dr:0"]; });  // silent = SIGSTOPped
+  const TimePoint t0 = s.now();
+  a.start();
+  // The round sent at t0 + 1 s is answered (the answer is already on its way);
+  // then the SM is silent. Silent rounds come 60 ms apart (50 ms window + 10 ms):
+  // sent at +100, +160, +220, +280, and the one after is started at +350
+  // instead of +340 so that it ends at +400 = hang_timeout, where the fence is
+  // due, instead of at +390 (one round short) with the fence at +450.
+  s.run_until(t0 + seconds(1));
+  REQUIRE(a.status().role == sm::Role::Master);
+  t.answers["dr:0"].reset();
+  auto kills = [&] { return std::count(ctl.calls.begin(), ctl.calls.end(), "kill"); };
+  s.run_until(t0 + seconds(1) + milliseconds(395));
+  CHECK(kills() == 0);
+  s.run_until(t0 + seconds(1) + milliseconds(405));
+  REQUIRE(kills() == 1);
+  CHECK(std::find(sink.events.begin(), sink.events.end(), "fence_local") != sink.events.end());
+  // The process may answer until the kill lands: no DISCOVER yet.
+  s.run_until(s.now() + milliseconds(20));
+  CHECK(t.sets.empty());
+  // The supervisor reports the stop done: DISCOVER to the standby (by LID).
+  ctl.h();
+  s.run_until(s.now() + milliseconds(5));
+  REQUIRE(t.sets.size() == 1);
+  CHECK(t.sets[0].first == "lid:1");
+  CHECK(t.sets[0].second == SmInfoModifier::Discover);
+  CHECK(std::find(sink.events.begin(), sink.events.end(), "peer_discover") != sink.events.end());
+}
+
 TEST_CASE("Agent: rounds that end far past their window (smhad stalled) count only after misses - 1",
           "[agent]") {
   ManualScheduler s;
@@ -529,8 +569,8 @@ TEST_CASE("SupervisedOpensmControl renders, spawns, SIGHUPs, restarts, unasked e
       },
       o, [](std::uint8_t p) -> Result<std::string> { return "sm_priority " + std::to_string(p) + "\n"; },
       [&] { return held; });
-  int unexpected = 0;
-  c.set_exit_handler([&] { ++unexpected; });
+  int ended = 0;
+  c.set_exit_handler([&] { ++ended; });
 
   REQUIRE(c.start(10).ok());
   REQUIRE(r.spawned.size() == 1);
@@ -557,20 +597,21 @@ TEST_CASE("SupervisedOpensmControl renders, spawns, SIGHUPs, restarts, unasked e
   r.exit(100);
   CHECK(r.spawned.size() == 2);
   CHECK(fs.files[conf] == "sm_priority 10\n");
-  CHECK(unexpected == 0);
+  CHECK(ended == 0);
 
   // A stop that SIGTERM does not finish escalates to SIGKILL.
   REQUIRE(c.stop(false).ok());
   s.run_until(s.now() + seconds(3));
   CHECK(r.signals.back() == std::make_pair(101, SIGKILL));
+  CHECK(ended == 0);
   r.exit(101);
   CHECK(c.state() == sm::ProcessState::Stopped);
-  CHECK(unexpected == 0);
+  CHECK(ended == 1);  // the stop is done
 
   // An exit nobody asked for is reported; the respawn waits for the engine's start().
   REQUIRE(c.start(10).ok());
   r.exit(102);
-  CHECK(unexpected == 1);
+  CHECK(ended == 2);
   CHECK(c.state() == sm::ProcessState::Exited);
   s.run_until(s.now() + seconds(5));
   CHECK(r.spawned.size() == 3);
@@ -585,7 +626,7 @@ TEST_CASE("SupervisedOpensmControl renders, spawns, SIGHUPs, restarts, unasked e
   REQUIRE(c.start(10).ok());
   REQUIRE(r.spawned.size() == 5);
   r.exit(104);
-  CHECK(unexpected == 3);
+  CHECK(ended == 4);
   CHECK(c.state() == sm::ProcessState::Failed);
   CHECK(c.supervisor_status().state == opensm::SupervisorState::Failed);
   auto refused = c.start(10);

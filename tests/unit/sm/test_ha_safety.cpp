@@ -273,3 +273,42 @@ TEST_CASE("Local exit while MASTER: DISCOVER at once to the standby OpenSM's ele
   CHECK(count<DiscoverPeer>(standby.step(ProcessChanged{ProcessState::Exited}).actions) == 0);
 
 }
+
+TEST_CASE("Fenced MASTER: the standby gets DISCOVER once the stop is done, not at the fence",
+          "[sm][peer_discover]") {
+  Rig rig;
+  rig.t = TimePoint{} + seconds(10);  // past start_grace
+  rig.polls(5, round(Local{M, 11}, {Peer{S, 10}}));  // last answer sent at 10.4 s
+  // Silent (stopped): each round's decision says when the fence is due.
+  auto d = rig.poll(round(Local{kSilent}, {Peer{S, 10}}));
+  REQUIRE(d.fence_due);
+  CHECK(*d.fence_due == TimePoint{} + seconds(10) + milliseconds(400 + 400));
+  auto acts = rig.polls(2, round(Local{kSilent}, {Peer{S, 10}}));  // misses reached, not the time
+  CHECK(count<StopOpensm>(acts) == 0);
+  rig.t = *d.fence_due;
+  acts = rig.poll(round(Local{kSilent}, {Peer{S, 10}})).actions;
+  REQUIRE(count<StopOpensm>(acts) == 1);
+  CHECK(has_event(acts, EventKind::FenceLocal));
+  // It may answer until the kill lands: nothing to the peer yet, in the
+  // rounds before the stop is done either.
+  CHECK(count<DiscoverPeer>(acts) == 0);
+  acts = rig.polls(1, round(Local{kSilent}, {Peer{S, 10}}, {}, ProcessState::Stopped));
+  CHECK(count<DiscoverPeer>(acts) == 0);
+  d = rig.step(ProcessChanged{ProcessState::Stopped});
+  auto dp = first<DiscoverPeer>(d.actions);
+  REQUIRE(dp);
+  CHECK(dp->peer == kPeer);
+  CHECK(has_event(d.actions, EventKind::PeerDiscover));
+  // Once only.
+  CHECK(count<DiscoverPeer>(rig.step(ProcessChanged{ProcessState::Stopped}).actions) == 0);
+
+  // A fenced standby's stop sends nothing to the MASTER peer.
+  Rig standby;
+  standby.t = TimePoint{} + seconds(10);
+  standby.polls(5, round(Local{S, 10}, {Peer{M, 11}}));
+  acts.clear();
+  while (!has_event(acts, EventKind::FenceLocal) && standby.t < TimePoint{} + seconds(30))
+    acts = standby.poll(round(Local{kSilent}, {Peer{M, 11}})).actions;
+  REQUIRE(has_event(acts, EventKind::FenceLocal));
+  CHECK(count<DiscoverPeer>(standby.step(ProcessChanged{ProcessState::Stopped}).actions) == 0);
+}

@@ -250,7 +250,7 @@ class Agent {
   void census_rechecks();
   void census_round(Round& round);
   void census_sa();
-  bool step(const sm::Observation& obs);  // true: poll again soon
+  sm::Decision step(const sm::Observation& obs);  // applied; the caller reads poll_soon, fence_due
   void apply(const sm::Decision& d);
   void report_handover(const sm::RecordEvent& e);
   void arm_wakeup(std::optional<TimePoint> t);

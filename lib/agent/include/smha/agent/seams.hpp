@@ -35,8 +35,10 @@ class OpensmControl {
   // Running from spawn until exit; Stopped after stop(); Exited after an exit
   // nobody asked for.
   virtual sm::ProcessState state() const = 0;
-  // Called (on the event loop) when OpenSM ends without stop()/restart().
-  virtual void set_exit_handler(ExitHandler on_unexpected_exit) = 0;
+  // Called (on the event loop) when OpenSM ends without stop()/restart()
+  // (state() Exited or Failed), and when the process a stop() ended is gone
+  // (state() Stopped). Not for the old process of a restart().
+  virtual void set_exit_handler(ExitHandler on_exit) = 0;
   // At smhad start, before the engine's first step: takes over an OpenSM left
   // running on our port (as start() would), keeping the priority it runs
   // with; true if one was (state() is then Running). The engine sets the

@@ -189,6 +189,12 @@ struct Decision {
   // the required rounds are collected quickly. Loss tolerance is unchanged: it
   // is counted in rounds.
   bool poll_soon = false;
+  // Our own SM is silent: at this time its silence reaches the fence threshold
+  // (hang_timeout or unresponsive_timeout after the query it last answered was
+  // sent). The fence is decided when a round ends, so the agent phases the
+  // round that would otherwise end just before it to end then instead: a fence
+  // waits for its threshold, not for the round after it.
+  std::optional<TimePoint> fence_due;
 };
 
 // ---- The machine ----------------------------------------------------------
@@ -259,7 +265,7 @@ class HaMachine {
   void consider_preempt(const PollRound& r, TimePoint now, Ctx& c);
   void local_down(TimePoint now, Ctx& c, const std::string& why);
   // Our MASTER's OpenSM is gone (exited): DISCOVER to the standby that would win.
-  void discover_successor(TimePoint now, Ctx& c);
+  void discover_successor(TimePoint now, Ctx& c, const char* why);
   void swept_takeover(TimePoint now, Ctx& c);
   // The peer that answered MASTER last and does not now: the master a
   // takeover lost, for the event (its port may answer NOTACTIVE once its SM
@@ -310,6 +316,9 @@ class HaMachine {
   // being master). If it shows up as MASTER again it is the stale one: its
   // smhad yields at once, so we give it time before yielding by rank.
   std::optional<Guid> took_over_from_;
+  // We fenced our MASTER while a peer answers STANDBY: once the kill is
+  // confirmed (its exit is seen), DISCOVER that peer as after a crash.
+  bool discover_on_exit_ = false;
   // The sm_priority last rendered and signalled (SIGHUP, or read at start).
   // OpenSM may not apply it (a SIGHUP absorbed by a running heavy sweep, a
   // failed write): every answer of the local SM is compared with it, and the
