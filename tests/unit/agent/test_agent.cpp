@@ -174,6 +174,20 @@ AgentConfig agent_config() {
   return c;
 }
 
+// Our SM (head02, 0x20) answers MASTER at 11; head01 (0x10) STANDBY at 10 on
+// LID 1 and DR 0,1,1.
+struct MasterBesideStandby {
+  ManualScheduler s;
+  FakeTransport t{s};
+  FakeControl ctl;
+  NullSink sink;
+  MasterBesideStandby() {
+    t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Master, 11);
+    t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+    t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("Agent polls local (DR 0) and peer (LID + DR) every interval and sends DISCOVER only to the local SM",
@@ -231,15 +245,9 @@ TEST_CASE("Agent: a master whose queries are refused (no SM bound) is taken over
   CHECK(t.sets[0].second == SmInfoModifier::Discover);
 }
 
-TEST_CASE("Agent: a late answer within the query window counts, no fence of a slow local SM",
-          "[agent]") {
-  ManualScheduler s;
-  FakeTransport t(s);
-  FakeControl ctl;
-  NullSink sink;
-  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Master, 11);
-  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
-  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+TEST_CASE_METHOD(MasterBesideStandby,
+                 "Agent: a late answer within the query window counts, no fence of a slow local SM",
+                 "[agent]") {
   // 40 ms: past the first attempt's slot (16 ms) and the old 10 ms per-attempt
   // timeout, inside the 50 ms window.
   t.delay["dr:0"] = milliseconds(40);
@@ -260,16 +268,10 @@ TEST_CASE("Agent: a late answer within the query window counts, no fence of a sl
   CHECK(std::find(sink.events.begin(), sink.events.end(), "fence_local") != sink.events.end());
 }
 
-TEST_CASE("Agent: a stopped local MASTER is fenced hang_timeout after its last answered query, "
-          "and the standby gets DISCOVER once the kill is confirmed",
-          "[agent]") {
-  ManualScheduler s;
-  FakeTransport t(s);
-  FakeControl ctl;
-  NullSink sink;
-  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Master, 11);
-  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
-  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+TEST_CASE_METHOD(MasterBesideStandby,
+                 "Agent: a stopped local MASTER is fenced hang_timeout after its last answered query, "
+                 "and the standby gets DISCOVER once the kill is confirmed",
+                 "[agent]") {
   Agent a(agent_config(), s, t, ctl, sink);
   a.set_local_stopped([&] { return !t.answers["dr:0"]; });  // silent = SIGSTOPped
   const TimePoint t0 = s.now();
@@ -300,15 +302,9 @@ TEST_CASE("Agent: a stopped local MASTER is fenced hang_timeout after its last a
   CHECK(std::find(sink.events.begin(), sink.events.end(), "peer_discover") != sink.events.end());
 }
 
-TEST_CASE("Agent: rounds that end far past their window (smhad stalled) count only after misses - 1",
-          "[agent]") {
-  ManualScheduler s;
-  FakeTransport t(s);
-  FakeControl ctl;
-  NullSink sink;
-  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Master, 11);
-  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
-  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+TEST_CASE_METHOD(MasterBesideStandby,
+                 "Agent: rounds that end far past their window (smhad stalled) count only after misses - 1",
+                 "[agent]") {
   Agent a(agent_config(), s, t, ctl, sink);
   a.set_local_stopped([&] { return !t.answers["dr:0"]; });  // silent = SIGSTOPped
   a.start();
@@ -324,15 +320,9 @@ TEST_CASE("Agent: rounds that end far past their window (smhad stalled) count on
   CHECK(std::find(sink.events.begin(), sink.events.end(), "fence_local") != sink.events.end());
 }
 
-TEST_CASE("Agent without local_port_num sends no PortInfo, a LocalPortFn also replaces the query",
-          "[agent]") {
-  ManualScheduler s;
-  FakeTransport t(s);
-  FakeControl ctl;
-  NullSink sink;
-  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Master, 11);
-  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
-  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+TEST_CASE_METHOD(MasterBesideStandby,
+                 "Agent without local_port_num sends no PortInfo, a LocalPortFn also replaces the query",
+                 "[agent]") {
   t.port_state = mad::PortState::Down;
   {
     Agent a(agent_config(), s, t, ctl, sink);
@@ -351,16 +341,10 @@ TEST_CASE("Agent without local_port_num sends no PortInfo, a LocalPortFn also re
   CHECK(a.status().role == sm::Role::Master);
 }
 
-TEST_CASE("Agent asks its own port's PortInfo by DR 0 every round: a master whose port is Down "
-          "renders the standby priority, and the master priority again once it is up",
-          "[agent]") {
-  ManualScheduler s;
-  FakeTransport t(s);
-  FakeControl ctl;
-  NullSink sink;
-  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Master, 11);
-  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
-  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Standby, 10);
+TEST_CASE_METHOD(MasterBesideStandby,
+                 "Agent asks its own port's PortInfo by DR 0 every round: a master whose port is Down "
+                 "renders the standby priority, and the master priority again once it is up",
+                 "[agent]") {
   t.port_state = mad::PortState::Active;
   AgentConfig c = agent_config();
   c.local_port_num = 1;
@@ -377,7 +361,7 @@ TEST_CASE("Agent asks its own port's PortInfo by DR 0 every round: a master whos
     CHECK(o.timeout * c.attempts <= query_window_for(c));  // within the round's window
   }
 
-  auto changes = [&sink] { return std::count(sink.events.begin(), sink.events.end(), "priority_changed"); };
+  auto changes = [this] { return std::count(sink.events.begin(), sink.events.end(), "priority_changed"); };
   const auto changes_before = changes();
   t.port_state = mad::PortState::Down;
   s.run_until(s.now() + milliseconds(150));  // the round in flight and the next
