@@ -482,6 +482,7 @@ void Agent::apply(const sm::Decision& d) {
     }
     if (!st.ok()) sink_.error(st.error(), now);
   }
+  for (const auto& r : d.role_changes) sink_.role_changed(r, now);
   arm_wakeup(d.next_wakeup);
   // The report takes a step's state change after its other events: a
   // takeover seen in one round (our SM already MASTER) records

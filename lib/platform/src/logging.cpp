@@ -121,7 +121,7 @@ const std::vector<MessageId>& known_message_ids() {
       kSmTransition, kHookFailed,   kHookTimeout,      kHookRefused,        kHookDropped,
       kSmEvent,      kSmAlarm,      kSmAlarmCleared,   kSmActionFailed,     kSmhadReload,
       kSmhadReloadRefused, kSmhadHold, kSmhadHoldExpired, kSmhadRelease,  kSmhadHandoverRequest,
-      kSmhadStarted, kSmhadStopping,    kSmhadNote,         kSmTakeoverReport};
+      kSmhadStarted, kSmhadStopping,    kSmhadNote,         kSmTakeoverReport, kSmRole};
   return ids;
 }
 

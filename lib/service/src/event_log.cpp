@@ -134,6 +134,13 @@ void LogEventSink::clear(const sm::ClearAlarm& a, TimePoint) {
   push(std::move(r));
 }
 
+void LogEventSink::role_changed(const sm::RoleChange& change, TimePoint) {
+  platform::log_event(*sm_log(), platform::kSmRole,
+                      {{"from", std::string(sm::to_string(change.from))},
+                       {"to", std::string(sm::to_string(change.to))},
+                       {"reason", cap_event_text(change.why)}});
+}
+
 void LogEventSink::hook(const sm::RunHook& h, TimePoint) {
   sm_log()->debug("hook {} {} {} {}", h.event, to_string(h.new_state), to_string(h.old_state),
                   h.priority);

@@ -30,6 +30,10 @@ struct Cluster::Sink final : agent::EventSink {
   void takeover_report(const agent::TakeoverReport& r, TimePoint at) override {
     out->push_back({at, "report", std::string(agent::to_string(r.kind)), agent::summary(r)});
   }
+  void role_changed(const sm::RoleChange& r, TimePoint at) override {
+    out->push_back({at, "role", std::string(sm::to_string(r.from)) + "->" + std::string(sm::to_string(r.to)),
+                    r.why});
+  }
 };
 
 namespace {

@@ -308,7 +308,7 @@ void HaMachine::start(TimePoint now, Ctx& c, const std::string& why) {
   started_at_ = now;
   answered_since_start_ = false;
   local_misses_ = 0;
-  role_ = Role::Starting;
+  enter(Role::Starting, why, c);
 }
 
 // A peer answered in the last round as STANDBY or DISCOVERING: it can take over.
@@ -352,6 +352,12 @@ const HaMachine::PeerTrack* HaMachine::live_master_peer() const {
 // Local OpenSM is gone (exited) or was fenced. While master, the restart is
 // deferred so a live standby peer takes over cleanly instead of racing our own
 // restarted OpenSM through two concurrent discovery sweeps.
+void HaMachine::enter(Role to, std::string why, Ctx& c) {
+  if (to == role_) return;
+  c.d.role_changes.push_back(RoleChange{role_, to, std::move(why)});
+  role_ = to;
+}
+
 void HaMachine::local_down(TimePoint now, Ctx& c, const std::string& why) {
   const bool was_master = local_ && local_state_ == SmState::Master &&
                           (role_ == Role::Master || role_ == Role::HandingOver ||
@@ -371,12 +377,12 @@ void HaMachine::local_down(TimePoint now, Ctx& c, const std::string& why) {
   // the standby priority once a MASTER is seen.
   yield_until_master_ = peer_live() && live_master_peer() == nullptr;
   if (was_master && peer_live()) {
-    role_ = Role::Recovering;
+    enter(Role::Recovering, why + ": restart deferred while a standby takes over", c);
     restart_at_ = now + policy_.poll_interval * (required_rounds() + 2) + policy_.takeover_bound;
     recovering_since_ = now;
     return;
   }
-  role_ = Role::Recovering;
+  enter(Role::Recovering, why, c);
   start(now, c, why + ": restart as standby");
 }
 
@@ -390,7 +396,7 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
       answered_since_start_ = false;
       // Started without our asking (a reload that cleared a supervision
       // failure): it is ours again. At Init the first round decides (adopt()).
-      if (role_ == Role::Recovering) role_ = Role::Starting;
+      if (role_ == Role::Recovering) enter(Role::Starting, "OpenSM started without our asking", c);
     }
     return;
   }
@@ -413,7 +419,7 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
               std::string("role ") + std::string(to_string(role_)));
     }
     process_ = ProcessState::Failed;
-    role_ = Role::Recovering;
+    enter(Role::Recovering, "OpenSM supervision failed", c);
     return;
   }
   if (role_ == Role::Init) {
@@ -425,7 +431,7 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
   }
   if (!was_known) {
     process_ = p;
-    role_ = Role::Recovering;
+    enter(Role::Recovering, "smhad start: OpenSM not running", c);
     start(now, c, "smhad start: OpenSM not running");
     return;
   }
@@ -481,7 +487,7 @@ void HaMachine::on_tick(TimePoint now, Ctx& c) {
     // The SM our port names as master answered MASTER in the last round: there
     // is a master (one we do not poll as a peer); a restart would fight it.
     if (port_master_) {
-      role_ = Role::Standby;
+      enter(Role::Standby, "takeover: the SM our port names as master answers MASTER", c);
       takeover_stage_ = 0;
       c.event(EventKind::TakeoverAborted, "a master answered",
               peer_name(port_master_->guid) + " is MASTER at our port's MasterSMLID",
@@ -504,7 +510,7 @@ void HaMachine::on_tick(TimePoint now, Ctx& c) {
     } else {
       set_alarm(AlarmKind::NoMaster, true,
                 "takeover gave no MASTER within " + ms(now - takeover_started_), c);
-      role_ = Role::Standby;
+      enter(Role::Standby, "takeover gave no MASTER", c);
       takeover_stage_ = 0;
     }
     return;
@@ -516,7 +522,7 @@ void HaMachine::on_tick(TimePoint now, Ctx& c) {
     c.event(EventKind::HandoverRolledBack,
             handover_push_ ? "target did not become MASTER" : "master did not hand over",
             "target " + peer_name(handover_target_), {handover_target_});
-    role_ = local_master ? Role::Master : Role::Standby;
+    enter(local_master ? Role::Master : Role::Standby, "handover rolled back", c);
   }
 }
 
@@ -748,8 +754,8 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   switch (role_) {
     case Role::Init:
     case Role::Starting:
-      if (ls == SmState::Master) role_ = Role::Master;
-      else if (ls == SmState::Standby) role_ = Role::Standby;
+      if (ls == SmState::Master) enter(Role::Master, "local SM answers MASTER", c);
+      else if (ls == SmState::Standby) enter(Role::Standby, "local SM answers STANDBY", c);
       break;
     case Role::Standby: {
       // Our SM left STANDBY without our DISCOVER while the master is lost
@@ -764,18 +770,19 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
         swept_takeover(now, c);
         if (ls == SmState::Master) takeover_done(now, c);
       } else if (ls == SmState::Master) {
-        role_ = Role::Master;
+        enter(Role::Master, "local SM answers MASTER", c);
       }
       break;
     }
     case Role::Master:
-      if (ls == SmState::Standby || ls == SmState::Discovering) role_ = Role::Standby;
+      if (ls == SmState::Standby || ls == SmState::Discovering)
+        enter(Role::Standby, "local SM answers " + std::string(to_string(ls)), c);
       break;
     case Role::TakingOver:
       if (ls == SmState::Master) {
         takeover_done(now, c);
       } else if (live_master_peer() != nullptr || port_master_) {
-        role_ = Role::Standby;
+        enter(Role::Standby, "takeover aborted: a master answered", c);
         const Guid master = live_master_peer() ? live_master_peer()->spec.guid : port_master_->guid;
         c.event(EventKind::TakeoverAborted, "a master answered", peer_name(master) + " is MASTER",
                 {master});
@@ -792,13 +799,13 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
       // Until then we keep the yield value.
       if (handover_push_ && ls != SmState::Master && live_master_peer() != nullptr &&
           live_master_peer()->last->priority >= prio_.master) {
-        role_ = Role::Standby;
+        enter(Role::Standby, "handed over: the target answers MASTER", c);
         set_alarm(AlarmKind::HandoverFailed, false, "", c);
         c.event(EventKind::HandoverDone, "handed over",
                 peer_name(live_master_peer()->spec.guid) + " is MASTER",
                 {live_master_peer()->spec.guid});
       } else if (!handover_push_ && ls == SmState::Master) {
-        role_ = Role::Master;
+        enter(Role::Master, "took over by request: local SM answers MASTER", c);
         set_alarm(AlarmKind::HandoverFailed, false, "", c);
         c.event(EventKind::HandoverDone, "took over by request", "local SM is MASTER");
       } else if (now >= deadline_) {
@@ -874,17 +881,18 @@ void HaMachine::adopt(const PollRound& r, TimePoint now, Ctx& c) {
   if (!r.local.info) {
     if (process_ == ProcessState::Running) return;
     if (process_ == ProcessState::Failed) {
-      role_ = Role::Recovering;
+      enter(Role::Recovering, "smhad start: OpenSM supervision failed", c);
       return;
     }
-    role_ = Role::Recovering;
+    enter(Role::Recovering, "smhad start: OpenSM not running", c);
     start(now, c, "smhad start: OpenSM not running");
     return;
   }
   const SmInfo& l = *r.local.info;
-  role_ = l.state == SmState::Master    ? Role::Master
-          : l.state == SmState::Standby ? Role::Standby
-                                        : Role::Starting;
+  enter(l.state == SmState::Master    ? Role::Master
+        : l.state == SmState::Standby ? Role::Standby
+                                      : Role::Starting,
+        "smhad start: adopted the running OpenSM, " + std::string(to_string(l.state)), c);
   local_ = l;
   local_state_ = l.state;
   local_answer_at_ = now;
@@ -975,7 +983,7 @@ void HaMachine::consider_takeover(const PollRound& r, TimePoint now, Ctx& c) {
   std::vector<Guid> lost;
   if (auto g = lost_master()) lost.push_back(*g);
   c.event(EventKind::TakeoverStarted, "master lost", evidence, lost);
-  role_ = Role::TakingOver;
+  enter(Role::TakingOver, "master lost", c);
   takeover_stage_ = 0;
   takeover_started_ = now;
   deadline_ = now + policy_.takeover_bound;
@@ -997,7 +1005,7 @@ void HaMachine::swept_takeover(TimePoint now, Ctx& c) {
     evidence += "; " + peer_name(*g) + " (last MASTER) " + (took_over_from_ == g ? "unanswered" : "no longer MASTER");
   }
   c.event(EventKind::TakeoverStarted, "master lost: local SM left STANDBY", evidence, lost);
-  role_ = Role::TakingOver;
+  enter(Role::TakingOver, "master lost: local SM left STANDBY", c);
   swept_ = true;
   takeover_stage_ = 0;
   takeover_started_ = now;
@@ -1015,7 +1023,7 @@ std::optional<Guid> HaMachine::lost_master() const {
 }
 
 void HaMachine::takeover_done(TimePoint now, Ctx& c) {
-  role_ = Role::Master;
+  enter(Role::Master, "takeover done: local SM answers MASTER", c);
   set_alarm(AlarmKind::NoMaster, false, "", c);
   c.event(EventKind::TakeoverDone, "local SM is MASTER",
           ms(now - takeover_started_) + (swept_ ? " after it left STANDBY" : " after DISCOVER"));
@@ -1090,7 +1098,7 @@ void HaMachine::restart_as_standby(TimePoint now, Ctx& c) {
   rendered_ = prio_.standby;
   prio_signalled_at_ = prio_wanted_since_ = now;
   prio_resends_ = 0;
-  role_ = Role::Starting;
+  enter(Role::Starting, "restarted as standby", c);
   started_at_ = now;
   answered_since_start_ = false;
   local_.reset();
@@ -1114,7 +1122,7 @@ void HaMachine::consider_preempt(const PollRound& r, TimePoint now, Ctx& c) {
   healthy_since_.reset();
   handover_push_ = false;
   handover_target_ = policy_.own_guid;
-  role_ = Role::HandingOver;
+  enter(Role::HandingOver, "preempt: preferred head takes mastership back", c);
   deadline_ = now + policy_.handover_bound;
   RecordEvent started{EventKind::HandoverStarted, "preempt: preferred head takes mastership back",
                       "healthy for " + ms(policy_.preempt_hold_down) + "; master " + peer_name(m->spec.guid),
@@ -1153,7 +1161,7 @@ void HaMachine::on_handover(const HandoverRequest& h, TimePoint now, Ctx& c) {
   } else {
     return reject(std::string("not in a steady role (") + std::string(to_string(role_)) + ")");
   }
-  role_ = Role::HandingOver;
+  enter(Role::HandingOver, handover_push_ ? "handover requested: push" : "handover requested: pull", c);
   deadline_ = now + policy_.handover_bound;
   c.event(EventKind::HandoverStarted, handover_push_ ? "by request: push" : "by request: pull",
           "target " + peer_name(handover_target_), {handover_target_});

@@ -153,6 +153,10 @@ struct NullSink : EventSink {
   void hook(const sm::RunHook&, TimePoint) override {}
   void error(const Error&, TimePoint) override {}
   void takeover_report(const TakeoverReport&, TimePoint) override {}
+  std::vector<std::string> roles;  // "standby->taking_over: master lost"
+  void role_changed(const sm::RoleChange& r, TimePoint) override {
+    roles.push_back(std::string(sm::to_string(r.from)) + "->" + std::string(sm::to_string(r.to)) + ": " + r.why);
+  }
 };
 
 SmInfo sminfo(Guid g, SmState s, std::uint8_t prio) {
@@ -218,6 +222,8 @@ TEST_CASE("Agent polls local (DR 0) and peer (LID + DR) every interval and sends
   CHECK(t.sets[0].first == "dr:0");
   CHECK(t.sets[0].second == SmInfoModifier::Discover);
   CHECK(a.status().role == sm::Role::TakingOver);
+  CHECK(sink.roles == std::vector<std::string>{"init->standby: smhad start: adopted the running OpenSM, STANDBY",
+                                               "standby->taking_over: master lost"});
   a.stop();
   const auto gets = t.gets;
   s.run_until(s.now() + seconds(1));

@@ -107,6 +107,7 @@ struct Alarms : EventSink {
   void hook(const sm::RunHook&, TimePoint) override {}
   void error(const Error&, TimePoint) override {}
   void takeover_report(const TakeoverReport&, TimePoint) override {}
+  void role_changed(const sm::RoleChange&, TimePoint) override {}
 };
 
 constexpr Guid kA{0xa1};

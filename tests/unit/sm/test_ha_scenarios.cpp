@@ -84,6 +84,26 @@ TEST_CASE("Takeover: DISCOVER after the required rounds, then master priority", 
   CHECK(rig.m.status().role == Role::Master);
 }
 
+TEST_CASE("Roles: every change is reported once, in order, with its cause", "[sm]") {
+  Rig rig;
+  std::vector<std::string> seen;
+  auto poll = [&](int n, const PollRound& r) {
+    for (int i = 0; i < n; ++i)
+      for (const auto& c : rig.poll(r).role_changes)
+        seen.push_back(std::string(to_string(c.from)) + "->" + std::string(to_string(c.to)) + ": " + c.why);
+  };
+  poll(5, round(Local{S}, {Peer{M, 11, P::Up}}));
+  poll(3, round(Local{S}, {Peer{kSilent, 11, P::Down}}));
+  poll(1, round(Local{D}, {Peer{kSilent, 11, P::Down}}));
+  poll(3, round(Local{M, 11}, {Peer{kSilent, 11, P::Down}}));
+  CHECK(seen == std::vector<std::string>{
+                    "init->standby: smhad start: adopted the running OpenSM, STANDBY",
+                    "standby->taking_over: master lost",
+                    "taking_over->master: takeover done: local SM answers MASTER",
+                });
+  CHECK(rig.m.status().role == Role::Master);
+}
+
 TEST_CASE("Takeover: a silent master gets time to be fenced by its own smhad, a refused one does not",
           "[sm]") {
   // Last answer at t = 400 ms; hang_timeout 400 + 2 polls + query window 50 = 1050 ms.

@@ -58,6 +58,8 @@ class EventSink {
   virtual void error(const Error& e, TimePoint at) = 0;
   // How a takeover or handover that made our SM the MASTER went.
   virtual void takeover_report(const TakeoverReport& report, TimePoint at) = 0;
+  // The engine's role changed (sm::Decision::role_changes, in order).
+  virtual void role_changed(const sm::RoleChange& change, TimePoint at) = 0;
 };
 
 }  // namespace smha::agent

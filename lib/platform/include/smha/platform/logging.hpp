@@ -98,6 +98,7 @@ inline constexpr MessageId kSmhadHandoverRequest{"SMHAD_HANDOVER_REQUEST",
 inline constexpr MessageId kSmhadStarted{"SMHAD_STARTED", "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a10"};
 inline constexpr MessageId kSmhadStopping{"SMHAD_STOPPING", "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a11"};
 inline constexpr MessageId kSmTakeoverReport{"SM_TAKEOVER_REPORT", "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a13"};
+inline constexpr MessageId kSmRole{"SM_ROLE", "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a14"};
 // Any other daemon note (SMHAD_<KIND> without an id of its own above).
 inline constexpr MessageId kSmhadNote{"SMHAD_NOTE", "6d2c7ab1f0e34b0c9a1e5d7f3c2b8a12"};
 

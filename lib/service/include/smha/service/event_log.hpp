@@ -102,6 +102,9 @@ class LogEventSink final : public agent::EventSink {
   // A "takeover_report" event (reason: the report's summary), logged as
   // SM_TAKEOVER_REPORT with its figures.
   void takeover_report(const agent::TakeoverReport& r, TimePoint at) override;
+  // Logged as SM_ROLE from=<role> to=<role> reason=<why>; not recorded as an
+  // event (the engine's events and SM_TRANSITION say what happened).
+  void role_changed(const sm::RoleChange& change, TimePoint at) override;
   // Records a daemon-side event (reload, hold, handover request), logged as
   // SMHAD_<kind> reason=... [evidence=...] with its message id.
   // reason and evidence are kept and logged up to kMaxEventTextBytes each.

@@ -162,6 +162,8 @@ class DaemonEventSink final : public agent::EventSink {
   void error(const Error& e, TimePoint at) override;
   // Never suppressed (one per mastership).
   void takeover_report(const agent::TakeoverReport& r, TimePoint at) override;
+  // Never suppressed (one per change).
+  void role_changed(const sm::RoleChange& change, TimePoint at) override { log_.role_changed(change, at); }
 
   static constexpr Duration kRepeatWindow = std::chrono::seconds(30);
   static constexpr int kRepeatBurst = 3;

@@ -65,7 +65,7 @@ struct ClusterParams {
 // One event, alarm or error an smhad reported.
 struct HeadRecord {
   TimePoint at;
-  std::string what;    // "event", "alarm", "clear", "hook", "error", "report"
+  std::string what;    // "event", "alarm", "clear", "hook", "error", "report", "role"
   std::string kind;
   std::string detail;
 };

@@ -181,6 +181,24 @@ struct RunHook {
 using Action = std::variant<SendDiscover, DiscoverPeer, StartOpensm, StopOpensm, RestartOpensm, SetPriority,
                             RaiseAlarm, ClearAlarm, RecordEvent, RunHook>;
 
+enum class Role : std::uint8_t {
+  Init,         // nothing observed yet
+  Starting,     // OpenSM (re)started or adopted; waiting for its first answer
+  Standby,
+  Master,
+  TakingOver,   // DISCOVER sent (or fallback restart), waiting for local MASTER
+  Recovering,   // local OpenSM down after a failure while master; restart deferred
+  HandingOver,  // planned handover in progress
+};
+std::string_view to_string(Role r);
+
+// A change of the engine's role, with what caused it (smhad logs it as SM_ROLE).
+struct RoleChange {
+  Role from = Role::Init;
+  Role to = Role::Init;
+  std::string why;
+};
+
 struct Decision {
   std::vector<Action> actions;
   std::optional<TimePoint> next_wakeup;  // step(Tick{}) no later than this
@@ -195,20 +213,11 @@ struct Decision {
   // round that would otherwise end just before it to end then instead: a fence
   // waits for its threshold, not for the round after it.
   std::optional<TimePoint> fence_due;
+  // Every role change of this step, in order.
+  std::vector<RoleChange> role_changes;
 };
 
 // ---- The machine ----------------------------------------------------------
-
-enum class Role : std::uint8_t {
-  Init,         // nothing observed yet
-  Starting,     // OpenSM (re)started or adopted; waiting for its first answer
-  Standby,
-  Master,
-  TakingOver,   // DISCOVER sent (or fallback restart), waiting for local MASTER
-  Recovering,   // local OpenSM down after a failure while master; restart deferred
-  HandingOver,  // planned handover in progress
-};
-std::string_view to_string(Role r);
 
 // What smctl status shows.
 struct EngineStatus {
@@ -263,6 +272,8 @@ class HaMachine {
   void consider_takeover(const PollRound& r, TimePoint now, Ctx& c);
   void consider_split_brain(const PollRound& r, TimePoint now, Ctx& c);
   void consider_preempt(const PollRound& r, TimePoint now, Ctx& c);
+  // The one place role_ changes: records the change and its cause.
+  void enter(Role to, std::string why, Ctx& c);
   void local_down(TimePoint now, Ctx& c, const std::string& why);
   // Our MASTER's OpenSM is gone (exited): DISCOVER to the standby that would win.
   void discover_successor(TimePoint now, Ctx& c, const char* why);
