@@ -43,9 +43,11 @@ void SupervisedOpensmControl::changed(const opensm::SupervisorStatus& st) {
   const bool was_up = before == S::Running || before == S::Stopping;
   const bool now_down = st.state == S::Backoff || st.state == S::Failed;
   if (was_up && now_down) respawn_requested_ = false;  // a new exit: Exited until asked again
-  if (was_up && now_down && !stop_requested_ && on_exit_) on_exit_();
-  // A stop() done: the engine waits for it to DISCOVER after a fence.
-  else if (was_up && st.state == S::Stopped && stop_requested_ && on_exit_) on_exit_();
+  // An exit nobody asked for, or a stop() done (after a fence the engine
+  // waits for it to DISCOVER the standby).
+  const bool unasked = now_down && !stop_requested_;
+  const bool stopped = st.state == S::Stopped && stop_requested_;
+  if (was_up && (unasked || stopped) && on_exit_) on_exit_();
 }
 
 sm::ProcessState SupervisedOpensmControl::state() const {

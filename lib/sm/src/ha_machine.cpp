@@ -349,15 +349,15 @@ const HaMachine::PeerTrack* HaMachine::live_master_peer() const {
   return nullptr;
 }
 
-// Local OpenSM is gone (exited) or was fenced. While master, the restart is
-// deferred so a live standby peer takes over cleanly instead of racing our own
-// restarted OpenSM through two concurrent discovery sweeps.
 void HaMachine::enter(Role to, std::string why, Ctx& c) {
   if (to == role_) return;
   c.d.role_changes.push_back(RoleChange{role_, to, std::move(why)});
   role_ = to;
 }
 
+// Local OpenSM is gone (exited) or was fenced. While master, the restart is
+// deferred so a live standby peer takes over cleanly instead of racing our own
+// restarted OpenSM through two concurrent discovery sweeps.
 void HaMachine::local_down(TimePoint now, Ctx& c, const std::string& why) {
   const bool was_master = local_ && local_state_ == SmState::Master &&
                           (role_ == Role::Master || role_ == Role::HandingOver ||
@@ -431,7 +431,6 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
   }
   if (!was_known) {
     process_ = p;
-    enter(Role::Recovering, "smhad start: OpenSM not running", c);
     start(now, c, "smhad start: OpenSM not running");
     return;
   }
@@ -713,11 +712,12 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   // normal case, and a standby starved of CPU for a moment is no hang (the
   // loss soak under load saw one killed after 0.4 s of silence).
   const bool replaced_master = local_state_ == SmState::Master && live_master_peer() != nullptr;
-  const Duration silence_needed =
-      r.local_stopped || replaced_master ? policy_.hang_timeout : policy_.unresponsive_timeout;
+  const TimePoint fence_at =
+      std::max(local_alive_at_, started_at_) +
+      (r.local_stopped || replaced_master ? policy_.hang_timeout : policy_.unresponsive_timeout);
   if (!r.local.info && local_misses_ >= policy_.misses &&
       (answered_since_start_ || (!policy_.observe && now - started_at_ >= policy_.start_grace)) &&
-      now - std::max(local_alive_at_, started_at_) >= silence_needed &&
+      now >= fence_at &&
       r.local_port != PortState::Down) {
     set_alarm(AlarmKind::LocalSmHung, true,
               "no SMInfo answer from local OpenSM for " + std::to_string(local_misses_) + " rounds",
@@ -746,7 +746,7 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
     // to it); not for a fresh OpenSM that has not answered yet: the start
     // grace covers it.
     if (answered_since_start_ && r.local_port != PortState::Down)
-      c.d.fence_due = std::max(local_alive_at_, started_at_) + silence_needed;
+      c.d.fence_due = fence_at;
     return;
   }
 
@@ -884,7 +884,6 @@ void HaMachine::adopt(const PollRound& r, TimePoint now, Ctx& c) {
       enter(Role::Recovering, "smhad start: OpenSM supervision failed", c);
       return;
     }
-    enter(Role::Recovering, "smhad start: OpenSM not running", c);
     start(now, c, "smhad start: OpenSM not running");
     return;
   }
