@@ -125,6 +125,7 @@ HaMachine::HaMachine(HaPolicy policy) : policy_(std::move(policy)), prio_(priori
   rendered_ = prio_.standby;
 }
 
+
 double HaMachine::round_miss_estimate() const {
   // Query level: in rounds where a peer answered on one path at least, the
   // other path's failures are loss. Conditioning on "at least one answered"
@@ -156,11 +157,11 @@ int HaMachine::required_rounds() const {
 
 EngineStatus HaMachine::status() const {
   EngineStatus s;
-  s.role = role_;
+  s.role = role();
   if (local_) s.local_state = local_state_;
   s.rendered_priority = rendered_;
   s.master = master_seen_;
-  if (role_ == Role::HandingOver) s.handover_target = handover_target_;
+  if (const auto* h = std::get_if<HandingOverRole>(&state_)) s.handover_target = h->target;
   s.required_rounds = required_rounds();
   s.round_miss_estimate = round_miss_estimate();
   s.alarms = alarms_;
@@ -187,16 +188,23 @@ Decision HaMachine::step(const Observation& obs, TimePoint now) {
     on_handover(*h, now, c);
   }
   sync_priority(c);
-  switch (role_) {
-    case Role::TakingOver:
-    case Role::HandingOver: c.wake(deadline_); break;
-    case Role::Recovering:
-      if (process_ != ProcessState::Failed) c.wake(restart_at_);
-      break;
-    default: break;
+  if (const auto* t = std::get_if<TakingOverRole>(&state_)) {
+    c.wake(t->deadline);
+  } else if (const auto* h = std::get_if<HandingOverRole>(&state_)) {
+    c.wake(h->deadline);
+  } else if (const auto* rec = std::get_if<RecoveringRole>(&state_)) {
+    if (process_ != ProcessState::Failed) c.wake(rec->restart_at);
+  } else if (const auto* s = std::get_if<StandbyRole>(&state_); s && s->healthy_since) {
+    c.wake(*s->healthy_since + policy_.preempt_hold_down);
   }
-  if (healthy_since_) c.wake(*healthy_since_ + policy_.preempt_hold_down);
   return d;
+}
+
+void HaMachine::enter(const RoleState& to, std::string why, Ctx& c) {
+  const auto next = static_cast<Role>(to.index());
+  if (next == role()) return;
+  c.d.role_changes.push_back(RoleChange{role(), next, std::move(why)});
+  state_ = to;
 }
 
 void HaMachine::set_alarm(AlarmKind k, bool on, const std::string& detail, Ctx& c) {
@@ -211,18 +219,16 @@ void HaMachine::set_alarm(AlarmKind k, bool on, const std::string& detail, Ctx& 
 }
 
 std::uint8_t HaMachine::desired_priority() const {
-  switch (role_) {
-    case Role::Master: return local_port_down_ ? prio_.standby : prio_.master;
-    case Role::HandingOver: return handover_push_ ? prio_.yield : prio_.claim;
-    case Role::TakingOver: return takeover_stage_ > 0 ? prio_.master : prio_.standby;
-    default: return yield_until_master_ ? prio_.yield : prio_.standby;
-  }
+  if (std::holds_alternative<MasterRole>(state_)) return local_port_down_ ? prio_.standby : prio_.master;
+  if (const auto* h = std::get_if<HandingOverRole>(&state_)) return h->push ? prio_.yield : prio_.claim;
+  if (const auto* t = std::get_if<TakingOverRole>(&state_)) return t->stage > 0 ? prio_.master : prio_.standby;
+  return yield_until_master_ ? prio_.yield : prio_.standby;
 }
 
 void HaMachine::sync_priority(Ctx& c) {
   // At Init the first answer decides (adopt()): an OpenSM smhad took over at
   // start may be a MASTER that must keep its value.
-  if (role_ == Role::Init) return;
+  if (role() == Role::Init) return;
   const auto want = desired_priority();
   if (want == rendered_) return;
   // A stopped OpenSM gets the right priority when it is started.
@@ -230,7 +236,7 @@ void HaMachine::sync_priority(Ctx& c) {
   c.act(SetPriority{want});
   c.event(EventKind::PriorityChanged,
           std::to_string(rendered_) + "->" + std::to_string(want) + " as " +
-              std::string(to_string(role_)));
+              std::string(to_string(role())));
   rendered_ = want;
   prio_signalled_at_ = prio_wanted_since_ = c.now;
   prio_resends_ = 0;
@@ -288,27 +294,28 @@ void HaMachine::verify_priority(const PollRound& r, TimePoint now, Ctx& c) {
   }
 }
 
-void HaMachine::start(TimePoint now, Ctx& c, const std::string& why) {
-  // A head MASTER below the master value (its SIGHUP not applied yet) would
-  // not outrank a standby at our standby value: start at the yield value
-  // until it does (see on_round()).
-  if (const auto* m = live_master_peer(); m && m->last->priority < prio_.master)
-    yield_until_master_ = true;
-  rendered_ = desired_priority();
-  if (role_ == Role::Recovering || role_ == Role::Init)
-    rendered_ = yield_until_master_ ? prio_.yield : prio_.standby;
-  c.act(StartOpensm{rendered_});
+void HaMachine::yield_below_weak_master() {
+  if (const auto* m = live_master_peer(); m && m->last->priority < prio_.master) yield_until_master_ = true;
+}
+
+// Starts OpenSM (from Init or Recovering) at the standby priority, or at the
+// yield value while a failure may let a peer take over. force_restart: the
+// process is hung and still there: it is killed at once and started again.
+void HaMachine::start(TimePoint now, Ctx& c, const std::string& why, bool force_restart) {
+  yield_below_weak_master();
+  rendered_ = yield_until_master_ ? prio_.yield : prio_.standby;
+  if (force_restart) c.act(RestartOpensm{rendered_, true});
+  else c.act(StartOpensm{rendered_});
   c.event(EventKind::OpensmStarted, why, "priority " + std::to_string(rendered_));
   prio_signalled_at_ = prio_wanted_since_ = now;
   prio_resends_ = 0;
   process_ = ProcessState::Running;
-  took_over_from_.reset();
   discover_on_exit_ = false;
   local_port_down_ = false;
   started_at_ = now;
   answered_since_start_ = false;
   local_misses_ = 0;
-  enter(Role::Starting, why, c);
+  enter(StartingRole{}, why, c);
 }
 
 // A peer answered in the last round as STANDBY or DISCOVERING: it can take over.
@@ -326,18 +333,18 @@ bool HaMachine::peer_live() const {
 // peer's MASTER, up to sweep_bound after our OpenSM went down.
 // Recovering, OpenSM not running and not failed: the recovery delay is over
 // and no peer sweeps. While one does, the delay moves one poll interval on.
-bool HaMachine::recovery_due(TimePoint now) {
-  if (process_ == ProcessState::Running || process_ == ProcessState::Failed || now < restart_at_)
+bool HaMachine::recovery_due(RecoveringRole& rec, TimePoint now) {
+  if (process_ == ProcessState::Running || process_ == ProcessState::Failed || now < rec.restart_at)
     return false;
-  if (peer_sweeping(now)) {
-    restart_at_ = now + policy_.poll_interval;  // look again after the next round
+  if (peer_sweeping(rec, now)) {
+    rec.restart_at = now + policy_.poll_interval;  // look again after the next round
     return false;
   }
   return true;
 }
 
-bool HaMachine::peer_sweeping(TimePoint now) const {
-  if (now - recovering_since_ >= policy_.sweep_bound) return false;
+bool HaMachine::peer_sweeping(const RecoveringRole& rec, TimePoint now) const {
+  if (now - rec.since >= policy_.sweep_bound) return false;
   for (const auto& p : peers_)
     if (p.answered && p.last && p.last->state == SmState::Discovering) return true;
   return false;
@@ -349,26 +356,19 @@ const HaMachine::PeerTrack* HaMachine::live_master_peer() const {
   return nullptr;
 }
 
-void HaMachine::enter(Role to, std::string why, Ctx& c) {
-  if (to == role_) return;
-  c.d.role_changes.push_back(RoleChange{role_, to, std::move(why)});
-  role_ = to;
-}
-
-// Local OpenSM is gone (exited) or was fenced. While master, the restart is
-// deferred so a live standby peer takes over cleanly instead of racing our own
-// restarted OpenSM through two concurrent discovery sweeps.
-void HaMachine::local_down(TimePoint now, Ctx& c, const std::string& why) {
+// Local OpenSM is gone (exited), was fenced, or its supervision failed. While
+// master, the restart is deferred so a live standby peer takes over cleanly
+// instead of racing our own restarted OpenSM through two concurrent discovery
+// sweeps.
+bool HaMachine::local_down(TimePoint now, Ctx& c, const std::string& why, Relaunch how) {
+  const Role r = role();
   const bool was_master = local_ && local_state_ == SmState::Master &&
-                          (role_ == Role::Master || role_ == Role::HandingOver ||
-                           role_ == Role::Starting);
+                          (r == Role::Master || r == Role::HandingOver || r == Role::Starting);
   c.event(EventKind::LocalFailure, why,
-          std::string("role ") + std::string(to_string(role_)) +
-              (was_master ? ", was MASTER" : ""));
+          std::string("role ") + std::string(to_string(r)) + (was_master ? ", was MASTER" : ""));
   local_.reset();
   local_misses_ = 0;
   process_ = ProcessState::Stopped;
-  took_over_from_.reset();
   // After a local failure, while a peer may be taking over (it answered as
   // STANDBY or DISCOVERING, and no MASTER is seen), OpenSM comes back below
   // every standby (yield): the peer's discovery sweep runs at the standby
@@ -377,13 +377,15 @@ void HaMachine::local_down(TimePoint now, Ctx& c, const std::string& why) {
   // the standby priority once a MASTER is seen.
   yield_until_master_ = peer_live() && live_master_peer() == nullptr;
   if (was_master && peer_live()) {
-    enter(Role::Recovering, why + ": restart deferred while a standby takes over", c);
-    restart_at_ = now + policy_.poll_interval * (required_rounds() + 2) + policy_.takeover_bound;
-    recovering_since_ = now;
-    return;
+    enter(RecoveringRole{now, now + policy_.poll_interval * (required_rounds() + 2) + policy_.takeover_bound},
+          why + ": restart deferred while a standby takes over", c);
+    // A hung process is killed now; the restart waits.
+    if (how == Relaunch::ForcedRestart) c.act(StopOpensm{true});
+    return true;
   }
-  enter(Role::Recovering, why, c);
-  start(now, c, why + ": restart as standby");
+  enter(RecoveringRole{now, now}, why, c);
+  if (how != Relaunch::None) start(now, c, why + ": restart as standby", how == Relaunch::ForcedRestart);
+  return false;
 }
 
 void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
@@ -396,33 +398,32 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
       answered_since_start_ = false;
       // Started without our asking (a reload that cleared a supervision
       // failure): it is ours again. At Init the first round decides (adopt()).
-      if (role_ == Role::Recovering) enter(Role::Starting, "OpenSM started without our asking", c);
+      if (role() == Role::Recovering) {
+        yield_below_weak_master();
+        enter(StartingRole{}, "OpenSM started without our asking", c);
+      }
     }
     return;
   }
+  const Role r = role();
+  const bool was_master = (r == Role::Master || r == Role::HandingOver) && local_ &&
+                          local_state_ == SmState::Master;
   if (p == ProcessState::Failed) {
     if (process_ == ProcessState::Failed) return;
     if (process_ == ProcessState::Running) {
-      const bool was_master = (role_ == Role::Master || role_ == Role::HandingOver) && local_ &&
-                              local_state_ == SmState::Master;
-      local_down(now, c, "OpenSM supervision failed");
+      // A start would be refused: the engine waits for the process instead
+      // of asking every round.
+      local_down(now, c, "OpenSM supervision failed", Relaunch::None);
       if (was_master) discover_successor(now, c, "our MASTER's OpenSM exited");
-      // local_down() may have asked for a start the supervisor refuses: the
-      // engine waits for the process instead of asking every round.
-      std::erase_if(c.d.actions, [](const Action& a) {
-        return std::holds_alternative<StartOpensm>(a) ||
-               (std::holds_alternative<RecordEvent>(a) &&
-                std::get<RecordEvent>(a).kind == EventKind::OpensmStarted);
-      });
     } else {
       c.event(EventKind::LocalFailure, "OpenSM supervision failed",
-              std::string("role ") + std::string(to_string(role_)));
+              std::string("role ") + std::string(to_string(r)));
+      enter(RecoveringRole{now, now}, "OpenSM supervision failed", c);
     }
     process_ = ProcessState::Failed;
-    enter(Role::Recovering, "OpenSM supervision failed", c);
     return;
   }
-  if (role_ == Role::Init) {
+  if (r == Role::Init) {
     // smhad start: the first poll round decides (adopt()): an OpenSM may still
     // run on our port (the previous smhad's), and rendering before its answer
     // could dip a MASTER's priority.
@@ -441,9 +442,7 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
     }
     return;
   }
-  const bool was_master = (role_ == Role::Master || role_ == Role::HandingOver) && local_ &&
-                          local_state_ == SmState::Master;
-  local_down(now, c, std::string("OpenSM ") + std::string(to_string(p)));
+  local_down(now, c, std::string("OpenSM ") + std::string(to_string(p)), Relaunch::Start);
   if (was_master) discover_successor(now, c, "our MASTER's OpenSM exited");
 }
 
@@ -470,59 +469,58 @@ void HaMachine::discover_successor(TimePoint now, Ctx& c, const char* why) {
 }
 
 void HaMachine::on_tick(TimePoint now, Ctx& c) {
-  if (role_ == Role::Recovering) {
-    if (recovery_due(now)) start(now, c, "recovery delay over: restart as standby");
+  if (auto* rec = std::get_if<RecoveringRole>(&state_)) tick_recovering(*rec, now, c);
+  else if (auto* t = std::get_if<TakingOverRole>(&state_)) tick_taking_over(*t, now, c);
+  else if (const auto* h = std::get_if<HandingOverRole>(&state_)) tick_handing_over(*h, now, c);
+}
+
+void HaMachine::tick_recovering(RecoveringRole& rec, TimePoint now, Ctx& c) {
+  if (recovery_due(rec, now)) start(now, c, "recovery delay over: restart as standby");
+}
+
+void HaMachine::tick_taking_over(TakingOverRole& t, TimePoint now, Ctx& c) {
+  if (now < t.deadline) return;
+  // DISCOVERING: OpenSM took the DISCOVER and is sweeping; a restart would
+  // only start that sweep over. Wait for it up to sweep_bound.
+  if (t.stage == 0 && local_ && local_state_ == SmState::Discovering &&
+      now - local_answer_at_ <= 2 * policy_.poll_interval && now - t.started < policy_.sweep_bound) {
+    t.deadline = std::min(now + policy_.poll_interval, t.started + policy_.sweep_bound);
     return;
   }
-  if (role_ == Role::TakingOver && now >= deadline_) {
-    // DISCOVERING: OpenSM took the DISCOVER and is sweeping; a restart would
-    // only start that sweep over. Wait for it up to sweep_bound.
-    if (takeover_stage_ == 0 && local_ && local_state_ == SmState::Discovering &&
-        now - local_answer_at_ <= 2 * policy_.poll_interval &&
-        now - takeover_started_ < policy_.sweep_bound) {
-      deadline_ = std::min(now + policy_.poll_interval, takeover_started_ + policy_.sweep_bound);
-      return;
-    }
-    // The SM our port names as master answered MASTER in the last round: there
-    // is a master (one we do not poll as a peer); a restart would fight it.
-    if (port_master_) {
-      enter(Role::Standby, "takeover: the SM our port names as master answers MASTER", c);
-      takeover_stage_ = 0;
-      c.event(EventKind::TakeoverAborted, "a master answered",
-              peer_name(port_master_->guid) + " is MASTER at our port's MasterSMLID",
-              {port_master_->guid});
-      return;
-    }
-    if (takeover_stage_ == 0) {
-      takeover_stage_ = 1;
-      deadline_ = now + policy_.takeover_bound + policy_.start_grace;
-      c.act(RestartOpensm{prio_.master, false});
-      rendered_ = prio_.master;
-      prio_signalled_at_ = prio_wanted_since_ = now;
-      prio_resends_ = 0;
-      started_at_ = now;
-      answered_since_start_ = false;
-      local_misses_ = 0;
-      c.event(EventKind::TakeoverFallback,
-              "local SM not MASTER " + ms(now - takeover_started_) + " after DISCOVER",
-              "restart at priority " + std::to_string(prio_.master));
-    } else {
-      set_alarm(AlarmKind::NoMaster, true,
-                "takeover gave no MASTER within " + ms(now - takeover_started_), c);
-      enter(Role::Standby, "takeover gave no MASTER", c);
-      takeover_stage_ = 0;
-    }
+  // The SM our port names as master answered MASTER in the last round: there
+  // is a master (one we do not poll as a peer); a restart would fight it.
+  if (port_master_) {
+    enter(StandbyRole{}, "takeover: the SM our port names as master answers MASTER", c);
+    c.event(EventKind::TakeoverAborted, "a master answered",
+            peer_name(port_master_->guid) + " is MASTER at our port's MasterSMLID", {port_master_->guid});
     return;
   }
-  if (role_ == Role::HandingOver && now >= deadline_) {
-    const bool local_master = local_ && local_state_ == SmState::Master;
-    set_alarm(AlarmKind::HandoverFailed, true,
-              "no new master within " + ms(policy_.handover_bound), c);
-    c.event(EventKind::HandoverRolledBack,
-            handover_push_ ? "target did not become MASTER" : "master did not hand over",
-            "target " + peer_name(handover_target_), {handover_target_});
-    enter(local_master ? Role::Master : Role::Standby, "handover rolled back", c);
+  if (t.stage == 0) {
+    t.stage = 1;
+    t.deadline = now + policy_.takeover_bound + policy_.start_grace;
+    c.act(RestartOpensm{prio_.master, false});
+    rendered_ = prio_.master;
+    prio_signalled_at_ = prio_wanted_since_ = now;
+    prio_resends_ = 0;
+    started_at_ = now;
+    answered_since_start_ = false;
+    local_misses_ = 0;
+    c.event(EventKind::TakeoverFallback, "local SM not MASTER " + ms(now - t.started) + " after DISCOVER",
+            "restart at priority " + std::to_string(prio_.master));
+    return;
   }
+  set_alarm(AlarmKind::NoMaster, true, "takeover gave no MASTER within " + ms(now - t.started), c);
+  enter(StandbyRole{}, "takeover gave no MASTER", c);
+}
+
+void HaMachine::tick_handing_over(const HandingOverRole& h, TimePoint now, Ctx& c) {
+  if (now < h.deadline) return;
+  const bool local_master = local_ && local_state_ == SmState::Master;
+  set_alarm(AlarmKind::HandoverFailed, true, "no new master within " + ms(policy_.handover_bound), c);
+  c.event(EventKind::HandoverRolledBack, h.push ? "target did not become MASTER" : "master did not hand over",
+          "target " + peer_name(h.target), {h.target});
+  if (local_master) enter(MasterRole{}, "handover rolled back", c);
+  else enter(StandbyRole{}, "handover rolled back", c);
 }
 
 void HaMachine::update_loss(const PollRound& r) {
@@ -594,16 +592,7 @@ void HaMachine::check_alarms(const PollRound& r, TimePoint, Ctx& c) {
             prio + "give every head the same sm_priority and peers[].sm_priority values", c);
 }
 
-void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
-  // Process state first: a round can reveal an exit the runner reported late.
-  if (!process_known_ || r.process != process_) {
-    on_process(r.process, now, c);
-    if (role_ == Role::Starting && r.process == ProcessState::Running && !r.local.info) {
-      // adopted or just started: fall through to update tracks
-    }
-  }
-
-  // Track peers.
+void HaMachine::track_peers(const PollRound& r, TimePoint now) {
   streak_miss_ *= 0.99;
   streak_total_ *= 0.99;
   for (auto& t : peers_) {
@@ -630,8 +619,9 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   if (r.port_master.info && r.port_master.info->state == SmState::Master &&
       r.port_master.info->guid != policy_.own_guid)
     port_master_ = *r.port_master.info;
-  update_loss(r);
-  check_alarms(r, now, c);
+}
+
+void HaMachine::track_local_port(const PollRound& r) {
   if (r.local_port == PortState::Down) {
     local_port_down_ = true;
     port_up_rounds_ = 0;
@@ -642,11 +632,10 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
     if (live_master_peer() == nullptr && (peers_heard || port_up_rounds_ >= 4 * policy_.misses))
       local_port_down_ = false;
   }
+}
 
-  // Local SM.
-  const std::optional<SmState> before =
-      local_ ? std::optional<SmState>(local_state_) : std::nullopt;
-  const bool was_standby = local_ && local_state_ == SmState::Standby;
+void HaMachine::track_local_sm(const PollRound& r, TimePoint now, Ctx& c) {
+  const std::optional<SmState> before = local_ ? std::optional<SmState>(local_state_) : std::nullopt;
   if (r.local.info) {
     local_ = *r.local.info;
     local_misses_ = 0;
@@ -654,7 +643,7 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
     local_alive_at_ = r.sent_at.value_or(now);
     answered_since_start_ = true;
     // At Init the answer is an OpenSM smhad adopts (adopt()), not a change.
-    if (role_ != Role::Init && (!before || *before != r.local.info->state)) {
+    if (role() != Role::Init && (!before || *before != r.local.info->state)) {
       const SmState old = before.value_or(SmState::NotActive);
       local_state_ = r.local.info->state;
       RecordEvent changed{EventKind::StateChanged,
@@ -665,11 +654,13 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
       c.act(RunHook{"transition", local_state_, old, rendered_});
     }
     local_state_ = r.local.info->state;
+    set_alarm(AlarmKind::LocalSmHung, false, "", c);
   } else if (r.local.queried && process_ == ProcessState::Running) {
     ++local_misses_;
   }
-  if (r.local.info) set_alarm(AlarmKind::LocalSmHung, false, "", c);
+}
 
+void HaMachine::track_master(const PollRound& r) {
   master_seen_.reset();
   if (r.local.info && r.local.info->state == SmState::Master) master_seen_ = policy_.own_guid;
   else if (const auto* m = live_master_peer()) master_seen_ = m->last->guid;
@@ -678,146 +669,152 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   // runs at the master value: a new master's first SIGHUP may have been lost
   // (verify_priority() repeats it), and at its standby value it would not
   // outrank us at ours. A master that is not a head has no master value.
-  if (master_seen_) {
-    if (*master_seen_ == policy_.own_guid) yield_until_master_ = false;
-    else if (const auto* m = live_master_peer()) {
-      if (m->last->priority >= prio_.master) yield_until_master_ = false;
-    } else if (port_master_) {
-      const bool head = std::any_of(peers_.begin(), peers_.end(), [&](const PeerTrack& t) {
-        return t.spec.guid == port_master_->guid;
-      });
-      if (!head || port_master_->priority >= prio_.master) yield_until_master_ = false;
-    }
+  if (!master_seen_) return;
+  if (*master_seen_ == policy_.own_guid) {
+    yield_until_master_ = false;
+  } else if (const auto* m = live_master_peer()) {
+    if (m->last->priority >= prio_.master) yield_until_master_ = false;
+  } else if (port_master_) {
+    const bool head = std::any_of(peers_.begin(), peers_.end(),
+                                  [&](const PeerTrack& t) { return t.spec.guid == port_master_->guid; });
+    if (!head || port_master_->priority >= prio_.master) yield_until_master_ = false;
   }
+}
+
+void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
+  // Process state first: a round can reveal an exit the runner reported late.
+  if (!process_known_ || r.process != process_) on_process(r.process, now, c);
+  track_peers(r, now);
+  update_loss(r);
+  check_alarms(r, now, c);
+  track_local_port(r);
+  const bool was_standby = local_ && local_state_ == SmState::Standby;
+  track_local_sm(r, now, c);
+  track_master(r);
 
   // The first round decides what to do with OpenSM; an adopted one is then
   // judged in this same round (e.g. the second of two masters yields now).
-  if (role_ == Role::Init) adopt(r, now, c);
-  if (role_ == Role::Recovering) {
-    if (process_ != ProcessState::Running && process_ != ProcessState::Failed &&
-        live_master_peer() != nullptr)
-      start(now, c, "a peer is MASTER: restart as standby");
-    else if (recovery_due(now))
-      start(now, c, "recovery delay over: restart as standby");
-    return;
-  }
+  if (role() == Role::Init) adopt(r, now, c);
+  if (auto* rec = std::get_if<RecoveringRole>(&state_)) return round_recovering(*rec, now, c);
   if (process_ != ProcessState::Running) return;
+  if (consider_fence(r, now, c) || !r.local.info) return;
 
-  // Hung local OpenSM: running, port up, DR hop 0 unanswered for `misses` rounds
-  // and `hang_timeout` (a short CPU stall of OpenSM or of us is not a hang). Fence it.
-  // The start grace covers only a fresh OpenSM that has not answered yet. Only
-  // a process the kernel shows stopped, or a MASTER a peer has already
-  // replaced, is fenced that fast; one that runs but is silent (busy) gets
-  // `unresponsive_timeout` — a standby too: its peer answering MASTER is the
-  // normal case, and a standby starved of CPU for a moment is no hang (the
-  // loss soak under load saw one killed after 0.4 s of silence).
+  const SmState ls = r.local.info->state;
+  switch (role()) {
+    case Role::Init:
+    case Role::Starting: round_starting(ls, c); break;
+    case Role::Standby: round_standby(r, ls, was_standby, now, c); break;
+    case Role::Master: round_master(ls, c); break;
+    case Role::TakingOver: round_taking_over(std::get<TakingOverRole>(state_), ls, now, c); break;
+    case Role::HandingOver: round_handing_over(std::get<HandingOverRole>(state_), ls, now, c); break;
+    case Role::Recovering: break;  // handled above
+  }
+  after_round(r, now, c);
+}
+
+void HaMachine::round_recovering(RecoveringRole& rec, TimePoint now, Ctx& c) {
+  if (process_ != ProcessState::Running && process_ != ProcessState::Failed && live_master_peer() != nullptr)
+    start(now, c, "a peer is MASTER: restart as standby");
+  else if (recovery_due(rec, now))
+    start(now, c, "recovery delay over: restart as standby");
+}
+
+// Hung local OpenSM: running, port up, DR hop 0 unanswered for `misses` rounds
+// and `hang_timeout` (a short CPU stall of OpenSM or of us is not a hang). Fence it.
+// The start grace covers only a fresh OpenSM that has not answered yet. Only
+// a process the kernel shows stopped, or a MASTER a peer has already
+// replaced, is fenced that fast; one that runs but is silent (busy) gets
+// `unresponsive_timeout` — a standby too: its peer answering MASTER is the
+// normal case, and a standby starved of CPU for a moment is no hang (the
+// loss soak under load saw one killed after 0.4 s of silence).
+bool HaMachine::consider_fence(const PollRound& r, TimePoint now, Ctx& c) {
   const bool replaced_master = local_state_ == SmState::Master && live_master_peer() != nullptr;
   const TimePoint fence_at =
       std::max(local_alive_at_, started_at_) +
       (r.local_stopped || replaced_master ? policy_.hang_timeout : policy_.unresponsive_timeout);
-  if (!r.local.info && local_misses_ >= policy_.misses &&
+  if (r.local.info) return false;
+  if (local_misses_ >= policy_.misses &&
       (answered_since_start_ || (!policy_.observe && now - started_at_ >= policy_.start_grace)) &&
-      now >= fence_at &&
-      r.local_port != PortState::Down) {
+      now >= fence_at && r.local_port != PortState::Down) {
     set_alarm(AlarmKind::LocalSmHung, true,
-              "no SMInfo answer from local OpenSM for " + std::to_string(local_misses_) + " rounds",
-              c);
+              "no SMInfo answer from local OpenSM for " + std::to_string(local_misses_) + " rounds", c);
     const bool was_master = local_ && local_state_ == SmState::Master;
     c.event(EventKind::FenceLocal, "local OpenSM unresponsive",
-            std::to_string(local_misses_) + " rounds unanswered by DR hop 0" +
-                (was_master ? ", was MASTER" : ""));
-    local_down(now, c, "local OpenSM hung");
-    if (role_ == Role::Recovering) {
-      // local_down() deferred the restart: we were MASTER and a peer answers
-      // STANDBY. The process may still answer until the kill lands, so the
-      // DISCOVER waits for its exit (on_process()).
-      c.act(StopOpensm{true});
-      discover_on_exit_ = was_master;
-    } else {
-      // local_down() emitted StartOpensm: make it a forced restart.
-      for (auto& a : c.d.actions)
-        if (auto* s = std::get_if<StartOpensm>(&a)) a = RestartOpensm{s->priority, true};
-    }
-    return;
+            std::to_string(local_misses_) + " rounds unanswered by DR hop 0" + (was_master ? ", was MASTER" : ""));
+    // Deferred (we were MASTER and a peer answers STANDBY): the process may
+    // still answer until the kill lands, so the DISCOVER waits for its exit
+    // (on_process()).
+    if (local_down(now, c, "local OpenSM hung", Relaunch::ForcedRestart)) discover_on_exit_ = was_master;
+    return true;
   }
-  if (!r.local.info) {  // nothing more to decide without our own SM's view
-    c.d.poll_soon = true;
-    // When the silence will reach its threshold (the agent phases the rounds
-    // to it); not for a fresh OpenSM that has not answered yet: the start
-    // grace covers it.
-    if (answered_since_start_ && r.local_port != PortState::Down)
-      c.d.fence_due = fence_at;
-    return;
-  }
+  // Nothing more to decide without our own SM's view: the next round soon,
+  // and when the silence will reach its threshold (the agent phases the
+  // rounds to it); not for a fresh OpenSM that has not answered yet: the
+  // start grace covers it.
+  c.d.poll_soon = true;
+  if (answered_since_start_ && r.local_port != PortState::Down) c.d.fence_due = fence_at;
+  return false;
+}
 
+void HaMachine::round_starting(SmState ls, Ctx& c) {
+  if (ls == SmState::Master) enter(MasterRole{}, "local SM answers MASTER", c);
+  else if (ls == SmState::Standby) enter(StandbyRole{}, "local SM answers STANDBY", c);
+}
+
+void HaMachine::round_standby(const PollRound& r, SmState ls, bool was_standby, TimePoint now, Ctx& c) {
+  // Our SM left STANDBY without our DISCOVER while the master is lost
+  // (sweeping with no MASTER seen, or already MASTER while the head that
+  // was MASTER no longer answers; a handover leaves that head answering
+  // STANDBY). Not with our port down: OpenSM then lost its own port.
+  if (was_standby && r.local_port == PortState::Up &&
+      ((ls == SmState::Discovering && !master_seen_) || (ls == SmState::Master && unanswered_master()))) {
+    swept_takeover(now, c);
+    if (ls == SmState::Master) takeover_done(std::get<TakingOverRole>(state_), now, c);
+  } else if (ls == SmState::Master) {
+    enter(MasterRole{}, "local SM answers MASTER", c);
+  }
+}
+
+void HaMachine::round_master(SmState ls, Ctx& c) {
+  if (ls == SmState::Standby || ls == SmState::Discovering)
+    enter(StandbyRole{}, "local SM answers " + std::string(to_string(ls)), c);
+}
+
+void HaMachine::round_taking_over(TakingOverRole& t, SmState ls, TimePoint now, Ctx& c) {
+  if (ls == SmState::Master) {
+    takeover_done(t, now, c);
+  } else if (const PeerTrack* m = live_master_peer(); m != nullptr || port_master_) {
+    const Guid master = m != nullptr ? m->spec.guid : port_master_->guid;
+    enter(StandbyRole{}, "takeover aborted: a master answered", c);
+    c.event(EventKind::TakeoverAborted, "a master answered", peer_name(master) + " is MASTER", {master});
+  } else {
+    tick_taking_over(t, now, c);
+  }
+}
+
+// Done only once the target answers MASTER at the master value: until its
+// smhad has rendered that, it runs at its standby value, and our standby value
+// (equal, or higher by configuration; a lower GUID wins a tie) would make
+// OpenSM's next election hand mastership back to us. Until then we keep the
+// yield value.
+void HaMachine::round_handing_over(const HandingOverRole& h, SmState ls, TimePoint now, Ctx& c) {
+  const PeerTrack* m = live_master_peer();
+  if (h.push && ls != SmState::Master && m != nullptr && m->last->priority >= prio_.master) {
+    enter(StandbyRole{}, "handed over: the target answers MASTER", c);
+    set_alarm(AlarmKind::HandoverFailed, false, "", c);
+    c.event(EventKind::HandoverDone, "handed over", peer_name(m->spec.guid) + " is MASTER", {m->spec.guid});
+  } else if (!h.push && ls == SmState::Master) {
+    enter(MasterRole{}, "took over by request: local SM answers MASTER", c);
+    set_alarm(AlarmKind::HandoverFailed, false, "", c);
+    c.event(EventKind::HandoverDone, "took over by request", "local SM is MASTER");
+  } else {
+    tick_handing_over(h, now, c);
+  }
+}
+
+void HaMachine::after_round(const PollRound& r, TimePoint now, Ctx& c) {
   const SmState ls = r.local.info->state;
-  switch (role_) {
-    case Role::Init:
-    case Role::Starting:
-      if (ls == SmState::Master) enter(Role::Master, "local SM answers MASTER", c);
-      else if (ls == SmState::Standby) enter(Role::Standby, "local SM answers STANDBY", c);
-      break;
-    case Role::Standby: {
-      // Our SM left STANDBY without our DISCOVER while the master is lost
-      // (sweeping with no MASTER seen, or already MASTER while the head that
-      // was MASTER no longer answers; a handover leaves that head answering
-      // STANDBY). Not with our port down: OpenSM then lost its own port.
-      const bool lost_head_master = std::any_of(peers_.begin(), peers_.end(), [](const PeerTrack& t) {
-        return t.last && t.last->state == SmState::Master && !t.answered;
-      });
-      if (was_standby && r.local_port == PortState::Up &&
-          ((ls == SmState::Discovering && !master_seen_) || (ls == SmState::Master && lost_head_master))) {
-        swept_takeover(now, c);
-        if (ls == SmState::Master) takeover_done(now, c);
-      } else if (ls == SmState::Master) {
-        enter(Role::Master, "local SM answers MASTER", c);
-      }
-      break;
-    }
-    case Role::Master:
-      if (ls == SmState::Standby || ls == SmState::Discovering)
-        enter(Role::Standby, "local SM answers " + std::string(to_string(ls)), c);
-      break;
-    case Role::TakingOver:
-      if (ls == SmState::Master) {
-        takeover_done(now, c);
-      } else if (live_master_peer() != nullptr || port_master_) {
-        enter(Role::Standby, "takeover aborted: a master answered", c);
-        const Guid master = live_master_peer() ? live_master_peer()->spec.guid : port_master_->guid;
-        c.event(EventKind::TakeoverAborted, "a master answered", peer_name(master) + " is MASTER",
-                {master});
-        takeover_stage_ = 0;
-      } else if (now >= deadline_) {
-        on_tick(now, c);
-      }
-      break;
-    case Role::HandingOver:
-      // Done only once the target answers MASTER at the master value: until
-      // its smhad has rendered that, it runs at its standby value, and our
-      // standby value (equal, or higher by configuration; a lower GUID wins a
-      // tie) would make OpenSM's next election hand mastership back to us.
-      // Until then we keep the yield value.
-      if (handover_push_ && ls != SmState::Master && live_master_peer() != nullptr &&
-          live_master_peer()->last->priority >= prio_.master) {
-        enter(Role::Standby, "handed over: the target answers MASTER", c);
-        set_alarm(AlarmKind::HandoverFailed, false, "", c);
-        c.event(EventKind::HandoverDone, "handed over",
-                peer_name(live_master_peer()->spec.guid) + " is MASTER",
-                {live_master_peer()->spec.guid});
-      } else if (!handover_push_ && ls == SmState::Master) {
-        enter(Role::Master, "took over by request: local SM answers MASTER", c);
-        set_alarm(AlarmKind::HandoverFailed, false, "", c);
-        c.event(EventKind::HandoverDone, "took over by request", "local SM is MASTER");
-      } else if (now >= deadline_) {
-        on_tick(now, c);
-      }
-      break;
-    case Role::Recovering:
-      break;
-  }
-
-  if (role_ != Role::Master) local_port_down_ = false;
-  if (role_ != Role::Master && role_ != Role::TakingOver) took_over_from_.reset();
+  if (role() != Role::Master) local_port_down_ = false;
   // A change this step asks for is signalled by sync_priority(); verify the one before.
   if (desired_priority() == rendered_) verify_priority(r, now, c);
 
@@ -827,7 +824,7 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   // already running (then it waits for transaction timeouts). A master that
   // has not noticed by the next round is restarted as standby: otherwise, when
   // the link comes back after a peer took over, there would be two masters.
-  if (role_ == Role::Master && r.local_port == PortState::Down && ls == SmState::Master && !peers_.empty()) {
+  if (role() == Role::Master && r.local_port == PortState::Down && ls == SmState::Master && !peers_.empty()) {
     if (++port_down_master_rounds_ >= 2) {
       c.event(EventKind::FenceLocal, "local port down and OpenSM still MASTER",
               "port down for " + std::to_string(port_down_master_rounds_) +
@@ -848,20 +845,18 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   // Counted only while our own SM answers STANDBY: rounds in which it was
   // still starting or sweeping say nothing about a master (OpenSM goes STANDBY
   // only after its sweep found one, which a peer we cannot address may be).
-  if (master_seen_ || r.local.info->state != SmState::Standby) {
+  if (master_seen_ || ls != SmState::Standby) {
     no_master_rounds_ = 0;
   } else if (peers_queried || r.peers.empty()) {
     if (no_master_rounds_ == 0) no_master_since_ = now;
     ++no_master_rounds_;
   }
 
-  c.d.poll_soon = !r.local.info || (!master_seen_ && role_ != Role::Master);
-  if (role_ == Role::Standby) consider_takeover(r, now, c);
-  if (role_ == Role::Master) consider_split_brain(r, now, c);
-  else dual_since_.reset();
-  if (role_ == Role::Standby) consider_preempt(r, now, c);
-  else healthy_since_.reset();
-  if (role_ != Role::Master && role_ != Role::HandingOver) {
+  c.d.poll_soon = !master_seen_ && role() != Role::Master;
+  if (role() == Role::Standby) consider_takeover(r, now, c);
+  if (auto* m = std::get_if<MasterRole>(&state_)) consider_split_brain(*m, r, now, c);
+  if (auto* s = std::get_if<StandbyRole>(&state_)) consider_preempt(*s, r, now, c);
+  if (role() != Role::Master && role() != Role::HandingOver) {
     set_alarm(AlarmKind::TwoMasters, false, "", c);
     set_alarm(AlarmKind::IgnoreOtherSm, false, "", c);
   }
@@ -875,23 +870,23 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
 // Nothing answers: OpenSM is started as at any start. One that smhad took over
 // at start (OpensmControl::adopt_running(): it runs, but its first answer is
 // late on a busy machine) is waited for at Init, rendering nothing, so a
-// MASTER is never given a standby value first; the hang rule in on_round()
-// fences it if it stays silent past the start grace.
+// MASTER is never given a standby value first; the hang rule in
+// consider_fence() fences it if it stays silent past the start grace.
 void HaMachine::adopt(const PollRound& r, TimePoint now, Ctx& c) {
   if (!r.local.info) {
     if (process_ == ProcessState::Running) return;
     if (process_ == ProcessState::Failed) {
-      enter(Role::Recovering, "smhad start: OpenSM supervision failed", c);
+      enter(RecoveringRole{now, now}, "smhad start: OpenSM supervision failed", c);
       return;
     }
     start(now, c, "smhad start: OpenSM not running");
     return;
   }
   const SmInfo& l = *r.local.info;
-  enter(l.state == SmState::Master    ? Role::Master
-        : l.state == SmState::Standby ? Role::Standby
-                                      : Role::Starting,
-        "smhad start: adopted the running OpenSM, " + std::string(to_string(l.state)), c);
+  const std::string why = "smhad start: adopted the running OpenSM, " + std::string(to_string(l.state));
+  if (l.state == SmState::Master) enter(MasterRole{}, why, c);
+  else if (l.state == SmState::Standby) enter(StandbyRole{}, why, c);
+  else enter(StartingRole{}, why, c);
   local_ = l;
   local_state_ = l.state;
   local_answer_at_ = now;
@@ -919,10 +914,8 @@ void HaMachine::adopt(const PollRound& r, TimePoint now, Ctx& c) {
   master_seen_.reset();
   if (l.state == SmState::Master) master_seen_ = policy_.own_guid;
   else if (const auto* m = live_master_peer()) master_seen_ = m->last->guid;
-  c.event(EventKind::Adopted,
-          "OpenSM already runs on our port as " + std::string(to_string(l.state)),
-          "priority " + std::to_string(l.priority) + "; " + how + "; role " +
-              std::string(to_string(role_)));
+  c.event(EventKind::Adopted, "OpenSM already runs on our port as " + std::string(to_string(l.state)),
+          "priority " + std::to_string(l.priority) + "; " + how + "; role " + std::string(to_string(role())));
 }
 
 void HaMachine::consider_takeover(const PollRound& r, TimePoint now, Ctx& c) {
@@ -974,41 +967,39 @@ void HaMachine::consider_takeover(const PollRound& r, TimePoint now, Ctx& c) {
               std::to_string(round_miss_estimate()) +
               "); local SM STANDBY answers; local port up; " + std::to_string(above) +
               " higher-ranked live standbys";
-  took_over_from_.reset();
-  for (const auto& t : peers_)
-    if (t.last && t.last->state == SmState::Master && !t.answered) took_over_from_ = t.spec.guid;
   c.act(SendDiscover{});
-  swept_ = false;
   std::vector<Guid> lost;
   if (auto g = lost_master()) lost.push_back(*g);
   c.event(EventKind::TakeoverStarted, "master lost", evidence, lost);
-  enter(Role::TakingOver, "master lost", c);
-  takeover_stage_ = 0;
-  takeover_started_ = now;
-  deadline_ = now + policy_.takeover_bound;
+  enter(TakingOverRole{now, now + policy_.takeover_bound, 0, false, unanswered_master()}, "master lost", c);
 }
 
 // Our STANDBY SM left STANDBY (for DISCOVERING, or already MASTER) by itself
 // while the master is lost: the lost master's smhad sent it DISCOVER
 // (DiscoverPeer), or OpenSM's own polling of the master gave up. That is a
 // takeover; it is followed (and recorded) as one started by our own DISCOVER.
+// Our STANDBY SM left STANDBY (for DISCOVERING, or already MASTER) by itself
+// while the master is lost: the lost master's smhad sent it DISCOVER
+// (DiscoverPeer), or OpenSM's own polling of the master gave up. That is a
+// takeover; it is followed (and recorded) as one started by our own DISCOVER.
 void HaMachine::swept_takeover(TimePoint now, Ctx& c) {
-  took_over_from_.reset();
-  for (const auto& t : peers_)
-    if (t.last && t.last->state == SmState::Master && !t.answered) took_over_from_ = t.spec.guid;
+  const std::optional<Guid> from = unanswered_master();
   std::vector<Guid> lost;
   std::string evidence = "local SM went STANDBY->" + std::string(to_string(local_state_)) +
                          " without our DISCOVER";
   if (auto g = lost_master()) {
     lost.push_back(*g);
-    evidence += "; " + peer_name(*g) + " (last MASTER) " + (took_over_from_ == g ? "unanswered" : "no longer MASTER");
+    evidence += "; " + peer_name(*g) + " (last MASTER) " + (from == g ? "unanswered" : "no longer MASTER");
   }
   c.event(EventKind::TakeoverStarted, "master lost: local SM left STANDBY", evidence, lost);
-  enter(Role::TakingOver, "master lost: local SM left STANDBY", c);
-  swept_ = true;
-  takeover_stage_ = 0;
-  takeover_started_ = now;
-  deadline_ = now + policy_.takeover_bound;
+  enter(TakingOverRole{now, now + policy_.takeover_bound, 0, true, from}, "master lost: local SM left STANDBY", c);
+}
+
+std::optional<Guid> HaMachine::unanswered_master() const {
+  std::optional<Guid> g;
+  for (const auto& t : peers_)
+    if (t.last && t.last->state == SmState::Master && !t.answered) g = t.spec.guid;
+  return g;
 }
 
 std::optional<Guid> HaMachine::lost_master() const {
@@ -1021,21 +1012,21 @@ std::optional<Guid> HaMachine::lost_master() const {
   return lost->spec.guid;
 }
 
-void HaMachine::takeover_done(TimePoint now, Ctx& c) {
-  enter(Role::Master, "takeover done: local SM answers MASTER", c);
+void HaMachine::takeover_done(const TakingOverRole& t, TimePoint now, Ctx& c) {
+  const std::string how = ms(now - t.started) + (t.swept ? " after it left STANDBY" : " after DISCOVER");
+  MasterRole m;
+  m.took_over_from = t.took_over_from;
+  enter(m, "takeover done: local SM answers MASTER", c);  // t is gone from here on
   set_alarm(AlarmKind::NoMaster, false, "", c);
-  c.event(EventKind::TakeoverDone, "local SM is MASTER",
-          ms(now - takeover_started_) + (swept_ ? " after it left STANDBY" : " after DISCOVER"));
-  takeover_stage_ = 0;
-  swept_ = false;
+  c.event(EventKind::TakeoverDone, "local SM is MASTER", how);
 }
 
-void HaMachine::consider_split_brain(const PollRound& r, TimePoint now, Ctx& c) {
+void HaMachine::consider_split_brain(MasterRole& m, const PollRound& r, TimePoint now, Ctx& c) {
   const PeerTrack* other = nullptr;
   for (const auto& t : peers_)
     if (t.answered && t.last->state == SmState::Master) other = &t;
   if (!other) {
-    dual_since_.reset();
+    m.dual_since.reset();
     set_alarm(AlarmKind::TwoMasters, false, "", c);
     set_alarm(AlarmKind::IgnoreOtherSm, false, "", c);
     return;
@@ -1043,12 +1034,12 @@ void HaMachine::consider_split_brain(const PollRound& r, TimePoint now, Ctx& c) 
   // A different master, or the same one at a new priority or with a lower
   // ActCount (its OpenSM restarted: it yielded and came back), is a new overlap.
   const SmInfo& o = *other->last;
-  if (!dual_since_ || o.guid != dual_with_ || o.priority != dual_prio_ || o.act_count < dual_act_) {
-    dual_since_ = now;
-    dual_with_ = o.guid;
-    dual_prio_ = o.priority;
+  if (!m.dual_since || o.guid != m.dual_with || o.priority != m.dual_prio || o.act_count < m.dual_act) {
+    m.dual_since = now;
+    m.dual_with = o.guid;
+    m.dual_prio = o.priority;
   }
-  dual_act_ = o.act_count;
+  m.dual_act = o.act_count;
   const auto& me = *r.local.info;
   // Rank as OpenSM (observed priority, then lower GUID), except that two masters
   // at the same rendered priority (both render the master value) are ranked by
@@ -1077,19 +1068,18 @@ void HaMachine::consider_split_brain(const PollRound& r, TimePoint now, Ctx& c) 
   const Duration stale_wait = 2 * policy_.poll_interval + policy_.query_window;
   Duration wait = policy_.poll_interval;
   if (stale) wait = Duration{0};
-  else if (lower) wait = took_over_from_ == o.guid ? stale_wait : Duration{0};
-  if (now - *dual_since_ >= std::max(wait, 5 * policy_.poll_interval))
+  else if (lower) wait = m.took_over_from == o.guid ? stale_wait : Duration{0};
+  const Duration overlap = now - *m.dual_since;
+  if (overlap >= std::max(wait, 5 * policy_.poll_interval))
     set_alarm(AlarmKind::IgnoreOtherSm, true,
-              detail + " for " + ms(now - *dual_since_) +
-                  ": check sm_key and ignore_other_sm on both heads",
-              c);
-  if (now - *dual_since_ < wait) return;
+              detail + " for " + ms(overlap) + ": check sm_key and ignore_other_sm on both heads", c);
+  if (overlap < wait) return;
   c.event(EventKind::SplitBrainYield,
           stale   ? "our port was down while the other took over"
           : lower ? "lower-ranked of two masters"
                   : "other master did not yield",
           detail, {other->spec.guid});
-  restart_as_standby(now, c);
+  restart_as_standby(now, c);  // m is gone from here on
 }
 
 void HaMachine::restart_as_standby(TimePoint now, Ctx& c) {
@@ -1097,32 +1087,27 @@ void HaMachine::restart_as_standby(TimePoint now, Ctx& c) {
   rendered_ = prio_.standby;
   prio_signalled_at_ = prio_wanted_since_ = now;
   prio_resends_ = 0;
-  enter(Role::Starting, "restarted as standby", c);
+  enter(StartingRole{}, "restarted as standby", c);
   started_at_ = now;
   answered_since_start_ = false;
   local_.reset();
   local_misses_ = 0;
-  dual_since_.reset();
   local_port_down_ = false;
-  took_over_from_.reset();
 }
 
-void HaMachine::consider_preempt(const PollRound& r, TimePoint now, Ctx& c) {
+void HaMachine::consider_preempt(StandbyRole& s, const PollRound& r, TimePoint now, Ctx& c) {
   const Guid preferred = preferred_head(policy_);
   const PeerTrack* m = live_master_peer();
   const bool healthy = policy_.failback == FailbackMode::Preempt && preferred == policy_.own_guid &&
                        r.local.info->state == SmState::Standby && m != nullptr && alarms_.empty();
   if (!healthy) {
-    healthy_since_.reset();
+    s.healthy_since.reset();
     return;
   }
-  if (!healthy_since_) healthy_since_ = now;
-  if (now - *healthy_since_ < policy_.preempt_hold_down) return;
-  healthy_since_.reset();
-  handover_push_ = false;
-  handover_target_ = policy_.own_guid;
-  enter(Role::HandingOver, "preempt: preferred head takes mastership back", c);
-  deadline_ = now + policy_.handover_bound;
+  if (!s.healthy_since) s.healthy_since = now;
+  if (now - *s.healthy_since < policy_.preempt_hold_down) return;
+  enter(HandingOverRole{false, policy_.own_guid, now + policy_.handover_bound},
+        "preempt: preferred head takes mastership back", c);
   RecordEvent started{EventKind::HandoverStarted, "preempt: preferred head takes mastership back",
                       "healthy for " + ms(policy_.preempt_hold_down) + "; master " + peer_name(m->spec.guid),
                       {m->spec.guid}};
@@ -1134,8 +1119,8 @@ void HaMachine::on_handover(const HandoverRequest& h, TimePoint now, Ctx& c) {
   auto reject = [&](std::string why, std::vector<Guid> nodes = {}) {
     c.event(EventKind::HandoverRejected, std::move(why), {}, std::move(nodes));
   };
-  const bool local_master = role_ == Role::Master && local_ && local_state_ == SmState::Master;
-  if (local_master) {
+  HandingOverRole next{false, policy_.own_guid, now + policy_.handover_bound};
+  if (role() == Role::Master && local_ && local_state_ == SmState::Master) {
     // Push: drop below every standby; OpenSM's heavy sweep hands over to the
     // highest-ranked standby, so the target must be that one.
     const PeerTrack* best = nullptr;
@@ -1148,22 +1133,20 @@ void HaMachine::on_handover(const HandoverRequest& h, TimePoint now, Ctx& c) {
       return reject(peer_name(*h.target) + " is not the highest-ranked live standby (" +
                         peer_name(best->spec.guid) + " is); run the handover on the target head",
                     {*h.target, best->spec.guid});
-    handover_push_ = true;
-    handover_target_ = best->spec.guid;
-  } else if (role_ == Role::Standby && local_ && local_state_ == SmState::Standby) {
+    next.push = true;
+    next.target = best->spec.guid;
+  } else if (role() == Role::Standby && local_ && local_state_ == SmState::Standby) {
     if (h.target && *h.target != policy_.own_guid)
       return reject("this head is STANDBY: it can only pull mastership to itself");
-    const PeerTrack* m = live_master_peer();
-    if (!m) return reject("no live master to take over from");
-    handover_push_ = false;
-    handover_target_ = policy_.own_guid;
+    if (live_master_peer() == nullptr) return reject("no live master to take over from");
   } else {
-    return reject(std::string("not in a steady role (") + std::string(to_string(role_)) + ")");
+    return reject(std::string("not in a steady role (") + std::string(to_string(role())) + ")");
   }
-  enter(Role::HandingOver, handover_push_ ? "handover requested: push" : "handover requested: pull", c);
-  deadline_ = now + policy_.handover_bound;
-  c.event(EventKind::HandoverStarted, handover_push_ ? "by request: push" : "by request: pull",
-          "target " + peer_name(handover_target_), {handover_target_});
+  const Guid target = next.target;
+  const bool push = next.push;
+  enter(next, push ? "handover requested: push" : "handover requested: pull", c);
+  c.event(EventKind::HandoverStarted, push ? "by request: push" : "by request: pull", "target " + peer_name(target),
+          {target});
 }
 
 }  // namespace smha::sm

@@ -165,6 +165,7 @@ TEST_CASE("Adoption: an OpenSM taken over at smhad start that answers late is wa
   REQUIRE(r);
   CHECK(r->priority == 9);
   CHECK(r->force);
+  CHECK(count<StartOpensm>(acts) == 0);  // one forced restart, not a start turned into one
 }
 
 TEST_CASE("Takeover: none while the SM at our port's MasterSMLID answers MASTER", "[sm][port_master]") {

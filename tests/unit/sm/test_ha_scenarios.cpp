@@ -399,7 +399,12 @@ TEST_CASE("Supervision failed: the engine records it once, does not ask for a st
   CHECK(has_event(d.actions, EventKind::LocalFailure));
   CHECK(count<StartOpensm>(d.actions) == 0);
   CHECK(count<RestartOpensm>(d.actions) == 0);
+  CHECK_FALSE(has_event(d.actions, EventKind::OpensmStarted));
   CHECK(rig.m.status().role == Role::Recovering);
+  // Decided, not retracted: one change of role, no start asked for and taken back.
+  REQUIRE(d.role_changes.size() == 1);
+  CHECK(d.role_changes[0].from == Role::Standby);
+  CHECK(d.role_changes[0].to == Role::Recovering);
   auto acts = rig.polls(50, round(Local{kSilent}, {Peer{M, 11}}, {}, ProcessState::Failed));
   CHECK(count<StartOpensm>(acts) == 0);
   CHECK_FALSE(has_event(acts, EventKind::LocalFailure));

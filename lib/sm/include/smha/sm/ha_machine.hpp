@@ -262,19 +262,98 @@ class HaMachine {
   };
   struct Ctx;
 
+  // ---- Roles and what each keeps while it lasts --------------------------
+  // The engine is in exactly one of these; entering another drops the old
+  // one's data (enter()). The alternatives are in Role's order: role() is the
+  // index.
+  struct InitRole {};
+  struct StartingRole {};
+  struct StandbyRole {
+    // Preempt failback: since when this preferred head has been a healthy
+    // standby beside a live master (consider_preempt()).
+    std::optional<TimePoint> healthy_since;
+  };
+  struct MasterRole {
+    // The master we took over from (set by a takeover). If it shows up as
+    // MASTER again it is the stale one: its smhad yields at once, so we give
+    // it time before yielding by rank.
+    std::optional<Guid> took_over_from;
+    // Split brain: since when another head answers MASTER beside us, and that
+    // master as first seen in this overlap: a new priority or a lower ActCount
+    // means its OpenSM restarted (it yielded), so the overlap starts over.
+    std::optional<TimePoint> dual_since;
+    Guid dual_with{};
+    std::uint8_t dual_prio = 0;
+    std::uint32_t dual_act = 0;
+  };
+  struct TakingOverRole {
+    TimePoint started{};
+    TimePoint deadline{};
+    // 0: DISCOVER sent (or our SM left STANDBY by itself); 1: the fallback
+    // restart at the master priority is under way.
+    int stage = 0;
+    bool swept = false;  // started by our SM leaving STANDBY, not by our DISCOVER
+    std::optional<Guid> took_over_from;  // passed on to MasterRole
+  };
+  struct RecoveringRole {
+    TimePoint since{};       // when local_down() deferred the restart
+    TimePoint restart_at{};  // the restart is due (recovery_due())
+  };
+  struct HandingOverRole {
+    bool push = false;  // we are MASTER and hand over; false: we pull mastership here
+    Guid target{};
+    TimePoint deadline{};
+  };
+  using RoleState = std::variant<InitRole, StartingRole, StandbyRole, MasterRole, TakingOverRole,
+                                 RecoveringRole, HandingOverRole>;
+  Role role() const { return static_cast<Role>(state_.index()); }
+  // The one place the role changes: records the change and its cause. Entering
+  // the role the engine is already in changes nothing.
+  void enter(const RoleState& to, std::string why, Ctx& c);
+
+  // ---- Observations -------------------------------------------------------
   void on_round(const PollRound& r, TimePoint now, Ctx& c);
   void on_process(ProcessState p, TimePoint now, Ctx& c);
   void on_tick(TimePoint now, Ctx& c);
   void on_handover(const HandoverRequest& h, TimePoint now, Ctx& c);
 
+  // What a round shows, whatever the role.
+  void track_peers(const PollRound& r, TimePoint now);
+  void track_local_port(const PollRound& r);
+  void track_local_sm(const PollRound& r, TimePoint now, Ctx& c);
+  void track_master(const PollRound& r);
   void update_loss(const PollRound& r);
   void check_alarms(const PollRound& r, TimePoint now, Ctx& c);
+  // Fences a hung local OpenSM; true when it did. Otherwise, with our SM
+  // silent, asks for the next round soon (and when the fence would be due).
+  bool consider_fence(const PollRound& r, TimePoint now, Ctx& c);
+
+  // One handler per role for a round in which our SM answered `ls`
+  // (Init: a round adopt() left undecided is handled as Starting).
+  void round_starting(SmState ls, Ctx& c);
+  void round_standby(const PollRound& r, SmState ls, bool was_standby, TimePoint now, Ctx& c);
+  void round_master(SmState ls, Ctx& c);
+  void round_taking_over(TakingOverRole& t, SmState ls, TimePoint now, Ctx& c);
+  void round_handing_over(const HandingOverRole& h, SmState ls, TimePoint now, Ctx& c);
+  void round_recovering(RecoveringRole& rec, TimePoint now, Ctx& c);
+  // What every role decides after its handler: priority checks, the port-down
+  // master, takeover, split brain and preempt.
+  void after_round(const PollRound& r, TimePoint now, Ctx& c);
+  // One handler per role with a deadline.
+  void tick_recovering(RecoveringRole& rec, TimePoint now, Ctx& c);
+  void tick_taking_over(TakingOverRole& t, TimePoint now, Ctx& c);
+  void tick_handing_over(const HandingOverRole& h, TimePoint now, Ctx& c);
+
   void consider_takeover(const PollRound& r, TimePoint now, Ctx& c);
-  void consider_split_brain(const PollRound& r, TimePoint now, Ctx& c);
-  void consider_preempt(const PollRound& r, TimePoint now, Ctx& c);
-  // The one place role_ changes: records the change and its cause.
-  void enter(Role to, std::string why, Ctx& c);
-  void local_down(TimePoint now, Ctx& c, const std::string& why);
+  void consider_split_brain(MasterRole& m, const PollRound& r, TimePoint now, Ctx& c);
+  void consider_preempt(StandbyRole& s, const PollRound& r, TimePoint now, Ctx& c);
+  // How local_down() brings OpenSM back: start it (it exited), kill the hung
+  // process and start it again (fenced), or not at all (supervision failed:
+  // a start would be refused; the engine waits for the process instead).
+  enum class Relaunch : std::uint8_t { Start, ForcedRestart, None };
+  // Returns true when the restart is deferred (we were MASTER and a standby
+  // takes over): the engine is then Recovering.
+  bool local_down(TimePoint now, Ctx& c, const std::string& why, Relaunch how);
   // Our MASTER's OpenSM is gone (exited): DISCOVER to the standby that would win.
   void discover_successor(TimePoint now, Ctx& c, const char* why);
   void swept_takeover(TimePoint now, Ctx& c);
@@ -282,11 +361,17 @@ class HaMachine {
   // takeover lost, for the event (its port may answer NOTACTIVE once its SM
   // is gone, so the latest answer alone does not say).
   std::optional<Guid> lost_master() const;
-  void takeover_done(TimePoint now, Ctx& c);
+  // The configured head that was MASTER and no longer answers.
+  std::optional<Guid> unanswered_master() const;
+  void takeover_done(const TakingOverRole& t, TimePoint now, Ctx& c);
   void restart_as_standby(TimePoint now, Ctx& c);
-  bool peer_sweeping(TimePoint now) const;
-  bool recovery_due(TimePoint now);
-  void start(TimePoint now, Ctx& c, const std::string& why);
+  bool peer_sweeping(const RecoveringRole& rec, TimePoint now) const;
+  bool recovery_due(RecoveringRole& rec, TimePoint now);
+  void start(TimePoint now, Ctx& c, const std::string& why, bool force_restart = false);
+  // A head MASTER below the master value (its SIGHUP not applied yet) would
+  // not outrank a standby at our standby value: we start at the yield value
+  // until it does.
+  void yield_below_weak_master();
   void set_alarm(AlarmKind k, bool on, const std::string& detail, Ctx& c);
   void sync_priority(Ctx& c);
   void verify_priority(const PollRound& r, TimePoint now, Ctx& c);
@@ -298,7 +383,7 @@ class HaMachine {
 
   HaPolicy policy_;
   Priorities prio_;
-  Role role_ = Role::Init;
+  RoleState state_;
   ProcessState process_ = ProcessState::Stopped;
   bool process_known_ = false;
   std::optional<SmInfo> local_;       // last answer of the local SM
@@ -323,10 +408,6 @@ class HaMachine {
   // later (a sweep in progress delays it), it is restarted as standby so it
   // cannot come back as a second master once a peer has taken over.
   int port_down_master_rounds_ = 0;
-  // The master we took over from (set by a takeover; cleared when we stop
-  // being master). If it shows up as MASTER again it is the stale one: its
-  // smhad yields at once, so we give it time before yielding by rank.
-  std::optional<Guid> took_over_from_;
   // We fenced our MASTER while a peer answers STANDBY: once the kill is
   // confirmed (its exit is seen), DISCOVER that peer as after a crash.
   bool discover_on_exit_ = false;
@@ -334,7 +415,6 @@ class HaMachine {
   // OpenSM may not apply it (a SIGHUP absorbed by a running heavy sweep, a
   // failed write): every answer of the local SM is compared with it, and the
   // change is signalled again until it shows (verify_priority()).
-  bool swept_ = false;  // the takeover under way was started by our SM, not our DISCOVER
   std::uint8_t rendered_ = 0;
   TimePoint prio_signalled_at_{};
   TimePoint prio_wanted_since_{};  // when rendered_ took its current value
@@ -345,26 +425,7 @@ class HaMachine {
   double loss_fail_ = 0, loss_total_ = 0;      // query level, decaying slowly
   double fast_fail_ = 0, fast_total_ = 0;      // query level, decaying fast
   double streak_miss_ = 0, streak_total_ = 0;  // round level, decaying
-  // TakingOver
-  int takeover_stage_ = 0;
-  TimePoint deadline_{};
-  TimePoint takeover_started_{};
-  // Recovering
-  TimePoint restart_at_{};
-  TimePoint recovering_since_{};  // when local_down() deferred the restart
   bool yield_until_master_ = false;  // restarted after a failure: yield priority until a MASTER
-  // split brain
-  std::optional<TimePoint> dual_since_;
-  // The other master as first seen in this overlap: a new priority or a lower
-  // ActCount means its OpenSM restarted (it yielded), so the overlap starts over.
-  Guid dual_with_{};
-  std::uint8_t dual_prio_ = 0;
-  std::uint32_t dual_act_ = 0;
-  // HandingOver
-  bool handover_push_ = false;
-  Guid handover_target_{};
-  // Preempt
-  std::optional<TimePoint> healthy_since_;
   std::vector<AlarmKind> alarms_;
   std::string unknown_sm_detail_;  // the active unknown_sm's detail, raised again when it changes
   std::optional<Guid> master_seen_;
