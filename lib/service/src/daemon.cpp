@@ -4,6 +4,9 @@
 // in daemon_reload.cpp; the class is declared in daemon_impl.hpp.
 #include "daemon_impl.hpp"
 
+#include "smha/mad/umad_transport.hpp"
+#include "smha/os/posix_process_runner.hpp"
+
 namespace smha::service {
 
 namespace {
@@ -74,14 +77,14 @@ bool Daemon::init() {
   sel.ca = config_.port.ca;
   sel.port = config_.port.port;
   sel.guid = config_.port.port_guid;
-  auto port = mad::UmadTransport::open(io_, sel, clock_);
+  auto port = adapters_.open_port(io_, sel, clock_);
   if (!port) {
     err_ << "smhad: cannot open the IB port: " << port.error().message << '\n';
     return false;
   }
-  umad_ = std::move(port).value();
-  own_guid_ = config_.port.port_guid.value_or(umad_->local_port().port_guid);
-  mad_ = std::make_unique<RecordingTransport>(*umad_, clock_, hold_, options_.observe);
+  port_ = std::move(port).value();
+  own_guid_ = config_.port.port_guid.value_or(port_->local_port().port_guid);
+  mad_ = std::make_unique<RecordingTransport>(port_->transport(), clock_, hold_, options_.observe);
   mad_->set_taps(
       [this](const SmInfo& info, TimePoint sent, TimePoint received, const std::string& via) {
         if (window_) window_->sminfo(info, sent, received, via);
@@ -106,8 +109,7 @@ bool Daemon::init() {
   if (options_.observe) {
     control_ = &observe_control_;
   } else {
-    opensm::ExecOpensmRunner probe_runner;
-    auto caps = opensm::probe_opensm(probe_runner, config_.opensm.binary);
+    auto caps = adapters_.probe_opensm(config_.opensm.binary);
     if (!caps) {
       err_ << "smhad: " << config_.opensm.binary << ": " << caps.error().message << '\n';
       return false;
@@ -119,7 +121,7 @@ bool Daemon::init() {
       err_ << "smhad: " << first.error().message << '\n';
       return false;
     }
-    runner_ = std::make_unique<os::PosixProcessRunner>(io_);
+    runner_ = adapters_.process_runner(io_);
     const config::Config& c = config_;
     const std::string guid = to_string(own_guid_);
     const std::string binary = c.opensm.binary;
@@ -185,7 +187,7 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
     agent_.reset();
   }
   // Our port's state comes from its own SMA every round (sysfs is static under umad2sim).
-  cfg.local_port_num = static_cast<std::uint8_t>(umad_->local_port().port);
+  cfg.local_port_num = static_cast<std::uint8_t>(port_->local_port().port);
   cfg.policy.observe = options_.observe;  // no OpenSM of ours: a silent local port is no hang
   // The takeover report reads OpenSM's log (follow_opensm_log) for SUBNET UP and routing:
   // the engines as rendered (with NVIDIA AR, ftree is ar_ftree), so that the engine
@@ -336,6 +338,8 @@ bool Daemon::start_metrics(Duration handover_bound) {
 }
 
 int Daemon::run() {
+  if (adapters_.running)
+    adapters_.running([this] { boost::asio::post(io_, [this] { shutdown("stop requested"); }); });
   io_.run();
   return exit_code_;
 }
@@ -614,13 +618,47 @@ void Daemon::start_systemd() {
 }
 
 
-int run_daemon(const DaemonOptions& options, std::ostream& err) {
+namespace {
+
+// The port smhad runs on: libibumad.
+class UmadPort final : public DaemonAdapters::Port {
+ public:
+  explicit UmadPort(std::unique_ptr<mad::UmadTransport> umad) : umad_(std::move(umad)) {}
+  mad::MadTransport& transport() override { return *umad_; }
+  const mad::LocalPortInfo& local_port() const override { return umad_->local_port(); }
+  Result<mad::LocalPortInfo> refresh_local_port() override { return umad_->refresh_local_port(); }
+
+ private:
+  std::unique_ptr<mad::UmadTransport> umad_;
+};
+
+}  // namespace
+
+DaemonAdapters system_adapters() {
+  DaemonAdapters a;
+  a.open_port = [](boost::asio::io_context& io, const mad::PortSelector& sel,
+                   const Clock& clock) -> Result<std::unique_ptr<DaemonAdapters::Port>> {
+    auto umad = mad::UmadTransport::open(io, sel, clock);
+    if (!umad) return umad.error();
+    return std::unique_ptr<DaemonAdapters::Port>(std::make_unique<UmadPort>(std::move(umad).value()));
+  };
+  a.probe_opensm = [](const std::string& binary) {
+    opensm::ExecOpensmRunner runner;
+    return opensm::probe_opensm(runner, binary);
+  };
+  a.process_runner = [](boost::asio::io_context& io) -> std::unique_ptr<os::ProcessRunner> {
+    return std::make_unique<os::PosixProcessRunner>(io);
+  };
+  return a;
+}
+
+int run_daemon(const DaemonOptions& options, std::ostream& err, DaemonAdapters adapters) {
   auto loaded = config::load_config(options.config_path);
   if (!loaded) {
     err << loaded.error_text();
     return 1;
   }
-  Daemon d(options, std::move(loaded).value(), err);
+  Daemon d(options, std::move(loaded).value(), err, std::move(adapters));
   if (!d.init()) {
     platform::Notifier().error_number(EINVAL, "start-up failed (see the log)");
     return 1;

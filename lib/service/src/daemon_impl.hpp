@@ -34,12 +34,10 @@
 #include "smha/core/state_dir.hpp"
 #include "smha/core/text.hpp"
 #include "smha/mad/smp.hpp"
-#include "smha/mad/umad_transport.hpp"
 #include "smha/opensm/check.hpp"
 #include "smha/opensm/log_follower.hpp"
 #include "smha/opensm/probe.hpp"
 #include "smha/os/posix_file_system.hpp"
-#include "smha/os/posix_process_runner.hpp"
 #include "smha/platform/logging.hpp"
 #include "smha/platform/notify.hpp"
 #include "smha/service/drill.hpp"
@@ -68,8 +66,8 @@ inline std::string join_errors(const std::vector<config::Diagnostic>& errors) {
 
 class Daemon final : public DrillHost {
  public:
-  Daemon(DaemonOptions options, config::Config config, std::ostream& err)
-      : options_(std::move(options)), config_(std::move(config)), err_(err) {}
+  Daemon(DaemonOptions options, config::Config config, std::ostream& err, DaemonAdapters adapters)
+      : options_(std::move(options)), config_(std::move(config)), err_(err), adapters_(std::move(adapters)) {}
 
   ~Daemon() override {
     if (metrics_) metrics_->stop();
@@ -163,6 +161,7 @@ class Daemon final : public DrillHost {
   DaemonOptions options_;
   config::Config config_;
   std::ostream& err_;
+  DaemonAdapters adapters_;
   boost::asio::io_context io_;
   SteadyClock clock_;
   os::PosixFileSystem fs_;
@@ -170,8 +169,8 @@ class Daemon final : public DrillHost {
   Guid own_guid_;
   std::vector<std::string> unaddressed_;
   HoldState hold_;
-  std::unique_ptr<os::PosixProcessRunner> runner_;
-  std::unique_ptr<mad::UmadTransport> umad_;
+  std::unique_ptr<os::ProcessRunner> runner_;
+  std::unique_ptr<DaemonAdapters::Port> port_;
   std::unique_ptr<RecordingTransport> mad_;
   std::unique_ptr<os::AsioScheduler> sched_;
   LogEventSink sink_;

@@ -87,7 +87,7 @@ json Daemon::lid_continuity_json(TimePoint now) const {
 // the last query was answered, and its age.
 void Daemon::add_smp_port_state(json& local, TimePoint now) const {
   const auto rec =
-      mad_->last_port_info(DrPath{}, static_cast<std::uint8_t>(umad_->local_port().port));
+      mad_->last_port_info(DrPath{}, static_cast<std::uint8_t>(port_->local_port().port));
   if (!rec) return;
   local["port_state_answered"] = rec->answered;
   if (!rec->answered || !rec->info) return;
@@ -188,7 +188,7 @@ json Daemon::status_json() {
   local["guid"] = to_string(own_guid_);
   local["rendered_priority"] = es.rendered_priority;
   local["state"] = es.local_state ? json(std::string(to_string(*es.local_state))) : json(nullptr);
-  if (auto p = umad_->refresh_local_port()) {
+  if (auto p = port_->refresh_local_port()) {
     local["lid"] = p.value().lid.value;
     local["sm_lid"] = p.value().sm_lid.value;
     local["port_state"] = std::string(mad::to_string(p.value().state));

@@ -27,10 +27,13 @@
 #include "smha/service/os_integration.hpp"
 #include "smha/service/service.hpp"
 
+#include "fake_transport.hpp"
+
 using namespace smha;
 using namespace smha::service;
 using namespace smha::client;
 using namespace std::chrono_literals;
+using smha::test::FakeTransport;
 
 namespace {
 
@@ -44,56 +47,6 @@ config::Config two_heads() {
   REQUIRE(r.ok());
   return r.value();
 }
-
-// A transport that answers every Get with a fixed SMInfo and every Set with ok.
-class FakeTransport final : public mad::MadTransport {
- public:
-  explicit FakeTransport(boost::asio::io_context& io) : io_(io) {}
-  void get_sminfo(const mad::Target&, const mad::RequestOptions&, mad::SmInfoCallback done) override {
-    boost::asio::post(io_, [done, info = info] { done(mad::SmInfoReply{info, 3ms, 1}); });
-  }
-  void set_sminfo(const mad::Target&, SmInfoModifier, const SmInfo& p, const mad::RequestOptions&,
-                  mad::SmInfoCallback done) override {
-    ++sets;
-    boost::asio::post(io_, [done, p] { done(mad::SmInfoReply{p, 1ms, 1}); });
-  }
-  // Answers PortInfo with `port` while set, else fails with a timeout.
-  void get_port_info(const mad::Target&, std::uint8_t, const mad::RequestOptions&,
-                     mad::PortInfoCallback done) override {
-    boost::asio::post(io_, [done, port = port] {
-      if (port) done(mad::PortInfoReply{*port, 1ms, 1});
-      else done(make_error(mad::kErrTimeout, "no answer"));
-    });
-  }
-  void get_node_info(const mad::Target&, const mad::RequestOptions&, mad::NodeInfoCallback done) override {
-    boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
-  }
-  void get_node_description(const mad::Target&, const mad::RequestOptions&,
-                            mad::NodeDescriptionCallback done) override {
-    boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
-  }
-  void get_sminfo_records(Lid, const mad::RequestOptions&, mad::SmInfoRecordsCallback done) override {
-    boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
-  }
-  void set_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions&,
-                          mad::ServiceRecordCallback done) override {
-    boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
-  }
-  void get_service_record(Lid, const mad::Gid&, const std::string&, const mad::RequestOptions&,
-                          mad::ServiceRecordCallback done) override {
-    boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
-  }
-  void delete_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions&,
-                             mad::ServiceRecordCallback done) override {
-    boost::asio::post(io_, [done] { done(make_error(mad::kErrTimeout, "no answer")); });
-  }
-  SmInfo info{Guid{0x20}, 0, 42, 5, SmState::Standby};
-  std::optional<mad::PortInfo> port;
-  int sets = 0;
-
- private:
-  boost::asio::io_context& io_;
-};
 
 }  // namespace
 

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// The whole daemon (run_daemon) without a fabric: its adapters are injected.
+// The IB port is a FakeTransport whose local SM answers as an OpenSM would
+// with the priority in the opensm.conf smhad rendered; "OpenSM" is a real
+// `sleep` started in its place (so the supervisor's pidfile and /proc checks
+// see a real process), and the daemon is driven over its real control socket.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+#include <algorithm>
+
+#include "smha/control/client.hpp"
+#include "smha/opensm/process_identity.hpp"
+#include "smha/os/posix_process_runner.hpp"
+#include "smha/service/daemon.hpp"
+
+#include "fake_transport.hpp"
+
+using namespace smha;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+constexpr Guid kOwn{0x5eed000000000010};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The sm_priority an OpenSM started (or SIGHUPed) with `conf` would run at.
+std::optional<std::uint8_t> conf_priority(const std::string& conf) {
+  std::istringstream lines(read_file(conf));
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("sm_priority ", 0) == 0) return static_cast<std::uint8_t>(std::stoi(line.substr(12)));
+  return std::nullopt;
+}
+
+// What the daemon asked of "OpenSM", kept by the test (the runner dies with the daemon).
+struct Asked {
+  std::mutex mu;
+  std::vector<os::ProcessSpec> spawns;
+  std::vector<int> signals;
+  std::atomic<int> pid{0};   // the stand-in's, while it runs
+  std::atomic<int> prio{0};  // the sm_priority it last read
+};
+
+// Starts `sleep` instead of OpenSM; SIGHUP (a priority change) makes
+// "OpenSM" re-read its file instead of ending it.
+class StandInRunner final : public os::ProcessRunner {
+ public:
+  StandInRunner(boost::asio::io_context& io, std::string conf, Asked& asked)
+      : real_(io), conf_(std::move(conf)), asked_(asked) {}
+
+  Result<int> spawn(const os::ProcessSpec& spec, OutputHandler out, ExitHandler on_exit) override {
+    {
+      std::lock_guard<std::mutex> lock(asked_.mu);
+      asked_.spawns.push_back(spec);
+    }
+    os::ProcessSpec s = spec;
+    s.path = "/bin/sleep";
+    s.argv = {"sleep", "600"};
+    auto pid = real_.spawn(s, std::move(out), [this, on_exit](const os::ExitInfo& e) {
+      asked_.pid = 0;
+      on_exit(e);
+    });
+    if (pid) {
+      asked_.prio = conf_priority(conf_).value_or(0);
+      asked_.pid = *pid;
+    }
+    return pid;
+  }
+  Status kill(int pid, int signal) override {
+    {
+      std::lock_guard<std::mutex> lock(asked_.mu);
+      asked_.signals.push_back(signal);
+    }
+    if (signal == SIGHUP) {
+      asked_.prio = conf_priority(conf_).value_or(0);
+      return Status{};
+    }
+    return real_.kill(pid, signal);
+  }
+  Status adopt(int pid, ExitHandler on_exit) override { return real_.adopt(pid, std::move(on_exit)); }
+
+
+ private:
+  os::PosixProcessRunner real_;
+  std::string conf_;
+  Asked& asked_;
+};
+
+class FakePort final : public service::DaemonAdapters::Port {
+ public:
+  explicit FakePort(boost::asio::io_context& io) : transport_(io) {
+    info_.ca = "fake0";
+    info_.port = 1;
+    info_.port_guid = kOwn;
+    info_.lid = Lid{1};
+    info_.sm_lid = Lid{1};
+    info_.state = mad::PortState::Active;
+  }
+  mad::MadTransport& transport() override { return transport_; }
+  const mad::LocalPortInfo& local_port() const override { return info_; }
+  Result<mad::LocalPortInfo> refresh_local_port() override { return info_; }
+  test::FakeTransport& fake() { return transport_; }
+
+ private:
+  test::FakeTransport transport_;
+  mad::LocalPortInfo info_;
+};
+
+struct Head {
+  std::string dir;
+  Head() {
+    char tmpl[] = "/tmp/smha-daemon-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    std::ofstream y(yaml());
+    y << "node:\n  name: head01\n  port_guid: 0x5eed000000000010\n"
+      << "peers:\n  - name: head02\n    port_guid: 0x5eed000000000020\n    lid: 7\n"
+      << "sm_priority: 10\n"
+      << "failover:\n  poll_interval_ms: 50\n  misses_before_takeover: 2\n"
+      << "opensm:\n  log_file: " << dir << "/opensm.log\n  cache_dir: " << dir << "/cache\n  conf_path: " << conf()
+      << "\n"
+      << "control:\n  socket: " << socket() << "\n  group: root\n"
+      << "state_dir: " << dir << "/state\n";
+  }
+  ~Head() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::string yaml() const { return dir + "/smhad.yaml"; }
+  std::string conf() const { return dir + "/opensm.conf"; }
+  std::string socket() const { return dir + "/smhad.sock"; }
+};
+
+// Waits for `pred` on the status reply, polling the socket.
+json wait_status(control::ControlClient& c, const std::function<bool(const json&)>& pred) {
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  json last;
+  while (std::chrono::steady_clock::now() < until) {
+    auto r = c.call("status");
+    REQUIRE(r.ok());
+    last = r.value().data;
+    if (pred(last)) return last;
+    std::this_thread::sleep_for(20ms);
+  }
+  FAIL("status never matched; last: " << last.dump());
+  return last;
+}
+
+}  // namespace
+
+TEST_CASE("smhad without a fabric: starts OpenSM with our file and GUID, is MASTER, holds, and leaves OpenSM "
+          "running when stopped",
+          "[daemon]") {
+  Head head;
+  Asked osm;
+  std::promise<std::function<void()>> running;
+
+  service::DaemonAdapters a;
+  a.open_port = [&](boost::asio::io_context& io, const mad::PortSelector& sel,
+                    const Clock&) -> Result<std::unique_ptr<service::DaemonAdapters::Port>> {
+    CHECK(sel.guid == kOwn);
+    auto port = std::make_unique<FakePort>(io);
+    port->fake().port = mad::PortInfo{Lid{1}, Lid{1}, 1, mad::PortState::Active};
+    // Our SM (DR hop 0) answers MASTER while "OpenSM" runs, at the priority
+    // it last read; head02 is silent.
+    port->fake().answer = [&](const mad::Target& t) -> std::optional<SmInfo> {
+      const auto* dr = std::get_if<DrPath>(&t);
+      if (dr == nullptr || !dr->hops.empty() || osm.pid == 0) return std::nullopt;
+      return SmInfo{kOwn, 0, 1, static_cast<std::uint8_t>(osm.prio.load()), SmState::Master};
+    };
+    return std::unique_ptr<service::DaemonAdapters::Port>(std::move(port));
+  };
+  a.probe_opensm = [](const std::string& binary) {
+    return opensm::parse_probe(binary, opensm::ProbeOutput{read_file(SMHA_TEST_DATA_DIR "/probe/opensm-3.3.23.out"),
+                                                           read_file(SMHA_TEST_DATA_DIR "/probe/opensm-3.3.23.dump")});
+  };
+  a.process_runner = [&](boost::asio::io_context& io) -> std::unique_ptr<os::ProcessRunner> {
+    return std::make_unique<StandInRunner>(io, head.conf(), osm);
+  };
+  a.running = [&](std::function<void()> stop) { running.set_value(std::move(stop)); };
+
+  std::ostringstream err;
+  std::promise<int> exited;
+  std::thread daemon([&] {
+    service::DaemonOptions o;
+    o.config_path = head.yaml();
+    exited.set_value(service::run_daemon(o, err, a));
+  });
+  // Whatever happens below, the daemon is stopped and joined and the stand-in
+  // OpenSM is killed by its pid.
+  std::function<void()> stop;
+  struct Cleanup {
+    std::thread& t;
+    std::function<void()>& stop;
+    std::atomic<int>& pid;
+    ~Cleanup() {
+      if (stop) stop();
+      if (t.joinable()) t.join();
+      if (pid != 0) ::kill(pid, SIGKILL);
+    }
+  } cleanup{daemon, stop, osm.pid};
+
+  auto started = running.get_future();
+  REQUIRE(started.wait_for(20s) == std::future_status::ready);
+  stop = started.get();
+  auto client = control::ControlClient::connect(head.socket());
+  REQUIRE(client.ok());
+
+  const json st = wait_status(*client, [](const json& j) { return j["role"] == "master"; });
+  REQUIRE(osm.pid != 0);
+  CHECK(st["opensm"]["pid"] == osm.pid.load());
+  // OpenSM was asked for with our rendered file and our port GUID.
+  {
+    std::lock_guard<std::mutex> lock(osm.mu);
+    REQUIRE(osm.spawns.size() == 1);
+    const auto& spec = osm.spawns[0];
+    CHECK(spec.argv == std::vector<std::string>{"/usr/sbin/opensm", "-F", head.conf(), "-g", "0x5eed000000000010"});
+    CHECK(spec.cwd == head.dir + "/state");
+  }
+  struct stat sb {};
+  REQUIRE(::stat(head.conf().c_str(), &sb) == 0);
+  CHECK((sb.st_mode & 0777) == 0600);  // it carries the SM_Key
+  const auto recorded = opensm::parse_pidfile(read_file(head.dir + "/state/opensm.pid"));
+  REQUIRE(recorded.ok());
+  CHECK(recorded.value().pid == osm.pid.load());
+  // As MASTER the file renders the master value and OpenSM was told (SIGHUP),
+  // and the local SM answers with it.
+  const json master = wait_status(*client, [&](const json& j) {
+    return j["role"] == "master" && j["local"]["priority"] == j["local"]["rendered_priority"];
+  });
+  CHECK(conf_priority(head.conf()) == master["local"]["rendered_priority"].get<int>());
+  CHECK(master["local"]["rendered_priority"].get<int>() > 10);  // above every standby value
+
+  // The control socket's verbs reach the daemon's state.
+  auto hold = client->call("hold", json{{"duration_s", 60}, {"reason", "test"}});
+  REQUIRE(hold.ok());
+  CHECK(hold.value().result == control::ResultCode::Ok);
+  CHECK(wait_status(*client, [](const json& j) { return j["hold"]["held"] == true; })["hold"]["reason"] == "test");
+  auto release = client->call("release");
+  REQUIRE(release.ok());
+  CHECK(release.value().result == control::ResultCode::Ok);
+  wait_status(*client, [](const json& j) { return j["hold"]["held"] == false; });
+
+  // Stopped as by SIGTERM: exit 0, OpenSM left running (the next smhad adopts it).
+  const int pid = osm.pid;
+  stop();
+  stop = nullptr;
+  auto rc = exited.get_future();
+  REQUIRE(rc.wait_for(10s) == std::future_status::ready);
+  CHECK(rc.get() == 0);
+  daemon.join();
+  CHECK(::kill(pid, 0) == 0);
+  std::lock_guard<std::mutex> lock(osm.mu);
+  CHECK(std::count(osm.signals.begin(), osm.signals.end(), SIGHUP) >= 1);
+  CHECK(std::count(osm.signals.begin(), osm.signals.end(), SIGTERM) == 0);
+  CHECK(std::count(osm.signals.begin(), osm.signals.end(), SIGKILL) == 0);
+  INFO(err.str());
+}
+
+TEST_CASE("smhad without a fabric: a port that cannot be opened fails start-up with the reason, nothing started",
+          "[daemon]") {
+  Head head;
+  bool spawned = false;
+  service::DaemonAdapters a;
+  a.open_port = [](boost::asio::io_context&, const mad::PortSelector&,
+                   const Clock&) -> Result<std::unique_ptr<service::DaemonAdapters::Port>> {
+    return make_error(mad::kErrNoPort, "no umad port with GUID 0x5eed000000000010");
+  };
+  a.probe_opensm = [](const std::string&) -> Result<opensm::Capabilities> {
+    FAIL("probed OpenSM without a port");
+    return make_error(Errc::Config, "unreachable");
+  };
+  a.process_runner = [&](boost::asio::io_context&) -> std::unique_ptr<os::ProcessRunner> {
+    spawned = true;
+    return nullptr;
+  };
+  a.running = [](const std::function<void()>&) { FAIL("ran without a port"); };
+  std::ostringstream err;
+  service::DaemonOptions o;
+  o.config_path = head.yaml();
+  CHECK(service::run_daemon(o, err, a) == 1);
+  CHECK_THAT(err.str(), Catch::Contains("cannot open the IB port: no umad port with GUID 0x5eed000000000010"));
+  CHECK_FALSE(spawned);
+  CHECK_FALSE(std::filesystem::exists(head.socket()));
+}
