@@ -172,12 +172,13 @@ TEST_CASE("smhad without a fabric: starts OpenSM with our file and GUID, is MAST
           "[daemon]") {
   Head head;
   Asked osm;
+  std::optional<Guid> asked_guid;  // the port the daemon opened (set before `running`)
   std::promise<std::function<void()>> running;
 
   service::DaemonAdapters a;
   a.open_port = [&](boost::asio::io_context& io, const mad::PortSelector& sel,
                     const Clock&) -> Result<std::unique_ptr<service::DaemonAdapters::Port>> {
-    CHECK(sel.guid == kOwn);
+    asked_guid = sel.guid;  // checked on the test's thread (Catch2 asserts are not thread-safe)
     auto port = std::make_unique<FakePort>(io);
     port->fake().port = mad::PortInfo{Lid{1}, Lid{1}, 1, mad::PortState::Active};
     // Our SM (DR hop 0) answers MASTER while "OpenSM" runs, at the priority
@@ -222,6 +223,7 @@ TEST_CASE("smhad without a fabric: starts OpenSM with our file and GUID, is MAST
   auto started = running.get_future();
   REQUIRE(started.wait_for(20s) == std::future_status::ready);
   stop = started.get();
+  CHECK(asked_guid == kOwn);
   auto client = control::ControlClient::connect(head.socket());
   REQUIRE(client.ok());
 
