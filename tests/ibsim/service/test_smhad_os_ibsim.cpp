@@ -383,14 +383,15 @@ TEST_CASE("OpenSM that cannot start is reported and not respawned and a crash lo
     FAIL("head02 not MASTER: " << s.dump() << "\n" << smhad_log(fabric, b));
   const int p1 = s["opensm"]["pid"];
   REQUIRE(::kill(p1, SIGKILL) == 0);
-  REQUIRE(wait_status(fabric, b, guard, [&](const json& j) {
-    return j["opensm"]["supervisor"] == "running" && j["opensm"]["pid"] != p1 && j["opensm"]["pid"] != 0;
-  }, 20s, &s));
+  if (!wait_status(fabric, b, guard, [&](const json& j) {
+        return j["opensm"]["supervisor"] == "running" && j["opensm"]["pid"] != p1 && j["opensm"]["pid"] != 0;
+      }, 20s, &s))
+    FAIL("OpenSM not respawned after the first kill: " << s.dump() << "\n" << smhad_log(fabric, b));
   free_ibsim_slot(fabric, p1);
   const int p2 = s["opensm"]["pid"];
   REQUIRE(::kill(p2, SIGKILL) == 0);
-  REQUIRE(wait_status(fabric, b, guard, [](const json& j) { return j["opensm"]["supervisor"] == "failed"; },
-                      20s, &s));
+  if (!wait_status(fabric, b, guard, [](const json& j) { return j["opensm"]["supervisor"] == "failed"; }, 20s, &s))
+    FAIL("no crash loop after the second kill: " << s.dump() << "\n" << smhad_log(fabric, b));
   free_ibsim_slot(fabric, p2);
   INFO(s.dump());
   CHECK(std::string(s["opensm"]["reason"]).find("crash loop: 2 crashes within 60s") == 0);
