@@ -389,7 +389,8 @@ bool HaMachine::local_down(TimePoint now, Ctx& c, const std::string& why, Relaun
 }
 
 void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
-  const bool was_known = process_known_;
+  // The first report always comes at Init (the engine leaves Init only in
+  // adopt(), after it): handled below.
   process_known_ = true;
   if (p == ProcessState::Running) {
     if (process_ != ProcessState::Running) {
@@ -428,11 +429,6 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
     // run on our port (the previous smhad's), and rendering before its answer
     // could dip a MASTER's priority.
     process_ = p;
-    return;
-  }
-  if (!was_known) {
-    process_ = p;
-    start(now, c, "smhad start: OpenSM not running");
     return;
   }
   if (process_ != ProcessState::Running) {  // already handled (our own stop)
