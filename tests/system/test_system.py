@@ -15,8 +15,12 @@ from systest import (Container, Failure, Ibsim, check, install_deb, log, main,  
                      opensm_pid, sim_dropin, unit_prop, wait_until)
 
 HOOK = """#!/bin/sh
-# smha notify hook (doc/hooks.md): one line per event
-echo "$(date +%s) $*" >> /var/log/smha/hook-events.log
+# smha notify hook (doc/hooks.md): one line per event, with what the sandbox
+# doc/hooks.md describes lets it do (read-only /etc, no new privileges, no /root).
+if touch /etc/smha/.hook-probe 2>/dev/null; then etc=writable; else etc=read-only; fi
+nnp=$(awk '/^NoNewPrivs:/ {print $2}' /proc/self/status)
+if [ -e /root/.profile ]; then home=visible; else home=hidden; fi
+echo "$(date +%s) $* etc=$etc nnp=$nnp root_home=$home" >> /var/log/smha/hook-events.log
 """
 
 
@@ -137,6 +141,9 @@ def first_install(scratch, root, debs, started):
     hooks = wait_until("the master hook ran", 10, lambda: c.read("/var/log/smha/hook-events.log")
                        if os.path.exists(c.root + "/var/log/smha/hook-events.log") else None)
     check(re.search(r"\bMASTER\b", hooks), f"hook-events.log: {hooks}")
+    # The sandbox doc/hooks.md describes is the one a hook gets under the shipped unit.
+    check(re.search(r"\bMASTER\b.* etc=read-only nnp=1 root_home=hidden", hooks),
+          f"the hook's sandbox differs from doc/hooks.md: {hooks}")
     # No warning about an unwritable path in the journal.
     j = c.sh("journalctl -u smhad -o cat --no-pager").stdout
     for bad in ("Read-only file system", "cannot write", "Permission denied", "ERR 6101"):
