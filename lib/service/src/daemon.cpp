@@ -4,6 +4,8 @@
 // in daemon_reload.cpp; the class is declared in daemon_impl.hpp.
 #include "daemon_impl.hpp"
 
+#include <mutex>
+
 #include "smha/mad/umad_transport.hpp"
 #include "smha/os/posix_process_runner.hpp"
 
@@ -338,9 +340,22 @@ bool Daemon::start_metrics(Duration handover_bound) {
 }
 
 int Daemon::run() {
+  // The stop function may be called from another thread at any time, also
+  // after the loop has ended (the daemon stopped by a signal): then it does nothing.
+  struct StopGate {
+    std::mutex mu;
+    boost::asio::io_context* io = nullptr;
+  };
+  auto gate = std::make_shared<StopGate>();
+  gate->io = &io_;
   if (adapters_.running)
-    adapters_.running([this] { boost::asio::post(io_, [this] { shutdown("stop requested"); }); });
+    adapters_.running([gate, this] {
+      std::lock_guard<std::mutex> lock(gate->mu);
+      if (gate->io != nullptr) boost::asio::post(*gate->io, [this] { shutdown("stop requested"); });
+    });
   io_.run();
+  std::lock_guard<std::mutex> lock(gate->mu);
+  gate->io = nullptr;
   return exit_code_;
 }
 

@@ -165,67 +165,96 @@ json wait_status(control::ControlClient& c, const std::function<bool(const json&
   return last;
 }
 
+// The daemon on its own thread with the adapters above (our SM answers MASTER
+// at the priority "OpenSM" last read; head02 is silent). Whatever a test does,
+// the daemon is stopped and joined and the stand-in OpenSM killed by its pid.
+struct DaemonRun {
+  Head head;
+  Asked osm;
+  std::optional<Guid> asked_guid;  // the port the daemon opened (checked on the test's thread)
+  std::function<void()> on_open_port = [] {};
+  std::promise<std::function<void()>> running;
+  std::promise<int> exited;
+  std::ostringstream err;
+  std::function<void()> stop;
+  std::thread thread;
+
+  DaemonRun() = default;
+  DaemonRun(const DaemonRun&) = delete;
+  DaemonRun& operator=(const DaemonRun&) = delete;
+  ~DaemonRun() {
+    if (stop) stop();
+    if (thread.joinable()) thread.join();
+    if (osm.pid != 0) ::kill(osm.pid, SIGKILL);
+  }
+
+  service::DaemonAdapters adapters() {
+    service::DaemonAdapters a;
+    a.open_port = [this](boost::asio::io_context& io, const mad::PortSelector& sel,
+                         const Clock&) -> Result<std::unique_ptr<service::DaemonAdapters::Port>> {
+      asked_guid = sel.guid;
+      on_open_port();
+      auto port = std::make_unique<FakePort>(io);
+      port->fake().port = mad::PortInfo{Lid{1}, Lid{1}, 1, mad::PortState::Active};
+      port->fake().answer = [this](const mad::Target& t) -> std::optional<SmInfo> {
+        const auto* dr = std::get_if<DrPath>(&t);
+        if (dr == nullptr || !dr->hops.empty() || osm.pid == 0) return std::nullopt;
+        return SmInfo{kOwn, 0, 1, static_cast<std::uint8_t>(osm.prio.load()), SmState::Master};
+      };
+      return std::unique_ptr<service::DaemonAdapters::Port>(std::move(port));
+    };
+    a.probe_opensm = [](const std::string& binary) {
+      return opensm::parse_probe(binary,
+                                 opensm::ProbeOutput{read_file(SMHA_TEST_DATA_DIR "/probe/opensm-3.3.23.out"),
+                                                     read_file(SMHA_TEST_DATA_DIR "/probe/opensm-3.3.23.dump")});
+    };
+    a.process_runner = [this](boost::asio::io_context& io) -> std::unique_ptr<os::ProcessRunner> {
+      return std::make_unique<StandInRunner>(io, head.conf(), osm);
+    };
+    a.running = [this](std::function<void()> s) { running.set_value(std::move(s)); };
+    return a;
+  }
+
+  // Starts the daemon; returns once start-up is done and its loop runs.
+  void launch() {
+    thread = std::thread([this, a = adapters()] {
+      service::DaemonOptions o;
+      o.config_path = head.yaml();
+      exited.set_value(service::run_daemon(o, err, a));
+    });
+    auto started = running.get_future();
+    REQUIRE(started.wait_for(20s) == std::future_status::ready);
+    stop = started.get();
+  }
+
+  // launch(), then a client of its control socket.
+  std::unique_ptr<control::ControlClient> start() {
+    launch();
+    auto client = control::ControlClient::connect(head.socket());
+    REQUIRE(client.ok());
+    return std::make_unique<control::ControlClient>(std::move(client).value());
+  }
+
+  // The daemon's exit code, once it has ended (by stop() or a signal).
+  int wait_exit() {
+    auto rc = exited.get_future();
+    REQUIRE(rc.wait_for(10s) == std::future_status::ready);
+    stop = nullptr;
+    thread.join();
+    return rc.get();
+  }
+};
+
 }  // namespace
 
 TEST_CASE("smhad without a fabric: starts OpenSM with our file and GUID, is MASTER, holds, and leaves OpenSM "
           "running when stopped",
           "[daemon]") {
-  Head head;
-  Asked osm;
-  std::optional<Guid> asked_guid;  // the port the daemon opened (set before `running`)
-  std::promise<std::function<void()>> running;
-
-  service::DaemonAdapters a;
-  a.open_port = [&](boost::asio::io_context& io, const mad::PortSelector& sel,
-                    const Clock&) -> Result<std::unique_ptr<service::DaemonAdapters::Port>> {
-    asked_guid = sel.guid;  // checked on the test's thread (Catch2 asserts are not thread-safe)
-    auto port = std::make_unique<FakePort>(io);
-    port->fake().port = mad::PortInfo{Lid{1}, Lid{1}, 1, mad::PortState::Active};
-    // Our SM (DR hop 0) answers MASTER while "OpenSM" runs, at the priority
-    // it last read; head02 is silent.
-    port->fake().answer = [&](const mad::Target& t) -> std::optional<SmInfo> {
-      const auto* dr = std::get_if<DrPath>(&t);
-      if (dr == nullptr || !dr->hops.empty() || osm.pid == 0) return std::nullopt;
-      return SmInfo{kOwn, 0, 1, static_cast<std::uint8_t>(osm.prio.load()), SmState::Master};
-    };
-    return std::unique_ptr<service::DaemonAdapters::Port>(std::move(port));
-  };
-  a.probe_opensm = [](const std::string& binary) {
-    return opensm::parse_probe(binary, opensm::ProbeOutput{read_file(SMHA_TEST_DATA_DIR "/probe/opensm-3.3.23.out"),
-                                                           read_file(SMHA_TEST_DATA_DIR "/probe/opensm-3.3.23.dump")});
-  };
-  a.process_runner = [&](boost::asio::io_context& io) -> std::unique_ptr<os::ProcessRunner> {
-    return std::make_unique<StandInRunner>(io, head.conf(), osm);
-  };
-  a.running = [&](std::function<void()> stop) { running.set_value(std::move(stop)); };
-
-  std::ostringstream err;
-  std::promise<int> exited;
-  std::thread daemon([&] {
-    service::DaemonOptions o;
-    o.config_path = head.yaml();
-    exited.set_value(service::run_daemon(o, err, a));
-  });
-  // Whatever happens below, the daemon is stopped and joined and the stand-in
-  // OpenSM is killed by its pid.
-  std::function<void()> stop;
-  struct Cleanup {
-    std::thread& t;
-    std::function<void()>& stop;
-    std::atomic<int>& pid;
-    ~Cleanup() {
-      if (stop) stop();
-      if (t.joinable()) t.join();
-      if (pid != 0) ::kill(pid, SIGKILL);
-    }
-  } cleanup{daemon, stop, osm.pid};
-
-  auto started = running.get_future();
-  REQUIRE(started.wait_for(20s) == std::future_status::ready);
-  stop = started.get();
-  CHECK(asked_guid == kOwn);
-  auto client = control::ControlClient::connect(head.socket());
-  REQUIRE(client.ok());
+  DaemonRun run;
+  const Head& head = run.head;
+  Asked& osm = run.osm;
+  auto client = run.start();
+  CHECK(run.asked_guid == kOwn);
 
   const json st = wait_status(*client, [](const json& j) { return j["role"] == "master"; });
   REQUIRE(osm.pid != 0);
@@ -264,18 +293,84 @@ TEST_CASE("smhad without a fabric: starts OpenSM with our file and GUID, is MAST
 
   // Stopped as by SIGTERM: exit 0, OpenSM left running (the next smhad adopts it).
   const int pid = osm.pid;
-  stop();
-  stop = nullptr;
-  auto rc = exited.get_future();
-  REQUIRE(rc.wait_for(10s) == std::future_status::ready);
-  CHECK(rc.get() == 0);
-  daemon.join();
+  run.stop();
+  CHECK(run.wait_exit() == 0);
   CHECK(::kill(pid, 0) == 0);
   std::lock_guard<std::mutex> lock(osm.mu);
   CHECK(std::count(osm.signals.begin(), osm.signals.end(), SIGHUP) >= 1);
   CHECK(std::count(osm.signals.begin(), osm.signals.end(), SIGTERM) == 0);
   CHECK(std::count(osm.signals.begin(), osm.signals.end(), SIGKILL) == 0);
-  INFO(err.str());
+  INFO(run.err.str());
+}
+
+TEST_CASE("smhad without a fabric: a SIGTERM during start-up stops it cleanly, OpenSM (if started) in its pidfile",
+          "[daemon]") {
+  // The signal arrives while the IB port is being opened, before OpenSM is
+  // spawned: with the handlers armed later, its default action would end the
+  // process between spawning OpenSM and writing the pidfile.
+  DaemonRun run;
+  run.on_open_port = [] { ::raise(SIGTERM); };
+  run.launch();
+  CHECK(run.wait_exit() == 0);
+  INFO(run.err.str());
+  if (run.osm.pid != 0) {
+    const auto recorded = opensm::parse_pidfile(read_file(run.head.dir + "/state/opensm.pid"));
+    REQUIRE(recorded.ok());
+    CHECK(recorded.value().pid == run.osm.pid.load());
+  }
+}
+
+TEST_CASE("smhad without a fabric: the bounds of hold and reload over the socket", "[daemon]") {
+  DaemonRun run;
+  auto client = run.start();
+  wait_status(*client, [](const json& j) { return j["role"] == "master"; });
+
+  SECTION("a hold duration out of bounds is refused and changes nothing") {
+    for (const json& d : {json(1e300), json(-5), json(0), json(604801), json("2h")}) {
+      auto r = client->call("hold", json{{"duration_s", d}, {"reason", "test"}});
+      REQUIRE(r.ok());
+      CHECK(r.value().result == control::ResultCode::BadRequest);
+      CHECK_THAT(r.value().text, Catch::Contains("at most 604800"));
+    }
+    CHECK(wait_status(*client, [](const json&) { return true; })["hold"]["held"] == false);
+    auto r = client->call("hold", json{{"duration_s", 604800}, {"reason", "test"}});
+    REQUIRE(r.ok());
+    CHECK(r.value().result == control::ResultCode::Ok);
+  }
+
+  SECTION("a reload changing a key that needs a restart is refused naming the YAML key") {
+    std::string y = read_file(run.head.yaml());
+    const std::string from = "  socket: " + run.head.socket() + "\n";
+    REQUIRE(y.find(from) != std::string::npos);
+    y.replace(y.find(from), from.size(), "  socket: " + run.head.dir + "/other.sock\n  group: daemon\n");
+    y.replace(y.find("  group: root\n"), 14, "");
+    y.replace(y.find("opensm:\n"), 8, "opensm:\n  crash_loop_count: 7\n");
+    std::ofstream(run.head.yaml()) << y;
+    auto r = client->call("reload");
+    REQUIRE(r.ok());
+    CHECK(r.value().result != control::ResultCode::Ok);
+    CHECK_THAT(r.value().text, Catch::Contains("control.socket") && Catch::Contains("control.group") &&
+                                   Catch::Contains("opensm.crash_loop_count"));
+    CHECK_THAT(r.value().text, !Catch::Contains("socket_path"));
+  }
+
+  SECTION("a reload of a file with many errors answers their count and the first 20, and the events stay small") {
+    std::string y = read_file(run.head.yaml());
+    for (int i = 0; i < 500; ++i) y += "unknown_key_" + std::to_string(i) + ": 1\n";
+    std::ofstream(run.head.yaml()) << y;
+    auto r = client->call("reload");
+    REQUIRE(r.ok());
+    CHECK(r.value().result == control::ResultCode::Error);
+    CHECK(r.value().data["error_count"] == 500);
+    CHECK(r.value().data["errors"].size() == 20);
+    CHECK_THAT(r.value().text, Catch::Contains("unknown_key_19") && !Catch::Contains("unknown_key_20:") &&
+                                   Catch::Contains("and 480 more"));
+    auto ev = client->call("events", json{{control::param::kN, 5}});
+    REQUIRE(ev.ok());
+    CHECK(ev.value().data.dump().size() < 16 * 1024);
+    // The old configuration stays: still MASTER, still polling.
+    CHECK(wait_status(*client, [](const json&) { return true; })["role"] == "master");
+  }
 }
 
 TEST_CASE("smhad without a fabric: a port that cannot be opened fails start-up with the reason, nothing started",

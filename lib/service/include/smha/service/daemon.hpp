@@ -46,7 +46,8 @@ struct DaemonAdapters {
   // The runner OpenSM is started and adopted with (on the daemon's loop).
   std::function<std::unique_ptr<os::ProcessRunner>(boost::asio::io_context&)> process_runner;
   // Called once start-up is done and the loop runs, with a function that stops
-  // the daemon as SIGTERM does; it may be called from any thread.
+  // the daemon as SIGTERM does; it may be called from any thread, also after
+  // the daemon has ended (it then does nothing).
   std::function<void(std::function<void()> stop)> running;
 };
 DaemonAdapters system_adapters();
