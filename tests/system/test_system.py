@@ -146,6 +146,12 @@ def first_install(scratch, root, debs, started):
           f"the hook's sandbox differs from doc/hooks.md: {hooks}")
     # No warning about an unwritable path in the journal.
     j = c.sh("journalctl -u smhad -o cat --no-pager").stdout
+    # The descriptor limit the unit sets, and the control socket's caps well below it
+    # (doc/control-protocol.md, "Limits").
+    limits = c.sh(f"cat /proc/{unit_prop(c, 'MainPID')}/limits").stdout
+    check(re.search(r"^Max open files\s+4096\s+4096", limits, re.M), f"smhad's limits: {limits}")
+    m = re.search(r"CTL_LISTEN .*max_clients=(\d+) per_uid=(\d+) root_reserve=(\d+)", j)
+    check(m and int(m[1]) + 64 <= 4096 and int(m[2]) < int(m[1]), f"control socket caps: {m and m[0]}")
     for bad in ("Read-only file system", "cannot write", "Permission denied", "ERR 6101"):
         check(bad not in j, f"journal mentions {bad!r}:\n{j[-3000:]}")
 

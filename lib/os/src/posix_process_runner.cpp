@@ -32,9 +32,7 @@ namespace {
 
 std::string errno_text(int err) { return std::error_code(err, std::system_category()).message(); }
 
-// Out of descriptors, processes or memory: worth retrying later.
-bool transient_errno(int err) { return err == EMFILE || err == ENFILE || err == EAGAIN || err == ENOMEM; }
-Errc spawn_code(int err) { return transient_errno(err) ? Errc::Resources : Errc::Spawn; }
+Errc spawn_code(int err) { return transient_spawn_errno(err) ? Errc::Resources : Errc::Spawn; }
 
 int open_pidfd(int pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
@@ -113,6 +111,8 @@ void close_fd(int& fd) {
 }
 
 }  // namespace
+
+bool transient_spawn_errno(int err) { return err == EMFILE || err == ENFILE || err == EAGAIN || err == ENOMEM; }
 
 struct PosixProcessRunner::Proc {
   int pid = 0;
@@ -222,7 +222,7 @@ Result<int> PosixProcessRunner::spawn(const ProcessSpec& spec, OutputHandler on_
     const std::string what = child.call == ChildCall::Chdir ? "cannot change to directory " + spec.cwd + " for " + spec.path
                              : child.call == ChildCall::Exec ? "cannot execute " + spec.path
                                                              : "cannot set up the child for " + spec.path;
-    return make_error(transient_errno(child.err) ? Errc::Resources : Errc::Exec, what + ": " + errno_text(child.err));
+    return make_error(transient_spawn_errno(child.err) ? Errc::Resources : Errc::Exec, what + ": " + errno_text(child.err));
   }
 
   int pidfd = open_pidfd(pid);

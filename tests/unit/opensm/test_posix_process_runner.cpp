@@ -203,6 +203,21 @@ TEST_CASE("exec failures are errors and leave nothing running", "[runner]") {
   CHECK_FALSE(c.exit.has_value());
 }
 
+TEST_CASE("spawn errors from running out of descriptors, processes or memory are transient, others are not",
+          "[runner]") {
+  // Errc::Resources (the supervisor retries with backoff) for what a busy or
+  // attacked machine runs out of; the exhausted-descriptor path itself is
+  // exercised in test_supervisor.
+  for (int e : {EMFILE, ENFILE, EAGAIN, ENOMEM}) {
+    INFO("errno " << e);
+    CHECK(transient_spawn_errno(e));
+  }
+  for (int e : {0, ENOENT, EACCES, ENOTDIR, ENOEXEC, EPERM, EINVAL, ENOSYS}) {
+    INFO("errno " << e);
+    CHECK_FALSE(transient_spawn_errno(e));
+  }
+}
+
 TEST_CASE("adopt watches a process spawned by an earlier runner, and a stranger", "[runner]") {
   ScratchDir dir;
   boost::asio::io_context io;

@@ -94,4 +94,10 @@ class PosixProcessRunner final : public ProcessRunner {
   std::map<int, std::shared_ptr<Proc>> procs_;
 };
 
+// Whether a spawn that failed with `err` (from fork, pipe2, pidfd_open or the
+// child's set-up) may work later: out of descriptors (EMFILE, ENFILE), processes
+// (EAGAIN) or memory (ENOMEM). Such errors are Errc::Resources, retried with
+// backoff by the supervisor; every other one is Errc::Spawn or Errc::Exec.
+bool transient_spawn_errno(int err);
+
 }  // namespace smha::os
