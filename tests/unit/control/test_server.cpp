@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <future>
 
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/read_until.hpp>
@@ -920,6 +921,63 @@ TEST_CASE("a client that sends and never reads is closed at the write deadline",
   CHECK(closed);
   CHECK(log.contains("CTL_WRITE_TIMEOUT uid=0"));
   CHECK(wait_connections(ts.server().socket_path(), [](std::size_t n) { return n == 0; }));
+}
+
+TEST_CASE("requests pipelined behind an unanswered one are read no further than the queue cap",
+          "[control][limits]") {
+  TempDir dir;
+  LogCapture log;
+  ThreadedServer ts(test_options(dir, log));
+  auto& s = ts.server();
+  register_test_methods(s);
+  std::atomic<int> dispatched{0};
+  std::vector<Responder> held;  // touched on the server's thread only
+  REQUIRE(s.register_async_method("hang", Access::ReadOnly, [&](const Call&, Responder respond) {
+              ++dispatched;
+              held.push_back(std::move(respond));
+            }).ok());
+  REQUIRE(s.start().ok());
+  ts.run();
+
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, s.socket_path().c_str(), sizeof(addr.sun_path) - 1);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  const std::string first = encode_request(Request{"hang", json::object(), json(1), 1});
+  REQUIRE(::send(fd, first.data(), first.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(first.size()));
+  // Behind it, 60 KB requests as fast as the socket takes them: with the
+  // server reading on, this would go on for as long as the loop runs.
+  const std::string frame = encode_request(Request{"echo", json::object(), json(std::string(60'000, 'x')), 1});
+  std::size_t sent = 0;
+  std::size_t at = 0;  // into the frame being sent: a partial send goes on where it stopped
+  auto last_progress = SteadyNow::now();
+  const auto deadline = SteadyNow::now() + 5s;
+  while (SteadyNow::now() < deadline && SteadyNow::now() - last_progress < 300ms && sent < (64u << 20)) {
+    ssize_t n = ::send(fd, frame.data() + at, frame.size() - at, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      sent += static_cast<std::size_t>(n);
+      at = (at + static_cast<std::size_t>(n)) % frame.size();
+      last_progress = SteadyNow::now();
+    } else {
+      std::this_thread::sleep_for(5ms);
+    }
+  }
+  INFO("bytes taken before the socket blocked: " << sent);
+  // Blocked: what the server holds (kMaxQueuedRequestBytes) plus the kernel's buffers.
+  CHECK(SteadyNow::now() - last_progress >= 300ms);
+  CHECK(sent < (4u << 20));
+  CHECK(dispatched == 1);  // one request at a time per connection
+  CHECK_FALSE(log.contains("CTL_BAD_FRAME"));
+  ::close(fd);
+  std::promise<void> released;
+  boost::asio::post(ts.io(), [&] {
+    held.clear();
+    released.set_value();
+  });
+  released.get_future().wait();
+  CHECK(wait_connections(s.socket_path(), [](std::size_t n) { return n == 0; }));
 }
 
 TEST_CASE("a reply larger than a client accepts is replaced by an error", "[control][limits]") {
