@@ -32,7 +32,11 @@ namespace {
 
 std::string errno_text(int err) { return std::error_code(err, std::system_category()).message(); }
 
-Errc spawn_code(int err) { return transient_spawn_errno(err) ? Errc::Resources : Errc::Spawn; }
+// Resources for what may work later, else `otherwise` (Spawn for the parent's
+// calls, Exec for the child's set-up).
+Errc spawn_code(int err, Errc otherwise = Errc::Spawn) {
+  return transient_spawn_errno(err) ? Errc::Resources : otherwise;
+}
 
 int open_pidfd(int pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
@@ -222,7 +226,7 @@ Result<int> PosixProcessRunner::spawn(const ProcessSpec& spec, OutputHandler on_
     const std::string what = child.call == ChildCall::Chdir ? "cannot change to directory " + spec.cwd + " for " + spec.path
                              : child.call == ChildCall::Exec ? "cannot execute " + spec.path
                                                              : "cannot set up the child for " + spec.path;
-    return make_error(transient_spawn_errno(child.err) ? Errc::Resources : Errc::Exec, what + ": " + errno_text(child.err));
+    return make_error(spawn_code(child.err, Errc::Exec), what + ": " + errno_text(child.err));
   }
 
   int pidfd = open_pidfd(pid);
