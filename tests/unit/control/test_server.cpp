@@ -59,6 +59,18 @@ ControlClient connect_ok(const std::string& path) {
   return std::move(*c);
 }
 
+// A raw stream socket connected to `path` (for clients that misbehave below the
+// frame level); `flags` are added to SOCK_STREAM | SOCK_CLOEXEC.
+int connect_raw(const std::string& path, int flags = 0) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  return fd;
+}
+
 // Polls the server (through a method, on its own thread) until `pred(count)`.
 bool wait_connections(const std::string& path, const std::function<bool(std::size_t)>& pred) {
   auto deadline = SteadyNow::now() + 5s;
@@ -896,12 +908,7 @@ TEST_CASE("a client that sends and never reads is closed at the write deadline",
 
   // Pipeline requests with 60 KB ids and never read a reply: once the kernel's
   // buffers are full, the server's reply write blocks.
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, ts.server().socket_path().c_str(), sizeof(addr.sun_path) - 1);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  int fd = connect_raw(ts.server().socket_path());
   const std::string frame = encode_request(Request{"echo", json::object(), json(std::string(60'000, 'x')), 1});
   std::size_t sent = 0;
   auto deadline = SteadyNow::now() + 5s;
@@ -939,12 +946,7 @@ TEST_CASE("requests pipelined behind an unanswered one are read no further than 
   REQUIRE(s.start().ok());
   ts.run();
 
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, s.socket_path().c_str(), sizeof(addr.sun_path) - 1);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  int fd = connect_raw(s.socket_path(), SOCK_NONBLOCK);
   const std::string first = encode_request(Request{"hang", json::object(), json(1), 1});
   REQUIRE(::send(fd, first.data(), first.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(first.size()));
   // Behind it, 60 KB requests as fast as the socket takes them: with the
