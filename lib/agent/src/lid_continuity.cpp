@@ -9,6 +9,9 @@ namespace smha::agent {
 namespace {
 
 constexpr std::size_t kMaxReasons = 8;
+// Distinct conflicts remembered (each reported once); past this, new ones are
+// still counted in the build but no longer reported.
+constexpr std::size_t kMaxReportedConflicts = 4096;
 constexpr unsigned kFileMode = 0644;  // as OpenSM's own (fopen under its umask)
 
 std::string lid_text(std::uint16_t lid) {
@@ -87,44 +90,73 @@ FabricLids check_fabric_lids(const std::vector<SmPort>& ports, unsigned lmc) {
   return f;
 }
 
+std::string describe(const LidConflict& c) {
+  return to_string(c.claimant) + " claims LID " + lid_text(c.lid) + ", held for " + to_string(c.holder) +
+         " in guid2lid";
+}
+
 Guid2LidBuild build_guid2lid(const std::map<Guid, opensm::Guid2LidEntry>& fabric,
                              const std::set<std::uint16_t>& contested,
                              const std::vector<opensm::Guid2LidEntry>& previous, std::size_t max_entries) {
+  (void)contested;  // a contested LID has no fabric entry; a file entry holding it keeps it
   Guid2LidBuild b;
-  std::map<std::uint16_t, Guid> taken;  // every LID of an entry chosen
-  auto free_range = [&](const opensm::Guid2LidEntry& e) {
-    for (unsigned lid = e.min_lid; lid <= e.max_lid; ++lid) {
-      if (taken.count(static_cast<std::uint16_t>(lid)) || contested.count(static_cast<std::uint16_t>(lid)))
-        return false;
+  // The file's record: the first valid entry of each GUID, each LID held once.
+  std::map<Guid, opensm::Guid2LidEntry> held;
+  std::map<std::uint16_t, Guid> holder;
+  for (const auto& e : previous) {
+    if (held.count(e.guid) || !opensm::guid2lid_entry_problem(e).empty()) continue;
+    bool free = true;
+    for (unsigned lid = e.min_lid; lid <= e.max_lid && free; ++lid) free = !holder.count(static_cast<std::uint16_t>(lid));
+    if (!free) {
+      ++b.dropped_overlap;
+      continue;
     }
-    return true;
+    held.emplace(e.guid, e);
+    for (unsigned lid = e.min_lid; lid <= e.max_lid; ++lid) holder.emplace(static_cast<std::uint16_t>(lid), e.guid);
+  }
+  // A port's answer is taken when every LID it claims is free in the file,
+  // held for itself, or held for a port whose own answer was taken (it moved
+  // on). That last case can chain (A takes B's old LID after B moved), so
+  // passes repeat while one takes something, a few at most in practice.
+  std::map<Guid, opensm::Guid2LidEntry> taken;
+  std::map<Guid, opensm::Guid2LidEntry> pending(fabric.begin(), fabric.end());
+  auto blocker = [&](Guid g, const opensm::Guid2LidEntry& e) -> std::optional<std::pair<std::uint16_t, Guid>> {
+    for (unsigned lid = e.min_lid; lid <= e.max_lid; ++lid) {
+      auto h = holder.find(static_cast<std::uint16_t>(lid));
+      if (h != holder.end() && h->second != g && !taken.count(h->second)) return std::make_pair(h->first, h->second);
+    }
+    return std::nullopt;
   };
-  auto take = [&](const opensm::Guid2LidEntry& e) {
-    for (unsigned lid = e.min_lid; lid <= e.max_lid; ++lid) taken.emplace(static_cast<std::uint16_t>(lid), e.guid);
-    b.entries.push_back(e);
-  };
-  for (const auto& [g, e] : fabric) {
+  for (int pass = 0; pass < 16 && !pending.empty(); ++pass) {
+    bool progress = false;
+    for (auto it = pending.begin(); it != pending.end();) {
+      if (blocker(it->first, it->second)) {
+        ++it;
+        continue;
+      }
+      taken.emplace(it->first, it->second);
+      it = pending.erase(it);
+      progress = true;
+    }
+    if (!progress) break;
+  }
+  for (const auto& [g, e] : pending)
+    if (auto blk = blocker(g, e)) b.conflicts.push_back({g, blk->first, blk->second});
+  for (const auto& [g, e] : taken) {
     if (b.entries.size() >= max_entries) {
       ++b.dropped_bound;
       continue;
     }
-    if (!free_range(e)) continue;  // check_fabric_lids and observe() keep them apart; defensive
-    take(e);
+    b.entries.push_back(e);
     ++b.from_fabric;
   }
-  std::set<Guid> listed;
-  for (const auto& e : previous) {
-    if (fabric.count(e.guid) || !listed.insert(e.guid).second) continue;
-    if (!opensm::guid2lid_entry_problem(e).empty()) continue;
-    if (!free_range(e)) {
-      ++b.dropped_claimed;
-      continue;
-    }
+  for (const auto& [g, e] : held) {
+    if (taken.count(g)) continue;
     if (b.entries.size() >= max_entries) {
       ++b.dropped_bound;
       continue;
     }
-    take(e);
+    b.entries.push_back(e);
     ++b.kept;
   }
   std::sort(b.entries.begin(), b.entries.end(),
@@ -132,8 +164,10 @@ Guid2LidBuild build_guid2lid(const std::map<Guid, opensm::Guid2LidEntry>& fabric
   return b;
 }
 
-LidContinuity::LidContinuity(LidContinuityConfig cfg, Scheduler& sched, os::FileSystem& fs, OwnState own_state)
-    : cfg_(std::move(cfg)), sched_(sched), fs_(fs), own_state_(std::move(own_state)) {
+LidContinuity::LidContinuity(LidContinuityConfig cfg, Scheduler& sched, os::FileSystem& fs, OwnState own_state,
+                             ConflictHandler on_conflict)
+    : cfg_(std::move(cfg)), sched_(sched), fs_(fs), own_state_(std::move(own_state)),
+      on_conflict_(std::move(on_conflict)) {
   status_.path = cfg_.path;
 }
 
@@ -234,7 +268,16 @@ void LidContinuity::write_now() {
     return;
   }
   Guid2LidBuild b = build_guid2lid(fabric_, contested_, previous, cfg_.max_entries);
-  status_.dropped_claimed = b.dropped_claimed;
+  status_.dropped_overlap = b.dropped_overlap;
+  status_.conflicts = b.conflicts.size();
+  status_.conflict_details.clear();
+  for (const auto& c : b.conflicts) {
+    const std::string text = describe(c);
+    if (status_.conflict_details.size() < kMaxReasons) status_.conflict_details.push_back(text);
+    if (reported_.size() >= kMaxReportedConflicts || !reported_.insert(c).second) continue;
+    ++status_.conflicts_total;
+    if (on_conflict_) on_conflict_(c, text);
+  }
   std::string text = opensm::render_guid2lid(b.entries);
   status_.state = "writing";
   if (have_old && text == old_text) {

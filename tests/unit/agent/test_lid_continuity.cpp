@@ -110,27 +110,45 @@ TEST_CASE("LID continuity: fabric answers are checked, bad ones counted and neve
 
 TEST_CASE("LID continuity: merge with the file on disk", "[lidcont]") {
   std::map<Guid, Guid2LidEntry> fabric = {{Guid{0x11}, {Guid{0x11}, 1, 1}}, {Guid{0x12}, {Guid{0x12}, 2, 2}}};
-  SECTION("a port not seen now keeps its entry; one seen now gets its LID of now") {
+  SECTION("a port not seen now keeps its entry; one seen now at a free LID gets its LID of now") {
     auto b = build_guid2lid(fabric, {}, {{Guid{0x13}, 3, 3}, {Guid{0x12}, 9, 9}}, 100);
     CHECK(b.entries == std::vector<Guid2LidEntry>{{Guid{0x11}, 1, 1}, {Guid{0x12}, 2, 2}, {Guid{0x13}, 3, 3}});
     CHECK(b.from_fabric == 2);
     CHECK(b.kept == 1);
-    CHECK(b.dropped_claimed == 0);
+    CHECK(b.conflicts.empty());
   }
-  SECTION("an entry whose LID another port holds now is dropped") {
-    auto b = build_guid2lid(fabric, {}, {{Guid{0x13}, 2, 2}, {Guid{0x14}, 4, 4}}, 100);
-    CHECK(b.entries == std::vector<Guid2LidEntry>{{Guid{0x11}, 1, 1}, {Guid{0x12}, 2, 2}, {Guid{0x14}, 4, 4}});
-    CHECK(b.dropped_claimed == 1);
+  SECTION("a LID the file holds for a GUID is not given to another port: the claim is a conflict") {
+    // 0x13 is down (a rebooting node); 0x12 claims its LID 2 and held LID 4 before.
+    auto b = build_guid2lid(fabric, {}, {{Guid{0x13}, 2, 2}, {Guid{0x12}, 4, 4}}, 100);
+    CHECK(b.entries == std::vector<Guid2LidEntry>{{Guid{0x11}, 1, 1}, {Guid{0x12}, 4, 4}, {Guid{0x13}, 2, 2}});
+    REQUIRE(b.conflicts.size() == 1);
+    CHECK(describe(b.conflicts[0]) ==
+          "0x0000000000000012 claims LID 0x0002, held for 0x0000000000000013 in guid2lid");
+    CHECK(b.kept == 2);
   }
-  SECTION("an entry on a contested LID is dropped too") {
+  SECTION("a port whose LID's holder has itself moved on takes it, also along a chain") {
+    // The master renumbered: 0x13 4 -> 5, 0x12 9 -> 4, 0x11 8 -> 9.
+    std::map<Guid, Guid2LidEntry> moved = {{Guid{0x11}, {Guid{0x11}, 9, 9}},
+                                           {Guid{0x12}, {Guid{0x12}, 4, 4}},
+                                           {Guid{0x13}, {Guid{0x13}, 5, 5}}};
+    auto b = build_guid2lid(moved, {}, {{Guid{0x11}, 8, 8}, {Guid{0x12}, 9, 9}, {Guid{0x13}, 4, 4}}, 100);
+    CHECK(b.entries == std::vector<Guid2LidEntry>{{Guid{0x11}, 9, 9}, {Guid{0x12}, 4, 4}, {Guid{0x13}, 5, 5}});
+    CHECK(b.conflicts.empty());
+  }
+  SECTION("a contested LID held in the file stays with its holder") {
     auto b = build_guid2lid(fabric, {7}, {{Guid{0x13}, 7, 7}}, 100);
-    CHECK(b.entries.size() == 2);
-    CHECK(b.dropped_claimed == 1);
+    CHECK(b.entries == std::vector<Guid2LidEntry>{{Guid{0x11}, 1, 1}, {Guid{0x12}, 2, 2}, {Guid{0x13}, 7, 7}});
+  }
+  SECTION("the heads' own entries are never dropped by a claim") {
+    // 0x11 (a head) is seen; another port claims its LID 1 as well: contested,
+    // no fabric entry for either, and both file entries stay.
+    auto b = build_guid2lid({{Guid{0x12}, {Guid{0x12}, 2, 2}}}, {1}, {{Guid{0x11}, 1, 1}, {Guid{0x14}, 3, 3}}, 100);
+    CHECK(b.entries == std::vector<Guid2LidEntry>{{Guid{0x11}, 1, 1}, {Guid{0x12}, 2, 2}, {Guid{0x14}, 3, 3}});
   }
   SECTION("two file entries on one LID: the first stays") {
     auto b = build_guid2lid({}, {}, {{Guid{0x14}, 4, 4}, {Guid{0x13}, 4, 4}}, 100);
     CHECK(b.entries == std::vector<Guid2LidEntry>{{Guid{0x14}, 4, 4}});
-    CHECK(b.dropped_claimed == 1);
+    CHECK(b.dropped_overlap == 1);
   }
   SECTION("bounded: the fabric first") {
     auto b = build_guid2lid(fabric, {}, {{Guid{0x13}, 3, 3}, {Guid{0x14}, 4, 4}}, 3);
@@ -182,19 +200,32 @@ TEST_CASE("LID continuity: written atomically while STANDBY, when changed, at a 
     s.run_for(seconds(60));
     CHECK(fs.writes.size() == 2);
   }
-  SECTION("a port gone from the fabric keeps its entry; its LID taken by another drops it") {
+  SECTION("a port gone from the fabric keeps its entry; another port claiming its LID is a conflict, "
+          "reported once") {
+    std::vector<std::string> reported;
+    LidContinuity lc2(cfg, s, fs, [&] { return own; },
+                      [&](const LidConflict&, const std::string& text) { reported.push_back(text); });
     s.run_for(seconds(10));
-    lc.observe({ca(0x11, 1), sw(0x21, 2)}, true);  // 0x31 unplugged
-    CHECK(fs.writes.size() == 1);                    // the file already says all of it
-    CHECK(lc.status().kept == 1);
+    lc2.observe({ca(0x11, 1), sw(0x21, 2)}, true);  // 0x31 unplugged
+    CHECK(fs.writes.size() == 1);                     // the file already says all of it
+    CHECK(lc2.status().kept == 1);
     s.run_for(seconds(10));
-    lc.observe({ca(0x11, 1), sw(0x21, 2), ca(0x99, 3)}, true);  // LID 3 given to another port
-    CHECK(fs.writes.size() == 2);
+    lc2.observe({ca(0x11, 1), sw(0x21, 2), ca(0x99, 3)}, true);  // another port claims LID 3
+    CHECK(fs.writes.size() == 1);  // unchanged: 0x31 keeps LID 3, 0x99 is not written
+    CHECK(lc2.status().conflicts == 1);
+    CHECK(lc2.status().conflict_details.at(0) ==
+          "0x0000000000000099 claims LID 0x0003, held for 0x0000000000000031 in guid2lid");
+    REQUIRE(reported.size() == 1);
+    for (int i = 0; i < 3; ++i) {  // it keeps claiming: counted, not reported again
+      s.run_for(seconds(10));
+      lc2.observe({ca(0x11, 1), sw(0x21, 2), ca(0x99, 3)}, true);
+    }
+    CHECK(reported.size() == 1);
+    CHECK(lc2.status().conflicts_total == 1);
     CHECK(fs.files[kPath] ==
           "0x0000000000000011 0x0001 0x0001\n\n"
           "0x0000000000000021 0x0002 0x0002\n\n"
-          "0x0000000000000099 0x0003 0x0003\n\n");
-    CHECK(lc.status().dropped_claimed == 1);
+          "0x0000000000000031 0x0003 0x0003\n\n");
   }
   SECTION("bad answers are never written; the good ones are") {
     s.run_for(seconds(10));
@@ -202,9 +233,10 @@ TEST_CASE("LID continuity: written atomically while STANDBY, when changed, at a 
     CHECK(lc.status().rejected.bad_lid == 1);
     CHECK(lc.status().rejected.duplicate_lid == 2);
     CHECK(lc.status().reasons.size() == 3);
-    // LID 2 is contested: the switch's entry goes until one port holds it again.
+    // LID 2 is contested: the file holds it for the switch, which keeps it.
     CHECK(fs.files[kPath] ==
           "0x0000000000000011 0x0001 0x0001\n\n"
+          "0x0000000000000021 0x0002 0x0002\n\n"
           "0x0000000000000031 0x0003 0x0003\n\n");
   }
   SECTION("MASTER (it writes its own) or not answering: paused, written once STANDBY again") {
@@ -274,9 +306,17 @@ TEST_CASE("LID continuity: a walk cut by a bound, or a single answer, adds and t
   LidContinuity lc(cfg, s, fs, [] { return std::optional<SmState>(SmState::Standby); });
   lc.observe({ca(0x11, 1), ca(0x12, 2)}, true);
   s.run_for(seconds(10));
-  lc.observe({ca(0x13, 2)}, false);  // LID 2 moved to 0x13
-  CHECK(lc.status().fabric == 2);
+  lc.observe({ca(0x13, 2)}, false);  // 0x13 answers LID 2, which the file holds for 0x12
+  CHECK(lc.status().fabric == 2);    // the fabric view: the newest answer wins
+  CHECK(lc.status().conflicts == 1); // the file: the holder keeps it
   CHECK(fs.files[kPath] ==
         "0x0000000000000011 0x0001 0x0001\n\n"
-        "0x0000000000000013 0x0002 0x0002\n\n");
+        "0x0000000000000012 0x0002 0x0002\n\n");
+  s.run_for(seconds(10));
+  lc.observe({ca(0x13, 3), ca(0x12, 4)}, false);  // both moved to LIDs of their own
+  CHECK(lc.status().conflicts == 0);
+  CHECK(fs.files[kPath] ==
+        "0x0000000000000011 0x0001 0x0001\n\n"
+        "0x0000000000000012 0x0004 0x0004\n\n"
+        "0x0000000000000013 0x0003 0x0003\n\n");
 }

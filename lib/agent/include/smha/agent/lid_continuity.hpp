@@ -12,10 +12,14 @@
 //    port that answered with two LIDs (conflict); LID 0 (a port the SM has not
 //    configured yet) is counted as unassigned, not as bad input. Refused
 //    answers are counted and never written.
-//  - The file is merged: its entries for ports the fabric does not show now
-//    are kept (a port down during an outage is what must keep its LID),
-//    unless another port holds (or contests) one of its LIDs now. A port the
-//    fabric shows now gets the LID it has now.
+//  - The file is merged by OpenSM's own rule for it: a LID the file holds
+//    for a GUID is not given to another port. Its entries are kept (a port
+//    down during an outage is what must keep its LID). A port the fabric
+//    shows now gets the LID it has now when no other GUID holds that LID in
+//    the file (or that GUID's port has itself moved to a LID of its own);
+//    otherwise its answer is a conflict (counted, shown, reported once) and
+//    its file entry, if any, stays. Without M_Key any node can set its own
+//    PortInfo LID: a port's answer is a claim, the file is the record.
 //  - Written (temp + fsync + rename, FileSystem::write_atomic) only while our
 //    OpenSM answers STANDBY or NOTACTIVE (a master writes its own), only when
 //    the content changed, at most once every `min_interval`.
@@ -28,6 +32,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "smha/agent/discovery.hpp"
@@ -57,16 +62,29 @@ struct FabricLids {
 // `lmc`: OpenSM's lmc; a CA port gets 2^lmc LIDs, a switch (port 0) one.
 FabricLids check_fabric_lids(const std::vector<SmPort>& ports, unsigned lmc);
 
-// The file to write: the fabric's entries, then the previous file's entries
-// kept (not seen now, no LID taken by a fabric entry or contested, no overlap
-// with an entry kept before them), at most `max_entries` (fabric first);
+// A port whose answer claims a LID the file holds for another GUID.
+struct LidConflict {
+  Guid claimant;
+  std::uint16_t lid = 0;
+  Guid holder;  // the GUID the file holds `lid` for
+  bool operator<(const LidConflict& o) const {
+    return std::tie(claimant, lid, holder) < std::tie(o.claimant, o.lid, o.holder);
+  }
+};
+std::string describe(const LidConflict& c);  // "0x.. claims LID 0x0008, held for 0x.. in guid2lid"
+
+// The file to write: the fabric's entries that claim no LID the previous file
+// holds for another GUID, then the previous file's entries of every other
+// port (their LIDs kept, whatever a port claims now; a later file entry that
+// overlaps an earlier one is dropped), at most `max_entries` (fabric first);
 // sorted by port GUID.
 struct Guid2LidBuild {
   std::vector<opensm::Guid2LidEntry> entries;
   std::size_t from_fabric = 0;
-  std::size_t kept = 0;             // from the previous file, ports not seen now
-  std::size_t dropped_claimed = 0;  // previous entries whose LID another port holds now
-  std::size_t dropped_bound = 0;    // past max_entries
+  std::size_t kept = 0;              // from the previous file: ports not seen now, or whose claim conflicts
+  std::vector<LidConflict> conflicts;  // fabric answers refused: the LID is held for another GUID
+  std::size_t dropped_overlap = 0;   // file entries overlapping an earlier one
+  std::size_t dropped_bound = 0;     // past max_entries
 };
 Guid2LidBuild build_guid2lid(const std::map<Guid, opensm::Guid2LidEntry>& fabric,
                              const std::set<std::uint16_t>& contested,
@@ -85,7 +103,12 @@ struct LidContinuityStatus {
   std::size_t fabric = 0;            // ports with a valid LID from the fabric now
   std::size_t entries = 0;           // in the file last written (or found unchanged)
   std::size_t kept = 0;              // of them, kept from the file: ports not seen now
-  std::size_t dropped_claimed = 0;   // last build: file entries whose LID another port holds
+  std::size_t dropped_overlap = 0;   // last build: file entries overlapping an earlier one
+  // Ports claiming a LID the file holds for another GUID: the last build's
+  // count and first few, and every distinct one since start (each reported once).
+  std::size_t conflicts = 0;
+  std::vector<std::string> conflict_details;
+  std::uint64_t conflicts_total = 0;
   std::size_t file_skipped = 0;      // records of the file last read that were not valid
   std::vector<std::string> file_problems;
   LidRejects rejected;               // fabric answers refused, since start
@@ -103,8 +126,11 @@ class LidContinuity {
  public:
   // Our own SM's state (the poll rounds); nullopt while it does not answer.
   using OwnState = std::function<std::optional<SmState>()>;
+  // Called once for each distinct conflict (claimant, LID, holder), with its description.
+  using ConflictHandler = std::function<void(const LidConflict&, const std::string& text)>;
   // `sched` and `fs` must outlive this.
-  LidContinuity(LidContinuityConfig cfg, Scheduler& sched, os::FileSystem& fs, OwnState own_state);
+  LidContinuity(LidContinuityConfig cfg, Scheduler& sched, os::FileSystem& fs, OwnState own_state,
+                ConflictHandler on_conflict = {});
   ~LidContinuity();
   LidContinuity(const LidContinuity&) = delete;
   LidContinuity& operator=(const LidContinuity&) = delete;
@@ -122,6 +148,8 @@ class LidContinuity {
   Scheduler& sched_;
   os::FileSystem& fs_;
   OwnState own_state_;
+  ConflictHandler on_conflict_;
+  std::set<LidConflict> reported_;  // bounded (kMaxReportedConflicts)
   std::map<Guid, opensm::Guid2LidEntry> fabric_;
   std::set<std::uint16_t> contested_;
   bool observed_ = false;
