@@ -403,6 +403,7 @@ void Agent::finish_round() {
     reporter_.master_seen(round->obs.port_master.info->guid, round_started_);
   if (round->local_pi) drift_.set_sa_lid(round->local_pi->sm_lid);
   const sm::Decision d = step(round->obs);
+  opensm_.fabric_master(machine_.status().fabric_master);
   if (!running_ || poll_timer_) return;
   const Duration gap = cfg_.policy.poll_interval / 10;
   TimePoint next = d.poll_soon ? sched_.now() + gap

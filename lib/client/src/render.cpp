@@ -69,7 +69,10 @@ std::string render_status_text(const nlohmann::json& s) {
         << (m.value("exact", false) ? "" : "at least ") << str(m, "since") << ", "
         << duration_field(m, "for_s") << "\n";
     } else {
-      o << "   Master: none since " << str(m, "since") << ", " << duration_field(m, "for_s") << "\n";
+      o << "   Master: none since " << str(m, "since") << ", " << duration_field(m, "for_s");
+      if (m.contains("last_node") && m["last_node"].is_string())
+        o << " (last: " << str(m, "last_node") << ", no longer answering)";
+      o << "\n";
     }
   }
   if (s.contains("last_change") && s["last_change"].is_object()) {

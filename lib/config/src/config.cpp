@@ -719,7 +719,8 @@ void Loader::load_opensm(const Entry& e, Config& c) {
                       "sharp", "downgrade_unsupported", "log_file", "dump_files_dir", "cache_dir",
                       "conf_path", "honor_guid2lid_file", "lid_continuity", "sa_db_dump", "sa_db_file", "extra",
                       "restart_backoff_initial_ms", "restart_backoff_max_s", "restart_stable_s",
-                      "crash_loop_count", "crash_loop_window_s"});
+                      "crash_loop_count", "crash_loop_window_s", "crash_loop_retry_s",
+                      "crash_loop_retry_no_master_s"});
   if (!m) return;
   auto& o = c.opensm;
   auto path_key = [&](const char* key, std::string& out) {
@@ -842,6 +843,20 @@ void Loader::load_restart_policy(const CheckedMap& m, OpensmSettings& o) {
   if (window_it != m.end()) {
     if (auto v = ranged(window_it->second.value, "opensm.crash_loop_window_s", limits::kCrashLoopWindowS))
       o.crash_loop_window = std::chrono::seconds(*v);
+  }
+  if (auto it = m.find("crash_loop_retry_s"); it != m.end()) {
+    if (auto v = ranged(it->second.value, "opensm.crash_loop_retry_s", limits::kCrashLoopRetryS))
+      o.crash_loop_retry = std::chrono::seconds(*v);
+  }
+  auto nm_it = m.find("crash_loop_retry_no_master_s");
+  if (nm_it != m.end()) {
+    if (auto v = ranged(nm_it->second.value, "opensm.crash_loop_retry_no_master_s", limits::kCrashLoopRetryS))
+      o.crash_loop_retry_no_master = std::chrono::seconds(*v);
+  }
+  // Without a master anywhere the retry must not come later than with one.
+  if (nm_it != m.end() && o.crash_loop_retry_no_master > o.crash_loop_retry) {
+    error(nm_it->second.value, "opensm.crash_loop_retry_no_master_s",
+          "must be at most opensm.crash_loop_retry_s (" + std::to_string(o.crash_loop_retry.count()) + " s)");
   }
   if (max_it != m.end() && o.restart_backoff_max < o.restart_backoff_initial) {
     error(max_it->second.value, "opensm.restart_backoff_max_s",

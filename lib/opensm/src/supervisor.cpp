@@ -195,11 +195,19 @@ Status OpensmSupervisor::write_conf_if_changed(std::string_view conf_text, bool&
   return Status::Ok();
 }
 
+void OpensmSupervisor::forget_crashes() {
+  crash_times_.clear();
+  status_.consecutive_crashes = 0;
+  status_.crash_looped = false;
+  status_.retrying = false;
+  disarm(backoff_timer_);
+  disarm(stable_timer_);
+}
+
 Result<StartReport> OpensmSupervisor::start(std::string_view conf_text) {
   if (status_.state != SupervisorState::Stopped && status_.state != SupervisorState::Failed)
     return make_error(Errc::Busy, std::string("start: supervisor is ") + std::string(to_string(status_.state)));
-  crash_times_.clear();
-  status_.consecutive_crashes = 0;
+  forget_crashes();
   status_.reason.clear();
 
   auto adopted = try_adopt();
@@ -387,6 +395,16 @@ Status OpensmSupervisor::spawn_now() {
   std::string argv;
   for (const auto& a : spec.argv) argv += (argv.empty() ? "" : " ") + a;
   log_->info("started OpenSM pid {}: {}", *pid, argv);
+  if (status_.retrying) {
+    std::weak_ptr<int> alive = alive_;
+    arm(stable_timer_, options_.stable_uptime, [this, alive, run] {
+      if (alive.expired() || run != run_ || status_.state != SupervisorState::Running || !status_.retrying) return;
+      status_.retrying = false;
+      log_->info("crash loop over: OpenSM pid {} has run for {} since retry {}", status_.pid,
+                 seconds_text(options_.stable_uptime), status_.crash_loop_retries);
+      notify();
+    });
+  }
 
   if (!options_.pidfile_path.empty()) {
     auto id = options_.identify(*pid);
@@ -473,17 +491,22 @@ void OpensmSupervisor::on_exit(std::uint64_t run, const os::ExitInfo& exit) {
     return;
   }
   status_.last_exit_class = ExitClass::Crash;
-  handle_crash(exit, uptime, logged ? what + " (" + *logged + ")" : what);
+  // A crash after OpenSM came up: the last ERR lines it logged are the best
+  // word on why (a SIGSEGV has no message of its own).
+  const auto cause = came_up_ ? log_error(LogPick::Last) : logged;
+  handle_crash(exit, uptime, cause ? what + " (" + *cause + ")" : what);
 }
 
 // The first error OpenSM wrote to its own log during this run, e.g.
 // `OpenSM log /var/log/opensm.log: "osm_db_init: ERR 6101: Failed to create the db
 // directory:/var/cache/opensm"`. Reads at most the last 64 KiB the run appended.
-std::optional<std::string> OpensmSupervisor::log_error() const {
+std::optional<std::string> OpensmSupervisor::log_error(LogPick pick) const {
   if (options_.log_file.empty()) return std::nullopt;
   auto tail = fs_.read_tail(options_.log_file, log_offset_, 64 * 1024);
   if (!tail) return std::nullopt;
   std::string_view text = tail->text;
+  // Last: the two newest ERR lines, oldest first.
+  std::deque<std::string> last;
   while (!text.empty()) {
     const auto nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
@@ -494,9 +517,14 @@ std::optional<std::string> OpensmSupervisor::log_error() const {
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
       line.remove_suffix(1);
     if (line.size() > 300) line = line.substr(0, 300);
-    return "OpenSM log " + options_.log_file + ": \"" + std::string(line) + "\"";
+    if (pick == LogPick::First) return "OpenSM log " + options_.log_file + ": \"" + std::string(line) + "\"";
+    last.emplace_back(line);
+    if (last.size() > 2) last.pop_front();
   }
-  return std::nullopt;
+  if (last.empty()) return std::nullopt;
+  std::string out = "last ERR in OpenSM log " + options_.log_file + ": ";
+  for (std::size_t i = 0; i < last.size(); ++i) out += (i ? " / \"" : "\"") + last[i] + "\"";
+  return out;
 }
 
 void OpensmSupervisor::handle_crash(const os::ExitInfo& exit, Duration uptime, const std::string& what) {
@@ -508,11 +536,17 @@ void OpensmSupervisor::handle_crash(const os::ExitInfo& exit, Duration uptime, c
   crash_times_.push_back(now);
   while (!crash_times_.empty() && now - crash_times_.front() > options_.crash_loop_window) crash_times_.pop_front();
   std::string last = recent_lines_.empty() ? "" : "; last output: \"" + recent_lines_.back() + "\"";
-  if (static_cast<int>(crash_times_.size()) >= options_.crash_loop_count) {
-    fail("crash loop: " + std::to_string(crash_times_.size()) + " crashes within " +
-         seconds_text(options_.crash_loop_window) + "; last: " + what + last + "; not restarting");
+  if (status_.retrying && uptime < options_.stable_uptime) {
+    fail_crash_loop("crash loop: retry " + std::to_string(status_.crash_loop_retries) + " crashed too: " + what +
+                    last);
     return;
   }
+  if (static_cast<int>(crash_times_.size()) >= options_.crash_loop_count) {
+    fail_crash_loop("crash loop: " + std::to_string(crash_times_.size()) + " crashes within " +
+                    seconds_text(options_.crash_loop_window) + "; last: " + what + last);
+    return;
+  }
+  status_.retrying = false;
   Duration delay = options_.backoff_initial;
   for (int i = 1; i < status_.consecutive_crashes && delay < options_.backoff_max; ++i) delay *= 2;
   if (delay > options_.backoff_max) delay = options_.backoff_max;
@@ -561,11 +595,72 @@ void OpensmSupervisor::request_respawn() {
 }
 
 void OpensmSupervisor::fail(std::string reason) {
+  forget_crashes();
   status_.state = SupervisorState::Failed;
   status_.pid = 0;
   status_.next_start_at.reset();
   status_.reason = std::move(reason);
   log_->error("{}", status_.reason);
+  notify();
+}
+
+// A crash loop does not end supervision: a fabric must not be left without
+// an SM because OpenSM crashed for a while (e.g. at every sweep while two
+// nodes carry the same GUID). One spawn per retry delay, forever.
+void OpensmSupervisor::fail_crash_loop(std::string reason) {
+  disarm(stable_timer_);
+  status_.state = SupervisorState::Failed;
+  status_.pid = 0;
+  status_.crash_looped = true;
+  status_.retrying = false;
+  failed_at_ = sched_.now();
+  crash_reason_ = std::move(reason);
+  arm_retry();
+  log_->error("{}", status_.reason);
+  notify();
+}
+
+void OpensmSupervisor::arm_retry() {
+  const Duration delay = no_master_ ? options_.crash_loop_retry_no_master : options_.crash_loop_retry;
+  const TimePoint at = failed_at_ + delay;
+  status_.next_start_at = at;
+  status_.reason = crash_reason_ + "; retrying " + seconds_text(delay) + " after the failure (" +
+                   (no_master_ ? "no SM is MASTER on the fabric" : "an SM is MASTER elsewhere") + ")";
+  std::weak_ptr<int> alive = alive_;
+  arm(backoff_timer_, std::max(Duration{}, at - sched_.now()), [this, alive] {
+    if (!alive.expired()) retry_crash_loop();
+  });
+}
+
+void OpensmSupervisor::set_no_master(bool no_master) {
+  if (no_master == no_master_) return;
+  no_master_ = no_master;
+  if (status_.state != SupervisorState::Failed || !status_.crash_looped) return;
+  arm_retry();
+  log_->info("{}", status_.reason);
+  notify();
+}
+
+void OpensmSupervisor::retry_crash_loop() {
+  if (status_.state != SupervisorState::Failed || !status_.crash_looped) return;
+  crash_times_.clear();
+  status_.consecutive_crashes = 0;
+  status_.crash_looped = false;
+  status_.retrying = true;
+  ++status_.crash_loop_retries;
+  log_->warn("crash loop: retry {} of OpenSM ({})", status_.crash_loop_retries,
+             no_master_ ? "no SM is MASTER on the fabric" : "an SM is MASTER elsewhere");
+  if (!options_.respawn_on_request) {
+    (void)spawn_now();  // on failure: Failed, reason set
+    return;
+  }
+  // As after a crash: the HA engine starts it, at the priority it chooses.
+  status_.state = SupervisorState::Backoff;
+  status_.next_start_at = sched_.now();
+  status_.current_backoff = Duration{};
+  respawn_requested_ = false;
+  status_.reason = "crash loop: retry " + std::to_string(status_.crash_loop_retries) +
+                   "; starting when the HA engine asks";
   notify();
 }
 
@@ -601,7 +696,7 @@ void OpensmSupervisor::stop(std::function<void()> done) {
     case SupervisorState::Backoff:
     case SupervisorState::Failed:
     case SupervisorState::Stopped:
-      disarm(backoff_timer_);
+      forget_crashes();
       if (status_.state != SupervisorState::Stopped) {
         status_.state = SupervisorState::Stopped;
         status_.next_start_at.reset();
@@ -624,18 +719,22 @@ Status OpensmSupervisor::restart(std::string reason, bool counts_as_crash) {
 Result<ReloadAction> OpensmSupervisor::reload(std::string_view conf_text, const ConfChange& change) {
   bool changed = false;
   if (auto st = write_conf_if_changed(conf_text, changed); !st) return st.error();
+  if (status_.state == SupervisorState::Failed) {
+    // The fix may be in the file or outside it (a restored GUID, a directory
+    // made): a reload of a failed head always tries again, at once.
+    log_->info("reload: {} {} while failed ({}); starting OpenSM again", options_.conf_path,
+               changed ? "changed" : "unchanged", status_.reason);
+    forget_crashes();
+    if (auto st = spawn_now(); !st) return st.error();
+    return ReloadAction::Retried;
+  }
   if (!changed) {
     log_->info("reload: {} unchanged; OpenSM left alone", options_.conf_path);
     return ReloadAction::Unchanged;
   }
   switch (status_.state) {
-    case SupervisorState::Failed: {
-      log_->info("reload: {} changed while failed ({}); starting OpenSM again", options_.conf_path, status_.reason);
-      crash_times_.clear();
-      status_.consecutive_crashes = 0;
-      if (auto st = spawn_now(); !st) return st.error();
-      return ReloadAction::Retried;
-    }
+    case SupervisorState::Failed:
+      return ReloadAction::Retried;  // handled above
     case SupervisorState::Running:
       switch (change.kind) {
         case ConfChangeKind::None:

@@ -152,6 +152,8 @@ bool Daemon::init() {
     so.stable_uptime = c.opensm.restart_stable;
     so.crash_loop_count = c.opensm.crash_loop_count;
     so.crash_loop_window = c.opensm.crash_loop_window;
+    so.crash_loop_retry = c.opensm.crash_loop_retry;
+    so.crash_loop_retry_no_master = c.opensm.crash_loop_retry_no_master;
     so.respawn_on_request = true;  // the HA engine decides when a crashed OpenSM comes back
     so.on_change = [this](const opensm::SupervisorStatus& st) { osm_watch_->on_change(st); };
     supervised_ = std::make_unique<agent::SupervisedOpensmControl>(*sched_, *runner_, fs_, spec, so,
@@ -242,6 +244,9 @@ void Daemon::start_lid_continuity() {
       // The engine's last answer from our SM, while OpenSM runs.
       if (!agent_ || !supervised_ || supervised_->state() != sm::ProcessState::Running) return std::nullopt;
       return agent_->status().local_state;
+    }, [this](const agent::LidConflict&, const std::string& text) {
+      // Once per distinct claim: a node that keeps re-asserting a LID is one event.
+      sink_.note("lid_conflict", text, "the file keeps the holder's LID; the claim is not written");
     });
   }
   agent_->set_walk_observer([this](const agent::DiscoveryResult& r) {

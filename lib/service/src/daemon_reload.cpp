@@ -78,6 +78,10 @@ Reply Daemon::do_reload() {
     needs_restart.push_back("opensm.crash_loop_count");
   if (next.opensm.crash_loop_window != config_.opensm.crash_loop_window)
     needs_restart.push_back("opensm.crash_loop_window_s");
+  if (next.opensm.crash_loop_retry != config_.opensm.crash_loop_retry)
+    needs_restart.push_back("opensm.crash_loop_retry_s");
+  if (next.opensm.crash_loop_retry_no_master != config_.opensm.crash_loop_retry_no_master)
+    needs_restart.push_back("opensm.crash_loop_retry_no_master_s");
   if (next.opensm.conf_path != config_.opensm.conf_path) needs_restart.push_back("opensm.conf_path");
   if (next.state_dir != config_.state_dir) needs_restart.push_back("state_dir");
   if (next.metrics.listen_address != config_.metrics.listen_address ||
@@ -107,6 +111,9 @@ Reply Daemon::do_reload() {
       config_ = tmp;
       return r;
     }();
+    const std::string failed_reason = supervised_->supervisor_status().state == opensm::SupervisorState::Failed
+                                          ? supervised_->supervisor_status().reason
+                                          : std::string();
     auto r = supervised_->reload(std::move(render), decision);
     if (!r) return Reply::failure(ResultCode::Error, "reload refused, old configuration kept: " + r.error().message);
     data["opensm_action"] = std::string(opensm::to_string(r.value()));
@@ -114,6 +121,12 @@ Reply Daemon::do_reload() {
     data["changed_keys"] = decision.changed;
     if (!decision.key.empty()) data["restart_key"] = decision.key;
     text = "opensm.conf: " + std::string(opensm::to_string(r.value()));
+    if (r.value() == opensm::ReloadAction::Retried) {
+      // A reload of a failed head always tries OpenSM again: say so, and why it had failed.
+      data["retried_after"] = printable(failed_reason);
+      text = "OpenSM had failed (" + printable(failed_reason) + "): started again now; opensm.conf " +
+             (decision.changed.empty() ? "unchanged" : "changed");
+    }
     if (!decision.changed.empty()) {
       text += " (changed:";
       for (const auto& k : decision.changed) text += " " + k;

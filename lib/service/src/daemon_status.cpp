@@ -61,7 +61,12 @@ json Daemon::lid_continuity_json(TimePoint now) const {
   j["fabric_ports"] = st.fabric;
   j["entries"] = st.entries;
   j["kept"] = st.kept;
-  j["dropped_claimed"] = st.dropped_claimed;
+  j["dropped_overlap"] = st.dropped_overlap;
+  j["conflicts"] = st.conflicts;
+  j["conflicts_total"] = st.conflicts_total;
+  json cd = json::array();
+  for (const auto& c : st.conflict_details) cd.push_back(printable(c));
+  j["conflict_details"] = cd;
   j["file_skipped"] = st.file_skipped;
   json fp = json::array();
   for (const auto& p : st.file_problems) fp.push_back(printable(p));
@@ -166,11 +171,24 @@ json Daemon::status_json() {
   j["config_loaded_at"] = format_utc(config_loaded_wall_);
   if (const auto& m = mad_->master()) {
     json ms;
-    ms["guid"] = m->guid ? json(to_string(*m->guid)) : json(nullptr);
-    ms["node"] = m->guid ? json(head_name(*m->guid)) : json(nullptr);
-    ms["since"] = format_utc(m->since_wall);
-    ms["for_s"] = seconds_since(m->since, now);
-    ms["exact"] = m->exact;
+    if (m->guid && es.masterless_since && *es.masterless_since > m->since) {
+      // The last master stopped answering (dead, not demoted): no SM answers
+      // MASTER anywhere now, which is what status must say.
+      const auto ago = std::chrono::duration_cast<std::chrono::system_clock::duration>(now - *es.masterless_since);
+      ms["guid"] = nullptr;
+      ms["node"] = nullptr;
+      ms["since"] = format_utc(std::chrono::system_clock::now() - ago);
+      ms["for_s"] = seconds_since(*es.masterless_since, now);
+      ms["exact"] = true;
+      ms["last_guid"] = to_string(*m->guid);
+      ms["last_node"] = head_name(*m->guid);
+    } else {
+      ms["guid"] = m->guid ? json(to_string(*m->guid)) : json(nullptr);
+      ms["node"] = m->guid ? json(head_name(*m->guid)) : json(nullptr);
+      ms["since"] = format_utc(m->since_wall);
+      ms["for_s"] = seconds_since(m->since, now);
+      ms["exact"] = m->exact;
+    }
     j["mastership"] = ms;
   } else {
     j["mastership"] = nullptr;
@@ -279,6 +297,9 @@ json Daemon::status_json() {
     o["spawns"] = st.spawns;
     o["crashes"] = st.crashes;
     o["restarts"] = st.restarts;
+    o["crash_loop_retries"] = st.crash_loop_retries;
+    // Failed by a crash loop, or in a retry's backoff: when OpenSM is started again.
+    o["next_start_in_s"] = st.next_start_at ? json(std::max(0.0, seconds_since(now, *st.next_start_at))) : json(nullptr);
     o["reason"] = st.reason;
     o["conf_path"] = config_.opensm.conf_path;
     o["version"] = caps_.version;

@@ -288,11 +288,26 @@ void OpensmWatch::on_change(const opensm::SupervisorStatus& st) {
   using S = opensm::SupervisorState;
   const S before = std::exchange(last_, st.state);
   const int spawns_before = std::exchange(last_spawns_, st.spawns);
+  const int retries_before = std::exchange(last_retries_, st.crash_loop_retries);
+  const bool was_retrying = std::exchange(last_retrying_, st.retrying);
+  if (st.crash_loop_retries > retries_before)
+    log_.note("opensm_retry", "crash loop: retry " + std::to_string(st.crash_loop_retries), st.reason);
+  // A crash loop's retry is on probation until it ran restart_stable_s: the
+  // alarm stays up until then, and each outcome is an event of its own.
   if (st.state == S::Failed && before != S::Failed) {
+    if (was_retrying)
+      log_.note("opensm_retry_failed", "crash loop: retry " + std::to_string(st.crash_loop_retries) + " failed",
+                st.reason);
     log_.raise_daemon_alarm("opensm_failed", st.reason);
     const auto s = snapshot_();
     hooks_.opensm_restart(s.state, s.priority, "failed: " + st.reason);
-  } else if (st.state != S::Failed && before == S::Failed) {
+  } else if (st.state == S::Failed) {
+    log_.raise_daemon_alarm("opensm_failed", st.reason);  // a new retry time: the detail only
+  } else if (!st.retrying && log_.alarms().count("opensm_failed") != 0) {
+    if (was_retrying)
+      log_.note("opensm_retry_ok",
+                "crash loop over: OpenSM pid " + std::to_string(st.pid) + " runs since retry " +
+                    std::to_string(st.crash_loop_retries));
     log_.clear_daemon_alarm("opensm_failed");
   }
   if (st.state == S::Running && st.spawns > spawns_before && st.crashes > 0 && before != S::Failed) {

@@ -286,6 +286,8 @@ void Cluster::start_smhad(int i) {
   so.stable_uptime = params_.supervision.stable_uptime;
   so.crash_loop_count = params_.supervision.crash_loop_count;
   so.crash_loop_window = params_.supervision.crash_loop_window;
+  so.crash_loop_retry = params_.supervision.crash_loop_retry;
+  so.crash_loop_retry_no_master = params_.supervision.crash_loop_retry_no_master;
   so.respawn_on_request = true;  // the HA engine decides when a crashed OpenSM comes back
   so.identify = [f, node](int pid) -> Result<opensm::ProcessIdentity> {
     auto p = f->process(node);
@@ -307,11 +309,13 @@ void Cluster::start_smhad(int i) {
   };
   Head* hp = &h;
   so.on_change = [this, hp](const opensm::SupervisorStatus& st) {
-    // smhad's OpensmWatch: supervision gave up -> the opensm_failed alarm.
+    // smhad's OpensmWatch: supervision gave up -> the opensm_failed alarm,
+    // kept through a crash loop's retry until the retried OpenSM is stable.
     const bool failed = st.state == opensm::SupervisorState::Failed;
-    if (failed && !hp->failed_alarm) hp->records.push_back({now(), "alarm", "opensm_failed", st.reason});
-    if (!failed && hp->failed_alarm) hp->records.push_back({now(), "clear", "opensm_failed", ""});
-    hp->failed_alarm = failed;
+    const bool alarmed = failed || st.retrying;
+    if (alarmed && !hp->failed_alarm) hp->records.push_back({now(), "alarm", "opensm_failed", st.reason});
+    if (!alarmed && hp->failed_alarm) hp->records.push_back({now(), "clear", "opensm_failed", ""});
+    hp->failed_alarm = alarmed;
     // An OpenSM that went down unasked comes back only after the engine asked
     // for it again, and not before the backoff (the supervisor's
     // respawn_on_request; a master's must not race the peer taking over).

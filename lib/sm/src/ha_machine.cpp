@@ -165,6 +165,8 @@ EngineStatus HaMachine::status() const {
   s.required_rounds = required_rounds();
   s.round_miss_estimate = round_miss_estimate();
   s.alarms = alarms_;
+  s.fabric_master = fabric_master_;
+  s.masterless_since = masterless_since_;
   return s;
 }
 
@@ -424,6 +426,14 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
     process_ = ProcessState::Failed;
     return;
   }
+  if (process_ == ProcessState::Failed) {
+    // Supervision retries after a crash loop: OpenSM may be started again.
+    // Recovering's round starts it (as standby, or below a sweeping peer).
+    process_ = p;
+    if (auto* rec = std::get_if<RecoveringRole>(&state_)) rec->restart_at = now;
+    else if (p == ProcessState::Exited) enter(RecoveringRole{now, now}, "OpenSM supervision retries", c);
+    return;
+  }
   if (r == Role::Init) {
     // smhad start: the first poll round decides (adopt()): an OpenSM may still
     // run on our port (the previous smhad's), and rendering before its answer
@@ -505,7 +515,10 @@ void HaMachine::tick_taking_over(TakingOverRole& t, TimePoint now, Ctx& c) {
             "restart at priority " + std::to_string(prio_.master));
     return;
   }
-  set_alarm(AlarmKind::NoMaster, true, "takeover gave no MASTER within " + ms(now - t.started), c);
+  // An SM that is not a head may be MASTER (the census sees it): then the
+  // fabric has a master after all, and no_master would only flap.
+  if (!fabric_master_)
+    set_alarm(AlarmKind::NoMaster, true, "takeover gave no MASTER within " + ms(now - t.started), c);
   enter(StandbyRole{}, "takeover gave no MASTER", c);
 }
 
@@ -677,6 +690,36 @@ void HaMachine::track_master(const PollRound& r) {
   }
 }
 
+void HaMachine::track_fabric_master(const PollRound& r, TimePoint now, Ctx& c) {
+  bool sweeping = r.local.info && r.local.info->state == SmState::Discovering;
+  for (const auto& t : peers_)
+    if (t.answered && t.last->state == SmState::Discovering) sweeping = true;
+  fabric_master_ = master_seen_.has_value();
+  for (const auto& o : r.other_sms) {
+    if (o.info.state == SmState::Master) fabric_master_ = true;
+    if (o.info.state == SmState::Discovering) sweeping = true;
+  }
+  if (fabric_master_) {
+    masterless_since_.reset();
+    set_alarm(AlarmKind::NoMaster, false, "", c);
+    return;
+  }
+  if (!masterless_since_) masterless_since_ = r.sent_at.value_or(now);
+  const Duration quiet = now - *masterless_since_;
+  // A start or a takeover leaves the fabric without a MASTER for a moment
+  // (OpenSM binds, then sweeps as DISCOVERING): only a silence longer than
+  // the start grace with nobody sweeping, or one longer than any sweep, is
+  // an outage.
+  if ((sweeping || quiet < std::max(policy_.start_grace, policy_.takeover_bound)) && quiet < policy_.sweep_bound)
+    return;
+  std::string local = process_ == ProcessState::Failed   ? "this head's OpenSM: supervision failed"
+                      : process_ != ProcessState::Running ? "this head's OpenSM: not running"
+                      : r.local.info ? "this head's SM: " + std::string(to_string(r.local.info->state))
+                                     : "this head's SM: no answer";
+  set_alarm(AlarmKind::NoMaster, true,
+            "no SM answers MASTER on the fabric for " + ms(quiet) + " (" + local + ")", c);
+}
+
 void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   // Process state first: a round can reveal an exit the runner reported late.
   if (!process_known_ || r.process != process_) on_process(r.process, now, c);
@@ -687,6 +730,7 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   const bool was_standby = local_ && local_state_ == SmState::Standby;
   track_local_sm(r, now, c);
   track_master(r);
+  track_fabric_master(r, now, c);
 
   // The first round decides what to do with OpenSM; an adopted one is then
   // judged in this same round (e.g. the second of two masters yields now).

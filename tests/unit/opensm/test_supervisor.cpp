@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <vector>
@@ -222,6 +223,137 @@ TEST_CASE("crashes restart with exponential backoff until a crash loop stops it"
   run_for(h.io, 500ms);
   CHECK(h.sup->status().spawns == 5);
   CHECK(h.sup->status().state == SupervisorState::Failed);
+}
+
+TEST_CASE("a crash loop is retried forever, one spawn per retry delay, sooner while no SM is master",
+          "[supervisor]") {
+  Harness h;
+  // Crashes while ./broken exists (cwd is the scratch dir), like an OpenSM
+  // that dies at every sweep while two nodes carry one GUID; serves after.
+  h.path = write_script(h.dir, "opensm",
+                        "if [ -e broken ]; then echo crashing; kill -SEGV $$; fi\n"
+                        "echo ready\nwhile :; do sleep 30 & wait $!; done\n");
+  { std::ofstream(h.dir / "broken") << "x"; }
+  auto o = h.options();
+  o.backoff_initial = 20ms;
+  o.backoff_max = 20ms;
+  o.crash_loop_count = 3;
+  o.crash_loop_retry = 700ms;
+  o.crash_loop_retry_no_master = 150ms;
+  o.stable_uptime = 300ms;
+  h.make(o);
+  REQUIRE(h.sup->start("conf\n").ok());
+  REQUIRE(h.wait_state(SupervisorState::Failed));
+  const auto failed_at = std::chrono::steady_clock::now();
+  CHECK(h.sup->status().spawns == 3);
+  CHECK(h.sup->status().crash_looped);
+  REQUIRE(h.sup->status().next_start_at.has_value());
+  CHECK(h.sup->status().reason.find("crash loop: 3 crashes within 60s") == 0);
+  CHECK(h.sup->status().reason.find("retrying 0.7s after the failure (an SM is MASTER elsewhere)") !=
+        std::string::npos);
+  // A master elsewhere: nothing before crash_loop_retry.
+  run_for(h.io, 300ms);
+  CHECK(h.sup->status().spawns == 3);
+  // The fabric loses its master: the retry is due 150 ms after the failure,
+  // which has passed, so it comes at once.
+  h.sup->set_no_master(true);
+  REQUIRE(run_until(h.io, [&] { return h.sup->status().spawns == 4; }));
+  CHECK(h.sup->status().crash_loop_retries == 1);
+  // The retried run crashes before stable_uptime: failed again at once (one
+  // spawn, not a new loop of three), next retry 150 ms later.
+  REQUIRE(run_until(h.io, [&] {
+    return h.sup->status().state == SupervisorState::Failed && h.sup->status().spawns == 4;
+  }));
+  const auto refailed = std::chrono::steady_clock::now();
+  CHECK(h.sup->status().reason.find("crash loop: retry 1 crashed too") == 0);
+  CHECK(h.sup->status().reason.find("no SM is MASTER on the fabric") != std::string::npos);
+  REQUIRE(run_until(h.io, [&] { return h.sup->status().spawns == 5; }));
+  CHECK(std::chrono::steady_clock::now() - refailed >= 150ms);
+  CHECK(std::chrono::steady_clock::now() - failed_at >= 300ms);
+  REQUIRE(run_until(h.io, [&] {
+    return h.sup->status().state == SupervisorState::Failed && h.sup->status().spawns == 5;
+  }));
+  // The cause goes: the next retry runs, and once it lasted stable_uptime the
+  // crash loop is over.
+  std::filesystem::remove(h.dir / "broken");
+  REQUIRE(run_until(h.io, [&] { return h.count_lines("ready") == 1; }));
+  CHECK(h.sup->status().spawns == 6);
+  CHECK(h.sup->status().retrying);
+  REQUIRE(run_until(h.io, [&] { return !h.sup->status().retrying; }));
+  CHECK(h.sup->status().state == SupervisorState::Running);
+  CHECK(h.sup->status().crash_loop_retries == 3);
+  // Every retry was its own spawn, never closer than the no-master delay.
+  std::vector<std::chrono::steady_clock::time_point> retried;
+  for (const auto& seen : h.seen)
+    if (seen.status.state == SupervisorState::Running && seen.status.spawns >= 4 &&
+        (retried.empty() || seen.status.spawns > 3 + static_cast<int>(retried.size())))
+      retried.push_back(seen.at);
+  REQUIRE(retried.size() == 3);
+  for (std::size_t i = 1; i < retried.size(); ++i) CHECK(retried[i] - retried[i - 1] >= 150ms);
+}
+
+TEST_CASE("respawn_on_request: a crash loop's retry waits for request_respawn, and a reload of a failed head "
+          "retries at once, changed file or not",
+          "[supervisor]") {
+  Harness h;
+  h.path = write_script(h.dir, "opensm",
+                        "if [ -e broken ]; then kill -SEGV $$; fi\n"
+                        "echo ready\nwhile :; do sleep 30 & wait $!; done\n");
+  { std::ofstream(h.dir / "broken") << "x"; }
+  auto o = h.options();
+  o.respawn_on_request = true;
+  o.backoff_initial = 20ms;
+  o.backoff_max = 20ms;
+  o.crash_loop_count = 2;
+  o.crash_loop_retry = 100ms;
+  o.crash_loop_retry_no_master = 100ms;
+  h.make(o);
+  REQUIRE(h.sup->start("conf\n").ok());
+  REQUIRE(h.wait_state(SupervisorState::Backoff));
+  h.sup->request_respawn();
+  REQUIRE(h.wait_state(SupervisorState::Failed));
+  CHECK(h.sup->status().spawns == 2);
+  // The retry is due: Backoff, waiting for the engine's start like any crash.
+  REQUIRE(h.wait_state(SupervisorState::Backoff));
+  CHECK(h.sup->status().crash_loop_retries == 1);
+  CHECK(h.sup->status().retrying);
+  run_for(h.io, 200ms);
+  CHECK(h.sup->status().spawns == 2);
+  h.sup->request_respawn();
+  CHECK(h.sup->status().spawns == 3);
+  REQUIRE(h.wait_state(SupervisorState::Failed));
+  // A reload of the failed head with the same file: started again at once.
+  std::filesystem::remove(h.dir / "broken");
+  auto r = h.sup->reload("conf\n", {ConfChangeKind::None, ""});
+  REQUIRE(r.ok());
+  CHECK(*r == ReloadAction::Retried);
+  CHECK(h.sup->status().spawns == 4);
+  CHECK_FALSE(h.sup->status().retrying);
+  CHECK_FALSE(h.sup->status().crash_looped);
+  REQUIRE(run_until(h.io, [&] { return h.count_lines("ready") == 1; }));
+  CHECK(h.sup->status().state == SupervisorState::Running);
+}
+
+TEST_CASE("a crash after start-up is reported with the last ERR lines of OpenSM's log", "[supervisor]") {
+  Harness h;
+  const std::string log = h.dir / "osm.log";
+  h.path = write_script(h.dir, "opensm",
+                        "echo 'Entering MASTER state'\n"
+                        "echo 'Dec 06 05:00:00 1 [7F] 0x01 -> osm_a: ERR 0101: first' >> osm.log\n"
+                        "echo 'Dec 06 05:00:00 2 [7F] 0x01 -> osm_b: ERR 0102: second' >> osm.log\n"
+                        "echo 'Dec 06 05:00:00 3 [7F] 0x01 -> osm_c: ERR 0103: third' >> osm.log\n"
+                        "kill -SEGV $$\n");
+  auto o = h.options();
+  o.log_file = log;
+  h.make(o);
+  REQUIRE(h.sup->start("conf\n").ok());
+  REQUIRE(h.wait_state(SupervisorState::Backoff));
+  const auto& reason = h.sup->status().reason;
+  INFO(reason);
+  CHECK(reason.find("killed by signal 11 (SEGV)") != std::string::npos);
+  CHECK(reason.find("last ERR in OpenSM log " + log + ": \"osm_b: ERR 0102: second\" / \"osm_c: ERR 0103: third\"") !=
+        std::string::npos);
+  CHECK(reason.find("ERR 0101") == std::string::npos);
 }
 
 TEST_CASE("respawn_on_request: a crashed OpenSM waits in backoff for request_respawn, and the "

@@ -313,3 +313,59 @@ TEST_CASE("Fenced MASTER: the standby gets DISCOVER once the stop is done, not a
   REQUIRE(has_event(acts, EventKind::FenceLocal));
   CHECK(count<DiscoverPeer>(standby.step(ProcessChanged{ProcessState::Stopped}).actions) == 0);
 }
+
+TEST_CASE("No master anywhere: no_master after the start grace with nobody sweeping, cleared by a MASTER, and "
+          "a crash loop's retry is started by the engine",
+          "[sm][no_master]") {
+  Rig rig;
+  rig.polls(3, round(Local{M, 11}, {Peer{S, 10}}));
+  REQUIRE(rig.m.status().role == Role::Master);
+  REQUIRE(rig.m.status().fabric_master);
+  // Both heads' OpenSMs crash-loop: ours fails under supervision, the peer's
+  // SM stops answering (refused: nothing bound to its port).
+  rig.step(ProcessChanged{ProcessState::Failed});
+  const auto dead = round(Local{kSilent, 10, false}, {Peer{kSilent, 10, PortState::Up, kPeer, true, kKey, true}},
+                          {}, ProcessState::Failed);
+  auto acts = rig.polls(5, dead);
+  CHECK_FALSE(has_alarm(acts, AlarmKind::NoMaster));  // a takeover's gap is not an outage
+  CHECK_FALSE(rig.m.status().fabric_master);
+  REQUIRE(rig.m.status().masterless_since.has_value());
+  CHECK(count<StartOpensm>(acts) == 0);  // supervision failed: no start asked for
+  acts = rig.polls(6, dead);              // 1.1 s without a master
+  REQUIRE(has_alarm(acts, AlarmKind::NoMaster));
+  CHECK(first<RaiseAlarm>(acts)->detail.find("no SM answers MASTER on the fabric for") == 0);
+  CHECK(first<RaiseAlarm>(acts)->detail.find("supervision failed") != std::string::npos);
+  // Raised once, not per round.
+  acts = rig.polls(20, dead);
+  CHECK_FALSE(has_alarm(acts, AlarmKind::NoMaster));
+  CHECK(rig.m.status().master == std::nullopt);
+  // Supervision retries the crash loop (Failed -> Exited): the engine starts
+  // OpenSM, below the standby value while no master is seen.
+  auto retry = dead;
+  retry.process = ProcessState::Exited;
+  acts = rig.polls(1, retry);
+  REQUIRE(count<StartOpensm>(acts) == 1);
+  CHECK(first<StartOpensm>(acts)->priority <= 10);
+  // Our OpenSM sweeps and becomes MASTER: the alarm clears.
+  acts = rig.polls(1, round(Local{SmState::Discovering, 10}, {Peer{kSilent, 10, PortState::Up, kPeer, true, kKey, true}}));
+  CHECK_FALSE(has_alarm(acts, AlarmKind::NoMaster));
+  acts = rig.polls(1, round(Local{M, 10}, {Peer{kSilent, 10, PortState::Up, kPeer, true, kKey, true}}));
+  CHECK(std::any_of(acts.begin(), acts.end(), [](const Action& a) {
+    const auto* c = std::get_if<ClearAlarm>(&a);
+    return c && c->kind == AlarmKind::NoMaster;
+  }));
+  CHECK(rig.m.status().fabric_master);
+  CHECK_FALSE(rig.m.status().masterless_since.has_value());
+}
+
+TEST_CASE("No master anywhere: an SM that is not a head answering MASTER counts as a master", "[sm][no_master]") {
+  Rig rig;
+  rig.polls(3, round(Local{S, 10}, {Peer{M, 11}}));
+  auto r = round(Local{S, 10}, {Peer{kSilent, 10, PortState::Up, kPeer, true, kKey, true}});
+  OtherSm other;
+  other.info = info(kForeign, M, 15);
+  r.other_sms.push_back(other);
+  auto acts = rig.polls(40, r);
+  CHECK_FALSE(has_alarm(acts, AlarmKind::NoMaster));
+  CHECK(rig.m.status().fabric_master);
+}

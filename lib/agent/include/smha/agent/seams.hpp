@@ -44,6 +44,10 @@ class OpensmControl {
   // with; true if one was (state() is then Running). The engine sets the
   // priority once OpenSM answers.
   virtual bool adopt_running() { return false; }
+  // After every poll round: whether some SM answered MASTER anywhere on the
+  // fabric (sm::EngineStatus::fabric_master). Supervision retries a crash loop
+  // sooner while none does.
+  virtual void fabric_master(bool answers) { (void)answers; }
 };
 
 // Where events, alarms and hooks go (journal, metrics, hook runner).

@@ -49,6 +49,7 @@ class SupervisedOpensmControl final : public OpensmControl {
   sm::ProcessState state() const override;
   void set_exit_handler(ExitHandler h) override { on_exit_ = std::move(h); }
   bool adopt_running() override;
+  void fabric_master(bool answers) override { sup_->set_no_master(!answers); }
 
   // Config reload: takes the new renderer, re-renders at the current priority and
   // applies the change (SIGHUP or restart, classified against the file on disk).

@@ -118,12 +118,16 @@ struct OpensmSettings {
   // Supervision of the OpenSM process (doc/supervision.md): a crashed OpenSM is
   // restarted after restart_backoff_initial, doubling up to restart_backoff_max;
   // a run of restart_stable resets the doubling; crash_loop_count crashes within
-  // crash_loop_window stop the restarts (reported, not retried until a reload).
+  // crash_loop_window stop the restarts (reported); the crash loop is retried,
+  // one start each crash_loop_retry, or crash_loop_retry_no_master while no
+  // SM is MASTER on the fabric; a reload retries at once.
   std::chrono::milliseconds restart_backoff_initial{1000};
   std::chrono::seconds restart_backoff_max{60};
   std::chrono::seconds restart_stable{60};
   int crash_loop_count = 5;
   std::chrono::seconds crash_loop_window{300};
+  std::chrono::seconds crash_loop_retry{600};
+  std::chrono::seconds crash_loop_retry_no_master{60};
 };
 
 struct ControlSettings {

@@ -41,6 +41,10 @@ inline constexpr IntRange kRestartBackoffMaxS{1, 3600};
 inline constexpr IntRange kRestartStableS{1, 86400};
 inline constexpr IntRange kCrashLoopCount{1, 1000};
 inline constexpr IntRange kCrashLoopWindowS{1, 86400};
+// A crash loop's retry: often enough that a fabric gets its SM back within
+// minutes of the cause going, rarely enough that a lasting fault costs one
+// OpenSM start per retry.
+inline constexpr IntRange kCrashLoopRetryS{10, 86400};
 // metrics.textfile_interval_s: how often the node_exporter textfile is written.
 inline constexpr IntRange kTextfileIntervalS{1, 3600};
 
@@ -50,7 +54,7 @@ struct RangedKey {
   std::string_view path;
   IntRange range;
 };
-inline constexpr std::array<RangedKey, 16> kRangedKeys{{
+inline constexpr std::array<RangedKey, 18> kRangedKeys{{
     {"node.port", kHcaPort},
     {"sm_priority", kSmPriority},
     {"hook_timeout_s", kHookTimeoutS},
@@ -65,6 +69,8 @@ inline constexpr std::array<RangedKey, 16> kRangedKeys{{
     {"opensm.restart_stable_s", kRestartStableS},
     {"opensm.crash_loop_count", kCrashLoopCount},
     {"opensm.crash_loop_window_s", kCrashLoopWindowS},
+    {"opensm.crash_loop_retry_s", kCrashLoopRetryS},
+    {"opensm.crash_loop_retry_no_master_s", kCrashLoopRetryS},
     {"metrics.textfile_interval_s", kTextfileIntervalS},
     {"peers[].sm_priority", kSmPriority},
 }};

@@ -15,7 +15,10 @@
 //   - crash (anything else, including an unexpected exit 0 and death by signal):
 //     respawn after a backoff of initial, 2x, 4x ... up to max, the doubling reset
 //     once a run lasted `stable_uptime`; after `crash_loop_count` crashes within
-//     `crash_loop_window`, state Failed with a crash-loop reason.
+//     `crash_loop_window`, state Failed with a crash-loop reason. A crash loop is
+//     retried, forever, one spawn per `crash_loop_retry` (`crash_loop_retry_no_master`
+//     while no SM is master anywhere: set_no_master()); a retried run that
+//     crashes before `stable_uptime` fails again at once.
 // It does not judge health: whether OpenSM answers SMInfo is the caller's business.
 // The caller can force a restart (`restart`) when OpenSM hangs, and observes the
 // process through `status()`, `on_change` and `on_line` (e.g. "SUBNET UP").
@@ -100,6 +103,11 @@ struct SupervisorStatus {
   int spawns = 0;                    // processes started by this supervisor
   int restarts = 0;                  // spawns that replaced an earlier process (spawned or adopted)
   int crashes = 0;                   // crash exits seen by this supervisor
+  int crash_loop_retries = 0;        // retries after a crash loop (their spawns count in spawns)
+  // Failed by a crash loop: retried at next_start_at. A retried run is on
+  // probation (`retrying`) until it lasted stable_uptime.
+  bool crash_looped = false;
+  bool retrying = false;
   int consecutive_crashes = 0;       // drives the backoff; 0 after a stable run
   Duration current_backoff{};        // delay used for the scheduled respawn
   std::optional<os::ExitInfo> last_exit;
@@ -121,6 +129,10 @@ struct SupervisorOptions {
   Duration stable_uptime = seconds(60);  // a run this long resets the backoff
   int crash_loop_count = 5;              // this many crashes ...
   Duration crash_loop_window = seconds(300);  // ... within this window: Failed
+  // A crash loop is retried after this long (from the failure) while an SM is
+  // MASTER elsewhere, and after crash_loop_retry_no_master while none is.
+  Duration crash_loop_retry = seconds(600);
+  Duration crash_loop_retry_no_master = seconds(60);
   Duration stop_timeout = seconds(10);   // SIGTERM -> SIGKILL (the whole group)
   // After a crash, wait in Backoff for request_respawn() instead of respawning
   // when the backoff ends: the HA engine decides when a crashed OpenSM comes
@@ -158,7 +170,7 @@ enum class ReloadAction {
   Written,     // file rewritten; OpenSM not running or change kind None
   Signalled,   // file rewritten and SIGHUP sent
   Restarted,   // file rewritten and a restart begun
-  Retried,     // file rewritten while Failed: the failure was cleared and OpenSM started
+  Retried,     // while Failed (file changed or not): the failure was cleared and OpenSM started
 };
 std::string_view to_string(ReloadAction a);
 
@@ -206,10 +218,16 @@ class OpensmSupervisor {
   // once if it has). Elsewhere, and without that option, nothing.
   void request_respawn();
 
+  // Whether no SM answers MASTER anywhere on the fabric (the HA engine's
+  // view, fed every poll round). Chooses the crash-loop retry delay; a
+  // pending retry is brought forward when the fabric loses its master.
+  void set_no_master(bool no_master);
+
   // Applies a new opensm.conf: writes it (atomically, conf_mode) only if it differs
   // from the file on disk, then per `change`: Sighup -> SIGHUP to OpenSM; Restart ->
-  // restart (logging the key); None -> nothing. While Failed, a changed file clears
-  // the failure and starts OpenSM again (the fix may be in the new file).
+  // restart (logging the key); None -> nothing. While Failed, the failure is
+  // cleared and OpenSM started again at once, whether the file changed or not
+  // (the fix may be in the new file, or outside it: a restored GUID, a directory).
   // Errors: "io" (file not written; nothing else done).
   Result<ReloadAction> reload(std::string_view conf_text, const ConfChange& change);
 
@@ -230,7 +248,17 @@ class OpensmSupervisor {
   void on_exit(std::uint64_t run, const os::ExitInfo& exit);
   void handle_crash(const os::ExitInfo& exit, Duration uptime, const std::string& what);
   void fail(std::string reason);
-  std::optional<std::string> log_error() const;
+  // Failed by a crash loop: schedules the retry (arm_retry()).
+  void fail_crash_loop(std::string reason);
+  // Clears the crash accounting and the crash-loop retry (start, stop, reload
+  // of a failed head, a permanent failure).
+  void forget_crashes();
+  void arm_retry();
+  void retry_crash_loop();
+  // The ERR lines OpenSM wrote to its own log during this run: the first one
+  // (a start-up failure) or the last ones (a crash).
+  enum class LogPick { First, Last };
+  std::optional<std::string> log_error(LogPick pick = LogPick::First) const;
   // A spawn failed for want of descriptors, processes or memory: Backoff, and
   // try again after the (doubling) backoff. Not a crash, not Failed.
   void retry_spawn_later(std::string what);
@@ -265,6 +293,10 @@ class OpensmSupervisor {
   std::vector<std::function<void()>> stop_waiters_;
   std::optional<Scheduler::TimerId> backoff_timer_;
   std::optional<Scheduler::TimerId> kill_timer_;
+  std::optional<Scheduler::TimerId> stable_timer_;  // ends a retried run's probation
+  TimePoint failed_at_{};                            // when the crash loop failed
+  std::string crash_reason_;                         // its reason, before the retry's words
+  bool no_master_ = false;                           // set_no_master()
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // handlers hold a weak_ptr
 };
 

@@ -192,7 +192,10 @@ class DaemonEventSink final : public agent::EventSink {
 // opensm_restart hooks; entering Failed (permanent failure or crash loop) logs
 // OPENSM_FAILED, raises the daemon alarm "opensm_failed" in LogEventSink (with
 // an "opensm_failed" event) and runs the opensm_restart hooks; leaving Failed
-// clears the alarm. Feed it every supervisor status (SupervisorOptions::on_change).
+// clears the alarm, except for a crash loop's retry: that keeps it until the
+// retried OpenSM has run restart_stable_s (events opensm_retry, then
+// opensm_retry_ok or opensm_retry_failed). Feed it every supervisor status
+// (SupervisorOptions::on_change).
 class OpensmWatch {
  public:
   OpensmWatch(LogEventSink& log, HookDispatcher& hooks,
@@ -206,6 +209,8 @@ class OpensmWatch {
   std::function<void()> changed_;
   opensm::SupervisorState last_ = opensm::SupervisorState::Stopped;
   int last_spawns_ = 0;
+  int last_retries_ = 0;
+  bool last_retrying_ = false;
 };
 
 // Directed-route discovery of every peer's port GUID from the configured port

@@ -49,6 +49,8 @@ struct ClusterParams {
     Duration stable_uptime = seconds(60);
     int crash_loop_count = 5;
     Duration crash_loop_window = seconds(300);
+    Duration crash_loop_retry = seconds(600);
+    Duration crash_loop_retry_no_master = seconds(60);
   } supervision;
   FabricParams fabric;  // fabric.switches > 1: head01 on the first switch, the last head on the last
   Duration observer_interval = milliseconds(5);  // third-node SMInfo polling; 0: off

@@ -27,8 +27,10 @@ namespace smha::sm {
 
 // The local OpenSM process as the supervisor sees it.
 // Failed: supervision gave up (permanent failure, crash loop); a start is
-// refused until the operator fixes it. The engine does not ask again; it goes
-// on when the process is Running again (e.g. after a reload).
+// refused. The engine does not ask again; it goes on when the process is
+// Running again (a reload), or Exited again: supervision retries a crash loop
+// after a long backoff and waits for the engine's start (at the priority the
+// engine chooses), as after any crash.
 enum class ProcessState : std::uint8_t { Stopped, Running, Exited, Failed };
 std::string_view to_string(ProcessState s);
 
@@ -121,7 +123,8 @@ enum class AlarmKind : std::uint8_t {
   IgnoreOtherSm,     // two masters persist and neither yields (ignore_other_sm-like)
   UnknownSm,         // an SM whose GUID is not a configured head
   LocalSmHung,       // local OpenSM runs but does not answer SMInfo
-  NoMaster,          // takeover did not produce a master within its bounds
+  NoMaster,          // no SM answers MASTER anywhere (track_fabric_master()), or a
+                     // takeover did not produce a master within its bounds
   HandoverFailed,    // planned handover rolled back
   PriorityMismatch,  // a standby peer renders a priority our configuration does not expect
   PriorityNotApplied,  // the local SM keeps answering another priority than the one rendered
@@ -231,6 +234,12 @@ struct EngineStatus {
   int required_rounds = 0;
   double round_miss_estimate = 0;      // estimated chance a live peer misses a whole round
   std::vector<AlarmKind> alarms;
+  // Some SM answered MASTER in the latest round: this head's, a peer's, the
+  // one at our port's MasterSMLID, or one the census found. False before the
+  // first round.
+  bool fabric_master = false;
+  // Since when no SM answered MASTER anywhere (unset while one does).
+  std::optional<TimePoint> masterless_since;
 };
 
 class HaMachine {
@@ -322,6 +331,10 @@ class HaMachine {
   void track_local_port(const PollRound& r);
   void track_local_sm(const PollRound& r, TimePoint now, Ctx& c);
   void track_master(const PollRound& r);
+  // No SM answers MASTER anywhere on the fabric (heads, our port's master, the
+  // census): no_master once that lasts past the start grace with nobody
+  // sweeping, or past sweep_bound; cleared by the first MASTER answer.
+  void track_fabric_master(const PollRound& r, TimePoint now, Ctx& c);
   void update_loss(const PollRound& r);
   void check_alarms(const PollRound& r, TimePoint now, Ctx& c);
   // Fences a hung local OpenSM; true when it did. Otherwise, with our SM
@@ -429,6 +442,10 @@ class HaMachine {
   std::vector<AlarmKind> alarms_;
   std::string unknown_sm_detail_;  // the active unknown_sm's detail, raised again when it changes
   std::optional<Guid> master_seen_;
+  // Since when no SM anywhere answered MASTER (track_fabric_master()); unset
+  // while one does.
+  std::optional<TimePoint> masterless_since_;
+  bool fabric_master_ = false;
   // The SM at our port's MasterSMLID answered MASTER this round (see
   // PollRound::port_master): a master exists even if no configured peer
   // answers as one (unaddressed, stale LID, not a head). No takeover acts then.
