@@ -195,9 +195,10 @@ TEST_CASE("metrics: scrapes are answered while one local client holds 70 half-se
   }
   const auto wall = Clock::now() - t0;
   const auto cpu = server.cpu() - cpu0;
-  // The held connections are closed only at their header deadline (3 s), so
-  // the holder had nothing to reopen: no accept-then-close spin.
-  CHECK(holder.reconnects() == 0);
+  // The held connections are closed only at their header deadline (3 s, after
+  // this test on an idle machine; at most one round of 70 on a slow one), so
+  // the holder has next to nothing to reopen: no accept-then-close spin.
+  CHECK(holder.reconnects() <= 70);
   INFO("server CPU " << std::chrono::duration_cast<std::chrono::milliseconds>(cpu).count() << " ms in "
                      << std::chrono::duration_cast<std::chrono::milliseconds>(wall).count() << " ms");
   CHECK(cpu < wall / 20);
