@@ -189,7 +189,10 @@ std::string render_prometheus(const MetricsSnapshot& s) {
              "1, labelled with this head's configuration digests per component (doc/drift.md): heads that "
              "disagree on a label have drifted.");
     std::vector<std::pair<std::string, std::string>> labels{{"node", s.node}};
-    for (const auto& d : s.config_digests) labels.push_back(d);
+    // Never a key-derived value: the text is served to any local user and
+    // written world-readable for node_exporter (metrics.hpp).
+    for (const auto& d : s.config_digests)
+      if (d.first != kUnexposedDigest) labels.push_back(d);
     w.sample("smha_config_digest_info", labels, 1.0);
   }
   if (!s.drift_peers.empty()) {

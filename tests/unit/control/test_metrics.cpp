@@ -112,3 +112,18 @@ TEST_CASE("the parser used by these tests rejects malformed text", "[control][me
   auto doc = parse_with_prometheus_client("smha_x{le=\"1\" 3\n");
   CHECK(doc.contains("error"));
 }
+
+TEST_CASE("the exposition never carries the SM_Key's fingerprint, the other digests it does",
+          "[control][metrics]") {
+  MetricsSnapshot m;
+  m.node = "head-a";
+  m.role = "master";
+  m.config_digests = {{"opensm_conf", "001122334455"}, {"ha_policy", "66778899aabb"}, {"sm_key", "a1b2c3d4e5f6"}};
+  const std::string text = render_prometheus(m);
+  CHECK(text.find("sm_key") == std::string::npos);
+  CHECK(text.find("a1b2c3d4e5f6") == std::string::npos);
+  auto doc = parse_with_prometheus_client(text);
+  REQUIRE_FALSE(doc.contains("error"));
+  CHECK(sample_value(doc["smha_config_digest_info"], "smha_config_digest_info",
+                     {{"node", "head-a"}, {"opensm_conf", "001122334455"}, {"ha_policy", "66778899aabb"}}) == 1.0);
+}

@@ -267,11 +267,15 @@ TEST_CASE("metrics served over loopback HTTP and written to the textfile", "[ser
   settings.textfile_dir = dir.path();
   settings.textfile_interval = std::chrono::seconds(1);
   int renders = 0;
+  // This head's config digests, the SM_Key's fingerprint among them: what any
+  // local user reads from the listener and the 0644 textfile leaves it out.
+  json status = status_fixture();
+  status["drift"] = json::parse(R"({"own": {"opensm_conf": "001122334455", "sm_key": "a1b2c3d4e5f6"}})");
   MetricsService svc(io, settings, fs, [&] {
     ++renders;
     PollStats p;
     FailoverStats f;
-    return control::render_prometheus(metrics_snapshot(status_fixture(), p, f));
+    return control::render_prometheus(metrics_snapshot(status, p, f));
   });
   REQUIRE(svc.start().ok());
   REQUIRE(svc.http_port() != 0);
@@ -292,12 +296,18 @@ TEST_CASE("metrics served over loopback HTTP and written to the textfile", "[ser
   REQUIRE_FALSE(doc.contains("error"));
   CHECK(sample_value(doc["smha_hold_active"], "smha_hold_active", json::object()) == 1.0);
   CHECK(other.rfind("HTTP/1.1 404", 0) == 0);
+  CHECK(sample_value(doc["smha_config_digest_info"], "smha_config_digest_info",
+                     {{"node", "head01"}, {"opensm_conf", "001122334455"}}) == 1.0);
+  CHECK(metrics.find("a1b2c3d4e5f6") == std::string::npos);
 
   std::ifstream in(svc.textfile_path());
   std::stringstream file;
   file << in.rdbuf();
   auto fdoc = parse_with_prometheus_client(file.str());
   REQUIRE_FALSE(fdoc.contains("error"));
+  CHECK(file.str().find("a1b2c3d4e5f6") == std::string::npos);
+  CHECK(sample_value(fdoc["smha_config_digest_info"], "smha_config_digest_info",
+                     {{"node", "head01"}, {"opensm_conf", "001122334455"}}) == 1.0);
   CHECK(sample_value(fdoc["smha_sm_up"], "smha_sm_up", {{"node", "head02"}, {"guid", "0x0000000000000020"}}) == 1.0);
   CHECK(svc.textfile_path() == dir.sub("smha.prom"));
   CHECK(renders >= 2);  // the /metrics scrape and the textfile (the 404 renders nothing)

@@ -28,6 +28,7 @@
 //   smha_build_info{version}             gauge 1 (absent if the version is unknown)
 //   smha_start_time_seconds              gauge smhad's start, Unix time
 //   smha_config_last_reload_success_timestamp_seconds  gauge the last successful load, Unix time
+//   smha_config_digest_info{node,<component>...} gauge 1, this head's config digests (never sm_key's)
 //   (counters and labelled gauges carry every known label value from the start, at 0)
 #pragma once
 
@@ -93,6 +94,14 @@ struct MetricsSnapshot {
   std::vector<std::pair<std::string, std::string>> drift_peers;
   std::map<std::string, uint64_t> drift_rejected;
 };
+
+// The config digest component smha_config_digest_info never carries: the
+// SM_Key's fingerprint. Whoever can reach the listener (any local user) or
+// read the textfile (mode 0644, often published by node_exporter) could
+// otherwise search the key offline, one SHA-1 per guess, and SM_Keys are not
+// always chosen from all 2^64 values. Drift of the key is still detected in
+// band and shows as smha_config_drift_peer_state and alarm config_drift.
+inline constexpr const char* kUnexposedDigest = "sm_key";
 
 // Renders the snapshot. Label values are escaped (\\, \", \n); if `role` is not
 // in `roles` it is added. A histogram whose bounds and counts differ in length
