@@ -13,8 +13,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -258,6 +260,7 @@ class Loader {
   void load_sm_key(const CheckedMap& top, Config& c);
   void load_opensm(const Entry& e, Config& c);
   void load_extra(const Entry& e, Config& c);
+  bool log_key_ok(const YAML::Node& v, const std::string& key, const std::string& path, const std::string& value);
   void load_control(const Entry& e, Config& c);
   void load_metrics(const Entry& e, Config& c);
   void load_hooks(const Entry& e, Config& c);
@@ -653,6 +656,37 @@ void Loader::load_sm_key(const CheckedMap& top, Config& c) {
   }
 }
 
+// smhad reads OpenSM's log as OpenSM writes it (SUBNET UP, state changes,
+// routing results, ERR lines: doc/opensm-conf.md). OpenSM flushes only ERROR
+// and SYS lines unless force_log_flush is TRUE (osm_log.c), and logs SUBNET UP
+// at INFO (osm_state_mgr.c), so force_log_flush must stay TRUE and log_flags
+// must keep ERROR (0x01) and INFO (0x02).
+bool Loader::log_key_ok(const YAML::Node& v, const std::string& key, const std::string& path,
+                        const std::string& value) {
+  if (key == "force_log_flush" && value != "TRUE") {
+    error(v, path,
+          "refused: smha renders force_log_flush TRUE (smhad reads OpenSM's log as it is written: "
+          "SUBNET UP, takeover reports, start-up errors); drop the key");
+    return false;
+  }
+  if (key == "log_flags") {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long flags = std::strtoul(value.c_str(), &end, 0);
+    if (errno != 0 || end == value.c_str() || *end != '\0' || flags > 0xff) {
+      error(v, path, "must be a number 0..0xff (OpenSM's log levels), e.g. 0x03 (got \"" + value + "\")");
+      return false;
+    }
+    if ((flags & 0x03) != 0x03) {
+      error(v, path,
+            "must keep ERROR (0x01) and INFO (0x02): smhad reads OpenSM's SUBNET UP, state and routing "
+            "lines (INFO) and its ERR lines from the log (got " + value + ")");
+      return false;
+    }
+  }
+  return true;
+}
+
 void Loader::load_extra(const Entry& e, Config& c) {
   const YAML::Node& m = e.value;
   if (m.IsNull()) return;
@@ -706,6 +740,10 @@ void Loader::load_extra(const Entry& e, Config& c) {
       continue;
     }
     if (!conf_safe(v, path, value)) continue;
+    if (!log_key_ok(v, key, path, value)) continue;
+    // smha renders force_log_flush TRUE itself: the same value here is no
+    // conflict, and is not rendered twice.
+    if (key == "force_log_flush") continue;
     positions_[path] = position_of(k);
     c.opensm.extra.push_back({key, value, position_of(k)});
   }

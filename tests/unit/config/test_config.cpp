@@ -296,6 +296,26 @@ TEST_CASE("an sm_key_file readable by others is refused, naming the path") {
   CHECK(errors_of(kNode + "sm_key_file: " + group_only.path() + "\n").size() == 1);
 }
 
+TEST_CASE("opensm.extra: force_log_flush stays TRUE, log_flags keeps ERROR and INFO") {
+  // TRUE is what smha renders anyway: accepted, not rendered a second time.
+  Config same = load_ok(kNode + "opensm:\n  extra:\n    force_log_flush: true\n    log_flags: 0x0f\n");
+  REQUIRE(same.opensm.extra.size() == 1);
+  CHECK(same.opensm.extra[0].key == "log_flags");
+  CHECK(same.opensm.extra[0].value == "0x0f");
+  CHECK(errors_of(kNode + "opensm:\n  extra:\n    force_log_flush: false\n") ==
+        std::vector<std::string>{"t.yaml:6:22: opensm.extra.force_log_flush: refused: smha renders "
+                                 "force_log_flush TRUE (smhad reads OpenSM's log as it is written: SUBNET UP, "
+                                 "takeover reports, start-up errors); drop the key"});
+  CHECK(errors_of(kNode + "opensm:\n  extra:\n    log_flags: 0x01\n") ==
+        std::vector<std::string>{"t.yaml:6:16: opensm.extra.log_flags: must keep ERROR (0x01) and INFO (0x02): "
+                                 "smhad reads OpenSM's SUBNET UP, state and routing lines (INFO) and its ERR "
+                                 "lines from the log (got 0x01)"});
+  CHECK(errors_of(kNode + "opensm:\n  extra:\n    log_flags: lots\n") ==
+        std::vector<std::string>{"t.yaml:6:16: opensm.extra.log_flags: must be a number 0..0xff (OpenSM's log "
+                                 "levels), e.g. 0x03 (got \"lots\")"});
+  CHECK(load_ok(kNode + "opensm:\n  extra:\n    log_flags: 3\n").opensm.extra.size() == 1);
+}
+
 TEST_CASE("YAML that would be read laxly is refused with a position") {
   auto multi = load_config_from_string(kNode + "---\nsm_priority: 3\n", "t.yaml");
   REQUIRE_FALSE(multi.ok());

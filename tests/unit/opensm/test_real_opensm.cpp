@@ -148,6 +148,7 @@ TEST_CASE("real opensm: check_config end to end, the example config included") {
     REQUIRE(shipped.warnings.size() == 1);
     CHECK(shipped.warnings[0].key_path == "sm_key");
     CHECK(parse_opensm_conf(shipped.rendered).at("sm_key") == "0x0000000000000001");
+    CHECK(parse_opensm_conf(shipped.rendered).at("force_log_flush") == "TRUE");
   }
   // ... and with its commented sm_key_file enabled and pointed at our key.
   auto at = example.find("# sm_key_file: /etc/smha/sm_key");
