@@ -90,6 +90,7 @@ std::string render_opensm_conf(const config::Config& config, const RenderInputs&
   if (in.port_guid) body << "guid " << to_string(*in.port_guid) << '\n';
   body << "sm_priority " << static_cast<unsigned>(in.sm_priority) << '\n';
   body << "sm_key 0x" << hex64(config.sm_key) << '\n';
+  body << "sa_key 0x" << hex64(config.sa_key) << '\n';
   body << "routing_engine " << rendered_routing_engine(o.routing_engine, in.adaptive_routing)
        << '\n';
   body << "sweep_interval " << o.sweep_interval_s << '\n';

@@ -95,6 +95,7 @@ TEST_CASE("managed keys follow the config") {
       render_opensm_conf(load_data_config("extra_keys"), {7, std::nullopt, Flavor::Upstream, false, false}));
   CHECK(conf.at("sm_priority") == "7");
   CHECK(conf.at("sm_key") == "0x0123456789abcdef");
+  CHECK(conf.at("sa_key") == "0x00000000000f00d5");
   CHECK(conf.at("routing_engine") == "updn");
   CHECK(conf.at("sweep_interval") == "15");
   CHECK(conf.at("sminfo_polling_timeout") == "3000");
@@ -110,7 +111,7 @@ TEST_CASE("managed keys follow the config") {
   CHECK(conf.count("sharp_enabled") == 0);
 }
 
-TEST_CASE("force_log_flush TRUE is always rendered, once") {
+TEST_CASE("force_log_flush TRUE is always rendered, once, and sa_key defaults to OpenSM's 0x1") {
   // OpenSM flushes its log only for ERROR/SYS lines otherwise: SUBNET UP (INFO)
   // would stay in its buffer, unseen by smhad.
   auto count = [](const std::string& text, const std::string& line) {
@@ -130,6 +131,7 @@ TEST_CASE("force_log_flush TRUE is always rendered, once") {
   REQUIRE(r.ok());
   const std::string text = render_opensm_conf(r.value(), RenderInputs{});
   CHECK(count(text, "force_log_flush ") == 1);
+  CHECK(parse_opensm_conf(text).at("sa_key") == "0x0000000000000001");
 }
 
 TEST_CASE("NVIDIA keys appear only for the nvidia flavor with the feature on") {
