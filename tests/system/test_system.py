@@ -38,6 +38,7 @@ peers:
     port_guid: {peer_guid}
 sm_priority: 10
 sm_key_file: /etc/smha/sm_key
+sa_key_file: /etc/smha/sa_key
 opensm:
   log_file: /var/log/opensm.log
   dump_files_dir: /var/log/
@@ -71,6 +72,8 @@ def configure_head(c, ibsim, node, yaml, key):
     """The quick start on one head: the key file, the config, the hook, the
     check, then systemctl enable --now (plus the test's umad2sim drop-in)."""
     c.sh(f"umask 077; printf '%s\\n' {key} > /etc/smha/sm_key")
+    # The SA key: another key, the same on every head (README quick start).
+    c.sh("umask 077; printf '%s\\n' 0x00000000d00d5a01 > /etc/smha/sa_key")
     c.write("/etc/smha/smha.yaml", yaml)
     c.sh("mkdir -p /etc/smha/hooks")
     c.write("/etc/smha/hooks/notify", HOOK, 0o755)
@@ -107,7 +110,8 @@ def first_install(scratch, root, debs, started):
     # node_exporter's textfile directory (its package creates it).
     c.sh("mkdir -p /var/lib/prometheus/node-exporter")
     r = c.sh("smhad --check-config -c /etc/smha/smha.yaml", check_rc=False)
-    check(r.returncode == 0 and "sm_key: not set" not in r.stdout + r.stderr,
+    check(r.returncode == 0 and "sm_key: not set" not in r.stdout + r.stderr
+          and "sa_key:" not in r.stdout + r.stderr,
           f"--check-config: {r.returncode} {r.stdout}{r.stderr}")
     enable_now(c)
     check(c.sh("systemctl is-active smhad", check_rc=False).stdout.strip() == "active", "smhad not active")

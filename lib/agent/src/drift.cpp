@@ -78,9 +78,8 @@ constexpr std::size_t kServiceDataRead = 56;
 }  // namespace
 
 bool is_per_head_conf_key(std::string_view key) {
-  static const std::vector<std::string_view> keys{"guid",          "sm_priority",        "sm_key",
-                                                  "log_file",      "dump_files_dir",     "sa_db_file",
-                                                  "node_name_map_name"};
+  static const std::vector<std::string_view> keys{"guid",     "sm_priority",    "sm_key",     "sa_key",
+                                                  "log_file", "dump_files_dir", "sa_db_file", "node_name_map_name"};
   if (std::find(keys.begin(), keys.end(), key) != keys.end()) return true;
   const auto& policy = opensm::sweep_read_policy_keys();
   return std::binary_search(policy.begin(), policy.end(), std::string(key));
@@ -103,8 +102,14 @@ ConfigDigests compute_digests(const DigestInputs& in) {
     set(c, files[static_cast<std::size_t>(c)]);
   set(DriftComponent::HaPolicy, in.ha_policy);
   set(DriftComponent::Opensm, in.opensm);
-  std::string key(8, '\0');
-  for (int i = 0; i < 8; ++i) key[static_cast<std::size_t>(i)] = static_cast<char>(in.sm_key >> (56 - 8 * i));
+  std::string key;
+  auto append = [&key](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) key += static_cast<char>(v >> (56 - 8 * i));
+  };
+  append(in.sm_key);
+  // OpenSM's default SA key adds nothing: a config without sa_key keeps the
+  // SmKey digest it had before smhad rendered sa_key.
+  if (in.sa_key != 1) append(in.sa_key);
   set(DriftComponent::SmKey, key);
   return out;
 }

@@ -13,8 +13,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -255,9 +257,11 @@ class Loader {
   void load_node(const Entry& e, Config& c);
   void load_peers(const Entry& e, Config& c);
   void load_failover(const Entry& e, Config& c);
-  void load_sm_key(const CheckedMap& top, Config& c);
+  // sm_key / sm_key_file or sa_key / sa_key_file (`name` and name + "_file").
+  void load_key(const CheckedMap& top, const std::string& name, std::uint64_t& ret_key, bool& ret_set);
   void load_opensm(const Entry& e, Config& c);
   void load_extra(const Entry& e, Config& c);
+  bool log_key_ok(const YAML::Node& v, const std::string& key, const std::string& path, const std::string& value);
   void load_control(const Entry& e, Config& c);
   void load_metrics(const Entry& e, Config& c);
   void load_hooks(const Entry& e, Config& c);
@@ -608,11 +612,12 @@ void Loader::load_failover(const Entry& e, Config& c) {
   }
 }
 
-void Loader::load_sm_key(const CheckedMap& top, Config& c) {
-  auto inline_it = top.find("sm_key");
-  auto file_it = top.find("sm_key_file");
+void Loader::load_key(const CheckedMap& top, const std::string& name, std::uint64_t& ret_key, bool& ret_set) {
+  const std::string file_key = name + "_file";
+  auto inline_it = top.find(name);
+  auto file_it = top.find(file_key);
   if (inline_it != top.end() && file_it != top.end()) {
-    error(file_it->second.key, "sm_key_file", "give either sm_key or sm_key_file, not both");
+    error(file_it->second.key, file_key, "give either " + name + " or " + file_key + ", not both");
     return;
   }
   auto parse_key = [&](const std::string& s, const YAML::Node& at, const std::string& path,
@@ -624,33 +629,70 @@ void Loader::load_sm_key(const CheckedMap& top, Config& c) {
                 (s.size() > 40 ? s.substr(0, 40) + "..." : s) + "\")");
       return;
     }
-    c.sm_key = g->value;
-    c.sm_key_set = true;
+    // OpenSM's P_KeyTableRecord check is "SM_Key != sa_key": with sa_key 0
+    // every plain (SM_Key 0) request would be trusted (osm_sa_pkey_record.c).
+    if (name == "sa_key" && g->value == 0) {
+      error(at, path,
+            where + "must not be 0: OpenSM would then trust every SA request that carries no key");
+      return;
+    }
+    ret_key = g->value;
+    ret_set = true;
   };
   if (inline_it != top.end()) {
-    if (auto s = text(inline_it->second.value, "sm_key"))
-      parse_key(*s, inline_it->second.value, "sm_key", "");
+    if (auto s = text(inline_it->second.value, name)) parse_key(*s, inline_it->second.value, name, "");
   }
   if (file_it != top.end()) {
-    auto p = absolute_path(file_it->second.value, "sm_key_file");
+    auto p = absolute_path(file_it->second.value, file_key);
     if (!p) return;
     unsigned mode = 0;
     auto content = read_regular_file(*p, kMaxKeyFileBytes, &mode);
     if (!content) {
-      error(file_it->second.value, "sm_key_file", "cannot read " + *p + ": " + content.error().message);
+      error(file_it->second.value, file_key, "cannot read " + *p + ": " + content.error().message);
       return;
     }
     if ((mode & 077) != 0) {
       char octal[8];
       std::snprintf(octal, sizeof octal, "%04o", mode & 07777);
-      error(file_it->second.value, "sm_key_file",
-            *p + " has mode " + octal + "; it holds the SM_Key, so it must not be readable by others: chmod 600 " +
+      const std::string what = name == "sa_key" ? "the SA key" : "the SM_Key";
+      error(file_it->second.value, file_key,
+            *p + " has mode " + octal + "; it holds " + what + ", so it must not be readable by others: chmod 600 " +
                 *p);
       return;
     }
-    parse_key(trim(*content), file_it->second.value, "sm_key_file",
-              "the key in " + *p + " ");
+    parse_key(trim(*content), file_it->second.value, file_key, "the key in " + *p + " ");
   }
+}
+
+// smhad reads OpenSM's log as OpenSM writes it (SUBNET UP, state changes,
+// routing results, ERR lines: doc/opensm-conf.md). OpenSM flushes only ERROR
+// and SYS lines unless force_log_flush is TRUE (osm_log.c), and logs SUBNET UP
+// at INFO (osm_state_mgr.c), so force_log_flush must stay TRUE and log_flags
+// must keep ERROR (0x01) and INFO (0x02).
+bool Loader::log_key_ok(const YAML::Node& v, const std::string& key, const std::string& path,
+                        const std::string& value) {
+  if (key == "force_log_flush" && value != "TRUE") {
+    error(v, path,
+          "refused: smha renders force_log_flush TRUE (smhad reads OpenSM's log as it is written: "
+          "SUBNET UP, takeover reports, start-up errors); drop the key");
+    return false;
+  }
+  if (key == "log_flags") {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long flags = std::strtoul(value.c_str(), &end, 0);
+    if (errno != 0 || end == value.c_str() || *end != '\0' || flags > 0xff) {
+      error(v, path, "must be a number 0..0xff (OpenSM's log levels), e.g. 0x03 (got \"" + value + "\")");
+      return false;
+    }
+    if ((flags & 0x03) != 0x03) {
+      error(v, path,
+            "must keep ERROR (0x01) and INFO (0x02): smhad reads OpenSM's SUBNET UP, state and routing "
+            "lines (INFO) and its ERR lines from the log (got " + value + ")");
+      return false;
+    }
+  }
+  return true;
 }
 
 void Loader::load_extra(const Entry& e, Config& c) {
@@ -706,6 +748,10 @@ void Loader::load_extra(const Entry& e, Config& c) {
       continue;
     }
     if (!conf_safe(v, path, value)) continue;
+    if (!log_key_ok(v, key, path, value)) continue;
+    // smha renders force_log_flush TRUE itself: the same value here is no
+    // conflict, and is not rendered twice.
+    if (key == "force_log_flush") continue;
     positions_[path] = position_of(k);
     c.opensm.extra.push_back({key, value, position_of(k)});
   }
@@ -1092,8 +1138,8 @@ ConfigResult Loader::load(std::string_view text) {
   Config c;
   c.source_path = file_;
   auto top = check_map(root, "",
-                       {"node", "peers", "sm_priority", "failover", "sm_key", "sm_key_file",
-                        "opensm", "control", "metrics", "hooks", "hook_timeout_s", "state_dir"});
+                       {"node", "peers", "sm_priority", "failover", "sm_key", "sm_key_file", "sa_key",
+                        "sa_key_file", "opensm", "control", "metrics", "hooks", "hook_timeout_s", "state_dir"});
   if (!top) return ConfigResult(std::move(errors_));
 
   if (auto it = top->find("node"); it != top->end()) {
@@ -1106,7 +1152,8 @@ ConfigResult Loader::load(std::string_view text) {
     if (auto v = ranged(it->second.value, "sm_priority", limits::kSmPriority)) c.sm_priority = static_cast<int>(*v);
   }
   if (auto it = top->find("failover"); it != top->end()) load_failover(it->second, c);
-  load_sm_key(*top, c);
+  load_key(*top, "sm_key", c.sm_key, c.sm_key_set);
+  load_key(*top, "sa_key", c.sa_key, c.sa_key_set);
   if (auto it = top->find("opensm"); it != top->end()) load_opensm(it->second, c);
   if (auto it = top->find("control"); it != top->end()) load_control(it->second, c);
   if (auto it = top->find("metrics"); it != top->end()) load_metrics(it->second, c);
@@ -1170,6 +1217,7 @@ const std::map<std::string, ManagedKey, std::less<>>& managed_opensm_keys() {
       {"guid", {"node.port_guid", " (or node.ca + node.port)"}},
       {"sm_priority", {"sm_priority", ""}},
       {"sm_key", {"sm_key", " or sm_key_file"}},
+      {"sa_key", {"sa_key", " or sa_key_file"}},
       {"routing_engine", {"opensm.routing_engine", ""}},
       {"sweep_interval", {"opensm.sweep_interval", ""}},
       {"sminfo_polling_timeout", {"failover.opensm_polling_timeout_ms", ""}},
@@ -1182,6 +1230,19 @@ const std::map<std::string, ManagedKey, std::less<>>& managed_opensm_keys() {
       {"sharp_enabled", {"opensm.sharp", ""}},
   };
   return keys;
+}
+
+std::vector<Diagnostic> key_warnings(const Config& c) {
+  std::vector<Diagnostic> out;
+  auto at = [&c](const std::string& key) {
+    const Position inline_pos = c.position_of(key);
+    return inline_pos.line > 0 ? inline_pos : c.position_of(key + "_file");
+  };
+  if (!c.sm_key_set) out.push_back({c.source_path, {}, "sm_key", kDefaultSmKeyWarning});
+  if (c.sa_key == 1) out.push_back({c.source_path, at("sa_key"), "sa_key", kDefaultSaKeyWarning});
+  else if (c.sm_key_set && c.sa_key == c.sm_key)
+    out.push_back({c.source_path, at("sa_key"), "sa_key", kSameSaKeyWarning});
+  return out;
 }
 
 }  // namespace smha::config

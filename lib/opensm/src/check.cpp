@@ -198,9 +198,7 @@ CheckReport check_loaded_config(const config::Config& c, OpensmRunner& runner) {
   auto prepared = prepare_opensm_conf(c, *caps, static_cast<std::uint8_t>(c.sm_priority),
                                       c.port.port_guid, &fs);
   report.warnings = prepared.warnings;
-  if (!c.sm_key_set) {
-    report.warnings.push_back(Diagnostic{c.source_path, {}, "sm_key", config::kDefaultSmKeyWarning});
-  }
+  for (auto& w : config::key_warnings(c)) report.warnings.push_back(std::move(w));
   if (!prepared.ok()) {
     report.errors = prepared.errors;
     return report;

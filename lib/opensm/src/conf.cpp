@@ -90,12 +90,16 @@ std::string render_opensm_conf(const config::Config& config, const RenderInputs&
   if (in.port_guid) body << "guid " << to_string(*in.port_guid) << '\n';
   body << "sm_priority " << static_cast<unsigned>(in.sm_priority) << '\n';
   body << "sm_key 0x" << hex64(config.sm_key) << '\n';
+  body << "sa_key 0x" << hex64(config.sa_key) << '\n';
   body << "routing_engine " << rendered_routing_engine(o.routing_engine, in.adaptive_routing)
        << '\n';
   body << "sweep_interval " << o.sweep_interval_s << '\n';
   body << "sminfo_polling_timeout " << config.failover.opensm_polling_timeout.count() << '\n';
   body << "polling_retry_number " << config.failover.opensm_polling_retries << '\n';
   body << "log_file " << o.log_file << '\n';
+  // OpenSM flushes only ERROR and SYS lines otherwise; SUBNET UP is INFO and
+  // would sit in stdio's buffer, unseen by smhad (osm_log.c, osm_state_mgr.c).
+  body << "force_log_flush TRUE\n";
   body << "dump_files_dir " << o.dump_files_dir << '\n';
   body << "honor_guid2lid_file " << boolean(o.honor_guid2lid_file) << '\n';
   body << "sa_db_dump " << boolean(o.sa_db_dump) << '\n';

@@ -220,6 +220,7 @@ void Daemon::update_drift_digests() {
                  std::to_string(f.opensm_polling_retries) + "\n";
   in.opensm = caps_.version + " " + std::string(opensm::to_string(caps_.flavor));
   in.sm_key = config_.sm_key;
+  in.sa_key = config_.sa_key;
   agent_->drift().set_own(agent::compute_digests(in));
 }
 
@@ -600,7 +601,7 @@ bool Daemon::init_os() {
     err_ << "smhad: " << config_.source_path << ": " << st.error().message << '\n';
     return false;
   }
-  if (!config_.sm_key_set) spdlog::warn("{}: sm_key {}", config_.source_path, config::kDefaultSmKeyWarning);
+  for (const auto& w : config::key_warnings(config_)) spdlog::warn("{}", w.to_string());
   hooks_ = std::make_unique<HookDispatcher>(io_, *sched_, config_);
   auto changed = [this] {
     if (systemd_) systemd_->refresh();

@@ -146,6 +146,30 @@ TEST_CASE("the SM_Key is never in the record, only its keyed fingerprint", "[dri
   CHECK(bytes.find(key.substr(0, 4)) == std::string::npos);
 }
 
+TEST_CASE("the SA key is a secret too: out of opensm_conf, in the keyed sm_key component", "[drift]") {
+  auto with_sa_key = [](const std::string& key) {
+    std::string c = conf("0xa1", 15, "1111");
+    const std::string after = "sm_key 0x0000000000000001\n";
+    c.insert(c.find(after) + after.size(), "sa_key " + key + "\n");
+    return c;
+  };
+  auto in = inputs(with_sa_key("0x000000005a5a0001"));
+  in.sa_key = 0x5a5a0001;
+  const auto a = compute_digests(in);
+  // Another SA key: the sm_key component differs, opensm_conf does not.
+  auto other = inputs(with_sa_key("0x000000005a5a0002"));
+  other.sa_key = 0x5a5a0002;
+  CHECK(names(differing(a, compute_digests(other))) == std::vector<std::string>{"sm_key"});
+  // OpenSM's default (unset) leaves the SmKey digest as it was without sa_key.
+  auto unset = inputs(with_sa_key("0x0000000000000001"));
+  CHECK(compute_digests(unset) == compute_digests(inputs(conf("0xa1", 15, "1111"))));
+  CHECK(names(differing(a, compute_digests(unset))) == std::vector<std::string>{"sm_key"});
+  // Never in the record.
+  const auto data = encode_service_data(a);
+  const std::string bytes(data.begin(), data.end());
+  CHECK(bytes.find(std::string("\x5a\x5a\x00\x01", 4)) == std::string::npos);
+}
+
 TEST_CASE("ServiceData layout 1: encode, decode, and what is rejected", "[drift]") {
   const auto d = compute_digests(inputs(conf("0xa1", 15, "1111")));
   auto data = encode_service_data(d);

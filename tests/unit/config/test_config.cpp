@@ -296,6 +296,76 @@ TEST_CASE("an sm_key_file readable by others is refused, naming the path") {
   CHECK(errors_of(kNode + "sm_key_file: " + group_only.path() + "\n").size() == 1);
 }
 
+TEST_CASE("sa_key / sa_key_file: parsed like sm_key, never 0, a file of mode 0600") {
+  Config unset = load_ok(kNode + "sm_key: 0x2\n");
+  CHECK(unset.sa_key == 1);
+  CHECK_FALSE(unset.sa_key_set);
+  Config inline_key = load_ok(kNode + "sa_key: 0x5A5A0001\n");
+  CHECK(inline_key.sa_key == 0x5a5a0001);
+  CHECK(inline_key.sa_key_set);
+  TempFile key(" 0x00000000d00d5a01\n");
+  Config from_file = load_ok(kNode + "sm_key: 0x2\nsa_key_file: " + key.path() + "\n");
+  CHECK(from_file.sa_key == 0xd00d5a01);
+  CHECK(from_file.sm_key == 2);
+  CHECK(errors_of(kNode + "sa_key: 0x0\n") ==
+        std::vector<std::string>{"t.yaml:4:9: sa_key: must not be 0: OpenSM would then trust every SA "
+                                 "request that carries no key"});
+  TempFile zero("0x0000000000000000\n");
+  CHECK(errors_of(kNode + "sa_key_file: " + zero.path() + "\n") ==
+        std::vector<std::string>{"t.yaml:4:14: sa_key_file: the key in " + zero.path() +
+                                 " must not be 0: OpenSM would then trust every SA request that carries no key"});
+  CHECK(errors_of(kNode + "sa_key: 0x1\nsa_key_file: /etc/smha/sa_key\n") ==
+        std::vector<std::string>{"t.yaml:5:1: sa_key_file: give either sa_key or sa_key_file, not both"});
+  CHECK(errors_of(kNode + "sa_key: key\n") ==
+        std::vector<std::string>{"t.yaml:4:9: sa_key: must be 0x followed by 1 to 16 hex digits (got \"key\")"});
+  TempFile open_key("0x5\n", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                                 std::filesystem::perms::others_read);
+  CHECK(errors_of(kNode + "sa_key_file: " + open_key.path() + "\n") ==
+        std::vector<std::string>{"t.yaml:4:14: sa_key_file: " + open_key.path() +
+                                 " has mode 0604; it holds the SA key, so it must not be readable by others: "
+                                 "chmod 600 " + open_key.path()});
+  CHECK(errors_of(kNode + "opensm:\n  extra:\n    sa_key: 0x5\n") ==
+        std::vector<std::string>{"t.yaml:6:5: opensm.extra.sa_key: smha manages this key; set sa_key or "
+                                 "sa_key_file instead"});
+}
+
+TEST_CASE("key warnings: default SM_Key, default SA key, SA key equal to the SM_Key") {
+  auto texts = [](const Config& c) {
+    std::vector<std::string> out;
+    for (const auto& d : key_warnings(c)) out.push_back(d.to_string());
+    return out;
+  };
+  CHECK(texts(load_ok(kNode)) ==
+        std::vector<std::string>{std::string("t.yaml: sm_key: ") + kDefaultSmKeyWarning,
+                                 std::string("t.yaml: sa_key: ") + kDefaultSaKeyWarning});
+  // 0x1 given explicitly is still the well-known default; the warning points at it.
+  CHECK(texts(load_ok(kNode + "sm_key: 0x2\nsa_key: 0x1\n")) ==
+        std::vector<std::string>{std::string("t.yaml:5:9: sa_key: ") + kDefaultSaKeyWarning});
+  CHECK(texts(load_ok(kNode + "sm_key: 0x2\nsa_key: 0x2\n")) ==
+        std::vector<std::string>{std::string("t.yaml:5:9: sa_key: ") + kSameSaKeyWarning});
+  CHECK(texts(load_ok(kNode + "sm_key: 0x2\nsa_key: 0x3\n")).empty());
+}
+
+TEST_CASE("opensm.extra: force_log_flush stays TRUE, log_flags keeps ERROR and INFO") {
+  // TRUE is what smha renders anyway: accepted, not rendered a second time.
+  Config same = load_ok(kNode + "opensm:\n  extra:\n    force_log_flush: true\n    log_flags: 0x0f\n");
+  REQUIRE(same.opensm.extra.size() == 1);
+  CHECK(same.opensm.extra[0].key == "log_flags");
+  CHECK(same.opensm.extra[0].value == "0x0f");
+  CHECK(errors_of(kNode + "opensm:\n  extra:\n    force_log_flush: false\n") ==
+        std::vector<std::string>{"t.yaml:6:22: opensm.extra.force_log_flush: refused: smha renders "
+                                 "force_log_flush TRUE (smhad reads OpenSM's log as it is written: SUBNET UP, "
+                                 "takeover reports, start-up errors); drop the key"});
+  CHECK(errors_of(kNode + "opensm:\n  extra:\n    log_flags: 0x01\n") ==
+        std::vector<std::string>{"t.yaml:6:16: opensm.extra.log_flags: must keep ERROR (0x01) and INFO (0x02): "
+                                 "smhad reads OpenSM's SUBNET UP, state and routing lines (INFO) and its ERR "
+                                 "lines from the log (got 0x01)"});
+  CHECK(errors_of(kNode + "opensm:\n  extra:\n    log_flags: lots\n") ==
+        std::vector<std::string>{"t.yaml:6:16: opensm.extra.log_flags: must be a number 0..0xff (OpenSM's log "
+                                 "levels), e.g. 0x03 (got \"lots\")"});
+  CHECK(load_ok(kNode + "opensm:\n  extra:\n    log_flags: 3\n").opensm.extra.size() == 1);
+}
+
 TEST_CASE("YAML that would be read laxly is refused with a position") {
   auto multi = load_config_from_string(kNode + "---\nsm_priority: 3\n", "t.yaml");
   REQUIRE_FALSE(multi.ok());

@@ -76,6 +76,10 @@ TEST_CASE("ServiceRecord Get and Delete: methods and component masks", "[mad][se
   REQUIRE(d.ok());
   CHECK((*d)[3] == 0x15);
   CHECK(be(*d, 48, 8) == (kSrMaskId | kSrMaskGid | kSrMaskName));
+  // SM_Key 0: untrusted requests, answered whatever the SA's sa_key is, so the
+  // SA key never travels in a MAD smhad sends (doc/drift.md).
+  CHECK(be(*g, 36, 8) == 0);
+  CHECK(be(*d, 36, 8) == 0);
   ServiceRecord long_name = sample();
   long_name.name.assign(65, 'x');
   auto bad = encode_service_record_set(1, long_name);

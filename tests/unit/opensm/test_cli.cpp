@@ -35,7 +35,7 @@ class TempConfig {
 };
 
 const std::string kYaml =
-    "node:\n  name: a\n  port_guid: 0x10\nsm_key: 0x2\nopensm:\n  conf_path: /etc/opensm/smha.conf\n";
+    "node:\n  name: a\n  port_guid: 0x10\nsm_key: 0x2\nsa_key: 0x3\nopensm:\n  conf_path: /etc/opensm/smha.conf\n";
 
 }  // namespace
 
@@ -61,7 +61,7 @@ TEST_CASE("check-config: every error, then a count, exit 1") {
                          cfg.path() + ": 2 error(s)\n");
 }
 
-TEST_CASE("check-config: no SM_Key is a warning, not an error") {
+TEST_CASE("check-config: no SM_Key and no SA key are warnings, not errors") {
   TempConfig cfg("node:\n  name: a\n  port_guid: 0x10\n");
   FakeOpensm fake("opensm-3.3.23");
   std::ostringstream out, err;
@@ -69,7 +69,11 @@ TEST_CASE("check-config: no SM_Key is a warning, not an error") {
   CHECK(err.str() == "warning: " + cfg.path() +
                          ": sm_key: not set: OpenSM's default SM_Key 0x1 is used; any SM on the "
                          "fabric can take mastership with it. Set the same sm_key_file (or "
-                         "sm_key) on every head\n");
+                         "sm_key) on every head\n"
+                         "warning: " + cfg.path() +
+                         ": sa_key: is OpenSM's default 0x1: any host that puts 0x1 in an SA request is "
+                         "a trusted SA client (every multicast member's PortGID, subscribers' QPNs, P_Key "
+                         "tables). Set the same sa_key_file (or sa_key) on every head\n");
 }
 
 TEST_CASE("check-config: warnings do not fail the check") {
@@ -78,7 +82,7 @@ TEST_CASE("check-config: warnings do not fail the check") {
   std::ostringstream out, err;
   CHECK(run_check_config(cfg.path(), fake, out, err) == 0);
   CHECK(err.str() == "warning: " + cfg.path() +
-                         ":7:10: opensm.sharp: is true, but OpenSM 3.3.23 (upstream) at "
+                         ":8:10: opensm.sharp: is true, but OpenSM 3.3.23 (upstream) at "
                          "/usr/sbin/opensm cannot do SHARP; rendering without it "
                          "(downgrade_unsupported)\n");
 }

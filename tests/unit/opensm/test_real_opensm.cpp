@@ -111,7 +111,7 @@ TEST_CASE("real opensm: the NVIDIA golden is refused by upstream, naming sharp_e
   std::vector<std::string> errors;
   for (const auto& d : verify_accepted(runner, config, rendered, caps)) errors.push_back(d.to_string());
   CHECK(errors == std::vector<std::string>{
-                      "nvidia_ar_sharp.yaml:14:10: opensm.sharp: OpenSM 3.3.23 (upstream) at "
+                      "nvidia_ar_sharp.yaml:15:10: opensm.sharp: OpenSM 3.3.23 (upstream) at "
                       "/usr/sbin/opensm does not know opensm.conf key 'sharp_enabled' "
                       "(\"Unrecognized token\")"});
 }
@@ -145,14 +145,23 @@ TEST_CASE("real opensm: check_config end to end, the example config included") {
   {
     auto shipped = check_config(path, runner);
     CHECK(shipped.ok());
-    REQUIRE(shipped.warnings.size() == 1);
+    REQUIRE(shipped.warnings.size() == 2);
     CHECK(shipped.warnings[0].key_path == "sm_key");
+    CHECK(shipped.warnings[1].key_path == "sa_key");
     CHECK(parse_opensm_conf(shipped.rendered).at("sm_key") == "0x0000000000000001");
+    CHECK(parse_opensm_conf(shipped.rendered).at("sa_key") == "0x0000000000000001");
+    CHECK(parse_opensm_conf(shipped.rendered).at("force_log_flush") == "TRUE");
   }
-  // ... and with its commented sm_key_file enabled and pointed at our key.
+  // ... and with its commented sm_key_file and sa_key_file enabled and pointed at our keys.
   auto at = example.find("# sm_key_file: /etc/smha/sm_key");
   REQUIRE(at != std::string::npos);
   example.replace(at, 31, "sm_key_file: " + key);
+  const std::string sa_key = dir + "/sa_key";
+  std::ofstream(sa_key) << "0x00000000d00d5a01\n";
+  std::filesystem::permissions(sa_key, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  at = example.find("# sa_key_file: /etc/smha/sa_key");
+  REQUIRE(at != std::string::npos);
+  example.replace(at, 31, "sa_key_file: " + sa_key);
   std::ofstream(path) << example;
   auto report = check_config(path, runner);
   CHECK(report.warnings.empty());
@@ -161,5 +170,6 @@ TEST_CASE("real opensm: check_config end to end, the example config included") {
   CHECK(errors.empty());
   CHECK(report.ok());
   CHECK(parse_opensm_conf(report.rendered).at("sm_key") == "0x00000000c0ffee01");
+  CHECK(parse_opensm_conf(report.rendered).at("sa_key") == "0x00000000d00d5a01");
   std::filesystem::remove_all(dir);
 }

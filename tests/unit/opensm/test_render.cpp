@@ -95,6 +95,7 @@ TEST_CASE("managed keys follow the config") {
       render_opensm_conf(load_data_config("extra_keys"), {7, std::nullopt, Flavor::Upstream, false, false}));
   CHECK(conf.at("sm_priority") == "7");
   CHECK(conf.at("sm_key") == "0x0123456789abcdef");
+  CHECK(conf.at("sa_key") == "0x00000000000f00d5");
   CHECK(conf.at("routing_engine") == "updn");
   CHECK(conf.at("sweep_interval") == "15");
   CHECK(conf.at("sminfo_polling_timeout") == "3000");
@@ -108,6 +109,29 @@ TEST_CASE("managed keys follow the config") {
   CHECK(conf.at("drop_event_subscriptions") == "FALSE");
   CHECK(conf.at("packet_life_time") == "0x12");
   CHECK(conf.count("sharp_enabled") == 0);
+}
+
+TEST_CASE("force_log_flush TRUE is always rendered, once, and sa_key defaults to OpenSM's 0x1") {
+  // OpenSM flushes its log only for ERROR/SYS lines otherwise: SUBNET UP (INFO)
+  // would stay in its buffer, unseen by smhad.
+  auto count = [](const std::string& text, const std::string& line) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(line); at != std::string::npos; at = text.find(line, at + 1))
+      if (at == 0 || text[at - 1] == '\n') ++n;
+    return n;
+  };
+  for (const auto& name : {"head01", "extra_keys", "nvidia_ar_sharp"}) {
+    INFO(name);
+    const std::string text = render_opensm_conf(load_data_config(name), RenderInputs{});
+    CHECK(count(text, "force_log_flush ") == 1);
+    CHECK(parse_opensm_conf(text).at("force_log_flush") == "TRUE");
+  }
+  auto r = config::load_config_from_string(
+      "node:\n  name: a\n  port_guid: 0x10\nopensm:\n  extra:\n    force_log_flush: TRUE\n", "t.yaml");
+  REQUIRE(r.ok());
+  const std::string text = render_opensm_conf(r.value(), RenderInputs{});
+  CHECK(count(text, "force_log_flush ") == 1);
+  CHECK(parse_opensm_conf(text).at("sa_key") == "0x0000000000000001");
 }
 
 TEST_CASE("NVIDIA keys appear only for the nvidia flavor with the feature on") {

@@ -728,7 +728,7 @@ TEST_CASE("smhad --check-config also refuses an insecure hook") {
   std::ofstream(hook) << "#!/bin/sh\n";
   REQUIRE(::chmod(hook.c_str(), 0757) == 0);
   const std::string yaml = dir.path() + "/smha.yaml";
-  std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\nsm_key: 0x5\n"
+  std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\nsm_key: 0x5\nsa_key: 0x6\n"
                       << "peers:\n  - name: head02\n    port_guid: 0x20\n"
                       << "opensm:\n  conf_path: " << dir.path() << "/opensm.conf\n"
                       << "hooks:\n  master: " << hook << "\n";
@@ -749,7 +749,7 @@ TEST_CASE("smhad --check-config also refuses an insecure hook") {
 TEST_CASE("smhad --check-config refuses what start-up refuses: no peer") {
   TempDir dir;
   const std::string yaml = dir.path() + "/smha.yaml";
-  std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\nsm_key: 0x5\n"
+  std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\nsm_key: 0x5\nsa_key: 0x6\n"
                       << "opensm:\n  conf_path: " << dir.path() << "/opensm.conf\n";
   opensm::ExecOpensmRunner runner;
   std::ostringstream out, err;
@@ -792,7 +792,7 @@ TEST_CASE("route_warnings: a GUID on no port, a lid or dr_path discovery contrad
 TEST_CASE("smhad --check-config prints route warnings when the fabric answers, and still passes") {
   TempDir dir;
   const std::string yaml = dir.path() + "/smha.yaml";
-  std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\nsm_key: 0x5\n"
+  std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\nsm_key: 0x5\nsa_key: 0x6\n"
                       << "peers:\n  - name: head02\n    port_guid: 0x20\n"
                       << "opensm:\n  conf_path: " << dir.path() << "/opensm.conf\n";
   opensm::ExecOpensmRunner runner;
@@ -806,7 +806,7 @@ TEST_CASE("smhad --check-config prints route warnings when the fabric answers, a
   };
   CHECK(run_check_config(yaml, runner, out, err, none_found) == 0);
   CHECK(out.str().find(yaml + ": OK for OpenSM") == 0);
-  CHECK(err.str() == "warning: " + yaml + ":7:16: peers[0].port_guid: peer head02 (0x0000000000000020) is on no "
+  CHECK(err.str() == "warning: " + yaml + ":8:16: peers[0].port_guid: peer head02 (0x0000000000000020) is on no "
                      "port of the fabric: not found (searched 3 nodes, 4 ports)\n");
   // No fabric: nothing checked, nothing printed.
   std::ostringstream out2, err2;

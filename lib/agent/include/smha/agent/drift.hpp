@@ -69,18 +69,21 @@ struct DigestInputs {
   std::string ha_policy;      // the failover section, as canonical text (one "key value" a line)
   std::string opensm;         // OpenSM's version and flavor, e.g. "3.3.23 upstream"
   std::uint64_t sm_key = 0;
+  std::uint64_t sa_key = 1;  // OpenSM's default: not part of the SmKey digest
 };
 
 // The opensm.conf keys left out of the OpensmConf digest: what the render makes
 // per head (guid, sm_priority), paths on the head (log_file, dump_files_dir,
-// sa_db_file, node_name_map_name), sm_key (its own, keyed component), and the
+// sa_db_file, node_name_map_name), sm_key and sa_key (secrets: the SmKey
+// component, keyed, covers them), and the
 // policy-file keys (their paths; their content has its own components).
 bool is_per_head_conf_key(std::string_view key);
 
 // The digests of `in` (SHA-1 through Boost.Uuid's name_generator_sha1, one
 // namespace per component, truncated to 6 bytes). Policy files are taken
 // from the rendered header's "policy-file" lines (key and content hash; the
-// path is left out). SmKey: SHA-1 of the key under smha's fixed namespace.
+// path is left out). SmKey: SHA-1 of the SM_Key under smha's fixed namespace,
+// followed by the SA key when it is not OpenSM's default 0x1.
 ConfigDigests compute_digests(const DigestInputs& in);
 
 std::array<std::uint8_t, 64> encode_service_data(const ConfigDigests& d);

@@ -162,6 +162,11 @@ struct Config {
   FailoverPolicy failover;
   std::uint64_t sm_key = 1;  // OpenSM's default (OSM_DEFAULT_SM_KEY) when unset
   bool sm_key_set = false;   // false: neither sm_key nor sm_key_file was given
+  // The SA's key (opensm.conf sa_key): an SA request whose SM_Key field
+  // carries it is trusted. Never 0. OpenSM's default (OSM_DEFAULT_SA_KEY) when
+  // unset.
+  std::uint64_t sa_key = 1;
+  bool sa_key_set = false;   // false: neither sa_key nor sa_key_file was given
   OpensmSettings opensm;
   ControlSettings control;
   MetricsSettings metrics;
@@ -180,6 +185,24 @@ struct Config {
 inline constexpr const char* kDefaultSmKeyWarning =
     "not set: OpenSM's default SM_Key 0x1 is used; any SM on the fabric can take "
     "mastership with it. Set the same sm_key_file (or sm_key) on every head";
+
+// Warning when sa_key is OpenSM's well-known default 0x1 (unset, or set so).
+inline constexpr const char* kDefaultSaKeyWarning =
+    "is OpenSM's default 0x1: any host that puts 0x1 in an SA request is a trusted SA client "
+    "(every multicast member's PortGID, subscribers' QPNs, P_Key tables). Set the same "
+    "sa_key_file (or sa_key) on every head";
+// Warning when sa_key equals sm_key: whoever is given the SA key for trusted
+// queries could then also act as a subnet manager.
+inline constexpr const char* kSameSaKeyWarning =
+    "equals sm_key: a host given the SA key for trusted SA queries could also take part in SM "
+    "mastership. Use a key of its own (sa_key_file)";
+
+// The key warnings of a loaded config, in this order: sm_key unset
+// (kDefaultSmKeyWarning), sa_key 0x1 (kDefaultSaKeyWarning), sa_key equal to
+// a set sm_key (kSameSaKeyWarning). Each names the file, the key and, when
+// the YAML sets it, its position. `smhad --check-config` prints them and
+// smhad logs them at start.
+std::vector<Diagnostic> key_warnings(const Config& config);
 
 // The outcome of loading: a Config, or every error found. Never both.
 class [[nodiscard]] ConfigResult {
@@ -200,10 +223,10 @@ class [[nodiscard]] ConfigResult {
   std::vector<Diagnostic> errors_;
 };
 
-// Reads and validates `path`. Reads sm_key_file if set. Touches nothing else.
+// Reads and validates `path`. Reads sm_key_file and sa_key_file if set. Touches nothing else.
 ConfigResult load_config(const std::string& path);
 // Same, from text; `name` is used as the file name in diagnostics and as
-// Config::source_path. sm_key_file paths are still read from disk.
+// Config::source_path. sm_key_file and sa_key_file are still read from disk.
 ConfigResult load_config_from_string(std::string_view text, const std::string& name);
 
 // Levenshtein distance (for did-you-mean suggestions).
