@@ -99,7 +99,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (req->record.name.size() > kServiceNameSize) std::abort();
     smha::Result<MadBytes> again = req->method == kMethodSet ? encode_service_record_set(req->tid, req->record)
                              : req->method == kMethodGet
-                                 ? encode_service_record_get(req->tid, req->record.gid, req->record.name)
+                                 ? encode_service_record_get(req->tid, req->record.id, req->record.gid, req->record.name)
                                  : encode_service_record_delete(req->tid, req->record);
     if (!again.ok()) std::abort();  // every decoded name fits
     auto back = decode_service_record_request(*again);

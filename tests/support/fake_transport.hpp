@@ -52,7 +52,7 @@ class FakeTransport final : public mad::MadTransport {
                           mad::ServiceRecordCallback done) override {
     timeout(std::move(done));
   }
-  void get_service_record(Lid, const mad::Gid&, const std::string&, const mad::RequestOptions&,
+  void get_service_record(Lid, std::uint64_t, const mad::Gid&, const std::string&, const mad::RequestOptions&,
                           mad::ServiceRecordCallback done) override {
     timeout(std::move(done));
   }

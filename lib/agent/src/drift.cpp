@@ -187,6 +187,7 @@ mad::ServiceRecord DriftMonitor::record() const {
 void DriftMonitor::start() {
   if (running_) return;
   running_ = true;
+  started_at_ = sched_.now();
   alive_ = std::make_shared<int>(0);
   arm_register(cfg_.first_delay);
   arm_read(cfg_.first_delay + milliseconds(500));
@@ -290,13 +291,14 @@ void DriftMonitor::read_peers() {
   if (sa_lid_.value == 0 || sa_lid_.value >= 0xc000) {
     for (auto& p : peers_)
       if (!p.read_at) p.detail = "no master SM LID on our port yet";
+    update_alarm();
     return;
   }
   std::weak_ptr<int> alive = alive_;
   for (std::size_t i = 0; i < peers_.size(); ++i) {
     ++stats_.reads;
     const mad::Gid gid{cfg_.subnet_prefix, peers_[i].guid};
-    mad_.get_service_record(sa_lid_, gid, kSmhaServiceName, cfg_.sa,
+    mad_.get_service_record(sa_lid_, kSmhaServiceId, gid, kSmhaServiceName, cfg_.sa,
                             [this, alive, i](Result<mad::ServiceRecordReply> r) {
                               if (alive.expired()) return;
                               on_record(i, std::move(r));
@@ -367,7 +369,30 @@ void DriftMonitor::compare(PeerDrift& p) {
   p.detail += " differ";
 }
 
+void DriftMonitor::update_unknown_alarm() {
+  const TimePoint now = sched_.now();
+  std::string text;
+  for (auto& p : peers_) {
+    if (p.state != PeerDriftState::Unknown) {
+      p.unknown_since.reset();
+      continue;
+    }
+    if (!p.unknown_since) p.unknown_since = started_at_;
+    const Duration d = now - *p.unknown_since;
+    if (d < cfg_.unknown_alarm) continue;
+    text += (text.empty() ? "" : "; ") + p.name + " (" + to_string(p.guid) + ") unknown for " +
+            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()) + " s: " +
+            (p.last_error.empty() ? p.detail : p.last_error);
+  }
+  // Raised once per episode; the detail is not re-raised as its age grows.
+  if (text.empty() == unknown_alarm_.empty()) return;
+  unknown_alarm_ = text;
+  if (text.empty()) sink_.clear(sm::ClearAlarm{sm::AlarmKind::DriftUnknown}, now);
+  else sink_.alarm(sm::RaiseAlarm{sm::AlarmKind::DriftUnknown, text}, now);
+}
+
 void DriftMonitor::update_alarm() {
+  update_unknown_alarm();
   std::string text;
   for (const auto& p : peers_) {
     if (p.state != PeerDriftState::Drift) continue;

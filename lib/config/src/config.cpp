@@ -1139,7 +1139,8 @@ ConfigResult Loader::load(std::string_view text) {
   c.source_path = file_;
   auto top = check_map(root, "",
                        {"node", "peers", "sm_priority", "failover", "sm_key", "sm_key_file", "sa_key",
-                        "sa_key_file", "opensm", "control", "metrics", "hooks", "hook_timeout_s", "state_dir"});
+                        "sa_key_file", "opensm", "control", "metrics", "hooks", "hook_timeout_s", "state_dir",
+                        "drift_unknown_alarm_s"});
   if (!top) return ConfigResult(std::move(errors_));
 
   if (auto it = top->find("node"); it != top->end()) {
@@ -1158,6 +1159,10 @@ ConfigResult Loader::load(std::string_view text) {
   if (auto it = top->find("control"); it != top->end()) load_control(it->second, c);
   if (auto it = top->find("metrics"); it != top->end()) load_metrics(it->second, c);
   if (auto it = top->find("hooks"); it != top->end()) load_hooks(it->second, c);
+  if (auto it = top->find("drift_unknown_alarm_s"); it != top->end()) {
+    if (auto v = ranged(it->second.value, "drift_unknown_alarm_s", limits::kDriftUnknownAlarmS))
+      c.drift_unknown_alarm = std::chrono::seconds(*v);
+  }
   if (auto it = top->find("hook_timeout_s"); it != top->end()) {
     if (auto v = ranged(it->second.value, "hook_timeout_s", limits::kHookTimeoutS))
       c.hook_timeout = std::chrono::seconds(*v);

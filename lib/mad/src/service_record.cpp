@@ -108,13 +108,15 @@ Result<MadBytes> encode_service_record_set(std::uint64_t tid, const ServiceRecor
   return b;
 }
 
-Result<MadBytes> encode_service_record_get(std::uint64_t tid, const Gid& gid, const std::string& name) {
+Result<MadBytes> encode_service_record_get(std::uint64_t tid, std::uint64_t id, const Gid& gid,
+                                           const std::string& name) {
   if (auto st = check_name(name); !st.ok()) return st.error();
   ServiceRecord r;
+  r.id = id;
   r.gid = gid;
   r.name = name;
   MadBytes b{};
-  put_header(b, kMethodGet, tid, kSrMaskGid | kSrMaskName);
+  put_header(b, kMethodGet, tid, kSrMaskId | kSrMaskGid | kSrMaskName);
   put_record(b, r);
   return b;
 }

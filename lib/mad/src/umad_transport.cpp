@@ -600,10 +600,10 @@ void UmadTransport::set_service_record(Lid sa_lid, const ServiceRecord& record, 
       kMethodGetResp, opts, std::move(done));
 }
 
-void UmadTransport::get_service_record(Lid sa_lid, const Gid& gid, const std::string& name,
+void UmadTransport::get_service_record(Lid sa_lid, std::uint64_t id, const Gid& gid, const std::string& name,
                                        const RequestOptions& opts, ServiceRecordCallback done) {
   service_record_request(
-      *core_, sa_lid, [gid, name](std::uint64_t tid) { return encode_service_record_get(tid, gid, name); },
+      *core_, sa_lid, [id, gid, name](std::uint64_t tid) { return encode_service_record_get(tid, id, gid, name); },
       kMethodGetResp, opts, std::move(done));
 }
 

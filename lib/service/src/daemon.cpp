@@ -190,6 +190,9 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
     agent_->stop();
     agent_.reset();
   }
+  // What the file mapped to, for the next reload to compare with: the agent's
+  // own copy takes on the routes discovery finds (a GUID-only peer's LID).
+  agent_cfg_ = cfg;
   // Our port's state comes from its own SMA every round (sysfs is static under umad2sim).
   cfg.local_port_num = static_cast<std::uint8_t>(port_->local_port().port);
   cfg.policy.observe = options_.observe;  // no OpenSM of ours: a silent local port is no hang

@@ -184,6 +184,7 @@ class Daemon final : public DrillHost {
   std::unique_ptr<agent::LidContinuity> lid_continuity_;  // before agent_: its walks feed it
   unsigned lid_lmc_ = 0;
   std::unique_ptr<agent::Agent> agent_;
+  agent::AgentConfig agent_cfg_;  // the file's mapping the agent was started with (reload compares it)
   std::unique_ptr<control::ControlServer> server_;
   std::unique_ptr<boost::asio::signal_set> stop_signals_;
   std::unique_ptr<boost::asio::signal_set> hup_signal_;

@@ -133,7 +133,7 @@ Reply Daemon::do_reload() {
       text += ")";
     }
   }
-  const bool policy_changed = !same_policy(agent_->config(), mapped.value());
+  const bool policy_changed = !same_policy(agent_cfg_, mapped.value());
   data["engine_restarted"] = policy_changed;
   config_ = std::move(next);
   unaddressed_ = unaddressed;
@@ -142,6 +142,7 @@ Reply Daemon::do_reload() {
     start_agent(std::move(mapped).value());
     text += (text.empty() ? "" : "; ") + std::string("HA policy changed: engine restarted with the new policy");
   } else {
+    agent_->drift().set_unknown_alarm(mapped.value().drift.unknown_alarm);
     start_lid_continuity();  // opensm.lid_continuity or the LMC may have changed
     text += (text.empty() ? "" : "; ") + std::string("HA policy unchanged");
   }

@@ -29,6 +29,7 @@ json Daemon::drift_json(TimePoint now) const {
   j["reads"] = st.reads;
   j["records"] = st.records;
   j["absent"] = st.absent;
+  j["read_errors"] = st.read_errors;
   j["mads"] = st.mads;
   j["rejected"] = {{"foreign", st.rejected_foreign}, {"bad_digest", st.rejected_data}};
   json peers = json::array();

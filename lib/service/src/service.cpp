@@ -98,6 +98,7 @@ Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid,
   p.handover_bound = std::max(p.handover_bound, p.poll_interval);
   p.unresponsive_timeout = std::max(p.unresponsive_timeout, p.hang_timeout);
   p.query_window = agent::query_window_for(a);  // what the agent will use
+  a.drift.unknown_alarm = c.drift_unknown_alarm;
   if (auto st = sm::validate(p); !st.ok()) return policy_error_at(c, st.error());
   return a;
 }

@@ -122,10 +122,10 @@ class TapTransport final : public mad::MadTransport {
     count("ServiceRecord Set");
     inner_.set_service_record(sa_lid, record, opts, std::move(done));
   }
-  void get_service_record(Lid sa_lid, const mad::Gid& gid, const std::string& name,
+  void get_service_record(Lid sa_lid, std::uint64_t id, const mad::Gid& gid, const std::string& name,
                           const mad::RequestOptions& opts, mad::ServiceRecordCallback done) override {
     count("ServiceRecord");
-    inner_.get_service_record(sa_lid, gid, name, opts, std::move(done));
+    inner_.get_service_record(sa_lid, id, gid, name, opts, std::move(done));
   }
   void delete_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& opts,
                              mad::ServiceRecordCallback done) override {

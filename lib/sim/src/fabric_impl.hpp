@@ -130,9 +130,9 @@ struct Fabric::Impl {
                             mad::ServiceRecordCallback done) override {
       f->send_sr(self, sa_lid, mad::encode_service_record_set(0, record), mad::kMethodGetResp, o, std::move(done));
     }
-    void get_service_record(Lid sa_lid, const mad::Gid& gid, const std::string& name,
+    void get_service_record(Lid sa_lid, std::uint64_t id, const mad::Gid& gid, const std::string& name,
                             const mad::RequestOptions& o, mad::ServiceRecordCallback done) override {
-      f->send_sr(self, sa_lid, mad::encode_service_record_get(0, gid, name), mad::kMethodGetResp, o,
+      f->send_sr(self, sa_lid, mad::encode_service_record_get(0, id, gid, name), mad::kMethodGetResp, o,
                  std::move(done));
     }
     void delete_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& o,

@@ -286,7 +286,7 @@ void TopologyTransport::set_service_record(Lid, const mad::ServiceRecord&, const
   q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA")); });
 }
 
-void TopologyTransport::get_service_record(Lid, const mad::Gid&, const std::string&,
+void TopologyTransport::get_service_record(Lid, std::uint64_t, const mad::Gid&, const std::string&,
                                            const mad::RequestOptions& o, mad::ServiceRecordCallback done) {
   mads_ += static_cast<std::uint64_t>(o.retries) + 1;
   q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA")); });

@@ -39,6 +39,7 @@ std::string_view to_string(AlarmKind k) {
     case AlarmKind::PriorityMismatch: return "priority_mismatch";
     case AlarmKind::PriorityNotApplied: return "priority_not_applied";
     case AlarmKind::ConfigDrift: return "config_drift";
+    case AlarmKind::DriftUnknown: return "drift_unknown";
   }
   return "unknown";
 }

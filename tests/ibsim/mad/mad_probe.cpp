@@ -5,11 +5,12 @@
 //   mad_probe set <lid|0,dr...> <modifier 1..5> <payload state 0..3> <timeout ms>
 //   mad_probe multi <timeout ms> <target> <target> ...   (Gets, all sent at once)
 //   mad_probe sa <sa lid> <timeout ms>   (SubnAdmGetTable(SMInfoRecord))
-//   mad_probe sr-set <sa lid> <port guid> <data byte> <lease s> <timeout ms>
+//   mad_probe sr-set <sa lid> <port guid> <data byte> <lease s> <timeout ms> [service id]
 //   mad_probe sr-get <sa lid> <port guid> <timeout ms>
 //   mad_probe sr-delete <sa lid> <port guid> <timeout ms>
 //     (SubnAdmSet/Get/Delete(ServiceRecord) of the record named "smha" with
-//     ServiceGID fe80::<port guid>; Set puts <data byte> + i in ServiceData byte i)
+//     ServiceGID fe80::<port guid>; Set puts <data byte> + i in ServiceData byte i;
+//     [service id]: another ServiceID than smha's, as a forger would register)
 //
 // Targets: a decimal LID, or a directed path starting with "0" ("0", "0,1,3").
 // Prints one JSON line per request, in request order:
@@ -116,6 +117,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (args[0].rfind("sr-", 0) == 0 && args.size() >= 4) {
+    std::optional<std::uint64_t> service_id;
+    if (args[0] == "sr-set" && args.size() == 7) {
+      service_id = std::strtoull(args[6].c_str(), nullptr, 0);
+      args.pop_back();
+    }
     const auto sa = Lid{static_cast<std::uint16_t>(std::strtol(args[1].c_str(), nullptr, 10))};
     auto guid = parse_guid(args[2]);
     if (!guid) return usage();
@@ -124,6 +130,7 @@ int main(int argc, char** argv) {
     rec.id = 0x0200534d48410001ULL;
     rec.gid = Gid{kDefaultSubnetPrefix, *guid};
     rec.name = "smha";
+    if (service_id) rec.id = *service_id;
     std::optional<Result<ServiceRecordReply>> got;
     auto done = [&got](Result<ServiceRecordReply> r) { got = std::move(r); };
     if (args[0] == "sr-set" && args.size() == 6) {
@@ -133,7 +140,7 @@ int main(int argc, char** argv) {
       rec.lease = static_cast<std::uint32_t>(std::strtoul(args[4].c_str(), nullptr, 10));
       (*transport)->set_service_record(sa, rec, opts, done);
     } else if (args[0] == "sr-get" && args.size() == 4) {
-      (*transport)->get_service_record(sa, rec.gid, rec.name, opts, done);
+      (*transport)->get_service_record(sa, rec.id, rec.gid, rec.name, opts, done);
     } else if (args[0] == "sr-delete" && args.size() == 4) {
       (*transport)->delete_service_record(sa, rec, opts, done);
     } else {

@@ -276,3 +276,64 @@ TEST_CASE("LID claim drill: a port claiming a reset node's LID is a conflict, th
   fabric.stop_process(h1.pidx, SIGTERM);
   fabric.stop_process(h2.pidx, SIGTERM);
 }
+
+// issue: a compute node registered a second `smha` ServiceRecord for each
+// head's port under another ServiceID (infinite lease); both heads' reads by
+// ServiceGID + name then got SA status 0x0400 (too many records), showed
+// unknown, and a real ha_policy drift raised nothing. The read names the
+// ServiceID too, so the forged records cannot match.
+TEST_CASE("Extra record drill: forged ServiceRecords under another ServiceID do not hide a real drift",
+          "[ibsim][smhad][hostile][drift]") {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;
+  const std::uint64_t g1 = 0x100001, g2 = 0x100004;
+  Head h1{"head01", "Hca1", g1, fabric.scratch_dir() + "/head01"};
+  Head h2{"head02", "Hca2", g2, fabric.scratch_dir() + "/head02"};
+  write_smhad_config(h1, {{h2.name, h2.guid, 0}});
+  write_smhad_config(h2, {{h1.name, h1.guid, 0}});
+  json s1, s2;
+  start_smhad(fabric, h1, SMHA_SMHAD, {}, &guard);
+  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
+    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
+  start_smhad(fabric, h2, SMHA_SMHAD, {}, &guard);
+  auto peer_drift = [](const json& j) {
+    const auto peers = j.value("drift", json::object()).value("peers", json::array());
+    return peers.empty() ? std::string() : peers[0].value("state", std::string());
+  };
+  for (Head* h : {&h1, &h2}) {
+    json& s = h == &h1 ? s1 : s2;
+    if (!wait_status(fabric, *h, guard, [&](const json& j) { return peer_drift(j) == "match"; }, 60s, &s))
+      FAIL(h->name << ": no match: " << s["drift"].dump() << "\n" << smhad_log(fabric, *h));
+  }
+  const int sa_lid = s1["local"]["lid"];
+  // Hca3 forges a record for each head's port: same name and GID, another
+  // ServiceID, infinite lease.
+  for (std::uint64_t g : {g1, g2}) {
+    const auto r = fabric.run("Hca3",
+                              {SMHA_MAD_PROBE, "sr-set", std::to_string(sa_lid), hex_guid(g), "7", "4294967295",
+                               "2000", "0x0200534d48410002"},
+                              10s);
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(nlohmann::json::parse(r.out)["ok"] == true);
+  }
+  // Two more reads on each head: still a verdict, no SA error.
+  const int reads1 = s1["drift"]["reads"], errors1 = s1["drift"]["read_errors"];
+  if (!wait_status(fabric, h1, guard, [&](const json& j) { return j["drift"]["reads"].get<int>() >= reads1 + 2; },
+                   60s, &s1))
+    FAIL("head01 read no more: " << s1["drift"].dump());
+  INFO(s1["drift"].dump());
+  CHECK(peer_drift(s1) == "match");
+  CHECK(s1["drift"]["read_errors"] == errors1);
+  CHECK_FALSE(has_alarm(s1, "drift_unknown"));
+  // A real drift on head02 (another misses_before_takeover, reloaded) is seen.
+  SmhadOptions o;
+  o.misses = 4;
+  write_smhad_config(h2, {{h1.name, h1.guid, 0}}, o);
+  REQUIRE(fabric.signal_process(h2.pidx, SIGHUP));
+  if (!wait_status(fabric, h1, guard, [](const json& j) { return has_alarm(j, "config_drift"); }, 90s, &s1))
+    FAIL("head01: no config_drift: " << s1["drift"].dump() << "\n" << smhad_log(fabric, h1));
+  CHECK(s1["drift"]["peers"][0]["differing"] == json::array({"ha_policy"}));
+  fabric.stop_process(h1.pidx, SIGTERM);
+  fabric.stop_process(h2.pidx, SIGTERM);
+}

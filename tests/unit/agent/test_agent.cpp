@@ -101,7 +101,7 @@ struct FakeTransport : mad::MadTransport {
                           mad::ServiceRecordCallback done) override {
     silent_sr(o, std::move(done));
   }
-  void get_service_record(Lid, const mad::Gid&, const std::string&, const mad::RequestOptions& o,
+  void get_service_record(Lid, std::uint64_t, const mad::Gid&, const std::string&, const mad::RequestOptions& o,
                           mad::ServiceRecordCallback done) override {
     silent_sr(o, std::move(done));
   }

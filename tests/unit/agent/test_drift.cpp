@@ -77,8 +77,10 @@ struct FakeSa : mad::MadTransport {
     records[r.gid] = r;
     later<mad::ServiceRecordReply>(done, mad::ServiceRecordReply{r, milliseconds(1), 1});
   }
-  void get_service_record(Lid, const mad::Gid& gid, const std::string&, const mad::RequestOptions&,
+  std::vector<std::uint64_t> got_ids;  // the ServiceID of every Get
+  void get_service_record(Lid, std::uint64_t id, const mad::Gid& gid, const std::string&, const mad::RequestOptions&,
                           mad::ServiceRecordCallback done) override {
+    got_ids.push_back(id);
     if (forge) return later<mad::ServiceRecordReply>(done, mad::ServiceRecordReply{*forge, milliseconds(1), 1});
     auto it = records.find(gid);
     if (it == records.end())
@@ -96,11 +98,14 @@ struct FakeSa : mad::MadTransport {
 struct Alarms : EventSink {
   std::vector<std::string> log;  // "raise: ...", "clear"
   void event(const sm::RecordEvent&, TimePoint) override {}
+  std::vector<std::string> unknown;  // drift_unknown: "raise: ..." / "clear"
   void alarm(const sm::RaiseAlarm& a, TimePoint) override {
+    if (a.kind == sm::AlarmKind::DriftUnknown) return unknown.push_back("raise: " + a.detail);
     CHECK(a.kind == sm::AlarmKind::ConfigDrift);
     log.push_back("raise: " + a.detail);
   }
   void clear(const sm::ClearAlarm& a, TimePoint) override {
+    if (a.kind == sm::AlarmKind::DriftUnknown) return unknown.push_back("clear");
     CHECK(a.kind == sm::AlarmKind::ConfigDrift);
     log.push_back("clear");
   }
@@ -311,5 +316,43 @@ TEST_CASE("DriftMonitor: a stop clears a raised config_drift, a master change re
   REQUIRE(sink.log.size() == raised + 1);
   CHECK(sink.log.back() == "clear");
   CHECK(a.alarm().empty());
+  b.stop();
+}
+
+TEST_CASE("DriftMonitor: the Get names the ServiceID, and a verdict unknown past its bound raises drift_unknown "
+          "with the SA's reason",
+          "[drift]") {
+  ManualScheduler s;
+  FakeSa sa(s);
+  Alarms sink;
+  DriftConfig cfg;
+  cfg.unknown_alarm = seconds(120);
+  DriftMonitor a(cfg, s, sa, kA, {{"head02", kB}}, sink);
+  a.set_sa_lid(Lid{1});
+  a.start();
+  a.set_own(compute_digests(inputs(conf("0xa1", 15, "1111"))));
+  // head02 never registers: unknown, and no alarm before the bound.
+  s.run_for(seconds(100));
+  CHECK(a.peers()[0].state == PeerDriftState::Unknown);
+  CHECK(sink.unknown.empty());
+  CHECK(sa.got_ids.size() >= 1);
+  for (auto id : sa.got_ids) CHECK(id == kSmhaServiceId);
+  s.run_for(seconds(41));
+  REQUIRE(sink.unknown.size() == 1);
+  CHECK(sink.unknown[0].find("raise: head02 (0x00000000000000b2) unknown for 1") == 0);
+  CHECK(sink.unknown[0].find("no smha record at the SA") != std::string::npos);
+  // Raised once, not at every read.
+  s.run_for(seconds(100));
+  CHECK(sink.unknown.size() == 1);
+  // The peer registers: a verdict again, the alarm clears.
+  DriftMonitor b(cfg, s, sa, kB, {{"head01", kA}}, sink);
+  b.set_sa_lid(Lid{1});
+  b.start();
+  b.set_own(compute_digests(inputs(conf("0xb2", 1, "1111"))));
+  s.run_for(seconds(45));
+  CHECK(a.peers()[0].state == PeerDriftState::Match);
+  REQUIRE(sink.unknown.size() >= 2);
+  CHECK(sink.unknown[1] == "clear");
+  a.stop();
   b.stop();
 }

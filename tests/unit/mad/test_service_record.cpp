@@ -65,11 +65,13 @@ TEST_CASE("ServiceRecord Set: golden bytes of header and record", "[mad][service
 }
 
 TEST_CASE("ServiceRecord Get and Delete: methods and component masks", "[mad][service_record]") {
-  auto g = encode_service_record_get(7, sample().gid, "smha");
+  auto g = encode_service_record_get(7, sample().id, sample().gid, "smha");
   REQUIRE(g.ok());
   CHECK((*g)[3] == 0x01);
-  CHECK(be(*g, 48, 8) == (kSrMaskGid | kSrMaskName));
-  CHECK(be(*g, 56, 8) == 0);  // no ServiceID
+  // ServiceID too: a record another port registers with this GID and name
+  // under another ServiceID cannot make the Get ambiguous (SA status 0x0400).
+  CHECK(be(*g, 48, 8) == (kSrMaskId | kSrMaskGid | kSrMaskName));
+  CHECK(be(*g, 56, 8) == sample().id);
   CHECK(be(*g, 72, 8) == 0x0002c90000000002ULL);
   CHECK((*g)[104] == 's');
   auto d = encode_service_record_delete(8, sample());

@@ -42,7 +42,7 @@ class ScriptedTransport : public MadTransport {
   void set_service_record(Lid, const ServiceRecord&, const RequestOptions&, ServiceRecordCallback) override {
     FAIL("sminfo must never ask the SA");
   }
-  void get_service_record(Lid, const Gid&, const std::string&, const RequestOptions&,
+  void get_service_record(Lid, std::uint64_t, const Gid&, const std::string&, const RequestOptions&,
                           ServiceRecordCallback) override {
     FAIL("sminfo must never ask the SA");
   }

@@ -105,6 +105,10 @@ struct DriftConfig {
   Duration refresh = seconds(20);        // our record is registered again this often
   Duration read_interval = seconds(20);  // each peer's record is read this often
   Duration first_delay = seconds(3);     // after start (our port's MasterSMLID is known by then)
+  // A peer whose verdict stays unknown this long (no record, an SA error, a
+  // rejected record) raises drift_unknown with the last reason: a verdict
+  // that cannot be had is itself worth an operator's look.
+  Duration unknown_alarm = seconds(300);
   mad::RequestOptions sa{milliseconds(500), 1, 0};
   std::uint64_t subnet_prefix = mad::kDefaultSubnetPrefix;
 };
@@ -120,6 +124,7 @@ struct PeerDrift {
   std::optional<ConfigDigests> digests;  // from its last record that parsed
   std::vector<DriftComponent> differing;
   std::optional<TimePoint> read_at;      // its last record that parsed
+  std::optional<TimePoint> unknown_since;  // while unknown: since when (monitor start at the latest)
   std::string last_error;                // the last read's error ("" when it parsed)
 };
 
@@ -158,6 +163,8 @@ class DriftMonitor {
   // Cancels timers, deletes our record at the SA (no answer awaited) and
   // clears a raised config_drift.
   void stop();
+  // A reload's new drift_unknown_alarm_s (the next read applies it).
+  void set_unknown_alarm(Duration d) { cfg_.unknown_alarm = d; }
 
   const std::optional<ConfigDigests>& own() const { return own_; }
   const std::vector<PeerDrift>& peers() const { return peers_; }
@@ -174,6 +181,8 @@ class DriftMonitor {
   void on_record(std::size_t i, Result<mad::ServiceRecordReply> r);
   void compare(PeerDrift& p);
   void update_alarm();
+  void update_unknown_alarm();
+  std::string unknown_alarm_;  // the raised drift_unknown's detail, "" when clear
   void arm_register(Duration after);
   void arm_read(Duration after);
   void count_mads(const Result<mad::ServiceRecordReply>& r);
@@ -188,6 +197,7 @@ class DriftMonitor {
   DriftStats stats_;
   Lid sa_lid_;
   bool running_ = false;
+  TimePoint started_at_{};
   bool registered_here_ = false;  // the SA at sa_lid_ answered our last Set
   std::string alarm_;
   std::optional<Scheduler::TimerId> register_timer_;

@@ -172,6 +172,8 @@ struct Config {
   MetricsSettings metrics;
   std::map<std::string, std::vector<std::string>> hooks;  // event -> executables (absolute)
   std::chrono::seconds hook_timeout{10};
+  // A peer's drift verdict unknown this long raises drift_unknown (doc/drift.md).
+  std::chrono::seconds drift_unknown_alarm{300};
   std::string state_dir = "/var/lib/smha";
   // Where each key given in the YAML sits ("opensm.sharp" -> line/column of its
   // value), so later checks (e.g. against the installed OpenSM) can point at it.

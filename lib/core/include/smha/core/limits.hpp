@@ -24,6 +24,9 @@ inline constexpr IntRange kHcaPort{1, 254};
 inline constexpr IntRange kSmPriority{0, 15};
 // hook_timeout_s: how long a notify hook may run before it is killed.
 inline constexpr IntRange kHookTimeoutS{1, 3600};
+// Longer than a few read intervals (20 s) and a lease (60 s): an SA that
+// answers late, or a peer restarting, is no alarm.
+inline constexpr IntRange kDriftUnknownAlarmS{60, 86400};
 // failover.poll_interval_ms: one SMInfo round of every SM.
 inline constexpr IntRange kPollIntervalMs{10, 10000};
 // failover.misses_before_takeover: silent rounds before a standby acts.
@@ -54,10 +57,11 @@ struct RangedKey {
   std::string_view path;
   IntRange range;
 };
-inline constexpr std::array<RangedKey, 18> kRangedKeys{{
+inline constexpr std::array<RangedKey, 19> kRangedKeys{{
     {"node.port", kHcaPort},
     {"sm_priority", kSmPriority},
     {"hook_timeout_s", kHookTimeoutS},
+    {"drift_unknown_alarm_s", kDriftUnknownAlarmS},
     {"failover.poll_interval_ms", kPollIntervalMs},
     {"failover.misses_before_takeover", kMisses},
     {"failover.preempt_holddown_s", kPreemptHolddownS},

@@ -71,9 +71,10 @@ struct ServiceRecordRequest {
 // and its mask bit left clear, so OpenSM checks no P_Key table. Error
 // kErrInvalid when the name is longer than 64 bytes.
 Result<MadBytes> encode_service_record_set(std::uint64_t tid, const ServiceRecord& record);
-// SubnAdmGet(ServiceRecord) of the record with `gid` and `name`: ComponentMask
-// ServiceGID and ServiceName.
-Result<MadBytes> encode_service_record_get(std::uint64_t tid, const Gid& gid, const std::string& name);
+// SubnAdmGet(ServiceRecord) of the record with `id`, `gid` and `name`:
+// ComponentMask ServiceID, ServiceGID and ServiceName.
+Result<MadBytes> encode_service_record_get(std::uint64_t tid, std::uint64_t id, const Gid& gid,
+                                           const std::string& name);
 // SubnAdmDelete(ServiceRecord): ComponentMask ServiceID, ServiceGID, ServiceName.
 Result<MadBytes> encode_service_record_delete(std::uint64_t tid, const ServiceRecord& record);
 

@@ -222,8 +222,9 @@ class MadTransport {
   // SubnAdmSet: registers (or renews) `record`, ServiceLease included.
   virtual void set_service_record(Lid sa_lid, const ServiceRecord& record,
                                   const RequestOptions& opts, ServiceRecordCallback done) = 0;
-  // SubnAdmGet: the one record with this ServiceGID and ServiceName.
-  virtual void get_service_record(Lid sa_lid, const Gid& gid, const std::string& name,
+  // SubnAdmGet: the one record with this ServiceID, ServiceGID and ServiceName
+  // (records other ports register under other IDs or names cannot match).
+  virtual void get_service_record(Lid sa_lid, std::uint64_t id, const Gid& gid, const std::string& name,
                                   const RequestOptions& opts, ServiceRecordCallback done) = 0;
   // SubnAdmDelete: removes `record` (matched by ServiceID, ServiceGID, name).
   virtual void delete_service_record(Lid sa_lid, const ServiceRecord& record,

@@ -101,7 +101,7 @@ class UmadTransport final : public MadTransport {
                           SmInfoRecordsCallback done) override;
   void set_service_record(Lid sa_lid, const ServiceRecord& record, const RequestOptions& opts,
                           ServiceRecordCallback done) override;
-  void get_service_record(Lid sa_lid, const Gid& gid, const std::string& name,
+  void get_service_record(Lid sa_lid, std::uint64_t id, const Gid& gid, const std::string& name,
                           const RequestOptions& opts, ServiceRecordCallback done) override;
   void delete_service_record(Lid sa_lid, const ServiceRecord& record, const RequestOptions& opts,
                              ServiceRecordCallback done) override;

@@ -104,7 +104,7 @@ class TopologyTransport final : public mad::MadTransport {
                           mad::SmInfoRecordsCallback done) override;
   void set_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& o,
                           mad::ServiceRecordCallback done) override;
-  void get_service_record(Lid sa_lid, const mad::Gid& gid, const std::string& name,
+  void get_service_record(Lid sa_lid, std::uint64_t id, const mad::Gid& gid, const std::string& name,
                           const mad::RequestOptions& o, mad::ServiceRecordCallback done) override;
   void delete_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& o,
                              mad::ServiceRecordCallback done) override;

@@ -129,6 +129,7 @@ enum class AlarmKind : std::uint8_t {
   PriorityMismatch,  // a standby peer renders a priority our configuration does not expect
   PriorityNotApplied,  // the local SM keeps answering another priority than the one rendered
   ConfigDrift,       // a head's registered configuration digests differ from ours (agent::DriftMonitor)
+  DriftUnknown,      // a head's drift verdict stayed unknown past its bound (agent::DriftMonitor)
 };
 std::string_view to_string(AlarmKind k);
 struct RaiseAlarm { AlarmKind kind; std::string detail; };
