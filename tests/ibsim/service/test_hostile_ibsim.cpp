@@ -306,6 +306,23 @@ TEST_CASE("Extra record drill: forged ServiceRecords under another ServiceID do 
       FAIL(h->name << ": no match: " << s["drift"].dump() << "\n" << smhad_log(fabric, *h));
   }
   const int sa_lid = s1["local"]["lid"];
+  // A reload of the unchanged file keeps the engine: head02's route, found by
+  // discovery, is not a change of the file (the engine and a census walk
+  // used to restart). Its reload event says so, and its rounds go on.
+  {
+    const int rounds = s2["rounds"];
+    REQUIRE(fabric.signal_process(h2.pidx, SIGHUP));
+    std::string reload_text;
+    REQUIRE(wait_for([&] {
+      if (auto ev = smhad_events(h2, 1000))
+        for (const auto& e : *ev)
+          if (e.value("kind", "") == "RELOAD") reload_text = e.value("reason", "");
+      return !reload_text.empty();
+    }, 20s));
+    INFO(reload_text);
+    CHECK(reload_text.find("HA policy unchanged") != std::string::npos);
+    REQUIRE(wait_status(fabric, h2, guard, [&](const json& j) { return j["rounds"].get<int>() > rounds; }, 10s, &s2));
+  }
   // Hca3 forges a record for each head's port: same name and GID, another
   // ServiceID, infinite lease.
   for (std::uint64_t g : {g1, g2}) {
