@@ -93,6 +93,9 @@ RenderPlan plan_render(const config::Config& c, const Capabilities& caps,
       unsupported("opensm.adaptive_routing", "adaptive routing", plan.inputs.adaptive_routing);
     }
   }
+  // An NVIDIA SM that knows sharp_enabled always gets it, so `sharp: false`
+  // is rendered as disabled (recent NVIDIA SM releases enable SHARP by default).
+  plan.inputs.sharp_key = nvidia && caps.sharp;
   if (o.sharp) {
     if (nvidia && caps.sharp) {
       plan.inputs.sharp = true;

@@ -106,6 +106,29 @@ TEST_CASE("plan: AR and SHARP on NVIDIA SM") {
   CHECK(conf.at("sharp_enabled") == "2");
 }
 
+TEST_CASE("plan: sharp false on an NVIDIA SM renders SHARP disabled, not the binary's default") {
+  // Recent NVIDIA SM releases enable SHARP unless the file says otherwise.
+  auto off = config_of(kNode + "opensm:\n  sharp: false\n");
+  auto plan = plan_render(off, caps_of("nvidia-synthetic"), 9, std::nullopt);
+  CHECK(plan.ok());
+  CHECK_FALSE(plan.inputs.sharp);
+  CHECK(plan.inputs.sharp_key);
+  CHECK(parse_opensm_conf(render_opensm_conf(off, plan.inputs)).at("sharp_enabled") == "1");
+  // Not given: the same.
+  auto unset = config_of(kNode);
+  plan = plan_render(unset, caps_of("nvidia-synthetic"), 9, std::nullopt);
+  CHECK(parse_opensm_conf(render_opensm_conf(unset, plan.inputs)).at("sharp_enabled") == "1");
+  // Checked like any rendered key: the NVIDIA SM knows it, nothing to report.
+  CHECK(prepare_opensm_conf(off, caps_of("nvidia-synthetic"), 9, std::nullopt).ok());
+  // Upstream, or flavor upstream on an NVIDIA SM: no such key at all.
+  plan = plan_render(off, caps_of("opensm-3.3.23"), 9, std::nullopt);
+  CHECK_FALSE(plan.inputs.sharp_key);
+  CHECK(parse_opensm_conf(render_opensm_conf(off, plan.inputs)).count("sharp_enabled") == 0);
+  auto up = config_of(kNode + "opensm:\n  flavor: upstream\n");
+  plan = plan_render(up, caps_of("nvidia-synthetic"), 9, std::nullopt);
+  CHECK(parse_opensm_conf(render_opensm_conf(up, plan.inputs)).count("sharp_enabled") == 0);
+}
+
 TEST_CASE("rendered_routing_engines: the chain OpenSM is told, one engine per entry") {
   using Engines = std::vector<std::string>;
   auto ar = config_of(kNode + "opensm:\n  adaptive_routing: true\n  routing_engine: ftree,minhop\n");

@@ -31,7 +31,9 @@ struct RenderPlan {
 // - adaptive_routing / sharp that the binary cannot do are errors, or warnings
 //   (and switched off) when opensm.downgrade_unsupported is true;
 // - on upstream, every routing engine must be one upstream has built in (an
-//   unknown one makes OpenSM fall back to minhop).
+//   unknown one makes OpenSM fall back to minhop);
+// - sharp_key is set on an NVIDIA SM that knows sharp_enabled (sharp: false
+//   then renders SHARP disabled, not the binary's default).
 RenderPlan plan_render(const config::Config& config, const Capabilities& caps,
                        std::uint8_t sm_priority, std::optional<Guid> port_guid);
 
