@@ -103,6 +103,11 @@ RenderPlan plan_render(const config::Config& c, const Capabilities& caps,
       unsupported("opensm.sharp", "SHARP", plan.inputs.sharp);
     }
   }
+  for (const auto& e : o.extra) {
+    if (e.key == "no_clients_rereg" && e.value == "TRUE") {
+      plan.warnings.push_back(at_key(c, "opensm.extra.no_clients_rereg", kNoClientsReregWarning));
+    }
+  }
   if (!nvidia) {
     for (const std::string& name : config::split_routing_engines(o.routing_engine)) {
       if (kUpstreamEngines.count(name) == 0) {

@@ -123,6 +123,7 @@ bool Daemon::init() {
       err_ << "smhad: " << first.error().message << '\n';
       return false;
     }
+    log_render_warnings(config_);
     runner_ = adapters_.process_runner(io_);
     const config::Config& c = config_;
     const std::string guid = to_string(own_guid_);

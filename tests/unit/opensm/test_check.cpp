@@ -129,6 +129,18 @@ TEST_CASE("plan: sharp false on an NVIDIA SM renders SHARP disabled, not the bin
   CHECK(parse_opensm_conf(render_opensm_conf(up, plan.inputs)).count("sharp_enabled") == 0);
 }
 
+TEST_CASE("plan: no_clients_rereg TRUE in extra is a warning (clients would not rejoin after a takeover)") {
+  auto c = config_of(kNode + "opensm:\n  extra:\n    no_clients_rereg: true\n");
+  auto plan = plan_render(c, caps_of("opensm-3.3.23"), 9, std::nullopt);
+  CHECK(plan.ok());
+  CHECK(strings(plan.warnings) ==
+        std::vector<std::string>{std::string("t.yaml:7:5: opensm.extra.no_clients_rereg: ") + kNoClientsReregWarning});
+  CHECK(std::string(kNoClientsReregWarning).find("multicast") != std::string::npos);
+  CHECK(plan_render(config_of(kNode + "opensm:\n  extra:\n    no_clients_rereg: FALSE\n"),
+                    caps_of("opensm-3.3.23"), 9, std::nullopt)
+            .warnings.empty());
+}
+
 TEST_CASE("rendered_routing_engines: the chain OpenSM is told, one engine per entry") {
   using Engines = std::vector<std::string>;
   auto ar = config_of(kNode + "opensm:\n  adaptive_routing: true\n  routing_engine: ftree,minhop\n");

@@ -370,6 +370,20 @@ TEST_CASE("smhad without a fabric: the bounds of hold and reload over the socket
     CHECK(wait_status(*client, [](const json&) { return true; })["role"] == "master");
   }
 
+  SECTION("a reload with no_clients_rereg TRUE applies it and warns that clients will not rejoin") {
+    std::string y = read_file(run.head.yaml());
+    y.replace(y.find("opensm:\n"), 8, "opensm:\n  extra:\n    no_clients_rereg: TRUE\n");
+    std::ofstream(run.head.yaml()) << y;
+    auto r = client->call("reload");
+    REQUIRE(r.ok());
+    CHECK(r.value().result == control::ResultCode::Ok);
+    REQUIRE(r.value().data["warnings"].size() == 1);
+    CHECK_THAT(r.value().data["warnings"][0].get<std::string>(),
+               Catch::Contains("opensm.extra.no_clients_rereg: is TRUE") && Catch::Contains("multicast"));
+    CHECK_THAT(r.value().text, Catch::Contains("; warning: ") && Catch::Contains("no_clients_rereg"));
+    CHECK(read_file(run.head.conf()).find("no_clients_rereg TRUE\n") != std::string::npos);
+  }
+
   SECTION("a reload changing a key that needs a restart is refused naming the YAML key") {
     std::string y = read_file(run.head.yaml());
     const std::string from = "  socket: " + run.head.socket() + "\n";

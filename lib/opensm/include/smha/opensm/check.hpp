@@ -26,6 +26,12 @@ struct RenderPlan {
   bool ok() const { return errors.empty(); }
 };
 
+// The warning for `no_clients_rereg TRUE` in opensm.extra.
+inline constexpr const char* kNoClientsReregWarning =
+    "is TRUE: a new master will not tell the clients to re-register, so after a takeover they do not "
+    "rejoin their multicast groups (IPoIB broadcast, rdma_cm) or re-register services and event "
+    "subscriptions with its SA, which starts with none; leave it FALSE on HA heads";
+
 // Decides the RenderInputs for `config` on the OpenSM described by `caps`:
 // - flavor auto takes the probed flavor; flavor nvidia on an upstream binary is an error;
 // - adaptive_routing / sharp that the binary cannot do are errors, or warnings
@@ -33,7 +39,8 @@ struct RenderPlan {
 // - on upstream, every routing engine must be one upstream has built in (an
 //   unknown one makes OpenSM fall back to minhop);
 // - sharp_key is set on an NVIDIA SM that knows sharp_enabled (sharp: false
-//   then renders SHARP disabled, not the binary's default).
+//   then renders SHARP disabled, not the binary's default);
+// - `no_clients_rereg TRUE` in opensm.extra is a warning (kNoClientsReregWarning).
 RenderPlan plan_render(const config::Config& config, const Capabilities& caps,
                        std::uint8_t sm_priority, std::optional<Guid> port_guid);
 
