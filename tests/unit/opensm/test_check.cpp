@@ -262,6 +262,30 @@ TEST_CASE("check_config: all stages on a file") {
                                         "(it would ignore it with only an \"Unrecognized "
                                         "token\" line)"});
 
+  // Problems in every stage at once: the plan (AR and an engine upstream does
+  // not have), keys the binary does not know, a value it does not take, and a
+  // warning: all reported in one run.
+  std::ofstream(path) << kNode + "opensm:\n  adaptive_routing: true\n  routing_engine: ar_ftree\n"
+                                 "  extra:\n    foo: 1\n    lmc: 9\n    no_clients_rereg: true\n";
+  fake.overrides = {{"lmc", "7"}};
+  auto many = check_config(path, fake);
+  fake.overrides.clear();
+  CHECK(strings(many.errors) ==
+        std::vector<std::string>{
+            path + ":6:21: opensm.adaptive_routing: is true, but OpenSM 3.3.23 (upstream) at /usr/sbin/opensm "
+                   "cannot do adaptive routing (set opensm.downgrade_unsupported: true to run without it)",
+            path + ":7:19: opensm.routing_engine: engine 'ar_ftree' is not built into OpenSM 3.3.23 (upstream) at "
+                   "/usr/sbin/opensm; OpenSM would fall back to minhop (built in: none, minhop, updn, dnup, file, "
+                   "ftree, lash, dor, torus-2QoS, nue, dfsssp, sssp)",
+            path + ":9:5: opensm.extra.foo: opensm.conf key 'foo' is not known to OpenSM 3.3.23 (upstream) at "
+                   "/usr/sbin/opensm (it would ignore it with only an \"Unrecognized token\" line)",
+            path + ":10:5: opensm.extra.lmc: OpenSM 3.3.23 (upstream) at /usr/sbin/opensm read opensm.conf key "
+                   "'lmc' as '7', not '9'"});
+  CHECK(strings(many.warnings) ==
+        std::vector<std::string>{path + ":11:5: opensm.extra.no_clients_rereg: " + kNoClientsReregWarning,
+                                 path + ": sm_key: " + config::kDefaultSmKeyWarning});
+  CHECK(many.rendered.empty());
+
   fake.fail = make_error(Errc::Exec, "cannot run /usr/sbin/opensm: No such file or directory");
   std::ofstream(path) << kNode;
   auto noexec = check_config(path, fake);

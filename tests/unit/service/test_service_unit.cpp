@@ -744,6 +744,37 @@ TEST_CASE("smhad --check-config also refuses an insecure hook") {
   CHECK(out2.str().find(yaml + ": OK for OpenSM") == 0);
 }
 
+// One run shows every problem of every stage (OpenSM's keys, the hooks, the
+// state_dir, the HA policy), not only the first stage's.
+TEST_CASE("smhad --check-config reports the problems of every stage in one run") {
+  TempDir dir;
+  const std::string hook = dir.path() + "/hook";
+  std::ofstream(hook) << "#!/bin/sh\n";
+  REQUIRE(::chmod(hook.c_str(), 0757) == 0);
+  const std::string yaml = dir.path() + "/smha.yaml";
+  std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\nsm_key: 0x5\n"
+                      << "state_dir: /proc/smha-no-such-dir\n"
+                      << "opensm:\n  conf_path: " << dir.path() << "/opensm.conf\n"
+                      << "  extra:\n    no_such_key: 1\n    no_clients_rereg: TRUE\n"
+                      << "hooks:\n  master: " << hook << "\n";
+  opensm::ExecOpensmRunner runner;
+  std::ostringstream out, err;
+  CHECK(run_check_config(yaml, runner, out, err) == 1);
+  CHECK(out.str().empty());
+  const std::string e = err.str();
+  INFO(e);
+  CHECK(e.find("warning: " + yaml + ":10:5: opensm.extra.no_clients_rereg: is TRUE") == 0);
+  CHECK(e.find("error: " + yaml + ":9:5: opensm.extra.no_such_key: opensm.conf key 'no_such_key' is not known") !=
+        std::string::npos);
+  CHECK(e.find("Unrecognized token\")") == std::string::npos);  // the same key once
+  CHECK(e.find("error: " + yaml + ": hooks.master: hook '" + hook + "': writable by group or others") !=
+        std::string::npos);
+  CHECK(e.find("error: " + yaml + ": state_dir /proc/smha-no-such-dir is not usable: ") != std::string::npos);
+  CHECK(e.find("error: " + yaml + ": peers: HA policy: peers: at least one other head is needed\n") !=
+        std::string::npos);
+  CHECK(e.find(yaml + ": 4 error(s)\n") != std::string::npos);
+}
+
 // Start-up's policy check (map_config) runs in --check-config too: a file with
 // no peer loads, and smhad would refuse to start with it.
 TEST_CASE("smhad --check-config refuses what start-up refuses: no peer") {

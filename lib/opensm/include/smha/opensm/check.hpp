@@ -88,8 +88,11 @@ struct CheckReport {
 
 // Everything --check-config does: load + validate `path`, probe its
 // opensm.binary, plan, render (configured priority, port GUID if configured),
-// check the keys, and have OpenSM read the result. Stops after the first stage
-// that fails (later stages need its output); within a stage reports everything.
+// check the keys, and have OpenSM read the result. Every stage runs and
+// reports everything it finds, whatever the stages before found, except that
+// nothing runs after a file that does not load or a binary that cannot be
+// probed (the later stages need a Config and the binary's key table).
+// `rendered` is set only when there are no errors.
 CheckReport check_config(const std::string& path, OpensmRunner& runner);
 // The rendered text includes the policy files' hashes, read from disk.
 CheckReport check_loaded_config(const config::Config& config, OpensmRunner& runner);
