@@ -115,6 +115,10 @@ void LogEventSink::takeover_report(const agent::TakeoverReport& r, TimePoint at)
 
 void LogEventSink::alarm(const sm::RaiseAlarm& a, TimePoint) {
   const std::string kind(sm::to_string(a.kind));
+  if (a.refresh && alarms_.count(kind) != 0) {  // the active alarm's new detail: no new event
+    alarms_[kind] = a.detail;
+    return;
+  }
   platform::log_event(*sm_log(), platform::kSmAlarm, {{"kind", kind}, {"detail", a.detail}},
                       spdlog::level::warn);
   alarms_[kind] = a.detail;

@@ -192,6 +192,19 @@ TEST_CASE("LogEventSink names each transition with the event that caused it and 
   CHECK(sink.events().front().seq == 2);
 }
 
+TEST_CASE("LogEventSink: a refreshed alarm shows its new detail without a new event") {
+  LogEventSink sink;
+  sink.alarm({sm::AlarmKind::UnknownSm, "SM not a configured head: 0x9 STANDBY; "}, TimePoint{});
+  sink.alarm({sm::AlarmKind::UnknownSm, "SM not a configured head: 0x9 MASTER; [changed 1 time since raised]", true},
+             TimePoint{});
+  CHECK(sink.alarms().at("unknown_sm") == "SM not a configured head: 0x9 MASTER; [changed 1 time since raised]");
+  REQUIRE(sink.events().size() == 1);
+  CHECK(sink.events().back().evidence == "SM not a configured head: 0x9 STANDBY; ");
+  // A new SM: raised again, recorded.
+  sink.alarm({sm::AlarmKind::UnknownSm, "SM not a configured head: 0x9 MASTER; 0xa STANDBY; "}, TimePoint{});
+  CHECK(sink.events().size() == 2);
+}
+
 TEST_CASE("after an adoption the last transition is the adoption, not an earlier run's cause") {
   LogEventSink sink;
   EventRecord earlier;

@@ -51,6 +51,7 @@ class EventSink {
  public:
   virtual ~EventSink() = default;
   virtual void event(const sm::RecordEvent& e, TimePoint at) = 0;
+  // `a.refresh`: only the detail of an active alarm changed (no new alarm event).
   virtual void alarm(const sm::RaiseAlarm& a, TimePoint at) = 0;
   virtual void clear(const sm::ClearAlarm& a, TimePoint at) = 0;
   virtual void hook(const sm::RunHook& h, TimePoint at) = 0;
