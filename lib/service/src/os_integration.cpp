@@ -225,13 +225,15 @@ std::string with_suppressed(std::string text, int suppressed) {
 
 void DaemonEventSink::event(const sm::RecordEvent& e, TimePoint at) {
   if (e.kind == sm::EventKind::StateChanged) {
+    // Its cause, from the same engine step (agent::EventSink::event), for the
+    // hooks of the RunHook that follows it in that step.
+    transition_cause_ = e.evidence.empty() ? "unknown" : e.evidence;
     log_.event(e, at);
     changed_();
     return;
   }
-  last_cause_ = std::string(sm::to_string(e.kind)) + (e.reason.empty() ? "" : ": " + e.reason);
   int suppressed = 0;
-  if (repeat("event\n" + last_cause_, at, suppressed)) return;
+  if (repeat("event\n" + std::string(sm::to_string(e.kind)) + ": " + e.reason, at, suppressed)) return;
   sm::RecordEvent copy = e;
   copy.evidence = with_suppressed(copy.evidence, suppressed);
   log_.event(copy, at);
@@ -263,8 +265,7 @@ void DaemonEventSink::clear(const sm::ClearAlarm& a, TimePoint at) {
 void DaemonEventSink::hook(const sm::RunHook& h, TimePoint at) {
   log_.hook(h, at);
   const Snapshot s = snapshot_();
-  hooks_.transition(h.old_state, h.new_state, h.priority, s.peer,
-                    last_cause_.empty() ? "observed" : last_cause_);
+  hooks_.transition(h.old_state, h.new_state, h.priority, s.peer, transition_cause_);
   changed_();
 }
 

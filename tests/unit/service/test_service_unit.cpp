@@ -176,20 +176,23 @@ TEST_CASE("map_config's policy errors name the YAML key and its position") {
   CHECK_THAT(r.error().message, Catch::StartsWith("t.yaml:9:16: "));
 }
 
-TEST_CASE("LogEventSink names each transition with the event that caused it and tracks alarms") {
+TEST_CASE("LogEventSink names each transition with the cause the agent found in its step and tracks alarms") {
   LogEventSink sink(3);
   sink.event({sm::EventKind::TakeoverStarted, "master head02 silent", "3 rounds"}, TimePoint{});
-  sink.event({sm::EventKind::StateChanged, "STANDBY->MASTER", ""}, TimePoint{});
+  sink.event({sm::EventKind::StateChanged, "STANDBY->MASTER", "takeover_done: local SM is MASTER"}, TimePoint{});
   REQUIRE(sink.last_transition());
   CHECK(sink.last_transition()->reason == "STANDBY->MASTER");
-  CHECK(sink.last_transition()->evidence == "takeover_started: master head02 silent");
+  CHECK(sink.last_transition()->evidence == "takeover_done: local SM is MASTER");
+  // A step without a cause: "unknown", not the takeover_started before it.
+  sink.event({sm::EventKind::StateChanged, "MASTER->STANDBY", ""}, TimePoint{});
+  CHECK(sink.last_transition()->evidence == "unknown");
   sink.alarm({sm::AlarmKind::NoMaster, "x"}, TimePoint{});
   CHECK(sink.alarms().size() == 1);
   sink.clear({sm::AlarmKind::NoMaster}, TimePoint{});
   CHECK(sink.alarms().empty());
   CHECK(sink.events().size() == 3);  // bounded
   CHECK(sink.events().back().kind == "alarm_cleared");
-  CHECK(sink.events().front().seq == 2);
+  CHECK(sink.events().front().seq == 3);
 }
 
 TEST_CASE("LogEventSink: a refreshed alarm shows its new detail without a new event") {
@@ -733,6 +736,45 @@ TEST_CASE("DaemonEventSink passes state changes and alarms and suppresses repeat
   sink.event(lf, t0 + DaemonEventSink::kRepeatWindow + std::chrono::seconds(1));
   CHECK(count("local_failure") == DaemonEventSink::kRepeatBurst + 1);
   CHECK(log.events().back().evidence == "role recovering [7 repeats suppressed]");
+}
+
+TEST_CASE("DaemonEventSink: a transition's reason is its own step's cause or unknown, never an old event") {
+  TempDir dir;
+  const std::string out = dir.path() + "/out";
+  const std::string hook = dir.path() + "/m";
+  std::ofstream(hook) << "#!/bin/sh\necho \"$1 $2 reason=$SMHA_REASON\" >> " << out << "\n";
+  REQUIRE(::chmod(hook.c_str(), 0755) == 0);
+  config::Config c = two_heads();
+  c.hooks["master"] = {hook};
+  c.hooks["standby"] = {hook};
+  boost::asio::io_context io;
+  SteadyClock clock;
+  os::AsioScheduler sched(io, clock);
+  std::vector<platform::HookResult> results;
+  HookDispatcher hooks(io, sched, c, [&](const platform::HookResult& r) { results.push_back(r); });
+  LogEventSink log(1000);
+  DaemonEventSink sink(log, hooks, [] { return DaemonEventSink::Snapshot{"MASTER", 11, "head02"}; }, [] {});
+  const TimePoint t0{};
+  // A peer_route event, then 44 s later the local SM becomes MASTER in a step
+  // that recorded nothing else (the agent leaves the evidence empty).
+  sink.event({sm::EventKind::PeerRoute, "head01 (0x10) \"head01\": found", "lid 1, dr 0,1"}, t0);
+  sink.event({sm::EventKind::StateChanged, "STANDBY->MASTER", "", {}, SmState::Standby, SmState::Master},
+             t0 + std::chrono::seconds(44));
+  sink.hook({"transition", SmState::Master, SmState::Standby, 11}, t0 + std::chrono::seconds(44));
+  CHECK(log.events().back().kind == "transition");
+  CHECK(log.events().back().evidence == "unknown");
+  // With the cause of its step.
+  sink.event({sm::EventKind::StateChanged, "MASTER->STANDBY", "handover_done: head01 answers MASTER", {},
+              SmState::Master, SmState::Standby},
+             t0 + std::chrono::seconds(50));
+  sink.hook({"transition", SmState::Standby, SmState::Master, 10}, t0 + std::chrono::seconds(50));
+  CHECK(log.events().back().evidence == "handover_done: head01 answers MASTER");
+  REQUIRE(log.last_transition());
+  CHECK(log.last_transition()->evidence == "handover_done: head01 answers MASTER");
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (results.size() < 2 && std::chrono::steady_clock::now() < deadline) io.run_for(20ms);
+  REQUIRE(results.size() == 2);
+  CHECK(slurp(out) == "TRANSITION MASTER reason=unknown\nTRANSITION STANDBY reason=handover_done: head01 answers MASTER\n");
 }
 
 TEST_CASE("smhad --check-config also refuses an insecure hook") {

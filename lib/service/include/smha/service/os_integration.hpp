@@ -185,7 +185,7 @@ class DaemonEventSink final : public agent::EventSink {
   HookDispatcher& hooks_;
   std::function<Snapshot()> snapshot_;
   std::function<void()> changed_;
-  std::string last_cause_;  // the latest engine event that is not a state change
+  std::string transition_cause_ = "unknown";  // the cause of the latest state change
 };
 
 // Watches OpenSM supervision for the daemon: a respawn after a crash runs the
