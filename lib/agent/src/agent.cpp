@@ -442,6 +442,18 @@ void Agent::arm_wakeup(std::optional<TimePoint> t) {
 
 void Agent::apply(const sm::Decision& d) {
   const TimePoint now = sched_.now();
+  // The cause of a state change is what the engine decided in the same step:
+  // its first other event (the engine records the state change as soon as it
+  // sees it, before the event that explains it), never an older one. A
+  // priority change follows the role, it explains nothing.
+  std::string cause;
+  for (const auto& a : d.actions)
+    if (const auto* e = std::get_if<sm::RecordEvent>(&a);
+        e && e->kind != sm::EventKind::StateChanged && e->kind != sm::EventKind::PriorityChanged &&
+        e->kind != sm::EventKind::PeerRoute) {
+      cause = std::string(sm::to_string(e->kind)) + (e->reason.empty() ? "" : ": " + e->reason);
+      break;
+    }
   for (const auto& a : d.actions) {
     Status st;
     if (std::holds_alternative<sm::SendDiscover>(a)) {
@@ -476,7 +488,13 @@ void Agent::apply(const sm::Decision& d) {
     } else if (const auto* s = std::get_if<sm::ClearAlarm>(&a)) {
       sink_.clear(*s, now);
     } else if (const auto* s = std::get_if<sm::RecordEvent>(&a)) {
-      sink_.event(*s, now);
+      if (s->kind == sm::EventKind::StateChanged) {
+        sm::RecordEvent changed = *s;
+        changed.evidence = cause;
+        sink_.event(changed, now);
+      } else {
+        sink_.event(*s, now);
+      }
       report_handover(*s);
     } else if (const auto* s = std::get_if<sm::RunHook>(&a)) {
       sink_.hook(*s, now);

@@ -11,12 +11,12 @@ namespace smha::client {
 
 namespace {
 
-// Every field shown goes through printable(): names, reasons and evidence may
+// Every field shown goes through terminal_safe(): names, reasons and evidence may
 // carry what the fabric or OpenSM wrote (ANSI escapes, bytes that are not UTF-8).
 std::string str(const nlohmann::json& j, const char* key, const char* dflt = "-") {
   if (!j.contains(key) || j[key].is_null()) return dflt;
-  if (j[key].is_string()) return printable(j[key].get<std::string>());
-  return printable(j[key].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (j[key].is_string()) return terminal_safe(j[key].get<std::string>());
+  return terminal_safe(j[key].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 std::string age_text(const nlohmann::json& j, const char* key) {

@@ -3,6 +3,7 @@
 #include "smha/core/limits.hpp"
 
 #include "smha/core/file_read.hpp"
+#include "smha/core/text.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -157,7 +158,8 @@ std::string lower(std::string s) {
 }
 
 // Offset of the first byte of `s` that is not part of printable UTF-8 (a C0 or
-// C1 control character, DEL, a malformed, overlong or surrogate sequence).
+// C1 control character, DEL, a zero-width, separator or bidi character
+// (smha::invisible_code_point), a malformed, overlong or surrogate sequence).
 std::optional<std::size_t> first_unprintable(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
@@ -180,7 +182,7 @@ std::optional<std::size_t> first_unprintable(std::string_view s) {
       cp = (cp << 6) | (c & 0x3F);
     }
     static constexpr std::uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || (cp >= 0x80 && cp < 0xA0))
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || invisible_code_point(cp))
       return i;
     i += len;
   }
@@ -393,7 +395,7 @@ std::optional<std::string> Loader::name(const YAML::Node& n, const std::string& 
   }
   if (auto bad = first_unprintable(*s)) {
     error(n, path,
-          "byte " + std::to_string(*bad + 1) + " is a control character or not UTF-8; a name is printable UTF-8");
+          "byte " + std::to_string(*bad + 1) + " is a control or invisible character or not UTF-8; a name is printable UTF-8");
     return std::nullopt;
   }
   return s;

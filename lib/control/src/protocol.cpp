@@ -284,6 +284,34 @@ std::string encode_reply(const Reply& reply) {
   return out;
 }
 
+std::vector<std::string> method_params(std::string_view method) {
+  std::vector<std::string> out;
+  for (const auto& spec : kMethods) {
+    if (spec.name != method) continue;
+    for (auto p : spec.params)
+      if (!p.empty()) out.emplace_back(p);
+  }
+  return out;
+}
+
+Status check_params(std::string_view method, const nlohmann::json& params,
+                    const std::vector<std::string>& allowed) {
+  if (!params.is_object()) return bad("\"params\" must be an object, " + got(params));
+  std::string unknown;
+  std::size_t count = 0;
+  for (const auto& item : params.items()) {
+    if (std::find(allowed.begin(), allowed.end(), item.key()) != allowed.end()) continue;
+    if (count < 8) unknown += (count == 0 ? "" : ", ") + quote_prefix(item.key());
+    else if (count == 8) unknown += ", ...";
+    ++count;
+  }
+  if (count == 0) return Status::Ok();
+  std::string takes;
+  for (const auto& a : allowed) takes += (takes.empty() ? "" : ", ") + a;
+  return bad("method '" + std::string(method) + "' takes no parameter" + (count > 1 ? "s " : " ") + unknown +
+             " (it takes: " + (takes.empty() ? std::string("none") : takes) + ")");
+}
+
 Reply bad_request_reply(const Error& error) {
   return Reply::failure(ResultCode::BadRequest, error.message);
 }

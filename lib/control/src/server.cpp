@@ -184,6 +184,7 @@ struct Method {
   Access access;
   SyncHandler sync;
   AsyncHandler async;
+  std::vector<std::string> params;  // the "params" keys it takes
 };
 class Connection;
 }  // namespace
@@ -412,6 +413,11 @@ class Connection final : public Responder::Sink, public std::enable_shared_from_
                                   : "method '" + name + "' requires root or membership of group " + opts.group));
       return;
     }
+    if (auto st = check_params(name, request->params, builtin ? std::vector<std::string>{} : it->second.params);
+        !st.ok()) {
+      complete(bad_request_reply(st.error()));
+      return;
+    }
     if (builtin) {
       complete(server_->dispatch_builtin(name));
       return;
@@ -497,9 +503,13 @@ Reply ControlServer::Impl::dispatch_builtin(const std::string& name) const {
                           {"server", options_.server_name}});
   }
   json list = json::array();
-  list.push_back({{"name", method::kListMethods}, {"access", std::string(to_string(Access::ReadOnly))}});
-  list.push_back({{"name", method::kVersion}, {"access", std::string(to_string(Access::ReadOnly))}});
-  for (const auto& [n, m] : methods_) list.push_back({{"name", n}, {"access", std::string(to_string(m.access))}});
+  list.push_back({{"name", method::kListMethods},
+                  {"access", std::string(to_string(Access::ReadOnly))},
+                  {"params", json::array()}});
+  list.push_back(
+      {{"name", method::kVersion}, {"access", std::string(to_string(Access::ReadOnly))}, {"params", json::array()}});
+  for (const auto& [n, m] : methods_)
+    list.push_back({{"name", n}, {"access", std::string(to_string(m.access))}, {"params", m.params}});
   std::sort(list.begin(), list.end(), [](const json& a, const json& b) { return a["name"] < b["name"]; });
   return Reply::ok(json{{"methods", list}});
 }
@@ -644,12 +654,14 @@ ControlServer::ControlServer(asio::io_context& io, ServerOptions options)
 
 ControlServer::~ControlServer() { impl_->stop(); }
 
-Status ControlServer::register_method(const std::string& name, Access access, SyncHandler handler) {
-  return impl_->add(name, Method{access, std::move(handler), nullptr});
+Status ControlServer::register_method(const std::string& name, Access access, SyncHandler handler,
+                                      std::vector<std::string> params) {
+  return impl_->add(name, Method{access, std::move(handler), nullptr, std::move(params)});
 }
 
-Status ControlServer::register_async_method(const std::string& name, Access access, AsyncHandler handler) {
-  return impl_->add(name, Method{access, nullptr, std::move(handler)});
+Status ControlServer::register_async_method(const std::string& name, Access access, AsyncHandler handler,
+                                            std::vector<std::string> params) {
+  return impl_->add(name, Method{access, nullptr, std::move(handler), std::move(params)});
 }
 
 Status ControlServer::start() { return impl_->start(); }

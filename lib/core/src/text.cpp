@@ -33,18 +33,17 @@ std::size_t utf8_sequence(std::string_view s, char32_t& cp) {
   return len;
 }
 
-bool invisible_control(char32_t cp) {
-  return (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
-}
-
-}  // namespace
-
-std::string printable(std::string_view text) {
+std::string escape(std::string_view text, bool escape_backslash) {
   std::string out;
   out.reserve(text.size());
   std::size_t i = 0;
   while (i < text.size()) {
     const auto b = static_cast<unsigned char>(text[i]);
+    if (b == '\\' && escape_backslash) {
+      out += "\\\\";
+      ++i;
+      continue;
+    }
     if (b >= 0x20 && b < 0x7f) {
       out += static_cast<char>(b);
       ++i;
@@ -62,7 +61,7 @@ std::string printable(std::string_view text) {
       ++i;
       continue;
     }
-    if (invisible_control(cp)) {
+    if (invisible_code_point(cp)) {
       char buf[12];
       std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
       out += buf;
@@ -73,5 +72,17 @@ std::string printable(std::string_view text) {
   }
   return out;
 }
+
+}  // namespace
+
+bool invisible_code_point(char32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x200b && cp <= 0x200f) || cp == 0x2028 || cp == 0x2029 ||
+         (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x2064) || (cp >= 0x2066 && cp <= 0x2069) ||
+         cp == 0xfeff;
+}
+
+std::string printable(std::string_view text) { return escape(text, true); }
+
+std::string terminal_safe(std::string_view text) { return escape(text, false); }
 
 }  // namespace smha

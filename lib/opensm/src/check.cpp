@@ -93,11 +93,19 @@ RenderPlan plan_render(const config::Config& c, const Capabilities& caps,
       unsupported("opensm.adaptive_routing", "adaptive routing", plan.inputs.adaptive_routing);
     }
   }
+  // An NVIDIA SM that knows sharp_enabled always gets it, so `sharp: false`
+  // is rendered as disabled (recent NVIDIA SM releases enable SHARP by default).
+  plan.inputs.sharp_key = nvidia && caps.sharp;
   if (o.sharp) {
     if (nvidia && caps.sharp) {
       plan.inputs.sharp = true;
     } else {
       unsupported("opensm.sharp", "SHARP", plan.inputs.sharp);
+    }
+  }
+  for (const auto& e : o.extra) {
+    if (e.key == "no_clients_rereg" && e.value == "TRUE") {
+      plan.warnings.push_back(at_key(c, "opensm.extra.no_clients_rereg", kNoClientsReregWarning));
     }
   }
   if (!nvidia) {
@@ -194,17 +202,25 @@ CheckReport check_loaded_config(const config::Config& c, OpensmRunner& runner) {
     return report;
   }
   report.capabilities = *caps;
+  // Every stage runs whatever the earlier ones found, so one run shows every
+  // problem: the plan's, then the keys the binary does not know in what that
+  // plan renders, then what the binary itself refuses or changes in it.
   const ReadOnlyFileSystem fs;
-  auto prepared = prepare_opensm_conf(c, *caps, static_cast<std::uint8_t>(c.sm_priority),
-                                      c.port.port_guid, &fs);
-  report.warnings = prepared.warnings;
+  auto plan = plan_render(c, *caps, static_cast<std::uint8_t>(c.sm_priority), c.port.port_guid);
+  plan.inputs.policy_files = hash_policy_files(c, fs);
+  report.warnings = std::move(plan.warnings);
   for (auto& w : config::key_warnings(c)) report.warnings.push_back(std::move(w));
-  if (!prepared.ok()) {
-    report.errors = prepared.errors;
-    return report;
+  report.errors = std::move(plan.errors);
+  std::string rendered = render_opensm_conf(c, plan.inputs);
+  const auto unknown = check_rendered_keys(c, rendered, *caps);
+  report.errors.insert(report.errors.end(), unknown.begin(), unknown.end());
+  for (auto& d : verify_accepted(runner, c, rendered, *caps)) {
+    // A key check_rendered_keys named is also an "Unrecognized token": once is enough.
+    const bool named = std::any_of(unknown.begin(), unknown.end(),
+                                   [&](const Diagnostic& u) { return u.key_path == d.key_path; });
+    if (!named) report.errors.push_back(std::move(d));
   }
-  report.rendered = prepared.rendered;
-  report.errors = verify_accepted(runner, c, report.rendered, *caps);
+  if (report.errors.empty()) report.rendered = std::move(rendered);
   return report;
 }
 

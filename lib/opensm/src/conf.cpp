@@ -104,9 +104,9 @@ std::string render_opensm_conf(const config::Config& config, const RenderInputs&
   body << "honor_guid2lid_file " << boolean(o.honor_guid2lid_file) << '\n';
   body << "sa_db_dump " << boolean(o.sa_db_dump) << '\n';
   if (!o.sa_db_file.empty()) body << "sa_db_file " << o.sa_db_file << '\n';
-  if (in.flavor == Flavor::Nvidia && in.sharp) {
+  if (in.flavor == Flavor::Nvidia && (in.sharp || in.sharp_key)) {
     // osm_capability_type: 0 ignored, 1 disabled, 2 enabled (doc/opensm-conf.md).
-    body << "sharp_enabled 2\n";
+    body << "sharp_enabled " << (in.sharp ? 2 : 1) << '\n';
   }
   if (!o.extra.empty()) {
     body << "\n# opensm.extra\n";

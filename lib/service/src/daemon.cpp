@@ -123,6 +123,7 @@ bool Daemon::init() {
       err_ << "smhad: " << first.error().message << '\n';
       return false;
     }
+    log_render_warnings(config_);
     runner_ = adapters_.process_runner(io_);
     const config::Config& c = config_;
     const std::string guid = to_string(own_guid_);
@@ -493,13 +494,15 @@ void Daemon::register_methods() {
   (void)server_->register_method(method::kReload, Access::Mutating, [this](const control::Call&) {
     return reload_guarded("smctl reload");
   });
-  (void)server_->register_method(method::kHold, Access::Mutating,
-                                 [this](const control::Call& call) { return do_hold(call); });
+  (void)server_->register_method(
+      method::kHold, Access::Mutating, [this](const control::Call& call) { return do_hold(call); },
+      control::method_params(method::kHold));
   (void)server_->register_method(method::kRelease, Access::Mutating,
                                  [this](const control::Call&) { return do_release(); });
   (void)server_->register_async_method(
       method::kHandover, Access::Mutating,
-      [this](const control::Call& call, control::Responder r) { handover(call, std::move(r)); });
+      [this](const control::Call& call, control::Responder r) { handover(call, std::move(r)); },
+      control::method_params(method::kHandover));
 }
 
 Reply Daemon::do_hold(const control::Call& call) {

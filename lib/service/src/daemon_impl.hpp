@@ -126,6 +126,17 @@ class Daemon final : public DrillHost {
       return std::move(prep.rendered);
     };
   }
+  // What plan_render() warns about in `c` for this OpenSM (no_clients_rereg
+  // TRUE, an AR/SHARP downgrade), each logged at warning level and returned
+  // as text; at start and at each reload.
+  std::vector<std::string> log_render_warnings(const config::Config& c) const {
+    std::vector<std::string> out;
+    for (const auto& w : opensm::plan_render(c, caps_, 0, std::nullopt).warnings) {
+      out.push_back(w.to_string());
+      spdlog::warn("{}", out.back());
+    }
+    return out;
+  }
   void start_agent(agent::AgentConfig cfg);
   // Our configuration digests (doc/drift.md) for the drift check, from the
   // rendered opensm.conf, the failover section, OpenSM and the SM_Key.

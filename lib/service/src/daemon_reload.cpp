@@ -132,6 +132,9 @@ Reply Daemon::do_reload() {
       for (const auto& k : decision.changed) text += " " + k;
       text += ")";
     }
+    const auto warnings = log_render_warnings(next);
+    data["warnings"] = warnings;
+    for (const auto& w : warnings) text += "; warning: " + w;
   }
   const bool policy_changed = !same_policy(agent_cfg_, mapped.value());
   data["engine_restarted"] = policy_changed;

@@ -93,7 +93,8 @@ Status DrillRunner::attach(control::ControlServer& server) {
   return server.register_async_method(control::method::kDrill, control::Access::Mutating,
                                       [this](const control::Call& call, control::Responder r) {
                                         handle(call, std::move(r));
-                                      });
+                                      },
+                                      control::method_params(control::method::kDrill));
 }
 
 void DrillRunner::handle(const control::Call& call, control::Responder respond) {

@@ -74,7 +74,7 @@ void LogEventSink::event(const sm::RecordEvent& e, TimePoint at) {
   const auto nodes = nodes_of(e);
   if (e.kind == sm::EventKind::StateChanged) {
     auto name = [](const std::optional<SmState>& s) { return s ? std::string(to_string(*s)) : std::string("?"); };
-    const std::string cause = last_cause_.empty() ? "observed" : last_cause_;
+    const std::string cause = e.evidence.empty() ? "unknown" : e.evidence;
     platform::log_event(*log, platform::kSmTransition,
                         {{"from", name(e.from)}, {"to", name(e.to)}, {"reason", cause}});
     EventRecord r{0, {}, "transition", e.reason, cause, at, nodes};
@@ -85,7 +85,6 @@ void LogEventSink::event(const sm::RecordEvent& e, TimePoint at) {
     last_transition_ = events_.back();
     return;
   }
-  last_cause_ = std::string(sm::to_string(e.kind)) + (e.reason.empty() ? "" : ": " + e.reason);
   platform::LogFields fields{{"kind", std::string(sm::to_string(e.kind))}, {"reason", e.reason},
                              {"evidence", e.evidence}};
   if (!nodes.empty()) fields.emplace_back("nodes", nodes_text(nodes));
@@ -115,6 +114,10 @@ void LogEventSink::takeover_report(const agent::TakeoverReport& r, TimePoint at)
 
 void LogEventSink::alarm(const sm::RaiseAlarm& a, TimePoint) {
   const std::string kind(sm::to_string(a.kind));
+  if (a.refresh && alarms_.count(kind) != 0) {  // the active alarm's new detail: no new event
+    alarms_[kind] = a.detail;
+    return;
+  }
   platform::log_event(*sm_log(), platform::kSmAlarm, {{"kind", kind}, {"detail", a.detail}},
                       spdlog::level::warn);
   alarms_[kind] = a.detail;

@@ -49,7 +49,8 @@ Status EventsMethod::attach(control::ControlServer& server) {
   return server.register_async_method(control::method::kEvents, control::Access::ReadOnly,
                                       [this](const control::Call& call, control::Responder r) {
                                         handle(call, std::move(r));
-                                      });
+                                      },
+                                      control::method_params(control::method::kEvents));
 }
 
 json EventsMethod::collect(std::uint64_t after, std::size_t n) const {

@@ -225,13 +225,15 @@ std::string with_suppressed(std::string text, int suppressed) {
 
 void DaemonEventSink::event(const sm::RecordEvent& e, TimePoint at) {
   if (e.kind == sm::EventKind::StateChanged) {
+    // Its cause, from the same engine step (agent::EventSink::event), for the
+    // hooks of the RunHook that follows it in that step.
+    transition_cause_ = e.evidence.empty() ? "unknown" : e.evidence;
     log_.event(e, at);
     changed_();
     return;
   }
-  last_cause_ = std::string(sm::to_string(e.kind)) + (e.reason.empty() ? "" : ": " + e.reason);
   int suppressed = 0;
-  if (repeat("event\n" + last_cause_, at, suppressed)) return;
+  if (repeat("event\n" + std::string(sm::to_string(e.kind)) + ": " + e.reason, at, suppressed)) return;
   sm::RecordEvent copy = e;
   copy.evidence = with_suppressed(copy.evidence, suppressed);
   log_.event(copy, at);
@@ -263,8 +265,7 @@ void DaemonEventSink::clear(const sm::ClearAlarm& a, TimePoint at) {
 void DaemonEventSink::hook(const sm::RunHook& h, TimePoint at) {
   log_.hook(h, at);
   const Snapshot s = snapshot_();
-  hooks_.transition(h.old_state, h.new_state, h.priority, s.peer,
-                    last_cause_.empty() ? "observed" : last_cause_);
+  hooks_.transition(h.old_state, h.new_state, h.priority, s.peer, transition_cause_);
   changed_();
 }
 
@@ -374,41 +375,38 @@ std::vector<config::Diagnostic> route_warnings(const config::Config& cfg,
 
 int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std::ostream& out,
                      std::ostream& err, const RouteProbe& probe) {
-  std::ostringstream ok_text;
-  const int rc = opensm::run_check_config(path, runner, ok_text, err);
-  if (rc != 0) return rc;  // the config did not load or OpenSM refused it: all printed
   auto loaded = config::load_config(path);
-  if (!loaded.ok()) {  // changed under our feet
-    err << loaded.error_text();
+  if (!loaded.ok()) {  // nothing below can be checked without a Config
+    for (const auto& e : loaded.errors()) err << "error: " << e.to_string() << '\n';
+    err << path << ": " << loaded.errors().size() << " error(s)\n";
     return 1;
   }
-  if (auto st = HookDispatcher::check(loaded.value()); !st.ok()) {
-    err << "error: " << path << ": " << st.error().message << '\n';
-    err << path << ": 1 error(s)\n";
-    return 1;
-  }
+  const config::Config& cfg = loaded.value();
+  // Every check runs whatever the others found, so one run shows every problem.
+  const opensm::CheckReport report = opensm::check_loaded_config(cfg, runner);
+  std::vector<std::string> errors;
+  for (const auto& e : report.errors) errors.push_back(e.to_string());
+  if (auto st = HookDispatcher::check(cfg); !st.ok()) errors.push_back(path + ": " + st.error().message);
   // state_dir: what start-up creates and writes (nothing is created here).
-  if (auto st = check_writable_dir(loaded.value().state_dir, false); !st.ok()) {
-    err << "error: " << path << ": state_dir " << loaded.value().state_dir << " is not usable: "
-        << st.error().message << '\n';
-    err << path << ": 1 error(s)\n";
-    return 1;
-  }
+  if (auto st = check_writable_dir(cfg.state_dir, false); !st.ok())
+    errors.push_back(path + ": state_dir " + cfg.state_dir + " is not usable: " + st.error().message);
   // The HA policy start-up builds from the file (map_config, sm::validate).
   // Without node.port_guid start-up takes the GUID of the opened port; here a
   // stand-in that no peer uses.
-  const config::Config& cfg = loaded.value();
   Guid own{1};
   for (const auto& peer : cfg.peers) own = Guid{std::max(own.value, peer.port_guid.value + 1)};
-  if (auto mapped = map_config(cfg, cfg.port.port_guid.value_or(own)); !mapped) {
-    err << "error: " << mapped.error().message << '\n';
-    err << path << ": 1 error(s)\n";
+  if (auto mapped = map_config(cfg, cfg.port.port_guid.value_or(own)); !mapped)
+    errors.push_back(mapped.error().message);
+  for (const auto& w : report.warnings) err << "warning: " << w.to_string() << '\n';
+  for (const auto& e : errors) err << "error: " << e << '\n';
+  if (!errors.empty()) {
+    err << path << ": " << errors.size() << " error(s)\n";
     return 1;
   }
   if (probe)
     if (auto found = probe(cfg))
       for (const auto& d : route_warnings(cfg, *found)) err << "warning: " << d.to_string() << '\n';
-  out << ok_text.str();
+  out << path << ": OK for " << report.capabilities->describe() << '\n';
   return 0;
 }
 

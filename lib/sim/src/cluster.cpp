@@ -15,7 +15,7 @@ struct Cluster::Sink final : agent::EventSink {
     out->push_back({at, "event", std::string(sm::to_string(e.kind)), e.reason + " | " + e.evidence});
   }
   void alarm(const sm::RaiseAlarm& a, TimePoint at) override {
-    out->push_back({at, "alarm", std::string(sm::to_string(a.kind)), a.detail});
+    out->push_back({at, a.refresh ? "alarm_detail" : "alarm", std::string(sm::to_string(a.kind)), a.detail});
   }
   void clear(const sm::ClearAlarm& a, TimePoint at) override {
     out->push_back({at, "clear", std::string(sm::to_string(a.kind)), ""});

@@ -551,25 +551,52 @@ void HaMachine::update_loss(const PollRound& r) {
 void HaMachine::check_alarms(const PollRound& r, TimePoint, Ctx& c) {
   // Unknown SMs: reported by the poller, or a configured LID answering with another GUID.
   std::string unknown;
-  for (const auto& s : r.other_sms)
+  std::vector<Guid> guids;
+  for (const auto& s : r.other_sms) {
     unknown += to_string(s.info.guid) + " " + std::string(to_string(s.info.state)) +
                (s.where.empty() ? "" : " " + s.where) + "; ";
+    guids.push_back(s.info.guid);
+  }
   for (const auto& p : r.peers)
     if (const SmInfo* i = best_info(p); i && i->guid != p.guid &&
-        std::none_of(r.other_sms.begin(), r.other_sms.end(), [&](const OtherSm& o) { return o.info.guid == i->guid; }))
+        std::none_of(r.other_sms.begin(), r.other_sms.end(), [&](const OtherSm& o) { return o.info.guid == i->guid; })) {
       unknown += to_string(i->guid) + " (at " + peer_name(p.guid) + "'s address) ";
+      guids.push_back(i->guid);
+    }
   if (const auto& pm = r.port_master.info; pm && pm->guid != policy_.own_guid &&
       std::none_of(peers_.begin(), peers_.end(), [&](const PeerTrack& t) { return t.spec.guid == pm->guid; }) &&
-      std::none_of(r.other_sms.begin(), r.other_sms.end(), [&](const OtherSm& o) { return o.info.guid == pm->guid; }))
+      std::none_of(r.other_sms.begin(), r.other_sms.end(), [&](const OtherSm& o) { return o.info.guid == pm->guid; })) {
     unknown += to_string(pm->guid) + " (" + std::string(to_string(pm->state)) +
                " at our port's MasterSMLID) ";
-  // Its detail grows as the census learns (a NodeDescription read after the
-  // SM was first seen, its state): an active unknown_sm is raised again with
-  // the new detail, so status and the log name the SM as well as smhad can.
-  const std::string detail = "SM not a configured head: " + unknown;
+    guids.push_back(pm->guid);
+  }
+  // One alarm event per SM: raised when an SM appears that the active alarm
+  // has not named yet. Its detail follows what the census learns (a
+  // NodeDescription read after the SM was first seen, its state) without a
+  // new event: a rogue SM that keeps changing state must not flood the log
+  // and the event ring. The detail counts those changes.
   const bool active = std::find(alarms_.begin(), alarms_.end(), AlarmKind::UnknownSm) != alarms_.end();
-  if (active && !unknown.empty() && detail != unknown_sm_detail_) c.act(RaiseAlarm{AlarmKind::UnknownSm, detail});
-  set_alarm(AlarmKind::UnknownSm, !unknown.empty(), detail, c);
+  const std::string detail = "SM not a configured head: " + unknown;
+  bool new_sm = false;
+  for (Guid g : guids)
+    if (std::find(unknown_sm_guids_.begin(), unknown_sm_guids_.end(), g) == unknown_sm_guids_.end()) {
+      unknown_sm_guids_.push_back(g);
+      new_sm = true;
+    }
+  if (unknown.empty()) {
+    set_alarm(AlarmKind::UnknownSm, false, {}, c);
+    unknown_sm_guids_.clear();
+  } else if (!active || new_sm) {
+    if (active) c.act(RaiseAlarm{AlarmKind::UnknownSm, detail});
+    else set_alarm(AlarmKind::UnknownSm, true, detail, c);
+    unknown_sm_changes_ = 0;
+  } else if (detail != unknown_sm_detail_) {
+    ++unknown_sm_changes_;
+    c.act(RaiseAlarm{AlarmKind::UnknownSm,
+                     detail + "[changed " + std::to_string(unknown_sm_changes_) + " time" +
+                         (unknown_sm_changes_ == 1 ? "" : "s") + " since raised]",
+                     true});
+  }
   unknown_sm_detail_ = unknown.empty() ? std::string() : detail;
 
   // SM_Key mismatch: heads with different keys ignore each other's SMInfo.

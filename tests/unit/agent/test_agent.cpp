@@ -147,7 +147,11 @@ struct FakeControl : OpensmControl {
 
 struct NullSink : EventSink {
   std::vector<std::string> events;
-  void event(const sm::RecordEvent& e, TimePoint) override { events.emplace_back(sm::to_string(e.kind)); }
+  std::vector<std::string> transitions;  // "STANDBY->MASTER because <evidence>"
+  void event(const sm::RecordEvent& e, TimePoint) override {
+    events.emplace_back(sm::to_string(e.kind));
+    if (e.kind == sm::EventKind::StateChanged) transitions.push_back(e.reason + " because " + e.evidence);
+  }
   void alarm(const sm::RaiseAlarm&, TimePoint) override {}
   void clear(const sm::ClearAlarm&, TimePoint) override {}
   void hook(const sm::RunHook&, TimePoint) override {}
@@ -228,6 +232,40 @@ TEST_CASE("Agent polls local (DR 0) and peer (LID + DR) every interval and sends
   const auto gets = t.gets;
   s.run_until(s.now() + seconds(1));
   CHECK(t.gets == gets);  // stopped: no more polls
+}
+
+TEST_CASE("Agent: a state change carries the cause from its own step, never an older event", "[agent]") {
+  ManualScheduler s;
+  FakeTransport t(s);
+  FakeControl ctl;
+  NullSink sink;
+  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Standby, 10);
+  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Master, 11);
+  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Master, 11);
+  Agent a(agent_config(), s, t, ctl, sink);
+  a.start();
+  s.run_until(s.now() + seconds(1));
+  // The master goes silent: takeover_started, DISCOVER; our SM answers
+  // MASTER some rounds later: the state change and takeover_done share a step.
+  t.answers["lid:1"].reset();
+  t.answers["dr:0,1,1"].reset();
+  s.run_until(s.now() + milliseconds(800));
+  REQUIRE(t.sets.size() == 1);
+  CHECK(sink.transitions.empty());
+  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Master, 11);
+  s.run_until(s.now() + milliseconds(300));
+  REQUIRE(sink.transitions.size() == 1);
+  CHECK(sink.transitions[0] == "STANDBY->MASTER because takeover_done: local SM is MASTER");
+  CHECK(a.status().role == sm::Role::Master);
+  // head01 is back as MASTER and our SM drops to STANDBY by itself (the
+  // engine records nothing in that step): no cause is made up from the
+  // takeover events before it.
+  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Master, 12);
+  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Master, 12);
+  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Standby, 11);
+  s.run_until(s.now() + milliseconds(100));
+  REQUIRE(sink.transitions.size() == 2);
+  CHECK(sink.transitions[1] == "MASTER->STANDBY because ");
 }
 
 TEST_CASE("Agent: a master whose queries are refused (no SM bound) is taken over after the rounds",

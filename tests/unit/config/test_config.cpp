@@ -407,9 +407,14 @@ TEST_CASE("config sizes are capped: name length, peer count, string length") {
 TEST_CASE("names must be printable UTF-8: no ANSI escapes, control characters or bad bytes") {
   CHECK(errors_of("node:\n  name: \"head\\e[31m01\"\n  port_guid: 0x10\n") ==
         std::vector<std::string>{
-            "t.yaml:2:9: node.name: byte 5 is a control character or not UTF-8; a name is printable UTF-8"});
+            "t.yaml:2:9: node.name: byte 5 is a control or invisible character or not UTF-8; a name is printable UTF-8"});
   CHECK(errors_of(kNode + "peers:\n  - {name: \"b\\x85\", port_guid: 0x20}\n").size() == 1);  // C1 NEL
   CHECK(errors_of(kNode + "peers:\n  - {name: \"b\\x7f\", port_guid: 0x20}\n").size() == 1);  // DEL
+  // Zero-width, separator and bidi characters would hide or reorder a name.
+  CHECK(errors_of(kNode + "peers:\n  - {name: \"b\\u200b\", port_guid: 0x20}\n").size() == 1);  // ZWSP
+  CHECK(errors_of(kNode + "peers:\n  - {name: \"b\\u2028c\", port_guid: 0x20}\n").size() == 1);  // LS
+  CHECK(errors_of(kNode + "peers:\n  - {name: \"\\ufeffb\", port_guid: 0x20}\n").size() == 1);  // BOM
+  CHECK(errors_of(kNode + "peers:\n  - {name: \"b\\u2067\", port_guid: 0x20}\n").size() == 1);  // RLI
   CHECK(errors_of("node:\n  name: \"h\xff\"\n  port_guid: 0x10\n").size() == 1);  // not UTF-8
   CHECK(errors_of("node:\n  name: \"h\xc0\xaf\"\n  port_guid: 0x10\n").size() == 1);  // overlong
   CHECK(load_ok("node:\n  name: \"t\xc3\xaate-01\"\n  port_guid: 0x10\n").node_name == "t\xc3\xaate-01");

@@ -66,9 +66,9 @@ TEST_CASE("rendered metrics parse with a real exposition parser", "[control][met
   CHECK(sample_value(rtt, "smha_poll_rtt_seconds_sum", json::object()) == 0.07);
   CHECK(sample_value(doc["smha_missed_polls"], "smha_missed_polls_total", json::object()) == 3.0);
   CHECK(sample_value(doc["smha_opensm_restarts"], "smha_opensm_restarts_total", json::object()) == 1.0);
-  // Escaped label values come back unescaped; the newline, a control
-  // character, as printable() writes it.
-  CHECK(sample_value(doc["smha_alarm_active"], "smha_alarm_active", {{"alarm", "weird \"name\"\\\\x0a"}}) ==
+  // Escaped label values come back unescaped; the backslash and the newline,
+  // a control character, as printable() writes them ("\\" and "\x0a").
+  CHECK(sample_value(doc["smha_alarm_active"], "smha_alarm_active", {{"alarm", "weird \"name\"\\\\\\x0a"}}) ==
         1.0);
   CHECK(sample_value(doc["smha_alarms_active"], "smha_alarms_active", json::object()) == 2.0);
   CHECK(sample_value(doc["smha_hold_active"], "smha_hold_active", json::object()) == 1.0);

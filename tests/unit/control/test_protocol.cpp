@@ -3,9 +3,11 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "smha/control/protocol.hpp"
 
@@ -60,6 +62,49 @@ TEST_CASE("the method table: each name once, a valid method name, built-ins read
     CAPTURE(m.name);
     CHECK(headings.find("`" + std::string(m.name) + "`") != std::string::npos);
   }
+}
+
+TEST_CASE("the method table's params: what each method takes, documented in its section",
+          "[control][protocol]") {
+  CHECK(method_params(method::kStatus).empty());
+  CHECK(method_params(method::kEvents) == std::vector<std::string>{param::kN, param::kAfter, param::kWaitS});
+  CHECK(method_params(method::kHold) == std::vector<std::string>{param::kDurationS, param::kReason});
+  CHECK(method_params(method::kHandover) == std::vector<std::string>{param::kTo});
+  CHECK(method_params("no-such-method").empty());
+  // Each method's section in doc/control-protocol.md names each key it takes.
+  std::ifstream doc(std::string(SMHA_SOURCE_DIR) + "/doc/control-protocol.md");
+  REQUIRE(doc);
+  std::map<std::string, std::string> sections;
+  std::string current, line;
+  while (std::getline(doc, line)) {
+    if (line.rfind("### `", 0) == 0) current = line.substr(5, line.find('`', 5) - 5);
+    else if (!current.empty()) sections[current] += line + "\n";
+  }
+  for (const auto& m : kMethods)
+    for (auto p : m.params) {
+      if (p.empty()) continue;
+      CAPTURE(m.name, p);
+      CHECK(sections[std::string(m.name)].find("`" + std::string(p) + "`") != std::string::npos);
+    }
+}
+
+TEST_CASE("check_params: keys outside the method's list are refused by name", "[control][protocol]") {
+  CHECK(check_params("hold", json::object(), {"duration_s", "reason"}).ok());
+  CHECK(check_params("hold", json{{"reason", "x"}}, {"duration_s", "reason"}).ok());
+  auto st = check_params("hold", json{{"duration", 5}}, {"duration_s", "reason"});
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == smha::Errc::BadRequest);
+  CHECK(st.error().message == "method 'hold' takes no parameter \"duration\" (it takes: duration_s, reason)");
+  st = check_params("status", json{{"a", 1}, {"b\x1b", 2}}, {});
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message == "method 'status' takes no parameters \"a\", \"b\\u001b\" (it takes: none)");
+  // Thousands of keys make a bounded message.
+  json many = json::object();
+  for (int i = 0; i < 5000; ++i) many["k" + std::to_string(i)] = i;
+  st = check_params("status", many, {});
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.size() < 200);
+  CHECK_THAT(st.error().message, Catch::Contains(", ..."));
 }
 
 TEST_CASE("decoder reassembles a frame split across reads", "[control][protocol]") {

@@ -42,8 +42,12 @@ namespace {
 
 // Registers the methods most tests use: echo (read-only), mutate (mutating),
 // connections (read-only; the server's connection count), boom (throws).
+// Only echo takes params: i, n, a, x and still.
 void register_test_methods(ControlServer& s) {
-  REQUIRE(s.register_method("echo", Access::ReadOnly, [](const Call& c) { return Reply::ok(c.params); }).ok());
+  REQUIRE(s.register_method(
+               "echo", Access::ReadOnly, [](const Call& c) { return Reply::ok(c.params); },
+               {"i", "n", "a", "x", "still"})
+              .ok());
   REQUIRE(s.register_method("mutate", Access::Mutating,
                             [](const Call&) { return Reply::ok(json::object(), "mutated"); }).ok());
   REQUIRE(s.register_method("connections", Access::ReadOnly, [&s](const Call&) {
@@ -266,14 +270,61 @@ TEST_CASE("built-in version and list-methods", "[control][server]") {
   auto l = c.call("list-methods");
   REQUIRE(l.ok());
   json expect = json::array({
-      {{"name", "boom"}, {"access", "read-only"}},
-      {{"name", "connections"}, {"access", "read-only"}},
-      {{"name", "echo"}, {"access", "read-only"}},
-      {{"name", "list-methods"}, {"access", "read-only"}},
-      {{"name", "mutate"}, {"access", "mutating"}},
-      {{"name", "version"}, {"access", "read-only"}},
+      {{"name", "boom"}, {"access", "read-only"}, {"params", json::array()}},
+      {{"name", "connections"}, {"access", "read-only"}, {"params", json::array()}},
+      {{"name", "echo"}, {"access", "read-only"}, {"params", {"i", "n", "a", "x", "still"}}},
+      {{"name", "list-methods"}, {"access", "read-only"}, {"params", json::array()}},
+      {{"name", "mutate"}, {"access", "mutating"}, {"params", json::array()}},
+      {{"name", "version"}, {"access", "read-only"}, {"params", json::array()}},
   });
   CHECK(l->data["methods"] == expect);
+}
+
+TEST_CASE("unknown params are refused, naming the key, before the handler runs", "[control][server]") {
+  TempDir dir;
+  LogCapture log;
+  ThreadedServer ts(test_options(dir, log));
+  int mutated = 0;
+  REQUIRE(ts.server()
+              .register_method(
+                  "hold", Access::ReadOnly,
+                  [&mutated](const Call&) {
+                    ++mutated;
+                    return Reply::ok();
+                  },
+                  {"duration_s", "reason"})
+              .ok());
+  REQUIRE(ts.server().register_method("plain", Access::ReadOnly, [&mutated](const Call&) {
+                ++mutated;
+                return Reply::ok();
+              }).ok());
+  REQUIRE(ts.server().start().ok());
+  ts.run();
+  auto c = connect_ok(ts.server().socket_path());
+
+  // A misspelt key: refused, not taken as "no duration given".
+  auto r = c.call("hold", json{{"durations", 60}, {"reason", "x"}});
+  REQUIRE(r.ok());
+  CHECK(r->result == ResultCode::BadRequest);
+  CHECK(r->text == "method 'hold' takes no parameter \"durations\" (it takes: duration_s, reason)");
+  // A method that takes none, and the built-ins.
+  r = c.call("plain", json{{"b", 1}, {"a", 2}});
+  REQUIRE(r.ok());
+  CHECK(r->result == ResultCode::BadRequest);
+  CHECK(r->text == "method 'plain' takes no parameters \"a\", \"b\" (it takes: none)");
+  r = c.call("version", json{{"verbose", true}});
+  REQUIRE(r.ok());
+  CHECK(r->result == ResultCode::BadRequest);
+  CHECK_THAT(r->text, Catch::Contains("\"verbose\""));
+  CHECK(mutated == 0);
+  // The connection stays; the keys it takes pass.
+  r = c.call("hold", json{{"duration_s", 60}, {"reason", "x"}});
+  REQUIRE(r.ok());
+  CHECK(r->is_ok());
+  r = c.call("plain");
+  REQUIRE(r.ok());
+  CHECK(r->is_ok());
+  CHECK(mutated == 2);
 }
 
 TEST_CASE("unknown methods, bad frames and throwing handlers keep the connection", "[control][server]") {
@@ -458,7 +509,8 @@ TEST_CASE("async methods answer later, a dropped responder answers error", "[con
                 (*held)(Reply::ok(json{{"done", true}}));
                 held.reset();
               });
-            }).ok());
+            },
+            {"ms"}).ok());
   REQUIRE(s.register_async_method("forget", Access::ReadOnly, [](const Call&, Responder) {}).ok());
   REQUIRE(s.start().ok());
   ts.run();

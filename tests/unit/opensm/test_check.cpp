@@ -106,6 +106,41 @@ TEST_CASE("plan: AR and SHARP on NVIDIA SM") {
   CHECK(conf.at("sharp_enabled") == "2");
 }
 
+TEST_CASE("plan: sharp false on an NVIDIA SM renders SHARP disabled, not the binary's default") {
+  // Recent NVIDIA SM releases enable SHARP unless the file says otherwise.
+  auto off = config_of(kNode + "opensm:\n  sharp: false\n");
+  auto plan = plan_render(off, caps_of("nvidia-synthetic"), 9, std::nullopt);
+  CHECK(plan.ok());
+  CHECK_FALSE(plan.inputs.sharp);
+  CHECK(plan.inputs.sharp_key);
+  CHECK(parse_opensm_conf(render_opensm_conf(off, plan.inputs)).at("sharp_enabled") == "1");
+  // Not given: the same.
+  auto unset = config_of(kNode);
+  plan = plan_render(unset, caps_of("nvidia-synthetic"), 9, std::nullopt);
+  CHECK(parse_opensm_conf(render_opensm_conf(unset, plan.inputs)).at("sharp_enabled") == "1");
+  // Checked like any rendered key: the NVIDIA SM knows it, nothing to report.
+  CHECK(prepare_opensm_conf(off, caps_of("nvidia-synthetic"), 9, std::nullopt).ok());
+  // Upstream, or flavor upstream on an NVIDIA SM: no such key at all.
+  plan = plan_render(off, caps_of("opensm-3.3.23"), 9, std::nullopt);
+  CHECK_FALSE(plan.inputs.sharp_key);
+  CHECK(parse_opensm_conf(render_opensm_conf(off, plan.inputs)).count("sharp_enabled") == 0);
+  auto up = config_of(kNode + "opensm:\n  flavor: upstream\n");
+  plan = plan_render(up, caps_of("nvidia-synthetic"), 9, std::nullopt);
+  CHECK(parse_opensm_conf(render_opensm_conf(up, plan.inputs)).count("sharp_enabled") == 0);
+}
+
+TEST_CASE("plan: no_clients_rereg TRUE in extra is a warning (clients would not rejoin after a takeover)") {
+  auto c = config_of(kNode + "opensm:\n  extra:\n    no_clients_rereg: true\n");
+  auto plan = plan_render(c, caps_of("opensm-3.3.23"), 9, std::nullopt);
+  CHECK(plan.ok());
+  CHECK(strings(plan.warnings) ==
+        std::vector<std::string>{std::string("t.yaml:7:5: opensm.extra.no_clients_rereg: ") + kNoClientsReregWarning});
+  CHECK(std::string(kNoClientsReregWarning).find("multicast") != std::string::npos);
+  CHECK(plan_render(config_of(kNode + "opensm:\n  extra:\n    no_clients_rereg: FALSE\n"),
+                    caps_of("opensm-3.3.23"), 9, std::nullopt)
+            .warnings.empty());
+}
+
 TEST_CASE("rendered_routing_engines: the chain OpenSM is told, one engine per entry") {
   using Engines = std::vector<std::string>;
   auto ar = config_of(kNode + "opensm:\n  adaptive_routing: true\n  routing_engine: ftree,minhop\n");
@@ -226,6 +261,30 @@ TEST_CASE("check_config: all stages on a file") {
                                         "known to OpenSM 3.3.23 (upstream) at /usr/sbin/opensm "
                                         "(it would ignore it with only an \"Unrecognized "
                                         "token\" line)"});
+
+  // Problems in every stage at once: the plan (AR and an engine upstream does
+  // not have), keys the binary does not know, a value it does not take, and a
+  // warning: all reported in one run.
+  std::ofstream(path) << kNode + "opensm:\n  adaptive_routing: true\n  routing_engine: ar_ftree\n"
+                                 "  extra:\n    foo: 1\n    lmc: 9\n    no_clients_rereg: true\n";
+  fake.overrides = {{"lmc", "7"}};
+  auto many = check_config(path, fake);
+  fake.overrides.clear();
+  CHECK(strings(many.errors) ==
+        std::vector<std::string>{
+            path + ":6:21: opensm.adaptive_routing: is true, but OpenSM 3.3.23 (upstream) at /usr/sbin/opensm "
+                   "cannot do adaptive routing (set opensm.downgrade_unsupported: true to run without it)",
+            path + ":7:19: opensm.routing_engine: engine 'ar_ftree' is not built into OpenSM 3.3.23 (upstream) at "
+                   "/usr/sbin/opensm; OpenSM would fall back to minhop (built in: none, minhop, updn, dnup, file, "
+                   "ftree, lash, dor, torus-2QoS, nue, dfsssp, sssp)",
+            path + ":9:5: opensm.extra.foo: opensm.conf key 'foo' is not known to OpenSM 3.3.23 (upstream) at "
+                   "/usr/sbin/opensm (it would ignore it with only an \"Unrecognized token\" line)",
+            path + ":10:5: opensm.extra.lmc: OpenSM 3.3.23 (upstream) at /usr/sbin/opensm read opensm.conf key "
+                   "'lmc' as '7', not '9'"});
+  CHECK(strings(many.warnings) ==
+        std::vector<std::string>{path + ":11:5: opensm.extra.no_clients_rereg: " + kNoClientsReregWarning,
+                                 path + ": sm_key: " + config::kDefaultSmKeyWarning});
+  CHECK(many.rendered.empty());
 
   fake.fail = make_error(Errc::Exec, "cannot run /usr/sbin/opensm: No such file or directory");
   std::ofstream(path) << kNode;

@@ -338,6 +338,52 @@ TEST_CASE("smhad without a fabric: the bounds of hold and reload over the socket
     CHECK(r.value().result == control::ResultCode::Ok);
   }
 
+  SECTION("a param a method does not take is refused naming it, and changes nothing") {
+    // A misspelt duration must not become an hour's hold.
+    auto r = client->call("hold", json{{"duration", 60}, {"reason", "test"}});
+    REQUIRE(r.ok());
+    CHECK(r.value().result == control::ResultCode::BadRequest);
+    CHECK(r.value().text == "method 'hold' takes no parameter \"duration\" (it takes: duration_s, reason)");
+    CHECK(wait_status(*client, [](const json&) { return true; })["hold"]["held"] == false);
+    for (const char* m : {"status", "sms", "metrics", "release", "reload"}) {
+      CAPTURE(m);
+      r = client->call(m, json{{"verbose", true}});
+      REQUIRE(r.ok());
+      CHECK(r.value().result == control::ResultCode::BadRequest);
+      CHECK(r.value().text == "method '" + std::string(m) + "' takes no parameter \"verbose\" (it takes: none)");
+    }
+    for (const char* m : {"handover", "drill"}) {
+      CAPTURE(m);
+      r = client->call(m, json{{"target", "head02"}});
+      REQUIRE(r.ok());
+      CHECK(r.value().result == control::ResultCode::BadRequest);
+      CHECK(r.value().text == "method '" + std::string(m) + "' takes no parameter \"target\" (it takes: to)");
+    }
+    r = client->call("events", json{{"n", 5}, {"since", 3}});
+    REQUIRE(r.ok());
+    CHECK(r.value().result == control::ResultCode::BadRequest);
+    CHECK(r.value().text == "method 'events' takes no parameter \"since\" (it takes: n, after, wait_s)");
+    // What smctl sends is taken.
+    r = client->call("events", json{{control::param::kN, 5}});
+    REQUIRE(r.ok());
+    CHECK(r.value().result == control::ResultCode::Ok);
+    CHECK(wait_status(*client, [](const json&) { return true; })["role"] == "master");
+  }
+
+  SECTION("a reload with no_clients_rereg TRUE applies it and warns that clients will not rejoin") {
+    std::string y = read_file(run.head.yaml());
+    y.replace(y.find("opensm:\n"), 8, "opensm:\n  extra:\n    no_clients_rereg: TRUE\n");
+    std::ofstream(run.head.yaml()) << y;
+    auto r = client->call("reload");
+    REQUIRE(r.ok());
+    CHECK(r.value().result == control::ResultCode::Ok);
+    REQUIRE(r.value().data["warnings"].size() == 1);
+    CHECK_THAT(r.value().data["warnings"][0].get<std::string>(),
+               Catch::Contains("opensm.extra.no_clients_rereg: is TRUE") && Catch::Contains("multicast"));
+    CHECK_THAT(r.value().text, Catch::Contains("; warning: ") && Catch::Contains("no_clients_rereg"));
+    CHECK(read_file(run.head.conf()).find("no_clients_rereg TRUE\n") != std::string::npos);
+  }
+
   SECTION("a reload changing a key that needs a restart is refused naming the YAML key") {
     std::string y = read_file(run.head.yaml());
     const std::string from = "  socket: " + run.head.socket() + "\n";

@@ -162,7 +162,8 @@ TEST_CASE("events survive a restart: the new sink continues the sequence", "[ser
     sink.add_listener([&](const EventRecord& e) { REQUIRE(journal.append(e).ok()); });
     sink.note("HOLD", "frozen", "uid 0");
     sink.event(sm::RecordEvent{sm::EventKind::TakeoverStarted, "master lost", "3 rounds"}, TimePoint{});
-    sm::RecordEvent changed{sm::EventKind::StateChanged, "STANDBY->MASTER", ""};
+    // The agent hands the cause from the same step as the evidence.
+    sm::RecordEvent changed{sm::EventKind::StateChanged, "STANDBY->MASTER", "takeover_started: master lost"};
     changed.from = SmState::Standby;
     changed.to = SmState::Master;
     sink.event(changed, TimePoint{});

@@ -176,20 +176,36 @@ TEST_CASE("map_config's policy errors name the YAML key and its position") {
   CHECK_THAT(r.error().message, Catch::StartsWith("t.yaml:9:16: "));
 }
 
-TEST_CASE("LogEventSink names each transition with the event that caused it and tracks alarms") {
+TEST_CASE("LogEventSink names each transition with the cause the agent found in its step and tracks alarms") {
   LogEventSink sink(3);
   sink.event({sm::EventKind::TakeoverStarted, "master head02 silent", "3 rounds"}, TimePoint{});
-  sink.event({sm::EventKind::StateChanged, "STANDBY->MASTER", ""}, TimePoint{});
+  sink.event({sm::EventKind::StateChanged, "STANDBY->MASTER", "takeover_done: local SM is MASTER"}, TimePoint{});
   REQUIRE(sink.last_transition());
   CHECK(sink.last_transition()->reason == "STANDBY->MASTER");
-  CHECK(sink.last_transition()->evidence == "takeover_started: master head02 silent");
+  CHECK(sink.last_transition()->evidence == "takeover_done: local SM is MASTER");
+  // A step without a cause: "unknown", not the takeover_started before it.
+  sink.event({sm::EventKind::StateChanged, "MASTER->STANDBY", ""}, TimePoint{});
+  CHECK(sink.last_transition()->evidence == "unknown");
   sink.alarm({sm::AlarmKind::NoMaster, "x"}, TimePoint{});
   CHECK(sink.alarms().size() == 1);
   sink.clear({sm::AlarmKind::NoMaster}, TimePoint{});
   CHECK(sink.alarms().empty());
   CHECK(sink.events().size() == 3);  // bounded
   CHECK(sink.events().back().kind == "alarm_cleared");
-  CHECK(sink.events().front().seq == 2);
+  CHECK(sink.events().front().seq == 3);
+}
+
+TEST_CASE("LogEventSink: a refreshed alarm shows its new detail without a new event") {
+  LogEventSink sink;
+  sink.alarm({sm::AlarmKind::UnknownSm, "SM not a configured head: 0x9 STANDBY; "}, TimePoint{});
+  sink.alarm({sm::AlarmKind::UnknownSm, "SM not a configured head: 0x9 MASTER; [changed 1 time since raised]", true},
+             TimePoint{});
+  CHECK(sink.alarms().at("unknown_sm") == "SM not a configured head: 0x9 MASTER; [changed 1 time since raised]");
+  REQUIRE(sink.events().size() == 1);
+  CHECK(sink.events().back().evidence == "SM not a configured head: 0x9 STANDBY; ");
+  // A new SM: raised again, recorded.
+  sink.alarm({sm::AlarmKind::UnknownSm, "SM not a configured head: 0x9 MASTER; 0xa STANDBY; "}, TimePoint{});
+  CHECK(sink.events().size() == 2);
 }
 
 TEST_CASE("after an adoption the last transition is the adoption, not an earlier run's cause") {
@@ -722,6 +738,45 @@ TEST_CASE("DaemonEventSink passes state changes and alarms and suppresses repeat
   CHECK(log.events().back().evidence == "role recovering [7 repeats suppressed]");
 }
 
+TEST_CASE("DaemonEventSink: a transition's reason is its own step's cause or unknown, never an old event") {
+  TempDir dir;
+  const std::string out = dir.path() + "/out";
+  const std::string hook = dir.path() + "/m";
+  std::ofstream(hook) << "#!/bin/sh\necho \"$1 $2 reason=$SMHA_REASON\" >> " << out << "\n";
+  REQUIRE(::chmod(hook.c_str(), 0755) == 0);
+  config::Config c = two_heads();
+  c.hooks["master"] = {hook};
+  c.hooks["standby"] = {hook};
+  boost::asio::io_context io;
+  SteadyClock clock;
+  os::AsioScheduler sched(io, clock);
+  std::vector<platform::HookResult> results;
+  HookDispatcher hooks(io, sched, c, [&](const platform::HookResult& r) { results.push_back(r); });
+  LogEventSink log(1000);
+  DaemonEventSink sink(log, hooks, [] { return DaemonEventSink::Snapshot{"MASTER", 11, "head02"}; }, [] {});
+  const TimePoint t0{};
+  // A peer_route event, then 44 s later the local SM becomes MASTER in a step
+  // that recorded nothing else (the agent leaves the evidence empty).
+  sink.event({sm::EventKind::PeerRoute, "head01 (0x10) \"head01\": found", "lid 1, dr 0,1"}, t0);
+  sink.event({sm::EventKind::StateChanged, "STANDBY->MASTER", "", {}, SmState::Standby, SmState::Master},
+             t0 + std::chrono::seconds(44));
+  sink.hook({"transition", SmState::Master, SmState::Standby, 11}, t0 + std::chrono::seconds(44));
+  CHECK(log.events().back().kind == "transition");
+  CHECK(log.events().back().evidence == "unknown");
+  // With the cause of its step.
+  sink.event({sm::EventKind::StateChanged, "MASTER->STANDBY", "handover_done: head01 answers MASTER", {},
+              SmState::Master, SmState::Standby},
+             t0 + std::chrono::seconds(50));
+  sink.hook({"transition", SmState::Standby, SmState::Master, 10}, t0 + std::chrono::seconds(50));
+  CHECK(log.events().back().evidence == "handover_done: head01 answers MASTER");
+  REQUIRE(log.last_transition());
+  CHECK(log.last_transition()->evidence == "handover_done: head01 answers MASTER");
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (results.size() < 2 && std::chrono::steady_clock::now() < deadline) io.run_for(20ms);
+  REQUIRE(results.size() == 2);
+  CHECK(slurp(out) == "TRANSITION MASTER reason=unknown\nTRANSITION STANDBY reason=handover_done: head01 answers MASTER\n");
+}
+
 TEST_CASE("smhad --check-config also refuses an insecure hook") {
   TempDir dir;
   const std::string hook = dir.path() + "/hook";
@@ -742,6 +797,37 @@ TEST_CASE("smhad --check-config also refuses an insecure hook") {
   std::ostringstream out2, err2;
   CHECK(run_check_config(yaml, runner, out2, err2) == 0);
   CHECK(out2.str().find(yaml + ": OK for OpenSM") == 0);
+}
+
+// One run shows every problem of every stage (OpenSM's keys, the hooks, the
+// state_dir, the HA policy), not only the first stage's.
+TEST_CASE("smhad --check-config reports the problems of every stage in one run") {
+  TempDir dir;
+  const std::string hook = dir.path() + "/hook";
+  std::ofstream(hook) << "#!/bin/sh\n";
+  REQUIRE(::chmod(hook.c_str(), 0757) == 0);
+  const std::string yaml = dir.path() + "/smha.yaml";
+  std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\nsm_key: 0x5\n"
+                      << "state_dir: /proc/smha-no-such-dir\n"
+                      << "opensm:\n  conf_path: " << dir.path() << "/opensm.conf\n"
+                      << "  extra:\n    no_such_key: 1\n    no_clients_rereg: TRUE\n"
+                      << "hooks:\n  master: " << hook << "\n";
+  opensm::ExecOpensmRunner runner;
+  std::ostringstream out, err;
+  CHECK(run_check_config(yaml, runner, out, err) == 1);
+  CHECK(out.str().empty());
+  const std::string e = err.str();
+  INFO(e);
+  CHECK(e.find("warning: " + yaml + ":10:5: opensm.extra.no_clients_rereg: is TRUE") == 0);
+  CHECK(e.find("error: " + yaml + ":9:5: opensm.extra.no_such_key: opensm.conf key 'no_such_key' is not known") !=
+        std::string::npos);
+  CHECK(e.find("Unrecognized token\")") == std::string::npos);  // the same key once
+  CHECK(e.find("error: " + yaml + ": hooks.master: hook '" + hook + "': writable by group or others") !=
+        std::string::npos);
+  CHECK(e.find("error: " + yaml + ": state_dir /proc/smha-no-such-dir is not usable: ") != std::string::npos);
+  CHECK(e.find("error: " + yaml + ": peers: HA policy: peers: at least one other head is needed\n") !=
+        std::string::npos);
+  CHECK(e.find(yaml + ": 4 error(s)\n") != std::string::npos);
 }
 
 // Start-up's policy check (map_config) runs in --check-config too: a file with

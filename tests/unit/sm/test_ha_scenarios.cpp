@@ -686,19 +686,80 @@ TEST_CASE("Alarms: SM_Key mismatch and unknown SMs are raised once and cleared",
               ra->detail.find("\"node7 HCA-1\" lid 7") != std::string::npos;
   CHECK(named);
   // The same SM, its NodeDescription not yet read, then read: the active
-  // alarm is raised again with the new detail, once.
+  // alarm's detail follows (a refresh, no new alarm event), once per change.
   PollRound unnamed = round(Local{S}, {Peer{M, 11}});
   unnamed.other_sms.push_back(OtherSm{info(Guid{0xbad}, S, 3), "lid 7"});
   acts = rig.polls(1, unnamed);
   REQUIRE(count<RaiseAlarm>(acts) == 1);
+  CHECK(first<RaiseAlarm>(acts)->refresh);
   acts = rig.polls(2, r);
   REQUIRE(count<RaiseAlarm>(acts) == 1);
   for (const auto& a : acts)
-    if (const auto* ra = std::get_if<RaiseAlarm>(&a)) CHECK(ra->detail.find("\"node7 HCA-1\"") != std::string::npos);
+    if (const auto* ra = std::get_if<RaiseAlarm>(&a)) {
+      CHECK(ra->refresh);
+      CHECK(ra->detail.find("\"node7 HCA-1\"") != std::string::npos);
+    }
   CHECK(count<ClearAlarm>(acts) == 0);
   // Gone from the census: cleared.
   acts = rig.polls(1, round(Local{S}, {Peer{M, 11}}));
   CHECK(count<ClearAlarm>(acts) == 1);
+}
+
+TEST_CASE("A rogue SM that keeps changing state: one unknown_sm per SM, its detail current, a count", "[sm]") {
+  Rig rig;
+  rig.polls(3, round(Local{S}, {Peer{M, 11}}));
+  auto rogue = [](Guid g, SmState st) { return OtherSm{info(g, st, 3), "\"node7\" lid 7"}; };
+  PollRound r = round(Local{S}, {Peer{M, 11}});
+  r.other_sms = {rogue(Guid{0xbad}, S)};
+  auto acts = rig.polls(1, r);
+  REQUIRE(count<RaiseAlarm>(acts) == 1);
+  CHECK_FALSE(first<RaiseAlarm>(acts)->refresh);
+
+  // 60 state changes of the same SM: every one refreshes the detail (which
+  // names the current state and counts the changes), none is a new raise.
+  const SmState states[] = {SmState::Discovering, SmState::NotActive, S, M};
+  std::vector<RaiseAlarm> raised;
+  for (int i = 0; i < 60; ++i) {
+    r.other_sms = {rogue(Guid{0xbad}, states[i % 4])};
+    for (const auto& a : rig.polls(1, r))
+      if (const auto* ra = std::get_if<RaiseAlarm>(&a); ra && ra->kind == AlarmKind::UnknownSm) raised.push_back(*ra);
+  }
+  REQUIRE(raised.size() == 60);
+  CHECK(std::none_of(raised.begin(), raised.end(), [](const RaiseAlarm& a) { return !a.refresh; }));
+  CHECK(raised.back().detail ==
+        "SM not a configured head: " + to_string(Guid{0xbad}) + " MASTER \"node7\" lid 7; [changed 60 times since raised]");
+  CHECK(raised.front().detail.find("DISCOVERING") != std::string::npos);
+  CHECK(raised.front().detail.find("[changed 1 time since raised]") != std::string::npos);
+  // Unchanged: nothing.
+  CHECK(count<RaiseAlarm>(rig.polls(3, r)) == 0);
+
+  // A second SM appears: a new alarm event naming both, the count restarts.
+  r.other_sms = {rogue(Guid{0xbad}, M), rogue(Guid{0xbee}, S)};
+  acts = rig.polls(1, r);
+  REQUIRE(count<RaiseAlarm>(acts) == 1);
+  const auto second = first<RaiseAlarm>(acts);
+  REQUIRE(second);
+  CHECK_FALSE(second->refresh);
+  CHECK(second->detail.find(to_string(Guid{0xbee})) != std::string::npos);
+  CHECK(second->detail.find("changed") == std::string::npos);
+  // The first goes and comes back: the same SMs as before, refreshes only.
+  r.other_sms = {rogue(Guid{0xbee}, S)};
+  acts = rig.polls(1, r);
+  REQUIRE(count<RaiseAlarm>(acts) == 1);
+  CHECK(first<RaiseAlarm>(acts)->refresh);
+  r.other_sms = {rogue(Guid{0xbad}, S), rogue(Guid{0xbee}, S)};
+  acts = rig.polls(1, r);
+  REQUIRE(count<RaiseAlarm>(acts) == 1);
+  CHECK(first<RaiseAlarm>(acts)->refresh);
+  CHECK(count<ClearAlarm>(acts) == 0);
+
+  // Cleared, then the same SM again: a new alarm.
+  acts = rig.polls(1, round(Local{S}, {Peer{M, 11}}));
+  CHECK(count<ClearAlarm>(acts) == 1);
+  r.other_sms = {rogue(Guid{0xbad}, S)};
+  acts = rig.polls(1, r);
+  REQUIRE(count<RaiseAlarm>(acts) == 1);
+  CHECK_FALSE(first<RaiseAlarm>(acts)->refresh);
 }
 
 TEST_CASE("Two masters that persist raise the ignore_other_sm alarm", "[sm]") {

@@ -54,7 +54,11 @@ class OpensmControl {
 class EventSink {
  public:
   virtual ~EventSink() = default;
+  // A StateChanged event's evidence is its cause: the first other engine
+  // event of the same step ("<kind>: <reason>"; not a priority_changed, which
+  // follows the role), empty when that step had none.
   virtual void event(const sm::RecordEvent& e, TimePoint at) = 0;
+  // `a.refresh`: only the detail of an active alarm changed (no new alarm event).
   virtual void alarm(const sm::RaiseAlarm& a, TimePoint at) = 0;
   virtual void clear(const sm::ClearAlarm& a, TimePoint at) = 0;
   virtual void hook(const sm::RunHook& h, TimePoint at) = 0;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // smctl's human output of smhad's replies (doc/control-protocol.md): pure
-// functions of the reply's JSON. Every field shown goes through printable().
+// functions of the reply's JSON. Every field shown goes through terminal_safe()
+// (the daemon escaped fabric text with printable(); no backslash is doubled).
 #pragma once
 
 #include <string>

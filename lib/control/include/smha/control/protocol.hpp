@@ -8,7 +8,8 @@
 // request/reply exchanges; the server answers requests in the order received.
 //
 //   request: {"method":"status","params":{},"id":7,"version":1}
-//            method required; params optional (default {}); id optional, any
+//            method required; params optional (default {}), only the keys
+//            the method takes (kMethods), others are bad_request; id optional, any
 //            string or integer, echoed in the reply; version optional: the
 //            protocol version the client speaks (checked against
 //            kMinCompatibleVersion). Unknown top-level keys are ignored.
@@ -17,6 +18,7 @@
 // Everything here is pure (no I/O) so the fuzzer and the tests drive it directly.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -112,21 +114,42 @@ inline constexpr const char* kDurationS = "duration_s";
 inline constexpr const char* kReason = "reason";
 }  // namespace param
 
-// One method of the protocol and who may call it.
+// The most "params" keys one method takes.
+inline constexpr std::size_t kMaxMethodParams = 3;
+
+// One method of the protocol, who may call it and the "params" keys it takes.
+// A request with any other key is refused (bad_request naming the key), so a
+// misspelt or unsupported parameter never passes silently.
 struct MethodSpec {
   std::string_view name;
   Access access;
+  std::array<std::string_view, kMaxMethodParams> params{};  // unused slots empty
 };
 
-// Every method smhad answers, with its access: what `list-methods` returns.
+// Every method smhad answers, with its access and params: what `list-methods`
+// returns.
 inline constexpr MethodSpec kMethods[] = {
-    {method::kVersion, Access::ReadOnly},   {method::kListMethods, Access::ReadOnly},
-    {method::kStatus, Access::ReadOnly},    {method::kSms, Access::ReadOnly},
-    {method::kEvents, Access::ReadOnly},    {method::kMetrics, Access::ReadOnly},
-    {method::kHandover, Access::Mutating},  {method::kDrill, Access::Mutating},
-    {method::kHold, Access::Mutating},      {method::kRelease, Access::Mutating},
-    {method::kReload, Access::Mutating},
+    {method::kVersion, Access::ReadOnly, {}},
+    {method::kListMethods, Access::ReadOnly, {}},
+    {method::kStatus, Access::ReadOnly, {}},
+    {method::kSms, Access::ReadOnly, {}},
+    {method::kEvents, Access::ReadOnly, {param::kN, param::kAfter, param::kWaitS}},
+    {method::kMetrics, Access::ReadOnly, {}},
+    {method::kHandover, Access::Mutating, {param::kTo}},
+    {method::kDrill, Access::Mutating, {param::kTo}},
+    {method::kHold, Access::Mutating, {param::kDurationS, param::kReason}},
+    {method::kRelease, Access::Mutating, {}},
+    {method::kReload, Access::Mutating, {}},
 };
+
+// The params keys kMethods gives `method`; empty for a method not listed.
+std::vector<std::string> method_params(std::string_view method);
+
+// Ok if every key of `params` (an object) is in `allowed`; otherwise
+// bad_request naming each other key, the method and the keys it takes, e.g.
+// "method 'hold' takes no parameter \"durations\" (it takes: duration_s, reason)".
+Status check_params(std::string_view method, const nlohmann::json& params,
+                    const std::vector<std::string>& allowed);
 
 struct Request {
   std::string method;

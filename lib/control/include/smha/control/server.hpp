@@ -141,11 +141,15 @@ class ControlServer {
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
 
-  // Registers a method. Fails (code "conflict") if the name is taken,
-  // including the built-ins, or ("bad_request") if it is not a valid method
-  // name (protocol.hpp). May be called before or after start().
-  Status register_method(const std::string& name, Access access, SyncHandler handler);
-  Status register_async_method(const std::string& name, Access access, AsyncHandler handler);
+  // Registers a method that takes the "params" keys `params` (none by
+  // default): a request with any other key is answered bad_request naming it
+  // (check_params) and the handler is not called. Fails (code "conflict") if
+  // the name is taken, including the built-ins, or ("bad_request") if it is
+  // not a valid method name (protocol.hpp). May be called before or after start().
+  Status register_method(const std::string& name, Access access, SyncHandler handler,
+                         std::vector<std::string> params = {});
+  Status register_async_method(const std::string& name, Access access, AsyncHandler handler,
+                               std::vector<std::string> params = {});
 
   // Creates or checks the socket directory (must not be a symlink, must be
   // owned by this euid and not world-writable; then set to dir_mode and

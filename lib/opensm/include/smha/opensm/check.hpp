@@ -26,12 +26,21 @@ struct RenderPlan {
   bool ok() const { return errors.empty(); }
 };
 
+// The warning for `no_clients_rereg TRUE` in opensm.extra.
+inline constexpr const char* kNoClientsReregWarning =
+    "is TRUE: a new master will not tell the clients to re-register, so after a takeover they do not "
+    "rejoin their multicast groups (IPoIB broadcast, rdma_cm) or re-register services and event "
+    "subscriptions with its SA, which starts with none; leave it FALSE on HA heads";
+
 // Decides the RenderInputs for `config` on the OpenSM described by `caps`:
 // - flavor auto takes the probed flavor; flavor nvidia on an upstream binary is an error;
 // - adaptive_routing / sharp that the binary cannot do are errors, or warnings
 //   (and switched off) when opensm.downgrade_unsupported is true;
 // - on upstream, every routing engine must be one upstream has built in (an
-//   unknown one makes OpenSM fall back to minhop).
+//   unknown one makes OpenSM fall back to minhop);
+// - sharp_key is set on an NVIDIA SM that knows sharp_enabled (sharp: false
+//   then renders SHARP disabled, not the binary's default);
+// - `no_clients_rereg TRUE` in opensm.extra is a warning (kNoClientsReregWarning).
 RenderPlan plan_render(const config::Config& config, const Capabilities& caps,
                        std::uint8_t sm_priority, std::optional<Guid> port_guid);
 
@@ -79,8 +88,11 @@ struct CheckReport {
 
 // Everything --check-config does: load + validate `path`, probe its
 // opensm.binary, plan, render (configured priority, port GUID if configured),
-// check the keys, and have OpenSM read the result. Stops after the first stage
-// that fails (later stages need its output); within a stage reports everything.
+// check the keys, and have OpenSM read the result. Every stage runs and
+// reports everything it finds, whatever the stages before found, except that
+// nothing runs after a file that does not load or a binary that cannot be
+// probed (the later stages need a Config and the binary's key table).
+// `rendered` is set only when there are no errors.
 CheckReport check_config(const std::string& path, OpensmRunner& runner);
 // The rendered text includes the policy files' hashes, read from disk.
 CheckReport check_loaded_config(const config::Config& config, OpensmRunner& runner);

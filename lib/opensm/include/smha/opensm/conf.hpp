@@ -60,6 +60,9 @@ struct RenderInputs {
   Flavor flavor = Flavor::Upstream;
   bool adaptive_routing = false;  // effective (false after a downgrade)
   bool sharp = false;             // effective (false after a downgrade)
+  // The binary knows sharp_enabled (NVIDIA SM): render it, 2 with `sharp`,
+  // else 1 (disabled), never leaving SHARP to the binary's default.
+  bool sharp_key = false;
   // Content hashes of the policy files (hash_policy_files), one header line
   // each: "# policy-file <key> <path> <hash>".
   std::vector<PolicyFileHash> policy_files = {};

@@ -153,7 +153,6 @@ class LogEventSink final : public agent::EventSink {
   std::map<std::string, std::string> alarms_;
   std::optional<EventRecord> last_transition_;
   std::optional<EventRecord> last_takeover_;
-  std::string last_cause_;  // the latest non-transition event, as the transition's reason
   std::vector<Listener> listeners_;
   Guid self_;
   NodeNamer namer_;

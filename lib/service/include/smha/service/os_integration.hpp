@@ -185,7 +185,7 @@ class DaemonEventSink final : public agent::EventSink {
   HookDispatcher& hooks_;
   std::function<Snapshot()> snapshot_;
   std::function<void()> changed_;
-  std::string last_cause_;  // the latest engine event that is not a state change
+  std::string transition_cause_ = "unknown";  // the cause of the latest state change
 };
 
 // Watches OpenSM supervision for the daemon: a respawn after a crash runs the
@@ -226,9 +226,12 @@ std::vector<config::Diagnostic> route_warnings(const config::Config& config,
                                                const agent::DiscoveryResult& found);
 
 // `smhad --check-config`: everything opensm::run_check_config checks, plus the
-// security check of every configured hook (HookDispatcher::check), so a config
-// smhad would refuse to start with fails here too. Prints like
-// opensm::run_check_config ("error: <file>: hooks.<event>: ..."); returns 0/1.
+// security check of every configured hook (HookDispatcher::check), the
+// state_dir and the HA policy (map_config), so a config smhad would refuse to
+// start with fails here too. Every check runs and every problem is printed in
+// one run (only a file that does not load stops at its own errors). Prints
+// like opensm::run_check_config: warnings, then "error: <file>: ..." lines,
+// then "<file>: N error(s)"; returns 0/1.
 // When `probe` reaches the fabric, route_warnings() are printed as
 // "warning: ..." (they do not fail the check).
 int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std::ostream& out,

@@ -132,7 +132,10 @@ enum class AlarmKind : std::uint8_t {
   DriftUnknown,      // a head's drift verdict stayed unknown past its bound (agent::DriftMonitor)
 };
 std::string_view to_string(AlarmKind k);
-struct RaiseAlarm { AlarmKind kind; std::string detail; };
+// `refresh`: the alarm is already active and only its detail changed (e.g.
+// unknown_sm's SM changed state): show the new detail, record no new alarm
+// event and run no hooks.
+struct RaiseAlarm { AlarmKind kind; std::string detail; bool refresh = false; };
 struct ClearAlarm { AlarmKind kind; };
 
 enum class EventKind : std::uint8_t {
@@ -441,7 +444,12 @@ class HaMachine {
   double streak_miss_ = 0, streak_total_ = 0;  // round level, decaying
   bool yield_until_master_ = false;  // restarted after a failure: yield priority until a MASTER
   std::vector<AlarmKind> alarms_;
-  std::string unknown_sm_detail_;  // the active unknown_sm's detail, raised again when it changes
+  // The active unknown_sm: its detail (refreshed when it changes), the GUIDs
+  // it has named since it was raised (raised again only for a new one) and
+  // how often its detail changed since the last raise.
+  std::string unknown_sm_detail_;
+  std::vector<Guid> unknown_sm_guids_;
+  int unknown_sm_changes_ = 0;
   std::optional<Guid> master_seen_;
   // Since when no SM anywhere answered MASTER (track_fabric_master()); unset
   // while one does.
