@@ -283,7 +283,8 @@ TEST_CASE("check_config: all stages on a file") {
                    "'lmc' as '7', not '9'"});
   CHECK(strings(many.warnings) ==
         std::vector<std::string>{path + ":11:5: opensm.extra.no_clients_rereg: " + kNoClientsReregWarning,
-                                 path + ": sm_key: " + config::kDefaultSmKeyWarning});
+                                 path + ": sm_key: " + config::kDefaultSmKeyWarning,
+                                 path + ": sa_key: " + config::kDefaultSaKeyWarning});
   CHECK(many.rendered.empty());
 
   fake.fail = make_error(Errc::Exec, "cannot run /usr/sbin/opensm: No such file or directory");
