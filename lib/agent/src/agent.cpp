@@ -831,6 +831,23 @@ void Agent::census_tick() {
   });
   census_rechecks();
   census_queries();
+  update_impostor_alarm();  // an impostor no longer seen clears it
+}
+
+// impostor_sm: raised when a port is first seen answering as a head,
+// refreshed (no new event) while the same ports keep at it, cleared when
+// none has for 4 x the census expiry or their ports lost IsSM.
+void Agent::update_impostor_alarm() {
+  const TimePoint now = sched_.now();
+  const std::string text = census_.impostor_text(now);
+  if (text == impostor_alarm_) return;
+  std::set<Guid> ports;
+  for (const auto& imp : census_.impostors(now)) ports.insert(imp.port);
+  const bool grew = std::any_of(ports.begin(), ports.end(), [&](Guid p) { return !impostor_ports_.count(p); });
+  impostor_alarm_ = text;
+  impostor_ports_ = std::move(ports);
+  if (text.empty()) sink_.clear(sm::ClearAlarm{sm::AlarmKind::ImpostorSm}, now);
+  else sink_.alarm(sm::RaiseAlarm{sm::AlarmKind::ImpostorSm, text, !grew}, now);
 }
 
 // PortInfo of the next few ports the last walk read: IsSM appearing or gone
@@ -902,7 +919,9 @@ void Agent::census_queries() {
         census_stats_.query_mads += static_cast<std::uint64_t>(r->attempts);
         ++census_stats_.query_answers;
         // The port's SM answers with its own GUID: the port GUID it sits on.
-        census_.answered(r->info, kFromIsSm, r->info.guid == guid ? lid : Lid{}, sched_.now());
+        // A head's GUID from this port is an impostor: never the head's answer.
+        census_.answered_at(guid, r->info, lid, sched_.now());
+        update_impostor_alarm();
       } else {
         census_stats_.query_mads +=
             r.error().code == mad::kErrTimeout ? static_cast<std::uint64_t>(o.retries) + 1 : 1;

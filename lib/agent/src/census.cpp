@@ -108,6 +108,54 @@ void Census::described(Guid guid, const std::string& description) {
   if (it != entries_.end() && !description.empty()) it->second.description = description;
 }
 
+bool Census::is_head(Guid g) const {
+  return g == own_ || std::find(peers_.begin(), peers_.end(), g) != peers_.end();
+}
+
+bool Census::answered_at(Guid port, const SmInfo& info, Lid lid, TimePoint now) {
+  if (info.guid != port && is_head(info.guid)) {
+    auto [it, fresh] = impostors_.try_emplace(port);
+    Impostor& imp = it->second;
+    imp.port = port;
+    imp.info = info;
+    if (fresh) imp.first_seen = now;
+    imp.last_seen = now;
+    auto e = entries_.find(port);
+    imp.where = e != entries_.end() ? where(e->second) : to_string(port);
+    if (imp.where.empty()) imp.where = to_string(port);
+    return true;
+  }
+  impostors_.erase(port);
+  answered(info, kFromIsSm, info.guid == port ? lid : Lid{}, now);
+  return false;
+}
+
+std::vector<Impostor> Census::impostors(TimePoint now) const {
+  std::vector<Impostor> out;
+  for (const auto& [port, imp] : impostors_) {
+    if (now - imp.last_seen > 4 * limits_.expiry) continue;
+    auto e = entries_.find(port);
+    if (e != entries_.end() && !e->second.is_sm) continue;  // the port no longer claims to be an SM
+    out.push_back(imp);
+  }
+  return out;
+}
+
+std::string Census::impostor_text(TimePoint now) const {
+  std::string out;
+  for (const auto& imp : impostors(now)) {
+    std::string name = to_string(imp.info.guid);
+    std::string head_at = "not seen by the census";
+    if (auto h = entries_.find(imp.info.guid); h != entries_.end()) {
+      if (const std::string w = where(h->second); !w.empty()) head_at = w;
+    }
+    out += (out.empty() ? "" : "; ") + std::string("SM at ") + imp.where + " answers as head " + name + " " +
+           std::string(to_string(imp.info.state)) + " prio " + std::to_string(imp.info.priority) +
+           "; that head is at " + head_at;
+  }
+  return out;
+}
+
 void Census::answered(const SmInfo& info, unsigned source, Lid lid, TimePoint now) {
   CensusEntry* e = entry(info.guid, now);
   if (!e) return;

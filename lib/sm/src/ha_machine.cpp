@@ -40,6 +40,7 @@ std::string_view to_string(AlarmKind k) {
     case AlarmKind::PriorityNotApplied: return "priority_not_applied";
     case AlarmKind::ConfigDrift: return "config_drift";
     case AlarmKind::DriftUnknown: return "drift_unknown";
+    case AlarmKind::ImpostorSm: return "impostor_sm";
   }
   return "unknown";
 }

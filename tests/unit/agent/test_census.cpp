@@ -240,3 +240,38 @@ TEST_CASE("Census: an SA record does not overwrite a fresher direct answer", "[a
   CHECK(c.entries().at(kOther).info->sm_key == 0x1234);
   CHECK(c.others(t0 + seconds(20)).size() == 1);
 }
+
+TEST_CASE("Census: an SM answering with a head's GUID from another port is an impostor, never the head's answer",
+          "[agent][census][impostor]") {
+  Census c({seconds(15), 8});
+  c.set_heads(kOwn, {kPeer});
+  const TimePoint t0{};
+  // head02 where the walk found it: switch port 1, LID 4.
+  auto head02 = port(kPeer, "head02", DrPath{{1, 1}}, kSwitch, 1);
+  head02.lid = Lid{4};
+  c.known_ports({head02});
+  c.answered(sminfo(kPeer, SmState::Standby, 10), kFromPoll, Lid{4}, t0);
+  // A compute node's port with IsSM answers SMInfo as head02, MASTER at 15.
+  c.walked({port(kOther, "node07 HCA-1", DrPath{{1, 5}}, kSwitch, 5)}, true, t0);
+  CHECK(c.answered_at(kOther, sminfo(kPeer, SmState::Master, 15), Lid{7}, t0 + seconds(1)));
+  // head02's entry keeps head02's own answer.
+  CHECK(c.entries().at(kPeer).info->state == SmState::Standby);
+  CHECK(c.entries().at(kPeer).info->priority == 10);
+  CHECK(c.entries().at(kPeer).lid == Lid{4});
+  const auto imps = c.impostors(t0 + seconds(1));
+  REQUIRE(imps.size() == 1);
+  CHECK(imps[0].port == kOther);
+  CHECK(c.impostor_text(t0 + seconds(1)) ==
+        "SM at \"node07 HCA-1\" lid 7 at " + to_string(kSwitch) + " port 5 answers as head " + to_string(kPeer) +
+            " MASTER prio 15; that head is at \"head02\" lid 4 at " + to_string(kSwitch) + " port 1");
+  // Our own GUID claimed is an impostor too; another GUID is just an SM.
+  CHECK(c.answered_at(kOther, sminfo(kOwn, SmState::Master, 15), Lid{7}, t0 + seconds(2)));
+  CHECK_FALSE(c.answered_at(Guid{0x44}, sminfo(Guid{0x45}, SmState::Standby, 1), Lid{9}, t0 + seconds(2)));
+  // Answering with its own GUID ends it; so does time, or the port losing IsSM.
+  CHECK_FALSE(c.answered_at(kOther, sminfo(kOther, SmState::Standby, 0), Lid{7}, t0 + seconds(3)));
+  CHECK(c.impostors(t0 + seconds(3)).empty());
+  CHECK(c.answered_at(kOther, sminfo(kPeer, SmState::Master, 15), Lid{7}, t0 + seconds(4)));
+  CHECK(c.impostors(t0 + seconds(4) + 4 * seconds(15) + seconds(1)).empty());
+  c.walked({}, true, t0 + seconds(5));
+  CHECK(c.impostors(t0 + seconds(5)).empty());
+}

@@ -47,6 +47,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -250,6 +251,7 @@ class Agent {
   void census_rechecks();
   void census_round(Round& round);
   void census_sa();
+  void update_impostor_alarm();
   sm::Decision step(const sm::Observation& obs);  // applied; the caller reads poll_soon, fence_due
   void apply(const sm::Decision& d);
   void report_handover(const sm::RecordEvent& e);
@@ -261,6 +263,8 @@ class Agent {
   mad::MadTransport& mad_;
   OpensmControl& opensm_;
   EventSink& sink_;
+  std::string impostor_alarm_;     // the impostor_sm detail raised, "" when clear
+  std::set<Guid> impostor_ports_;  // the ports it names
   sm::HaMachine machine_;
   Duration window_{};
   int late_rounds_ = 0;  // consecutive rounds discounted because we were stalled

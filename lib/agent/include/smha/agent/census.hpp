@@ -64,6 +64,17 @@ struct CensusEntry {
   std::uint64_t misses = 0;       // census queries unanswered in a row
 };
 
+// An SM that answered a census query on one port with the GUID of a
+// configured head (or ours) that sits on another port: a claim the heads'
+// own cabling refutes.
+struct Impostor {
+  Guid port;          // the port that was asked (census walk: its DR path)
+  SmInfo info;        // what it answered (info.guid: the head it claims to be)
+  std::string where;  // that port, for people (Census::where)
+  TimePoint first_seen{};
+  TimePoint last_seen{};
+};
+
 struct CensusLimits {
   Duration expiry = seconds(15);  // live while answered this recently
   std::size_t max_sms = 64;       // entries kept; more are counted in `dropped`
@@ -89,6 +100,18 @@ class Census {
   void described(Guid guid, const std::string& description);
   // An SMInfo answer. `lid`: where it was asked by LID (0: by DR / unknown).
   void answered(const SmInfo& info, unsigned source, Lid lid, TimePoint now);
+  // The answer of the SM on port `port` (a census query by that port's DR
+  // path). One carrying a configured head's GUID (or ours) that is not this
+  // port's is an impostor: recorded in impostors(), never taken as the head's
+  // answer; returns true then. Anything else is answered() (with `lid` only
+  // when the SM answers with the port's own GUID) and ends that port's
+  // impostor record.
+  bool answered_at(Guid port, const SmInfo& info, Lid lid, TimePoint now);
+  // Impostors seen within 4 x expiry on ports that still show IsSM.
+  std::vector<Impostor> impostors(TimePoint now) const;
+  // For the alarm: each impostor and where the head it claims to be is,
+  // "SM at <where> answers as head02 (0x...) MASTER prio 15; head02 is at <where>".
+  std::string impostor_text(TimePoint now) const;
   // The master's SA listed `records`. New GUIDs are added; a record that
   // differs from the one before (or is the first) counts as an answer unless
   // the entry is live from a direct answer. `complete` (the table was not
@@ -122,6 +145,8 @@ class Census {
   void annotate(CensusEntry& e) const;  // from known_ports_
   std::map<Guid, CensusEntry> entries_;
   std::map<Guid, SmPort> known_ports_;
+  std::map<Guid, Impostor> impostors_;  // by port
+  bool is_head(Guid g) const;
   std::uint64_t dropped_ = 0;
 };
 

@@ -130,6 +130,7 @@ enum class AlarmKind : std::uint8_t {
   PriorityNotApplied,  // the local SM keeps answering another priority than the one rendered
   ConfigDrift,       // a head's registered configuration digests differ from ours (agent::DriftMonitor)
   DriftUnknown,      // a head's drift verdict stayed unknown past its bound (agent::DriftMonitor)
+  ImpostorSm,        // an SM answers with a head's GUID from another port (agent::Census)
 };
 std::string_view to_string(AlarmKind k);
 // `refresh`: the alarm is already active and only its detail changed (e.g.
