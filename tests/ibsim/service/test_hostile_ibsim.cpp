@@ -59,6 +59,19 @@ void set_node_guid(IbsimFabric& fabric, const std::string& node, const std::stri
   fabric.console("ReLink \"" + node + "\"");
 }
 
+// head01 started first and MASTER, then head02 STANDBY seeing head01 MASTER,
+// both with the written configs; their last status in s1 and s2.
+void start_pair(IbsimFabric& fabric, OsmGuard& guard, Head& h1, Head& h2, json& s1, json& s2) {
+  start_smhad(fabric, h1, SMHA_SMHAD, {}, &guard);
+  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
+    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
+  start_smhad(fabric, h2, SMHA_SMHAD, {}, &guard);
+  if (!wait_status(fabric, h2, guard, [](const json& j) {
+        return j["local"]["state"] == "STANDBY" && j["peers"][0]["state"] == "MASTER";
+      }, 30s, &s2))
+    FAIL("head02 not STANDBY seeing head01 MASTER: " << s2.dump() << "\n" << smhad_log(fabric, h2));
+}
+
 }  // namespace
 
 // issue: a compute node carrying a switch's node GUID makes OpenSM 3.3.23 die
@@ -80,15 +93,8 @@ TEST_CASE("Duplicate GUID drill: both heads crash-loop, no_master is raised, and
   // 600 s with a master elsewhere, 60 s without one).
   write_smhad_config(h1, {{h2.name, h2.guid, 0}});
   write_smhad_config(h2, {{h1.name, h1.guid, 0}});
-  start_smhad(fabric, h1, SMHA_SMHAD, {}, &guard);
   json s1, s2;
-  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
-    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
-  start_smhad(fabric, h2, SMHA_SMHAD, {}, &guard);
-  if (!wait_status(fabric, h2, guard, [](const json& j) {
-        return j["local"]["state"] == "STANDBY" && j["peers"][0]["state"] == "MASTER";
-      }, 30s, &s2))
-    FAIL("head02 not STANDBY seeing head01 MASTER: " << s2.dump() << "\n" << smhad_log(fabric, h2));
+  start_pair(fabric, guard, h1, h2, s1, s2);
 
   const std::string switch_guid = node_guid(fabric, "ibswitches", "Switch2");
   const std::string hca3_guid = node_guid(fabric, "ibhosts", "Hca3");
@@ -292,10 +298,7 @@ TEST_CASE("Extra record drill: forged ServiceRecords under another ServiceID do 
   write_smhad_config(h1, {{h2.name, h2.guid, 0}});
   write_smhad_config(h2, {{h1.name, h1.guid, 0}});
   json s1, s2;
-  start_smhad(fabric, h1, SMHA_SMHAD, {}, &guard);
-  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
-    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
-  start_smhad(fabric, h2, SMHA_SMHAD, {}, &guard);
+  start_pair(fabric, guard, h1, h2, s1, s2);
   auto peer_drift = [](const json& j) {
     const auto peers = j.value("drift", json::object()).value("peers", json::array());
     return peers.empty() ? std::string() : peers[0].value("state", std::string());
