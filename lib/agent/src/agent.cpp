@@ -396,6 +396,7 @@ void Agent::finish_round() {
   }
   check_routes(*round);
   census_round(*round);
+  reporter_.round_began(round_started_);
   for (const auto& p : round->obs.peers)
     for (const sm::Probe* probe : {&p.via_lid, &p.via_dr})
       if (probe->info && probe->info->state == SmState::Master) reporter_.master_seen(probe->info->guid, round_started_);

@@ -82,20 +82,30 @@ void TakeoverReporter::on_event(const sm::RecordEvent& e, TimePoint now) {
   }
   if (e.to == SmState::Master && !master_) {
     master_ = true;
-    // Without a takeover, only a STANDBY that became MASTER while another SM
-    // was master took it over (a handover). A cold start (DISCOVERING ->
-    // MASTER, even beside another SM doing the same: two masters for a round)
-    // and smhad started beside its own MASTER are no takeover: nothing to report.
-    if (!takeover_at_ && (!last_master_ || e.from != SmState::Standby)) return;
+    // Without a takeover the engine started, a STANDBY that became MASTER
+    // while another SM was master took it over (a handover), and any other
+    // state that became MASTER after the last master stopped answering MASTER
+    // took over from it (smhad was starting: the engine had not yet seen our
+    // SM STANDBY when the lost master's smhad sent it DISCOVER). A cold start
+    // (DISCOVERING -> MASTER with no master seen, or beside another SM doing
+    // the same: two masters in one round) and smhad started beside its own
+    // MASTER are neither: nothing to report.
+    const bool lost = last_master_ && last_master_at_ < round_at_;
+    const bool unasked = !takeover_at_ && e.from != SmState::Standby && lost;
+    if (!takeover_at_ && !unasked && (!last_master_ || e.from != SmState::Standby)) return;
     TakeoverReport r;
-    r.kind = takeover_at_ ? TakeoverReport::Kind::Takeover : TakeoverReport::Kind::Handover;
+    r.kind = takeover_at_ || unasked ? TakeoverReport::Kind::Takeover : TakeoverReport::Kind::Handover;
     r.previous_master = last_master_;
     if (takeover_at_) {
       r.cause = takeover_cause_;
       if (last_master_ && *takeover_at_ >= last_master_at_) r.detection = *takeover_at_ - last_master_at_;
       r.to_master = now - *takeover_at_;
     } else if (now >= last_master_at_) {
-      r.to_master = now - last_master_at_;  // a handover: the old master's last MASTER answer -> ours
+      // The old master's last MASTER answer -> ours.
+      if (unasked)
+        r.cause = "master lost: local SM went " + std::string(to_string(e.from.value_or(SmState::NotActive))) +
+                  "->MASTER without our DISCOVER";
+      r.to_master = now - last_master_at_;
     }
     pending_ = std::move(r);
     master_at_ = now;

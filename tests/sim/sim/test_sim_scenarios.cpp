@@ -5,6 +5,7 @@
 
 #include <csignal>
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <random>
 
@@ -443,4 +444,60 @@ TEST_CASE("Takeover report: kill -9 of the master, then a planned handover back"
   int reports = 0;
   for (const auto& rec : c.records(m)) reports += rec.what == "report";
   CHECK(reports == 1);
+}
+
+// The master dies while the standby's smhad has just started its OpenSM
+// again (engine `starting`: it has not yet polled its SM STANDBY) and the
+// master's smhad has seen that SM STANDBY: it sends our SM DISCOVER, ours
+// becomes MASTER without the engine starting a takeover, and the takeover is
+// still reported. The standby's own SMInfo polls are held back (a drop tap)
+// to keep its engine `starting` until its SM answers MASTER.
+TEST_CASE("Takeover report: the master lost while the standby's smhad is starting", "[sim][drill][report]") {
+  ClusterParams p;
+  p.census.enabled = true;
+  Cluster c(33, p);
+  std::array<bool, 2> hold{false, false};          // drop head i's polls of its own SM
+  std::array<bool, 2> peer_standby{false, false};  // head i saw the other head's SM STANDBY
+  for (int i = 0; i < 2; ++i) {
+    Cluster::Tap tap;
+    tap.sminfo = [&, i](const SmInfo& info, TimePoint, TimePoint, const std::string&) {
+      if (info.guid != c.fabric().guid(c.head(i)) && info.state == SmState::Standby) peer_standby[i] = true;
+    };
+    tap.drop_sminfo = [&, i](const mad::Target& t) {
+      const auto* dr = std::get_if<DrPath>(&t);
+      return hold[i] && dr && dr->hops.size() <= 1;
+    };
+    c.set_tap(i, tap);
+  }
+  settle(c);
+  c.run_for(seconds(2));
+  const int m = master_head(c);
+  const int s = 1 - m;
+  const Guid old = c.fabric().guid(c.head(m));
+  // The standby's OpenSM dies; its smhad starts it again after the backoff.
+  const int spawns = c.opensm_spawns(s);
+  REQUIRE(c.fabric().signal_opensm(c.head(s), SIGKILL));
+  REQUIRE(c.run_until([&] { return c.opensm_spawns(s) > spawns; }, seconds(10)));
+  REQUIRE(c.agent(s)->status().role == sm::Role::Starting);
+  hold[s] = true;
+  peer_standby[m] = false;
+  REQUIRE(c.run_until([&] { return peer_standby[m]; }, seconds(2)));
+  REQUIRE(c.agent(s)->status().role == sm::Role::Starting);
+  const TimePoint fault = c.now();
+  REQUIRE(c.fabric().signal_opensm(c.head(m), SIGKILL));
+  takeover_ms(c, fault, old);
+  CHECK(c.count_events(m, "peer_discover") == 1);
+  hold[s] = false;
+  REQUIRE(c.run_until([&] { return c.agent(s)->last_takeover().has_value(); }, seconds(10)));
+  const agent::TakeoverReport r = *c.agent(s)->last_takeover();
+  INFO(agent::summary(r));
+  CHECK(r.kind == agent::TakeoverReport::Kind::Takeover);
+  CHECK(r.previous_master == old);
+  CHECK(r.cause.find("->MASTER without our DISCOVER") != std::string::npos);
+  CHECK(r.to_master);
+  CHECK(r.master_to_subnet_up);
+  CHECK(r.incomplete.empty());
+  // The engine started no takeover: the report is what records it.
+  CHECK(c.count_events(s, "takeover_started") == 0);
+  ends_with_one_master(c);
 }

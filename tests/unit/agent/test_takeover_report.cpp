@@ -169,11 +169,52 @@ TEST_CASE("TakeoverReporter: a handover to us, and a cold start that is no takeo
     CHECK_FALSE(cold.last());
   }
   SECTION("cold start of two heads: both MASTER in one round is no handover") {
+    f.rep.round_began(at_ms(1000));
     f.rep.master_seen(kOld, at_ms(1000));
     f.rep.on_event(state(SmState::Discovering, SmState::Master), at_ms(1040));
     CHECK_FALSE(f.rep.pending());
     f.rep.on_event(state(SmState::Master, SmState::Standby), at_ms(1140));
     CHECK(f.out.empty());
+  }
+}
+
+// smhad still starting (our SM not yet seen STANDBY) when the lost master's
+// smhad sent our SM DISCOVER: the engine started no takeover, yet ours took
+// over from the master that stopped answering.
+TEST_CASE("TakeoverReporter: our SM taking over before the engine saw it STANDBY is a takeover",
+          "[agent][report]") {
+  Fixture f;
+  f.rep.round_began(at_ms(1000));
+  f.rep.master_seen(kOld, at_ms(1000));
+  SECTION("the old master stopped answering MASTER: reported") {
+    f.rep.round_began(at_ms(1100));  // kOld is not seen MASTER in this round
+    f.rep.on_event(state(SmState::Discovering, SmState::Master), at_ms(1104));
+    REQUIRE(f.rep.pending());
+    f.rep.on_opensm_log(logged(LoggedEvent::Kind::SmState, "MASTER", ""), at_ms(1105));
+    f.rep.on_opensm_log(logged(LoggedEvent::Kind::SubnetUp, "", ""), at_ms(1110));
+    f.rep.walk_started();
+    f.rep.on_walk(walk({port(kOld, 1, 2), port(kOwn, 2, 2), port(kCompute, 3, 2)}), at_ms(1200));
+    REQUIRE(f.out.size() == 1);
+    const TakeoverReport& r = f.out[0];
+    CHECK(r.kind == TakeoverReport::Kind::Takeover);
+    CHECK(r.previous_master == kOld);
+    CHECK(r.cause == "master lost: local SM went DISCOVERING->MASTER without our DISCOVER");
+    CHECK(r.to_master == milliseconds(104));
+    CHECK_FALSE(r.detection);
+    CHECK(r.ports_compared == 3u);
+    CHECK(r.lids_changed == 0);
+    CHECK(r.incomplete.empty());
+  }
+  SECTION("our SM's first answer is MASTER (never seen before): reported") {
+    f.rep.round_began(at_ms(1100));
+    f.rep.on_event(state(SmState::NotActive, SmState::Master), at_ms(1104));
+    REQUIRE(f.rep.pending());
+  }
+  SECTION("the old master still answers MASTER in this round: two masters, no takeover") {
+    f.rep.round_began(at_ms(1100));
+    f.rep.master_seen(kOld, at_ms(1100));
+    f.rep.on_event(state(SmState::Discovering, SmState::Master), at_ms(1104));
+    CHECK_FALSE(f.rep.pending());
   }
 }
 

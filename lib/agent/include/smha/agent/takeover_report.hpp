@@ -26,7 +26,10 @@
 //
 // A report is made when our SM becomes MASTER after a takeover started
 // (TakeoverStarted), or from STANDBY while another SM was seen MASTER (a
-// handover); a cold start is neither.
+// handover), or from any other state while the SM last seen MASTER no longer
+// answers MASTER (a takeover the engine did not start: smhad was still
+// starting when the lost master's smhad sent our SM DISCOVER). A cold start
+// is none of these.
 //
 // Pure bookkeeping, fed by the agent (engine events, poll answers, census
 // walks) and by whoever reads OpenSM's log (smhad's log follower; the
@@ -104,6 +107,8 @@ class TakeoverReporter {
   void set_log_followed(bool on) { log_followed_ = on; }
   static constexpr Duration kWalkWithoutLog = seconds(2);
 
+  // A poll round began at `at`; master_seen() calls of that round follow.
+  void round_began(TimePoint at) { round_at_ = at; }
   // An SM other than ours answered MASTER (poll rounds, at the round's start).
   void master_seen(Guid guid, TimePoint at);
   // The engine's events (TakeoverStarted, TakeoverAborted, StateChanged).
@@ -148,6 +153,7 @@ class TakeoverReporter {
   // Before a report: the last SM seen MASTER, and LIDs as the walks saw them.
   std::optional<Guid> last_master_;
   TimePoint last_master_at_{};
+  TimePoint round_at_{};  // the current poll round's start
   std::map<Guid, Lid> lids_;
   std::optional<TimePoint> takeover_at_;  // TakeoverStarted while not MASTER
   std::string takeover_cause_;
