@@ -86,6 +86,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (!re.ok() || re->records != first) std::abort();
     }
   }
+  auto ports = decode_port_info_record_table(bytes);
+  if (ports.ok()) {
+    if (smp.ok() || table.ok()) std::abort();  // another class or attribute
+    const std::size_t room = (size - kSaHeaderSize) / kPortInfoRecordSize;
+    if (ports->records.size() > room) std::abort();
+    if (ports->claimed && ports->records.size() > *ports->claimed) std::abort();
+    // Re-encoded (the first two, what one MAD holds, with the claim), the
+    // same records come back as far as the PortInfo decoder keeps fields.
+    std::vector<smha::mad::PortInfoRecord> first(
+        ports->records.begin(), ports->records.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(ports->records.size(), 2)));
+    if (!first.empty()) {
+      auto re = decode_port_info_record_table(encode_port_info_record_table_response(1, first, true));
+      if (!re.ok() || re->records != first || re->truncated) std::abort();
+    }
+  }
   for (std::uint8_t method : {kMethodGetResp, kMethodDeleteResp}) {
     auto rec = decode_service_record_response(bytes, method);
     if (!rec.ok()) continue;

@@ -48,6 +48,9 @@ class FakeTransport final : public mad::MadTransport {
   void get_sminfo_records(Lid, const mad::RequestOptions&, mad::SmInfoRecordsCallback done) override {
     timeout(std::move(done));
   }
+  void get_is_sm_port_records(Lid, const mad::RequestOptions&, mad::PortInfoRecordsCallback done) override {
+    timeout(std::move(done));
+  }
   void set_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions&,
                           mad::ServiceRecordCallback done) override {
     timeout(std::move(done));

@@ -900,8 +900,9 @@ void Agent::census_rechecks() {
   }
 }
 
-// SMInfo, by its DR path, of every SM the walk found that is not a head (the
-// heads are polled every round), at most max_queries of them.
+// SMInfo, by its DR path (or its LID when only the SA's IsSM table listed
+// it), of every SM the census found that is not a head (the heads are polled
+// every round), at most max_queries of them.
 void Agent::census_queries() {
   if (!running_ || !cfg_.census.enabled) return;
   std::weak_ptr<int> alive = alive_;
@@ -910,11 +911,12 @@ void Agent::census_queries() {
   o.m_key = cfg_.m_key;
   for (const auto& [g, e] : census_.entries()) {
     if (sent >= cfg_.census.max_queries) break;
-    if (e.head || !e.path || !e.is_sm) continue;
+    // By DR path (a walk or recheck found it), else by LID (the SA's IsSM table).
+    if (e.head || !e.is_sm || (!e.path && e.lid.value == 0)) continue;
     ++sent;
     const Guid guid = g;
     const Lid lid = e.lid;
-    mad_.get_sminfo(*e.path, o, [this, alive, guid, lid, o](Result<mad::SmInfoReply> r) {
+    mad_.get_sminfo(e.path ? mad::Target{*e.path} : mad::Target{e.lid}, o, [this, alive, guid, lid, o](Result<mad::SmInfoReply> r) {
       if (alive.expired() || !running_) return;
       if (r.ok()) {
         census_stats_.query_mads += static_cast<std::uint64_t>(r->attempts);
@@ -971,6 +973,82 @@ void Agent::census_sa() {
     st.sa_last_truncated = t.truncated;
     st.sa_last_error.clear();
     census_.sa_table(t.records, !t.truncated, sched_.now());
+  });
+  census_sa_is_sm(sa_lid);
+}
+
+// SubnAdmGetTable(PortInfoRecord) of the IsSM ports, to the same SA: one
+// request that lists every port an SM is bound to, whatever its SM_Key or
+// state (an SM with another SM_Key is in no SMInfoRecord table). A LID the
+// census does not know as IsSM is resolved (NodeInfo: its port GUID, then
+// its NodeDescription) and its SM asked by LID (census_queries).
+void Agent::census_sa_is_sm(Lid sa_lid) {
+  std::weak_ptr<int> alive = alive_;
+  ++census_stats_.ism_queries;
+  const mad::RequestOptions o = cfg_.census.sa_query;
+  mad_.get_is_sm_port_records(sa_lid, o, [this, alive, o](Result<mad::PortInfoRecordsReply> r) {
+    if (alive.expired() || !running_) return;
+    auto& st = census_stats_;
+    if (!r.ok()) {
+      st.ism_mads += r.error().code == mad::kErrTimeout ? static_cast<std::uint64_t>(o.retries) + 1 : 1;
+      st.ism_last_error = to_string(r.error());
+      return;
+    }
+    const auto& t = r->table;
+    st.ism_mads += static_cast<std::uint64_t>(r->attempts);
+    ++st.ism_tables;
+    if (t.truncated) ++st.ism_truncated;
+    st.ism_last_at = sched_.now();
+    st.ism_records = t.records.size();
+    st.ism_last_truncated = t.truncated;
+    st.ism_last_error.clear();
+    std::vector<Lid> lids;
+    std::size_t resolves = 0;
+    const Lid own = last_local_pi_ ? last_local_pi_->lid : Lid{};
+    for (const auto& rec : t.records) {
+      if (!mad::is_sm(rec.info) || rec.lid.value == 0 || rec.lid.value >= 0xc000) continue;
+      lids.push_back(rec.lid);
+      if (rec.lid == own) continue;
+      const CensusEntry* e = census_.by_lid(rec.lid);
+      if (e && (e->is_sm || e->head)) continue;  // known: the census queries keep asking it
+      if (resolves >= cfg_.census.max_queries || ism_resolving_.count(rec.lid.value)) continue;
+      ++resolves;
+      census_sa_port(rec.lid);
+    }
+    if (!t.truncated) census_.sa_is_sm_table(lids);
+  });
+}
+
+// A port the SA lists with IsSM that the census does not know: its port GUID
+// (NodeInfo by LID), its name, then its SMInfo (census_queries, by LID; an
+// answer carrying a head's GUID is an impostor there).
+void Agent::census_sa_port(Lid lid) {
+  std::weak_ptr<int> alive = alive_;
+  mad::RequestOptions o = cfg_.census.query;
+  o.m_key = cfg_.m_key;
+  ism_resolving_.insert(lid.value);
+  auto count = [this, o](const Result<int>& attempts) {
+    census_stats_.ism_resolve_mads +=
+        attempts.ok() ? static_cast<std::uint64_t>(*attempts)
+                      : (attempts.error().code == mad::kErrTimeout ? static_cast<std::uint64_t>(o.retries) + 1 : 1);
+  };
+  mad_.get_node_info(mad::Target{lid}, o, [this, alive, lid, o, count](Result<mad::NodeInfoReply> n) {
+    if (alive.expired()) return;
+    ism_resolving_.erase(lid.value);
+    if (!running_) return;
+    count(n.ok() ? Result<int>(n->attempts) : Result<int>(n.error()));
+    if (!n.ok()) return;
+    const Guid port = n->info.port_guid;
+    const bool known = census_.entries().count(port) && census_.entries().at(port).is_sm;
+    census_.sa_is_sm(port, lid, sched_.now());
+    if (known) return;
+    ++census_stats_.ism_found;
+    mad_.get_node_description(mad::Target{lid}, o, [this, alive, port, count](Result<mad::NodeDescriptionReply> d) {
+      if (alive.expired() || !running_) return;
+      count(d.ok() ? Result<int>(d->attempts) : Result<int>(d.error()));
+      if (d.ok()) census_.described(port, d->text);
+      census_queries();  // named first: the alarm's text carries the name
+    });
   });
 }
 

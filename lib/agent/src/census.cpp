@@ -20,6 +20,7 @@ std::string census_sources_text(unsigned sources) {
   add(kFromMasterSmLid, "master_sm_lid");
   add(kFromIsSm, "is_sm");
   add(kFromSa, "sa");
+  add(kFromSaIsSm, "sa_is_sm");
   return s;
 }
 
@@ -101,6 +102,27 @@ void Census::rechecked(const SmPort& port, bool is_sm, TimePoint now) {
   if (port.description_known) e->description = port.description;
   e->neighbour = port.neighbour;
   e->neighbour_port = port.neighbour_port;
+}
+
+void Census::sa_is_sm(Guid port, Lid lid, TimePoint now) {
+  CensusEntry* e = entry(port, now);
+  if (!e) return;
+  e->is_sm = true;
+  e->sources |= kFromSaIsSm;
+  if (lid.value != 0) e->lid = lid;
+}
+
+void Census::sa_is_sm_table(const std::vector<Lid>& lids) {
+  for (auto& [g, e] : entries_)
+    if (e.is_sm && !e.path && (e.sources & kFromSaIsSm) && std::find(lids.begin(), lids.end(), e.lid) == lids.end())
+      e.is_sm = false;
+}
+
+const CensusEntry* Census::by_lid(Lid lid) const {
+  if (lid.value == 0) return nullptr;
+  for (const auto& [g, e] : entries_)
+    if (e.lid == lid) return &e;
+  return nullptr;
 }
 
 void Census::described(Guid guid, const std::string& description) {

@@ -226,6 +226,22 @@ std::string render_sms_text(const nlohmann::json& j) {
         if (!str(sa, "last_error", "").empty()) o << "; last error: " << str(sa, "last_error");
       }
       o << "\n";
+      if (sa.contains("is_sm_ports") && sa["is_sm_ports"].is_object()) {
+        const auto& p = sa["is_sm_ports"];
+        o << "SA IsSM ports: ";
+        if (p.value("queries", 0) == 0) {
+          o << "not asked yet";
+        } else {
+          o << str(p, "tables") << " of " << str(p, "queries") << " answered (" << str(p, "mads") << " MADs)";
+          if (p.contains("last_age_s") && p["last_age_s"].is_number()) {
+            o << "; last " << age_text(p, "last_age_s") << ": " << str(p, "records") << " ports";
+            if (p.value("truncated", false)) o << ", TRUNCATED";
+          }
+          o << "; found first " << str(p, "found");
+          if (!str(p, "last_error", "").empty()) o << "; last error: " << str(p, "last_error");
+        }
+        o << "\n";
+      }
     }
   }
   return o.str();

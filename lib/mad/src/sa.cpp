@@ -17,6 +17,8 @@ constexpr std::size_t kOffRmppType = offsetof(SaHeaderWire, rmpp_type);
 constexpr std::size_t kOffRmppFlags = offsetof(SaHeaderWire, rmpp_time_flags);
 constexpr std::size_t kOffSegment = offsetof(SaHeaderWire, segment_number);
 constexpr std::size_t kOffPayloadLength = offsetof(SaHeaderWire, payload_length);
+constexpr std::size_t kOffAttrMod = offsetof(SaHeaderWire, attr_mod);
+constexpr std::size_t kOffCompMask = offsetof(SaHeaderWire, component_mask);
 
 constexpr std::size_t kOffRecLid = offsetof(SmInfoRecordWire, lid);
 constexpr std::size_t kOffRecGuid = offsetof(SmInfoRecordWire, guid);
@@ -27,13 +29,14 @@ constexpr std::size_t kOffRecPriState = offsetof(SmInfoRecordWire, priority_stat
 // The largest AttributeOffset with which one record still fits in a MAD.
 constexpr std::uint16_t kMaxAttrOffsetWords = kSaDataSize / 8;
 
-void put_header(std::span<std::uint8_t> b, std::uint8_t method, std::uint64_t tid) {
+void put_header(std::span<std::uint8_t> b, std::uint8_t method, std::uint64_t tid,
+                std::uint16_t attr = kAttrSmInfoRecord) {
   b[kOffBaseVersion] = kBaseVersion;
   b[kOffClass] = kClassSubnAdm;
   b[kOffClassVersion] = kSaClassVersion;
   b[kOffMethod] = method;
   put_be(b, kOffTid, 8, tid);
-  put_be(b, kOffAttrId, 2, kAttrSmInfoRecord);
+  put_be(b, kOffAttrId, 2, attr);
 }
 
 // The records the table's PayloadLength says the whole transfer has, if it
@@ -53,46 +56,20 @@ std::optional<std::uint32_t> claimed_records(std::span<const std::uint8_t> mad,
   return static_cast<std::uint32_t>(data / record_size);
 }
 
-}  // namespace
+// What a GetTableResp's header says about its records, checked.
+struct TableLayout {
+  std::size_t record_size = 0;  // 0: an empty table
+  std::optional<std::uint32_t> claimed;
+  std::size_t slots = 0;        // whole record slots to decode
+  bool truncated = false;
+};
 
-MadBytes encode_sminfo_record_get_table(std::uint64_t tid) {
-  MadBytes b{};
-  put_header(b, kMethodGetTable, tid);
-  return b;
-}
-
-std::vector<std::uint8_t> encode_sminfo_record_table_response(
-    std::uint64_t tid, const std::vector<SmInfoRecord>& records, bool payload_length) {
-  // The whole transfer, then its first 256 bytes: a segment (and ibsim's
-  // one MAD) cuts the record stream at 200 bytes, inside the 7th record.
-  std::vector<std::uint8_t> b(kSaHeaderSize + records.size() * kSmInfoRecordSize, 0);
-  put_header(b, kMethodGetTableResp, tid);
-  b[kOffRmppVersion] = kRmppVersion;
-  b[kOffRmppType] = kRmppTypeData;
-  b[kOffRmppFlags] = kRmppFlagActive | kRmppFlagFirst | kRmppFlagLast;
-  put_be(b, kOffSegment, 4, 1);
-  if (payload_length) {
-    const std::size_t data = records.size() * kSmInfoRecordSize;
-    const std::size_t segments = std::max<std::size_t>(1, (data + kSaDataSize - 1) / kSaDataSize);
-    put_be(b, kOffPayloadLength, 4, data + segments * kSaClassHeaderSize);
-  }
-  put_be(b, kOffAttrOffset, 2, records.empty() ? 0 : kSmInfoRecordOffsetWords);
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const auto at = kSaHeaderSize + i * kSmInfoRecordSize;
-    auto rec = std::span<std::uint8_t>(b).subspan(at, kSmInfoRecordSize);
-    const SmInfo& info = records[i].info;
-    put_be(rec, kOffRecLid, 2, records[i].lid.value);
-    put_be(rec, kOffRecGuid, 8, info.guid.value);
-    put_be(rec, kOffRecSmKey, 8, info.sm_key);
-    put_be(rec, kOffRecActCount, 4, info.act_count);
-    rec[kOffRecPriState] = static_cast<std::uint8_t>(((info.priority & 0x0f) << 4) |
-                                                     (static_cast<std::uint8_t>(info.state) & 0x0f));
-  }
-  if (b.size() > kMadSize) b.resize(kMadSize);
-  return b;
-}
-
-Result<SmInfoRecordTable> decode_sminfo_record_table(std::span<const std::uint8_t> mad) {
+// The checks every GetTableResp gets: versions, class, method, `attr`,
+// status, AttributeOffset (`min_words`..25; 0 is an empty table, an error
+// unless `may_be_empty`), then which record slots hold records.
+// `name` with its article (`a_name`: "an SMInfoRecord") names the attribute.
+Result<TableLayout> table_layout(std::span<const std::uint8_t> mad, std::uint16_t attr, const char* name,
+                                 const char* a_name, std::uint16_t min_words, bool may_be_empty) {
   if (mad.size() < kSaHeaderSize)
     return decode_error("SA response is " + std::to_string(mad.size()) +
                         " bytes; the header alone is 56");
@@ -111,37 +88,98 @@ Result<SmInfoRecordTable> decode_sminfo_record_table(std::span<const std::uint8_
   if (mad[kOffMethod] != kMethodGetTableResp)
     return decode_error("method " + hex(mad[kOffMethod], 2) +
                         " at offset 3 is not GetTableResp (0x92)");
-  const auto attr = static_cast<std::uint16_t>(get_be(mad, kOffAttrId, 2));
-  if (attr != kAttrSmInfoRecord)
-    return decode_error("attribute " + hex(attr, 4) + " at offset 16 is not SMInfoRecord (0x0018)");
+  const auto got_attr = static_cast<std::uint16_t>(get_be(mad, kOffAttrId, 2));
+  if (got_attr != attr)
+    return decode_error("attribute " + hex(got_attr, 4) + " at offset 16 is not " + name + " (" + hex(attr, 4) + ")");
   const auto status = static_cast<std::uint16_t>(get_be(mad, kOffStatus, 2));
+  if (status == 0x0300 && may_be_empty) return TableLayout{};  // no records
   if (status != 0) return make_error(kErrMadStatus, "SA status " + describe_sa_status(status));
   const auto words = static_cast<std::uint16_t>(get_be(mad, kOffAttrOffset, 2));
-  if (words == 0)
-    return decode_error("AttributeOffset 0 at offset 44: an empty SMInfoRecord table (the "
-                        "master's SA always lists itself)");
-  if (words < kSmInfoRecordOffsetWords || words > kMaxAttrOffsetWords)
-    return decode_error("AttributeOffset " + std::to_string(words) +
-                        " at offset 44: an SMInfoRecord is 4 8-byte words (4.." +
+  if (words == 0) {
+    if (may_be_empty) return TableLayout{};
+    return decode_error("AttributeOffset 0 at offset 44: an empty " + std::string(name) +
+                        " table (the master's SA always lists itself)");
+  }
+  if (words < min_words || words > kMaxAttrOffsetWords)
+    return decode_error("AttributeOffset " + std::to_string(words) + " at offset 44: " + a_name + " is " +
+                        std::to_string(min_words) + " 8-byte words (" + std::to_string(min_words) + ".." +
                         std::to_string(kMaxAttrOffsetWords) + " accepted)");
-  const std::size_t record_size = std::size_t{words} * 8;
-  SmInfoRecordTable table;
-  table.claimed = claimed_records(mad, record_size);
-  std::size_t slots = (mad.size() - kSaHeaderSize) / record_size;
-  if (table.claimed) {
-    slots = std::min<std::size_t>(slots, *table.claimed);
+  TableLayout t;
+  t.record_size = std::size_t{words} * 8;
+  t.claimed = claimed_records(mad, t.record_size);
+  t.slots = (mad.size() - kSaHeaderSize) / t.record_size;
+  if (t.claimed) {
+    t.slots = std::min<std::size_t>(t.slots, *t.claimed);
+    t.truncated = *t.claimed > t.slots;
   } else {
     // No claim: trailing all-zero slots are the MAD's padding.
-    while (slots > 0) {
-      auto rec = mad.subspan(kSaHeaderSize + (slots - 1) * record_size, record_size);
+    while (t.slots > 0) {
+      auto rec = mad.subspan(kSaHeaderSize + (t.slots - 1) * t.record_size, t.record_size);
       if (std::any_of(rec.begin(), rec.end(), [](std::uint8_t c) { return c != 0; })) break;
-      --slots;
+      --t.slots;
     }
+    // A piece of a further record after the whole ones: the stream was cut
+    // there (ibsim's one MAD, or a first segment delivered alone).
+    auto tail = mad.subspan(kSaHeaderSize + ((mad.size() - kSaHeaderSize) / t.record_size) * t.record_size);
+    t.truncated = std::any_of(tail.begin(), tail.end(), [](std::uint8_t c) { return c != 0; });
   }
-  table.records.reserve(slots);
-  for (std::size_t i = 0; i < slots; ++i) {
-    const std::size_t at = kSaHeaderSize + i * record_size;
-    auto rec = mad.subspan(at, record_size);
+  return t;
+}
+
+// RMPP active/first/last, segment 1, and PayloadLength for `data` bytes of
+// records when asked (else 0, as under ibsim).
+void put_table_rmpp(std::span<std::uint8_t> b, std::size_t data, bool payload_length) {
+  b[kOffRmppVersion] = kRmppVersion;
+  b[kOffRmppType] = kRmppTypeData;
+  b[kOffRmppFlags] = kRmppFlagActive | kRmppFlagFirst | kRmppFlagLast;
+  put_be(b, kOffSegment, 4, 1);
+  if (payload_length) {
+    const std::size_t segments = std::max<std::size_t>(1, (data + kSaDataSize - 1) / kSaDataSize);
+    put_be(b, kOffPayloadLength, 4, data + segments * kSaClassHeaderSize);
+  }
+}
+
+}  // namespace
+
+MadBytes encode_sminfo_record_get_table(std::uint64_t tid) {
+  MadBytes b{};
+  put_header(b, kMethodGetTable, tid);
+  return b;
+}
+
+std::vector<std::uint8_t> encode_sminfo_record_table_response(
+    std::uint64_t tid, const std::vector<SmInfoRecord>& records, bool payload_length) {
+  // The whole transfer, then its first 256 bytes: a segment (and ibsim's
+  // one MAD) cuts the record stream at 200 bytes, inside the 7th record.
+  std::vector<std::uint8_t> b(kSaHeaderSize + records.size() * kSmInfoRecordSize, 0);
+  put_header(b, kMethodGetTableResp, tid);
+  put_table_rmpp(b, records.size() * kSmInfoRecordSize, payload_length);
+  put_be(b, kOffAttrOffset, 2, records.empty() ? 0 : kSmInfoRecordOffsetWords);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto at = kSaHeaderSize + i * kSmInfoRecordSize;
+    auto rec = std::span<std::uint8_t>(b).subspan(at, kSmInfoRecordSize);
+    const SmInfo& info = records[i].info;
+    put_be(rec, kOffRecLid, 2, records[i].lid.value);
+    put_be(rec, kOffRecGuid, 8, info.guid.value);
+    put_be(rec, kOffRecSmKey, 8, info.sm_key);
+    put_be(rec, kOffRecActCount, 4, info.act_count);
+    rec[kOffRecPriState] = static_cast<std::uint8_t>(((info.priority & 0x0f) << 4) |
+                                                     (static_cast<std::uint8_t>(info.state) & 0x0f));
+  }
+  if (b.size() > kMadSize) b.resize(kMadSize);
+  return b;
+}
+
+Result<SmInfoRecordTable> decode_sminfo_record_table(std::span<const std::uint8_t> mad) {
+  auto layout = table_layout(mad, kAttrSmInfoRecord, "SMInfoRecord", "an SMInfoRecord", kSmInfoRecordOffsetWords, false);
+  if (!layout) return layout.error();
+  SmInfoRecordTable table;
+  table.claimed = layout->claimed;
+  table.truncated = layout->truncated;
+  table.records.reserve(layout->slots);
+  for (std::size_t i = 0; i < layout->slots; ++i) {
+    const std::size_t at = kSaHeaderSize + i * layout->record_size;
+    auto rec = mad.subspan(at, layout->record_size);
     SmInfoRecord r;
     r.lid = Lid{static_cast<std::uint16_t>(get_be(rec, kOffRecLid, 2))};
     r.info.guid = Guid{get_be(rec, kOffRecGuid, 8)};
@@ -157,13 +195,56 @@ Result<SmInfoRecordTable> decode_sminfo_record_table(std::span<const std::uint8_
     r.info.state = static_cast<SmState>(state);
     table.records.push_back(r);
   }
-  if (table.claimed) {
-    table.truncated = *table.claimed > table.records.size();
-  } else {
-    // A piece of a further record after the whole ones: the stream was cut
-    // there (ibsim's one MAD, or a first segment delivered alone).
-    auto tail = mad.subspan(kSaHeaderSize + ((mad.size() - kSaHeaderSize) / record_size) * record_size);
-    table.truncated = std::any_of(tail.begin(), tail.end(), [](std::uint8_t c) { return c != 0; });
+  return table;
+}
+
+MadBytes encode_is_sm_port_record_get_table(std::uint64_t tid) {
+  MadBytes b{};
+  put_header(b, kMethodGetTable, tid, kAttrPortInfoRecord);
+  put_be(b, kOffAttrMod, 4, kSaEnhancedCompMask);
+  put_be(b, kOffAttrOffset, 2, kPortInfoRecordOffsetWords);
+  put_be(b, kOffCompMask, 8, kPirCompCapabilityMask);
+  auto rec = std::span<std::uint8_t>(b).subspan(kSaHeaderSize, kPortInfoRecordSize);
+  put_be(rec, offsetof(PortInfoRecordWire, port_info) + offsetof(PortInfoWire, capability_mask), 4, kCapIsSm);
+  return b;
+}
+
+std::vector<std::uint8_t> encode_port_info_record_table_response(
+    std::uint64_t tid, const std::vector<PortInfoRecord>& records, bool payload_length) {
+  std::vector<std::uint8_t> b(kSaHeaderSize + records.size() * kPortInfoRecordSize, 0);
+  put_header(b, kMethodGetTableResp, tid, kAttrPortInfoRecord);
+  put_table_rmpp(b, records.size() * kPortInfoRecordSize, payload_length);
+  put_be(b, kOffAttrOffset, 2, records.empty() ? 0 : kPortInfoRecordOffsetWords);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    auto rec = std::span<std::uint8_t>(b).subspan(kSaHeaderSize + i * kPortInfoRecordSize, kPortInfoRecordSize);
+    put_be(rec, offsetof(PortInfoRecordWire, lid), 2, records[i].lid.value);
+    rec[offsetof(PortInfoRecordWire, port_num)] = records[i].port_num;
+    const auto pi = encode_portinfo(records[i].info);
+    std::copy(pi.begin(), pi.end(), rec.begin() + offsetof(PortInfoRecordWire, port_info));
+  }
+  if (b.size() > kMadSize) b.resize(kMadSize);
+  return b;
+}
+
+Result<PortInfoRecordTable> decode_port_info_record_table(std::span<const std::uint8_t> mad) {
+  auto layout = table_layout(mad, kAttrPortInfoRecord, "PortInfoRecord", "a PortInfoRecord", kPortInfoRecordOffsetWords, true);
+  if (!layout) return layout.error();
+  PortInfoRecordTable table;
+  table.claimed = layout->claimed;
+  table.truncated = layout->truncated;
+  table.records.reserve(layout->slots);
+  for (std::size_t i = 0; i < layout->slots; ++i) {
+    const std::size_t at = kSaHeaderSize + i * layout->record_size;
+    auto rec = mad.subspan(at, layout->record_size);
+    PortInfoRecord r;
+    r.lid = Lid{static_cast<std::uint16_t>(get_be(rec, offsetof(PortInfoRecordWire, lid), 2))};
+    r.port_num = rec[offsetof(PortInfoRecordWire, port_num)];
+    auto pi = decode_portinfo(rec.subspan(offsetof(PortInfoRecordWire, port_info), kSmpDataSize));
+    if (!pi)
+      return decode_error("PortInfoRecord " + std::to_string(i) + " at offset " + std::to_string(at) + ": " +
+                          pi.error().message);
+    r.info = *pi;
+    table.records.push_back(r);
   }
   return table;
 }

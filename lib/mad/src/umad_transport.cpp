@@ -168,7 +168,8 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
   std::size_t pending() const { return pending_.size(); }
 
   // A decoded answer, whichever attribute the request asked for.
-  using Payload = std::variant<SmInfo, PortInfo, NodeInfo, std::string, SmInfoRecordTable, ServiceRecord>;
+  using Payload = std::variant<SmInfo, PortInfo, NodeInfo, std::string, SmInfoRecordTable, ServiceRecord,
+                               PortInfoRecordTable>;
   struct Answer {
     Payload payload;
     Duration rtt{};
@@ -558,6 +559,30 @@ void UmadTransport::get_sminfo_records(Lid sa_lid, const RequestOptions& opts,
       [done = std::move(done)](Result<Core::Answer> r) {
         if (!r) return done(r.error());
         done(SmInfoRecordsReply{std::get<SmInfoRecordTable>(r->payload), r->rtt, r->attempts});
+      },
+      true);
+}
+
+void UmadTransport::get_is_sm_port_records(Lid sa_lid, const RequestOptions& opts,
+                                           PortInfoRecordsCallback done) {
+  if (sa_lid.value == 0 || sa_lid.value >= 0xc000) {
+    boost::asio::post(core_->io(), [done = std::move(done), sa_lid] {
+      done(make_error(kErrInvalid, "SA LID " + std::to_string(sa_lid.value) +
+                                       " is not a unicast LID (1..49151)"));
+    });
+    return;
+  }
+  core_->submit(
+      [](std::uint64_t tid) -> Result<MadBytes> { return encode_is_sm_port_record_get_table(tid); },
+      [](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
+        auto table = decode_port_info_record_table(mad);
+        if (!table) return table.error();
+        return Core::Payload{std::move(*table)};
+      },
+      Target{sa_lid}, opts,
+      [done = std::move(done)](Result<Core::Answer> r) {
+        if (!r) return done(r.error());
+        done(PortInfoRecordsReply{std::get<PortInfoRecordTable>(r->payload), r->rtt, r->attempts});
       },
       true);
 }

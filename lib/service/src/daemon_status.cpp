@@ -154,6 +154,19 @@ json Daemon::census_sa_json(TimePoint now) const {
   s["claimed"] = st.sa_claimed ? json(*st.sa_claimed) : json(nullptr);
   s["truncated"] = st.sa_last_truncated;
   s["last_error"] = st.sa_last_error.empty() ? json(nullptr) : json(printable(st.sa_last_error));
+  // The IsSM PortInfoRecord table asked alongside (doc/census.md, source 6).
+  json p;
+  p["queries"] = st.ism_queries;
+  p["tables"] = st.ism_tables;
+  p["mads"] = st.ism_mads;
+  p["truncated_tables"] = st.ism_truncated;
+  p["found"] = st.ism_found;
+  p["resolve_mads"] = st.ism_resolve_mads;
+  p["last_age_s"] = st.ism_last_at ? json(seconds_since(*st.ism_last_at, now)) : json(nullptr);
+  p["records"] = st.ism_last_at ? json(st.ism_records) : json(nullptr);
+  p["truncated"] = st.ism_last_truncated;
+  p["last_error"] = st.ism_last_error.empty() ? json(nullptr) : json(printable(st.ism_last_error));
+  s["is_sm_ports"] = p;
   return s;
 }
 

@@ -117,6 +117,11 @@ class TapTransport final : public mad::MadTransport {
     count("SMInfoRecord");
     inner_.get_sminfo_records(sa_lid, opts, std::move(done));
   }
+  void get_is_sm_port_records(Lid sa_lid, const mad::RequestOptions& opts,
+                              mad::PortInfoRecordsCallback done) override {
+    count("PortInfoRecord");
+    inner_.get_is_sm_port_records(sa_lid, opts, std::move(done));
+  }
   void set_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& opts,
                           mad::ServiceRecordCallback done) override {
     count("ServiceRecord Set");

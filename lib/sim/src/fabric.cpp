@@ -338,6 +338,52 @@ void Fabric::Impl::sa_attempt(const std::shared_ptr<SaReq>& r) {
       [this, r] { sa_attempt(r); }, [this, r](Error e) { finish_sa(r, std::move(e)); });
 }
 
+// ---- SA PortInfoRecords of the IsSM ports (see fabric_impl.hpp) ------------------
+
+void Fabric::Impl::finish_pir(const std::shared_ptr<PirReq>& r, Result<mad::PortInfoRecordsReply> res) {
+  if (r->finished) return;
+  r->finished = true;
+  auto done = std::move(r->done);
+  done(std::move(res));
+}
+
+// The master's SA: every port where an OpenSM process holds the port (IsSM,
+// as a PortInfo read shows it), through the wire encoding and its decoder.
+Result<mad::PortInfoRecordTable> Fabric::Impl::pir_answer(NodeId to) {
+  const auto& sm = nodes[to]->sm;
+  if (!sm || !sm->alive) return make_error(mad::kErrMadStatus, "SA status 0x000c");
+  if (sm->state != SmState::Master) return make_error(mad::kErrMadStatus, "SA status 0x0001: busy");
+  std::vector<mad::PortInfoRecord> records;
+  for (const auto& n : nodes) {
+    if (!n->sm || n->lid.value == 0) continue;
+    mad::PortInfoRecord r;
+    r.lid = n->lid;
+    r.port_num = 1;
+    r.info.lid = n->lid;
+    r.info.sm_lid = n->master_sm_lid;
+    r.info.local_port = 1;
+    r.info.state = n->link ? mad::PortState::Active : mad::PortState::Down;
+    r.info.capability_mask = mad::kCapIsSm;
+    records.push_back(r);
+  }
+  auto bytes = mad::encode_port_info_record_table_response(0, records, true);
+  return mad::decode_port_info_record_table(bytes);
+}
+
+void Fabric::Impl::send_pir(NodeId from, Lid lid, const mad::RequestOptions& o, mad::PortInfoRecordsCallback done) {
+  pir_attempt(std::make_shared<PirReq>(PirReq{from, lid, o, std::move(done)}));
+}
+
+void Fabric::Impl::pir_attempt(const std::shared_ptr<PirReq>& r) {
+  sa_round_trip(
+      r, [this](NodeId to) { return pir_answer(to); },
+      [this, r](const Result<mad::PortInfoRecordTable>& answer, int a) {
+        if (!answer) return finish_pir(r, answer.error());
+        finish_pir(r, mad::PortInfoRecordsReply{*answer, q.now() - r->sent, a});
+      },
+      [this, r] { pir_attempt(r); }, [this, r](Error e) { finish_pir(r, std::move(e)); });
+}
+
 // ---- SA ServiceRecords (see fabric_impl.hpp) -----------------------------------
 
 void Fabric::Impl::finish_sr(const std::shared_ptr<SrReq>& r, Result<mad::ServiceRecordReply> res) {

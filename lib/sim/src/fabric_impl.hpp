@@ -126,6 +126,10 @@ struct Fabric::Impl {
                             mad::SmInfoRecordsCallback done) override {
       f->send_sa(self, sa_lid, o, std::move(done));
     }
+    void get_is_sm_port_records(Lid sa_lid, const mad::RequestOptions& o,
+                                mad::PortInfoRecordsCallback done) override {
+      f->send_pir(self, sa_lid, o, std::move(done));
+    }
     void set_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& o,
                             mad::ServiceRecordCallback done) override {
       f->send_sr(self, sa_lid, mad::encode_service_record_set(0, record), mad::kMethodGetResp, o, std::move(done));
@@ -438,6 +442,21 @@ struct Fabric::Impl {
   // status 0x0300, more than one 0x0400; Delete of no record is 0x0300).
   // Request and answer go through the real encoders and decoders. Who
   // answers and when: as send_sa.
+  // SubnAdmGetTable(PortInfoRecord) of the IsSM ports, as SaReq.
+  struct PirReq {
+    NodeId from;
+    Lid lid;
+    mad::RequestOptions opts;
+    mad::PortInfoRecordsCallback done;
+    int attempt = 0;
+    bool finished = false;
+    TimePoint sent{};
+  };
+  void finish_pir(const std::shared_ptr<PirReq>& r, Result<mad::PortInfoRecordsReply> res);
+  Result<mad::PortInfoRecordTable> pir_answer(NodeId to);
+  void send_pir(NodeId from, Lid lid, const mad::RequestOptions& o, mad::PortInfoRecordsCallback done);
+  void pir_attempt(const std::shared_ptr<PirReq>& r);
+
   struct SrReq {
     NodeId from;
     Lid lid;

@@ -280,6 +280,12 @@ void TopologyTransport::get_sminfo_records(Lid, const mad::RequestOptions& o,
   q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA")); });
 }
 
+void TopologyTransport::get_is_sm_port_records(Lid, const mad::RequestOptions& o,
+                                               mad::PortInfoRecordsCallback done) {
+  mads_ += static_cast<std::uint64_t>(o.retries) + 1;
+  q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA")); });
+}
+
 void TopologyTransport::set_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions& o,
                                            mad::ServiceRecordCallback done) {
   mads_ += static_cast<std::uint64_t>(o.retries) + 1;

@@ -86,12 +86,28 @@ struct FakeTransport : mad::MadTransport {
                     [done] { done(make_error(mad::kErrTimeout, "timeout")); });
     }
   }
-  void get_node_info(const mad::Target&, const mad::RequestOptions& o, mad::NodeInfoCallback done) override {
+  // NodeInfo / NodeDescription per target after 1 ms; silence for the others.
+  std::map<std::string, mad::NodeInfo> node_infos;
+  std::map<std::string, std::string> descriptions;
+  std::vector<std::string> node_queries;  // "info lid:7", "desc lid:7"
+  void get_node_info(const mad::Target& t, const mad::RequestOptions& o, mad::NodeInfoCallback done) override {
+    node_queries.push_back("info " + key(t));
+    if (auto it = node_infos.find(key(t)); it != node_infos.end()) {
+      const mad::NodeInfo n = it->second;
+      s.schedule_at(s.now() + milliseconds(1), [n, done] { done(mad::NodeInfoReply{n, milliseconds(1), 1}); });
+      return;
+    }
     s.schedule_at(s.now() + o.timeout * (o.retries + 1),
                   [done] { done(make_error(mad::kErrTimeout, "timeout")); });
   }
-  void get_node_description(const mad::Target&, const mad::RequestOptions& o,
+  void get_node_description(const mad::Target& t, const mad::RequestOptions& o,
                             mad::NodeDescriptionCallback done) override {
+    node_queries.push_back("desc " + key(t));
+    if (auto it = descriptions.find(key(t)); it != descriptions.end()) {
+      const std::string d = it->second;
+      s.schedule_at(s.now() + milliseconds(1), [d, done] { done(mad::NodeDescriptionReply{d, milliseconds(1), 1}); });
+      return;
+    }
     s.schedule_at(s.now() + o.timeout * (o.retries + 1),
                   [done] { done(make_error(mad::kErrTimeout, "timeout")); });
   }
@@ -129,6 +145,23 @@ struct FakeTransport : mad::MadTransport {
     s.schedule_at(s.now() + milliseconds(1), [t, done] {
       if (!t) return done(t.error());
       done(mad::SmInfoRecordsReply{*t, milliseconds(1), 1});
+    });
+  }
+  // The SA's IsSM PortInfoRecord table after 1 ms, or silence when unset.
+  std::optional<Result<mad::PortInfoRecordTable>> pir_table;
+  std::vector<Lid> pir_queries;
+  void get_is_sm_port_records(Lid sa_lid, const mad::RequestOptions& o,
+                              mad::PortInfoRecordsCallback done) override {
+    pir_queries.push_back(sa_lid);
+    if (!pir_table) {
+      s.schedule_at(s.now() + o.timeout * (o.retries + 1),
+                    [done] { done(make_error(mad::kErrTimeout, "timeout")); });
+      return;
+    }
+    auto t = *pir_table;
+    s.schedule_at(s.now() + milliseconds(1), [t, done] {
+      if (!t) return done(t.error());
+      done(mad::PortInfoRecordsReply{*t, milliseconds(1), 1});
     });
   }
 };
@@ -712,5 +745,104 @@ TEST_CASE("Agent asks the SA at our port's MasterSMLID every sa_interval, its ta
   s.run_until(s.now() + seconds(30));
   CHECK(st.sa_last_error == "mad_status: SA status 0x0300: no records");
   CHECK(st.sa_tables == 3);
+  a.stop();
+}
+
+namespace {
+mad::PortInfoRecord is_sm_port(std::uint16_t lid) {
+  mad::PortInfoRecord r;
+  r.lid = Lid{lid};
+  r.port_num = 1;
+  r.info.lid = Lid{lid};
+  r.info.state = mad::PortState::Active;
+  r.info.capability_mask = mad::kCapIsSm;
+  return r;
+}
+}  // namespace
+
+// An SM with another SM_Key is in no SMInfoRecord table, and a census walk on
+// a large fabric is hours away: the SA's IsSM PortInfoRecord table (one MAD
+// with the SMInfoRecord query) names its LID; the port is resolved by LID
+// (NodeInfo, NodeDescription) and its SM asked by LID. One answering with a
+// head's GUID from another port is an impostor.
+TEST_CASE("Agent: the SA's IsSM PortInfoRecords find an SM no other source lists, and an impostor",
+          "[agent][census][sa]") {
+  ManualScheduler s;
+  FakeTransport t(s);
+  FakeControl ctl;
+  NullSink sink;
+  t.answers["dr:0"] = sminfo(Guid{0x20}, SmState::Standby, 10);
+  t.answers["lid:1"] = sminfo(Guid{0x10}, SmState::Master, 11);
+  t.answers["dr:0,1,1"] = sminfo(Guid{0x10}, SmState::Master, 11);
+  t.port_state = mad::PortState::Active;
+  t.port_sm_lid = Lid{1};
+  AgentConfig c = agent_config();
+  c.local_port_num = 1;
+  c.census.sa_interval = seconds(30);
+  c.census.first_walk_delay = seconds(36000);  // no walk, so no rechecks: the SA alone
+  // The SMInfoRecord table lists the two heads only.
+  t.sa_table = Result<mad::SmInfoRecordTable>(mad::SmInfoRecordTable{
+      {{Lid{1}, sminfo(Guid{0x10}, SmState::Master, 11)}, {Lid{2}, sminfo(Guid{0x20}, SmState::Standby, 10)}},
+      std::nullopt,
+      false});
+  // The IsSM ports: both heads, an SM at LID 7 and one at LID 8.
+  t.pir_table = Result<mad::PortInfoRecordTable>(
+      mad::PortInfoRecordTable{{is_sm_port(1), is_sm_port(2), is_sm_port(7), is_sm_port(8)}, std::nullopt, false});
+  mad::NodeInfo n7;
+  n7.port_guid = Guid{0x70};
+  t.node_infos["lid:7"] = n7;
+  t.descriptions["lid:7"] = "rogue07";
+  t.answers["lid:7"] = sminfo(Guid{0x70}, SmState::Standby, 3);
+  mad::NodeInfo n8;
+  n8.port_guid = Guid{0x80};
+  t.node_infos["lid:8"] = n8;
+  t.descriptions["lid:8"] = "node08";
+  t.answers["lid:8"] = sminfo(Guid{0x10}, SmState::Master, 15);  // claims head01's GUID
+  Agent a(c, s, t, ctl, sink);
+  a.start();
+  s.run_until(s.now() + seconds(5));  // the first SA queries (sa_first_delay 3 s) and their answers
+  REQUIRE(t.pir_queries.size() == 1);
+  CHECK(t.pir_queries[0] == Lid{1});
+  const auto& st = a.census_stats();
+  CHECK(st.ism_tables == 1);
+  CHECK(st.ism_records == 4);
+  CHECK(st.ism_found == 2);
+  CHECK(st.ism_last_error.empty());
+  // Only the LIDs nobody knew were resolved (the heads' were not).
+  CHECK(std::count(t.node_queries.begin(), t.node_queries.end(), "info lid:7") == 1);
+  CHECK(std::count(t.node_queries.begin(), t.node_queries.end(), "info lid:8") == 1);
+  CHECK(std::count(t.node_queries.begin(), t.node_queries.end(), "info lid:1") == 0);
+  CHECK(std::count(t.node_queries.begin(), t.node_queries.end(), "info lid:2") == 0);
+  const auto& e = a.census().entries();
+  REQUIRE(e.count(Guid{0x70}));
+  const auto& x = e.at(Guid{0x70});
+  CHECK(x.sources & kFromSaIsSm);
+  CHECK(x.is_sm);
+  CHECK_FALSE(x.path);
+  CHECK(x.lid == Lid{7});
+  CHECK(x.description == "rogue07");
+  REQUIRE(x.info);
+  CHECK(x.info->priority == 3);
+  CHECK_FALSE(x.head);
+  // The port at LID 8 answered as head01: an impostor, not head01's answer.
+  const auto imps = a.census().impostors(s.now());
+  REQUIRE(imps.size() == 1);
+  CHECK(imps[0].port == Guid{0x80});
+  CHECK(imps[0].info.guid == Guid{0x10});
+  CHECK(a.census().impostor_text(s.now()).find("\"node08\" lid 8") != std::string::npos);
+  // Next table: the same ports, nothing resolved again; the SM at LID 7 is
+  // gone from the table: it loses IsSM in the census.
+  const auto resolved = t.node_queries.size();
+  s.run_until(s.now() + seconds(30));
+  CHECK(t.node_queries.size() == resolved);
+  t.pir_table = Result<mad::PortInfoRecordTable>(
+      mad::PortInfoRecordTable{{is_sm_port(1), is_sm_port(2), is_sm_port(8)}, std::nullopt, false});
+  s.run_until(s.now() + seconds(30));
+  CHECK(st.ism_tables == 3);
+  if (a.census().entries().count(Guid{0x70})) CHECK_FALSE(a.census().entries().at(Guid{0x70}).is_sm);
+  // An SA that refuses: the error kept.
+  t.pir_table = Result<mad::PortInfoRecordTable>(make_error(mad::kErrMadStatus, "SA status 0x0100: no resources"));
+  s.run_until(s.now() + seconds(30));
+  CHECK(st.ism_last_error == "mad_status: SA status 0x0100: no resources");
   a.stop();
 }

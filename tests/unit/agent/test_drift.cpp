@@ -71,6 +71,7 @@ struct FakeSa : mad::MadTransport {
   void get_node_info(const mad::Target&, const mad::RequestOptions&, mad::NodeInfoCallback) override {}
   void get_node_description(const mad::Target&, const mad::RequestOptions&, mad::NodeDescriptionCallback) override {}
   void get_sminfo_records(Lid, const mad::RequestOptions&, mad::SmInfoRecordsCallback) override {}
+  void get_is_sm_port_records(Lid, const mad::RequestOptions&, mad::PortInfoRecordsCallback) override {}
   void set_service_record(Lid sa, const mad::ServiceRecord& r, const mad::RequestOptions&,
                           mad::ServiceRecordCallback done) override {
     sets_to.push_back(sa);

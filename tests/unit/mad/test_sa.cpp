@@ -243,3 +243,88 @@ TEST_CASE("SA status text", "[mad][sa]") {
   CHECK(describe_sa_status(0x0001) == "0x0001: busy");
   CHECK(describe_sa_status(0x0700) == "0x0700: request denied");
 }
+
+// SubnAdmGetTable(PortInfoRecord) of the IsSM ports, what `saquery -s` sends
+// (infiniband-diags: CapabilityMask IsSM, ComponentMask CapabilityMask, the
+// enhanced-mask AttributeModifier bit 31), and its answer.
+TEST_CASE("Golden: SubnAdmGetTable(PortInfoRecord) of the IsSM ports, byte for byte", "[mad][sa][golden]") {
+  const MadBytes b = encode_is_sm_port_record_get_table(0x1234);
+  CHECK(b[0] == 1);
+  CHECK(b[1] == 0x03);
+  CHECK(b[2] == 2);
+  CHECK(b[3] == 0x12);  // GetTable
+  CHECK(b[15] == 0x34);
+  CHECK(b[16] == 0x00);
+  CHECK(b[17] == 0x12);  // PortInfoRecord
+  CHECK(b[20] == 0x80);  // AttributeModifier bit 31
+  CHECK((b[21] | b[22] | b[23]) == 0);
+  for (std::size_t i = 36; i < 44; ++i) CHECK(b[i] == 0);  // SM_Key 0: an untrusted reader
+  CHECK(b[45] == 9);     // AttributeOffset: 72-byte records
+  for (std::size_t i = 48; i < 55; ++i) CHECK(b[i] == 0);
+  CHECK(b[55] == 0x80);  // ComponentMask bit 7: CapabilityMask
+  // The record: EndportLID 0, PortNum 0, PortInfo.CapabilityMask = IsSM (bytes 56 + 4 + 20).
+  for (std::size_t i = 56; i < 256; ++i) CHECK(b[i] == (i == 83 ? 0x02 : 0));
+}
+
+TEST_CASE("PortInfoRecord tables: round trip, two per MAD under ibsim, empty, bad", "[mad][sa]") {
+  std::vector<PortInfoRecord> recs;
+  for (std::uint16_t i = 1; i <= 3; ++i) {
+    PortInfoRecord r;
+    r.lid = Lid{i};
+    r.port_num = 1;
+    r.info.lid = Lid{i};
+    r.info.sm_lid = Lid{1};
+    r.info.local_port = 1;
+    r.info.state = mad::PortState::Active;
+    r.info.capability_mask = 0x0050c04a;
+    recs.push_back(r);
+  }
+  std::vector<PortInfoRecord> two(recs.begin(), recs.begin() + 2);
+  auto d2 = decode_port_info_record_table(encode_port_info_record_table_response(3, two, true));
+  REQUIRE(d2.ok());
+  CHECK(d2->records == two);
+  CHECK(d2->claimed == 2u);
+  CHECK_FALSE(d2->truncated);
+  CHECK(is_sm(d2->records[0].info));
+  // Three: 216 bytes of records; one MAD carries two and 56 bytes of the third.
+  auto b3 = encode_port_info_record_table_response(3, recs, false);
+  CHECK(b3.size() == 256);
+  auto d3 = decode_port_info_record_table(b3);
+  REQUIRE(d3.ok());
+  CHECK(d3->records == two);
+  CHECK(d3->truncated);
+  auto c3 = decode_port_info_record_table(encode_port_info_record_table_response(3, recs, true));
+  REQUIRE(c3.ok());
+  CHECK(c3->claimed == 3u);
+  CHECK(c3->truncated);
+  // No IsSM port at all: an empty table, not an error (AttributeOffset 0, or "no records").
+  auto empty = decode_port_info_record_table(encode_port_info_record_table_response(3, {}, false));
+  REQUIRE(empty.ok());
+  CHECK(empty->records.empty());
+  auto none = encode_port_info_record_table_response(3, two, false);
+  none[4] = 0x03;
+  none[5] = 0x00;
+  auto n = decode_port_info_record_table(none);
+  REQUIRE(n.ok());
+  CHECK(n->records.empty());
+  // Another attribute, a too-small record, another SA status: errors naming them.
+  auto other = encode_port_info_record_table_response(3, two, false);
+  other[17] = 0x18;
+  auto o = decode_port_info_record_table(other);
+  REQUIRE_FALSE(o.ok());
+  CHECK(o.error().message == "attribute 0x0018 at offset 16 is not PortInfoRecord (0x0012)");
+  auto small = encode_port_info_record_table_response(3, two, false);
+  small[45] = 4;
+  auto sm = decode_port_info_record_table(small);
+  REQUIRE_FALSE(sm.ok());
+  CHECK(sm.error().message ==
+        "AttributeOffset 4 at offset 44: a PortInfoRecord is 9 8-byte words (9..25 accepted)");
+  auto busy = encode_port_info_record_table_response(3, two, false);
+  busy[4] = 0x01;
+  busy[5] = 0x00;
+  auto bz = decode_port_info_record_table(busy);
+  REQUIRE_FALSE(bz.ok());
+  CHECK(bz.error().code == kErrMadStatus);
+  // The SMInfoRecord decoder refuses a PortInfoRecord table and vice versa.
+  CHECK_FALSE(decode_sminfo_record_table(b3).ok());
+}

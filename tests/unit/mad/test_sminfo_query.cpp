@@ -39,6 +39,9 @@ class ScriptedTransport : public MadTransport {
   void get_sminfo_records(Lid, const RequestOptions&, SmInfoRecordsCallback) override {
     FAIL("sminfo must never ask the SA");
   }
+  void get_is_sm_port_records(Lid, const RequestOptions&, PortInfoRecordsCallback) override {
+    FAIL("sminfo must never ask the SA");
+  }
   void set_service_record(Lid, const ServiceRecord&, const RequestOptions&, ServiceRecordCallback) override {
     FAIL("sminfo must never ask the SA");
   }

@@ -137,6 +137,17 @@ struct CensusStats {
   std::optional<std::uint32_t> sa_claimed;    // what it said the table has
   bool sa_last_truncated = false;
   std::string sa_last_error;                  // the last query's error ("" when it answered)
+  // The master's SA table of IsSM ports (SubnAdmGetTable(PortInfoRecord)).
+  std::uint64_t ism_queries = 0;
+  std::uint64_t ism_mads = 0;
+  std::uint64_t ism_tables = 0;
+  std::uint64_t ism_truncated = 0;
+  std::uint64_t ism_found = 0;       // ports it found before any other source
+  std::uint64_t ism_resolve_mads = 0;  // NodeInfo / NodeDescription of the ports it found (attempts)
+  std::optional<TimePoint> ism_last_at;
+  std::size_t ism_records = 0;
+  bool ism_last_truncated = false;
+  std::string ism_last_error;
 };
 
 struct AgentConfig {
@@ -251,6 +262,8 @@ class Agent {
   void census_rechecks();
   void census_round(Round& round);
   void census_sa();
+  void census_sa_is_sm(Lid sa_lid);
+  void census_sa_port(Lid lid);
   void update_impostor_alarm();
   sm::Decision step(const sm::Observation& obs);  // applied; the caller reads poll_soon, fence_due
   void apply(const sm::Decision& d);
@@ -304,6 +317,7 @@ class Agent {
   std::string own_description_;        // our node's NodeDescription (census, events)
   bool own_description_pending_ = false;
   std::size_t recheck_next_ = 0;
+  std::set<std::uint16_t> ism_resolving_;  // LIDs of IsSM ports being resolved (NodeInfo, name)
   DriftMonitor drift_;
   TakeoverReporter reporter_;
   std::optional<Scheduler::TimerId> report_timer_;

@@ -39,8 +39,9 @@ enum CensusSource : unsigned {
   kFromMasterSmLid = 2,  // SMInfo at our port's MasterSMLID
   kFromIsSm = 4,         // a port with CapabilityMask.IsSM (the census walk)
   kFromSa = 8,           // an SMInfoRecord of the master's SA
+  kFromSaIsSm = 16,      // an IsSM PortInfoRecord of the master's SA
 };
-// "poll,master_sm_lid,is_sm,sa" (the bits set, in that order).
+// "poll,master_sm_lid,is_sm,sa,sa_is_sm" (the bits set, in that order).
 std::string census_sources_text(unsigned sources);
 
 struct CensusEntry {
@@ -96,6 +97,16 @@ class Census {
   // A recheck of one port's PortInfo between walks: IsSM set (added or
   // refreshed as a walk would) or clear (the entry loses is_sm).
   void rechecked(const SmPort& port, bool is_sm, TimePoint now);
+  // The master's SA lists port `port` (its GUID read by NodeInfo at `lid`)
+  // with IsSM: added, or marked IsSM, with that LID; a DR path a walk gave
+  // it is kept (without one it is asked by LID).
+  void sa_is_sm(Guid port, Lid lid, TimePoint now);
+  // A whole IsSM PortInfoRecord table listed `lids`: an entry that only that
+  // table made IsSM (no walk gave it a DR path) and whose LID it no longer
+  // lists loses is_sm.
+  void sa_is_sm_table(const std::vector<Lid>& lids);
+  // The entry whose LID is `lid`, if any.
+  const CensusEntry* by_lid(Lid lid) const;
   // Its NodeDescription, read after a recheck found it.
   void described(Guid guid, const std::string& description);
   // An SMInfo answer. `lid`: where it was asked by LID (0: by DR / unknown).

@@ -135,6 +135,46 @@ Result<SmInfoRecordTable> decode_sminfo_record_table(std::span<const std::uint8_
 std::vector<std::uint8_t> encode_sminfo_record_table_response(
     std::uint64_t tid, const std::vector<SmInfoRecord>& records, bool payload_length);
 
+// PortInfoRecord (IBA 15.2.5.3; OpenSM ib_portinfo_record_t): EndportLID,
+// PortNum, Options, the 64-byte PortInfo, 4 bytes of padding: 72 bytes,
+// AttributeOffset 9. Two fit in one MAD (ibsim's whole answer).
+inline constexpr std::uint16_t kAttrPortInfoRecord = 0x0012;
+struct PortInfoRecordWire {
+  std::uint8_t lid[2];
+  std::uint8_t port_num;
+  std::uint8_t options;
+  std::uint8_t port_info[kSmpDataSize];
+  std::uint8_t pad[4];
+};
+static_assert(sizeof(PortInfoRecordWire) == 72);
+static_assert(offsetof(PortInfoRecordWire, port_info) == 4);
+inline constexpr std::size_t kPortInfoRecordSize = sizeof(PortInfoRecordWire);
+inline constexpr std::uint16_t kPortInfoRecordOffsetWords = kPortInfoRecordSize / 8;
+// ComponentMask bits of a PortInfoRecord (IBA 15.2.5.3: EndportLID 0,
+// PortNum 1, Options 2, then the PortInfo fields in order: M_Key 3,
+// GIDPrefix 4, LID 5, MasterSMLID 6, CapabilityMask 7; OpenSM
+// IB_PIR_COMPMASK_CAPMASK).
+inline constexpr std::uint64_t kPirCompCapabilityMask = 1ull << 7;
+// AttributeModifier bit 31 of a Get/GetTable: the component mask compares
+// CapabilityMask bitwise (the IBA 1.2 errata; OpenSM's
+// is_enhanced_comp_mask): every port with at least the bits asked for.
+inline constexpr std::uint32_t kSaEnhancedCompMask = 0x80000000u;
+
+// SubnAdmGetTable(PortInfoRecord) of every port with IsSM: ComponentMask
+// CapabilityMask, the enhanced-mask modifier, CapabilityMask = IsSM, SM_Key 0.
+MadBytes encode_is_sm_port_record_get_table(std::uint64_t tid);
+
+// Decodes a GetTableResp(PortInfoRecord) as decode_sminfo_record_table does
+// an SMInfoRecord table (same checks; attribute 0x0012, AttributeOffset
+// 9..25; an empty table is AttributeOffset 0 or status 0x0300 and decodes to
+// no records: unlike the SMInfoRecord table it may be empty).
+Result<PortInfoRecordTable> decode_port_info_record_table(std::span<const std::uint8_t> mad);
+
+// The response an SA would send for `records`, cut at 256 bytes as ibsim
+// cuts it (two whole records and the first 56 bytes of the third).
+std::vector<std::uint8_t> encode_port_info_record_table_response(
+    std::uint64_t tid, const std::vector<PortInfoRecord>& records, bool payload_length);
+
 // The largest response read and decoded (a reassembled table): an SM on each
 // of the 49151 unicast LIDs would be 56 + 49151 x 32 bytes, under 1.5 MiB.
 inline constexpr std::size_t kMaxSaResponse = 2 * 1024 * 1024;

@@ -142,6 +142,31 @@ struct SmInfoRecordsReply {
   int attempts = 1;
 };
 
+// One port as the SA lists it in a PortInfoRecord (IBA 15.2.5.3): its LID
+// (EndportLID), its number on its node and the PortInfo the master's sweeps
+// last read (M_Key zeroed for an untrusted requester).
+struct PortInfoRecord {
+  Lid lid;
+  std::uint8_t port_num = 0;
+  PortInfo info;
+  friend bool operator==(const PortInfoRecord&, const PortInfoRecord&) = default;
+};
+
+// A decoded GetTableResp(PortInfoRecord); `claimed` and `truncated` as in
+// SmInfoRecordTable.
+struct PortInfoRecordTable {
+  std::vector<PortInfoRecord> records;
+  std::optional<std::uint32_t> claimed;
+  bool truncated = false;
+  friend bool operator==(const PortInfoRecordTable&, const PortInfoRecordTable&) = default;
+};
+
+struct PortInfoRecordsReply {
+  PortInfoRecordTable table;
+  Duration rtt{};
+  int attempts = 1;
+};
+
 // A port GID (IBA 4.1.1): the subnet prefix and the port GUID (its interface
 // ID), as a ServiceRecord's ServiceGID carries it.
 struct Gid {
@@ -177,6 +202,7 @@ struct ServiceRecordReply {
 using SmInfoCallback = std::function<void(Result<SmInfoReply>)>;
 using SmInfoRecordsCallback = std::function<void(Result<SmInfoRecordsReply>)>;
 using PortInfoCallback = std::function<void(Result<PortInfoReply>)>;
+using PortInfoRecordsCallback = std::function<void(Result<PortInfoRecordsReply>)>;
 using NodeInfoCallback = std::function<void(Result<NodeInfoReply>)>;
 using NodeDescriptionCallback = std::function<void(Result<NodeDescriptionReply>)>;
 using ServiceRecordCallback = std::function<void(Result<ServiceRecordReply>)>;
@@ -215,6 +241,14 @@ class MadTransport {
   // table cut short is not an error (SmInfoRecordTable::truncated).
   virtual void get_sminfo_records(Lid sa_lid, const RequestOptions& opts,
                                   SmInfoRecordsCallback done) = 0;
+
+  // SubnAdmGetTable(PortInfoRecord) of the ports whose CapabilityMask has
+  // IsSM (what `saquery -s` asks) to the SA at `sa_lid` (doc/census.md,
+  // source 6): every port an SM is bound to, as the master's sweeps saw
+  // them, whatever the SM's SM_Key or state. Same contract as
+  // get_sminfo_records.
+  virtual void get_is_sm_port_records(Lid sa_lid, const RequestOptions& opts,
+                                      PortInfoRecordsCallback done) = 0;
 
   // ServiceRecords at the SA at `sa_lid` (doc/drift.md), one MAD each way, on
   // QP1 like get_sminfo_records; `opts.m_key` is not used. Same callback

@@ -99,6 +99,8 @@ class UmadTransport final : public MadTransport {
                             NodeDescriptionCallback done) override;
   void get_sminfo_records(Lid sa_lid, const RequestOptions& opts,
                           SmInfoRecordsCallback done) override;
+  void get_is_sm_port_records(Lid sa_lid, const RequestOptions& opts,
+                              PortInfoRecordsCallback done) override;
   void set_service_record(Lid sa_lid, const ServiceRecord& record, const RequestOptions& opts,
                           ServiceRecordCallback done) override;
   void get_service_record(Lid sa_lid, std::uint64_t id, const Gid& gid, const std::string& name,

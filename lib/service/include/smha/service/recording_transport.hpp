@@ -113,6 +113,10 @@ class RecordingTransport final : public mad::MadTransport {
                           mad::SmInfoRecordsCallback done) override {
     inner_.get_sminfo_records(sa_lid, opts, std::move(done));
   }
+  void get_is_sm_port_records(Lid sa_lid, const mad::RequestOptions& opts,
+                              mad::PortInfoRecordsCallback done) override {
+    inner_.get_is_sm_port_records(sa_lid, opts, std::move(done));
+  }
   void set_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& opts,
                           mad::ServiceRecordCallback done) override {
     inner_.set_service_record(sa_lid, record, opts, std::move(done));

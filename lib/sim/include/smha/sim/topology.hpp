@@ -102,6 +102,8 @@ class TopologyTransport final : public mad::MadTransport {
   // No SM runs on a topology file's fabric: no SA answers (a timeout).
   void get_sminfo_records(Lid sa_lid, const mad::RequestOptions& o,
                           mad::SmInfoRecordsCallback done) override;
+  void get_is_sm_port_records(Lid sa_lid, const mad::RequestOptions& o,
+                              mad::PortInfoRecordsCallback done) override;
   void set_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& o,
                           mad::ServiceRecordCallback done) override;
   void get_service_record(Lid sa_lid, std::uint64_t id, const mad::Gid& gid, const std::string& name,
