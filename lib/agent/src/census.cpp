@@ -157,7 +157,7 @@ std::vector<Impostor> Census::impostors(TimePoint now) const {
   for (const auto& [port, imp] : impostors_) {
     if (now - imp.last_seen > 4 * limits_.expiry) continue;
     auto e = entries_.find(port);
-    if (e != entries_.end() && !e->second.is_sm) continue;  // the port no longer claims to be an SM
+    if (e == entries_.end() || !e->second.is_sm) continue;  // the port no longer claims to be an SM
     out.push_back(imp);
   }
   return out;
@@ -228,9 +228,14 @@ bool Census::live(const CensusEntry& e, TimePoint now) const {
 }
 
 void Census::expire(TimePoint now) {
-  for (auto it = entries_.begin(); it != entries_.end();)
-    it = !live(it->second, now) && !it->second.is_sm && !it->second.sa_listed ? entries_.erase(it)
-                                                                               : std::next(it);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (live(it->second, now) || it->second.is_sm || it->second.sa_listed) {
+      ++it;
+      continue;
+    }
+    impostors_.erase(it->first);  // its port no longer claims to be an SM
+    it = entries_.erase(it);
+  }
 }
 
 std::string Census::state_text(const CensusEntry& e, TimePoint now) const {

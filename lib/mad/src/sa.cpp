@@ -210,7 +210,7 @@ MadBytes encode_is_sm_port_record_get_table(std::uint64_t tid) {
 }
 
 std::vector<std::uint8_t> encode_port_info_record_table_response(
-    std::uint64_t tid, const std::vector<PortInfoRecord>& records, bool payload_length) {
+    std::uint64_t tid, const std::vector<PortInfoRecord>& records, bool payload_length, bool one_mad) {
   std::vector<std::uint8_t> b(kSaHeaderSize + records.size() * kPortInfoRecordSize, 0);
   put_header(b, kMethodGetTableResp, tid, kAttrPortInfoRecord);
   put_table_rmpp(b, records.size() * kPortInfoRecordSize, payload_length);
@@ -222,7 +222,7 @@ std::vector<std::uint8_t> encode_port_info_record_table_response(
     const auto pi = encode_portinfo(records[i].info);
     std::copy(pi.begin(), pi.end(), rec.begin() + offsetof(PortInfoRecordWire, port_info));
   }
-  if (b.size() > kMadSize) b.resize(kMadSize);
+  if (one_mad && b.size() > kMadSize) b.resize(kMadSize);
   return b;
 }
 

@@ -348,7 +348,8 @@ void Fabric::Impl::finish_pir(const std::shared_ptr<PirReq>& r, Result<mad::Port
 }
 
 // The master's SA: every port where an OpenSM process holds the port (IsSM,
-// as a PortInfo read shows it), through the wire encoding and its decoder.
+// as a PortInfo read shows it), through the wire encoding and its decoder,
+// whole (the kernel reassembles RMPP on hardware; ibsim's cut is the SMInfoRecord table's to model).
 Result<mad::PortInfoRecordTable> Fabric::Impl::pir_answer(NodeId to) {
   const auto& sm = nodes[to]->sm;
   if (!sm || !sm->alive) return make_error(mad::kErrMadStatus, "SA status 0x000c");
@@ -366,7 +367,7 @@ Result<mad::PortInfoRecordTable> Fabric::Impl::pir_answer(NodeId to) {
     r.info.capability_mask = mad::kCapIsSm;
     records.push_back(r);
   }
-  auto bytes = mad::encode_port_info_record_table_response(0, records, true);
+  auto bytes = mad::encode_port_info_record_table_response(0, records, true, false);
   return mad::decode_port_info_record_table(bytes);
 }
 

@@ -9,7 +9,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <optional>
 #include <regex>
 #include <string>
 
@@ -354,6 +356,104 @@ TEST_CASE("Extra record drill: forged ServiceRecords under another ServiceID do 
   if (!wait_status(fabric, h1, guard, [](const json& j) { return has_alarm(j, "config_drift"); }, 90s, &s1))
     FAIL("head01: no config_drift: " << s1["drift"].dump() << "\n" << smhad_log(fabric, h1));
   CHECK(s1["drift"]["peers"][0]["differing"] == json::array({"ha_policy"}));
+  fabric.stop_process(h1.pidx, SIGTERM);
+  fabric.stop_process(h2.pidx, SIGTERM);
+}
+
+namespace {
+
+// The detail of alarm `kind` in a status, or nullopt when it is not raised.
+std::optional<std::string> alarm_detail(const json& s, const std::string& kind) {
+  if (!s.contains("alarms")) return std::nullopt;
+  for (const auto& a : s["alarms"])
+    if (a.value("kind", "") == kind) return a.value("detail", std::string());
+  return std::nullopt;
+}
+
+}  // namespace
+
+// issue: a rogue SM at a compute node answering SMInfo with head02's port GUID
+// (MASTER, priority 15) cleared unknown_sm and raised nothing. The census
+// knows where each head is cabled and its LID: an answer carrying a head's
+// GUID from another port is an impostor, alarmed naming both places, and
+// never taken as the head's answer. The impostor is sm_impostor (a libibumad
+// SM that opens the port's issm and forges SMInfo answers) at Hca3.
+TEST_CASE("Impostor drill: an SM at a compute node answering with head02's GUID raises impostor_sm on both "
+          "heads naming both places, head02 stays STANDBY in the census",
+          "[ibsim][smhad][hostile][census]") {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;
+  const std::uint64_t g1 = 0x100001, g2 = 0x100004;
+  Head h1{"head01", "Hca1", g1, fabric.scratch_dir() + "/head01"};
+  Head h2{"head02", "Hca2", g2, fabric.scratch_dir() + "/head02"};
+  write_smhad_config(h1, {{h2.name, h2.guid, 0}});
+  write_smhad_config(h2, {{h1.name, h1.guid, 0}});
+  json s1, s2;
+  start_pair(fabric, guard, h1, h2, s1, s2);
+  // Both heads located by the census (their first walk) before the impostor.
+  for (Head* h : {&h1, &h2}) {
+    json s;
+    if (!wait_status(fabric, *h, guard, [](const json& j) {
+          if (j["sms"].size() != 2) return false;
+          for (const auto& x : j["sms"])
+            if (x["head"].is_null() || !x["switch_guid"].is_string()) return false;
+          return true;
+        }, 30s, &s))
+      FAIL(h->name << ": heads not located by the census: " << s.dump());
+  }
+  const auto hca3 = fabric.node_port("Hca3");
+  REQUIRE(hca3);
+
+  const std::string ready = fabric.scratch_dir() + "/impostor.ready";
+  const auto t0 = std::chrono::steady_clock::now();
+  const int imp = fabric.spawn("Hca3", {SMHA_SM_IMPOSTOR, hex_guid(g2), "15", "3", ready});
+  REQUIRE(wait_for([&] { return std::ifstream(ready).good() || !fabric.process_running(imp); }, 10s));
+  REQUIRE(fabric.process_running(imp));
+  for (Head* h : {&h1, &h2}) {
+    json s;
+    std::string detail;
+    if (!wait_status(fabric, *h, guard, [&](const json& j) {
+          auto d = alarm_detail(j, "impostor_sm");
+          if (d) detail = *d;
+          return d && d->find("\"Hca3\"") != std::string::npos;
+        }, 60s, &s))
+      FAIL(h->name << ": no impostor_sm naming Hca3: " << s.dump() << "\n"
+                   << fabric.process_stderr(imp) << "\n" << smhad_log(fabric, *h));
+    INFO(detail);
+    // Both places: the port that answered (Hca3, its LID) and where head02 is.
+    CHECK(detail.find("lid " + std::to_string(hca3->lid)) != std::string::npos);
+    CHECK(detail.find("answers as head " + hex_guid(g2) + " MASTER prio 15") != std::string::npos);
+    CHECK(detail.find("that head is at \"head02\"") != std::string::npos);
+    // head02 in the census is what head02 answers, not the impostor's claim.
+    bool seen = false;
+    for (const auto& x : s["sms"])
+      if (x["guid"] == hex_guid(g2)) {
+        seen = true;
+        CHECK(x["state"] == "STANDBY");
+        CHECK(x["priority"] != 15);
+      }
+    CHECK(seen);
+  }
+  const auto found_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  std::cout << "Impostor drill: impostor_sm on both heads " << found_ms.count() << " ms after the impostor started"
+            << std::endl;
+  // Nothing acted on its answers: same master, no takeover.
+  REQUIRE(wait_status(fabric, h1, guard, local_master, 5s, &s1));
+  REQUIRE(wait_status(fabric, h2, guard, [](const json& j) { return j["local"]["state"] == "STANDBY"; }, 5s, &s2));
+  for (Head* h : {&h1, &h2}) CHECK(count_events(*h, "takeover_started") == 0);
+
+  // It stops (its port loses IsSM): cleared on both heads once a recheck
+  // reads that (seconds), long before the impostor record's own expiry (60 s).
+  const auto t1 = std::chrono::steady_clock::now();
+  fabric.stop_process(imp, SIGTERM);
+  for (Head* h : {&h1, &h2}) {
+    json s;
+    if (!wait_status(fabric, *h, guard, [](const json& j) { return !alarm_detail(j, "impostor_sm"); }, 45s, &s))
+      FAIL(h->name << ": impostor_sm not cleared: " << s.dump());
+  }
+  std::cout << "Impostor drill: impostor_sm cleared on both heads "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t1).count()
+            << " ms after the impostor stopped" << std::endl;
   fabric.stop_process(h1.pidx, SIGTERM);
   fabric.stop_process(h2.pidx, SIGTERM);
 }

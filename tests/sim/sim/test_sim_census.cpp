@@ -214,12 +214,13 @@ TEST_CASE("A third OpenSM at priority 0 on a compute node: unknown_sm names it, 
   CHECK(rate <= 2.0);
 }
 
-TEST_CASE("The master's SA lists an SM on a compute node: source \"sa\" alone raises unknown_sm and clears",
+TEST_CASE("The master's SA lists an SM on a compute node: its two tables alone raise unknown_sm and clear",
           "[census][sim][sa]") {
   ClusterParams p;
   p.peer_addressing = PeerAddressing::GuidOnly;
   p.census.enabled = true;
-  // No walk and so no rechecks or IsSM: the SA table is the only way to the third SM.
+  // No walk and so no rechecks: the SA's tables (SMInfoRecords, IsSM
+  // PortInfoRecords) are the only way to the third SM.
   p.census.first_walk_delay = seconds(3600);
   p.census.sa_interval = seconds(5);
   Cluster c(84, p);
@@ -251,15 +252,29 @@ TEST_CASE("The master's SA lists an SM on a compute node: source \"sa\" alone ra
   REQUIRE(c.run_until([&] {
     return count_records(c, 0, "alarm", "unknown_sm") == 1 && count_records(c, 1, "alarm", "unknown_sm") == 1;
   }, seconds(20)));
-  WARN("unknown_sm from the SA table alone " << std::chrono::duration<double>(c.now() - started).count()
+  WARN("unknown_sm from the SA's tables alone " << std::chrono::duration<double>(c.now() - started).count()
                                              << " s after the third OpenSM started");
+  // The IsSM table names it at once; the SMInfoRecord table once the
+  // master's next light sweep (10 s) read its SMInfo.
+  REQUIRE(c.run_until([&] {
+    for (int i = 0; i < c.heads(); ++i) {
+      const auto& e = c.agent(i)->census().entries();
+      if (!e.count(third) || !e.at(third).sa_listed) return false;
+    }
+    return true;
+  }, seconds(20)));
   for (int i = 0; i < c.heads(); ++i) {
     const auto& e = c.agent(i)->census().entries();
     REQUIRE(e.count(third));
     const auto& x = e.at(third);
-    CHECK(x.sources == agent::kFromSa);
+    CHECK((x.sources & agent::kFromSa) != 0);
+    CHECK((x.sources & agent::kFromSaIsSm) != 0);
     CHECK(x.sa_listed);
-    CHECK_FALSE(x.is_sm);
+    CHECK(x.is_sm);       // the IsSM table listed its port
+    CHECK_FALSE(x.path);  // no walk: asked by LID
+    CHECK(x.description == c.fabric().name(node));
+    CHECK(c.agent(i)->census_stats().ism_found == 1);
+    CHECK(c.agent(i)->census_stats().ism_records == 3);
     CHECK(x.lid == c.fabric().lid(node));
     REQUIRE(x.info);
     CHECK(x.info->state == SmState::Standby);

@@ -274,4 +274,15 @@ TEST_CASE("Census: an SM answering with a head's GUID from another port is an im
   CHECK(c.impostors(t0 + seconds(4) + 4 * seconds(15) + seconds(1)).empty());
   c.walked({}, true, t0 + seconds(5));
   CHECK(c.impostors(t0 + seconds(5)).empty());
+  // A recheck sees its IsSM gone and the entry expires: the impostor goes
+  // with it, not only after 4 x expiry (it used to stay listed then).
+  c.walked({port(kOther, "node07 HCA-1", DrPath{{1, 5}}, kSwitch, 5)}, true, t0 + seconds(6));
+  CHECK(c.answered_at(kOther, sminfo(kPeer, SmState::Master, 15), Lid{7}, t0 + seconds(6)));
+  REQUIRE(c.impostors(t0 + seconds(7)).size() == 1);
+  c.rechecked(port(kOther, "node07 HCA-1", DrPath{{1, 5}}, kSwitch, 5), false, t0 + seconds(8));
+  CHECK(c.impostors(t0 + seconds(8)).empty());
+  c.expire(t0 + seconds(30));  // its own answer (t0 + 3 s) is no longer live
+  CHECK_FALSE(c.entries().count(kOther));
+  c.walked({port(kOther, "node07 HCA-1", DrPath{{1, 5}}, kSwitch, 5)}, true, t0 + seconds(31));
+  CHECK(c.impostors(t0 + seconds(31)).empty());  // IsSM again, but no forged answer since
 }

@@ -170,10 +170,12 @@ MadBytes encode_is_sm_port_record_get_table(std::uint64_t tid);
 // no records: unlike the SMInfoRecord table it may be empty).
 Result<PortInfoRecordTable> decode_port_info_record_table(std::span<const std::uint8_t> mad);
 
-// The response an SA would send for `records`, cut at 256 bytes as ibsim
-// cuts it (two whole records and the first 56 bytes of the third).
+// The response an SA would send for `records`: with `one_mad`, cut at 256
+// bytes as ibsim cuts it (two whole records and the first 56 bytes of the
+// third); without, the whole transfer as the kernel hands a reassembled RMPP
+// transfer over (the sim's SA on hardware terms).
 std::vector<std::uint8_t> encode_port_info_record_table_response(
-    std::uint64_t tid, const std::vector<PortInfoRecord>& records, bool payload_length);
+    std::uint64_t tid, const std::vector<PortInfoRecord>& records, bool payload_length, bool one_mad = true);
 
 // The largest response read and decoded (a reassembled table): an SM on each
 // of the 49151 unicast LIDs would be 56 + 49151 x 32 bytes, under 1.5 MiB.
