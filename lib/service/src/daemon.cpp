@@ -98,7 +98,7 @@ bool Daemon::init() {
         if (handover_) handover_->check();
       });
 
-  auto mapped = map_config(config_, own_guid_, &unaddressed_);
+  auto mapped = map_config(config_, own_guid_);
   if (!mapped) {
     err_ << "smhad: " << mapped.error().message << '\n';
     return false;

@@ -178,7 +178,6 @@ class Daemon final : public DrillHost {
   os::PosixFileSystem fs_;
   opensm::Capabilities caps_;
   Guid own_guid_;
-  std::vector<std::string> unaddressed_;
   HoldState hold_;
   std::unique_ptr<os::ProcessRunner> runner_;
   std::unique_ptr<DaemonAdapters::Port> port_;

@@ -96,21 +96,13 @@ Reply Daemon::do_reload() {
                           "these keys take effect only when smhad restarts: " + keys + "; nothing changed",
                           json{{"restart_keys", needs_restart}});
   }
-  std::vector<std::string> unaddressed;
-  auto mapped = map_config(next, own_guid_, &unaddressed);
+  auto mapped = map_config(next, own_guid_);
   if (!mapped) return Reply::failure(ResultCode::Error, mapped.error().message);
   json data;
   std::string text;
   if (supervised_) {
-    const config::Config saved = config_;
     opensm::ReloadDecision decision;
-    auto render = [next, this]() {
-      config::Config tmp = config_;
-      config_ = next;
-      auto r = make_renderer(next);
-      config_ = tmp;
-      return r;
-    }();
+    auto render = make_renderer(next);
     const std::string failed_reason = supervised_->supervisor_status().state == opensm::SupervisorState::Failed
                                           ? supervised_->supervisor_status().reason
                                           : std::string();
@@ -139,7 +131,6 @@ Reply Daemon::do_reload() {
   const bool policy_changed = !same_policy(agent_cfg_, mapped.value());
   data["engine_restarted"] = policy_changed;
   config_ = std::move(next);
-  unaddressed_ = unaddressed;
   if (policy_changed) {
     osm_log_interval_ = mapped.value().policy.poll_interval;
     start_agent(std::move(mapped).value());

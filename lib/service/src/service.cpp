@@ -69,8 +69,7 @@ Error policy_error_at(const config::Config& c, const Error& e) {
 
 }  // namespace
 
-Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid,
-                                      std::vector<std::string>* unaddressed) {
+Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid) {
   agent::AgentConfig a;
   sm::HaPolicy& p = a.policy;
   p.node_name = c.node_name;
@@ -83,7 +82,6 @@ Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid,
     // lid or dr_path is an override, checked against what discovery finds.
     a.peers.push_back(
         agent::PeerAddress{peer.port_guid, peer.lid.value_or(Lid{}), peer.dr_path, true});
-    (void)unaddressed;  // no peer is unaddressed any more
   }
   p.poll_interval = c.failover.poll_interval;
   p.misses = c.failover.misses_before_takeover;

@@ -68,14 +68,12 @@ control::Reply guard_reload(const char* via, LogEventSink& sink, const std::func
 // Config -> the agent's configuration. `own_guid` is the local port GUID (from
 // node.port_guid or the opened port). Every peer is found by directed-route
 // discovery (PeerAddress::discover; a configured lid or dr_path is an
-// override checked against it), so `unaddressed` stays empty (kept for
-// callers). Errors: code "policy" (sm::validate),
+// override checked against it). Errors: code "policy" (sm::validate),
 // the message "<file>:<line>:<col>: <yaml key>: HA policy: ..." naming the
 // YAML key the field comes from. smhad --check-config runs it too.
 // The engine gets sm_priority and every peer's sm_priority (default: the same)
 // and renders from them (doc/ha-engine.md "Rendered priorities"); a hung local
 // OpenSM is fenced after (misses + 1) x poll_interval.
-Result<agent::AgentConfig> map_config(const config::Config& config, Guid own_guid,
-                                      std::vector<std::string>* unaddressed = nullptr);
+Result<agent::AgentConfig> map_config(const config::Config& config, Guid own_guid);
 
 }  // namespace smha::service
