@@ -5,31 +5,12 @@
 
 #include <CLI/CLI.hpp>
 
-#include "smha/control/cli.hpp"
+#include "smha/client/cli.hpp"
 
 namespace smha::smctl {
 
-// Stable exit codes shared by every subcommand (doc/smctl.md).
-enum ExitCode : int {
-  kExitOk = 0,
-  kExitFailure = 1,        // the operation ran and failed
-  kExitUsage = 2,          // bad arguments
-  kExitTimeout = 3,        // no answer within the timeout
-  kExitMadStatus = 4,      // answered with a non-zero MAD status
-  kExitNoPort = 5,         // no such CA / port / port GUID
-  kExitNoDaemon = 6,       // cannot reach smhad (or it went away during events --follow)
-  kExitUnauthorized = 7,   // smhad refused: not allowed (or no permission on its socket)
-  kExitUnsupported = 8,    // smhad does not know the method, or speaks an incompatible protocol
-  kExitDiffers = 9,        // render-config --diff: the file at opensm.conf_path differs
-};
-
-// One table of exit codes: the control-socket commands return lib/control's.
-static_assert(int{kExitOk} == int{smha::control::kCliOk} && int{kExitFailure} == int{smha::control::kCliFailure} &&
-              int{kExitUsage} == int{smha::control::kCliUsage} &&
-              int{kExitTimeout} == int{smha::control::kCliTimeout} &&
-              int{kExitNoDaemon} == int{smha::control::kCliNoDaemon} &&
-              int{kExitUnauthorized} == int{smha::control::kCliUnauthorized} &&
-              int{kExitUnsupported} == int{smha::control::kCliUnsupported});
+// Stable exit codes shared by every subcommand (doc/smctl.md): lib/client's table.
+using enum client::ExitCode;
 
 inline constexpr const char* kSminfoDescription =
     "query SMInfo of a subnet manager (default: the local port's own SM, directed route 0)";

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // smctl subcommands that talk to smhad over the control socket: status, sms, events,
 // metrics, handover, drill, hold, release, reload. Thin: options -> params,
-// lib/control's run_cli_call does the call, lib/service renders status and
+// lib/client does the call (run_cli_call), renders status and
 // events and follows them.
 #include <csignal>
 #include <iostream>
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "smctl_commands.hpp"
-#include "smha/control/cli.hpp"
+#include "smha/client/cli.hpp"
 #include "smha/client/follow.hpp"
 #include "smha/client/render.hpp"
 
@@ -19,7 +19,7 @@ namespace smha::smctl {
 namespace {
 
 struct OpsState {
-  control::CliOptions status, sms, events, metrics, handover, drill, hold, release, reload;
+  client::CliOptions status, sms, events, metrics, handover, drill, hold, release, reload;
   std::size_t n = 20;
   bool follow = false;
   std::string to, drill_to;
@@ -27,9 +27,9 @@ struct OpsState {
   std::string hold_reason = "maintenance";
 };
 
-int call(const control::CliOptions& o, const std::string& method, const nlohmann::json& params,
-         const control::HumanRenderer& render = nullptr) {
-  return control::run_cli_call(o, method, params, std::cout, std::cerr, render);
+int call(const client::CliOptions& o, const std::string& method, const nlohmann::json& params,
+         const client::HumanRenderer& render = nullptr) {
+  return client::run_cli_call(o, method, params, std::cout, std::cerr, render);
 }
 
 void print_text(const control::Reply& r, std::ostream& out) {
@@ -56,7 +56,7 @@ void register_daemon_ops(CLI::App& app, int& exit_code) {
   auto st = std::make_shared<OpsState>();
 
   auto* status = app.add_subcommand("status", "show smhad's role, the SMs it polls, OpenSM and alarms");
-  control::add_cli_options(*status, st->status);
+  client::add_cli_options(*status, st->status);
   status->callback([st, &exit_code] {
     exit_code = call(st->status, control::method::kStatus, nlohmann::json::object(),
                      [](const control::Reply& r, std::ostream& out) {
@@ -65,14 +65,14 @@ void register_daemon_ops(CLI::App& app, int& exit_code) {
   });
 
   auto* sms = app.add_subcommand("sms", "every SM on the fabric (the census), like chronyc sources");
-  control::add_cli_options(*sms, st->sms);
+  client::add_cli_options(*sms, st->sms);
   sms->callback([st, &exit_code] {
     exit_code = call(st->sms, control::method::kSms, nlohmann::json::object(),
                      [](const control::Reply& r, std::ostream& out) { out << client::render_sms_text(r.data); });
   });
 
   auto* events = app.add_subcommand("events", "recent transitions, alarms and operations");
-  control::add_cli_options(*events, st->events);
+  client::add_cli_options(*events, st->events);
   events->add_option("-n", st->n, "number of events")->check(CLI::PositiveNumber)->capture_default_str();
   events->add_flag("-f,--follow", st->follow, "keep printing new events as they happen (until Ctrl-C)");
   events->callback([st, &exit_code] {
@@ -88,7 +88,7 @@ void register_daemon_ops(CLI::App& app, int& exit_code) {
   });
 
   auto* handover = app.add_subcommand("handover", "planned handover of mastership to a peer");
-  control::add_cli_options(*handover, st->handover);
+  client::add_cli_options(*handover, st->handover);
   handover->add_option("--to", st->to, "peer name (default: the best standby)");
   handover->callback([st, &exit_code] {
     nlohmann::json params = nlohmann::json::object();
@@ -97,7 +97,7 @@ void register_daemon_ops(CLI::App& app, int& exit_code) {
   });
 
   auto* metrics = app.add_subcommand("metrics", "print smhad's Prometheus metrics (exposition text)");
-  control::add_cli_options(*metrics, st->metrics);
+  client::add_cli_options(*metrics, st->metrics);
   metrics->callback([st, &exit_code] {
     exit_code = call(st->metrics, control::method::kMetrics, nlohmann::json::object(), [](const control::Reply& r, std::ostream& out) {
       out << r.data.value("text", std::string());
@@ -106,36 +106,36 @@ void register_daemon_ops(CLI::App& app, int& exit_code) {
 
   auto* drill = app.add_subcommand("drill", "planned failover to a peer and failback, timed, with a verdict");
   st->drill.timeout_s = 60;  // two legs of up to handover_bound + 2 s each, plus settling
-  control::add_cli_options(*drill, st->drill);
+  client::add_cli_options(*drill, st->drill);
   drill->add_option("--to", st->drill_to, "peer to fail over to (default: the best standby)");
   drill->callback([st, &exit_code] {
     nlohmann::json params = nlohmann::json::object();
     if (!st->drill_to.empty()) params[control::param::kTo] = st->drill_to;
-    exit_code = control::run_cli_call(st->drill, control::method::kDrill, params, std::cout, std::cerr, print_text);
+    exit_code = client::run_cli_call(st->drill, control::method::kDrill, params, std::cout, std::cerr, print_text);
   });
 
   auto* hold = app.add_subcommand("hold", "maintenance hold: freeze automatic transitions");
-  control::add_cli_options(*hold, st->hold);
+  client::add_cli_options(*hold, st->hold);
   hold->add_option("--for", st->hold_for, "time until the hold expires: seconds, or with a unit (30m, 2h, 1d); at most 7 days")
       ->check([](const std::string& v) {
-        auto d = control::parse_duration_seconds(v, control::kMaxHoldSeconds);
+        auto d = client::parse_duration_seconds(v, control::kMaxHoldSeconds);
         return d ? std::string() : d.error().message;
       })
       ->capture_default_str();
   hold->add_option("--reason", st->hold_reason, "shown in status and events");
   hold->callback([st, &exit_code] {
-    const double secs = control::parse_duration_seconds(st->hold_for, control::kMaxHoldSeconds).value();
+    const double secs = client::parse_duration_seconds(st->hold_for, control::kMaxHoldSeconds).value();
     exit_code = call(st->hold, control::method::kHold,
                      nlohmann::json{{control::param::kDurationS, secs}, {control::param::kReason, st->hold_reason}},
                      print_text);
   });
 
   auto* release = app.add_subcommand("release", "end a maintenance hold");
-  control::add_cli_options(*release, st->release);
+  client::add_cli_options(*release, st->release);
   release->callback([st, &exit_code] { exit_code = call(st->release, control::method::kRelease, nlohmann::json::object(), print_text); });
 
   auto* reload = app.add_subcommand("reload", "re-read smha.yaml and apply what changed");
-  control::add_cli_options(*reload, st->reload);
+  client::add_cli_options(*reload, st->reload);
   reload->callback([st, &exit_code] { exit_code = call(st->reload, control::method::kReload, nlohmann::json::object(), print_text); });
 }
 

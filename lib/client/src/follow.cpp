@@ -11,7 +11,7 @@ namespace smha::client {
 
 using nlohmann::json;
 
-int follow_events(const control::CliOptions& options, std::size_t n, std::ostream& out, std::ostream& err,
+int follow_events(const CliOptions& options, std::size_t n, std::ostream& out, std::ostream& err,
                   const volatile std::sig_atomic_t* stop) {
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000.0));
   auto print = [&](const json& events) {
@@ -23,17 +23,17 @@ int follow_events(const control::CliOptions& options, std::size_t n, std::ostrea
     out << std::flush;
   };
   auto gone = [&](const Error& e, bool connected) {
-    if (e.code == control::kErrInterrupted || (stop && *stop)) return control::kCliOk;
+    if (e.code == control::kErrInterrupted || (stop && *stop)) return kExitOk;
     if (e.code == control::kErrTimeout) {
       err << "smctl: events: " << e.message << '\n';
-      return control::kCliTimeout;
+      return kExitTimeout;
     }
     if (e.code == control::kErrPermission) {
       err << "smctl: events: " << e.message << '\n';
-      return control::kCliUnauthorized;
+      return kExitUnauthorized;
     }
     err << "smctl: events: " << (connected ? "smhad went away: " : "") << e.message << '\n';
-    return control::kCliNoDaemon;
+    return kExitNoDaemon;
   };
   auto client = control::ControlClient::connect(options.socket_path, timeout);
   if (!client) return gone(client.error(), false);
@@ -42,7 +42,7 @@ int follow_events(const control::CliOptions& options, std::size_t n, std::ostrea
   if (!first) return gone(first.error(), true);
   if (!first->is_ok()) {
     err << "smctl: events: " << control::to_string(first->result) << ": " << first->text << '\n';
-    return control::exit_code_for(first->result);
+    return exit_code_for(first->result);
   }
   print(first->data.value("events", json::array()));
   std::uint64_t after = first->data.value("last_seq", std::uint64_t{0});
@@ -55,7 +55,7 @@ int follow_events(const control::CliOptions& options, std::size_t n, std::ostrea
     if (!r) return gone(r.error(), true);
     if (!r->is_ok()) {
       err << "smctl: events: " << control::to_string(r->result) << ": " << r->text << '\n';
-      return control::exit_code_for(r->result);
+      return exit_code_for(r->result);
     }
     const json events = r->data.value("events", json::array());
     print(events);
@@ -63,7 +63,7 @@ int follow_events(const control::CliOptions& options, std::size_t n, std::ostrea
     if (!events.empty()) after = events.back().value("seq", after);
     else if (last < after) after = last;  // smhad's history restarted below us
   }
-  return control::kCliOk;
+  return kExitOk;
 }
 
 }  // namespace smha::client

@@ -539,52 +539,48 @@ void UmadTransport::get_node_description(const Target& target, const RequestOpti
       });
 }
 
-void UmadTransport::get_sminfo_records(Lid sa_lid, const RequestOptions& opts,
-                                       SmInfoRecordsCallback done) {
+namespace {
+
+// A SubnAdmGetTable to the SA at `sa_lid`: `encode(tid)` is the request,
+// `decode` reads the table, `done` gets a Reply{table, rtt, attempts}.
+template <typename Table, typename Reply, typename Callback>
+void sa_table_request(Core& core, Lid sa_lid, MadBytes (*encode)(std::uint64_t),
+                      Result<Table> (*decode)(std::span<const std::uint8_t>), const RequestOptions& opts,
+                      Callback done) {
   if (sa_lid.value == 0 || sa_lid.value >= 0xc000) {
-    boost::asio::post(core_->io(), [done = std::move(done), sa_lid] {
+    boost::asio::post(core.io(), [done = std::move(done), sa_lid] {
       done(make_error(kErrInvalid, "SA LID " + std::to_string(sa_lid.value) +
                                        " is not a unicast LID (1..49151)"));
     });
     return;
   }
-  core_->submit(
-      [](std::uint64_t tid) -> Result<MadBytes> { return encode_sminfo_record_get_table(tid); },
-      [](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
-        auto table = decode_sminfo_record_table(mad);
+  core.submit(
+      [encode](std::uint64_t tid) -> Result<MadBytes> { return encode(tid); },
+      [decode](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
+        auto table = decode(mad);
         if (!table) return table.error();
         return Core::Payload{std::move(*table)};
       },
       Target{sa_lid}, opts,
       [done = std::move(done)](Result<Core::Answer> r) {
         if (!r) return done(r.error());
-        done(SmInfoRecordsReply{std::get<SmInfoRecordTable>(r->payload), r->rtt, r->attempts});
+        done(Reply{std::get<Table>(r->payload), r->rtt, r->attempts});
       },
       true);
 }
 
+}  // namespace
+
+void UmadTransport::get_sminfo_records(Lid sa_lid, const RequestOptions& opts,
+                                       SmInfoRecordsCallback done) {
+  sa_table_request<SmInfoRecordTable, SmInfoRecordsReply>(*core_, sa_lid, &encode_sminfo_record_get_table,
+                                                          &decode_sminfo_record_table, opts, std::move(done));
+}
+
 void UmadTransport::get_is_sm_port_records(Lid sa_lid, const RequestOptions& opts,
                                            PortInfoRecordsCallback done) {
-  if (sa_lid.value == 0 || sa_lid.value >= 0xc000) {
-    boost::asio::post(core_->io(), [done = std::move(done), sa_lid] {
-      done(make_error(kErrInvalid, "SA LID " + std::to_string(sa_lid.value) +
-                                       " is not a unicast LID (1..49151)"));
-    });
-    return;
-  }
-  core_->submit(
-      [](std::uint64_t tid) -> Result<MadBytes> { return encode_is_sm_port_record_get_table(tid); },
-      [](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
-        auto table = decode_port_info_record_table(mad);
-        if (!table) return table.error();
-        return Core::Payload{std::move(*table)};
-      },
-      Target{sa_lid}, opts,
-      [done = std::move(done)](Result<Core::Answer> r) {
-        if (!r) return done(r.error());
-        done(PortInfoRecordsReply{std::get<PortInfoRecordTable>(r->payload), r->rtt, r->attempts});
-      },
-      true);
+  sa_table_request<PortInfoRecordTable, PortInfoRecordsReply>(*core_, sa_lid, &encode_is_sm_port_record_get_table,
+                                                              &decode_port_info_record_table, opts, std::move(done));
 }
 
 namespace {

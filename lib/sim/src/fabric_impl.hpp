@@ -421,15 +421,18 @@ struct Fabric::Impl {
   // answer goes through the real encoder and decoder. No SM on the port: the
   // kernel refuses the GSI MAD (status); a frozen or starting SM: silence; an
   // SM that is not MASTER: busy (a model; the census asks the master only).
-  struct SaReq {
+  // An SA table request (SMInfoRecords, IsSM PortInfoRecords) in flight.
+  template <typename Callback>
+  struct TableReq {
     NodeId from;
     Lid lid;
     mad::RequestOptions opts;
-    mad::SmInfoRecordsCallback done;
+    Callback done;
     int attempt = 0;
     bool finished = false;
     TimePoint sent{};
   };
+  using SaReq = TableReq<mad::SmInfoRecordsCallback>;
   void finish_sa(const std::shared_ptr<SaReq>& r, Result<mad::SmInfoRecordsReply> res);
   Result<mad::SmInfoRecordTable> sa_answer(NodeId to);
   void send_sa(NodeId from, Lid lid, const mad::RequestOptions& o, mad::SmInfoRecordsCallback done);
@@ -442,16 +445,8 @@ struct Fabric::Impl {
   // status 0x0300, more than one 0x0400; Delete of no record is 0x0300).
   // Request and answer go through the real encoders and decoders. Who
   // answers and when: as send_sa.
-  // SubnAdmGetTable(PortInfoRecord) of the IsSM ports, as SaReq.
-  struct PirReq {
-    NodeId from;
-    Lid lid;
-    mad::RequestOptions opts;
-    mad::PortInfoRecordsCallback done;
-    int attempt = 0;
-    bool finished = false;
-    TimePoint sent{};
-  };
+  // SubnAdmGetTable(PortInfoRecord) of the IsSM ports.
+  using PirReq = TableReq<mad::PortInfoRecordsCallback>;
   void finish_pir(const std::shared_ptr<PirReq>& r, Result<mad::PortInfoRecordsReply> res);
   Result<mad::PortInfoRecordTable> pir_answer(NodeId to);
   void send_pir(NodeId from, Lid lid, const mad::RequestOptions& o, mad::PortInfoRecordsCallback done);

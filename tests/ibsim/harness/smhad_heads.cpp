@@ -191,4 +191,17 @@ bool local_master(const json& s) {
   return s["local"]["state"] == "MASTER" && s["opensm"]["supervisor"] == "running";
 }
 
+std::string start_master_standby(IbsimFabric& f, OsmGuard& guard, SmhadHead& h1, SmhadHead& h2, json& s1,
+                                 json& s2, const std::string& smhad_binary, bool watch) {
+  start_smhad(f, h1, smhad_binary, {}, watch ? &guard : nullptr);
+  if (!wait_status(f, h1, guard, local_master, 30s, &s1))
+    return h1.name + " not MASTER: " + s1.dump() + "\n" + smhad_log(f, h1);
+  start_smhad(f, h2, smhad_binary, {}, watch ? &guard : nullptr);
+  if (!wait_status(f, h2, guard, [](const json& j) {
+        return j["local"]["state"] == "STANDBY" && j["peers"][0]["state"] == "MASTER";
+      }, 30s, &s2))
+    return h2.name + " not STANDBY seeing " + h1.name + " MASTER: " + s2.dump() + "\n" + smhad_log(f, h2);
+  return {};
+}
+
 }  // namespace smha::testing

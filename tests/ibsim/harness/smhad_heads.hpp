@@ -132,4 +132,12 @@ bool wait_status(IbsimFabric& f, const SmhadHead& h, OsmGuard& guard,
 // status: local SM MASTER and its OpenSM supervised as running.
 bool local_master(const nlohmann::json& s);
 
+// Starts h1 (configured already) and waits until it is MASTER, then h2 and
+// waits until it is STANDBY seeing h1 MASTER; their last status in s1 and s2.
+// Returns "" or what went wrong (the head, its status and log). `watch`: the
+// guard also watches both smhad and their OpenSM pidfiles (start_smhad's guard).
+std::string start_master_standby(IbsimFabric& f, OsmGuard& guard, SmhadHead& h1, SmhadHead& h2,
+                                 nlohmann::json& s1, nlohmann::json& s2, const std::string& smhad_binary,
+                                 bool watch);
+
 }  // namespace smha::testing

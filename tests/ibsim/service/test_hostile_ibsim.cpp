@@ -62,16 +62,10 @@ void set_node_guid(IbsimFabric& fabric, const std::string& node, const std::stri
 }
 
 // head01 started first and MASTER, then head02 STANDBY seeing head01 MASTER,
-// both with the written configs; their last status in s1 and s2.
+// both with the written configs, watched by the guard; their last status in s1 and s2.
 void start_pair(IbsimFabric& fabric, OsmGuard& guard, Head& h1, Head& h2, json& s1, json& s2) {
-  start_smhad(fabric, h1, SMHA_SMHAD, {}, &guard);
-  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
-    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
-  start_smhad(fabric, h2, SMHA_SMHAD, {}, &guard);
-  if (!wait_status(fabric, h2, guard, [](const json& j) {
-        return j["local"]["state"] == "STANDBY" && j["peers"][0]["state"] == "MASTER";
-      }, 30s, &s2))
-    FAIL("head02 not STANDBY seeing head01 MASTER: " << s2.dump() << "\n" << smhad_log(fabric, h2));
+  const std::string failed = start_master_standby(fabric, guard, h1, h2, s1, s2, SMHA_SMHAD, true);
+  if (!failed.empty()) FAIL(failed);
 }
 
 }  // namespace

@@ -89,14 +89,8 @@ int assigned_lid(IbsimFabric& fabric, const std::string& node) {
 void start_guid_only_pair(IbsimFabric& fabric, OsmGuard& guard, Head& h1, Head& h2, json& s1, json& s2) {
   write_config(h1, 10, {{h2.name, h2.guid, 0}});
   write_config(h2, 10, {{h1.name, h1.guid, 0}});
-  start_smhad(fabric, h1, SMHA_SMHAD);
-  if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
-    FAIL("head01 not MASTER: " << s1.dump() << "\n" << smhad_log(fabric, h1));
-  start_smhad(fabric, h2, SMHA_SMHAD);
-  if (!wait_status(fabric, h2, guard, [](const json& j) {
-        return j["local"]["state"] == "STANDBY" && j["peers"][0]["state"] == "MASTER";
-      }, 30s, &s2))
-    FAIL("head02 not STANDBY seeing head01 MASTER: " << s2.dump() << "\n" << smhad_log(fabric, h2));
+  const std::string failed = start_master_standby(fabric, guard, h1, h2, s1, s2, SMHA_SMHAD, false);
+  if (!failed.empty()) FAIL(failed);
 }
 
 }  // namespace

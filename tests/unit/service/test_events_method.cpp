@@ -156,7 +156,7 @@ TEST_CASE("follow_events prints new events and stops on a signal", "[service][ev
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;  // no SA_RESTART, as smctl installs it
   REQUIRE(::sigaction(SIGUSR1, &sa, nullptr) == 0);
-  control::CliOptions o;
+  client::CliOptions o;
   o.socket_path = rig.ts.server().socket_path();
   o.json = true;
   std::ostringstream out, err;
@@ -182,7 +182,7 @@ TEST_CASE("follow_events prints new events and stops on a signal", "[service][ev
 }
 
 TEST_CASE("follow_events exits 6 when smhad goes away, 6 when it is not there", "[service][events]") {
-  control::CliOptions o;
+  client::CliOptions o;
   std::ostringstream out, err;
   {
     EventsRig rig;

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <iosfwd>
 
-#include "smha/control/cli.hpp"
+#include "smha/client/cli.hpp"
 
 namespace smha::client {
 
@@ -19,10 +19,10 @@ inline constexpr double kFollowWaitSeconds = 30;
 // flushing `out` after each batch. Human lines as render_events_text(), or with
 // options.json one JSON object per line (JSON Lines).
 // Returns 0 once `*stop` is set (a SIGINT/SIGTERM handler installed without
-// SA_RESTART), 6 (kCliNoDaemon) when smhad cannot be reached or goes away
+// SA_RESTART), 6 (kExitNoDaemon) when smhad cannot be reached or goes away
 // ("smctl: events: smhad went away: ..." on `err`), 3 when a poll gets no reply
 // in time, or the exit code of a refused call (7 unauthorized, 8 unsupported).
-int follow_events(const control::CliOptions& options, std::size_t n, std::ostream& out, std::ostream& err,
+int follow_events(const CliOptions& options, std::size_t n, std::ostream& out, std::ostream& err,
                   const volatile std::sig_atomic_t* stop);
 
 }  // namespace smha::client

@@ -14,19 +14,26 @@
 #include "smha/control/protocol.hpp"
 #include "smha/core/result.hpp"
 
-namespace smha::control {
+namespace smha::client {
 
-// smctl exit codes for daemon calls. The values are smctl's stable exit codes
-// (daemon/smctl_commands.hpp ExitCode, doc/control-protocol.md); 7 and 8 are
-// added here for replies the daemon refuses.
-enum CliExit : int {
-  kCliOk = 0,
-  kCliFailure = 1,       // the daemon answered error / not_found / conflict
-  kCliUsage = 2,         // the daemon answered bad_request
-  kCliTimeout = 3,       // connected, but no reply in time
-  kCliNoDaemon = 6,      // cannot reach smhad (no socket, refused, connect timeout)
-  kCliUnauthorized = 7,  // unauthorized reply, or no permission on the socket
-  kCliUnsupported = 8,   // unsupported method or version_mismatch (smhad too old/new)
+using control::kDefaultSocketPath;
+using control::Reply;
+using control::ResultCode;
+
+// smctl's stable exit codes (doc/smctl.md), one table for every subcommand:
+// the control-socket calls return 0-3 and 6-8, `smctl sminfo` 4-5,
+// `smctl render-config --diff` 9.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitFailure = 1,       // the operation ran and failed (the daemon answered error / not_found / conflict)
+  kExitUsage = 2,         // bad arguments (or the daemon answered bad_request)
+  kExitTimeout = 3,       // no answer within the timeout
+  kExitMadStatus = 4,     // answered with a non-zero MAD status
+  kExitNoPort = 5,        // no such CA / port / port GUID
+  kExitNoDaemon = 6,      // cannot reach smhad (no socket, refused, connect timeout; or it went away during events --follow)
+  kExitUnauthorized = 7,  // smhad refused: not allowed (or no permission on its socket)
+  kExitUnsupported = 8,   // smhad does not know the method, or speaks an incompatible protocol
+  kExitDiffers = 9,       // render-config --diff: the file at opensm.conf_path differs
 };
 
 struct CliOptions {
@@ -60,4 +67,4 @@ int exit_code_for(ResultCode result);
 // anything over `max_seconds`.
 Result<double> parse_duration_seconds(const std::string& text, double max_seconds);
 
-}  // namespace smha::control
+}  // namespace smha::client

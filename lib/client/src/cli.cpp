@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-#include "smha/control/cli.hpp"
+#include "smha/client/cli.hpp"
 
 #include <cctype>
 #include <chrono>
@@ -9,7 +9,9 @@
 
 #include "smha/control/client.hpp"
 
-namespace smha::control {
+namespace smha::client {
+
+using control::ControlClient;
 
 void add_cli_options(CLI::App& command, CliOptions& options) {
   command.add_option("--socket", options.socket_path, "smhad control socket")->capture_default_str();
@@ -21,24 +23,24 @@ void add_cli_options(CLI::App& command, CliOptions& options) {
 
 int exit_code_for(ResultCode result) {
   switch (result) {
-    case ResultCode::Ok: return kCliOk;
-    case ResultCode::BadRequest: return kCliUsage;
-    case ResultCode::Unauthorized: return kCliUnauthorized;
+    case ResultCode::Ok: return kExitOk;
+    case ResultCode::BadRequest: return kExitUsage;
+    case ResultCode::Unauthorized: return kExitUnauthorized;
     case ResultCode::Unsupported:
-    case ResultCode::VersionMismatch: return kCliUnsupported;
+    case ResultCode::VersionMismatch: return kExitUnsupported;
     case ResultCode::Error:
     case ResultCode::NotFound:
-    case ResultCode::Conflict: return kCliFailure;
+    case ResultCode::Conflict: return kExitFailure;
   }
-  return kCliFailure;
+  return kExitFailure;
 }
 
 namespace {
 int exit_code_for_transport(Errc code) {
-  if (code == kErrUnreachable) return kCliNoDaemon;
-  if (code == kErrPermission) return kCliUnauthorized;
-  if (code == kErrTimeout) return kCliTimeout;
-  return kCliFailure;
+  if (code == control::kErrUnreachable) return kExitNoDaemon;
+  if (code == control::kErrPermission) return kExitUnauthorized;
+  if (code == control::kErrTimeout) return kExitTimeout;
+  return kExitFailure;
 }
 }  // namespace
 
@@ -115,4 +117,4 @@ Result<double> parse_duration_seconds(const std::string& text, double max_second
   return v;
 }
 
-}  // namespace smha::control
+}  // namespace smha::client

@@ -4,14 +4,15 @@
 
 #include <sstream>
 
-#include "smha/control/cli.hpp"
+#include "smha/client/cli.hpp"
 #include "test_support.hpp"
 
+using namespace smha::client;
 using namespace smha::control;
 using namespace smha::control::test;
 using nlohmann::json;
 
-TEST_CASE("exit codes map every result code", "[control][cli]") {
+TEST_CASE("exit codes map every result code", "[client][cli]") {
   CHECK(exit_code_for(ResultCode::Ok) == 0);
   CHECK(exit_code_for(ResultCode::Error) == 1);
   CHECK(exit_code_for(ResultCode::NotFound) == 1);
@@ -22,24 +23,24 @@ TEST_CASE("exit codes map every result code", "[control][cli]") {
   CHECK(exit_code_for(ResultCode::VersionMismatch) == 8);
 }
 
-TEST_CASE("cannot reach smhad has its own exit code", "[control][cli]") {
+TEST_CASE("cannot reach smhad has its own exit code", "[client][cli]") {
   TempDir dir;
   CliOptions opts;
   opts.socket_path = dir.sub("absent.sock");
   std::ostringstream out, err;
-  CHECK(run_cli_call(opts, "status", json::object(), out, err) == kCliNoDaemon);
+  CHECK(run_cli_call(opts, "status", json::object(), out, err) == kExitNoDaemon);
   CHECK(out.str().empty());
   CHECK_THAT(err.str(), Catch::Contains("cannot reach smhad at " + opts.socket_path));
 
   opts.json = true;
   std::ostringstream jout, jerr;
-  CHECK(run_cli_call(opts, "status", json::object(), jout, jerr) == kCliNoDaemon);
+  CHECK(run_cli_call(opts, "status", json::object(), jout, jerr) == kExitNoDaemon);
   auto doc = json::parse(jout.str());
   CHECK(doc["result"] == "error");
   CHECK(doc["error"] == "unreachable");
 }
 
-TEST_CASE("cli call against a server: human and json output", "[control][cli]") {
+TEST_CASE("cli call against a server: human and json output", "[client][cli]") {
   TempDir dir;
   LogCapture log;
   ThreadedServer ts(test_options(dir, log));
@@ -62,11 +63,11 @@ TEST_CASE("cli call against a server: human and json output", "[control][cli]") 
   CHECK(out.str() == "role: master\n");
 
   std::ostringstream out2, err2;
-  CHECK(run_cli_call(opts, "fails", json::object(), out2, err2) == kCliFailure);
+  CHECK(run_cli_call(opts, "fails", json::object(), out2, err2) == kExitFailure);
   CHECK(err2.str() == "smctl: fails: conflict: a handover is already running\n");
 
   std::ostringstream out3, err3;
-  CHECK(run_cli_call(opts, "nope", json::object(), out3, err3) == kCliUnsupported);
+  CHECK(run_cli_call(opts, "nope", json::object(), out3, err3) == kExitUnsupported);
 
   opts.json = true;
   std::ostringstream jout, jerr;
@@ -77,7 +78,7 @@ TEST_CASE("cli call against a server: human and json output", "[control][cli]") 
   CHECK(doc["version"] == kProtocolVersion);
 }
 
-TEST_CASE("add_cli_options parses --socket, --json and --timeout", "[control][cli]") {
+TEST_CASE("add_cli_options parses --socket, --json and --timeout", "[client][cli]") {
   CLI::App app;
   auto* sub = app.add_subcommand("status");
   CliOptions opts;
@@ -93,7 +94,7 @@ TEST_CASE("add_cli_options parses --socket, --json and --timeout", "[control][cl
   CHECK_THROWS_AS(app2.parse("status --timeout -1", false), CLI::ParseError);
 }
 
-TEST_CASE("hold durations: seconds or a unit, bounded, never overflowing", "[control][cli]") {
+TEST_CASE("hold durations: seconds or a unit, bounded, never overflowing", "[client][cli]") {
   CHECK(parse_duration_seconds("90", kMaxHoldSeconds).value() == 90.0);
   CHECK(parse_duration_seconds("1.5", kMaxHoldSeconds).value() == 1.5);
   CHECK(parse_duration_seconds("30s", kMaxHoldSeconds).value() == 30.0);
