@@ -46,6 +46,7 @@ constexpr const char* kServeScript =
     "while :; do sleep 30 & wait $!; done\n";
 
 // A port GUID no other test process uses (the pid in its low bits), `n` apart.
+// 0x100 and up: one per Harness (harness_guid()).
 std::string test_guid(int n) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "0x5a5a%04x%08x", n, static_cast<unsigned>(::getpid()));
@@ -85,6 +86,16 @@ struct Seen {
   std::chrono::steady_clock::time_point at;
 };
 
+// A GUID of its own for each Harness, also within one test process: a test
+// case run again (a GENERATE value, a SECTION) gets a new Harness while the
+// last one's fake OpenSM may still be going away (its `sleep &` child, forked
+// but not yet exec'd, still shows the script's command line with the GUID),
+// and a spawn refuses a GUID another OpenSM is bound to.
+std::string harness_guid() {
+  static int next = 0;
+  return test_guid(0x100 + next++);
+}
+
 // One smhad's worth of supervision: a runner and a supervisor on a shared io_context.
 struct Harness {
   ScratchDir dir;
@@ -100,9 +111,10 @@ struct Harness {
   std::unique_ptr<PosixProcessRunner> runner;
   std::unique_ptr<OpensmSupervisor> sup;
 
-  // Unique per test process: test cases run in parallel (ctest -j), and each
-  // spawn looks in procfs for any OpenSM already bound to this GUID.
-  std::string guid = test_guid(0);
+  // Unique per Harness: test cases run in parallel (ctest -j) and one after
+  // another in a process, and each spawn looks in procfs for any OpenSM
+  // already bound to this GUID.
+  std::string guid = harness_guid();
   std::string conf() const { return dir / "opensm.conf"; }
   std::string pidfile() const { return dir / "opensm.pid"; }
 
