@@ -62,6 +62,14 @@ struct Agent::Round {
 
 namespace {
 
+// MADs a finished request cost: its attempts, or all of them when it timed
+// out (1 when it failed otherwise).
+template <typename Reply>
+std::uint64_t mads_of(const Result<Reply>& r, const mad::RequestOptions& o) {
+  if (r.ok()) return static_cast<std::uint64_t>(r->attempts);
+  return r.error().code == mad::kErrTimeout ? static_cast<std::uint64_t>(o.retries) + 1 : 1;
+}
+
 sm::PortState port_state_of(mad::PortState s) {
   switch (s) {
     case mad::PortState::Down: return sm::PortState::Down;
@@ -863,18 +871,10 @@ void Agent::census_rechecks() {
   for (std::size_t k = 0; k < n; ++k) {
     const SmPort port = recheck_ports_[recheck_next_ % recheck_ports_.size()];
     recheck_next_ = (recheck_next_ + 1) % recheck_ports_.size();
-    auto count = [this, o](const Error* e, int attempts) {
-      census_stats_.recheck_mads += e ? (e->code == mad::kErrTimeout ? static_cast<std::uint64_t>(o.retries) + 1 : 1)
-                                      : static_cast<std::uint64_t>(attempts);
-    };
-    mad_.get_port_info(port.path, port.port_num, o, [this, alive, port, o, count](Result<mad::PortInfoReply> r) {
+    mad_.get_port_info(port.path, port.port_num, o, [this, alive, port, o](Result<mad::PortInfoReply> r) {
       if (alive.expired() || !running_) return;
-      if (!r.ok()) {
-        const Error e = r.error();
-        count(&e, 0);
-        return;
-      }
-      count(nullptr, r->attempts);
+      census_stats_.recheck_mads += mads_of(r, o);
+      if (!r.ok()) return;
       const bool is_sm = mad::is_sm(r->info);
       auto before = census_.entries().find(port.port_guid);
       const bool was = before != census_.entries().end() && before->second.is_sm;
@@ -884,16 +884,11 @@ void Agent::census_rechecks() {
       if (!is_sm || was) return;
       // New: its name, then its SMInfo (the SMInfo that makes it live, and
       // so raises the alarm, comes after the name is known).
-      mad_.get_node_description(port.path, o, [this, alive, g = port.port_guid, count](
+      mad_.get_node_description(port.path, o, [this, alive, g = port.port_guid, o](
                                                   Result<mad::NodeDescriptionReply> d) {
         if (alive.expired() || !running_) return;
-        if (!d.ok()) {
-          const Error e = d.error();
-          count(&e, 0);
-        } else {
-          count(nullptr, d->attempts);
-          census_.described(g, d->text);
-        }
+        census_stats_.recheck_mads += mads_of(d, o);
+        if (d.ok()) census_.described(g, d->text);
         census_queries();  // named first: the alarm's text carries the name
       });
     });
@@ -918,16 +913,14 @@ void Agent::census_queries() {
     const Lid lid = e.lid;
     mad_.get_sminfo(e.path ? mad::Target{*e.path} : mad::Target{e.lid}, o, [this, alive, guid, lid, o](Result<mad::SmInfoReply> r) {
       if (alive.expired() || !running_) return;
+      census_stats_.query_mads += mads_of(r, o);
       if (r.ok()) {
-        census_stats_.query_mads += static_cast<std::uint64_t>(r->attempts);
         ++census_stats_.query_answers;
         // The port's SM answers with its own GUID: the port GUID it sits on.
         // A head's GUID from this port is an impostor: never the head's answer.
         census_.answered_at(guid, r->info, lid, sched_.now());
         update_impostor_alarm();
       } else {
-        census_stats_.query_mads +=
-            r.error().code == mad::kErrTimeout ? static_cast<std::uint64_t>(o.retries) + 1 : 1;
         census_.missed(guid);
       }
     });
@@ -958,13 +951,12 @@ void Agent::census_sa() {
   mad_.get_sminfo_records(sa_lid, o, [this, alive, o](Result<mad::SmInfoRecordsReply> r) {
     if (alive.expired() || !running_) return;
     auto& st = census_stats_;
+    st.sa_mads += mads_of(r, o);
     if (!r.ok()) {
-      st.sa_mads += r.error().code == mad::kErrTimeout ? static_cast<std::uint64_t>(o.retries) + 1 : 1;
       st.sa_last_error = to_string(r.error());
       return;
     }
     const auto& t = r->table;
-    st.sa_mads += static_cast<std::uint64_t>(r->attempts);
     ++st.sa_tables;
     if (t.truncated) ++st.sa_truncated;
     st.sa_last_at = sched_.now();
@@ -989,13 +981,12 @@ void Agent::census_sa_is_sm(Lid sa_lid) {
   mad_.get_is_sm_port_records(sa_lid, o, [this, alive, o](Result<mad::PortInfoRecordsReply> r) {
     if (alive.expired() || !running_) return;
     auto& st = census_stats_;
+    st.ism_mads += mads_of(r, o);
     if (!r.ok()) {
-      st.ism_mads += r.error().code == mad::kErrTimeout ? static_cast<std::uint64_t>(o.retries) + 1 : 1;
       st.ism_last_error = to_string(r.error());
       return;
     }
     const auto& t = r->table;
-    st.ism_mads += static_cast<std::uint64_t>(r->attempts);
     ++st.ism_tables;
     if (t.truncated) ++st.ism_truncated;
     st.ism_last_at = sched_.now();
@@ -1027,25 +1018,20 @@ void Agent::census_sa_port(Lid lid) {
   mad::RequestOptions o = cfg_.census.query;
   o.m_key = cfg_.m_key;
   ism_resolving_.insert(lid.value);
-  auto count = [this, o](const Result<int>& attempts) {
-    census_stats_.ism_resolve_mads +=
-        attempts.ok() ? static_cast<std::uint64_t>(*attempts)
-                      : (attempts.error().code == mad::kErrTimeout ? static_cast<std::uint64_t>(o.retries) + 1 : 1);
-  };
-  mad_.get_node_info(mad::Target{lid}, o, [this, alive, lid, o, count](Result<mad::NodeInfoReply> n) {
+  mad_.get_node_info(mad::Target{lid}, o, [this, alive, lid, o](Result<mad::NodeInfoReply> n) {
     if (alive.expired()) return;
     ism_resolving_.erase(lid.value);
     if (!running_) return;
-    count(n.ok() ? Result<int>(n->attempts) : Result<int>(n.error()));
+    census_stats_.ism_resolve_mads += mads_of(n, o);
     if (!n.ok()) return;
     const Guid port = n->info.port_guid;
     const bool known = census_.entries().count(port) && census_.entries().at(port).is_sm;
     census_.sa_is_sm(port, lid, sched_.now());
     if (known) return;
     ++census_stats_.ism_found;
-    mad_.get_node_description(mad::Target{lid}, o, [this, alive, port, count](Result<mad::NodeDescriptionReply> d) {
+    mad_.get_node_description(mad::Target{lid}, o, [this, alive, port, o](Result<mad::NodeDescriptionReply> d) {
       if (alive.expired() || !running_) return;
-      count(d.ok() ? Result<int>(d->attempts) : Result<int>(d.error()));
+      census_stats_.ism_resolve_mads += mads_of(d, o);
       if (d.ok()) census_.described(port, d->text);
       census_queries();  // named first: the alarm's text carries the name
     });

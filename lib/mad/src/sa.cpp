@@ -139,6 +139,39 @@ void put_table_rmpp(std::span<std::uint8_t> b, std::size_t data, bool payload_le
   }
 }
 
+// The records of a checked table, each read by `read(record bytes, index,
+// offset) -> Result<Record>`; the first record that does not read is the error.
+template <typename Table, typename Read>
+Result<Table> read_records(std::span<const std::uint8_t> mad, const TableLayout& layout, Read read) {
+  Table table;
+  table.claimed = layout.claimed;
+  table.truncated = layout.truncated;
+  table.records.reserve(layout.slots);
+  for (std::size_t i = 0; i < layout.slots; ++i) {
+    const std::size_t at = kSaHeaderSize + i * layout.record_size;
+    auto r = read(mad.subspan(at, layout.record_size), i, at);
+    if (!r) return r.error();
+    table.records.push_back(std::move(*r));
+  }
+  return table;
+}
+
+// A GetTableResp of `records` (attribute `attr`, `size` bytes each), each
+// written by `write(record bytes, record)`, RMPP as put_table_rmpp; cut at one
+// MAD when `one_mad`.
+template <typename Record, typename Write>
+std::vector<std::uint8_t> table_response(std::uint64_t tid, std::uint16_t attr, const std::vector<Record>& records,
+                                         std::size_t size, bool payload_length, bool one_mad, Write write) {
+  std::vector<std::uint8_t> b(kSaHeaderSize + records.size() * size, 0);
+  put_header(b, kMethodGetTableResp, tid, attr);
+  put_table_rmpp(b, records.size() * size, payload_length);
+  put_be(b, kOffAttrOffset, 2, records.empty() ? 0 : size / 8);
+  for (std::size_t i = 0; i < records.size(); ++i)
+    write(std::span<std::uint8_t>(b).subspan(kSaHeaderSize + i * size, size), records[i]);
+  if (one_mad && b.size() > kMadSize) b.resize(kMadSize);
+  return b;
+}
+
 }  // namespace
 
 MadBytes encode_sminfo_record_get_table(std::uint64_t tid) {
@@ -151,51 +184,36 @@ std::vector<std::uint8_t> encode_sminfo_record_table_response(
     std::uint64_t tid, const std::vector<SmInfoRecord>& records, bool payload_length) {
   // The whole transfer, then its first 256 bytes: a segment (and ibsim's
   // one MAD) cuts the record stream at 200 bytes, inside the 7th record.
-  std::vector<std::uint8_t> b(kSaHeaderSize + records.size() * kSmInfoRecordSize, 0);
-  put_header(b, kMethodGetTableResp, tid);
-  put_table_rmpp(b, records.size() * kSmInfoRecordSize, payload_length);
-  put_be(b, kOffAttrOffset, 2, records.empty() ? 0 : kSmInfoRecordOffsetWords);
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const auto at = kSaHeaderSize + i * kSmInfoRecordSize;
-    auto rec = std::span<std::uint8_t>(b).subspan(at, kSmInfoRecordSize);
-    const SmInfo& info = records[i].info;
-    put_be(rec, kOffRecLid, 2, records[i].lid.value);
-    put_be(rec, kOffRecGuid, 8, info.guid.value);
-    put_be(rec, kOffRecSmKey, 8, info.sm_key);
-    put_be(rec, kOffRecActCount, 4, info.act_count);
-    rec[kOffRecPriState] = static_cast<std::uint8_t>(((info.priority & 0x0f) << 4) |
-                                                     (static_cast<std::uint8_t>(info.state) & 0x0f));
-  }
-  if (b.size() > kMadSize) b.resize(kMadSize);
-  return b;
+  return table_response(tid, kAttrSmInfoRecord, records, kSmInfoRecordSize, payload_length, true,
+                        [](std::span<std::uint8_t> rec, const SmInfoRecord& r) {
+                          put_be(rec, kOffRecLid, 2, r.lid.value);
+                          put_be(rec, kOffRecGuid, 8, r.info.guid.value);
+                          put_be(rec, kOffRecSmKey, 8, r.info.sm_key);
+                          put_be(rec, kOffRecActCount, 4, r.info.act_count);
+                          rec[kOffRecPriState] = static_cast<std::uint8_t>(
+                              ((r.info.priority & 0x0f) << 4) | (static_cast<std::uint8_t>(r.info.state) & 0x0f));
+                        });
 }
 
 Result<SmInfoRecordTable> decode_sminfo_record_table(std::span<const std::uint8_t> mad) {
   auto layout = table_layout(mad, kAttrSmInfoRecord, "SMInfoRecord", "an SMInfoRecord", kSmInfoRecordOffsetWords, false);
   if (!layout) return layout.error();
-  SmInfoRecordTable table;
-  table.claimed = layout->claimed;
-  table.truncated = layout->truncated;
-  table.records.reserve(layout->slots);
-  for (std::size_t i = 0; i < layout->slots; ++i) {
-    const std::size_t at = kSaHeaderSize + i * layout->record_size;
-    auto rec = mad.subspan(at, layout->record_size);
-    SmInfoRecord r;
-    r.lid = Lid{static_cast<std::uint16_t>(get_be(rec, kOffRecLid, 2))};
-    r.info.guid = Guid{get_be(rec, kOffRecGuid, 8)};
-    r.info.sm_key = get_be(rec, kOffRecSmKey, 8);
-    r.info.act_count = static_cast<std::uint32_t>(get_be(rec, kOffRecActCount, 4));
-    const std::uint8_t pri_state = rec[kOffRecPriState];
-    r.info.priority = static_cast<std::uint8_t>(pri_state >> 4);
-    const std::uint8_t state = pri_state & 0x0f;
-    if (state > static_cast<std::uint8_t>(SmState::Master))
-      return decode_error("SMInfoRecord " + std::to_string(i) + " SMState " +
-                          std::to_string(state) + " at offset " +
-                          std::to_string(at + kOffRecPriState) + " (low nibble) is not 0..3");
-    r.info.state = static_cast<SmState>(state);
-    table.records.push_back(r);
-  }
-  return table;
+  return read_records<SmInfoRecordTable>(
+      mad, *layout, [](std::span<const std::uint8_t> rec, std::size_t i, std::size_t at) -> Result<SmInfoRecord> {
+        SmInfoRecord r;
+        r.lid = Lid{static_cast<std::uint16_t>(get_be(rec, kOffRecLid, 2))};
+        r.info.guid = Guid{get_be(rec, kOffRecGuid, 8)};
+        r.info.sm_key = get_be(rec, kOffRecSmKey, 8);
+        r.info.act_count = static_cast<std::uint32_t>(get_be(rec, kOffRecActCount, 4));
+        const std::uint8_t pri_state = rec[kOffRecPriState];
+        r.info.priority = static_cast<std::uint8_t>(pri_state >> 4);
+        const std::uint8_t state = pri_state & 0x0f;
+        if (state > static_cast<std::uint8_t>(SmState::Master))
+          return decode_error("SMInfoRecord " + std::to_string(i) + " SMState " + std::to_string(state) +
+                              " at offset " + std::to_string(at + kOffRecPriState) + " (low nibble) is not 0..3");
+        r.info.state = static_cast<SmState>(state);
+        return r;
+      });
 }
 
 MadBytes encode_is_sm_port_record_get_table(std::uint64_t tid) {
@@ -211,42 +229,30 @@ MadBytes encode_is_sm_port_record_get_table(std::uint64_t tid) {
 
 std::vector<std::uint8_t> encode_port_info_record_table_response(
     std::uint64_t tid, const std::vector<PortInfoRecord>& records, bool payload_length, bool one_mad) {
-  std::vector<std::uint8_t> b(kSaHeaderSize + records.size() * kPortInfoRecordSize, 0);
-  put_header(b, kMethodGetTableResp, tid, kAttrPortInfoRecord);
-  put_table_rmpp(b, records.size() * kPortInfoRecordSize, payload_length);
-  put_be(b, kOffAttrOffset, 2, records.empty() ? 0 : kPortInfoRecordOffsetWords);
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    auto rec = std::span<std::uint8_t>(b).subspan(kSaHeaderSize + i * kPortInfoRecordSize, kPortInfoRecordSize);
-    put_be(rec, offsetof(PortInfoRecordWire, lid), 2, records[i].lid.value);
-    rec[offsetof(PortInfoRecordWire, port_num)] = records[i].port_num;
-    const auto pi = encode_portinfo(records[i].info);
-    std::copy(pi.begin(), pi.end(), rec.begin() + offsetof(PortInfoRecordWire, port_info));
-  }
-  if (one_mad && b.size() > kMadSize) b.resize(kMadSize);
-  return b;
+  return table_response(tid, kAttrPortInfoRecord, records, kPortInfoRecordSize, payload_length, one_mad,
+                        [](std::span<std::uint8_t> rec, const PortInfoRecord& r) {
+                          put_be(rec, offsetof(PortInfoRecordWire, lid), 2, r.lid.value);
+                          rec[offsetof(PortInfoRecordWire, port_num)] = r.port_num;
+                          const auto pi = encode_portinfo(r.info);
+                          std::copy(pi.begin(), pi.end(), rec.begin() + offsetof(PortInfoRecordWire, port_info));
+                        });
 }
 
 Result<PortInfoRecordTable> decode_port_info_record_table(std::span<const std::uint8_t> mad) {
   auto layout = table_layout(mad, kAttrPortInfoRecord, "PortInfoRecord", "a PortInfoRecord", kPortInfoRecordOffsetWords, true);
   if (!layout) return layout.error();
-  PortInfoRecordTable table;
-  table.claimed = layout->claimed;
-  table.truncated = layout->truncated;
-  table.records.reserve(layout->slots);
-  for (std::size_t i = 0; i < layout->slots; ++i) {
-    const std::size_t at = kSaHeaderSize + i * layout->record_size;
-    auto rec = mad.subspan(at, layout->record_size);
-    PortInfoRecord r;
-    r.lid = Lid{static_cast<std::uint16_t>(get_be(rec, offsetof(PortInfoRecordWire, lid), 2))};
-    r.port_num = rec[offsetof(PortInfoRecordWire, port_num)];
-    auto pi = decode_portinfo(rec.subspan(offsetof(PortInfoRecordWire, port_info), kSmpDataSize));
-    if (!pi)
-      return decode_error("PortInfoRecord " + std::to_string(i) + " at offset " + std::to_string(at) + ": " +
-                          pi.error().message);
-    r.info = *pi;
-    table.records.push_back(r);
-  }
-  return table;
+  return read_records<PortInfoRecordTable>(
+      mad, *layout, [](std::span<const std::uint8_t> rec, std::size_t i, std::size_t at) -> Result<PortInfoRecord> {
+        PortInfoRecord r;
+        r.lid = Lid{static_cast<std::uint16_t>(get_be(rec, offsetof(PortInfoRecordWire, lid), 2))};
+        r.port_num = rec[offsetof(PortInfoRecordWire, port_num)];
+        auto pi = decode_portinfo(rec.subspan(offsetof(PortInfoRecordWire, port_info), kSmpDataSize));
+        if (!pi)
+          return decode_error("PortInfoRecord " + std::to_string(i) + " at offset " + std::to_string(at) + ": " +
+                              pi.error().message);
+        r.info = *pi;
+        return r;
+      });
 }
 
 std::string describe_sa_status(std::uint16_t status) {

@@ -61,6 +61,23 @@ void set_node_guid(IbsimFabric& fabric, const std::string& node, const std::stri
   fabric.console("ReLink \"" + node + "\"");
 }
 
+// head01 on Hca1 and head02 on Hca2 (port GUIDs as the fabric reads them),
+// each naming the other, smha.yaml at its defaults.
+struct Heads {
+  Head h1, h2;
+};
+Heads configured_heads(IbsimFabric& fabric) {
+  const auto hca1 = fabric.node_port("Hca1");
+  const auto hca2 = fabric.node_port("Hca2");
+  REQUIRE(hca1);
+  REQUIRE(hca2);
+  Heads hs{{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"},
+           {"head02", "Hca2", hca2->port_guid, fabric.scratch_dir() + "/head02"}};
+  write_smhad_config(hs.h1, {{hs.h2.name, hs.h2.guid, 0}});
+  write_smhad_config(hs.h2, {{hs.h1.name, hs.h1.guid, 0}});
+  return hs;
+}
+
 // head01 started first and MASTER, then head02 STANDBY seeing head01 MASTER,
 // both with the written configs, watched by the guard; their last status in s1 and s2.
 void start_pair(IbsimFabric& fabric, OsmGuard& guard, Head& h1, Head& h2, json& s1, json& s2) {
@@ -79,16 +96,11 @@ TEST_CASE("Duplicate GUID drill: both heads crash-loop, no_master is raised, and
           "[ibsim][smhad][hostile]") {
   IbsimFabric fabric(topology_path("two-switch-4hca.net"));
   OsmGuard guard;
-  const auto hca1 = fabric.node_port("Hca1");
-  const auto hca2 = fabric.node_port("Hca2");
-  REQUIRE(hca1);
-  REQUIRE(hca2);
-  Head h1{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
-  Head h2{"head02", "Hca2", hca2->port_guid, fabric.scratch_dir() + "/head02"};
   // The supervision settings are the defaults (5 crashes within 300 s, retry
   // 600 s with a master elsewhere, 60 s without one).
-  write_smhad_config(h1, {{h2.name, h2.guid, 0}});
-  write_smhad_config(h2, {{h1.name, h1.guid, 0}});
+  Heads hs = configured_heads(fabric);
+  Head& h1 = hs.h1;
+  Head& h2 = hs.h2;
   json s1, s2;
   start_pair(fabric, guard, h1, h2, s1, s2);
 
@@ -189,11 +201,9 @@ TEST_CASE("LID claim drill: a port claiming a reset node's LID is a conflict, th
           "[ibsim][smhad][hostile][lidcont]") {
   IbsimFabric fabric(topology_path("two-switch-4hca.net"));
   OsmGuard guard;
-  const std::uint64_t g1 = 0x100001, g2 = 0x100004;
-  Head h1{"head01", "Hca1", g1, fabric.scratch_dir() + "/head01"};
-  Head h2{"head02", "Hca2", g2, fabric.scratch_dir() + "/head02"};
-  write_smhad_config(h1, {{h2.name, h2.guid, 0}});
-  write_smhad_config(h2, {{h1.name, h1.guid, 0}});
+  Heads hs = configured_heads(fabric);
+  Head& h1 = hs.h1;
+  Head& h2 = hs.h2;
   json s1, s2;
   start_smhad(fabric, h1, SMHA_SMHAD, {}, &guard);
   if (!wait_status(fabric, h1, guard, local_master, 30s, &s1))
@@ -288,11 +298,9 @@ TEST_CASE("Extra record drill: forged ServiceRecords under another ServiceID do 
           "[ibsim][smhad][hostile][drift]") {
   IbsimFabric fabric(topology_path("two-switch-4hca.net"));
   OsmGuard guard;
-  const std::uint64_t g1 = 0x100001, g2 = 0x100004;
-  Head h1{"head01", "Hca1", g1, fabric.scratch_dir() + "/head01"};
-  Head h2{"head02", "Hca2", g2, fabric.scratch_dir() + "/head02"};
-  write_smhad_config(h1, {{h2.name, h2.guid, 0}});
-  write_smhad_config(h2, {{h1.name, h1.guid, 0}});
+  Heads hs = configured_heads(fabric);
+  Head& h1 = hs.h1;
+  Head& h2 = hs.h2;
   json s1, s2;
   start_pair(fabric, guard, h1, h2, s1, s2);
   auto peer_drift = [](const json& j) {
@@ -324,7 +332,7 @@ TEST_CASE("Extra record drill: forged ServiceRecords under another ServiceID do 
   }
   // Hca3 forges a record for each head's port: same name and GID, another
   // ServiceID, infinite lease.
-  for (std::uint64_t g : {g1, g2}) {
+  for (std::uint64_t g : {h1.guid, h2.guid}) {
     const auto r = fabric.run("Hca3",
                               {SMHA_MAD_PROBE, "sr-set", std::to_string(sa_lid), hex_guid(g), "7", "4294967295",
                                "2000", "0x0200534d48410002"},
@@ -377,11 +385,9 @@ TEST_CASE("Impostor drill: an SM at a compute node answering with head02's GUID 
           "[ibsim][smhad][hostile][census]") {
   IbsimFabric fabric(topology_path("two-switch-4hca.net"));
   OsmGuard guard;
-  const std::uint64_t g1 = 0x100001, g2 = 0x100004;
-  Head h1{"head01", "Hca1", g1, fabric.scratch_dir() + "/head01"};
-  Head h2{"head02", "Hca2", g2, fabric.scratch_dir() + "/head02"};
-  write_smhad_config(h1, {{h2.name, h2.guid, 0}});
-  write_smhad_config(h2, {{h1.name, h1.guid, 0}});
+  Heads hs = configured_heads(fabric);
+  Head& h1 = hs.h1;
+  Head& h2 = hs.h2;
   json s1, s2;
   start_pair(fabric, guard, h1, h2, s1, s2);
   // Both heads located by the census (their first walk) before the impostor.
@@ -400,7 +406,7 @@ TEST_CASE("Impostor drill: an SM at a compute node answering with head02's GUID 
 
   const std::string ready = fabric.scratch_dir() + "/impostor.ready";
   const auto t0 = std::chrono::steady_clock::now();
-  const int imp = fabric.spawn("Hca3", {SMHA_SM_IMPOSTOR, hex_guid(g2), "15", "3", ready});
+  const int imp = fabric.spawn("Hca3", {SMHA_SM_IMPOSTOR, hex_guid(h2.guid), "15", "3", ready});
   REQUIRE(wait_for([&] { return std::ifstream(ready).good() || !fabric.process_running(imp); }, 10s));
   REQUIRE(fabric.process_running(imp));
   for (Head* h : {&h1, &h2}) {
@@ -416,12 +422,12 @@ TEST_CASE("Impostor drill: an SM at a compute node answering with head02's GUID 
     INFO(detail);
     // Both places: the port that answered (Hca3, its LID) and where head02 is.
     CHECK(detail.find("lid " + std::to_string(hca3->lid)) != std::string::npos);
-    CHECK(detail.find("answers as head " + hex_guid(g2) + " MASTER prio 15") != std::string::npos);
+    CHECK(detail.find("answers as head " + hex_guid(h2.guid) + " MASTER prio 15") != std::string::npos);
     CHECK(detail.find("that head is at \"head02\"") != std::string::npos);
     // head02 in the census is what head02 answers, not the impostor's claim.
     bool seen = false;
     for (const auto& x : s["sms"])
-      if (x["guid"] == hex_guid(g2)) {
+      if (x["guid"] == hex_guid(h2.guid)) {
         seen = true;
         CHECK(x["state"] == "STANDBY");
         CHECK(x["priority"] != 15);

@@ -136,15 +136,20 @@ struct FakeTransport : mad::MadTransport {
   void get_sminfo_records(Lid sa_lid, const mad::RequestOptions& o,
                           mad::SmInfoRecordsCallback done) override {
     sa_queries.push_back(sa_lid);
-    if (!sa_table) {
+    answer_table<mad::SmInfoRecordsReply>(sa_table, o, std::move(done));
+  }
+  // `table` (or its error) after 1 ms, or silence until the timeout x attempts when unset.
+  template <typename Reply, typename Table, typename Callback>
+  void answer_table(const std::optional<Result<Table>>& table, const mad::RequestOptions& o, Callback done) {
+    if (!table) {
       s.schedule_at(s.now() + o.timeout * (o.retries + 1),
                     [done] { done(make_error(mad::kErrTimeout, "timeout")); });
       return;
     }
-    auto t = *sa_table;
+    auto t = *table;
     s.schedule_at(s.now() + milliseconds(1), [t, done] {
       if (!t) return done(t.error());
-      done(mad::SmInfoRecordsReply{*t, milliseconds(1), 1});
+      done(Reply{*t, milliseconds(1), 1});
     });
   }
   // The SA's IsSM PortInfoRecord table after 1 ms, or silence when unset.
@@ -153,16 +158,7 @@ struct FakeTransport : mad::MadTransport {
   void get_is_sm_port_records(Lid sa_lid, const mad::RequestOptions& o,
                               mad::PortInfoRecordsCallback done) override {
     pir_queries.push_back(sa_lid);
-    if (!pir_table) {
-      s.schedule_at(s.now() + o.timeout * (o.retries + 1),
-                    [done] { done(make_error(mad::kErrTimeout, "timeout")); });
-      return;
-    }
-    auto t = *pir_table;
-    s.schedule_at(s.now() + milliseconds(1), [t, done] {
-      if (!t) return done(t.error());
-      done(mad::PortInfoRecordsReply{*t, milliseconds(1), 1});
-    });
+    answer_table<mad::PortInfoRecordsReply>(pir_table, o, std::move(done));
   }
 };
 
