@@ -9,16 +9,16 @@
 #include <cstdlib>
 #include <span>
 
-#include "smha/agent/drift.hpp"
+#include "smha/fabric/drift.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::span<const std::uint8_t> bytes(data, size);
-  auto d = smha::agent::decode_service_data(bytes);
+  auto d = smha::fabric::decode_service_data(bytes);
   if (!d.ok()) return 0;
   if (size != 64) std::abort();
-  const auto again = smha::agent::encode_service_data(*d);
+  const auto again = smha::fabric::encode_service_data(*d);
   if (!std::equal(again.begin(), again.begin() + 56, bytes.begin())) std::abort();
   if (!std::all_of(again.begin() + 56, again.end(), [](std::uint8_t c) { return c == 0; })) std::abort();
-  if (!smha::agent::differing(*d, *d).empty()) std::abort();
+  if (!smha::fabric::differing(*d, *d).empty()) std::abort();
   return 0;
 }

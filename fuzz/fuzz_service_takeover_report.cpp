@@ -19,8 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (j.is_discarded()) return 0;
   auto r = service::takeover_report_from_json(j);
   if (!r) return 0;
-  if (r->routing_failures.size() > agent::kReportRoutingFailures ||
-      r->lid_changed_ports.size() > agent::kReportPortsNamed || r->ports_elsewhere.size() > agent::kReportPortsNamed)
+  if (r->routing_failures.size() > fabric::kReportRoutingFailures ||
+      r->lid_changed_ports.size() > fabric::kReportPortsNamed || r->ports_elsewhere.size() > fabric::kReportPortsNamed)
     std::abort();
   // Durations come back rounded to 0.1 ms: the second round trip is exact.
   auto again = service::takeover_report_from_json(service::takeover_report_json(*r));

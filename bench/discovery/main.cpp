@@ -35,7 +35,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "smha/agent/discovery.hpp"
+#include "smha/fabric/discovery.hpp"
 #include "smha/sim/cluster.hpp"
 #include "smha/sim/topology.hpp"
 #ifdef SMHA_BENCH_IBSIM
@@ -72,17 +72,17 @@ Guid port1(const Topology& t, const std::string& id) {
 }
 
 struct SimRun {
-  agent::DiscoveryResult result;
+  fabric::DiscoveryResult result;
   double cpu_ms = 0;
 };
 
 SimRun sim_search(const Topology& t, const std::string& from, Guid target) {
   EventQueue q;
   TopologyTransport mad(q, t, *t.find(from), 1);
-  agent::Discovery d(q, mad);
-  std::optional<agent::DiscoveryResult> out;
+  fabric::Discovery d(q, mad);
+  std::optional<fabric::DiscoveryResult> out;
   const auto t0 = std::chrono::steady_clock::now();
-  d.start({target}, [&out](const agent::DiscoveryResult& r) { out = r; });
+  d.start({target}, [&out](const fabric::DiscoveryResult& r) { out = r; });
   q.run_until(q.now() + seconds(600), [&out] { return out.has_value(); });
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!out || !out->complete()) throw std::runtime_error("sim: " + from + " did not find its peer");

@@ -102,7 +102,7 @@ Agent::Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmCo
   reporter_.set_own(cfg_.policy.own_guid);
   reporter_.set_walks(cfg_.census.enabled);
   reporter_.set_log_followed(cfg_.opensm_log);
-  reporter_.set_emit([this](const TakeoverReport& r) { sink_.takeover_report(r, sched_.now()); });
+  reporter_.set_emit([this](const fabric::TakeoverReport& r) { sink_.takeover_report(r, sched_.now()); });
   std::vector<Guid> peer_guids;
   for (const auto& p : cfg_.peers) peer_guids.push_back(p.guid);
   census_.set_heads(cfg_.policy.own_guid, peer_guids);
@@ -638,14 +638,14 @@ void Agent::request_discovery(const std::string& why) {
     }
   last_discovery_at_ = now;
   std::weak_ptr<int> alive = alive_;
-  discovery_.start(std::move(targets), [this, alive](const DiscoveryResult& r) {
+  discovery_.start(std::move(targets), [this, alive](const fabric::DiscoveryResult& r) {
     if (alive.expired() || !running_) return;
     on_discovery(r);
   }, std::move(hints));
   (void)why;
 }
 
-void Agent::on_discovery(const DiscoveryResult& res) {
+void Agent::on_discovery(const fabric::DiscoveryResult& res) {
   const TimePoint now = sched_.now();
   last_discovery_at_ = now;
   last_result_ = res;
@@ -656,11 +656,11 @@ void Agent::on_discovery(const DiscoveryResult& res) {
     r.resolving = false;
     auto it = res.found.find(r.guid);
     if (it == res.found.end()) {
-      r.status = not_found_text(res);
+      r.status = fabric::not_found_text(res);
       report_route(i, before);
       continue;
     }
-    const ResolvedPort& p = it->second;
+    const fabric::ResolvedPort& p = it->second;
     const PeerAddress& conf = configured_[i];
     PeerAddress& eff = cfg_.peers[i];
     r.found = true;
@@ -765,7 +765,7 @@ void Agent::start_walk() {
   census_stats_.next_walk_at.reset();
   std::weak_ptr<int> alive = alive_;
   read_own_description();  // if the read at start failed
-  survey_.survey([this, alive](const DiscoveryResult& r) {
+  survey_.survey([this, alive](const fabric::DiscoveryResult& r) {
     if (alive.expired() || !running_) return;
     on_walk(r);
   });
@@ -786,7 +786,7 @@ void Agent::read_own_description() {
   });
 }
 
-void Agent::on_walk(const DiscoveryResult& r) {
+void Agent::on_walk(const fabric::DiscoveryResult& r) {
   const TimePoint now = sched_.now();
   ++census_stats_.walks;
   census_stats_.walk_mads += r.mads;
@@ -869,7 +869,7 @@ void Agent::census_rechecks() {
   o.m_key = cfg_.m_key;
   const std::size_t n = std::min(cfg_.census.rechecks, recheck_ports_.size());
   for (std::size_t k = 0; k < n; ++k) {
-    const SmPort port = recheck_ports_[recheck_next_ % recheck_ports_.size()];
+    const fabric::SmPort port = recheck_ports_[recheck_next_ % recheck_ports_.size()];
     recheck_next_ = (recheck_next_ + 1) % recheck_ports_.size();
     mad_.get_port_info(port.path, port.port_num, o, [this, alive, port, o](Result<mad::PortInfoReply> r) {
       if (alive.expired() || !running_) return;
@@ -878,7 +878,7 @@ void Agent::census_rechecks() {
       const bool is_sm = mad::is_sm(r->info);
       auto before = census_.entries().find(port.port_guid);
       const bool was = before != census_.entries().end() && before->second.is_sm;
-      SmPort p = port;
+      fabric::SmPort p = port;
       p.lid = r->info.lid;
       census_.rechecked(p, is_sm, sched_.now());
       if (!is_sm || was) return;
@@ -1000,7 +1000,7 @@ void Agent::census_sa_is_sm(Lid sa_lid) {
       if (!mad::is_sm(rec.info) || rec.lid.value == 0 || rec.lid.value >= 0xc000) continue;
       lids.push_back(rec.lid);
       if (rec.lid == own) continue;
-      const CensusEntry* e = census_.by_lid(rec.lid);
+      const fabric::CensusEntry* e = census_.by_lid(rec.lid);
       if (e && (e->is_sm || e->head)) continue;  // known: the census queries keep asking it
       if (resolves >= cfg_.census.max_queries || ism_resolving_.count(rec.lid.value)) continue;
       ++resolves;
@@ -1043,14 +1043,14 @@ void Agent::census_sa_port(Lid lid) {
 void Agent::census_round(Round& round) {
   const TimePoint now = sched_.now();
   if (round.obs.local.info)
-    census_.answered(*round.obs.local.info, kFromPoll, round.local_pi ? round.local_pi->lid : Lid{}, now);
+    census_.answered(*round.obs.local.info, fabric::kFromPoll, round.local_pi ? round.local_pi->lid : Lid{}, now);
   for (std::size_t i = 0; i < round.obs.peers.size(); ++i) {
     const auto& p = round.obs.peers[i];
-    if (p.via_lid.info) census_.answered(*p.via_lid.info, kFromPoll, cfg_.peers[i].lid, now);
-    else if (p.via_dr.info) census_.answered(*p.via_dr.info, kFromPoll, Lid{}, now);
+    if (p.via_lid.info) census_.answered(*p.via_lid.info, fabric::kFromPoll, cfg_.peers[i].lid, now);
+    else if (p.via_dr.info) census_.answered(*p.via_dr.info, fabric::kFromPoll, Lid{}, now);
   }
   if (round.obs.port_master.info && round.local_pi)
-    census_.answered(*round.obs.port_master.info, kFromMasterSmLid, round.local_pi->sm_lid, now);
+    census_.answered(*round.obs.port_master.info, fabric::kFromMasterSmLid, round.local_pi->sm_lid, now);
   // The heads' names: the peers' from discovery, ours read once.
   for (const auto& r : routes_)
     if (!r.description.empty()) census_.described(r.guid, r.description);

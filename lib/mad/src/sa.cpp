@@ -92,8 +92,8 @@ Result<TableLayout> table_layout(std::span<const std::uint8_t> mad, std::uint16_
   if (got_attr != attr)
     return decode_error("attribute " + hex(got_attr, 4) + " at offset 16 is not " + name + " (" + hex(attr, 4) + ")");
   const auto status = static_cast<std::uint16_t>(get_be(mad, kOffStatus, 2));
-  if (status == 0x0300 && may_be_empty) return TableLayout{};  // no records
-  if (status != 0) return make_error(kErrMadStatus, "SA status " + describe_sa_status(status));
+  if (status == kSaStatusNoRecords && may_be_empty) return TableLayout{};
+  if (status != 0) return mad_status_error(status, "SA status " + describe_sa_status(status));
   const auto words = static_cast<std::uint16_t>(get_be(mad, kOffAttrOffset, 2));
   if (words == 0) {
     if (may_be_empty) return TableLayout{};

@@ -151,14 +151,14 @@ Result<ServiceRecord> decode_service_record_response(std::span<const std::uint8_
       mad[kOffBaseVersion] == kBaseVersion && mad[kOffClass] == kClassSubnAdm &&
       get_be(mad, kOffAttrId, 2) == kAttrServiceRecord) {
     const auto status = static_cast<std::uint16_t>(get_be(mad, kOffStatus, 2));
-    if (status != 0) return make_error(kErrMadStatus, "SA status " + describe_sa_status(status));
+    if (status != 0) return mad_status_error(status, "SA status " + describe_sa_status(status));
   }
   if (auto st = check_common(mad); !st.ok()) return st.error();
   if (mad[kOffMethod] != method)
     return decode_error("method " + hex(mad[kOffMethod], 2) + " at offset 3 is not " +
                         (method == kMethodDeleteResp ? "DeleteResp (0x95)" : "GetResp (0x81)"));
   const auto status = static_cast<std::uint16_t>(get_be(mad, kOffStatus, 2));
-  if (status != 0) return make_error(kErrMadStatus, "SA status " + describe_sa_status(status));
+  if (status != 0) return mad_status_error(status, "SA status " + describe_sa_status(status));
   const auto words = get_be(mad, kOffAttrOffset, 2);
   if (words != kServiceRecordOffsetWords)
     return decode_error("AttributeOffset " + std::to_string(words) +

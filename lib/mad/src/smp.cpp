@@ -102,7 +102,7 @@ Result<Smp> decode_get_response(std::span<const std::uint8_t> mad, std::uint16_t
   if (smp->directed() && !smp->direction)
     return decode_error("directed-route GetResp without the D bit (offset 4, bit 15)");
   if (smp->status != 0)
-    return make_error(kErrMadStatus, "MAD status " + describe_mad_status(smp->status));
+    return mad_status_error(smp->status, "MAD status " + describe_mad_status(smp->status));
   return smp;
 }
 

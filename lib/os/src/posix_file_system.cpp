@@ -2,12 +2,16 @@
 #include "smha/os/posix_file_system.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <random>
 #include <system_error>
+
+#include "smha/core/file_read.hpp"
 
 namespace smha::os {
 
@@ -100,7 +104,8 @@ Result<FileSystem::Tail> PosixFileSystem::read_tail(const std::string& path, std
   if (file.fd < 0) return io_error("open", path, errno);
   struct stat st {};
   if (::fstat(file.fd, &st) != 0) return io_error("stat", path, errno);
-  if (!S_ISREG(st.st_mode)) return make_error(Errc::NotRegular, path + ": not a regular file");
+  if (!S_ISREG(st.st_mode))
+    return make_error(Errc::NotRegular, path + ": " + file_kind(st.st_mode) + ", not a regular file");
   Tail t;
   t.size = static_cast<std::uint64_t>(st.st_size);
   std::uint64_t start = from <= t.size ? from : 0;
@@ -118,6 +123,76 @@ Result<FileSystem::Tail> PosixFileSystem::read_tail(const std::string& path, std
   }
   t.text.resize(got);
   return t;
+}
+
+Status PosixFileSystem::append(const std::string& path, std::string_view data, unsigned mode, std::size_t* written) {
+  if (written) *written = 0;
+  Fd file;
+  file.fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode & 07777);
+  if (file.fd < 0) return io_error("open", path, errno);
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) return io_error("stat", path, errno);
+  if (!S_ISREG(st.st_mode))
+    return make_error(Errc::NotRegular, path + ": " + file_kind(st.st_mode) + ", not a regular file");
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(file.fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      if (written) *written = done;
+      return io_error("write", path, errno);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (written) *written = done;
+  return Status::Ok();
+}
+
+Status PosixFileSystem::make_dirs(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return make_error(Errc::Io, "mkdir -p " + path + ": " + ec.message());
+  return Status::Ok();
+}
+
+namespace {
+
+class FlockLock final : public FileSystem::Lock {
+ public:
+  FlockLock(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  ~FlockLock() override { ::close(fd_); }
+  FlockLock(const FlockLock&) = delete;
+  FlockLock& operator=(const FlockLock&) = delete;
+  Status note(std::string_view text) override {
+    if (::ftruncate(fd_, 0) != 0) return io_error("truncate", path_, errno);
+    if (::pwrite(fd_, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()))
+      return io_error("write", path_, errno);
+    return Status::Ok();
+  }
+
+ private:
+  int fd_;
+  std::string path_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<FileSystem::Lock>> PosixFileSystem::lock(const std::string& path) {
+  Fd file;
+  file.fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644);
+  if (file.fd < 0) return io_error("open", path, errno);
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) return io_error("stat", path, errno);
+  if (!S_ISREG(st.st_mode))
+    return make_error(Errc::NotRegular, path + ": " + file_kind(st.st_mode) + ", not a regular file");
+  if (::flock(file.fd, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    if (e == EWOULDBLOCK) return make_error(Errc::Busy, path + ": locked by another process");
+    return io_error("lock", path, e);
+  }
+  const int fd = file.fd;
+  file.fd = -1;
+  return std::unique_ptr<Lock>(std::make_unique<FlockLock>(fd, path));
 }
 
 }  // namespace smha::os

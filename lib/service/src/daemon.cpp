@@ -37,37 +37,29 @@ bool Daemon::lock_state_dir() {
     return false;
   }
   const std::string path = config_.state_dir + "/smhad.lock";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) {
-    err_ << "smhad: cannot open the lock file " << path << ": " << std::strerror(errno) << '\n';
-    return false;
-  }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int e = errno;
-    if (e == EWOULDBLOCK) {
-      char buf[32] = {};
-      ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
-      std::string holder = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+  auto lock = fs_.lock(path);
+  if (!lock) {
+    if (lock.error().code == Errc::Busy) {
+      auto held = fs_.read_tail(path, 0, 32);
+      std::string holder = held ? held->text : std::string();
       while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
       err_ << "smhad: another smhad (pid " << (holder.empty() ? "unknown" : holder)
            << ") already runs with state_dir " << config_.state_dir << " (it holds " << path
            << "); stop it first, or give this one its own state_dir and port\n";
     } else {
-      err_ << "smhad: cannot lock " << path << ": " << std::strerror(e) << '\n';
+      err_ << "smhad: cannot lock the state_dir: " << lock.error().message << '\n';
     }
-    ::close(fd);
     return false;
   }
-  const std::string pid = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size()))
-    spdlog::warn("cannot record our pid in {}: {}", path, std::strerror(errno));
-  lock_fd_ = fd;
+  if (auto st = lock.value()->note(std::to_string(::getpid()) + "\n"); !st.ok())
+    spdlog::warn("cannot record our pid in {}: {}", path, st.error().message);
+  lock_ = std::move(lock).value();
   return true;
 }
 
 bool Daemon::init() {
   started_at_ = clock_.now();
-  started_wall_ = config_loaded_wall_ = std::chrono::system_clock::now();
+  started_wall_ = config_loaded_wall_ = clock_.wall_now();
   // Signals first: a SIGTERM during start-up is handled (after init) by the
   // normal shutdown, never by the default action between spawning OpenSM and
   // recording its pidfile.
@@ -140,9 +132,10 @@ bool Daemon::init() {
       s.parent_death_signal = 0;  // survives smhad: adopted by the next smhad
       return s;
     };
-    std::error_code ec;
-    std::filesystem::create_directories(c.state_dir, ec);
-    std::filesystem::create_directories(c.opensm.cache_dir, ec);
+    // Where OpenSM runs and keeps its cache; if they cannot be made, OpenSM's
+    // start says why (the supervisor's error, event and alarm).
+    for (const std::string& dir : {c.state_dir, c.opensm.cache_dir})
+      if (auto st = fs_.make_dirs(dir); !st.ok()) spdlog::warn("{}", st.error().message);
     opensm::SupervisorOptions so;
     so.conf_path = c.opensm.conf_path;
     so.pidfile_path = c.state_dir + "/opensm.pid";
@@ -215,7 +208,7 @@ void Daemon::update_drift_digests() {
   auto rendered = make_renderer(config_)(static_cast<std::uint8_t>(config_.sm_priority));
   if (!rendered) return;
   const auto& f = config_.failover;
-  agent::DigestInputs in;
+  fabric::DigestInputs in;
   in.rendered_conf = rendered.value();
   in.ha_policy = "poll_interval_ms " + std::to_string(f.poll_interval.count()) + "\nmisses_before_takeover " +
                  std::to_string(f.misses_before_takeover) + "\nfailback " + std::string(config::to_string(f.failback)) +
@@ -225,7 +218,7 @@ void Daemon::update_drift_digests() {
   in.opensm = caps_.version + " " + std::string(opensm::to_string(caps_.flavor));
   in.sm_key = config_.sm_key;
   in.sa_key = config_.sa_key;
-  agent_->drift().set_own(agent::compute_digests(in));
+  agent_->drift().set_own(fabric::compute_digests(in));
 }
 
 // LID continuity (doc/lid-continuity.md): fed by the census walks, writes
@@ -238,23 +231,23 @@ void Daemon::start_lid_continuity() {
     lid_continuity_.reset();
     return;
   }
-  agent::LidContinuityConfig lc;
+  fabric::LidContinuityConfig lc;
   lc.path = o.cache_dir + "/guid2lid";
   for (const auto& x : o.extra)
     if (x.key == "lmc" && x.value.size() == 1 && x.value[0] >= '0' && x.value[0] <= '7')
       lc.lmc = static_cast<unsigned>(x.value[0] - '0');
   if (!lid_continuity_ || lid_continuity_->status().path != lc.path || lid_lmc_ != lc.lmc) {
     lid_lmc_ = lc.lmc;
-    lid_continuity_ = std::make_unique<agent::LidContinuity>(lc, *sched_, fs_, [this]() -> std::optional<SmState> {
+    lid_continuity_ = std::make_unique<fabric::LidContinuity>(lc, *sched_, fs_, [this]() -> std::optional<SmState> {
       // The engine's last answer from our SM, while OpenSM runs.
       if (!agent_ || !supervised_ || supervised_->state() != sm::ProcessState::Running) return std::nullopt;
       return agent_->status().local_state;
-    }, [this](const agent::LidConflict&, const std::string& text) {
+    }, [this](const fabric::LidConflict&, const std::string& text) {
       // Once per distinct claim: a node that keeps re-asserting a LID is one event.
       sink_.note("lid_conflict", text, "the file keeps the holder's LID; the claim is not written");
     });
   }
-  agent_->set_walk_observer([this](const agent::DiscoveryResult& r) {
+  agent_->set_walk_observer([this](const fabric::DiscoveryResult& r) {
     if (lid_continuity_) lid_continuity_->observe(r.probed, !r.request_bound && !r.hop_bound);
   });
 }
@@ -296,9 +289,9 @@ void Daemon::follow_opensm_log() {
 // The event history (restored from state_dir/events.jsonl and appended to it),
 // the events/metrics/drill methods. doc/control-protocol.md.
 bool Daemon::init_history_and_metrics() {
-  std::error_code ec;
-  std::filesystem::create_directories(config_.state_dir, ec);
-  journal_ = std::make_unique<EventJournal>(config_.state_dir + "/events.jsonl");
+  // state_dir passed lock_state_dir(); a failure here shows in the journal's own errors.
+  (void)fs_.make_dirs(config_.state_dir);
+  journal_ = std::make_unique<EventJournal>(fs_, config_.state_dir + "/events.jsonl");
   auto loaded = journal_->load();
   if (!loaded) {
     spdlog::warn("EVENTS_JOURNAL_UNREADABLE {}; starting with an empty history", loaded.error().message);
@@ -322,7 +315,7 @@ bool Daemon::init_history_and_metrics() {
     if (handover_) handover_->event(e);
   });
   events_method_ = std::make_unique<EventsMethod>(io_, sink_, clock_);
-  drill_ = std::make_unique<DrillRunner>(io_, *this, clock_);
+  drill_ = std::make_unique<DrillRunner>(*sched_, *this);
   metrics_ = std::make_unique<MetricsService>(io_, config_.metrics, fs_, [this] {
     return control::render_prometheus(metrics_snapshot(status_json(), mad_->poll_stats(), failovers_));
   });
@@ -588,7 +581,7 @@ void Daemon::handover(const control::Call& call, control::Responder respond) {
   if (target) window->set_target(*target);
   auto responder = std::make_shared<control::Responder>(std::move(respond));
   handover_ = std::make_shared<HandoverCall>(
-      io_, clock_, window, [this] { return agent_ ? agent_->status().master : std::nullopt; },
+      *sched_, window, [this] { return agent_ ? agent_->status().master : std::nullopt; },
       [this, window, responder](Reply reply) {
         handover_.reset();
         if (window_ == window) close_window();

@@ -28,7 +28,7 @@
 #include <spdlog/spdlog.h>
 
 #include "smha/agent/agent.hpp"
-#include "smha/agent/lid_continuity.hpp"
+#include "smha/fabric/lid_continuity.hpp"
 #include "smha/config/config.hpp"
 #include "smha/control/server.hpp"
 #include "smha/core/state_dir.hpp"
@@ -73,7 +73,7 @@ class Daemon final : public DrillHost {
     if (metrics_) metrics_->stop();
     if (agent_) agent_->stop();
     if (server_) server_->stop();
-    if (lock_fd_ >= 0) ::close(lock_fd_);
+    lock_.reset();  // last: a new smhad may start once we are done
   }
 
   bool init();
@@ -183,7 +183,7 @@ class Daemon final : public DrillHost {
   std::unique_ptr<DaemonAdapters::Port> port_;
   std::unique_ptr<RecordingTransport> mad_;
   std::unique_ptr<os::AsioScheduler> sched_;
-  LogEventSink sink_;
+  LogEventSink sink_{kEventHistory, clock_};
   std::unique_ptr<HookDispatcher> hooks_;
   std::unique_ptr<DaemonEventSink> events_;
   std::unique_ptr<OpensmWatch> osm_watch_;
@@ -191,7 +191,7 @@ class Daemon final : public DrillHost {
   std::unique_ptr<agent::SupervisedOpensmControl> supervised_;
   ObserveOnlyOpensmControl observe_control_;
   agent::OpensmControl* control_ = nullptr;
-  std::unique_ptr<agent::LidContinuity> lid_continuity_;  // before agent_: its walks feed it
+  std::unique_ptr<fabric::LidContinuity> lid_continuity_;  // before agent_: its walks feed it
   unsigned lid_lmc_ = 0;
   std::unique_ptr<agent::Agent> agent_;
   agent::AgentConfig agent_cfg_;  // the file's mapping the agent was started with (reload compares it)
@@ -216,7 +216,7 @@ class Daemon final : public DrillHost {
   std::unique_ptr<EventsMethod> events_method_;
   std::unique_ptr<MetricsService> metrics_;
   std::unique_ptr<DrillRunner> drill_;
-  int lock_fd_ = -1;  // state_dir/smhad.lock, flock'ed for our lifetime
+  std::unique_ptr<os::FileSystem::Lock> lock_;  // state_dir/smhad.lock, held for our lifetime
   // The local OpenSM's log file, read each poll interval: every SM state change
   // OpenSM logged becomes an "opensm_state" event, however short it was.
   std::unique_ptr<opensm::OpensmLogFollower> osm_log_;

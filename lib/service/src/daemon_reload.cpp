@@ -140,7 +140,7 @@ Reply Daemon::do_reload() {
     start_lid_continuity();  // opensm.lid_continuity or the LMC may have changed
     text += (text.empty() ? "" : "; ") + std::string("HA policy unchanged");
   }
-  config_loaded_wall_ = std::chrono::system_clock::now();
+  config_loaded_wall_ = clock_.wall_now();
   if (!policy_changed) update_drift_digests();  // a new engine got them in start_agent()
   sink_.note("RELOAD", text);
   hooks_->configure(config_);

@@ -13,10 +13,10 @@ using control::ResultCode;
 json Daemon::drift_json(TimePoint now) const {
   const auto& d = agent_->drift();
   const auto& st = d.stats();
-  auto digests = [](const agent::ConfigDigests& c) {
+  auto digests = [](const fabric::ConfigDigests& c) {
     json o = json::object();
-    for (std::size_t i = 0; i < agent::kDriftComponents; ++i)
-      o[std::string(agent::to_string(static_cast<agent::DriftComponent>(i)))] = agent::to_hex(c.digest[i]);
+    for (std::size_t i = 0; i < fabric::kDriftComponents; ++i)
+      o[std::string(fabric::to_string(static_cast<fabric::DriftComponent>(i)))] = fabric::to_hex(c.digest[i]);
     return o;
   };
   json j;
@@ -37,10 +37,10 @@ json Daemon::drift_json(TimePoint now) const {
     json x;
     x["name"] = p.name;
     x["guid"] = to_string(p.guid);
-    x["state"] = std::string(agent::to_string(p.state));
+    x["state"] = std::string(fabric::to_string(p.state));
     x["detail"] = printable(p.detail);
     json diff = json::array();
-    for (auto c : p.differing) diff.push_back(std::string(agent::to_string(c)));
+    for (auto c : p.differing) diff.push_back(std::string(fabric::to_string(c)));
     x["differing"] = diff;
     x["digests"] = p.digests ? digests(*p.digests) : json(nullptr);
     x["read_age_s"] = p.read_at ? json(seconds_since(*p.read_at, now)) : json(nullptr);
@@ -112,10 +112,10 @@ void Daemon::add_smp_port_state(json& local, TimePoint now) const {
 json Daemon::census_json(TimePoint now) const {
   json sms = json::array();
   const auto& census = agent_->census();
-  std::vector<const agent::CensusEntry*> order;
+  std::vector<const fabric::CensusEntry*> order;
   for (const auto& [g, e] : census.entries()) order.push_back(&e);
   std::stable_sort(order.begin(), order.end(),
-                   [](const agent::CensusEntry* a, const agent::CensusEntry* b) { return a->head && !b->head; });
+                   [](const fabric::CensusEntry* a, const fabric::CensusEntry* b) { return a->head && !b->head; });
   for (const auto* e : order) {
     json x;
     x["guid"] = to_string(e->guid);
@@ -131,7 +131,7 @@ json Daemon::census_json(TimePoint now) const {
     x["switch_port"] = e->neighbour ? json(e->neighbour_port) : json(nullptr);
     x["is_sm"] = e->is_sm;
     x["sa_listed"] = e->sa_listed;
-    x["sources"] = agent::census_sources_text(e->sources);
+    x["sources"] = fabric::census_sources_text(e->sources);
     x["last_answer_age_s"] = e->answered_at ? json(seconds_since(*e->answered_at, now)) : json(nullptr);
     x["first_seen_age_s"] = seconds_since(e->first_seen, now);
     sms.push_back(x);
@@ -191,7 +191,7 @@ json Daemon::status_json() {
       const auto ago = std::chrono::duration_cast<std::chrono::system_clock::duration>(now - *es.masterless_since);
       ms["guid"] = nullptr;
       ms["node"] = nullptr;
-      ms["since"] = format_utc(std::chrono::system_clock::now() - ago);
+      ms["since"] = format_utc(clock_.wall_now() - ago);
       ms["for_s"] = seconds_since(*es.masterless_since, now);
       ms["exact"] = true;
       ms["last_guid"] = to_string(*m->guid);

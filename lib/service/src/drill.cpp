@@ -80,14 +80,24 @@ struct DrillRunner::Run {
   std::shared_ptr<MastershipWindow> window;
 };
 
-DrillRunner::DrillRunner(boost::asio::io_context& io, DrillHost& host, const Clock& clock, DrillOptions options)
-    : host_(host), clock_(clock), options_(options), timer_(io) {}
+DrillRunner::DrillRunner(Scheduler& sched, DrillHost& host, DrillOptions options)
+    : sched_(sched), host_(host), options_(options) {}
 
 double DrillRunner::ms_since(TimePoint t0) const {
-  return std::chrono::duration<double, std::milli>(clock_.now() - t0).count();
+  return std::chrono::duration<double, std::milli>(sched_.now() - t0).count();
 }
 
-DrillRunner::~DrillRunner() { timer_.cancel(); }
+DrillRunner::~DrillRunner() {
+  if (timer_) sched_.cancel(*timer_);
+}
+
+void DrillRunner::step_in(Duration d) {
+  if (timer_) sched_.cancel(*timer_);
+  timer_ = sched_.schedule_in(d, [this] {
+    timer_.reset();
+    step();
+  });
+}
 
 Status DrillRunner::attach(control::ControlServer& server) {
   return server.register_async_method(control::method::kDrill, control::Access::Mutating,
@@ -127,17 +137,14 @@ void DrillRunner::start(const json& params, uid_t uid, std::function<void(Reply)
   run_->window = host_.open_window();
   const auto& ev = host_.events().events();
   run_->seen_seq = ev.empty() ? 0 : ev.back().seq;
-  run_->started = run_->phase_started = clock_.now();
+  run_->started = run_->phase_started = sched_.now();
   spdlog::info("DRILL_START to={} uid={}", to.value_or("best standby"), uid);
   if (run_->target) run_->window->set_target(*run_->target);
   request_leg(run_->target);
   // The engine chose the target (the highest-ranked live standby): a master
   // other than that one is a bounce, even if it is a configured head.
   if (const auto t = host_.engine().handover_target) run_->window->set_target(*t);
-  timer_.expires_after(options_.check_interval);
-  timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) step();
-  });
+  step_in(options_.check_interval);
 }
 
 void DrillRunner::step() {
@@ -160,7 +167,7 @@ void DrillRunner::step() {
                                                                                             : options_.settle_timeout;
   auto next_phase = [&](Run::Phase p) {
     r.phase = p;
-    r.phase_started = clock_.now();
+    r.phase_started = sched_.now();
   };
   switch (r.phase) {
     case Run::Phase::Failover:
@@ -174,7 +181,7 @@ void DrillRunner::step() {
       if (es.role == sm::Role::Standby && es.local_state == SmState::Standby && es.master == r.new_master) {
         r.legs.back()["settle_ms"] = elapsed;
         next_phase(Run::Phase::Failback);
-        r.window->plan_failback(clock_.now());
+        r.window->plan_failback(sched_.now());
         request_leg(std::nullopt);
       }
       break;
@@ -239,11 +246,8 @@ void DrillRunner::step() {
   }
   // A client that hung up does not stop the drill: the fabric is not left half-way.
   // While holding still, status() (which reads the port) is not needed every 10 ms.
-  timer_.expires_after(r.phase == Run::Phase::Stable ? std::max(options_.check_interval, std::chrono::milliseconds(100))
-                                                     : options_.check_interval);
-  timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) step();
-  });
+  step_in(r.phase == Run::Phase::Stable ? std::max<Duration>(options_.check_interval, std::chrono::milliseconds(100))
+                                        : Duration(options_.check_interval));
 }
 
 void DrillRunner::request_leg(std::optional<Guid> target) {

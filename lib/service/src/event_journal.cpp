@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/service/event_journal.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -13,18 +10,13 @@
 #include <fmt/chrono.h>
 #include <nlohmann/json.hpp>
 
-#include "smha/core/file_read.hpp"
 #include "smha/core/text.hpp"
-#include "smha/os/posix_file_system.hpp"
 #include "smha/service/takeover_report_json.hpp"
 
 namespace smha::service {
 
 namespace {
 
-Error io_error(const std::string& what, const std::string& path, int err) {
-  return Error{Errc::Io, "event journal " + path + ": " + what + ": " + std::strerror(err)};
-}
 
 std::string cut(const std::string& s) {
   if (s.size() <= kMaxFieldBytes) return s;
@@ -148,24 +140,21 @@ std::optional<EventRecord> decode_event_line(std::string_view line) {
   return e;
 }
 
-EventJournal::EventJournal(std::string path, std::size_t keep) : path_(std::move(path)), keep_(keep) {}
-
-EventJournal::~EventJournal() {
-  if (fd_ >= 0) ::close(fd_);
-}
+EventJournal::EventJournal(os::FileSystem& fs, std::string path, std::size_t keep)
+    : fs_(fs), path_(std::move(path)), keep_(keep) {}
 
 Result<EventJournal::Loaded> EventJournal::load() {
   Loaded out;
   tail_.clear();
   lines_ = 0;
   cut_line_ = false;
-  bool cut_start = false;
-  auto text = read_regular_file_tail(path_, kMaxJournalReadBytes, &cut_start);
-  if (!text.ok()) {
-    if (text.error().code == Errc::NotFound) return out;
-    return Error{Errc::Io, "event journal " + path_ + ": " + text.error().message};
+  auto tail = fs_.read_tail(path_, 0, kMaxJournalReadBytes);
+  if (!tail.ok()) {
+    if (tail.error().code == Errc::NotFound) return out;
+    return Error{Errc::Io, "event journal: " + tail.error().message};
   }
-  const std::string& all = text.value();
+  const std::string& all = tail->text;
+  const bool cut_start = tail->size > all.size();
   std::size_t at = 0;
   if (cut_start) {
     // The first line read is most likely a part of one; skip to the next.
@@ -201,24 +190,12 @@ Status EventJournal::append(const EventRecord& e) {
   tail_.push_back(e);
   if (tail_.size() > keep_) tail_.pop_front();
   if (lines_ + 1 >= 2 * keep_) return compact();
-  if (fd_ < 0) {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-    if (fd_ < 0) return io_error("open", path_, errno);
-  }
   const std::string line = (cut_line_ ? "\n" : "") + encode_event_line(e) + "\n";
   std::size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd_);
-      fd_ = -1;
-      // A part of the line is on disk (ENOSPC, EFBIG): the next one starts afresh.
-      if (done > 0) cut_line_ = true;
-      return io_error("write", path_, err);
-    }
-    done += static_cast<std::size_t>(n);
+  if (auto st = fs_.append(path_, line, 0640, &done); !st.ok()) {
+    // A part of the line is on disk (ENOSPC, EFBIG): the next one starts afresh.
+    if (done > 0) cut_line_ = true;
+    return Error{Errc::Io, "event journal: " + st.error().message};
   }
   cut_line_ = false;
   ++lines_;
@@ -228,11 +205,7 @@ Status EventJournal::append(const EventRecord& e) {
 Status EventJournal::compact() {
   std::string text;
   for (const auto& e : tail_) text += encode_event_line(e) + "\n";
-  os::PosixFileSystem fs;
-  if (auto st = fs.write_atomic(path_, text, 0640); !st.ok()) return st;
-  // The old descriptor points at the replaced file.
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+  if (auto st = fs_.write_atomic(path_, text, 0640); !st.ok()) return st;
   cut_line_ = false;
   lines_ = tail_.size();
   return Status::Ok();

@@ -18,11 +18,11 @@ std::shared_ptr<spdlog::logger> sm_log() { return named_logger("sm"); }
 
 }  // namespace
 
-LogEventSink::LogEventSink(std::size_t capacity) : capacity_(capacity) {}
+LogEventSink::LogEventSink(std::size_t capacity, const Clock& clock) : capacity_(capacity), clock_(clock) {}
 
 void LogEventSink::push(EventRecord r) {
   r.seq = ++seq_;
-  r.wall = std::chrono::system_clock::now();
+  r.wall = clock_.wall_now();
   events_.push_back(std::move(r));
   while (events_.size() > capacity_) events_.pop_front();
   for (const auto& l : listeners_) l(events_.back());
@@ -97,9 +97,9 @@ void LogEventSink::event(const sm::RecordEvent& e, TimePoint at) {
   if (e.kind == sm::EventKind::Adopted) last_transition_ = events_.back();
 }
 
-void LogEventSink::takeover_report(const agent::TakeoverReport& r, TimePoint at) {
-  const std::string kind(agent::to_string(r.kind));
-  const std::string text = agent::summary(r);
+void LogEventSink::takeover_report(const fabric::TakeoverReport& r, TimePoint at) {
+  const std::string kind(fabric::to_string(r.kind));
+  const std::string text = fabric::summary(r);
   platform::LogFields fields{{"kind", kind}, {"summary", text}};
   for (auto& f : takeover_report_fields(r)) fields.push_back(std::move(f));
   platform::log_event(*sm_log(), platform::kSmTakeoverReport, fields);

@@ -1,31 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/service/handover.hpp"
 
-#include <boost/asio/post.hpp>
-
 namespace smha::service {
 
 using control::Reply;
 using control::ResultCode;
 using nlohmann::json;
 
-HandoverCall::HandoverCall(boost::asio::io_context& io, const Clock& clock, std::shared_ptr<MastershipWindow> window,
-                           Master master, Finish finish)
-    : io_(io),
-      clock_(clock),
+HandoverCall::HandoverCall(Scheduler& sched, std::shared_ptr<MastershipWindow> window, Master master, Finish finish)
+    : sched_(sched),
       window_(std::move(window)),
       master_(std::move(master)),
       finish_(std::move(finish)),
-      t0_(clock.now()),
-      deadline_(io) {}
+      t0_(sched.now()) {}
+
+HandoverCall::~HandoverCall() {
+  if (deadline_) sched_.cancel(*deadline_);
+}
 
 void HandoverCall::start(Duration limit) {
   if (finished_) return;
-  const Duration left = t0_ + limit - clock_.now();
-  deadline_.expires_after(left > Duration::zero() ? left : Duration::zero());
+  if (deadline_) sched_.cancel(*deadline_);
+  const Duration left = t0_ + limit - sched_.now();
   std::weak_ptr<HandoverCall> self = weak_from_this();
-  deadline_.async_wait([self](const boost::system::error_code& ec) {
-    if (auto s = self.lock(); s && !ec) s->end();
+  deadline_ = sched_.schedule_in(left > Duration::zero() ? left : Duration::zero(), [self] {
+    if (auto s = self.lock()) {
+      s->deadline_.reset();
+      s->end();
+    }
   });
 }
 
@@ -52,15 +54,16 @@ void HandoverCall::check() {
 void HandoverCall::end_soon() {
   if (end_posted_) return;
   end_posted_ = true;
-  boost::asio::post(io_, [self = shared_from_this()] { self->end(); });
+  sched_.post([self = shared_from_this()] { self->end(); });
 }
 
 void HandoverCall::end() {
   if (finished_) return;
   finished_ = true;
-  deadline_.cancel();
+  if (deadline_) sched_.cancel(*deadline_);
+  deadline_.reset();
   if (const auto& v = window_->violation()) outcome_ = *v;
-  const double ms = std::chrono::duration<double, std::milli>(clock_.now() - t0_).count();
+  const double ms = std::chrono::duration<double, std::milli>(sched_.now() - t0_).count();
   const auto master = master_();
   json data{{"duration_ms", ms},
             {"master", master ? json(to_string(*master)) : json(nullptr)},

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <utility>
 
-#include "smha/agent/discovery.hpp"
+#include "smha/fabric/discovery.hpp"
 #include "smha/core/state_dir.hpp"
 #include "smha/mad/umad_transport.hpp"
 #include "smha/opensm/cli.hpp"
@@ -240,7 +240,7 @@ void DaemonEventSink::event(const sm::RecordEvent& e, TimePoint at) {
   changed_();
 }
 
-void DaemonEventSink::takeover_report(const agent::TakeoverReport& r, TimePoint at) {
+void DaemonEventSink::takeover_report(const fabric::TakeoverReport& r, TimePoint at) {
   log_.takeover_report(r, at);
   changed_();
 }
@@ -322,7 +322,7 @@ void OpensmWatch::on_change(const opensm::SupervisorStatus& st) {
 
 // ---- check-config ----------------------------------------------------------
 
-std::optional<agent::DiscoveryResult> probe_routes(const config::Config& cfg) {
+std::optional<fabric::DiscoveryResult> probe_routes(const config::Config& cfg) {
   boost::asio::io_context io;
   SteadyClock clock;
   mad::PortSelector sel;
@@ -332,22 +332,22 @@ std::optional<agent::DiscoveryResult> probe_routes(const config::Config& cfg) {
   auto transport = mad::UmadTransport::open(io, sel, clock);
   if (!transport) return std::nullopt;
   os::AsioScheduler sched(io, clock);
-  agent::Discovery discovery(sched, **transport);
+  fabric::Discovery discovery(sched, **transport);
   std::vector<Guid> targets;
   std::vector<DrPath> hints;  // a configured dr_path that leads to its peer is found there first
   for (const auto& p : cfg.peers) {
     targets.push_back(p.port_guid);
     if (p.dr_path) hints.push_back(*p.dr_path);
   }
-  std::optional<agent::DiscoveryResult> out;
-  discovery.start(targets, [&out](const agent::DiscoveryResult& r) { out = r; }, hints);
+  std::optional<fabric::DiscoveryResult> out;
+  discovery.start(targets, [&out](const fabric::DiscoveryResult& r) { out = r; }, hints);
   while (!out && io.run_one() > 0) {
   }
   return out;
 }
 
 std::vector<config::Diagnostic> route_warnings(const config::Config& cfg,
-                                               const agent::DiscoveryResult& found) {
+                                               const fabric::DiscoveryResult& found) {
   std::vector<config::Diagnostic> w;
   for (std::size_t i = 0; i < cfg.peers.size(); ++i) {
     const auto& p = cfg.peers[i];
@@ -356,7 +356,7 @@ std::vector<config::Diagnostic> route_warnings(const config::Config& cfg,
     if (it == found.found.end()) {
       w.push_back(config::Diagnostic{cfg.source_path, cfg.position_of(at + ".port_guid"), at + ".port_guid",
                                      "peer " + p.name + " (" + to_string(p.port_guid) +
-                                         ") is on no port of the fabric: " + agent::not_found_text(found)});
+                                         ") is on no port of the fabric: " + fabric::not_found_text(found)});
       continue;
     }
     const auto& r = it->second;

@@ -53,7 +53,7 @@ void RecordingTransport::get_sminfo(const mad::Target& target, const mad::Reques
                           rec.guid = r.value().info.guid;
                           (*s)[r.value().info.guid.value] = SmSighting{r.value().info, r.value().rtt, now};
                           if (auto m = master.lock())
-                            m->observe(r.value().info, now, std::chrono::system_clock::now());
+                            m->observe(r.value().info, now, clock->wall_now());
                         }
                         (*t)[key] = rec;
                       }

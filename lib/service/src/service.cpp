@@ -39,32 +39,29 @@ control::Reply guard_reload(const char* via, LogEventSink& sink, const std::func
 
 namespace {
 
-// sm::validate names the HaPolicy field ("poll_interval: ...",
-// "peers[head02].guid: ..."); the operator needs the YAML key that set it and
-// its position. Derived bounds (hang_timeout, takeover_bound ...) point at the
-// poll interval they follow from.
-Error policy_error_at(const config::Config& c, const Error& e) {
-  const std::string& m = e.message;
-  const std::string field = m.substr(0, m.find_first_of(":[."));
+// The operator needs the YAML key that set the HaPolicy field a policy error
+// is about, and its position. Derived bounds (hang_timeout, takeover_bound
+// ...) point at the poll interval they follow from.
+Error policy_error_at(const config::Config& c, const sm::PolicyError& e) {
   std::string key = "failover.poll_interval_ms";
-  if (field == "misses") key = "failover.misses_before_takeover";
-  else if (field == "base_priority" || field == "priority") key = "sm_priority";
-  else if (field == "own_guid") key = "node.port_guid";
-  else if (field == "preferred_master") key = "failover";
-  else if (field == "peers") {
-    key = "peers";
-    const auto open = m.find('[');
-    const auto close = m.find(']');
-    if (open != std::string::npos && close != std::string::npos && close > open) {
-      const std::string name = m.substr(open + 1, close - open - 1);
-      for (std::size_t i = 0; i < c.peers.size(); ++i)
-        if (c.peers[i].name == name)
-          key = "peers[" + std::to_string(i) + "]" +
-                (m.find("].priority", open) == close ? ".sm_priority" : ".port_guid");
-    }
+  switch (e.field) {
+    case sm::PolicyField::PollInterval:
+    case sm::PolicyField::Derived: break;
+    case sm::PolicyField::Misses: key = "failover.misses_before_takeover"; break;
+    case sm::PolicyField::BasePriority: key = "sm_priority"; break;
+    case sm::PolicyField::OwnGuid: key = "node.port_guid"; break;
+    case sm::PolicyField::PreferredMaster: key = "failover"; break;
+    case sm::PolicyField::Peers: key = "peers"; break;
+    case sm::PolicyField::PeerGuid:
+    case sm::PolicyField::PeerPriority:
+      // map_config lists the policy's peers in the configuration's order.
+      key = e.peer < c.peers.size() ? "peers[" + std::to_string(e.peer) + "]" +
+                                          (e.field == sm::PolicyField::PeerPriority ? ".sm_priority" : ".port_guid")
+                                    : "peers";
+      break;
   }
-  config::Diagnostic d{c.source_path, c.position_of(key), key, "HA policy: " + m};
-  return Error{e.code, d.to_string()};
+  config::Diagnostic d{c.source_path, c.position_of(key), key, "HA policy: " + e.error.message};
+  return Error{e.error.code, d.to_string()};
 }
 
 }  // namespace
@@ -97,7 +94,7 @@ Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid) {
   p.unresponsive_timeout = std::max(p.unresponsive_timeout, p.hang_timeout);
   p.query_window = agent::query_window_for(a);  // what the agent will use
   a.drift.unknown_alarm = c.drift_unknown_alarm;
-  if (auto st = sm::validate(p); !st.ok()) return policy_error_at(c, st.error());
+  if (auto e = sm::check(p)) return policy_error_at(c, *e);
   return a;
 }
 

@@ -7,7 +7,7 @@
 namespace smha::service {
 
 using nlohmann::json;
-using agent::TakeoverReport;
+using fabric::TakeoverReport;
 
 namespace {
 
@@ -54,7 +54,7 @@ std::vector<Guid> guids_from(const json& j, const char* key, bool& ok) {
     return out;
   }
   for (const auto& g : *it) {
-    if (out.size() >= agent::kReportPortsNamed) break;
+    if (out.size() >= fabric::kReportPortsNamed) break;
     auto guid = g.is_string() ? parse_guid(g.get<std::string>()) : std::nullopt;
     if (!guid) {
       ok = false;
@@ -99,7 +99,7 @@ json takeover_report_json(const TakeoverReport& r) {
            {"sampled", r.ports_sampled ? json(*r.ports_sampled) : json(nullptr)},
            {"on_new_master", r.ports_sampled ? json(r.ports_on_new_master) : json(nullptr)},
            {"elsewhere", guids(r.ports_elsewhere)}};
-  return json{{"kind", std::string(agent::to_string(r.kind))},
+  return json{{"kind", std::string(fabric::to_string(r.kind))},
               {"previous_master", r.previous_master ? json(to_string(*r.previous_master)) : json(nullptr)},
               {"cause", r.cause},
               {"detection_ms", ms(r.detection)},
@@ -110,7 +110,7 @@ json takeover_report_json(const TakeoverReport& r) {
               {"lids", std::move(lids)},
               {"master_sm_lid", std::move(msl)},
               {"incomplete", r.incomplete},
-              {"summary", agent::summary(r)}};
+              {"summary", fabric::summary(r)}};
 }
 
 std::optional<TakeoverReport> takeover_report_from_json(const json& j) {
@@ -118,7 +118,7 @@ std::optional<TakeoverReport> takeover_report_from_json(const json& j) {
   bool ok = true;
   TakeoverReport r;
   auto kind = j.find("kind");
-  auto k = kind != j.end() && kind->is_string() ? agent::report_kind_named(kind->get<std::string>()) : std::nullopt;
+  auto k = kind != j.end() && kind->is_string() ? fabric::report_kind_named(kind->get<std::string>()) : std::nullopt;
   if (!k) return std::nullopt;
   r.kind = *k;
   if (auto pm = text_from(j, "previous_master", ok); !pm.empty()) {
@@ -141,7 +141,7 @@ std::optional<TakeoverReport> takeover_report_from_json(const json& j) {
     else
       for (const auto& t : *f) {
         if (!t.is_string()) ok = false;
-        else if (r.routing_failures.size() < agent::kReportRoutingFailures)
+        else if (r.routing_failures.size() < fabric::kReportRoutingFailures)
           r.routing_failures.push_back(t.get<std::string>().substr(0, kMaxText));
       }
   }

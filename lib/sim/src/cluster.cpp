@@ -27,8 +27,8 @@ struct Cluster::Sink final : agent::EventSink {
   void error(const Error& e, TimePoint at) override {
     out->push_back({at, "error", std::string(to_string(e.code)), e.message});
   }
-  void takeover_report(const agent::TakeoverReport& r, TimePoint at) override {
-    out->push_back({at, "report", std::string(agent::to_string(r.kind)), agent::summary(r)});
+  void takeover_report(const fabric::TakeoverReport& r, TimePoint at) override {
+    out->push_back({at, "report", std::string(fabric::to_string(r.kind)), fabric::summary(r)});
   }
   void role_changed(const sm::RoleChange& r, TimePoint at) override {
     out->push_back({at, "role", std::string(sm::to_string(r.from)) + "->" + std::string(sm::to_string(r.to)),

@@ -55,7 +55,7 @@ void Fabric::Impl::attempt(const std::shared_ptr<Req>& r) {
         if (const auto* st = std::get_if<std::uint16_t>(&answer)) {
           char buf[8];
           std::snprintf(buf, sizeof buf, "0x%04x", *st);
-          finish(r, make_error(mad::kErrMadStatus, std::string("MAD status ") + buf));
+          finish(r, mad::mad_status_error(*st, std::string("MAD status ") + buf));
           return;
         }
         finish(r, mad::SmInfoReply{std::get<SmInfo>(answer), q.now() - r->sent, a});
@@ -118,7 +118,7 @@ void Fabric::Impl::reply_port(const std::shared_ptr<PortReq>& r, int a, const st
   if (!answer) {
     char buf[8];
     std::snprintf(buf, sizeof buf, "0x%04x", kStatusBadModifier);
-    finish_port(r, make_error(mad::kErrMadStatus, std::string("MAD status ") + buf));
+    finish_port(r, mad::mad_status_error(kStatusBadModifier, std::string("MAD status ") + buf));
     return;
   }
   finish_port(r, mad::PortInfoReply{*answer, q.now() - r->sent, a});
@@ -307,8 +307,8 @@ void Fabric::Impl::finish_sa(const std::shared_ptr<SaReq>& r, Result<mad::SmInfo
 
 Result<mad::SmInfoRecordTable> Fabric::Impl::sa_answer(NodeId to) {
   const auto& sm = nodes[to]->sm;
-  if (!sm || !sm->alive) return make_error(mad::kErrMadStatus, "SA status 0x000c");
-  if (sm->state != SmState::Master) return make_error(mad::kErrMadStatus, "SA status 0x0001: busy");
+  if (!sm || !sm->alive) return mad::mad_status_error(0x000c, "SA status 0x000c");
+  if (sm->state != SmState::Master) return mad::mad_status_error(0x0001, "SA status 0x0001: busy");
   std::vector<mad::SmInfoRecord> records;
   SmInfo own = info(*sm);
   own.sm_key = 0;
@@ -352,8 +352,8 @@ void Fabric::Impl::finish_pir(const std::shared_ptr<PirReq>& r, Result<mad::Port
 // whole (the kernel reassembles RMPP on hardware; ibsim's cut is the SMInfoRecord table's to model).
 Result<mad::PortInfoRecordTable> Fabric::Impl::pir_answer(NodeId to) {
   const auto& sm = nodes[to]->sm;
-  if (!sm || !sm->alive) return make_error(mad::kErrMadStatus, "SA status 0x000c");
-  if (sm->state != SmState::Master) return make_error(mad::kErrMadStatus, "SA status 0x0001: busy");
+  if (!sm || !sm->alive) return mad::mad_status_error(0x000c, "SA status 0x000c");
+  if (sm->state != SmState::Master) return mad::mad_status_error(0x0001, "SA status 0x0001: busy");
   std::vector<mad::PortInfoRecord> records;
   for (const auto& n : nodes) {
     if (!n->sm || n->lid.value == 0) continue;

@@ -315,7 +315,7 @@ void TopologyTransport::get_port_info(const mad::Target& t, std::uint8_t port,
     const auto& n = topo_.node(e.node);
     const std::uint8_t p = port == 0 && n.type != mad::NodeType::Switch ? e.in_port : port;
     if (p >= n.ports.size() || (p == 0 && n.type != mad::NodeType::Switch))
-      return make_error(mad::kErrMadStatus, "MAD status 0x001c");
+      return mad::mad_status_error(0x001c, "MAD status 0x001c");
     mad::PortInfo pi;
     pi.lid = n.type == mad::NodeType::Switch ? n.lid : n.ports[p].lid;
     pi.local_port = e.in_port;

@@ -16,45 +16,60 @@ std::string_view to_string(FailbackMode mode) {
   return "unknown";
 }
 
-Status validate(const HaPolicy& p) {
-  auto bad = [](std::string msg) { return Status(make_error(Errc::Policy, std::move(msg))); };
-  if (p.own_guid.value == 0) return bad("own_guid: must be a non-zero port GUID");
-  if (p.peers.empty()) return bad("peers: at least one other head is needed");
+std::optional<PolicyError> check(const HaPolicy& p) {
+  auto bad = [](PolicyField field, std::string msg, std::size_t peer = 0) {
+    return std::optional<PolicyError>(PolicyError{field, peer, make_error(Errc::Policy, std::move(msg))});
+  };
+  if (p.own_guid.value == 0) return bad(PolicyField::OwnGuid, "own_guid: must be a non-zero port GUID");
+  if (p.peers.empty()) return bad(PolicyField::Peers, "peers: at least one other head is needed");
   std::set<std::uint64_t> guids{p.own_guid.value};
-  for (const auto& peer : p.peers) {
-    if (peer.guid.value == 0) return bad("peers[" + peer.name + "].guid: must be non-zero");
+  for (std::size_t i = 0; i < p.peers.size(); ++i) {
+    const auto& peer = p.peers[i];
+    if (peer.guid.value == 0) return bad(PolicyField::PeerGuid, "peers[" + peer.name + "].guid: must be non-zero", i);
     if (!guids.insert(peer.guid.value).second)
-      return bad("peers[" + peer.name + "].guid: " + to_string(peer.guid) + " is used twice");
+      return bad(PolicyField::PeerGuid, "peers[" + peer.name + "].guid: " + to_string(peer.guid) + " is used twice",
+                 i);
   }
   const auto range_text = [](limits::IntRange r) {
     return std::to_string(r.min) + " .. " + std::to_string(r.max);
   };
   if (p.poll_interval < milliseconds(limits::kPollIntervalMs.min) ||
       p.poll_interval > milliseconds(limits::kPollIntervalMs.max))
-    return bad("poll_interval: must be " + range_text(limits::kPollIntervalMs) + " ms");
-  if (!limits::kMisses.contains(p.misses)) return bad("misses: must be " + range_text(limits::kMisses));
+    return bad(PolicyField::PollInterval, "poll_interval: must be " + range_text(limits::kPollIntervalMs) + " ms");
+  if (!limits::kMisses.contains(p.misses))
+    return bad(PolicyField::Misses, "misses: must be " + range_text(limits::kMisses));
   if (!limits::kSmPriority.contains(p.base_priority))
-    return bad("base_priority: must be " + range_text(limits::kSmPriority));
+    return bad(PolicyField::BasePriority, "base_priority: must be " + range_text(limits::kSmPriority));
   std::vector<std::uint8_t> configured{p.base_priority};
-  for (const auto& peer : p.peers) {
+  for (std::size_t i = 0; i < p.peers.size(); ++i) {
+    const auto& peer = p.peers[i];
     if (peer.priority && !limits::kSmPriority.contains(*peer.priority))
-      return bad("peers[" + peer.name + "].priority: must be " + range_text(limits::kSmPriority));
+      return bad(PolicyField::PeerPriority,
+                 "peers[" + peer.name + "].priority: must be " + range_text(limits::kSmPriority), i);
     configured.push_back(peer.priority.value_or(p.base_priority));
   }
-  if (auto r = standby_priorities(configured); !r) return r.error();
-  if (p.hang_timeout < p.poll_interval) return bad("hang_timeout: must be >= poll_interval");
+  if (auto r = standby_priorities(configured); !r) return PolicyError{PolicyField::BasePriority, 0, r.error()};
+  if (p.hang_timeout < p.poll_interval) return bad(PolicyField::Derived, "hang_timeout: must be >= poll_interval");
   if (p.unresponsive_timeout < p.hang_timeout)
-    return bad("unresponsive_timeout: must be >= hang_timeout");
+    return bad(PolicyField::Derived, "unresponsive_timeout: must be >= hang_timeout");
   if (p.query_window <= Duration::zero() || p.query_window > p.poll_interval)
-    return bad("query_window: must be > 0 and <= poll_interval");
-  if (p.takeover_bound < p.poll_interval) return bad("takeover_bound: must be >= poll_interval");
-  if (p.sweep_bound < p.takeover_bound) return bad("sweep_bound: must be >= takeover_bound");
-  if (p.handover_bound < p.poll_interval) return bad("handover_bound: must be >= poll_interval");
-  if (p.attempts_per_query < 1) return bad("attempts_per_query: must be >= 1");
+    return bad(PolicyField::Derived, "query_window: must be > 0 and <= poll_interval");
+  if (p.takeover_bound < p.poll_interval)
+    return bad(PolicyField::Derived, "takeover_bound: must be >= poll_interval");
+  if (p.sweep_bound < p.takeover_bound) return bad(PolicyField::Derived, "sweep_bound: must be >= takeover_bound");
+  if (p.handover_bound < p.poll_interval)
+    return bad(PolicyField::Derived, "handover_bound: must be >= poll_interval");
+  if (p.attempts_per_query < 1) return bad(PolicyField::Derived, "attempts_per_query: must be >= 1");
   if (!(p.false_alarm_target > 0 && p.false_alarm_target < 1))
-    return bad("false_alarm_target: must be in (0, 1)");
+    return bad(PolicyField::Derived, "false_alarm_target: must be in (0, 1)");
   if (p.preferred_master && !guids.count(p.preferred_master->value))
-    return bad("preferred_master: " + to_string(*p.preferred_master) + " is not a configured head");
+    return bad(PolicyField::PreferredMaster,
+               "preferred_master: " + to_string(*p.preferred_master) + " is not a configured head");
+  return std::nullopt;
+}
+
+Status validate(const HaPolicy& p) {
+  if (auto e = check(p)) return e->error;
   return Status::Ok();
 }
 

@@ -21,7 +21,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
 
-#include "smha/agent/discovery.hpp"
+#include "smha/fabric/discovery.hpp"
 #include "smha/core/text.hpp"
 #include "smha/mad/smp.hpp"
 #include "smha/mad/umad_transport.hpp"
@@ -64,7 +64,7 @@ std::string hex(std::uint64_t v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  agent::DiscoveryLimits limits;
+  fabric::DiscoveryLimits limits;
   std::vector<Guid> targets;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -95,10 +95,10 @@ int main(int argc, char** argv) {
     return 5;
   }
   Sched sched(io, clock);
-  agent::Discovery d(sched, **transport, limits);
-  std::optional<agent::DiscoveryResult> out;
+  fabric::Discovery d(sched, **transport, limits);
+  std::optional<fabric::DiscoveryResult> out;
   const auto t0 = std::chrono::steady_clock::now();
-  d.start(targets, [&out](const agent::DiscoveryResult& r) { out = r; });
+  d.start(targets, [&out](const fabric::DiscoveryResult& r) { out = r; });
   while (!out && io.run_one() > 0) {
   }
   const double wall_ms =
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   for (Guid g : targets) {
     auto it = out->found.find(g);
     if (it == out->found.end()) {
-      j["targets"][hex(g.value)] = {{"missing", true}, {"status", agent::not_found_text(*out)}};
+      j["targets"][hex(g.value)] = {{"missing", true}, {"status", fabric::not_found_text(*out)}};
       continue;
     }
     const auto& p = it->second;

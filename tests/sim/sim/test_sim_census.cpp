@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "smha/agent/discovery.hpp"
+#include "smha/fabric/discovery.hpp"
 #include "smha/sim/cluster.hpp"
 #include "smha/sim/fabric.hpp"
 #include "smha/sim/topology.hpp"
@@ -18,14 +18,14 @@
 
 using namespace smha;
 using namespace smha::sim;
-using agent::Discovery;
-using agent::DiscoveryResult;
+using fabric::Discovery;
+using fabric::DiscoveryResult;
 
 namespace {
 
 using smha::sim::testing::load_net;
 
-DiscoveryResult survey(const Topology& t, const std::string& from, agent::DiscoveryLimits limits = {}) {
+DiscoveryResult survey(const Topology& t, const std::string& from, fabric::DiscoveryLimits limits = {}) {
   EventQueue q;
   TopologyTransport mad(q, t, *t.find(from), 1);
   Discovery d(q, mad, limits);
@@ -37,7 +37,7 @@ DiscoveryResult survey(const Topology& t, const std::string& from, agent::Discov
   return *out;
 }
 
-const agent::SmPort* find_port(const DiscoveryResult& r, Guid g) {
+const fabric::SmPort* find_port(const DiscoveryResult& r, Guid g) {
   for (const auto& p : r.sm_ports)
     if (p.port_guid == g) return &p;
   return nullptr;
@@ -178,7 +178,7 @@ TEST_CASE("A third OpenSM at priority 0 on a compute node: unknown_sm names it, 
     CHECK(x.description == "node01");
     REQUIRE(x.info);
     CHECK(x.info->priority == 0);
-    CHECK(x.sources & agent::kFromIsSm);
+    CHECK(x.sources & fabric::kFromIsSm);
   }
   c.run_for(seconds(10));
   CHECK(c.observed_masters() == master_before);
@@ -267,8 +267,8 @@ TEST_CASE("The master's SA lists an SM on a compute node: its two tables alone r
     const auto& e = c.agent(i)->census().entries();
     REQUIRE(e.count(third));
     const auto& x = e.at(third);
-    CHECK((x.sources & agent::kFromSa) != 0);
-    CHECK((x.sources & agent::kFromSaIsSm) != 0);
+    CHECK((x.sources & fabric::kFromSa) != 0);
+    CHECK((x.sources & fabric::kFromSaIsSm) != 0);
     CHECK(x.sa_listed);
     CHECK(x.is_sm);       // the IsSM table listed its port
     CHECK_FALSE(x.path);  // no walk: asked by LID

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "smha/agent/discovery.hpp"
+#include "smha/fabric/discovery.hpp"
 #include "smha/mad/smp.hpp"
 #include "smha/sim/cluster.hpp"
 #include "smha/sim/fabric.hpp"
@@ -19,9 +19,9 @@
 
 using namespace smha;
 using namespace smha::sim;
-using agent::Discovery;
-using agent::DiscoveryLimits;
-using agent::DiscoveryResult;
+using fabric::Discovery;
+using fabric::DiscoveryLimits;
+using fabric::DiscoveryResult;
 
 namespace {
 
@@ -130,7 +130,7 @@ TEST_CASE("Discovery: a port GUID on no port searches everything once and says h
   CHECK(r.missing[0] == Guid{0xdead});
   CHECK(r.nodes == t.size());           // every node, each expanded once
   CHECK(r.revisits >= 1);               // the loop brought one back
-  CHECK(agent::not_found_text(r) ==
+  CHECK(fabric::not_found_text(r) ==
         "not found (searched " + std::to_string(r.nodes) + " nodes, " + std::to_string(r.ports) + " ports)");
   CHECK_FALSE(r.hop_bound);
   CHECK_FALSE(r.request_bound);
@@ -182,7 +182,7 @@ TEST_CASE("Discovery: a malformed answer is counted and skipped, a dead end time
   Search s2(t2, "Hca1");
   auto r2 = s2.run({Guid{0x100004}});
   CHECK_FALSE(r2.complete());
-  CHECK(agent::not_found_text(r2).find("not found (searched 5 nodes") == 0);
+  CHECK(fabric::not_found_text(r2).find("not found (searched 5 nodes") == 0);
 }
 
 TEST_CASE("Discovery at 324 and 1000 HCAs: both heads' peers resolved, early stop", "[discovery]") {

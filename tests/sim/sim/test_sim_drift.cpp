@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "smha/agent/drift.hpp"
+#include "smha/fabric/drift.hpp"
 #include "smha/opensm/conf.hpp"
 #include "smha/sim/cluster.hpp"
 
@@ -22,7 +22,7 @@ constexpr const char* kPartitions = "/etc/opensm/partitions.conf";
 
 // Head i's digests from the opensm.conf smhad renders for it, with the
 // partitions file as it is on that head's file system.
-agent::ConfigDigests digests(Cluster& c, int i) {
+fabric::ConfigDigests digests(Cluster& c, int i) {
   config::Config cfg;
   cfg.source_path = "/etc/smha/smha.yaml";
   cfg.opensm.extra.push_back({"partition_config_file", kPartitions, {}});
@@ -30,12 +30,12 @@ agent::ConfigDigests digests(Cluster& c, int i) {
   in.sm_priority = static_cast<std::uint8_t>(10 + i);  // per head: left out
   in.port_guid = c.fabric().guid(c.head(i));
   in.policy_files = opensm::hash_policy_files(cfg, c.fabric().fs(c.head(i)));
-  agent::DigestInputs d;
+  fabric::DigestInputs d;
   d.rendered_conf = opensm::render_opensm_conf(cfg, in);
   d.ha_policy = "poll_interval_ms 100\n";
   d.opensm = "3.3.23 upstream";
   d.sm_key = 1;
-  return agent::compute_digests(d);
+  return fabric::compute_digests(d);
 }
 
 void write_partitions(Cluster& c, int i, const std::string& text) {
@@ -79,7 +79,7 @@ TEST_CASE("Config drift: another partitions file on one head raises config_drift
   c.run_for(seconds(30));
   const auto& p0 = c.agent(0)->drift().peers();
   REQUIRE(p0.size() == 1);
-  CHECK(p0[0].state == agent::PeerDriftState::Unknown);
+  CHECK(p0[0].state == fabric::PeerDriftState::Unknown);
   CHECK(p0[0].detail.find("no smha record") != std::string::npos);
   CHECK(count(c, 0, "alarm") == 0);
 
@@ -91,7 +91,7 @@ TEST_CASE("Config drift: another partitions file on one head raises config_drift
   CHECK(last_alarm(c, 1).find("partitions differ") != std::string::npos);
   CHECK(last_alarm(c, 0).find("opensm_conf") == std::string::npos);  // GUID and priority are per head
   CHECK(c.agent(0)->drift().peers()[0].differing ==
-        std::vector<agent::DriftComponent>{agent::DriftComponent::Partitions});
+        std::vector<fabric::DriftComponent>{fabric::DriftComponent::Partitions});
 
   // Fixed: both clear, and stay clear.
   write_partitions(c, 1, "Default=0x7fff, ipoib : ALL=full;\n");
@@ -100,8 +100,8 @@ TEST_CASE("Config drift: another partitions file on one head raises config_drift
   c.run_for(seconds(60));
   CHECK(count(c, 0, "alarm") == 1);
   CHECK(count(c, 1, "alarm") == 1);
-  CHECK(c.agent(0)->drift().peers()[0].state == agent::PeerDriftState::Match);
-  CHECK(c.agent(1)->drift().peers()[0].state == agent::PeerDriftState::Match);
+  CHECK(c.agent(0)->drift().peers()[0].state == fabric::PeerDriftState::Match);
+  CHECK(c.agent(1)->drift().peers()[0].state == fabric::PeerDriftState::Match);
   CHECK(c.agent(0)->drift().stats().rejected_foreign == 0);
   CHECK(c.agent(0)->drift().stats().rejected_data == 0);
   // Bounded: about one Set and one Get per 20 s per head (~240 s of it here).
@@ -132,6 +132,6 @@ TEST_CASE("Config drift: after a takeover the new master's SA gets the records a
   CHECK(st.last_register_error.empty());
   // The dead head's record is gone with the old master's SA: unknown after its lease, not drift.
   c.run_for(seconds(60));
-  CHECK(c.agent(survivor)->drift().peers()[0].state == agent::PeerDriftState::Unknown);
+  CHECK(c.agent(survivor)->drift().peers()[0].state == fabric::PeerDriftState::Unknown);
   CHECK(count(c, survivor, "clear") == 1);
 }

@@ -402,9 +402,9 @@ TEST_CASE("Takeover report: kill -9 of the master, then a planned handover back"
   REQUIRE_FALSE(c.agent(s)->last_takeover());  // the cold start's two masters for a round are no takeover
   REQUIRE(c.fabric().signal_opensm(c.head(m), SIGKILL));
   REQUIRE(c.run_until([&] { return c.agent(s)->last_takeover().has_value(); }, seconds(10)));
-  const agent::TakeoverReport r = *c.agent(s)->last_takeover();
-  INFO(agent::summary(r));
-  CHECK(r.kind == agent::TakeoverReport::Kind::Takeover);
+  const fabric::TakeoverReport r = *c.agent(s)->last_takeover();
+  INFO(fabric::summary(r));
+  CHECK(r.kind == fabric::TakeoverReport::Kind::Takeover);
   CHECK(r.previous_master == c.fabric().guid(c.head(m)));
   REQUIRE(r.detection);
   REQUIRE(r.to_master);
@@ -433,9 +433,9 @@ TEST_CASE("Takeover report: kill -9 of the master, then a planned handover back"
   c.run_for(seconds(1));
   c.agent(s)->request_handover(std::nullopt);
   REQUIRE(c.run_until([&] { return c.agent(m)->last_takeover().has_value(); }, seconds(40)));
-  const agent::TakeoverReport h = *c.agent(m)->last_takeover();
-  INFO(agent::summary(h));
-  CHECK(h.kind == agent::TakeoverReport::Kind::Handover);
+  const fabric::TakeoverReport h = *c.agent(m)->last_takeover();
+  INFO(fabric::summary(h));
+  CHECK(h.kind == fabric::TakeoverReport::Kind::Handover);
   CHECK(h.previous_master == c.fabric().guid(c.head(s)));
   CHECK_FALSE(h.detection);
   CHECK(h.master_to_subnet_up);
@@ -489,9 +489,9 @@ TEST_CASE("Takeover report: the master lost while the standby's smhad is startin
   CHECK(c.count_events(m, "peer_discover") == 1);
   hold[s] = false;
   REQUIRE(c.run_until([&] { return c.agent(s)->last_takeover().has_value(); }, seconds(10)));
-  const agent::TakeoverReport r = *c.agent(s)->last_takeover();
-  INFO(agent::summary(r));
-  CHECK(r.kind == agent::TakeoverReport::Kind::Takeover);
+  const fabric::TakeoverReport r = *c.agent(s)->last_takeover();
+  INFO(fabric::summary(r));
+  CHECK(r.kind == fabric::TakeoverReport::Kind::Takeover);
   CHECK(r.previous_master == old);
   CHECK(r.cause.find("->MASTER without our DISCOVER") != std::string::npos);
   CHECK(r.to_master);

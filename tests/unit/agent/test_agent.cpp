@@ -43,7 +43,7 @@ struct FakeTransport : mad::MadTransport {
     if (a && d <= limit) {
       s.schedule_at(s.now() + d, [a, d, done] { done(mad::SmInfoReply{*a, d, 1}); });
     } else if (!a && refuse.count(k)) {
-      s.schedule_at(s.now() + milliseconds(1), [done] { done(make_error(mad::kErrMadStatus, "0x000c")); });
+      s.schedule_at(s.now() + milliseconds(1), [done] { done(mad::mad_status_error(0x000c, "0x000c")); });
     } else {
       const Duration extra = late.count(k) ? late[k] : Duration{};
       s.schedule_at(s.now() + limit + extra, [done] { done(make_error(mad::kErrTimeout, "timeout")); });
@@ -185,7 +185,7 @@ struct NullSink : EventSink {
   void clear(const sm::ClearAlarm&, TimePoint) override {}
   void hook(const sm::RunHook&, TimePoint) override {}
   void error(const Error&, TimePoint) override {}
-  void takeover_report(const TakeoverReport&, TimePoint) override {}
+  void takeover_report(const fabric::TakeoverReport&, TimePoint) override {}
   std::vector<std::string> roles;  // "standby->taking_over: master lost"
   void role_changed(const sm::RoleChange& r, TimePoint) override {
     roles.push_back(std::string(sm::to_string(r.from)) + "->" + std::string(sm::to_string(r.to)) + ": " + r.why);
@@ -731,13 +731,13 @@ TEST_CASE("Agent asks the SA at our port's MasterSMLID every sa_interval, its ta
   CHECK(st.sa_mads == 1);
   CHECK(st.sa_last_error.empty());
   REQUIRE(a.census().entries().count(Guid{0x30}));
-  CHECK((a.census().entries().at(Guid{0x30}).sources & kFromSa) != 0);
+  CHECK((a.census().entries().at(Guid{0x30}).sources & fabric::kFromSa) != 0);
   CHECK(a.census().entries().at(Guid{0x30}).lid == Lid{9});
   // One query per interval: two more in the next 60 s.
   s.run_until(s.now() + seconds(60));
   CHECK(t.sa_queries.size() == 3);
   // An SA that refuses: the error kept, the census unchanged.
-  t.sa_table = Result<mad::SmInfoRecordTable>(make_error(mad::kErrMadStatus, "SA status 0x0300: no records"));
+  t.sa_table = Result<mad::SmInfoRecordTable>(mad::mad_status_error(mad::kSaStatusNoRecords, "SA status 0x0300: no records"));
   s.run_until(s.now() + seconds(30));
   CHECK(st.sa_last_error == "mad_status: SA status 0x0300: no records");
   CHECK(st.sa_tables == 3);
@@ -812,7 +812,7 @@ TEST_CASE("Agent: the SA's IsSM PortInfoRecords find an SM no other source lists
   const auto& e = a.census().entries();
   REQUIRE(e.count(Guid{0x70}));
   const auto& x = e.at(Guid{0x70});
-  CHECK(x.sources & kFromSaIsSm);
+  CHECK(x.sources & fabric::kFromSaIsSm);
   CHECK(x.is_sm);
   CHECK_FALSE(x.path);
   CHECK(x.lid == Lid{7});
@@ -837,7 +837,7 @@ TEST_CASE("Agent: the SA's IsSM PortInfoRecords find an SM no other source lists
   CHECK(st.ism_tables == 3);
   if (a.census().entries().count(Guid{0x70})) CHECK_FALSE(a.census().entries().at(Guid{0x70}).is_sm);
   // An SA that refuses: the error kept.
-  t.pir_table = Result<mad::PortInfoRecordTable>(make_error(mad::kErrMadStatus, "SA status 0x0100: no resources"));
+  t.pir_table = Result<mad::PortInfoRecordTable>(mad::mad_status_error(0x0100, "SA status 0x0100: no resources"));
   s.run_until(s.now() + seconds(30));
   CHECK(st.ism_last_error == "mad_status: SA status 0x0100: no resources");
   a.stop();

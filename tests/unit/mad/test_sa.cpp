@@ -208,6 +208,7 @@ TEST_CASE("Bad SA responses: errors name the field and its offset", "[mad][sa]")
   auto st = good;
   st[4] = 0x03;  // 0x0300: no records
   expect(decode_sminfo_record_table(st), kErrMadStatus, "0x0300: no records");
+  CHECK(decode_sminfo_record_table(st).error().mad_status == kSaStatusNoRecords);  // typed, for callers
   st[4] = 0x00;
   st[5] = 0x0c;
   expect(decode_sminfo_record_table(st), kErrMadStatus, "0x000c: method/attribute combination not supported");

@@ -126,6 +126,7 @@ TEST_CASE("ServiceRecord answers: an SA status is named, a malformed answer says
   REQUIRE_FALSE(e.ok());
   CHECK(e.error().code == kErrMadStatus);
   CHECK(e.error().message == "SA status 0x0300: no records");
+  CHECK(e.error().mad_status == kSaStatusNoRecords);
 
   const ServiceRecord r = sample();
   auto ok = encode_service_record_response(9, kMethodGetResp, 0, &r);

@@ -197,6 +197,7 @@ TEST_CASE("Golden: OpenSM's rejection is status 0x0700, reported as mad_status",
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == kErrMadStatus);
   CHECK(r.error().message.find("0x0700") != std::string::npos);
+  CHECK(r.error().mad_status == 0x0700);
 }
 
 TEST_CASE("Golden: an unanswered request returned by ibsim is not a GetResp", "[mad][golden]") {

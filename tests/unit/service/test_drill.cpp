@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "smha/os/asio_scheduler.hpp"
 #include "smha/service/drill.hpp"
 
 using namespace smha;
@@ -244,7 +245,8 @@ TEST_CASE("a drill that passes: push to the peer, pull back, timings per leg", "
   boost::asio::io_context io;
   FakeHost host(io);
   SteadyClock clock;
-  DrillRunner runner(io, host, clock, fast());
+  os::AsioScheduler sched(io, clock);
+  DrillRunner runner(sched, host, fast());
   auto r = run_drill(io, runner, json{{"to", "head02"}});
   INFO(r.text);
   REQUIRE(r.is_ok());
@@ -271,7 +273,8 @@ TEST_CASE("a drill whose handover rolls back fails without a failback", "[servic
   FakeHost host(io);
   host.roll_back = true;
   SteadyClock clock;
-  DrillRunner runner(io, host, clock, fast());
+  os::AsioScheduler sched(io, clock);
+  DrillRunner runner(sched, host, fast());
   auto r = run_drill(io, runner);
   CHECK(r.result == ResultCode::Error);
   CHECK(r.data["verdict"] == "fail");
@@ -284,7 +287,8 @@ TEST_CASE("a drill whose leg never completes fails at the leg bound", "[service]
   FakeHost host(io);
   host.stuck = true;
   SteadyClock clock;
-  DrillRunner runner(io, host, clock, fast());
+  os::AsioScheduler sched(io, clock);
+  DrillRunner runner(sched, host, fast());
   const auto t0 = std::chrono::steady_clock::now();
   auto r = run_drill(io, runner);
   CHECK(std::chrono::steady_clock::now() - t0 >= 1000ms);
@@ -297,7 +301,8 @@ TEST_CASE("a drill that ends with two masters fails", "[service][drill]") {
   FakeHost host(io);
   host.dual_at_end = true;
   SteadyClock clock;
-  DrillRunner runner(io, host, clock, fast());
+  os::AsioScheduler sched(io, clock);
+  DrillRunner runner(sched, host, fast());
   auto r = run_drill(io, runner);
   CHECK(r.data["verdict"] == "fail");
   CHECK_THAT(r.data["reason"].get<std::string>(), Catch::Contains("2 MASTERs after the failback"));
@@ -309,7 +314,8 @@ TEST_CASE("a refused drill sends nothing", "[service][drill]") {
   host.es.role = sm::Role::Standby;
   host.es.local_state = SmState::Standby;
   SteadyClock clock;
-  DrillRunner runner(io, host, clock, fast());
+  os::AsioScheduler sched(io, clock);
+  DrillRunner runner(sched, host, fast());
   std::optional<control::Reply> got;
   runner.start(json::object(), 0, [&](control::Reply r) { got = std::move(r); });
   REQUIRE(got);  // at once, before the io_context runs
@@ -324,7 +330,8 @@ TEST_CASE("a drill fails when the peer takes mastership back after the failback"
   FakeHost host(io);
   host.retake_at = 2;  // settled once, then the peer is MASTER again
   SteadyClock clock;
-  DrillRunner runner(io, host, clock, fast());
+  os::AsioScheduler sched(io, clock);
+  DrillRunner runner(sched, host, fast());
   auto r = run_drill(io, runner);
   CHECK(r.data["verdict"] == "fail");
   CHECK_THAT(r.data["reason"].get<std::string>(), Catch::Contains("not stable after the failback: 2 MASTER(s)"));
@@ -335,7 +342,8 @@ TEST_CASE("a drill passes with OpenSM's log showing exactly its two changes", "[
   FakeHost host(io);
   host.log_states = true;
   SteadyClock clock;
-  DrillRunner runner(io, host, clock, fast());
+  os::AsioScheduler sched(io, clock);
+  DrillRunner runner(sched, host, fast());
   auto r = run_drill(io, runner);
   INFO(r.text);
   CHECK(r.data["verdict"] == "pass");
@@ -348,7 +356,8 @@ TEST_CASE("a drill fails on a mastership only OpenSM's log saw", "[service][dril
   SECTION("back to MASTER during the failover, shorter than a poll round") {
     host.log_bounce_failover = true;
     SteadyClock clock;
-    DrillRunner runner(io, host, clock, fast());
+    os::AsioScheduler sched(io, clock);
+  DrillRunner runner(sched, host, fast());
     auto r = run_drill(io, runner);
     CHECK(r.data["verdict"] == "fail");
     CHECK_THAT(r.data["reason"].get<std::string>(),
@@ -358,7 +367,8 @@ TEST_CASE("a drill fails on a mastership only OpenSM's log saw", "[service][dril
   SECTION("a standby spell after the failback") {
     host.log_bounce_failback = true;
     SteadyClock clock;
-    DrillRunner runner(io, host, clock, fast());
+    os::AsioScheduler sched(io, clock);
+  DrillRunner runner(sched, host, fast());
     auto r = run_drill(io, runner);
     CHECK(r.data["verdict"] == "fail");
     CHECK_THAT(r.data["reason"].get<std::string>(), Catch::Contains("left MASTER again after regaining it"));
@@ -371,7 +381,8 @@ TEST_CASE("a drill fails on a mastership of another head that only the fabric sh
   SECTION("the failover target hands mastership on to a third head") {
     host.bounce_third = true;
     SteadyClock clock;
-    DrillRunner runner(io, host, clock, fast());
+    os::AsioScheduler sched(io, clock);
+  DrillRunner runner(sched, host, fast());
     auto r = run_drill(io, runner, json{{"to", "head02"}});
     CHECK(r.data["verdict"] == "fail");
     CHECK_THAT(r.data["reason"].get<std::string>(),
@@ -383,7 +394,8 @@ TEST_CASE("a drill fails on a mastership of another head that only the fabric sh
     SteadyClock clock;
     auto o = fast();
     o.stable = 1000ms;  // the sweep comes ~175 ms after the failback
-    DrillRunner runner(io, host, clock, o);
+    os::AsioScheduler sched(io, clock);
+  DrillRunner runner(sched, host, o);
     auto r = run_drill(io, runner, json{{"to", "head02"}});
     CHECK(r.data["verdict"] == "fail");
     CHECK_THAT(r.data["reason"].get<std::string>(),
@@ -419,7 +431,8 @@ TEST_CASE("a drill's verdict does not depend on the wording of events", "[servic
       c.set(host);
       host.no_text = no_text;
       SteadyClock clock;
-      DrillRunner runner(io, host, clock, fast());
+      os::AsioScheduler sched(io, clock);
+  DrillRunner runner(sched, host, fast());
       auto r = run_drill(io, runner, json{{"to", "head02"}});
       CHECK(r.data["verdict"] == c.verdict);
       if (std::string(c.verdict) == "fail")
@@ -436,7 +449,8 @@ TEST_CASE("a drill passes through a round in which no SM answered after the fail
   FakeHost host(io);
   host.silent_round_after_failback = true;
   SteadyClock clock;
-  DrillRunner runner(io, host, clock, fast());
+  os::AsioScheduler sched(io, clock);
+  DrillRunner runner(sched, host, fast());
   auto r = run_drill(io, runner);
   INFO(r.text);
   CHECK(r.data["verdict"] == "pass");

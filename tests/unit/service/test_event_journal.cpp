@@ -15,6 +15,7 @@
 
 #include "smha/client/render.hpp"
 #include "smha/core/text.hpp"
+#include "smha/os/posix_file_system.hpp"
 #include "smha/service/event_journal.hpp"
 #include "smha/service/events_method.hpp"
 #include "smha/service/service.hpp"
@@ -27,6 +28,8 @@ using namespace smha::client;
 using smha::control::test::TempDir;
 
 namespace {
+
+os::PosixFileSystem posix_fs;
 
 std::size_t count_lines(const std::string& path) {
   std::ifstream in(path);
@@ -156,7 +159,7 @@ TEST_CASE("events survive a restart: the new sink continues the sequence", "[ser
   TempDir dir;
   const std::string path = dir.sub("events.jsonl");
   {
-    EventJournal journal(path);
+    EventJournal journal(posix_fs, path);
     REQUIRE(journal.load().ok());
     LogEventSink sink;
     sink.add_listener([&](const EventRecord& e) { REQUIRE(journal.append(e).ok()); });
@@ -168,7 +171,7 @@ TEST_CASE("events survive a restart: the new sink continues the sequence", "[ser
     changed.to = SmState::Master;
     sink.event(changed, TimePoint{});
   }
-  EventJournal journal(path);
+  EventJournal journal(posix_fs, path);
   auto loaded = journal.load();
   REQUIRE(loaded.ok());
   CHECK(loaded.value().skipped == 0);
@@ -194,8 +197,8 @@ TEST_CASE("events survive a restart: the new sink continues the sequence", "[ser
 
 namespace {
 
-agent::TakeoverReport sample_report() {
-  agent::TakeoverReport r;
+fabric::TakeoverReport sample_report() {
+  fabric::TakeoverReport r;
   r.previous_master = Guid{0x100001};
   r.cause = "master lost: 3 rounds unanswered";
   r.detection = milliseconds(101);
@@ -222,16 +225,16 @@ TEST_CASE("a takeover report survives a restart as status's last_takeover", "[se
   const std::string path = dir.sub("events.jsonl");
   const auto report = sample_report();
   {
-    EventJournal journal(path);
+    EventJournal journal(posix_fs, path);
     REQUIRE(journal.load().ok());
     LogEventSink sink;
     sink.add_listener([&](const EventRecord& e) { REQUIRE(journal.append(e).ok()); });
     sink.takeover_report(report, TimePoint{});
     REQUIRE(sink.last_takeover());
-    CHECK(sink.last_takeover()->reason == agent::summary(report));
+    CHECK(sink.last_takeover()->reason == fabric::summary(report));
     sink.note("HOLD", "frozen", "uid 0");
   }
-  EventJournal journal(path);
+  EventJournal journal(posix_fs, path);
   auto loaded = journal.load();
   REQUIRE(loaded.ok());
   REQUIRE(loaded.value().events.size() == 2);
@@ -273,7 +276,7 @@ TEST_CASE("a journal's takeover report that does not parse is left out, the even
   for (int i = 0; i < 1000; ++i) big["routing"]["failures"].push_back(std::string(10000, 'x'));
   auto cut = takeover_report_from_json(big);
   REQUIRE(cut);
-  CHECK(cut->routing_failures.size() == agent::kReportRoutingFailures);
+  CHECK(cut->routing_failures.size() == fabric::kReportRoutingFailures);
   CHECK(cut->routing_failures[0].size() == 160);
   // In a journal line: the event loads without its report.
   std::string line = R"({"seq":3,"time":"2026-12-04T20:11:19.412Z","kind":"takeover_report","reason":"r",)"
@@ -288,7 +291,7 @@ TEST_CASE("the journal never holds more than 2 x keep lines and keeps the newest
   TempDir dir;
   const std::string path = dir.sub("events.jsonl");
   constexpr std::size_t kKeep = 10;
-  EventJournal journal(path, kKeep);
+  EventJournal journal(posix_fs, path, kKeep);
   REQUIRE(journal.load().ok());
   std::size_t max_lines = 0;
   for (std::uint64_t i = 1; i <= 57; ++i) {
@@ -301,7 +304,7 @@ TEST_CASE("the journal never holds more than 2 x keep lines and keeps the newest
   }
   CHECK(max_lines <= 2 * kKeep);
   CHECK(max_lines >= kKeep);  // it did grow past kKeep before compacting
-  EventJournal again(path, kKeep);
+  EventJournal again(posix_fs, path, kKeep);
   auto loaded = again.load();
   REQUIRE(loaded.ok());
   REQUIRE(loaded.value().events.size() == kKeep);
@@ -325,7 +328,7 @@ TEST_CASE("unparsable and out-of-order lines are skipped and counted", "[service
   c.seq = 9;
   std::ofstream(path) << encode_event_line(a) << "\nnot json\n" << encode_event_line(b) << "\n"
                       << encode_event_line(c) << "\n{\"seq\":10,\"ti";
-  EventJournal journal(path);
+  EventJournal journal(posix_fs, path);
   auto loaded = journal.load();
   REQUIRE(loaded.ok());
   CHECK(loaded.value().skipped == 3);
@@ -335,14 +338,14 @@ TEST_CASE("unparsable and out-of-order lines are skipped and counted", "[service
   EventRecord d = a;
   d.seq = 10;
   REQUIRE(journal.append(d).ok());
-  EventJournal reread(path);
+  EventJournal reread(posix_fs, path);
   auto again = reread.load();
   REQUIRE(again.ok());
   CHECK(again.value().skipped == 3);
   REQUIRE(again.value().events.size() == 3);
   CHECK(again.value().events.back().seq == 10);
   // A missing file is an empty journal.
-  EventJournal none(dir.sub("absent.jsonl"));
+  EventJournal none(posix_fs, dir.sub("absent.jsonl"));
   auto empty = none.load();
   REQUIRE(empty.ok());
   CHECK(empty.value().events.empty());
@@ -360,7 +363,7 @@ TEST_CASE("a seq that would wrap is a bad line, and the events after it load", "
   CHECK_FALSE(decode_event_line(encode_event_line(top)));
   top.seq = kMaxEventSeq;
   CHECK(decode_event_line(encode_event_line(top)));
-  EventJournal journal(path);
+  EventJournal journal(posix_fs, path);
   auto loaded = journal.load();
   REQUIRE(loaded.ok());
   CHECK(loaded.value().skipped == 1);
@@ -371,7 +374,7 @@ TEST_CASE("a seq that would wrap is a bad line, and the events after it load", "
 TEST_CASE("after a write cut by a full disk the next event starts on a fresh line", "[service][events]") {
   TempDir dir;
   const std::string path = dir.sub("events.jsonl");
-  EventJournal journal(path);
+  EventJournal journal(posix_fs, path);
   REQUIRE(journal.load().ok());
   EventRecord e;
   e.kind = "note";
@@ -397,7 +400,7 @@ TEST_CASE("after a write cut by a full disk the next event starts on a fresh lin
   REQUIRE(std::filesystem::file_size(path) == size + 50);
   e.seq = 3;
   REQUIRE(journal.append(e).ok());
-  EventJournal reread(path);
+  EventJournal reread(posix_fs, path);
   auto loaded = reread.load();
   REQUIRE(loaded.ok());
   CHECK(loaded.value().skipped == 1);  // the cut line only
@@ -423,7 +426,7 @@ TEST_CASE("loading reads only the newest end of a huge journal", "[service][even
       bytes += line.size();
     }
   }
-  EventJournal journal(path, kKeep);
+  EventJournal journal(posix_fs, path, kKeep);
   auto loaded = journal.load();
   REQUIRE(loaded.ok());
   // Only the last kMaxJournalReadBytes are read: far fewer lines than written,
@@ -444,7 +447,7 @@ TEST_CASE("a FIFO in the journal's place is an error, not a hang", "[service][ev
   TempDir dir;
   const std::string path = dir.sub("events.jsonl");
   REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
-  EventJournal journal(path);
+  EventJournal journal(posix_fs, path);
   auto loaded = journal.load();
   REQUIRE_FALSE(loaded.ok());
   CHECK(loaded.error().code == Errc::Io);

@@ -6,6 +6,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "smha/os/asio_scheduler.hpp"
 #include "smha/service/handover.hpp"
 
 using namespace smha;
@@ -20,12 +21,13 @@ constexpr Guid kOwn{0x10}, kPeer{0x20};
 struct Rig {
   boost::asio::io_context io;
   SteadyClock clock;
+  os::AsioScheduler sched{io, clock};
   std::shared_ptr<MastershipWindow> window = std::make_shared<MastershipWindow>(
       kOwn, "head01", std::vector<MastershipWindow::Head>{{kPeer, "head02", Lid{2}}}, clock.now());
   std::optional<control::Reply> reply;
   int replies = 0;
   std::shared_ptr<HandoverCall> call = std::make_shared<HandoverCall>(
-      io, clock, window, [] { return std::optional<Guid>(kPeer); }, [this](control::Reply r) {
+      sched, window, [] { return std::optional<Guid>(kPeer); }, [this](control::Reply r) {
         ++replies;
         reply = std::move(r);
       });

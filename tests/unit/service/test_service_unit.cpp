@@ -846,10 +846,10 @@ TEST_CASE("smhad --check-config refuses what start-up refuses: no peer") {
 TEST_CASE("route_warnings: a GUID on no port, a lid or dr_path discovery contradicts") {
   auto c = two_heads();
   c.peers[0].dr_path = DrPath{{1, 3, 1}};
-  agent::DiscoveryResult r;
+  fabric::DiscoveryResult r;
   r.nodes = 6;
   r.ports = 18;
-  agent::ResolvedPort p;
+  fabric::ResolvedPort p;
   p.port_guid = Guid{0x20};
   p.path = DrPath{{1, 5, 1}};
   p.lid = Lid{9};
@@ -882,11 +882,11 @@ TEST_CASE("smhad --check-config prints route warnings when the fabric answers, a
   opensm::ExecOpensmRunner runner;
   std::ostringstream out, err;
   RouteProbe none_found = [](const config::Config&) {
-    agent::DiscoveryResult r;
+    fabric::DiscoveryResult r;
     r.nodes = 3;
     r.ports = 4;
     r.missing = {Guid{0x20}};
-    return std::optional<agent::DiscoveryResult>(r);
+    return std::optional<fabric::DiscoveryResult>(r);
   };
   CHECK(run_check_config(yaml, runner, out, err, none_found) == 0);
   CHECK(out.str().find(yaml + ": OK for OpenSM") == 0);
@@ -895,7 +895,7 @@ TEST_CASE("smhad --check-config prints route warnings when the fabric answers, a
   // No fabric: nothing checked, nothing printed.
   std::ostringstream out2, err2;
   CHECK(run_check_config(yaml, runner, out2, err2, [](const config::Config&) {
-          return std::optional<agent::DiscoveryResult>();
+          return std::optional<fabric::DiscoveryResult>();
         }) == 0);
   CHECK(err2.str().empty());
 }

@@ -101,6 +101,30 @@ TEST_CASE("Priorities: validate rejects values outside 0..15", "[sm][priority]")
   CHECK(validate(p).error().message.find("peers[head02].priority") != std::string::npos);
 }
 
+TEST_CASE("Policy: check names the field and the peer it is about, typed", "[sm][policy]") {
+  auto p = pair(15, 14, true);
+  CHECK_FALSE(check(p).has_value());
+  p.base_priority = 16;
+  REQUIRE(check(p));
+  CHECK(check(p)->field == PolicyField::BasePriority);
+  p = pair(15, 14, true);
+  p.peers.push_back(PeerSpec{"head03", Guid{0x30}, std::uint8_t{20}});
+  REQUIRE(check(p));
+  CHECK(check(p)->field == PolicyField::PeerPriority);
+  CHECK(check(p)->peer == 1);
+  p.peers[1].priority = 3;
+  p.peers[1].guid = p.peers[0].guid;
+  REQUIRE(check(p));
+  CHECK(check(p)->field == PolicyField::PeerGuid);
+  CHECK(check(p)->peer == 1);
+  p = pair(15, 14, true);
+  p.hang_timeout = p.poll_interval / 2;
+  REQUIRE(check(p));
+  CHECK(check(p)->field == PolicyField::Derived);
+  CHECK(check(p)->error.code == Errc::Policy);
+  CHECK(validate(p).error().message == check(p)->error.message);
+}
+
 // Decision table with head01 15 / head02 14 (standby 13 / 12, master 14, claim
 // 15, yield 11). Each row: the head, failback, its view for 30 rounds (3 s, past
 // the 2 s hold-down), and what it must do.

@@ -32,7 +32,7 @@
 // lost; unanswered or refused is Unknown. A PeerPortFn, when set, wins.
 //
 // Discovery (doc/discovery.md): a peer with `discover` set is found by its
-// port GUID with agent::Discovery. Until it is found, and while it is being
+// port GUID with fabric::Discovery. Until it is found, and while it is being
 // re-resolved, it is not polled at all: its probes stay unqueried, so the
 // engine sees it as unknown, never as absent. Re-resolution runs at start,
 // when a found peer's LID stops answering while its DR path answers, when its
@@ -51,11 +51,11 @@
 #include <utility>
 #include <vector>
 
-#include "smha/agent/census.hpp"
-#include "smha/agent/discovery.hpp"
-#include "smha/agent/drift.hpp"
+#include "smha/fabric/census.hpp"
+#include "smha/fabric/discovery.hpp"
+#include "smha/fabric/drift.hpp"
 #include "smha/agent/seams.hpp"
-#include "smha/agent/takeover_report.hpp"
+#include "smha/fabric/takeover_report.hpp"
 #include "smha/mad/transport.hpp"
 #include "smha/sm/ha_machine.hpp"
 
@@ -105,7 +105,7 @@ struct CensusConfig {
   Duration walk_min_interval = seconds(60);
   Duration walk_max_interval = seconds(6 * 3600);
   double walk_mads_per_s = 0.5;
-  DiscoveryLimits walk{63, 20000, 4, mad::RequestOptions{milliseconds(100), 1, 0}};
+  fabric::DiscoveryLimits walk{63, 20000, 4, mad::RequestOptions{milliseconds(100), 1, 0}};
   // SubnAdmGetTable(SMInfoRecord) to the SA at our port's MasterSMLID every
   // sa_interval (three of OpenSM's default 10 s sweeps; 0: never), the first
   // sa_first_delay after start (our port's MasterSMLID is known by then).
@@ -113,7 +113,7 @@ struct CensusConfig {
   Duration sa_interval = seconds(30);
   Duration sa_first_delay = seconds(3);
   mad::RequestOptions sa_query{milliseconds(500), 1, 0};
-  CensusLimits limits;                   // expiry (live), max_sms
+  fabric::CensusLimits limits;                   // expiry (live), max_sms
 };
 
 // What the census cost, for status and doc/census.md's figures.
@@ -123,7 +123,7 @@ struct CensusStats {
   std::uint64_t query_mads = 0;      // census SMInfo MADs (attempts)
   std::uint64_t recheck_mads = 0;    // PortInfo rechecks and NodeDescription reads (attempts)
   std::uint64_t query_answers = 0;
-  std::optional<DiscoveryResult> last_walk;
+  std::optional<fabric::DiscoveryResult> last_walk;
   std::optional<TimePoint> last_walk_at;
   std::optional<TimePoint> next_walk_at;
   // The master's SA table (SubnAdmGetTable(SMInfoRecord)).
@@ -163,14 +163,14 @@ struct AgentConfig {
   // query; the round's local_port is then set_local_port()'s answer, or Up.
   std::uint8_t local_port_num = 0;
   // Discovery of peers with `discover` set (see the header comment).
-  DiscoveryLimits discovery;
+  fabric::DiscoveryLimits discovery;
   Duration rediscover_interval = seconds(60);
   // At most one discovery this often. A re-resolution asks the peers' last
   // paths first (Discovery hints), so one that finds them costs a few MADs.
   Duration rediscover_min_gap = milliseconds(500);
   CensusConfig census;
   // Config drift between heads (doc/drift.md): inert until drift().set_own().
-  DriftConfig drift;
+  fabric::DriftConfig drift;
   // The takeover report (doc/takeover-report.md): opensm.routing_engine split
   // at commas (empty: OpenSM's default), whether OpenSM's log reaches
   // Agent::opensm_logged(), and the longest wait from MASTER to the report.
@@ -203,7 +203,7 @@ class Agent {
   // Whether the kernel shows the local OpenSM stopped (see PollRound::local_stopped).
   void set_local_stopped(std::function<bool()> fn) { local_stopped_ = std::move(fn); }
   // Called with every census walk's result (LID continuity reads its ports).
-  using WalkObserver = std::function<void(const DiscoveryResult&)>;
+  using WalkObserver = std::function<void(const fabric::DiscoveryResult&)>;
   void set_walk_observer(WalkObserver fn) { walk_observer_ = std::move(fn); }
 
   // Tells the machine the process state and starts polling now.
@@ -224,17 +224,17 @@ class Agent {
   std::uint64_t rounds() const { return rounds_; }
   const std::vector<PeerRoute>& routes() const { return routes_; }
   std::uint64_t discoveries() const { return discoveries_; }
-  const std::optional<DiscoveryResult>& last_discovery() const { return last_result_; }
-  const Census& census() const { return census_; }
+  const std::optional<fabric::DiscoveryResult>& last_discovery() const { return last_result_; }
+  const fabric::Census& census() const { return census_; }
   // Our node's NodeDescription ("" until read; read at start with the census on).
   const std::string& own_description() const { return own_description_; }
   const CensusStats& census_stats() const { return census_stats_; }
-  DriftMonitor& drift() { return drift_; }
-  const DriftMonitor& drift() const { return drift_; }
+  fabric::DriftMonitor& drift() { return drift_; }
+  const fabric::DriftMonitor& drift() const { return drift_; }
   // A line of the local OpenSM's log that the takeover report reads.
   void opensm_logged(const opensm::LoggedEvent& e);
   // The last takeover report (EventSink::takeover_report got it too).
-  const std::optional<TakeoverReport>& last_takeover() const { return reporter_.last(); }
+  const std::optional<fabric::TakeoverReport>& last_takeover() const { return reporter_.last(); }
 
  private:
   struct Round;
@@ -251,11 +251,11 @@ class Agent {
   void finish_round();
   void discover_peer(Guid peer);
   void request_discovery(const std::string& why);
-  void on_discovery(const DiscoveryResult& r);
+  void on_discovery(const fabric::DiscoveryResult& r);
   void check_routes(const Round& round);
   void report_route(std::size_t i, const PeerRoute& before);
   void start_walk();
-  void on_walk(const DiscoveryResult& r);
+  void on_walk(const fabric::DiscoveryResult& r);
   void census_tick();
   void read_own_description();
   void census_queries();
@@ -297,29 +297,29 @@ class Agent {
   std::optional<Scheduler::TimerId> wake_timer_;
   std::uint64_t rounds_ = 0;
   // Discovery.
-  Discovery discovery_;
+  fabric::Discovery discovery_;
   std::vector<PeerRoute> routes_;        // same order as cfg_.peers
   std::vector<PeerAddress> configured_;  // the overrides as configured
   std::optional<TimePoint> last_discovery_at_;
-  std::optional<DiscoveryResult> last_result_;
+  std::optional<fabric::DiscoveryResult> last_result_;
   std::optional<Scheduler::TimerId> discovery_timer_;
   bool discovery_pending_ = false;
   std::uint64_t discoveries_ = 0;
   std::optional<mad::PortInfo> last_local_pi_;
   // Census.
-  Discovery survey_;
-  Census census_;
+  fabric::Discovery survey_;
+  fabric::Census census_;
   CensusStats census_stats_;
   std::optional<Scheduler::TimerId> walk_timer_;
   std::optional<Scheduler::TimerId> census_timer_;
   std::optional<Scheduler::TimerId> sa_timer_;
-  std::vector<SmPort> recheck_ports_;  // the last walk's ports, heads left out
+  std::vector<fabric::SmPort> recheck_ports_;  // the last walk's ports, heads left out
   std::string own_description_;        // our node's NodeDescription (census, events)
   bool own_description_pending_ = false;
   std::size_t recheck_next_ = 0;
   std::set<std::uint16_t> ism_resolving_;  // LIDs of IsSM ports being resolved (NodeInfo, name)
-  DriftMonitor drift_;
-  TakeoverReporter reporter_;
+  fabric::DriftMonitor drift_;
+  fabric::TakeoverReporter reporter_;
   std::optional<Scheduler::TimerId> report_timer_;
 };
 

@@ -10,11 +10,15 @@
 #include "smha/core/clock.hpp"
 #include "smha/core/result.hpp"
 #include "smha/core/scheduler.hpp"
+#include "smha/fabric/alarm_sink.hpp"
 #include "smha/sm/ha_machine.hpp"
+
+namespace smha::fabric {
+struct TakeoverReport;  // smha/fabric/takeover_report.hpp
+}  // namespace smha::fabric
 
 namespace smha::agent {
 
-struct TakeoverReport;  // takeover_report.hpp
 
 // Timers: smha::Scheduler (smha/core/scheduler.hpp), found here unqualified.
 
@@ -51,21 +55,18 @@ class OpensmControl {
 };
 
 // Where events, alarms and hooks go (journal, metrics, hook runner).
-class EventSink {
+class EventSink : public fabric::AlarmSink {
  public:
-  virtual ~EventSink() = default;
   // A StateChanged event's evidence is its cause: the first other engine
   // event of the same step ("<kind>: <reason>"; not a priority_changed, which
   // follows the role), empty when that step had none.
   virtual void event(const sm::RecordEvent& e, TimePoint at) = 0;
-  // `a.refresh`: only the detail of an active alarm changed (no new alarm event).
-  virtual void alarm(const sm::RaiseAlarm& a, TimePoint at) = 0;
-  virtual void clear(const sm::ClearAlarm& a, TimePoint at) = 0;
+  // alarm() and clear(): fabric::AlarmSink.
   virtual void hook(const sm::RunHook& h, TimePoint at) = 0;
   // Adapter failures (an action that could not be carried out).
   virtual void error(const Error& e, TimePoint at) = 0;
   // How a takeover or handover that made our SM the MASTER went.
-  virtual void takeover_report(const TakeoverReport& report, TimePoint at) = 0;
+  virtual void takeover_report(const fabric::TakeoverReport& report, TimePoint at) = 0;
   // The engine's role changed (sm::Decision::role_changes, in order).
   virtual void role_changed(const sm::RoleChange& change, TimePoint at) = 0;
 };

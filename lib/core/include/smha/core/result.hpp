@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cassert>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <variant>
@@ -11,12 +12,30 @@
 
 namespace smha {
 
+// GCC 12 at -O2 warns that the implicit copy of an Error held in a
+// std::variant "may be used uninitialized" where the variant provably holds
+// it (a known false positive of -Wmaybe-uninitialized with variants). The
+// warning points at this struct; it is silenced here alone.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 struct Error {
+  Error() = default;
+  Error(Errc c, std::string m, std::uint16_t status = 0) : code(c), mad_status(status), message(std::move(m)) {}
+
   // What kind of failure (errc.hpp; to_string gives its stable token).
   Errc code = Errc::Failed;
+  // With code MadStatus: the answer's MAD Status field (for an SA answer its
+  // class-specific bits too, e.g. 0x0300 "no records"), for callers to branch
+  // on; 0 otherwise.
+  std::uint16_t mad_status = 0;
   // What went wrong and where, for a human.
   std::string message;
 };
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 template <typename T>
 class [[nodiscard]] Result {

@@ -96,6 +96,12 @@ struct PortInfoReply {
 //   "cancelled"   the transport was closed before an answer
 inline constexpr Errc kErrTimeout = Errc::Timeout;
 inline constexpr Errc kErrMadStatus = Errc::MadStatus;
+// A kErrMadStatus error: `status` in Error::mad_status, `message` naming it.
+inline Error mad_status_error(std::uint16_t status, std::string message) {
+  return Error{kErrMadStatus, std::move(message), status};
+}
+// SA class-specific status (IBA 15.2.1.1) a caller branches on: no record matched.
+inline constexpr std::uint16_t kSaStatusNoRecords = 0x0300;
 inline constexpr Errc kErrSend = Errc::Send;
 inline constexpr Errc kErrDecode = Errc::Decode;
 inline constexpr Errc kErrCancelled = Errc::Cancelled;

@@ -29,7 +29,7 @@ struct LoggedSmState {
   std::string stamp;  // OpenSM's time stamp ("Dec 03 15:20:33 123456"), empty if the line has none
 };
 
-// A line the takeover report reads (agent::TakeoverReporter).
+// A line the takeover report reads (fabric::TakeoverReporter).
 struct LoggedEvent {
   enum class Kind : std::uint8_t {
     SmState,        // "Entering <STATE> state": text is the state

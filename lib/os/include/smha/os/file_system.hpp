@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// FileSystem: the seam through which smha writes opensm.conf and its state files.
-// Real implementation: PosixFileSystem (temp + fsync + rename). The simulated
-// fabric keeps files in memory, so a simulated OpenSM can read its rendered
-// sm_priority on start and on SIGHUP, as the real one does.
+// FileSystem: the seam through which smha writes opensm.conf and its state
+// files, appends its event journal, creates its directories and takes its
+// single-instance lock. Real implementation: PosixFileSystem (temp + fsync +
+// rename, O_APPEND, flock). The simulated fabric keeps files in memory, so a
+// simulated OpenSM can read its rendered sm_priority on start and on SIGHUP, as
+// the real one does.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -44,6 +47,51 @@ class FileSystem {
     if (whole->size() - start > max) start = whole->size() - max;
     t.text = whole->substr(start);
     return t;
+  }
+
+  // Appends `data` to `path`, creating it with permission bits `mode` if it is
+  // missing: plain write()s without fsync (a crash may lose the last appends,
+  // never earlier ones). Error "not_regular" for a FIFO, device etc. (never
+  // blocks). On an error a prefix of `data` may be in the file: `*written`, if
+  // given, says how many bytes. Default: through read() and write_atomic()
+  // (in-memory implementations).
+  virtual Status append(const std::string& path, std::string_view data, unsigned mode,
+                        std::size_t* written = nullptr) {
+    if (written) *written = 0;
+    auto old = read(path);
+    if (!old && old.error().code != Errc::NotFound) return old.error();
+    std::string text = old ? std::move(old).value() : std::string();
+    text.append(data);
+    if (auto st = write_atomic(path, text, mode); !st.ok()) return st;
+    if (written) *written = data.size();
+    return Status::Ok();
+  }
+
+  // Creates directory `path` and its missing parents (mode 0755), as mkdir -p;
+  // an existing directory is fine. Default: nothing to create (in-memory files
+  // have no directories).
+  virtual Status make_dirs(const std::string& path) {
+    (void)path;
+    return Status::Ok();
+  }
+
+  // An exclusive lock, held until the object is destroyed (and by the kernel
+  // until the process ends). note() replaces the lock file's content, for the
+  // message another would-be holder prints (read it with read()).
+  class Lock {
+   public:
+    virtual ~Lock() = default;
+    virtual Status note(std::string_view text) = 0;
+  };
+  // Locks `path` (created with mode 0644 if missing; a symlink is refused)
+  // without waiting. Error "busy" if another process holds it. Default: a lock
+  // nobody else can contend for (in-memory implementations).
+  virtual Result<std::unique_ptr<Lock>> lock(const std::string& path) {
+    (void)path;
+    struct Uncontended final : Lock {
+      Status note(std::string_view) override { return Status::Ok(); }
+    };
+    return std::unique_ptr<Lock>(std::make_unique<Uncontended>());
   }
 };
 

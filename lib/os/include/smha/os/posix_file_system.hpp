@@ -20,6 +20,13 @@ class PosixFileSystem final : public FileSystem {
   // Errors: "not_found" if `path` does not exist, "io" otherwise.
   Result<std::string> read(const std::string& path) const override;
   Result<Tail> read_tail(const std::string& path, std::uint64_t from, std::size_t max) const override;
+  // Opened with O_APPEND | O_NONBLOCK (a FIFO never blocks), written and closed.
+  Status append(const std::string& path, std::string_view data, unsigned mode,
+                std::size_t* written = nullptr) override;
+  // Errors "io" naming the directory that could not be made.
+  Status make_dirs(const std::string& path) override;
+  // flock(LOCK_EX | LOCK_NB) on the file opened O_RDWR | O_CREAT | O_NOFOLLOW.
+  Result<std::unique_ptr<Lock>> lock(const std::string& path) override;
 };
 
 }  // namespace smha::os

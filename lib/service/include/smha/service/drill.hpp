@@ -26,11 +26,10 @@
 #include <optional>
 #include <string>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
 
 #include "smha/control/server.hpp"
+#include "smha/core/scheduler.hpp"
 #include "smha/service/mastership_window.hpp"
 #include "smha/service/service.hpp"
 #include "smha/sm/ha_machine.hpp"
@@ -83,8 +82,8 @@ struct DrillOptions {
 
 class DrillRunner {
  public:
-  // `host` and `clock` must outlive this object.
-  DrillRunner(boost::asio::io_context& io, DrillHost& host, const Clock& clock, DrillOptions options = {});
+  // `sched` (its timers and its clock) and `host` must outlive this object.
+  DrillRunner(Scheduler& sched, DrillHost& host, DrillOptions options = {});
   ~DrillRunner();
   DrillRunner(const DrillRunner&) = delete;
   DrillRunner& operator=(const DrillRunner&) = delete;
@@ -106,12 +105,13 @@ class DrillRunner {
   void request_leg(std::optional<Guid> target);
   void finish(bool pass, const std::string& why);
   double ms_since(TimePoint t0) const;
+  void step_in(Duration d);
 
+  Scheduler& sched_;
   DrillHost& host_;
-  const Clock& clock_;
   DrillOptions options_;
   std::shared_ptr<Run> run_;
-  boost::asio::steady_timer timer_;
+  std::optional<Scheduler::TimerId> timer_;
 };
 
 }  // namespace smha::service

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "smha/core/result.hpp"
+#include "smha/os/file_system.hpp"
 #include "smha/service/service.hpp"
 
 namespace smha::service {
@@ -83,8 +84,8 @@ class EventJournal {
     std::size_t skipped = 0;          // lines that did not parse
   };
 
-  explicit EventJournal(std::string path, std::size_t keep = kJournalKeep);
-  ~EventJournal();
+  // Reads, appends and rewrites `path` through `fs` (which must outlive it).
+  EventJournal(os::FileSystem& fs, std::string path, std::size_t keep = kJournalKeep);
   EventJournal(const EventJournal&) = delete;
   EventJournal& operator=(const EventJournal&) = delete;
 
@@ -103,10 +104,10 @@ class EventJournal {
  private:
   Status compact();
 
+  os::FileSystem& fs_;
   std::string path_;
   std::size_t keep_;
   std::size_t lines_ = 0;
-  int fd_ = -1;
   bool cut_line_ = false;  // the file ends without a newline (a crash mid-write)
   std::deque<EventRecord> tail_;  // the newest `keep` events, for compaction
 };

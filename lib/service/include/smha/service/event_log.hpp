@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "smha/agent/seams.hpp"
-#include "smha/agent/takeover_report.hpp"
+#include "smha/fabric/takeover_report.hpp"
 #include "smha/core/clock.hpp"
 #include "smha/core/types.hpp"
 #include "smha/sm/ha_machine.hpp"
@@ -67,7 +67,7 @@ struct EventRecord {
   std::optional<SmState> from = std::nullopt;
   std::optional<SmState> to = std::nullopt;
   bool preempt = false;  // Engine handover_started by the preempt failback policy
-  std::optional<agent::TakeoverReport> report = std::nullopt;  // TakeoverReport
+  std::optional<fabric::TakeoverReport> report = std::nullopt;  // TakeoverReport
 };
 
 // The typed fields of an event from its kind name (the journal and replies
@@ -93,7 +93,9 @@ std::string cap_event_text(std::string text);
 // and keeps the last `capacity` events and the active alarms in memory.
 class LogEventSink final : public agent::EventSink {
  public:
-  explicit LogEventSink(std::size_t capacity = kEventHistory);
+  // Event times (EventRecord::wall) are `clock`'s wall time; the default is
+  // the system's (a process-wide SteadyClock).
+  explicit LogEventSink(std::size_t capacity = kEventHistory, const Clock& clock = system_clock());
   void event(const sm::RecordEvent& e, TimePoint at) override;
   void alarm(const sm::RaiseAlarm& a, TimePoint at) override;
   void clear(const sm::ClearAlarm& a, TimePoint at) override;
@@ -101,7 +103,7 @@ class LogEventSink final : public agent::EventSink {
   void error(const Error& e, TimePoint at) override;
   // A "takeover_report" event (reason: the report's summary), logged as
   // SM_TAKEOVER_REPORT with its figures.
-  void takeover_report(const agent::TakeoverReport& r, TimePoint at) override;
+  void takeover_report(const fabric::TakeoverReport& r, TimePoint at) override;
   // Logged as SM_ROLE from=<role> to=<role> reason=<why>; not recorded as an
   // event (the engine's events and SM_TRANSITION say what happened).
   void role_changed(const sm::RoleChange& change, TimePoint at) override;
@@ -148,6 +150,7 @@ class LogEventSink final : public agent::EventSink {
   void push(EventRecord r);
   void log_note(const std::string& kind, const std::string& reason, const std::string& evidence);
   std::size_t capacity_;
+  const Clock& clock_;
   std::uint64_t seq_ = 0;
   std::deque<EventRecord> events_;
   std::map<std::string, std::string> alarms_;

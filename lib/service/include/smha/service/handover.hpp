@@ -6,9 +6,9 @@
 //   - a break of the plan in its MastershipWindow (fed with every SMInfo and
 //     local PortInfo answer and every event while the call runs);
 //   - the deadline (handover_bound + 2 s in smhad): outcome "timeout".
-// The reply is sent once, from the io_context after the step that ended the
+// The reply is sent once, from the Scheduler after the step that ended the
 // call, so the rest of that engine step's events are judged too. The window's
-// verdict wins over the engine's "done". Single-threaded (the io_context's thread).
+// verdict wins over the engine's "done". Single-threaded (the Scheduler's loop).
 #pragma once
 
 #include <functional>
@@ -16,11 +16,9 @@
 #include <optional>
 #include <string>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
-
 #include "smha/control/protocol.hpp"
 #include "smha/core/clock.hpp"
+#include "smha/core/scheduler.hpp"
 #include "smha/service/mastership_window.hpp"
 #include "smha/service/service.hpp"
 #include "smha/sm/ha_machine.hpp"
@@ -34,9 +32,10 @@ class HandoverCall : public std::enable_shared_from_this<HandoverCall> {
   // Called once with the reply.
   using Finish = std::function<void(control::Reply)>;
 
-  // The call's time counts from here. Make it with std::make_shared.
-  HandoverCall(boost::asio::io_context& io, const Clock& clock, std::shared_ptr<MastershipWindow> window,
-               Master master, Finish finish);
+  // The call's time counts from here, on `sched`'s clock; `sched` must
+  // outlive it. Make it with std::make_shared.
+  HandoverCall(Scheduler& sched, std::shared_ptr<MastershipWindow> window, Master master, Finish finish);
+  ~HandoverCall();
   HandoverCall(const HandoverCall&) = delete;
   HandoverCall& operator=(const HandoverCall&) = delete;
 
@@ -56,13 +55,12 @@ class HandoverCall : public std::enable_shared_from_this<HandoverCall> {
   void end_soon();
   void end();
 
-  boost::asio::io_context& io_;
-  const Clock& clock_;
+  Scheduler& sched_;
   std::shared_ptr<MastershipWindow> window_;
   Master master_;
   Finish finish_;
   TimePoint t0_;
-  boost::asio::steady_timer deadline_;
+  std::optional<Scheduler::TimerId> deadline_;
   std::string outcome_;  // "done", "<kind>: <reason>" of a failed handover, or empty
   bool end_posted_ = false;
   bool finished_ = false;

@@ -161,7 +161,7 @@ class DaemonEventSink final : public agent::EventSink {
   void hook(const sm::RunHook& h, TimePoint at) override;
   void error(const Error& e, TimePoint at) override;
   // Never suppressed (one per mastership).
-  void takeover_report(const agent::TakeoverReport& r, TimePoint at) override;
+  void takeover_report(const fabric::TakeoverReport& r, TimePoint at) override;
   // Never suppressed (one per change).
   void role_changed(const sm::RoleChange& change, TimePoint at) override { log_.role_changed(change, at); }
 
@@ -216,14 +216,14 @@ class OpensmWatch {
 // Directed-route discovery of every peer's port GUID from the configured port
 // (doc/discovery.md), for --check-config. nullopt when the port cannot be
 // opened (no fabric reachable from here): nothing is checked then.
-using RouteProbe = std::function<std::optional<agent::DiscoveryResult>(const config::Config&)>;
-std::optional<agent::DiscoveryResult> probe_routes(const config::Config& config);
+using RouteProbe = std::function<std::optional<fabric::DiscoveryResult>(const config::Config&)>;
+std::optional<fabric::DiscoveryResult> probe_routes(const config::Config& config);
 // What --check-config warns about a reachable fabric: a peer port GUID on no
 // port ("not found (searched N nodes, M ports)", at peers[i].port_guid), a
 // configured lid or dr_path other than the one discovery finds (at
 // peers[i].lid / peers[i].dr_path).
 std::vector<config::Diagnostic> route_warnings(const config::Config& config,
-                                               const agent::DiscoveryResult& found);
+                                               const fabric::DiscoveryResult& found);
 
 // `smhad --check-config`: everything opensm::run_check_config checks, plus the
 // security check of every configured hook (HookDispatcher::check), the

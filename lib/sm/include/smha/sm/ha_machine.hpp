@@ -128,9 +128,9 @@ enum class AlarmKind : std::uint8_t {
   HandoverFailed,    // planned handover rolled back
   PriorityMismatch,  // a standby peer renders a priority our configuration does not expect
   PriorityNotApplied,  // the local SM keeps answering another priority than the one rendered
-  ConfigDrift,       // a head's registered configuration digests differ from ours (agent::DriftMonitor)
-  DriftUnknown,      // a head's drift verdict stayed unknown past its bound (agent::DriftMonitor)
-  ImpostorSm,        // an SM answers with a head's GUID from another port (agent::Census)
+  ConfigDrift,       // a head's registered configuration digests differ from ours (fabric::DriftMonitor)
+  DriftUnknown,      // a head's drift verdict stayed unknown past its bound (fabric::DriftMonitor)
+  ImpostorSm,        // an SM answers with a head's GUID from another port (fabric::Census)
 };
 std::string_view to_string(AlarmKind k);
 // `refresh`: the alarm is already active and only its detail changed (e.g.

@@ -87,7 +87,28 @@ struct HaPolicy {
   bool observe = false;
 };
 
-// Checks ranges and identities. Error code "policy"; message names the field.
+// Which setting a policy error is about, so that a caller can point at the
+// configuration key that set it without reading the message.
+enum class PolicyField : std::uint8_t {
+  OwnGuid,          // own_guid
+  Peers,            // the peer list as a whole (empty)
+  PeerGuid,         // peers[peer].guid
+  PeerPriority,     // peers[peer].priority
+  PollInterval,     // poll_interval
+  Misses,           // misses
+  BasePriority,     // base_priority, or the configured priorities together (too many distinct values)
+  Derived,          // a bound derived from the poll interval (hang_timeout, takeover_bound ...)
+  PreferredMaster,  // preferred_master
+};
+struct PolicyError {
+  PolicyField field = PolicyField::Derived;
+  std::size_t peer = 0;  // PeerGuid, PeerPriority: the index into HaPolicy::peers
+  Error error;           // code "policy"; the message names the field
+};
+
+// Checks ranges and identities: the first problem found, or nullopt.
+std::optional<PolicyError> check(const HaPolicy& policy);
+// check() as a Status.
 Status validate(const HaPolicy& policy);
 
 // The sm_priority values smhad renders, by role. Sticky failback rests on

@@ -6,12 +6,12 @@
 
 #include <map>
 
-#include "smha/agent/lid_continuity.hpp"
+#include "smha/fabric/lid_continuity.hpp"
 #include "smha/core/clock.hpp"
 #include "manual_scheduler.hpp"
 
 using namespace smha;
-using namespace smha::agent;
+using namespace smha::fabric;
 using opensm::Guid2LidEntry;
 
 using smha::test::ManualScheduler;

@@ -24,14 +24,14 @@
 #include <string>
 #include <vector>
 
-#include "smha/agent/discovery.hpp"
+#include "smha/fabric/discovery.hpp"
 #include "smha/core/clock.hpp"
 #include "smha/core/sminfo.hpp"
 #include "smha/core/types.hpp"
 #include "smha/mad/transport.hpp"
 #include "smha/sm/ha_machine.hpp"
 
-namespace smha::agent {
+namespace smha::fabric {
 
 // How the census learned of an SM (a bit set in CensusEntry::sources).
 enum CensusSource : unsigned {
@@ -161,4 +161,4 @@ class Census {
   std::uint64_t dropped_ = 0;
 };
 
-}  // namespace smha::agent
+}  // namespace smha::fabric

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "smha/agent/drift.hpp"
+#include "smha/fabric/drift.hpp"
 #include "smha/core/clock.hpp"
 #include "manual_scheduler.hpp"
 
 using namespace smha;
-using namespace smha::agent;
+using namespace smha::fabric;
 
 using smha::test::ManualScheduler;
 
@@ -85,7 +85,7 @@ struct FakeSa : mad::MadTransport {
     if (forge) return later<mad::ServiceRecordReply>(done, mad::ServiceRecordReply{*forge, milliseconds(1), 1});
     auto it = records.find(gid);
     if (it == records.end())
-      return later<mad::ServiceRecordReply>(done, make_error(mad::kErrMadStatus, "SA status 0x0300: no records"));
+      return later<mad::ServiceRecordReply>(done, mad::mad_status_error(mad::kSaStatusNoRecords, "SA status 0x0300: no records"));
     later<mad::ServiceRecordReply>(done, mad::ServiceRecordReply{it->second, milliseconds(1), 1});
   }
   void delete_service_record(Lid, const mad::ServiceRecord& r, const mad::RequestOptions&,
@@ -96,9 +96,8 @@ struct FakeSa : mad::MadTransport {
   }
 };
 
-struct Alarms : EventSink {
+struct Alarms : AlarmSink {
   std::vector<std::string> log;  // "raise: ...", "clear"
-  void event(const sm::RecordEvent&, TimePoint) override {}
   std::vector<std::string> unknown;  // drift_unknown: "raise: ..." / "clear"
   void alarm(const sm::RaiseAlarm& a, TimePoint) override {
     if (a.kind == sm::AlarmKind::DriftUnknown) return unknown.push_back("raise: " + a.detail);
@@ -110,10 +109,6 @@ struct Alarms : EventSink {
     CHECK(a.kind == sm::AlarmKind::ConfigDrift);
     log.push_back("clear");
   }
-  void hook(const sm::RunHook&, TimePoint) override {}
-  void error(const Error&, TimePoint) override {}
-  void takeover_report(const TakeoverReport&, TimePoint) override {}
-  void role_changed(const sm::RoleChange&, TimePoint) override {}
 };
 
 constexpr Guid kA{0xa1};

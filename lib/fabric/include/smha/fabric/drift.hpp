@@ -23,11 +23,12 @@
 #include <string_view>
 #include <vector>
 
-#include "smha/agent/seams.hpp"
+#include "smha/core/scheduler.hpp"
+#include "smha/fabric/alarm_sink.hpp"
 #include "smha/core/result.hpp"
 #include "smha/mad/transport.hpp"
 
-namespace smha::agent {
+namespace smha::fabric {
 
 // ---- the digests (ServiceData) ------------------------------------------------
 
@@ -148,7 +149,7 @@ class DriftMonitor {
   // `peers`: name and port GUID of every configured peer. `sink` gets the
   // config_drift alarm. All references must outlive the monitor.
   DriftMonitor(DriftConfig cfg, Scheduler& sched, mad::MadTransport& mad, Guid own,
-               std::vector<std::pair<std::string, Guid>> peers, EventSink& sink);
+               std::vector<std::pair<std::string, Guid>> peers, AlarmSink& sink);
   ~DriftMonitor();
   DriftMonitor(const DriftMonitor&) = delete;
   DriftMonitor& operator=(const DriftMonitor&) = delete;
@@ -191,7 +192,7 @@ class DriftMonitor {
   Scheduler& sched_;
   mad::MadTransport& mad_;
   Guid own_guid_;
-  EventSink& sink_;
+  AlarmSink& sink_;
   std::optional<ConfigDigests> own_;
   std::vector<PeerDrift> peers_;
   DriftStats stats_;
@@ -205,4 +206,4 @@ class DriftMonitor {
   std::shared_ptr<int> alive_;
 };
 
-}  // namespace smha::agent
+}  // namespace smha::fabric

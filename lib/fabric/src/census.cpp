@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-#include "smha/agent/census.hpp"
+#include "smha/fabric/census.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 
 #include "smha/core/text.hpp"
 
-namespace smha::agent {
+namespace smha::fabric {
 
 std::string census_sources_text(unsigned sources) {
   std::string s;
@@ -272,4 +272,4 @@ std::map<std::string, std::size_t> Census::count_by_state(TimePoint now) const {
   return out;
 }
 
-}  // namespace smha::agent
+}  // namespace smha::fabric

@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
-#include "smha/agent/seams.hpp"
+#include "smha/core/scheduler.hpp"
 #include "smha/mad/transport.hpp"
 
-namespace smha::agent {
+namespace smha::fabric {
 
 struct DiscoveryLimits {
   int max_hops = 63;                   // clamped to kMaxDrHops
@@ -129,4 +129,4 @@ class Discovery {
   std::shared_ptr<Run> run_;
 };
 
-}  // namespace smha::agent
+}  // namespace smha::fabric

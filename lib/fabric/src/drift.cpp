@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-#include "smha/agent/drift.hpp"
+#include "smha/fabric/drift.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,7 +9,7 @@
 
 #include "smha/opensm/conf.hpp"
 
-namespace smha::agent {
+namespace smha::fabric {
 
 std::string_view to_string(DriftComponent c) {
   switch (c) {
@@ -154,7 +154,7 @@ std::vector<DriftComponent> differing(const ConfigDigests& a, const ConfigDigest
 // ---- DriftMonitor -------------------------------------------------------------
 
 DriftMonitor::DriftMonitor(DriftConfig cfg, Scheduler& sched, mad::MadTransport& mad, Guid own,
-                           std::vector<std::pair<std::string, Guid>> peers, EventSink& sink)
+                           std::vector<std::pair<std::string, Guid>> peers, AlarmSink& sink)
     : cfg_(cfg), sched_(sched), mad_(mad), own_guid_(own), sink_(sink) {
   for (auto& [name, guid] : peers) {
     PeerDrift p;
@@ -321,7 +321,7 @@ void DriftMonitor::on_record(std::size_t i, Result<mad::ServiceRecordReply> r) {
     p.differing.clear();
   };
   if (!r.ok()) {
-    const bool none = r.error().code == mad::kErrMadStatus && r.error().message.find("0x0300") != std::string::npos;
+    const bool none = r.error().code == mad::kErrMadStatus && r.error().mad_status == mad::kSaStatusNoRecords;
     if (none) ++stats_.absent;
     else ++stats_.read_errors;
     failed(none ? "no smha record at the SA (no smha there, or not registered yet)"
@@ -405,4 +405,4 @@ void DriftMonitor::update_alarm() {
   else sink_.alarm(sm::RaiseAlarm{sm::AlarmKind::ConfigDrift, text}, now);
 }
 
-}  // namespace smha::agent
+}  // namespace smha::fabric

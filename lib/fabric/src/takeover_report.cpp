@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-#include "smha/agent/takeover_report.hpp"
+#include "smha/fabric/takeover_report.hpp"
 
 #include <algorithm>
 #include <cstdio>
 
-namespace smha::agent {
+namespace smha::fabric {
 
 std::string_view to_string(TakeoverReport::Kind k) {
   return k == TakeoverReport::Kind::Handover ? "handover" : "takeover";
@@ -255,4 +255,4 @@ void TakeoverReporter::finish(std::string incomplete) {
   if (emit_) emit_(r);
 }
 
-}  // namespace smha::agent
+}  // namespace smha::fabric

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "process_test_util.hpp"
 #include "smha/os/posix_file_system.hpp"
@@ -69,4 +70,65 @@ TEST_CASE("read reports a missing file as not_found", "[fs]") {
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == smha::Errc::NotFound);
   CHECK(r.error().message.find("absent") != std::string::npos);
+}
+
+TEST_CASE("append adds to a file, creating it with the mode, and refuses a FIFO without blocking", "[fs]") {
+  ScratchDir dir;
+  PosixFileSystem fs;
+  const std::string path = dir / "events.jsonl";
+  std::size_t written = 99;
+  REQUIRE(fs.append(path, "one\n", 0640, &written).ok());
+  CHECK(written == 4);
+  CHECK(mode_of(path) == 0640);
+  REQUIRE(fs.append(path, "two\n", 0600).ok());
+  CHECK(read_text(path) == "one\ntwo\n");
+  CHECK(mode_of(path) == 0640);  // an existing file keeps its mode
+
+  const std::string fifo = dir / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto r = fs.append(fifo, "x\n", 0640, &written);  // no reader: must not block
+  REQUIRE_FALSE(r.ok());
+  CHECK(written == 0);
+  CHECK(r.error().message.find(fifo) != std::string::npos);
+
+  auto missing = fs.append(dir / "no-such-dir/events.jsonl", "x", 0640);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message.find("no-such-dir") != std::string::npos);
+}
+
+TEST_CASE("make_dirs creates parents, accepts an existing directory and names what failed", "[fs]") {
+  ScratchDir dir;
+  PosixFileSystem fs;
+  REQUIRE(fs.make_dirs(dir / "a/b/c").ok());
+  CHECK(std::filesystem::is_directory(dir / "a/b/c"));
+  REQUIRE(fs.make_dirs(dir / "a/b/c").ok());
+  std::ofstream(dir / "file") << "x";
+  auto below_file = fs.make_dirs(dir / "file/state");
+  REQUIRE_FALSE(below_file.ok());
+  CHECK(below_file.error().code == smha::Errc::Io);
+  CHECK(below_file.error().message.find("file/state") != std::string::npos);
+}
+
+TEST_CASE("lock is exclusive until released, and its note is readable by the next one", "[fs]") {
+  ScratchDir dir;
+  PosixFileSystem fs;
+  const std::string path = dir / "smhad.lock";
+  auto first = fs.lock(path);
+  REQUIRE(first.ok());
+  REQUIRE(first.value()->note("1234\n").ok());
+  // flock locks belong to the open file description: a second open in the
+  // same process contends as another process would.
+  auto second = fs.lock(path);
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.error().code == smha::Errc::Busy);
+  CHECK(second.error().message.find(path) != std::string::npos);
+  CHECK(fs.read(path).value() == "1234\n");
+  first.value().reset();
+  auto third = fs.lock(path);
+  REQUIRE(third.ok());
+
+  std::filesystem::create_symlink(path, dir / "link.lock");
+  auto via_link = fs.lock(dir / "link.lock");
+  REQUIRE_FALSE(via_link.ok());
+  CHECK(via_link.error().code == smha::Errc::Io);
 }

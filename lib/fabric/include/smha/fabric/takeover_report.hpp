@@ -47,13 +47,13 @@
 #include <string_view>
 #include <vector>
 
-#include "smha/agent/discovery.hpp"
+#include "smha/fabric/discovery.hpp"
 #include "smha/core/clock.hpp"
 #include "smha/core/types.hpp"
 #include "smha/opensm/log_follower.hpp"
 #include "smha/sm/ha_machine.hpp"
 
-namespace smha::agent {
+namespace smha::fabric {
 
 // Ports a report names one by one (LID changed, MasterSMLID elsewhere).
 inline constexpr std::size_t kReportPortsNamed = 8;
@@ -171,4 +171,4 @@ class TakeoverReporter {
   std::optional<TakeoverReport> last_;
 };
 
-}  // namespace smha::agent
+}  // namespace smha::fabric

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-#include "smha/agent/lid_continuity.hpp"
+#include "smha/fabric/lid_continuity.hpp"
 
 #include <algorithm>
 #include <cstdio>
 
-namespace smha::agent {
+namespace smha::fabric {
 
 namespace {
 
@@ -302,4 +302,4 @@ void LidContinuity::write_now() {
   status_.last_error.clear();
 }
 
-}  // namespace smha::agent
+}  // namespace smha::fabric

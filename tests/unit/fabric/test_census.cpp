@@ -3,10 +3,10 @@
 // expiry, the text the unknown_sm alarm carries, bounds.
 #include <catch2/catch.hpp>
 
-#include "smha/agent/census.hpp"
+#include "smha/fabric/census.hpp"
 
 using namespace smha;
-using namespace smha::agent;
+using namespace smha::fabric;
 
 namespace {
 

@@ -4,10 +4,10 @@
 // when a figure does not arrive.
 #include <catch2/catch.hpp>
 
-#include "smha/agent/takeover_report.hpp"
+#include "smha/fabric/takeover_report.hpp"
 
 using namespace smha;
-using namespace smha::agent;
+using namespace smha::fabric;
 using opensm::LoggedEvent;
 
 namespace {

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-#include "smha/agent/discovery.hpp"
+#include "smha/fabric/discovery.hpp"
 
 #include <algorithm>
 #include <deque>
 #include <set>
 #include <variant>
 
-namespace smha::agent {
+namespace smha::fabric {
 
 std::string not_found_text(const DiscoveryResult& r) {
   return "not found (searched " + std::to_string(r.nodes) + " nodes, " + std::to_string(r.ports) +
@@ -295,4 +295,4 @@ void Discovery::begin(bool survey, std::vector<Guid> targets, Done done, std::ve
   Ops::pump(this, run);
 }
 
-}  // namespace smha::agent
+}  // namespace smha::fabric

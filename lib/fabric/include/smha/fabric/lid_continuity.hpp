@@ -35,14 +35,14 @@
 #include <tuple>
 #include <vector>
 
-#include "smha/agent/discovery.hpp"
+#include "smha/fabric/discovery.hpp"
 #include "smha/core/clock.hpp"
 #include "smha/core/scheduler.hpp"
 #include "smha/core/types.hpp"
 #include "smha/opensm/guid2lid.hpp"
 #include "smha/os/file_system.hpp"
 
-namespace smha::agent {
+namespace smha::fabric {
 
 // Fabric answers refused, by reason (counted, never written).
 struct LidRejects {
@@ -159,4 +159,4 @@ class LidContinuity {
   LidContinuityStatus status_;
 };
 
-}  // namespace smha::agent
+}  // namespace smha::fabric

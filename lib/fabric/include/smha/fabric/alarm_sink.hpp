@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// Where a fabric service's alarms go. agent::EventSink is one (smhad's journal
+// and metrics, the simulation's records); the drift check raises and clears
+// config_drift and drift_unknown through it.
+#pragma once
+
+#include "smha/core/clock.hpp"
+#include "smha/sm/ha_machine.hpp"
+
+namespace smha::fabric {
+
+class AlarmSink {
+ public:
+  virtual ~AlarmSink() = default;
+  // `a.refresh`: only the detail of an active alarm changed (no new alarm event).
+  virtual void alarm(const sm::RaiseAlarm& a, TimePoint at) = 0;
+  virtual void clear(const sm::ClearAlarm& a, TimePoint at) = 0;
+};
+
+}  // namespace smha::fabric
