@@ -90,7 +90,8 @@ bool Daemon::init() {
         if (handover_) handover_->check();
       });
 
-  auto mapped = map_config(config_, own_guid_);
+  // The policy's errors first, before OpenSM is probed.
+  auto mapped = head::map_config(config_, own_guid_);
   if (!mapped) {
     err_ << "smhad: " << mapped.error().message << '\n';
     return false;
@@ -109,50 +110,25 @@ bool Daemon::init() {
       return false;
     }
     caps_ = caps.value();
-    // A bad config for this OpenSM is refused before anything starts.
-    auto first = make_renderer(config_)(static_cast<std::uint8_t>(config_.sm_priority));
-    if (!first) {
-      err_ << "smhad: " << first.error().message << '\n';
-      return false;
-    }
+  }
+  auto planned = head::make_plan(config_, head::PlanInputs{own_guid_, options_.observe, caps_}, fs_);
+  if (!planned) {
+    err_ << "smhad: " << planned.error().message << '\n';
+    return false;
+  }
+  plan_ = std::move(planned).value();
+  if (plan_.opensm) {
     log_render_warnings(config_);
     runner_ = adapters_.process_runner(io_);
-    const config::Config& c = config_;
-    const std::string guid = to_string(own_guid_);
-    const std::string binary = c.opensm.binary;
-    const std::string conf = c.opensm.conf_path;
-    const std::string cache = c.opensm.cache_dir;
-    const std::string cwd = c.state_dir;
-    auto spec = [binary, conf, guid, cache, cwd] {
-      os::ProcessSpec s;
-      s.path = binary;
-      s.argv = {binary, "-F", conf, "-g", guid};
-      s.env = {{"OSM_CACHE_DIR", cache}, {"OSM_TMP_DIR", cache}};
-      s.cwd = cwd;
-      s.parent_death_signal = 0;  // survives smhad: adopted by the next smhad
-      return s;
-    };
     // Where OpenSM runs and keeps its cache; if they cannot be made, OpenSM's
     // start says why (the supervisor's error, event and alarm).
-    for (const std::string& dir : {c.state_dir, c.opensm.cache_dir})
+    for (const std::string& dir : plan_.opensm->dirs)
       if (auto st = fs_.make_dirs(dir); !st.ok()) spdlog::warn("{}", st.error().message);
-    opensm::SupervisorOptions so;
-    so.conf_path = c.opensm.conf_path;
-    so.pidfile_path = c.state_dir + "/opensm.pid";
-    so.log_file = c.opensm.log_file;
-    so.keep_running_on_exit = true;
-    so.backoff_initial = c.opensm.restart_backoff_initial;
-    so.backoff_max = c.opensm.restart_backoff_max;
-    so.stable_uptime = c.opensm.restart_stable;
-    so.crash_loop_count = c.opensm.crash_loop_count;
-    so.crash_loop_window = c.opensm.crash_loop_window;
-    so.crash_loop_retry = c.opensm.crash_loop_retry;
-    so.crash_loop_retry_no_master = c.opensm.crash_loop_retry_no_master;
-    so.respawn_on_request = true;  // the HA engine decides when a crashed OpenSM comes back
+    opensm::SupervisorOptions so = plan_.opensm->supervisor;
     so.on_change = [this](const opensm::SupervisorStatus& st) { osm_watch_->on_change(st); };
-    supervised_ = std::make_unique<agent::SupervisedOpensmControl>(*sched_, *runner_, fs_, spec, so,
-                                                            make_renderer(config_),
-                                                            [this] { return hold_.held; });
+    supervised_ = std::make_unique<agent::SupervisedOpensmControl>(
+        *sched_, *runner_, fs_, [spec = plan_.opensm->spec] { return spec; }, so, plan_.opensm->render,
+        [this] { return hold_.held; });
     control_ = supervised_.get();
   }
 
@@ -167,9 +143,9 @@ bool Daemon::init() {
     err_ << "smhad: control socket: " << st.error().message << '\n';
     return false;
   }
-  if (!start_metrics(mapped.value().policy.handover_bound)) return false;
-  osm_log_interval_ = mapped.value().policy.poll_interval;
-  start_agent(std::move(mapped).value());
+  if (!start_metrics(plan_.agent.policy.handover_bound)) return false;
+  osm_log_interval_ = plan_.agent.policy.poll_interval;
+  start_agent(plan_.agent);
   follow_opensm_log();
   start_systemd();
   platform::log_event(*platform::module_logger("svc"), platform::kSmhadStarted,
@@ -189,12 +165,6 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
   agent_cfg_ = cfg;
   // Our port's state comes from its own SMA every round (sysfs is static under umad2sim).
   cfg.local_port_num = static_cast<std::uint8_t>(port_->local_port().port);
-  cfg.policy.observe = options_.observe;  // no OpenSM of ours: a silent local port is no hang
-  // The takeover report reads OpenSM's log (follow_opensm_log) for SUBNET UP and routing:
-  // the engines as rendered (with NVIDIA AR, ftree is ar_ftree), so that the engine
-  // OpenSM configures is recognised as the first choice and not as a fallback.
-  cfg.routing_engines = opensm::rendered_routing_engines(config_, caps_);
-  cfg.opensm_log = !options_.observe && !config_.opensm.log_file.empty();
   agent_ = std::make_unique<agent::Agent>(std::move(cfg), *sched_, *mad_, *control_, *events_);
   if (supervised_) agent_->set_local_stopped([this] { return process_stopped(supervised_->supervisor_status().pid); });
   start_lid_continuity();
@@ -204,21 +174,11 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
 }
 
 void Daemon::update_drift_digests() {
-  if (!supervised_ || !agent_) return;  // observing: no OpenSM of ours to compare
-  auto rendered = make_renderer(config_)(static_cast<std::uint8_t>(config_.sm_priority));
-  if (!rendered) return;
-  const auto& f = config_.failover;
-  fabric::DigestInputs in;
-  in.rendered_conf = rendered.value();
-  in.ha_policy = "poll_interval_ms " + std::to_string(f.poll_interval.count()) + "\nmisses_before_takeover " +
-                 std::to_string(f.misses_before_takeover) + "\nfailback " + std::string(config::to_string(f.failback)) +
-                 "\npreempt_holddown_s " + std::to_string(f.preempt_holddown.count()) + "\nopensm_polling_timeout_ms " +
-                 std::to_string(f.opensm_polling_timeout.count()) + "\nopensm_polling_retries " +
-                 std::to_string(f.opensm_polling_retries) + "\n";
-  in.opensm = caps_.version + " " + std::string(opensm::to_string(caps_.flavor));
-  in.sm_key = config_.sm_key;
-  in.sa_key = config_.sa_key;
-  agent_->drift().set_own(fabric::compute_digests(in));
+  if (!supervised_ || !agent_ || !plan_.opensm) return;  // observing: no OpenSM of ours to compare
+  // Again from the files: the digests follow an edit of a policy file.
+  auto in = head::drift_inputs(config_, caps_, own_guid_, fs_);
+  if (!in) return;
+  agent_->drift().set_own(fabric::compute_digests(in.value()));
 }
 
 // LID continuity (doc/lid-continuity.md): fed by the census walks, writes
@@ -226,16 +186,11 @@ void Daemon::update_drift_digests() {
 // OpenSM of ours) and without the census (nothing feeds it). Kept across
 // reloads while its file and LMC stay the same.
 void Daemon::start_lid_continuity() {
-  const auto& o = config_.opensm;
-  if (!o.lid_continuity || options_.observe || !supervised_ || !agent_->config().census.enabled) {
+  if (!supervised_ || !plan_.opensm || !plan_.opensm->lid_continuity) {
     lid_continuity_.reset();
     return;
   }
-  fabric::LidContinuityConfig lc;
-  lc.path = o.cache_dir + "/guid2lid";
-  for (const auto& x : o.extra)
-    if (x.key == "lmc" && x.value.size() == 1 && x.value[0] >= '0' && x.value[0] <= '7')
-      lc.lmc = static_cast<unsigned>(x.value[0] - '0');
+  const fabric::LidContinuityConfig& lc = *plan_.opensm->lid_continuity;
   if (!lid_continuity_ || lid_continuity_->status().path != lc.path || lid_lmc_ != lc.lmc) {
     lid_lmc_ = lc.lmc;
     lid_continuity_ = std::make_unique<fabric::LidContinuity>(lc, *sched_, fs_, [this]() -> std::optional<SmState> {

@@ -29,6 +29,7 @@
 
 #include "smha/agent/agent.hpp"
 #include "smha/fabric/lid_continuity.hpp"
+#include "smha/head/plan.hpp"
 #include "smha/config/config.hpp"
 #include "smha/control/server.hpp"
 #include "smha/core/state_dir.hpp"
@@ -114,18 +115,6 @@ class Daemon final : public DrillHost {
   }
 
  private:
-  agent::PriorityRenderer make_renderer(const config::Config& c) const {
-    const opensm::Capabilities caps = caps_;
-    const Guid guid = own_guid_;
-    // Each rendering hashes the policy files again, so a reload after an edit
-    // of e.g. the partitions file SIGHUPs OpenSM (opensm::classify_change).
-    const os::FileSystem* fs = &fs_;
-    return [c, caps, guid, fs](std::uint8_t prio) -> Result<std::string> {
-      auto prep = opensm::prepare_opensm_conf(c, caps, prio, guid, fs);
-      if (!prep.ok()) return make_error(Errc::Config, join_errors(prep.errors));
-      return std::move(prep.rendered);
-    };
-  }
   // What plan_render() warns about in `c` for this OpenSM (no_clients_rereg
   // TRUE, an AR/SHARP downgrade), each logged at warning level and returned
   // as text; at start and at each reload.
@@ -194,6 +183,7 @@ class Daemon final : public DrillHost {
   std::unique_ptr<fabric::LidContinuity> lid_continuity_;  // before agent_: its walks feed it
   unsigned lid_lmc_ = 0;
   std::unique_ptr<agent::Agent> agent_;
+  head::Plan plan_;               // what the configuration maps to (make_plan), for the current config_
   agent::AgentConfig agent_cfg_;  // the file's mapping the agent was started with (reload compares it)
   std::unique_ptr<control::ControlServer> server_;
   std::unique_ptr<boost::asio::signal_set> stop_signals_;

@@ -96,13 +96,13 @@ Reply Daemon::do_reload() {
                           "these keys take effect only when smhad restarts: " + keys + "; nothing changed",
                           json{{"restart_keys", needs_restart}});
   }
-  auto mapped = map_config(next, own_guid_);
+  auto mapped = head::map_config(next, own_guid_);
   if (!mapped) return Reply::failure(ResultCode::Error, mapped.error().message);
   json data;
   std::string text;
   if (supervised_) {
     opensm::ReloadDecision decision;
-    auto render = make_renderer(next);
+    auto render = head::make_renderer(next, caps_, own_guid_, fs_);
     const std::string failed_reason = supervised_->supervisor_status().state == opensm::SupervisorState::Failed
                                           ? supervised_->supervisor_status().reason
                                           : std::string();
@@ -128,12 +128,16 @@ Reply Daemon::do_reload() {
     data["warnings"] = warnings;
     for (const auto& w : warnings) text += "; warning: " + w;
   }
-  const bool policy_changed = !same_policy(agent_cfg_, mapped.value());
+  // opensm.conf rendered above: the plan cannot fail on it any more.
+  auto planned = head::make_plan(next, head::PlanInputs{own_guid_, options_.observe, caps_}, fs_);
+  if (!planned) return Reply::failure(ResultCode::Error, planned.error().message);
+  const bool policy_changed = !same_policy(agent_cfg_, planned.value().agent);
   data["engine_restarted"] = policy_changed;
   config_ = std::move(next);
+  plan_ = std::move(planned).value();
   if (policy_changed) {
-    osm_log_interval_ = mapped.value().policy.poll_interval;
-    start_agent(std::move(mapped).value());
+    osm_log_interval_ = plan_.agent.policy.poll_interval;
+    start_agent(plan_.agent);
     text += (text.empty() ? "" : "; ") + std::string("HA policy changed: engine restarted with the new policy");
   } else {
     agent_->drift().set_unknown_alarm(mapped.value().drift.unknown_alarm);

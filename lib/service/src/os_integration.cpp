@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "smha/fabric/discovery.hpp"
+#include "smha/head/plan.hpp"
 #include "smha/core/state_dir.hpp"
 #include "smha/mad/umad_transport.hpp"
 #include "smha/opensm/cli.hpp"
@@ -395,7 +396,7 @@ int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std:
   // stand-in that no peer uses.
   Guid own{1};
   for (const auto& peer : cfg.peers) own = Guid{std::max(own.value, peer.port_guid.value + 1)};
-  if (auto mapped = map_config(cfg, cfg.port.port_guid.value_or(own)); !mapped)
+  if (auto mapped = head::map_config(cfg, cfg.port.port_guid.value_or(own)); !mapped)
     errors.push_back(mapped.error().message);
   for (const auto& w : report.warnings) err << "warning: " << w.to_string() << '\n';
   for (const auto& e : errors) err << "error: " << e << '\n';

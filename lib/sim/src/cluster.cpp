@@ -215,7 +215,7 @@ Cluster::Cluster(std::uint64_t seed, ClusterParams params)
       return k < static_cast<int>(params_.priorities.size()) ? params_.priorities[k] : params_.base_priority;
     };
     p.base_priority = configured(i);
-    p.hang_timeout = (params_.misses + 1) * params_.poll_interval;  // as smhad's map_config
+    p.hang_timeout = (params_.misses + 1) * params_.poll_interval;  // as head::map_config
     h.cfg.opensm_log = true;
     h.cfg.routing_engines = {"minhop"};
     for (int j = 0; j < n; ++j) {

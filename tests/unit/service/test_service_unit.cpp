@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// lib/service pieces without a fabric: AsioScheduler, map_config, LogEventSink,
+// lib/service pieces without a fabric: AsioScheduler, LogEventSink,
 // RecordingTransport's hold, the human status layout, and os_integration (the
 // STATUS line, SystemdReporter on a real datagram socket, HookDispatcher
 // running real scripts).
@@ -28,27 +28,13 @@
 #include "smha/service/service.hpp"
 
 #include "fake_transport.hpp"
+#include "sample_config.hpp"
 
 using namespace smha;
 using namespace smha::service;
 using namespace smha::client;
 using namespace std::chrono_literals;
 using smha::test::FakeTransport;
-
-namespace {
-
-config::Config two_heads() {
-  auto r = config::load_config_from_string(
-      "node:\n  name: head01\n  port_guid: 0x10\n"
-      "peers:\n  - name: head02\n    port_guid: 0x20\n    lid: 7\n  - name: head03\n    port_guid: 0x30\n"
-      "sm_priority: 15\nfailover:\n  poll_interval_ms: 50\n  misses_before_takeover: 2\n  failback: preempt\n",
-      "t.yaml");
-  INFO(r.error_text());
-  REQUIRE(r.ok());
-  return r.value();
-}
-
-}  // namespace
 
 TEST_CASE("AsioScheduler fires timers in time order and not after cancel") {
   boost::asio::io_context io;
@@ -83,95 +69,6 @@ TEST_CASE("AsioScheduler keeps time order when the loop arms timers late") {
   sched.schedule_at(now - 5ms, [&] { fired.push_back(0); });
   io.run();
   CHECK(fired == std::vector<int>{0, 1, 3});
-}
-
-TEST_CASE("map_config maps the failover policy, every peer is found by discovery, lid an override") {
-  auto r = map_config(two_heads(), Guid{0x10});
-  REQUIRE(r.ok());
-  const auto& a = r.value();
-  CHECK(a.policy.node_name == "head01");
-  CHECK(a.policy.own_guid == Guid{0x10});
-  REQUIRE(a.policy.peers.size() == 2);
-  CHECK(a.policy.peers[1].name == "head03");
-  CHECK(a.policy.poll_interval == 50ms);
-  CHECK(a.policy.misses == 2);
-  CHECK(a.policy.failback == sm::FailbackMode::Preempt);
-  CHECK(a.policy.base_priority == 15);  // all 15: standby renders 13, master 14, claim 15
-  CHECK(sm::priorities(a.policy).master == 14);
-  CHECK_FALSE(a.policy.peers[0].priority.has_value());  // not given: the same as ours
-  CHECK(a.policy.hang_timeout == 150ms);                 // (misses + 1) x poll interval
-  REQUIRE(a.peers.size() == 2);
-  CHECK(a.peers[0].guid == Guid{0x20});
-  CHECK(a.peers[0].lid == Lid{7});
-  CHECK(a.peers[0].discover);
-  CHECK(a.peers[1].guid == Guid{0x30});
-  CHECK(a.peers[1].lid == Lid{});  // none configured: discovery fills it in
-  CHECK_FALSE(a.peers[1].dr);
-  CHECK(a.peers[1].discover);
-}
-
-TEST_CASE("map_config passes each peer's configured priority") {
-  auto c = two_heads();
-  c.sm_priority = 15;
-  c.peers[0].sm_priority = 14;
-  auto r = map_config(c, Guid{0x10});
-  REQUIRE(r.ok());
-  REQUIRE(r.value().policy.peers[0].priority.has_value());
-  CHECK(*r.value().policy.peers[0].priority == 14);
-  const auto t = sm::priorities(r.value().policy);
-  CHECK(t.standby == 13);
-  CHECK(t.standby_for(Guid{0x20}) == 12);
-}
-
-TEST_CASE("map_config refuses a policy the engine would not accept") {
-  auto c = two_heads();
-  c.peers.clear();
-  auto r = map_config(c, Guid{0x10});
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == Errc::Policy);
-}
-
-// One range table (smha/core/limits.hpp): whatever the loader accepts, the
-// engine accepts. Before it, poll_interval_ms 5 loaded and then start-up
-// refused it, and 2000 loaded but failed takeover_bound >= poll_interval.
-TEST_CASE("every poll interval and miss count the loader accepts starts (range table corners)") {
-  for (long long poll : {limits::kPollIntervalMs.min, 49LL, 100LL, 1001LL, 5001LL, limits::kPollIntervalMs.max})
-    for (long long misses : {limits::kMisses.min, 3LL, limits::kMisses.max}) {
-      const std::string yaml = "node:\n  name: head01\n  port_guid: 0x10\npeers:\n  - name: head02\n    port_guid: 0x20\n"
-                               "failover:\n  poll_interval_ms: " + std::to_string(poll) +
-                               "\n  misses_before_takeover: " + std::to_string(misses) +
-                               "\n  opensm_polling_timeout_ms: 2147483647\n";
-      INFO("poll " << poll << " misses " << misses);
-      auto loaded = config::load_config_from_string(yaml, "t.yaml");
-      INFO(loaded.error_text());
-      REQUIRE(loaded.ok());
-      auto r = map_config(loaded.value(), Guid{0x10});
-      INFO((r ? std::string() : r.error().message));
-      CHECK(r.ok());
-    }
-  for (long long poll : {limits::kPollIntervalMs.min - 1, limits::kPollIntervalMs.max + 1}) {
-    const std::string yaml = "node:\n  name: head01\n  port_guid: 0x10\npeers:\n  - name: head02\n    port_guid: 0x20\n"
-                             "failover:\n  poll_interval_ms: " + std::to_string(poll) + "\n";
-    auto loaded = config::load_config_from_string(yaml, "t.yaml");
-    REQUIRE_FALSE(loaded.ok());
-    CHECK_THAT(loaded.error_text(), Catch::StartsWith("t.yaml:8:21: failover.poll_interval_ms: must be"));
-  }
-}
-
-TEST_CASE("map_config's policy errors name the YAML key and its position") {
-  auto c = two_heads();
-  c.failover.poll_interval = 5ms;  // below the range (a Config not from the loader)
-  auto r = map_config(c, Guid{0x10});
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == Errc::Policy);
-  CHECK_THAT(r.error().message,
-             Catch::StartsWith("t.yaml:12:21: failover.poll_interval_ms: HA policy: poll_interval: must be 10 .. 10000 ms"));
-  c = two_heads();
-  c.peers[1].port_guid = Guid{0x20};  // head03 reuses head02's GUID
-  r = map_config(c, Guid{0x10});
-  REQUIRE_FALSE(r.ok());
-  CHECK_THAT(r.error().message, Catch::Contains("peers[1].port_guid: HA policy: peers[head03].guid:"));
-  CHECK_THAT(r.error().message, Catch::StartsWith("t.yaml:9:16: "));
 }
 
 TEST_CASE("LogEventSink names each transition with the cause the agent found in its step and tracks alarms") {
@@ -557,7 +454,7 @@ TEST_CASE("systemd_status_line: local state and every peer and hold and a failed
   FakeTransport inner(io);
   HoldState hold;
   RecordingTransport t(inner, clock, hold, false);
-  const config::Config c = two_heads();
+  const config::Config c = smha::test::two_heads();
   sm::EngineStatus es;
   CHECK(systemd_status_line(c, es, t, hold, nullptr) ==
         "no answer from local SM; peer head02 unknown, peer head03 unaddressed");
@@ -652,7 +549,7 @@ TEST_CASE("HookDispatcher: each event runs the hooks of its key with the documen
     REQUIRE(::chmod(p.c_str(), 0755) == 0);
     return p;
   };
-  config::Config c = two_heads();
+  config::Config c = smha::test::two_heads();
   c.hooks["master"] = {script("m")};
   c.hooks["standby"] = {script("s")};
   c.hooks["fault"] = {script("f")};
@@ -692,7 +589,7 @@ TEST_CASE("HookDispatcher::check names the key of an insecure hook") {
   const std::string p = dir.path() + "/hook";
   std::ofstream(p) << "#!/bin/sh\n";
   REQUIRE(::chmod(p.c_str(), 0775) == 0);
-  config::Config c = two_heads();
+  config::Config c = smha::test::two_heads();
   c.hooks["standby"] = {p};
   auto st = HookDispatcher::check(c);
   REQUIRE_FALSE(st.ok());
@@ -703,7 +600,7 @@ TEST_CASE("HookDispatcher::check names the key of an insecure hook") {
 }
 
 TEST_CASE("DaemonEventSink passes state changes and alarms and suppresses repeats beyond a burst") {
-  config::Config c = two_heads();
+  config::Config c = smha::test::two_heads();
   boost::asio::io_context io;
   SteadyClock clock;
   os::AsioScheduler sched(io, clock);
@@ -742,7 +639,7 @@ TEST_CASE("DaemonEventSink: a transition's reason is its own step's cause or unk
   const std::string hook = dir.path() + "/m";
   std::ofstream(hook) << "#!/bin/sh\necho \"$1 $2 reason=$SMHA_REASON\" >> " << out << "\n";
   REQUIRE(::chmod(hook.c_str(), 0755) == 0);
-  config::Config c = two_heads();
+  config::Config c = smha::test::two_heads();
   c.hooks["master"] = {hook};
   c.hooks["standby"] = {hook};
   boost::asio::io_context io;
@@ -844,7 +741,7 @@ TEST_CASE("smhad --check-config refuses what start-up refuses: no peer") {
 }
 
 TEST_CASE("route_warnings: a GUID on no port, a lid or dr_path discovery contradicts") {
-  auto c = two_heads();
+  auto c = smha::test::two_heads();
   c.peers[0].dr_path = DrPath{{1, 3, 1}};
   fabric::DiscoveryResult r;
   r.nodes = 6;

@@ -7,7 +7,6 @@
 //   LogEventSink             event_log.hpp: agent::EventSink: SM_TRANSITION/
 //                            SM_EVENT/SM_ALARM log lines, recent events and
 //                            active alarms for status/events
-//   map_config()             config::Config -> agent::AgentConfig (+ HaPolicy)
 //   guard_reload()           every reload path's exception guard
 #pragma once
 
@@ -64,16 +63,5 @@ class ObserveOnlyOpensmControl final : public agent::OpensmControl {
 // RELOAD_REFUSED note with `via` as evidence; smhad keeps running on the old
 // configuration.
 control::Reply guard_reload(const char* via, LogEventSink& sink, const std::function<control::Reply()>& body);
-
-// Config -> the agent's configuration. `own_guid` is the local port GUID (from
-// node.port_guid or the opened port). Every peer is found by directed-route
-// discovery (PeerAddress::discover; a configured lid or dr_path is an
-// override checked against it). Errors: code "policy" (sm::validate),
-// the message "<file>:<line>:<col>: <yaml key>: HA policy: ..." naming the
-// YAML key the field comes from. smhad --check-config runs it too.
-// The engine gets sm_priority and every peer's sm_priority (default: the same)
-// and renders from them (doc/ha-engine.md "Rendered priorities"); a hung local
-// OpenSM is fenced after (misses + 1) x poll_interval.
-Result<agent::AgentConfig> map_config(const config::Config& config, Guid own_guid);
 
 }  // namespace smha::service

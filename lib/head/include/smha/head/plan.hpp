@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// The plan of a head: what a head is built from, derived in one place from its
+// configuration, the OpenSM binary's capabilities and its port GUID -- the
+// engine's policy with its clamps, the agent's configuration, how OpenSM is
+// started and supervised, how opensm.conf is rendered, the inputs of this
+// head's configuration digests and LID continuity. smhad builds its head from
+// it; a change of mapping is made here once.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "smha/agent/agent.hpp"
+#include "smha/agent/supervised_opensm_control.hpp"
+#include "smha/config/config.hpp"
+#include "smha/core/result.hpp"
+#include "smha/core/types.hpp"
+#include "smha/fabric/drift.hpp"
+#include "smha/fabric/lid_continuity.hpp"
+#include "smha/opensm/probe.hpp"
+#include "smha/opensm/supervisor.hpp"
+#include "smha/os/file_system.hpp"
+#include "smha/os/process_runner.hpp"
+
+namespace smha::head {
+
+// config::Config -> agent::AgentConfig: the HaPolicy (base priority =
+// sm_priority and each peer's peers[].sm_priority; hang_timeout = (misses + 1)
+// x poll; the bounds that must cover a round follow a long poll interval),
+// every peer found by directed-route discovery from its port GUID (a configured
+// lid or dr_path is an override), the drift alarm bound. A policy the engine
+// refuses is an error naming the YAML key that set it and its position.
+Result<agent::AgentConfig> map_config(const config::Config& config, Guid own_guid);
+
+// opensm.conf for a priority, rendered from `config` for this OpenSM. Each
+// rendering hashes the policy files again through `fs` (which must outlive the
+// renderer), so a reload after an edit of e.g. the partitions file SIGHUPs
+// OpenSM (opensm::classify_change). Errors: code "config", every problem.
+agent::PriorityRenderer make_renderer(const config::Config& config, const opensm::Capabilities& caps, Guid own_guid,
+                                      const os::FileSystem& fs);
+
+// The inputs of this head's configuration digests (doc/drift.md): opensm.conf
+// rendered at the configured priority, the failover keys, OpenSM's version and
+// flavor, the keys.
+Result<fabric::DigestInputs> drift_inputs(const config::Config& config, const opensm::Capabilities& caps,
+                                          Guid own_guid, const os::FileSystem& fs);
+
+struct PlanInputs {
+  Guid own_guid;
+  bool observe = false;        // poll and report only: no OpenSM of ours
+  opensm::Capabilities caps;   // the OpenSM binary's (unused when observing)
+};
+
+struct Plan {
+  // map_config, plus what follows from the OpenSM this head runs: the routing
+  // engines as rendered (with NVIDIA AR, ftree is ar_ftree, so that the engine
+  // OpenSM configures is the first choice and not a fallback), whether OpenSM's
+  // log is followed, observe mode in the policy.
+  agent::AgentConfig agent;
+  // Unset when observing.
+  struct Opensm {
+    // opensm -F <conf_path> -g <GUID>, OSM_CACHE_DIR/OSM_TMP_DIR = cache_dir,
+    // cwd state_dir, no parent-death signal (the next smhad adopts it).
+    os::ProcessSpec spec;
+    // conf and pidfile paths, log file, backoff and crash loop from the
+    // configuration; respawns wait for the engine. The host adds on_change and,
+    // off a real machine, its process-identity hooks.
+    opensm::SupervisorOptions supervisor;
+    agent::PriorityRenderer render;
+    fabric::DigestInputs drift;
+    // Unset with opensm.lid_continuity false or without the census.
+    std::optional<fabric::LidContinuityConfig> lid_continuity;
+    // Made before OpenSM starts: state_dir (its cwd, the pidfile) and cache_dir.
+    std::vector<std::string> dirs;
+  };
+  std::optional<Opensm> opensm;
+};
+
+// Errors: the policy's (map_config) or, unless observing, opensm.conf that does
+// not render for this OpenSM -- refused before anything starts.
+Result<Plan> make_plan(const config::Config& config, const PlanInputs& in, const os::FileSystem& fs);
+
+}  // namespace smha::head
