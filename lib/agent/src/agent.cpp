@@ -8,6 +8,16 @@
 
 namespace smha::agent {
 
+std::string PeerRoute::status() const {
+  switch (state) {
+    case RouteState::Configured: return "configured";
+    case RouteState::Resolving: return "resolving";
+    case RouteState::Resolved: return "resolved";
+    case RouteState::NotFound: return "not found (" + searched + ")";
+  }
+  return "unknown";
+}
+
 namespace {
 
 std::vector<std::pair<std::string, Guid>> named_peers(const AgentConfig& cfg) {
@@ -112,7 +122,7 @@ Agent::Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmCo
     r.lid = p.lid;
     r.dr = p.dr;
     r.discover = p.discover;
-    r.status = p.discover ? "resolving" : "configured";
+    r.state = p.discover ? RouteState::Resolving : RouteState::Configured;
     routes_.push_back(std::move(r));
   }
 }
@@ -634,7 +644,7 @@ void Agent::request_discovery(const std::string& why) {
   for (auto& r : routes_)
     if (r.discover) {
       r.resolving = true;
-      if (!r.found) r.status = "resolving";
+      if (!r.found) r.state = RouteState::Resolving;
     }
   last_discovery_at_ = now;
   std::weak_ptr<int> alive = alive_;
@@ -656,7 +666,8 @@ void Agent::on_discovery(const fabric::DiscoveryResult& res) {
     r.resolving = false;
     auto it = res.found.find(r.guid);
     if (it == res.found.end()) {
-      r.status = fabric::not_found_text(res);
+      r.state = RouteState::NotFound;
+      r.searched = fabric::searched_text(res);
       report_route(i, before);
       continue;
     }
@@ -666,7 +677,7 @@ void Agent::on_discovery(const fabric::DiscoveryResult& res) {
     r.found = true;
     ++r.resolutions;
     if (p.description_known) r.description = p.description;
-    r.status = "resolved";
+    r.state = RouteState::Resolved;
     if (conf.lid.value != 0) {
       if (p.lid_known && p.lid.value != 0 && p.lid != conf.lid)  // 0: no SM has given one yet
         sink_.error(make_error(Errc::RouteMismatch, "peer " + to_string(r.guid) + " is at LID " +
@@ -715,14 +726,14 @@ void Agent::on_discovery(const fabric::DiscoveryResult& res) {
 // A peer_route event when what discovery says about peer `i` changed.
 void Agent::report_route(std::size_t i, const PeerRoute& before) {
   const PeerRoute& r = routes_[i];
-  if (r.status == before.status && r.lid == before.lid && r.dr == before.dr &&
+  if (r.status() == before.status() && r.lid == before.lid && r.dr == before.dr &&
       r.description == before.description)
     return;
   std::string name = to_string(r.guid);
   for (const auto& p : cfg_.policy.peers)
     if (p.guid == r.guid) name = p.name;
   sm::RecordEvent e{sm::EventKind::PeerRoute,
-                    name + " (" + to_string(r.guid) + ") \"" + printable(r.description) + "\": " + r.status,
+                    name + " (" + to_string(r.guid) + ") \"" + printable(r.description) + "\": " + r.status(),
                     "lid " + std::to_string(r.lid.value) + ", dr " + (r.dr ? to_string(*r.dr) : "-"),
                     {r.guid}};
   sink_.event(e, sched_.now());

@@ -8,10 +8,11 @@
 
 namespace smha::fabric {
 
-std::string not_found_text(const DiscoveryResult& r) {
-  return "not found (searched " + std::to_string(r.nodes) + " nodes, " + std::to_string(r.ports) +
-         " ports)";
+std::string searched_text(const DiscoveryResult& r) {
+  return "searched " + std::to_string(r.nodes) + " nodes, " + std::to_string(r.ports) + " ports";
 }
+
+std::string not_found_text(const DiscoveryResult& r) { return "not found (" + searched_text(r) + ")"; }
 
 namespace {
 

@@ -234,10 +234,10 @@ void Daemon::follow_opensm_log() {
   } else {
     read_opensm_log();
   }
-  if (!osm_log_timer_) osm_log_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
-  osm_log_timer_->expires_after(osm_log_interval_);
-  osm_log_timer_->async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) follow_opensm_log();
+  if (osm_log_timer_) sched_->cancel(*osm_log_timer_);
+  osm_log_timer_ = sched_->schedule_in(osm_log_interval_, [this] {
+    osm_log_timer_.reset();
+    follow_opensm_log();
   });
 }
 
@@ -333,7 +333,7 @@ bool Daemon::startup_ready() {
   if (!routes_settled_round_) {
     bool any = false;
     for (const auto& r : agent_->routes()) {
-      if (r.discover && !r.found && r.status == "resolving") return false;
+      if (r.discover && !r.found && r.state == agent::RouteState::Resolving) return false;
       any = any || r.discover;
     }
     // The round running now may have begun before the last resolution.
@@ -386,8 +386,10 @@ void Daemon::shutdown(const char* why) {
   if (agent_) agent_->stop();
   if (server_) server_->stop();
   if (metrics_) metrics_->stop();
-  if (hold_timer_) hold_timer_->cancel();
-  if (osm_log_timer_) osm_log_timer_->cancel();
+  for (auto* t : {&hold_timer_, &osm_log_timer_}) {
+    if (*t && sched_) sched_->cancel(**t);
+    t->reset();
+  }
   if (hup_signal_) hup_signal_->cancel();
   io_.stop();
 }
@@ -468,10 +470,10 @@ Reply Daemon::do_hold(const control::Call& call) {
   hold_.reason = call.params.value(param::kReason, std::string("maintenance"));
   const auto d = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(secs));
   hold_.until = clock_.now() + d;
-  hold_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
-  hold_timer_->expires_after(d);
-  hold_timer_->async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) expire_hold();
+  if (hold_timer_) sched_->cancel(*hold_timer_);
+  hold_timer_ = sched_->schedule_in(d, [this] {
+    hold_timer_.reset();
+    expire_hold();
   });
   sink_.note("HOLD", "automatic transitions frozen for " + std::to_string(secs) + " s: " + hold_.reason,
              "uid " + std::to_string(call.peer.uid));
@@ -487,7 +489,8 @@ void Daemon::expire_hold() {
 Reply Daemon::do_release() {
   if (!hold_.held) return Reply::ok(json{{"held", false}}, "no hold was active");
   hold_ = HoldState{};
-  if (hold_timer_) hold_timer_->cancel();
+  if (hold_timer_) sched_->cancel(*hold_timer_);
+  hold_timer_.reset();
   sink_.note("RELEASE", "maintenance hold released; automatic transitions resume");
   return Reply::ok(json{{"held", false}}, "hold released");
 }

@@ -188,7 +188,7 @@ class Daemon final : public DrillHost {
   std::unique_ptr<control::ControlServer> server_;
   std::unique_ptr<boost::asio::signal_set> stop_signals_;
   std::unique_ptr<boost::asio::signal_set> hup_signal_;
-  std::unique_ptr<boost::asio::steady_timer> hold_timer_;
+  std::optional<Scheduler::TimerId> hold_timer_;  // the hold's expiry
   TimePoint started_at_{};
   std::chrono::system_clock::time_point started_wall_{};
   std::chrono::system_clock::time_point config_loaded_wall_{};  // start, then each successful reload
@@ -210,7 +210,7 @@ class Daemon final : public DrillHost {
   // The local OpenSM's log file, read each poll interval: every SM state change
   // OpenSM logged becomes an "opensm_state" event, however short it was.
   std::unique_ptr<opensm::OpensmLogFollower> osm_log_;
-  std::unique_ptr<boost::asio::steady_timer> osm_log_timer_;
+  std::optional<Scheduler::TimerId> osm_log_timer_;  // the next read of OpenSM's log
   Duration osm_log_interval_{};
   std::string osm_log_state_ = "UNKNOWN";  // the last state the log showed
   // The handover's or drill's window, fed with every SMInfo and local PortInfo

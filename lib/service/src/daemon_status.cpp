@@ -255,7 +255,7 @@ json Daemon::status_json() {
     p["addressed"] = lid.has_value() || dr.has_value();
     p["node_description"] =
         route && !route->description.empty() ? json(printable(route->description)) : json(nullptr);
-    p["route"] = route ? json(route->status) : json(nullptr);
+    p["route"] = route ? json(route->status()) : json(nullptr);
     p["state"] = "unknown";
     if (auto s = mad_->last_seen(peer.port_guid)) {
       p["state"] = std::string(to_string(s->info.state));
@@ -266,8 +266,8 @@ json Daemon::status_json() {
     }
     if (route && route->resolving && !route->found) {
       p["state"] = "resolving";
-    } else if (route && !route->found && route->status.rfind("not found", 0) == 0) {
-      p["state"] = route->status;  // "not found (searched N nodes, M ports)": unknown, never absent
+    } else if (route && !route->found && route->state == agent::RouteState::NotFound) {
+      p["state"] = route->status();  // "not found (searched N nodes, M ports)": unknown, never absent
     } else if (lid) {
       if (auto q = mad_->last_query(mad::Target{*lid})) {
         p["last_poll_answered"] = q->answered;

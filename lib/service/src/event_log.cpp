@@ -239,7 +239,15 @@ void LogEventSink::log_note(const std::string& kind, const std::string& reason, 
   }
 }
 
-void LogEventSink::raise_daemon_alarm(const std::string& kind, const std::string& detail) {
+std::string_view to_string(DaemonAlarm kind) {
+  switch (kind) {
+    case DaemonAlarm::OpensmFailed: return "opensm_failed";
+  }
+  return "unknown";
+}
+
+void LogEventSink::raise_daemon_alarm(DaemonAlarm alarm, const std::string& detail) {
+  const std::string kind(to_string(alarm));
   const bool fresh = alarms_.count(kind) == 0;
   alarms_[kind] = detail;
   if (!fresh) return;
@@ -250,7 +258,8 @@ void LogEventSink::raise_daemon_alarm(const std::string& kind, const std::string
   push(std::move(r));
 }
 
-void LogEventSink::clear_daemon_alarm(const std::string& kind) {
+void LogEventSink::clear_daemon_alarm(DaemonAlarm alarm) {
+  const std::string kind(to_string(alarm));
   if (alarms_.erase(kind) == 0) return;
   platform::log_event(*sm_log(), platform::kSmAlarmCleared, {{"kind", kind}});
   EventRecord r{0, {}, "alarm_cleared", kind, {}};

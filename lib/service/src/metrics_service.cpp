@@ -119,7 +119,7 @@ control::MetricsSnapshot metrics_snapshot(const json& s, const PollStats& polls,
     if (name == "unknown") break;
     m.known_alarms.emplace_back(name);
   }
-  m.known_alarms.emplace_back("opensm_failed");
+  for (const auto a : kDaemonAlarms) m.known_alarms.emplace_back(to_string(a));
   if (s.contains("drift") && s["drift"].is_object()) {
     const auto& d = s["drift"];
     if (d.contains("own") && d["own"].is_object())

@@ -300,17 +300,17 @@ void OpensmWatch::on_change(const opensm::SupervisorStatus& st) {
     if (was_retrying)
       log_.note("opensm_retry_failed", "crash loop: retry " + std::to_string(st.crash_loop_retries) + " failed",
                 st.reason);
-    log_.raise_daemon_alarm("opensm_failed", st.reason);
+    log_.raise_daemon_alarm(DaemonAlarm::OpensmFailed, st.reason);
     const auto s = snapshot_();
     hooks_.opensm_restart(s.state, s.priority, "failed: " + st.reason);
   } else if (st.state == S::Failed) {
-    log_.raise_daemon_alarm("opensm_failed", st.reason);  // a new retry time: the detail only
-  } else if (!st.retrying && log_.alarms().count("opensm_failed") != 0) {
+    log_.raise_daemon_alarm(DaemonAlarm::OpensmFailed, st.reason);  // a new retry time: the detail only
+  } else if (!st.retrying && log_.daemon_alarm_active(DaemonAlarm::OpensmFailed)) {
     if (was_retrying)
       log_.note("opensm_retry_ok",
                 "crash loop over: OpenSM pid " + std::to_string(st.pid) + " runs since retry " +
                     std::to_string(st.crash_loop_retries));
-    log_.clear_daemon_alarm("opensm_failed");
+    log_.clear_daemon_alarm(DaemonAlarm::OpensmFailed);
   }
   if (st.state == S::Running && st.spawns > spawns_before && st.crashes > 0 && before != S::Failed) {
     const auto s = snapshot_();
@@ -437,7 +437,7 @@ std::string systemd_status_line(const config::Config& config, const sm::EngineSt
     std::optional<Lid> lid = peer.lid;
     if (!lid && route && route->lid.value != 0) lid = route->lid;
     if (route && !peer.lid && !route->found) {
-      state = route->status;  // "resolving" or "not found (searched ...)"
+      state = route->status();  // "resolving" or "not found (searched ...)"
       prio = -1;
     } else if (lid) {
       if (auto q = mad.last_query(mad::Target{*lid}); q && !q->answered) {

@@ -270,7 +270,8 @@ TEST_CASE("GUID-only config in the sim: both peers resolved by discovery, failov
     REQUIRE(routes.size() == 1);
     const NodeId other = c.head(1 - i);
     CHECK(routes[0].found);
-    CHECK(routes[0].status == "resolved");
+    CHECK(routes[0].state == agent::RouteState::Resolved);
+    CHECK(routes[0].status() == "resolved");
     CHECK(routes[0].lid == c.fabric().lid(other));
     REQUIRE(routes[0].dr);
     CHECK(*routes[0].dr == c.fabric().dr_path(other));
@@ -331,7 +332,8 @@ TEST_CASE("GUID-only: a peer that is on no reachable port is 'not found (searche
   c.run_for(seconds(3));
   const auto& r = c.agent(0)->routes()[0];
   CHECK_FALSE(r.found);
-  CHECK(r.status.rfind("not found (searched ", 0) == 0);
+  CHECK(r.state == agent::RouteState::NotFound);
+  CHECK(r.status().rfind("not found (searched ", 0) == 0);
 }
 
 TEST_CASE("Discovery: re-resolving with the last path as a hint costs a few MADs", "[discovery]") {
@@ -416,7 +418,7 @@ TEST_CASE("GUID-only: our own port's LID changes: re-resolved at once, no takeov
   c.fabric().set_lid(c.head(s), Lid{static_cast<std::uint16_t>(c.fabric().lid(c.head(s)).value + 200)});
   REQUIRE(c.run_until([&] { return c.agent(s)->discoveries() > before; }, milliseconds(500)));
   c.run_for(seconds(5));
-  CHECK(c.agent(s)->routes()[0].status == "resolved");
+  CHECK(c.agent(s)->routes()[0].state == agent::RouteState::Resolved);
   CHECK(takeovers(c) == 0);
   CHECK(master_of(c) == m);
 }

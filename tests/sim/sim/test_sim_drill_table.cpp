@@ -289,7 +289,7 @@ TEST_CASE("Drill kill9 with GUID-only configs, heads 1 to 4 switches apart (tabl
           REQUIRE(routes.size() == 1);
           const NodeId self = c.head(i), other = c.head(1 - i);
           CHECK(routes[0].found);
-          CHECK(routes[0].status == "resolved");
+          CHECK(routes[0].state == agent::RouteState::Resolved);
           CHECK(routes[0].lid == c.fabric().lid(other));
           CHECK(routes[0].description == c.fabric().name(other));
           REQUIRE(routes[0].dr);

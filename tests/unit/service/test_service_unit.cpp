@@ -482,10 +482,11 @@ TEST_CASE("systemd_status_line: local state and every peer and hold and a failed
   routes[0].guid = c.peers[0].port_guid;
   routes[1].guid = c.peers[1].port_guid;
   routes[1].discover = true;
-  routes[1].status = "not found (searched 6 nodes, 14 ports)";
+  routes[1].state = agent::RouteState::NotFound;
+  routes[1].searched = "searched 6 nodes, 14 ports";
   CHECK(systemd_status_line(c, es, t, hold, nullptr, &routes) ==
         "MASTER; peer head02 STANDBY prio 5, peer head03 not found (searched 6 nodes, 14 ports)");
-  routes[1].status = "resolving";
+  routes[1].state = agent::RouteState::Resolving;
   CHECK(systemd_status_line(c, es, t, hold, nullptr, &routes) ==
         "MASTER; peer head02 STANDBY prio 5, peer head03 resolving");
 }

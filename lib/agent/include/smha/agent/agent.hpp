@@ -71,6 +71,14 @@ struct PeerAddress {
   bool discover = false;
 };
 
+// Where finding a peer's route stands.
+enum class RouteState : std::uint8_t {
+  Configured,  // not discovered: polled where the configuration says
+  Resolving,   // a discovery for it runs and it was never found
+  Resolved,    // the last discovery found it
+  NotFound,    // the last discovery did not find it
+};
+
 // What the agent knows of a peer's route, for status.
 struct PeerRoute {
   Guid guid;
@@ -80,8 +88,12 @@ struct PeerRoute {
   bool found = false;         // discovery found it (at least once)
   bool resolving = false;     // a discovery for it is running: not polled
   std::string description;    // NodeDescription, raw
-  std::string status;         // "configured", "resolving", "resolved", "not found (searched ...)"
+  RouteState state = RouteState::Configured;
+  std::string searched;       // NotFound: what the discovery searched ("searched N nodes, M ports")
   std::uint64_t resolutions = 0;  // discoveries that found it
+
+  // "configured", "resolving", "resolved", "not found (searched N nodes, M ports)".
+  std::string status() const;
 };
 
 // The SM census (doc/census.md): a census walk (Discovery::survey) finds the

@@ -93,6 +93,7 @@ struct DiscoveryResult {
 };
 
 // "not found (searched N nodes, M ports)", for status.
+std::string searched_text(const DiscoveryResult& r);  // "searched N nodes, M ports"
 std::string not_found_text(const DiscoveryResult& r);
 
 class Discovery {

@@ -46,6 +46,13 @@ enum class EventType : std::uint8_t {
   TakeoverReport,  // how a takeover or handover to our SM went (kind "takeover_report"; report)
 };
 
+// smhad's own alarms, beside the engine's (sm::AlarmKind).
+enum class DaemonAlarm : std::uint8_t {
+  OpensmFailed,  // "opensm_failed": supervision gave up on OpenSM, or retries a crash loop
+};
+inline constexpr DaemonAlarm kDaemonAlarms[] = {DaemonAlarm::OpensmFailed};
+std::string_view to_string(DaemonAlarm kind);
+
 // One recorded event (engine event, alarm raise/clear, adapter error, note).
 // `kind`, `reason` and `evidence` are what people and scripts read; code acts
 // on the typed fields, never on the text.
@@ -115,11 +122,12 @@ class LogEventSink final : public agent::EventSink {
   // "MASTER", "STANDBY" ...; `from` "UNKNOWN" before the first line): an
   // "opensm_state" note "<from>-><to>" with the typed states.
   void opensm_state(const std::string& from, const std::string& to, std::string evidence);
-  // A daemon-side alarm (not from the engine, e.g. "opensm_failed"): shown with
-  // the engine's alarms, recorded as an "alarm" event, logged as SM_ALARM.
-  // Raising an active alarm again only updates its detail.
-  void raise_daemon_alarm(const std::string& kind, const std::string& detail);
-  void clear_daemon_alarm(const std::string& kind);
+  // A daemon-side alarm (not from the engine): shown with the engine's alarms,
+  // recorded as an "alarm" event, logged as SM_ALARM. Raising an active alarm
+  // again only updates its detail.
+  void raise_daemon_alarm(DaemonAlarm kind, const std::string& detail);
+  void clear_daemon_alarm(DaemonAlarm kind);
+  bool daemon_alarm_active(DaemonAlarm kind) const { return alarms_.count(std::string(to_string(kind))) != 0; }
 
   const std::deque<EventRecord>& events() const { return events_; }
   // Active alarms: kind -> detail.
