@@ -559,7 +559,7 @@ bool Daemon::init_os() {
     return false;
   }
   for (const auto& w : config::key_warnings(config_)) spdlog::warn("{}", w.to_string());
-  hooks_ = std::make_unique<HookDispatcher>(io_, *sched_, config_);
+  hooks_ = std::make_unique<HookDispatcher>(*sched_, [this] { return adapters_.hook_runner(io_); }, config_);
   auto changed = [this] {
     if (systemd_) systemd_->refresh();
   };
@@ -627,6 +627,7 @@ DaemonAdapters system_adapters() {
   a.process_runner = [](boost::asio::io_context& io) -> std::unique_ptr<os::ProcessRunner> {
     return std::make_unique<os::PosixProcessRunner>(io);
   };
+  a.hook_runner = a.process_runner;
   return a;
 }
 

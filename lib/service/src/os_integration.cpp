@@ -114,9 +114,9 @@ void SystemdReporter::failed(int error, const std::string& text) {
 
 // ---- HookDispatcher --------------------------------------------------------
 
-HookDispatcher::HookDispatcher(boost::asio::io_context& io, Scheduler& sched, const config::Config& config,
+HookDispatcher::HookDispatcher(Scheduler& sched, MakeProcesses processes, const config::Config& config,
                                std::function<void(const platform::HookResult&)> on_result)
-    : io_(io), sched_(sched), on_result_(std::move(on_result)) {
+    : make_processes_(std::move(processes)), sched_(sched), on_result_(std::move(on_result)) {
   configure(config);
 }
 
@@ -146,7 +146,7 @@ void HookDispatcher::configure(const config::Config& config) {
 }
 
 void HookDispatcher::make_runner() {
-  if (!processes_) processes_ = std::make_unique<os::PosixProcessRunner>(io_);
+  if (!processes_) processes_ = make_processes_();
   platform::HookOptions o;
   o.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout_);
   o.node = node_;

@@ -171,6 +171,7 @@ json wait_status(control::ControlClient& c, const std::function<bool(const json&
 struct DaemonRun {
   Head head;
   Asked osm;
+  std::atomic<int> hook_runners{0};  // runners the daemon asked the adapters for, for its hooks
   std::optional<Guid> asked_guid;  // the port the daemon opened (checked on the test's thread)
   std::function<void()> on_open_port = [] {};
   std::promise<std::function<void()>> running;
@@ -210,6 +211,10 @@ struct DaemonRun {
     };
     a.process_runner = [this](boost::asio::io_context& io) -> std::unique_ptr<os::ProcessRunner> {
       return std::make_unique<StandInRunner>(io, head.conf(), osm);
+    };
+    a.hook_runner = [this](boost::asio::io_context& io) -> std::unique_ptr<os::ProcessRunner> {
+      ++hook_runners;
+      return std::make_unique<os::PosixProcessRunner>(io);
     };
     a.running = [this](std::function<void()> s) { running.set_value(std::move(s)); };
     return a;
@@ -253,6 +258,12 @@ TEST_CASE("smhad without a fabric: starts OpenSM with our file and GUID, is MAST
   DaemonRun run;
   const Head& head = run.head;
   Asked& osm = run.osm;
+  // A master hook: it runs through the adapters' hook runner, not one of the daemon's own.
+  const std::string hook = head.dir + "/master-hook";
+  const std::string marker = head.dir + "/master-hook.ran";
+  std::ofstream(hook) << "#!/bin/sh\necho \"$1\" > " << marker << "\n";
+  REQUIRE(::chmod(hook.c_str(), 0755) == 0);
+  std::ofstream(head.yaml(), std::ios::app) << "hooks:\n  master: " << hook << "\n";
   auto client = run.start();
   CHECK(run.asked_guid == kOwn);
 
@@ -280,6 +291,11 @@ TEST_CASE("smhad without a fabric: starts OpenSM with our file and GUID, is MAST
   });
   CHECK(conf_priority(head.conf()) == master["local"]["rendered_priority"].get<int>());
   CHECK(master["local"]["rendered_priority"].get<int>() > 10);  // above every standby value
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (!std::filesystem::exists(marker) && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(10ms);
+  CHECK(std::filesystem::exists(marker));
+  CHECK(run.hook_runners == 1);
 
   // The control socket's verbs reach the daemon's state.
   auto hold = client->call("hold", json{{"duration_s", 60}, {"reason", "test"}});

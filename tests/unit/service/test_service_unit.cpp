@@ -29,12 +29,22 @@
 
 #include "fake_transport.hpp"
 #include "sample_config.hpp"
+#include "smha/os/posix_process_runner.hpp"
 
 using namespace smha;
 using namespace smha::service;
 using namespace smha::client;
 using namespace std::chrono_literals;
 using smha::test::FakeTransport;
+
+namespace {
+
+// The hook runner smhad's system adapters give: fork/exec on `io`.
+HookDispatcher::MakeProcesses posix_processes(boost::asio::io_context& io) {
+  return [&io] { return std::make_unique<os::PosixProcessRunner>(io); };
+}
+
+}  // namespace
 
 TEST_CASE("AsioScheduler fires timers in time order and not after cancel") {
   boost::asio::io_context io;
@@ -562,7 +572,7 @@ TEST_CASE("HookDispatcher: each event runs the hooks of its key with the documen
   SteadyClock clock;
   os::AsioScheduler sched(io, clock);
   std::vector<platform::HookResult> results;
-  HookDispatcher d(io, sched, c, [&](const platform::HookResult& r) { results.push_back(r); });
+  HookDispatcher d(sched, posix_processes(io), c, [&](const platform::HookResult& r) { results.push_back(r); });
   d.transition(SmState::Standby, SmState::Master, 11, "head02", "takeover_started: lost");
   d.transition(SmState::Master, SmState::NotActive, 11, "head02", "observed");
   d.transition(SmState::NotActive, SmState::Standby, 10, "head02", "observed");
@@ -605,7 +615,7 @@ TEST_CASE("DaemonEventSink passes state changes and alarms and suppresses repeat
   boost::asio::io_context io;
   SteadyClock clock;
   os::AsioScheduler sched(io, clock);
-  HookDispatcher hooks(io, sched, c);
+  HookDispatcher hooks(sched, posix_processes(io), c);
   LogEventSink log(1000);
   int changed = 0;
   DaemonEventSink sink(log, hooks, [] { return DaemonEventSink::Snapshot{"STANDBY", 10, "head02"}; },
@@ -647,7 +657,7 @@ TEST_CASE("DaemonEventSink: a transition's reason is its own step's cause or unk
   SteadyClock clock;
   os::AsioScheduler sched(io, clock);
   std::vector<platform::HookResult> results;
-  HookDispatcher hooks(io, sched, c, [&](const platform::HookResult& r) { results.push_back(r); });
+  HookDispatcher hooks(sched, posix_processes(io), c, [&](const platform::HookResult& r) { results.push_back(r); });
   LogEventSink log(1000);
   DaemonEventSink sink(log, hooks, [] { return DaemonEventSink::Snapshot{"MASTER", 11, "head02"}; }, [] {});
   const TimePoint t0{};

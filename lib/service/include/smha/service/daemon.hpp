@@ -45,6 +45,8 @@ struct DaemonAdapters {
   std::function<Result<opensm::Capabilities>(const std::string& binary)> probe_opensm;
   // The runner OpenSM is started and adopted with (on the daemon's loop).
   std::function<std::unique_ptr<os::ProcessRunner>(boost::asio::io_context&)> process_runner;
+  // The runner the notify hooks run through (on the daemon's loop).
+  std::function<std::unique_ptr<os::ProcessRunner>(boost::asio::io_context&)> hook_runner;
   // Called once start-up is done and the loop runs, with a function that stops
   // the daemon as SIGTERM does; it may be called from any thread, also after
   // the daemon has ended (it then does nothing).

@@ -91,11 +91,14 @@ class SystemdReporter {
 //   OPENSM_RESTART            -> hooks.opensm_restart (a crashed OpenSM was
 //                                respawned, or supervision gave up)
 //   RELOAD                    -> hooks.reload
-// Never blocks: HookRunner queues and runs one at a time on the io_context.
+// Never blocks: HookRunner queues and runs one at a time on the event loop.
 class HookDispatcher {
  public:
-  // `io` runs the hooks' processes, `sched` times them out.
-  HookDispatcher(boost::asio::io_context& io, Scheduler& sched, const config::Config& config,
+  // `processes` makes the runner the hooks' processes start through (once,
+  // when a hook is first configured; smhad: DaemonAdapters::hook_runner),
+  // `sched` times them out.
+  using MakeProcesses = std::function<std::unique_ptr<os::ProcessRunner>()>;
+  HookDispatcher(Scheduler& sched, MakeProcesses processes, const config::Config& config,
                  std::function<void(const platform::HookResult&)> on_result = {});
 
   // Security check of every configured hook (doc/hooks.md): the first error
@@ -122,7 +125,7 @@ class HookDispatcher {
   void run(const char* key, const platform::HookCall& call);
   void make_runner();
 
-  boost::asio::io_context& io_;
+  MakeProcesses make_processes_;
   Scheduler& sched_;
   std::function<void(const platform::HookResult&)> on_result_;
   std::string node_;
