@@ -33,6 +33,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "smha_yaml.hpp"
 #include "ibsim_harness.hpp"
 #include "smhad_heads.hpp"
 
@@ -237,12 +238,6 @@ class OsmReaper {
   std::vector<std::string> pidfiles_;
 };
 
-std::string hex(std::uint64_t v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "0x%016llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
 struct SmhadHead {
   std::string name;
   std::string node;
@@ -250,26 +245,24 @@ struct SmhadHead {
   std::string dir;
 };
 
-// The YAML smhad reads (shape as tests/ibsim/service writes it).
+// The YAML smhad reads, written as the tests write it (tests/support/smha_yaml.hpp).
 std::string write_smhad_config(const SmhadHead& h, const SmhadHead& peer) {
-  std::filesystem::create_directories(h.dir + "/ctl");
-  const std::string path = h.dir + "/smha.yaml";
-  std::ofstream y(path);
-  y << "node:\n  name: " << h.name << "\n  port_guid: " << hex(h.port.port_guid) << "\n";
-  y << "peers:\n  - name: " << peer.name << "\n    port_guid: " << hex(peer.port.port_guid)
-    << "\n    lid: " << peer.port.lid << "\n";
-  y << "sm_priority: 10\n";
-  y << "opensm:\n  log_file: " << h.dir << "/opensm.log\n  dump_files_dir: " << h.dir
-    << "/\n  cache_dir: " << h.dir << "/cache\n  conf_path: " << h.dir << "/opensm.conf\n";
+  smha::test::HeadYaml y;
+  y.dir = h.dir;
+  y.name = h.name;
+  y.guid = h.port.port_guid;
+  y.peers = {{peer.name, peer.port.port_guid, static_cast<int>(peer.port.lid)}};
+  y.sm_priority = 10;
+  y.dump_files_dir = true;
   if (!g_osm_conf.empty()) {
-    y << "  extra:\n";
+    y.opensm_extra = "  extra:\n";
     for (const auto& line : g_osm_conf) {
       const auto sp = line.find(' ');
-      y << "    " << line.substr(0, sp) << ": \"" << line.substr(sp + 1) << "\"\n";
+      y.opensm_extra += "    " + line.substr(0, sp) + ": \"" + line.substr(sp + 1) + "\"\n";
     }
   }
-  y << "control:\n  socket: " << h.dir << "/ctl/smhad.sock\n  group: root\n";
-  y << "state_dir: " << h.dir << "/state\n";
+  const std::string path = h.dir + "/smha.yaml";
+  y.write(path);
   return path;
 }
 

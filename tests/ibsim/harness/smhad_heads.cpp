@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "smha/control/client.hpp"
+#include "smha_yaml.hpp"
 
 namespace smha::testing {
 
@@ -109,33 +110,26 @@ void free_ibsim_slot(IbsimFabric& fabric, int pid) {
   }
 }
 
-std::string hex_guid(std::uint64_t v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "0x%016llx", static_cast<unsigned long long>(v));
-  return b;
-}
+std::string hex_guid(std::uint64_t v) { return test::HeadYaml::hex(v); }
 
 void write_smhad_config(const SmhadHead& h, const std::vector<PeerCfg>& peers, const SmhadOptions& o) {
-  std::filesystem::create_directories(h.dir + "/ctl");
-  std::ofstream y(h.yaml());
-  y << "node:\n  name: " << h.name << "\n  port_guid: " << hex_guid(h.guid) << "\n";
-  y << "peers:\n";
-  for (const auto& p : peers)
-  {
-    y << "  - name: " << p.name << "\n    port_guid: " << hex_guid(p.guid) << "\n";
-    if (p.lid != 0) y << "    lid: " << p.lid << "\n";
-    if (!p.dr_path.empty()) y << "    dr_path: \"" << p.dr_path << "\"\n";
-  }
-  y << "sm_priority: " << o.sm_priority << "\n";
-  y << "failover:\n  poll_interval_ms: " << o.poll_interval_ms << "\n  misses_before_takeover: " << o.misses
-    << "\n  failback: " << o.failback << "\n  preempt_holddown_s: " << o.preempt_holddown_s << "\n";
-  y << "opensm:\n  log_file: " << (o.opensm_log_file.empty() ? h.opensm_log() : o.opensm_log_file)
-    << "\n  dump_files_dir: " << h.dir << "/\n  cache_dir: " << h.dir << "/cache\n  conf_path: " << h.dir
-    << "/opensm.conf\n"
-    << o.opensm_extra;
-  y << "control:\n  socket: " << h.socket() << "\n  group: root\n";
-  y << "state_dir: " << h.state_dir() << "\n";
-  y << o.extra;
+  test::HeadYaml y;
+  y.dir = h.dir;
+  y.name = h.name;
+  y.guid = h.guid;
+  y.peers.clear();
+  for (const auto& p : peers) y.peers.push_back(test::YamlPeer{p.name, p.guid, p.lid, p.dr_path});
+  y.sm_priority = o.sm_priority;
+  y.poll_interval_ms = o.poll_interval_ms;
+  y.misses = o.misses;
+  y.failback = o.failback;
+  y.preempt_holddown_s = o.preempt_holddown_s;
+  y.opensm_log_file = o.opensm_log_file;
+  y.dump_files_dir = true;
+  y.opensm_extra = o.opensm_extra;
+  y.state_dir = h.state_dir();
+  y.extra = o.extra;
+  y.write(h.yaml());
 }
 
 void start_smhad(IbsimFabric& f, SmhadHead& h, const std::string& smhad_binary,

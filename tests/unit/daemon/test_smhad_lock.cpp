@@ -14,6 +14,7 @@
 #include <fstream>
 #include <string>
 
+#include "smha_yaml.hpp"
 #include "test_support.hpp"
 
 using namespace smha::control::test;
@@ -39,10 +40,10 @@ TEST_CASE("a second smhad on the same state_dir exits naming the holder's PID", 
   const std::string state = dir.sub("state");
   std::filesystem::create_directories(state);
   const std::string yaml = dir.sub("smha.yaml");
-  std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\n"
-                      << "control:\n  socket: " << dir.sub("ctl/smhad.sock") << "\n  group: root\n"
-                      << "opensm:\n  conf_path: " << dir.sub("opensm.conf") << "\n  cache_dir: " << dir.sub("cache")
-                      << "\nstate_dir: " << state << "\n";
+  smha::test::HeadYaml y;
+  y.dir = dir.path();
+  y.state_dir = state;
+  y.write(yaml);
   // The running instance: it holds the lock and recorded its PID.
   const std::string lock = state + "/smhad.lock";
   int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -67,11 +68,10 @@ TEST_CASE("an unusable state_dir fails --check-config and start-up, naming the f
   std::ofstream(file) << "not a directory\n";
   auto yaml_with = [&](const std::string& state) {
     std::string yaml = dir.sub("smha.yaml");
-    std::ofstream(yaml) << "node:\n  name: head01\n  port_guid: 0x10\n"
-                        << "control:\n  socket: " << dir.sub("ctl/smhad.sock") << "\n  group: root\n"
-                        << "opensm:\n  conf_path: " << dir.sub("opensm.conf") << "\n  cache_dir: "
-                        << dir.sub("cache") << "\npeers:\n  - name: head02\n    port_guid: 0x20\n"
-                        << "state_dir: " << state << "\n";
+    smha::test::HeadYaml y;
+    y.dir = dir.path();
+    y.state_dir = state;
+    y.write(yaml);
     return yaml;
   };
   SECTION("a usable one passes --check-config") {

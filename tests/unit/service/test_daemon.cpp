@@ -27,6 +27,7 @@
 #include "smha/service/daemon.hpp"
 
 #include "fake_transport.hpp"
+#include "smha_yaml.hpp"
 
 using namespace smha;
 using namespace std::chrono_literals;
@@ -131,23 +132,25 @@ struct Head {
     char tmpl[] = "/tmp/smha-daemon-XXXXXX";
     REQUIRE(::mkdtemp(tmpl) != nullptr);
     dir = tmpl;
-    std::ofstream y(yaml());
-    y << "node:\n  name: head01\n  port_guid: 0x5eed000000000010\n"
-      << "peers:\n  - name: head02\n    port_guid: 0x5eed000000000020\n    lid: 7\n"
-      << "sm_priority: 10\n"
-      << "failover:\n  poll_interval_ms: 50\n  misses_before_takeover: 2\n"
-      << "opensm:\n  log_file: " << dir << "/opensm.log\n  cache_dir: " << dir << "/cache\n  conf_path: " << conf()
-      << "\n"
-      << "control:\n  socket: " << socket() << "\n  group: root\n"
-      << "state_dir: " << dir << "/state\n";
+    spec().write(yaml());
+  }
+  test::HeadYaml spec() const {
+    test::HeadYaml y;
+    y.dir = dir;
+    y.guid = 0x5eed000000000010;
+    y.peers = {{"head02", 0x5eed000000000020, 7}};
+    y.sm_priority = 10;
+    y.poll_interval_ms = 50;
+    y.misses = 2;
+    return y;
   }
   ~Head() {
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
   }
   std::string yaml() const { return dir + "/smhad.yaml"; }
-  std::string conf() const { return dir + "/opensm.conf"; }
-  std::string socket() const { return dir + "/smhad.sock"; }
+  std::string conf() const { return spec().conf(); }
+  std::string socket() const { return spec().socket(); }
 };
 
 // Waits for `pred` on the status reply, polling the socket.
