@@ -272,7 +272,7 @@ bool Daemon::init_history_and_metrics() {
   events_method_ = std::make_unique<EventsMethod>(io_, sink_, clock_);
   drill_ = std::make_unique<DrillRunner>(*sched_, *this);
   metrics_ = std::make_unique<MetricsService>(io_, config_.metrics, fs_, [this] {
-    return control::render_prometheus(metrics_snapshot(status_json(), mad_->poll_stats(), failovers_));
+    return control::render_prometheus(metrics_snapshot(head_status(), mad_->poll_stats(), failovers_));
   });
   for (auto st : {events_method_->attach(*server_), drill_->attach(*server_), metrics_->attach(*server_)}) {
     if (!st.ok()) {

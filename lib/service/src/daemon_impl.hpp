@@ -81,7 +81,7 @@ class Daemon final : public DrillHost {
   int run();
 
   // DrillHost
-  json status() override { return status_json(); }
+  HeadStatus status() override { return head_status(); }
   sm::EngineStatus engine() const override { return agent_->status(); }
   Guid own_guid() const override { return own_guid_; }
   void request_handover(std::optional<Guid> target, HandoverDone done) override {
@@ -137,6 +137,7 @@ class Daemon final : public DrillHost {
   bool start_metrics(Duration handover_bound);
   void register_methods();
   json status_json();
+  HeadStatus head_status() const;
   json census_json(TimePoint now) const;  // "sms" and "census" (doc/census.md)
   json census_sa_json(TimePoint now) const;  // the master's SA table ("census_sa", census.sa)
   json lid_continuity_json(TimePoint now) const;  // doc/lid-continuity.md

@@ -170,19 +170,112 @@ json Daemon::census_sa_json(TimePoint now) const {
   return s;
 }
 
+HeadStatus Daemon::head_status() const {
+  const TimePoint now = clock_.now();
+  const auto es = agent_->status();
+  HeadStatus h;
+  h.node = config_.node_name;
+  h.observe = options_.observe;
+  h.role = es.role;
+  h.version = SMHA_SERVICE_VERSION;
+  h.started = started_wall_;
+  h.config_loaded = config_loaded_wall_;
+  auto answer_of = [&](Guid g) -> std::optional<SmView::Answer> {
+    auto seen = mad_->last_seen(g);
+    if (!seen) return std::nullopt;
+    return SmView::Answer{seen->info.state, seen->info.priority, seen->info.act_count,
+                          std::chrono::duration<double, std::milli>(seen->rtt).count(), seconds_since(seen->at, now)};
+  };
+  // Our own SM: the state the engine last saw, the rest from its last answer.
+  h.local.name = config_.node_name;
+  h.local.guid = own_guid_;
+  h.local.answer = answer_of(own_guid_);
+  h.local_answered = h.local.answer.has_value();
+  h.local.shown.clear();
+  if (es.local_state) {
+    if (!h.local.answer) h.local.answer = SmView::Answer{};
+    h.local.answer->state = *es.local_state;
+    h.local.shown = std::string(to_string(*es.local_state));
+  }
+  const std::vector<agent::PeerRoute>& routes = agent_->routes();
+  for (std::size_t pi = 0; pi < config_.peers.size(); ++pi) {
+    const auto& peer = config_.peers[pi];
+    const agent::PeerRoute* route = pi < routes.size() && routes[pi].guid == peer.port_guid ? &routes[pi] : nullptr;
+    SmView p;
+    p.name = peer.name;
+    p.guid = peer.port_guid;
+    // The addresses polled: the configured overrides, else what discovery found.
+    p.lid = peer.lid;
+    if (route && route->lid.value != 0) p.lid = route->lid;
+    p.dr = peer.dr_path;
+    if (route && route->dr) p.dr = route->dr;
+    p.configured_lid = peer.lid;
+    p.configured_dr = peer.dr_path;
+    if (route) {
+      p.node_description = route->description;
+      p.route = route->status();
+    }
+    p.answer = answer_of(peer.port_guid);
+    if (p.answer) p.shown = std::string(to_string(p.answer->state));
+    if (route && route->resolving && !route->found) {
+      p.shown = "resolving";
+    } else if (route && !route->found && route->state == agent::RouteState::NotFound) {
+      p.shown = route->status();  // "not found (searched N nodes, M ports)": unknown, never absent
+    } else if (p.lid) {
+      if (auto q = mad_->last_query(mad::Target{*p.lid})) {
+        p.last_poll_answered = q->answered;
+        p.last_poll_age_s = seconds_since(q->at, now);
+        if (!q->answered) p.shown = "unreachable";
+      }
+    } else if (!p.dr) {
+      p.shown = "unaddressed";
+    }
+    h.peers.push_back(std::move(p));
+  }
+  for (const auto& [kind, detail] : sink_.alarms()) h.alarms.emplace_back(kind, detail);
+  h.held = hold_.held;
+  if (hold_.held) {
+    h.hold_reason = hold_.reason;
+    if (hold_.until) h.hold_expires_in_s = seconds_since(now, *hold_.until);
+  }
+  for (const auto& [g, e] : agent_->census().entries()) {
+    std::string st = agent_->census().state_text(e, now);
+    for (auto& ch : st) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    ++h.fabric_sms[st];
+  }
+  if (supervised_) h.opensm_restarts = supervised_->supervisor_status().restarts;
+  if (lid_continuity_) {
+    const auto& st = lid_continuity_->status();
+    h.lid_continuity = HeadStatus::LidContinuity{st.entries, st.writes, st.write_errors,
+                                                 {{"bad_lid", st.rejected.bad_lid},
+                                                  {"duplicate_lid", st.rejected.duplicate_lid},
+                                                  {"conflict", st.rejected.conflict}}};
+  }
+  const auto& d = agent_->drift();
+  if (d.own())
+    for (std::size_t i = 0; i < fabric::kDriftComponents; ++i)
+      h.drift.own.emplace_back(std::string(fabric::to_string(static_cast<fabric::DriftComponent>(i))),
+                               fabric::to_hex(d.own()->digest[i]));
+  std::sort(h.drift.own.begin(), h.drift.own.end());  // by component name, as the status reply lists them
+  for (const auto& p : d.peers()) h.drift.peers.emplace_back(p.name, std::string(fabric::to_string(p.state)));
+  h.drift.rejected = {{"foreign", d.stats().rejected_foreign}, {"bad_digest", d.stats().rejected_data}};
+  return h;
+}
+
 json Daemon::status_json() {
   const TimePoint now = clock_.now();
   const auto es = agent_->status();
+  const HeadStatus h = head_status();
   json j;
-  j["node"] = config_.node_name;
-  j["observe"] = options_.observe;
-  j["role"] = std::string(sm::to_string(es.role));
+  j["node"] = h.node;
+  j["observe"] = h.observe;
+  j["role"] = std::string(sm::to_string(h.role));
   j["rounds"] = agent_->rounds();
   j["master"] = es.master ? json(to_string(*es.master)) : json(nullptr);
   j["uptime_s"] = seconds_since(started_at_, now);
-  j["smhad_version"] = SMHA_SERVICE_VERSION;
-  j["started_at"] = format_utc(started_wall_);
-  j["config_loaded_at"] = format_utc(config_loaded_wall_);
+  j["smhad_version"] = h.version;
+  j["started_at"] = format_utc(h.started);
+  j["config_loaded_at"] = format_utc(h.config_loaded);
   if (const auto& m = mad_->master()) {
     json ms;
     if (m->guid && es.masterless_since && *es.masterless_since > m->since) {
@@ -217,9 +310,9 @@ json Daemon::status_json() {
     j["last_change"] = nullptr;
   }
   json local;
-  local["guid"] = to_string(own_guid_);
+  local["guid"] = to_string(h.local.guid);
   local["rendered_priority"] = es.rendered_priority;
-  local["state"] = es.local_state ? json(std::string(to_string(*es.local_state))) : json(nullptr);
+  local["state"] = h.local.shown.empty() ? json(nullptr) : json(h.local.shown);
   if (auto p = port_->refresh_local_port()) {
     local["lid"] = p.value().lid.value;
     local["sm_lid"] = p.value().sm_lid.value;
@@ -227,58 +320,15 @@ json Daemon::status_json() {
     local["port_state_source"] = "sysfs";
   }
   add_smp_port_state(local, now);
-  if (auto s = mad_->last_seen(own_guid_)) {
-    local["priority"] = s->info.priority;
-    local["act_count"] = s->info.act_count;
-    local["rtt_ms"] = std::chrono::duration<double, std::milli>(s->rtt).count();
-    local["last_poll_age_s"] = seconds_since(s->at, now);
+  if (h.local_answered) {
+    local["priority"] = h.local.answer->priority;
+    local["act_count"] = h.local.answer->act_count;
+    local["rtt_ms"] = h.local.answer->rtt_ms;
+    local["last_poll_age_s"] = h.local.answer->age_s;
   }
   j["local"] = local;
   json peers = json::array();
-  const std::vector<agent::PeerRoute>* routes = agent_ ? &agent_->routes() : nullptr;
-  for (std::size_t pi = 0; pi < config_.peers.size(); ++pi) {
-    const auto& peer = config_.peers[pi];
-    const agent::PeerRoute* route =
-        routes && pi < routes->size() && (*routes)[pi].guid == peer.port_guid ? &(*routes)[pi] : nullptr;
-    json p;
-    p["name"] = peer.name;
-    p["guid"] = to_string(peer.port_guid);
-    // The addresses polled: the configured overrides, else what discovery found.
-    std::optional<Lid> lid = peer.lid;
-    if (route && route->lid.value != 0) lid = route->lid;
-    std::optional<DrPath> dr = peer.dr_path;
-    if (route && route->dr) dr = route->dr;
-    p["lid"] = lid ? json(lid->value) : json(nullptr);
-    p["dr_path"] = dr ? json(to_string(*dr)) : json(nullptr);
-    p["configured_lid"] = peer.lid ? json(peer.lid->value) : json(nullptr);
-    p["configured_dr_path"] = peer.dr_path ? json(to_string(*peer.dr_path)) : json(nullptr);
-    p["addressed"] = lid.has_value() || dr.has_value();
-    p["node_description"] =
-        route && !route->description.empty() ? json(printable(route->description)) : json(nullptr);
-    p["route"] = route ? json(route->status()) : json(nullptr);
-    p["state"] = "unknown";
-    if (auto s = mad_->last_seen(peer.port_guid)) {
-      p["state"] = std::string(to_string(s->info.state));
-      p["priority"] = s->info.priority;
-      p["act_count"] = s->info.act_count;
-      p["rtt_ms"] = std::chrono::duration<double, std::milli>(s->rtt).count();
-      p["last_answer_age_s"] = seconds_since(s->at, now);
-    }
-    if (route && route->resolving && !route->found) {
-      p["state"] = "resolving";
-    } else if (route && !route->found && route->state == agent::RouteState::NotFound) {
-      p["state"] = route->status();  // "not found (searched N nodes, M ports)": unknown, never absent
-    } else if (lid) {
-      if (auto q = mad_->last_query(mad::Target{*lid})) {
-        p["last_poll_answered"] = q->answered;
-        p["last_poll_age_s"] = seconds_since(q->at, now);
-        if (!q->answered) p["state"] = "unreachable";
-      }
-    } else if (!dr) {
-      p["state"] = "unaddressed";
-    }
-    peers.push_back(p);
-  }
+  for (const auto& p : h.peers) peers.push_back(to_json(p));
   j["peers"] = peers;
   j["sms"] = census_json(now);
   j["census_sa"] = census_sa_json(now);
@@ -291,14 +341,14 @@ json Daemon::status_json() {
                  {"failback", std::string(sm::to_string(pol.failback))},
                  {"base_priority", pol.base_priority}};
   json alarms = json::array();
-  for (const auto& [kind, detail] : sink_.alarms()) alarms.push_back({{"kind", kind}, {"detail", detail}});
+  for (const auto& [kind, detail] : h.alarms) alarms.push_back({{"kind", kind}, {"detail", detail}});
   j["alarms"] = alarms;
   j["last_transition"] = sink_.last_transition() ? event_to_json(*sink_.last_transition()) : json(nullptr);
   j["last_takeover"] = sink_.last_takeover() ? event_to_json(*sink_.last_takeover()) : json(nullptr);
-  json hold{{"held", hold_.held}};
-  if (hold_.held) {
-    hold["reason"] = hold_.reason;
-    hold["expires_in_s"] = hold_.until ? json(seconds_since(now, *hold_.until)) : json(nullptr);
+  json hold{{"held", h.held}};
+  if (h.held) {
+    hold["reason"] = h.hold_reason;
+    hold["expires_in_s"] = h.hold_expires_in_s ? json(*h.hold_expires_in_s) : json(nullptr);
   }
   j["hold"] = hold;
   if (supervised_) {

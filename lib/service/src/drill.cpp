@@ -11,54 +11,37 @@ using control::Reply;
 using control::ResultCode;
 using nlohmann::json;
 
-namespace {
-
-std::string str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return (it != j.end() && it->is_string()) ? it->get<std::string>() : std::string();
-}
-
-bool live_standby(const json& peer) {
-  return str(peer, "state") == "STANDBY" && peer.value("last_poll_answered", false);
-}
-
-
-}  // namespace
-
-std::optional<DrillRefusal> check_drill(const json& s, const std::optional<std::string>& to, bool busy) {
+std::optional<DrillRefusal> check_drill(const HeadStatus& s, const std::optional<std::string>& to, bool busy) {
   auto refuse = [](ResultCode code, std::string reason, std::string text) {
     return DrillRefusal{code, std::move(reason), "drill refused: " + std::move(text)};
   };
-  if (s.value("observe", false))
+  if (s.observe)
     return refuse(ResultCode::Conflict, "observe", "smhad runs in observe mode (it never moves mastership)");
-  if (s.value("hold", json::object()).value("held", false))
-    return refuse(ResultCode::Conflict, "hold", "a maintenance hold is active (smctl release ends it)");
+  if (s.held) return refuse(ResultCode::Conflict, "hold", "a maintenance hold is active (smctl release ends it)");
   if (busy) return refuse(ResultCode::Conflict, "busy", "a handover or another drill is in progress");
-  const json alarms = s.value("alarms", json::array());
-  if (!alarms.empty()) {
+  if (!s.alarms.empty()) {
     std::string kinds;
-    for (const auto& a : alarms) kinds += (kinds.empty() ? "" : ", ") + str(a, "kind");
+    for (const auto& a : s.alarms) kinds += (kinds.empty() ? "" : ", ") + a.first;
     return refuse(ResultCode::Conflict, "alarms", "alarms are active: " + kinds);
   }
-  const json local = s.value("local", json::object());
-  if (str(s, "role") != "master" || str(local, "state") != "MASTER")
+  if (s.role != sm::Role::Master || s.local.state() != SmState::Master) {
+    const auto local = s.local.state();
     return refuse(ResultCode::Conflict, "not_master",
-                  "this head is not the master (role " + str(s, "role") + ", local SM " +
-                      (str(local, "state").empty() ? "not answering" : str(local, "state")) +
+                  "this head is not the master (role " + std::string(sm::to_string(s.role)) + ", local SM " +
+                      (local ? std::string(to_string(*local)) : std::string("not answering")) +
                       "); run the drill on the master head");
-  const json peers = s.value("peers", json::array());
+  }
   if (to) {
-    for (const auto& p : peers) {
-      if (str(p, "name") != *to) continue;
-      if (!live_standby(p))
-        return refuse(ResultCode::Conflict, "no_standby",
-                      *to + " is not a live standby (state " + str(p, "state") + ")");
+    for (const auto& p : s.peers) {
+      if (p.name != *to) continue;
+      if (!p.live_standby())
+        return refuse(ResultCode::Conflict, "no_standby", *to + " is not a live standby (state " + p.shown + ")");
       return std::nullopt;
     }
     return refuse(ResultCode::NotFound, "not_found", "no peer named " + *to);
   }
-  for (const auto& p : peers)
-    if (live_standby(p)) return std::nullopt;
+  for (const auto& p : s.peers)
+    if (p.live_standby()) return std::nullopt;
   return refuse(ResultCode::Conflict, "no_standby", "no peer answers as a live STANDBY to fail over to");
 }
 
@@ -121,7 +104,7 @@ void DrillRunner::start(const json& params, uid_t uid, std::function<void(Reply)
     }
     to = params[control::param::kTo].get<std::string>();
   }
-  const json status = host_.status();
+  const HeadStatus status = host_.status();
   if (auto r = check_drill(status, to, running() || host_.handover_running())) {
     spdlog::info("DRILL_REFUSED reason={} {}", r->reason, r->text);
     respond(Reply::failure(r->code, r->text, json{{"refused", r->reason}}));
@@ -130,8 +113,8 @@ void DrillRunner::start(const json& params, uid_t uid, std::function<void(Reply)
   run_ = std::make_shared<Run>();
   run_->respond = std::move(respond);
   if (to)
-    for (const auto& p : status["peers"])
-      if (str(p, "name") == *to) run_->target = parse_guid(str(p, "guid"));
+    for (const auto& p : status.peers)
+      if (p.name == *to) run_->target = p.guid;
   // The window first (it records what the local OpenSM logged until now), then
   // the events from here on are the drill's.
   run_->window = host_.open_window();
@@ -192,12 +175,12 @@ void DrillRunner::step() {
       }
       break;
     case Run::Phase::Settle2: {
-      const json s = host_.status();
-      int masters = str(s.value("local", json::object()), "state") == "MASTER" ? 1 : 0;
+      const HeadStatus s = host_.status();
+      int masters = s.local.state() == SmState::Master ? 1 : 0;
       bool peer_standby = false;
-      for (const auto& p : s.value("peers", json::array())) {
-        masters += str(p, "state") == "MASTER";
-        if (r.new_master && str(p, "guid") == to_string(*r.new_master)) peer_standby = live_standby(p);
+      for (const auto& p : s.peers) {
+        masters += p.state() == SmState::Master;
+        if (r.new_master && p.guid == *r.new_master) peer_standby = p.live_standby();
       }
       if (masters == 1 && peer_standby) {
         r.legs.back()["settle_ms"] = elapsed;
@@ -209,12 +192,12 @@ void DrillRunner::step() {
       break;
     }
     case Run::Phase::Stable: {
-      const json s = host_.status();
-      int masters = str(s.value("local", json::object()), "state") == "MASTER" ? 1 : 0;
+      const HeadStatus s = host_.status();
+      int masters = s.local.state() == SmState::Master ? 1 : 0;
       std::string peer_state;
-      for (const auto& p : s.value("peers", json::array())) {
-        masters += str(p, "state") == "MASTER";
-        if (r.new_master && str(p, "guid") == to_string(*r.new_master)) peer_state = str(p, "state");
+      for (const auto& p : s.peers) {
+        masters += p.state() == SmState::Master;
+        if (r.new_master && p.guid == *r.new_master) peer_state = p.shown;
       }
       // A peer whose latest poll went unanswered (one lost round while
       // OpenSM sweeps) has not changed role; any answer but STANDBY has. The

@@ -12,18 +12,6 @@ namespace smha::service {
 
 using nlohmann::json;
 
-namespace {
-
-std::optional<SmState> sm_state(const json& j) {
-  if (!j.is_string()) return std::nullopt;
-  const auto s = j.get<std::string>();
-  for (auto st : {SmState::NotActive, SmState::Discovering, SmState::Standby, SmState::Master})
-    if (s == to_string(st)) return st;
-  return std::nullopt;
-}
-
-}  // namespace
-
 void FailoverStats::observe(const EventRecord& e) {
   using sm::EventKind;
   const auto k = e.type == EventType::Engine ? e.engine_kind : std::nullopt;
@@ -55,52 +43,32 @@ void FailoverStats::observe(const EventRecord& e) {
   episode_.clear();
 }
 
-control::MetricsSnapshot metrics_snapshot(const json& s, const PollStats& polls, const FailoverStats& failovers) {
+control::MetricsSnapshot metrics_snapshot(const HeadStatus& s, const PollStats& polls, const FailoverStats& failovers) {
   control::MetricsSnapshot m;
-  m.node = s.value("node", std::string());
-  m.role = s.value("role", std::string("init"));
+  m.node = s.node;
+  m.role = std::string(sm::to_string(s.role));
   m.roles = {"init", "starting", "standby", "master", "taking_over", "recovering", "handing_over"};
-  const json local = s.value("local", json::object());
-  if (local.contains("guid")) {
+  auto sm_metrics = [](const std::string& node, const SmView& v) {
     control::SmMetrics sm;
-    sm.node = m.node;
-    sm.guid = parse_guid(local.value("guid", std::string())).value_or(Guid{});
-    const auto st = sm_state(local.value("state", json()));
+    sm.node = node;
+    sm.guid = v.guid;
+    const auto st = v.state();
     sm.answered = st.has_value();
     if (st) {
       sm.state = *st;
-      sm.priority = local.value("priority", std::uint8_t{0});
+      sm.priority = v.answer ? v.answer->priority : 0;
     }
-    m.sms.push_back(sm);
-  }
-  for (const auto& p : s.value("peers", json::array())) {
-    control::SmMetrics sm;
-    sm.node = p.value("name", std::string());
-    sm.guid = parse_guid(p.value("guid", std::string())).value_or(Guid{});
-    const auto st = sm_state(p.value("state", json()));
-    sm.answered = st.has_value();
-    if (st) {
-      sm.state = *st;
-      sm.priority = p.value("priority", std::uint8_t{0});
-    }
-    m.sms.push_back(sm);
-  }
-  for (const auto& x : s.value("sms", json::array())) {
-    if (!x.is_object() || !x.contains("state") || !x["state"].is_string()) continue;
-    std::string st = x["state"].get<std::string>();
-    for (auto& ch : st) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    ++m.fabric_sms[st];
-  }
-  if (const json lc = s.value("lid_continuity", json::object()); lc.is_object() && lc.value("enabled", false)) {
+    return sm;
+  };
+  m.sms.push_back(sm_metrics(m.node, s.local));
+  for (const auto& p : s.peers) m.sms.push_back(sm_metrics(p.name, p));
+  m.fabric_sms = s.fabric_sms;
+  if (s.lid_continuity) {
     control::MetricsSnapshot::LidContinuity l;
-    l.entries = lc.value("entries", std::uint64_t{0});
-    l.writes = lc.value("writes", std::uint64_t{0});
-    l.write_errors = lc.value("write_errors", std::uint64_t{0});
-    if (lc.contains("rejected") && lc["rejected"].is_object()) {
-      const json& rejected = lc["rejected"];
-      for (auto it = rejected.begin(); it != rejected.end(); ++it)
-        if (it->is_number_unsigned()) l.rejected[it.key()] = it->get<std::uint64_t>();
-    }
+    l.entries = s.lid_continuity->entries;
+    l.writes = s.lid_continuity->writes;
+    l.write_errors = s.lid_continuity->write_errors;
+    l.rejected = s.lid_continuity->rejected;
     m.lid_continuity = l;
   }
   m.failovers_by_reason = failovers.by_reason();
@@ -111,34 +79,25 @@ control::MetricsSnapshot metrics_snapshot(const json& s, const PollStats& polls,
   m.poll_rtt.count = polls.answered;
   m.poll_rtt.sum = polls.rtt_sum_s;
   m.missed_polls = polls.missed;
-  if (s.contains("opensm")) m.opensm_restarts = s["opensm"].value("restarts", std::uint64_t{0});
-  for (const auto& a : s.value("alarms", json::array())) m.active_alarms.push_back(a.value("kind", std::string()));
-  m.hold_active = s.value("hold", json::object()).value("held", false);
+  m.opensm_restarts = s.opensm_restarts.value_or(0);
+  for (const auto& a : s.alarms) m.active_alarms.push_back(a.first);
+  m.hold_active = s.held;
   for (int k = 0;; ++k) {  // every engine alarm, then smhad's own
     const auto name = sm::to_string(static_cast<sm::AlarmKind>(k));
     if (name == "unknown") break;
     m.known_alarms.emplace_back(name);
   }
   for (const auto a : kDaemonAlarms) m.known_alarms.emplace_back(to_string(a));
-  if (s.contains("drift") && s["drift"].is_object()) {
-    const auto& d = s["drift"];
-    if (d.contains("own") && d["own"].is_object())
-      for (const auto& [k, v] : d["own"].items())
-        if (v.is_string()) m.config_digests.emplace_back(k, v.get<std::string>());
-    for (const auto& p : d.value("peers", json::array()))
-      if (p.is_object()) m.drift_peers.emplace_back(p.value("name", std::string()), p.value("state", std::string()));
-    const auto rej = d.value("rejected", json::object());
-    for (const char* r : {"foreign", "bad_digest"}) m.drift_rejected[r] = rej.value(r, std::uint64_t{0});
-  }
-  m.version = s.value("smhad_version", std::string());
-  auto unix_time = [&](const char* key) -> std::optional<double> {
-    if (!s.contains(key) || !s[key].is_string()) return std::nullopt;
-    auto t = parse_utc(s[key].get<std::string>());
-    if (!t) return std::nullopt;
-    return std::chrono::duration<double>(t->time_since_epoch()).count();
+  m.config_digests = s.drift.own;
+  m.drift_peers = s.drift.peers;
+  m.drift_rejected = s.drift.rejected;
+  m.version = s.version;
+  auto unix_time = [](WallTime t) -> std::optional<double> {
+    if (t == WallTime{}) return std::nullopt;
+    return std::chrono::duration<double>(t.time_since_epoch()).count();
   };
-  m.start_time = unix_time("started_at");
-  m.last_reload_success = unix_time("config_loaded_at");
+  m.start_time = unix_time(s.started);
+  m.last_reload_success = unix_time(s.config_loaded);
   return m;
 }
 

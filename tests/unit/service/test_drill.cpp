@@ -20,14 +20,30 @@ using control::ResultCode;
 
 namespace {
 
-json healthy() {
-  return json::parse(R"({
-    "node": "head01", "observe": false, "role": "master",
-    "local": {"guid": "0x0000000000000010", "state": "MASTER"},
-    "peers": [{"name": "head02", "guid": "0x0000000000000020", "state": "STANDBY", "last_poll_answered": true},
-              {"name": "head03", "guid": "0x0000000000000030", "state": "unreachable", "last_poll_answered": false}],
-    "alarms": [], "hold": {"held": false}
-  })");
+// An SM answering `state` (nullopt: not answering, shown as `shown`).
+SmView sm_view(const std::string& name, Guid guid, std::optional<SmState> state, const std::string& shown = "") {
+  SmView v;
+  v.name = name;
+  v.guid = guid;
+  if (state) {
+    v.answer = SmView::Answer{*state};
+    v.shown = std::string(to_string(*state));
+  } else {
+    v.shown = shown;
+  }
+  return v;
+}
+
+// head01 MASTER, head02 a live STANDBY, head03 unreachable.
+HeadStatus healthy() {
+  HeadStatus s;
+  s.node = "head01";
+  s.role = sm::Role::Master;
+  s.local = sm_view("head01", Guid{0x10}, SmState::Master);
+  s.peers = {sm_view("head02", Guid{0x20}, SmState::Standby), sm_view("head03", Guid{0x30}, std::nullopt, "unreachable")};
+  s.peers[0].last_poll_answered = true;
+  s.peers[1].last_poll_answered = false;
+  return s;
 }
 
 // A fake daemon: its engine moves the way the real one does when asked for a
@@ -39,13 +55,18 @@ class FakeHost final : public DrillHost {
     es.local_state = SmState::Master;
     es.master = kOwn;
   }
-  json status() override {
-    json s = healthy();
-    s["role"] = std::string(sm::to_string(es.role));
-    s["local"]["state"] = es.local_state == SmState::Master ? "MASTER" : "STANDBY";
-    s["peers"][0]["state"] = peer_master ? "MASTER" : peer_unanswered ? "unreachable" : "STANDBY";
-    if (dual_at_end && requests.size() == 2) s["peers"][0]["state"] = "MASTER";
-    if (retake_at && requests.size() == 2 && ++status_calls > *retake_at) s["peers"][0]["state"] = "MASTER";
+  HeadStatus status() override {
+    HeadStatus s = healthy();
+    s.role = es.role;
+    s.local = sm_view("head01", kOwn, es.local_state == SmState::Master ? SmState::Master : SmState::Standby);
+    bool master = peer_master;
+    if (dual_at_end && requests.size() == 2) master = true;
+    if (retake_at && requests.size() == 2 && ++status_calls > *retake_at) master = true;
+    const bool answered = s.peers[0].last_poll_answered.value_or(false);
+    s.peers[0] = master            ? sm_view("head02", kPeer, SmState::Master)
+                 : peer_unanswered ? sm_view("head02", kPeer, std::nullopt, "unreachable")
+                                   : sm_view("head02", kPeer, SmState::Standby);
+    s.peers[0].last_poll_answered = answered;
     return s;
   }
   sm::EngineStatus engine() const override { return es; }
@@ -203,7 +224,7 @@ DrillOptions fast() {
 TEST_CASE("drill refusals: each unhealthy state has its code, reason and message", "[service][drill]") {
   struct Case {
     std::string name;
-    std::function<void(json&)> edit;
+    std::function<void(HeadStatus&)> edit;
     std::optional<std::string> to;
     bool busy;
     ResultCode code;
@@ -211,25 +232,29 @@ TEST_CASE("drill refusals: each unhealthy state has its code, reason and message
     std::string text;
   };
   const std::vector<Case> cases = {
-      {"observe", [](json& s) { s["observe"] = true; }, {}, false, ResultCode::Conflict, "observe", "observe mode"},
-      {"hold", [](json& s) { s["hold"]["held"] = true; }, {}, false, ResultCode::Conflict, "hold", "maintenance hold"},
-      {"busy", [](json&) {}, {}, true, ResultCode::Conflict, "busy", "in progress"},
-      {"alarms", [](json& s) { s["alarms"] = json::array({{{"kind", "two_masters"}}}); }, {}, false,
-       ResultCode::Conflict, "alarms", "alarms are active: two_masters"},
-      {"standby head", [](json& s) { s["role"] = "standby"; s["local"]["state"] = "STANDBY"; }, {}, false,
-       ResultCode::Conflict, "not_master", "run the drill on the master head"},
-      {"handing over", [](json& s) { s["role"] = "handing_over"; }, {}, false, ResultCode::Conflict, "not_master",
-       "role handing_over"},
-      {"no standby", [](json& s) { s["peers"][0]["last_poll_answered"] = false; }, {}, false, ResultCode::Conflict,
+      {"observe", [](HeadStatus& s) { s.observe = true; }, {}, false, ResultCode::Conflict, "observe", "observe mode"},
+      {"hold", [](HeadStatus& s) { s.held = true; }, {}, false, ResultCode::Conflict, "hold", "maintenance hold"},
+      {"busy", [](HeadStatus&) {}, {}, true, ResultCode::Conflict, "busy", "in progress"},
+      {"alarms", [](HeadStatus& s) { s.alarms = {{"two_masters", ""}}; }, {}, false, ResultCode::Conflict, "alarms",
+       "alarms are active: two_masters"},
+      {"standby head",
+       [](HeadStatus& s) {
+         s.role = sm::Role::Standby;
+         s.local = sm_view("head01", Guid{0x10}, SmState::Standby);
+       },
+       {}, false, ResultCode::Conflict, "not_master", "run the drill on the master head"},
+      {"handing over", [](HeadStatus& s) { s.role = sm::Role::HandingOver; }, {}, false, ResultCode::Conflict,
+       "not_master", "role handing_over"},
+      {"no standby", [](HeadStatus& s) { s.peers[0].last_poll_answered = false; }, {}, false, ResultCode::Conflict,
        "no_standby", "no peer answers as a live STANDBY"},
-      {"target not standby", [](json&) {}, std::string("head03"), false, ResultCode::Conflict, "no_standby",
+      {"target not standby", [](HeadStatus&) {}, std::string("head03"), false, ResultCode::Conflict, "no_standby",
        "head03 is not a live standby"},
-      {"unknown target", [](json&) {}, std::string("head09"), false, ResultCode::NotFound, "not_found",
+      {"unknown target", [](HeadStatus&) {}, std::string("head09"), false, ResultCode::NotFound, "not_found",
        "no peer named head09"},
   };
   for (const auto& c : cases) {
     INFO(c.name);
-    json s = healthy();
+    HeadStatus s = healthy();
     c.edit(s);
     auto r = check_drill(s, c.to, c.busy);
     REQUIRE(r);

@@ -24,6 +24,7 @@
 #include "prometheus_parse.hpp"
 #include "smha/control/metrics_http.hpp"
 #include "smha/os/posix_file_system.hpp"
+#include "smha/service/event_journal.hpp"
 #include "smha/service/metrics_service.hpp"
 #include "test_support.hpp"
 
@@ -37,21 +38,39 @@ using nlohmann::json;
 
 namespace {
 
-json status_fixture() {
-  return json::parse(R"({
-    "node": "head01", "role": "master",
-    "local": {"guid": "0x0000000000000010", "state": "MASTER", "priority": 11},
-    "peers": [
-      {"name": "head02", "guid": "0x0000000000000020", "state": "STANDBY", "priority": 10, "last_poll_answered": true},
-      {"name": "head03", "guid": "0x0000000000000030", "state": "unreachable", "last_poll_answered": false}],
-    "alarms": [{"kind": "unknown_sm", "detail": "0x99"}],
-    "sms": [{"guid": "0x10", "state": "MASTER"}, {"guid": "0x20", "state": "STANDBY"},
-            {"guid": "0x99", "state": "STANDBY"}, {"guid": "0x98", "state": "silent"}, {"guid": "0x97"}],
-    "hold": {"held": true, "reason": "x"},
-    "opensm": {"restarts": 2},
-    "smhad_version": "1.2.3", "started_at": "2026-12-03T10:00:00.500Z",
-    "config_loaded_at": "2026-12-03T11:30:00.000Z"
-  })");
+// A head's SM as the status shows it: answered with `state` (nullopt: `shown` instead).
+SmView sm_view(const std::string& name, std::uint64_t guid, std::optional<SmState> state, std::uint8_t priority,
+               const std::string& shown = "") {
+  SmView v;
+  v.name = name;
+  v.guid = Guid{guid};
+  if (state) {
+    v.answer = SmView::Answer{*state, priority};
+    v.shown = std::string(to_string(*state));
+  } else {
+    v.shown = shown;
+  }
+  return v;
+}
+
+HeadStatus status_fixture() {
+  HeadStatus s;
+  s.node = "head01";
+  s.role = sm::Role::Master;
+  s.local = sm_view("head01", 0x10, SmState::Master, 11);
+  s.peers = {sm_view("head02", 0x20, SmState::Standby, 10), sm_view("head03", 0x30, std::nullopt, 0, "unreachable")};
+  s.peers[0].last_poll_answered = true;
+  s.peers[1].last_poll_answered = false;
+  s.alarms = {{"unknown_sm", "0x99"}};
+  // The census: two heads and an SM answering STANDBY, one silent.
+  s.fabric_sms = {{"master", 1}, {"standby", 2}, {"silent", 1}};
+  s.held = true;
+  s.hold_reason = "x";
+  s.opensm_restarts = 2;
+  s.version = "1.2.3";
+  s.started = *parse_utc("2026-12-03T10:00:00.500Z");
+  s.config_loaded = *parse_utc("2026-12-03T11:30:00.000Z");
+  return s;
 }
 
 // An event as LogEventSink records it: typed by its kind; a transition's
@@ -269,8 +288,8 @@ TEST_CASE("metrics served over loopback HTTP and written to the textfile", "[ser
   int renders = 0;
   // This head's config digests, the SM_Key's fingerprint among them: what any
   // local user reads from the listener and the 0644 textfile leaves it out.
-  json status = status_fixture();
-  status["drift"] = json::parse(R"({"own": {"opensm_conf": "001122334455", "sm_key": "a1b2c3d4e5f6"}})");
+  HeadStatus status = status_fixture();
+  status.drift.own = {{"opensm_conf", "001122334455"}, {"sm_key", "a1b2c3d4e5f6"}};
   MetricsService svc(io, settings, fs, [&] {
     ++renders;
     PollStats p;
@@ -376,12 +395,11 @@ TEST_CASE("LID continuity metrics from the status: entries, writes, errors, refu
           "[service][metrics]") {
   PollStats polls;
   FailoverStats f;
-  json st = status_fixture();
+  HeadStatus st = status_fixture();
   auto off = parse_with_prometheus_client(control::render_prometheus(metrics_snapshot(st, polls, f)));
   REQUIRE_FALSE(off.contains("error"));
   CHECK_FALSE(off.contains("smha_lid_continuity_entries"));
-  st["lid_continuity"] = json::parse(R"({"enabled":true,"entries":6,"writes":3,"write_errors":1,
-                                         "rejected":{"bad_lid":2,"duplicate_lid":4,"conflict":0}})");
+  st.lid_continuity = HeadStatus::LidContinuity{6, 3, 1, {{"bad_lid", 2}, {"duplicate_lid", 4}, {"conflict", 0}}};
   auto doc = parse_with_prometheus_client(control::render_prometheus(metrics_snapshot(st, polls, f)));
   REQUIRE_FALSE(doc.contains("error"));
   CHECK(sample_value(doc["smha_lid_continuity_entries"], "smha_lid_continuity_entries", json::object()) == 6.0);

@@ -30,6 +30,7 @@
 
 #include "smha/control/server.hpp"
 #include "smha/core/scheduler.hpp"
+#include "smha/service/head_status.hpp"
 #include "smha/service/mastership_window.hpp"
 #include "smha/service/service.hpp"
 #include "smha/sm/ha_machine.hpp"
@@ -44,18 +45,17 @@ struct DrillRefusal {
   std::string text;
 };
 
-// The preconditions, checked on a status reply's data (the documented schema):
-// not in observe mode, no hold, no handover or drill running (`busy`), no active
-// alarm, this head's role master with its SM MASTER, and a live standby (a peer
-// whose last poll answered STANDBY) -- `to`, if given, must name one. Pure.
-std::optional<DrillRefusal> check_drill(const nlohmann::json& status, const std::optional<std::string>& to,
-                                        bool busy);
+// The preconditions, checked on this head's status: not in observe mode, no
+// hold, no handover or drill running (`busy`), no active alarm, this head's
+// role master with its SM MASTER, and a live standby (a peer whose last poll
+// answered STANDBY) -- `to`, if given, must name one. Pure.
+std::optional<DrillRefusal> check_drill(const HeadStatus& status, const std::optional<std::string>& to, bool busy);
 
 // What the drill needs from the daemon.
 class DrillHost {
  public:
   virtual ~DrillHost() = default;
-  virtual nlohmann::json status() = 0;         // the status method's data
+  virtual HeadStatus status() = 0;             // what the status method's reply is made from
   virtual sm::EngineStatus engine() const = 0;  // the current engine's status
   virtual Guid own_guid() const = 0;
   // agent::Agent::request_handover: `done` gets the engine's outcome

@@ -22,6 +22,7 @@
 #include "smha/control/metrics_http.hpp"
 #include "smha/control/server.hpp"
 #include "smha/os/file_system.hpp"
+#include "smha/service/head_status.hpp"
 #include "smha/service/service.hpp"
 
 namespace smha::service {
@@ -66,9 +67,9 @@ class FailoverStats {
   TimePoint change_at_{};
 };
 
-// Builds the metrics snapshot from a status reply's data (the documented schema),
-// the poller's statistics and the failover counters. Pure.
-control::MetricsSnapshot metrics_snapshot(const nlohmann::json& status, const PollStats& polls,
+// Builds the metrics snapshot from this head's status, the poller's
+// statistics and the failover counters. Pure.
+control::MetricsSnapshot metrics_snapshot(const HeadStatus& status, const PollStats& polls,
                                           const FailoverStats& failovers);
 
 class MetricsService {

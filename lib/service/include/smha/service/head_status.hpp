@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// HeadStatus: what this head knows, typed -- the parts of the status reply
+// that smhad itself acts on or exports. The status reply's top level, its
+// peers, alarms and hold are converted from it once (to_json); the metrics
+// (metrics_snapshot) and the drill's preconditions (check_drill) read it and
+// never the JSON.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "smha/core/clock.hpp"
+#include "smha/core/sminfo.hpp"
+#include "smha/core/types.hpp"
+#include "smha/sm/ha_machine.hpp"
+
+namespace smha::service {
+
+// A head's SM as this head sees it: its last SMInfo answer, and for a peer
+// where it is polled and how the last poll went.
+struct SmView {
+  std::string name;  // the configured name (this head: node.name)
+  Guid guid;
+  // The last SMInfo answer.
+  struct Answer {
+    SmState state = SmState::NotActive;
+    std::uint8_t priority = 0;
+    std::uint32_t act_count = 0;
+    double rtt_ms = 0;
+    double age_s = 0;
+  };
+  std::optional<Answer> answer;
+  // What status shows as "state": the answer's state, or why there is none
+  // usable ("unknown", "unreachable", "resolving", "unaddressed",
+  // "not found (searched N nodes, M ports)").
+  std::string shown = "unknown";
+  // Peers only.
+  std::optional<Lid> lid;          // the LID polled: the configured override, else discovery's
+  std::optional<DrPath> dr;        // likewise the DR path
+  std::optional<Lid> configured_lid;
+  std::optional<DrPath> configured_dr;
+  std::string node_description;    // raw; "" unknown
+  std::optional<std::string> route;  // agent::PeerRoute::status(), when the agent knows the peer
+  std::optional<bool> last_poll_answered;
+  std::optional<double> last_poll_age_s;
+
+  // The answer's state while it is what status shows (a live answer), else nullopt.
+  std::optional<SmState> state() const;
+  // A STANDBY whose last poll was answered: a target for a planned handover.
+  bool live_standby() const { return state() == SmState::Standby && last_poll_answered.value_or(false); }
+};
+
+struct HeadStatus {
+  std::string node;
+  bool observe = false;
+  sm::Role role = sm::Role::Init;
+  SmView local;
+  bool local_answered = false;  // our SM answered a poll (local.answer beyond the engine's state)
+  std::vector<SmView> peers;  // in the configuration's order
+  std::vector<std::pair<std::string, std::string>> alarms;  // active: kind, detail (engine's and smhad's)
+  bool held = false;
+  std::string hold_reason;
+  std::optional<double> hold_expires_in_s;
+  std::string version;
+  WallTime started{};
+  WallTime config_loaded{};
+  // Every SM the census knows, by its state as status shows it, lower case
+  // ("master", "standby", "silent", ...).
+  std::map<std::string, std::uint64_t> fabric_sms;
+  // OpenSM's restarts by its supervisor; nullopt when smhad runs none.
+  std::optional<std::uint64_t> opensm_restarts;
+  struct LidContinuity {
+    std::uint64_t entries = 0;
+    std::uint64_t writes = 0;
+    std::uint64_t write_errors = 0;
+    std::map<std::string, std::uint64_t> rejected;  // bad_lid, duplicate_lid, conflict
+  };
+  std::optional<LidContinuity> lid_continuity;  // nullopt: off
+  struct Drift {
+    std::vector<std::pair<std::string, std::string>> own;    // component, digest (hex); empty: none yet
+    std::vector<std::pair<std::string, std::string>> peers;  // name, state (unknown, match, drift)
+    std::map<std::string, std::uint64_t> rejected;           // foreign, bad_digest
+  };
+  Drift drift;
+};
+
+// The status reply's parts converted from HeadStatus. A peer's JSON
+// (doc/control-protocol.md, status.peers[]).
+nlohmann::json to_json(const SmView& peer);
+
+}  // namespace smha::service
