@@ -197,6 +197,8 @@ void Agent::stop() {
   drift_.stop();
 }
 
+void Agent::set_hold(bool held) { step(sm::HoldChanged{held}); }
+
 void Agent::request_handover(std::optional<Guid> target, HandoverDone done) {
   if (!running_) return;
   handover_asking_ = std::move(done);

@@ -21,8 +21,8 @@ SupervisedOpensmControl::SupervisedOpensmControl(Scheduler& sched, os::ProcessRu
                                                  os::FileSystem& fs,
                                                  opensm::OpensmSupervisor::SpecFactory spec,
                                                  opensm::SupervisorOptions options,
-                                                 PriorityRenderer render, std::function<bool()> held)
-    : runner_(runner), fs_(fs), conf_path_(options.conf_path), render_(std::move(render)), held_(std::move(held)) {
+                                                 PriorityRenderer render)
+    : runner_(runner), fs_(fs), conf_path_(options.conf_path), render_(std::move(render)) {
   std::weak_ptr<int> alive = alive_;
   auto user_change = options.on_change;
   options.on_change = [this, alive, user_change](const opensm::SupervisorStatus& st) {
@@ -159,7 +159,6 @@ void SupervisedOpensmControl::kill_now() {
 }
 
 Status SupervisedOpensmControl::stop(bool force) {
-  if (held_ && held_()) return make_error(Errc::Hold, "maintenance hold: OpenSM is not stopped");
   stop_requested_ = true;
   sup_->stop();
   if (force) kill_now();
@@ -168,7 +167,6 @@ Status SupervisedOpensmControl::stop(bool force) {
 
 Status SupervisedOpensmControl::restart(std::uint8_t priority, bool force) {
   using S = opensm::SupervisorState;
-  if (held_ && held_()) return make_error(Errc::Hold, "maintenance hold: OpenSM is not restarted");
   if (sup_->status().state != S::Running) return start(priority);
   auto st = write_and_apply(priority, opensm::ConfChangeKind::None);
   if (!st.ok()) return st;
@@ -181,7 +179,6 @@ Status SupervisedOpensmControl::restart(std::uint8_t priority, bool force) {
 
 Status SupervisedOpensmControl::set_priority(std::uint8_t priority) {
   using S = opensm::SupervisorState;
-  if (held_ && held_()) return make_error(Errc::Hold, "maintenance hold: priority not changed");
   auto text = render_(priority);
   if (!text) return text.error();
   const auto old = fs_.read(conf_path_);

@@ -78,7 +78,7 @@ bool Daemon::init() {
   }
   port_ = std::move(port).value();
   own_guid_ = config_.port.port_guid.value_or(port_->local_port().port_guid);
-  mad_ = std::make_unique<RecordingTransport>(port_->transport(), clock_, hold_, options_.observe);
+  mad_ = std::make_unique<RecordingTransport>(port_->transport(), clock_, options_.observe);
   mad_->set_taps(
       [this](const SmInfo& info, TimePoint sent, TimePoint received, const std::string& via) {
         if (window_) window_->sminfo(info, sent, received, via);
@@ -127,8 +127,7 @@ bool Daemon::init() {
     opensm::SupervisorOptions so = plan_.opensm->supervisor;
     so.on_change = [this](const opensm::SupervisorStatus& st) { osm_watch_->on_change(st); };
     supervised_ = std::make_unique<agent::SupervisedOpensmControl>(
-        *sched_, *runner_, fs_, [spec = plan_.opensm->spec] { return spec; }, so, plan_.opensm->render,
-        [this] { return hold_.held; });
+        *sched_, *runner_, fs_, [spec = plan_.opensm->spec] { return spec; }, so, plan_.opensm->render);
     control_ = supervised_.get();
   }
 
@@ -166,6 +165,7 @@ void Daemon::start_agent(agent::AgentConfig cfg) {
   // Our port's state comes from its own SMA every round (sysfs is static under umad2sim).
   cfg.local_port_num = static_cast<std::uint8_t>(port_->local_port().port);
   agent_ = std::make_unique<agent::Agent>(std::move(cfg), *sched_, *mad_, *control_, *events_);
+  if (hold_.held) agent_->set_hold(true);  // a new engine keeps the hold
   if (supervised_) agent_->set_local_stopped([this] { return process_stopped(supervised_->supervisor_status().pid); });
   start_lid_continuity();
   sink_.set_node_namer(own_guid_, [this](Guid g) { return event_node(g); });
@@ -470,6 +470,7 @@ Reply Daemon::do_hold(const control::Call& call) {
   hold_.reason = call.params.value(param::kReason, std::string("maintenance"));
   const auto d = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(secs));
   hold_.until = clock_.now() + d;
+  if (agent_) agent_->set_hold(true);
   if (hold_timer_) sched_->cancel(*hold_timer_);
   hold_timer_ = sched_->schedule_in(d, [this] {
     hold_timer_.reset();
@@ -483,12 +484,14 @@ Reply Daemon::do_hold(const control::Call& call) {
 void Daemon::expire_hold() {
   if (!hold_.held) return;
   hold_ = HoldState{};
+  if (agent_) agent_->set_hold(false);
   sink_.note("HOLD_EXPIRED", "maintenance hold expired; automatic transitions resume");
 }
 
 Reply Daemon::do_release() {
   if (!hold_.held) return Reply::ok(json{{"held", false}}, "no hold was active");
   hold_ = HoldState{};
+  if (agent_) agent_->set_hold(false);
   if (hold_timer_) sched_->cancel(*hold_timer_);
   hold_timer_.reset();
   sink_.note("RELEASE", "maintenance hold released; automatic transitions resume");

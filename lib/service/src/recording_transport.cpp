@@ -64,10 +64,8 @@ void RecordingTransport::get_sminfo(const mad::Target& target, const mad::Reques
 void RecordingTransport::set_sminfo(const mad::Target& target, SmInfoModifier mod,
                                     const SmInfo& payload, const mad::RequestOptions& opts,
                                     mad::SmInfoCallback done) {
-  if (read_only_ || hold_.held) {
-    done(make_error(read_only_ ? Errc::Observe : Errc::Hold,
-                    std::string("SubnSet(SMInfo) refused: ") +
-                        (read_only_ ? "observe mode" : "maintenance hold")));
+  if (read_only_) {
+    done(make_error(Errc::Observe, "SubnSet(SMInfo) refused: observe mode"));
     return;
   }
   inner_.set_sminfo(target, mod, payload, opts, std::move(done));

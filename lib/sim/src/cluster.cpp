@@ -347,8 +347,7 @@ void Cluster::start_smhad(int i) {
         s.parent_death_signal = 0;  // survives smhad: adopted by the next smhad
         return s;
       },
-      std::move(so), [keys](std::uint8_t prio) -> Result<std::string> { return render_opensm_keys(keys, prio); },
-      std::function<bool()>{});
+      std::move(so), [keys](std::uint8_t prio) -> Result<std::string> { return render_opensm_keys(keys, prio); });
   // One per head for the cluster's life: the fabric may still answer a query
   // of an smhad that crashed.
   if (!h.tapped) h.tapped = std::make_unique<TapTransport>(fabric_.transport(h.node), fabric_.queue(), h.tap);

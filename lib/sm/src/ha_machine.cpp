@@ -64,6 +64,7 @@ std::string_view to_string(EventKind k) {
     case EventKind::Adopted: return "adopted";
     case EventKind::PeerDiscover: return "peer_discover";
     case EventKind::PeerRoute: return "peer_route";
+    case EventKind::ActionHeld: return "action_held";
   }
   return "unknown";
 }
@@ -163,6 +164,7 @@ EngineStatus HaMachine::status() const {
   if (local_) s.local_state = local_state_;
   s.rendered_priority = rendered_;
   s.master = master_seen_;
+  s.held = held_;
   if (const auto* h = std::get_if<HandingOverRole>(&state_)) s.handover_target = h->target;
   s.required_rounds = required_rounds();
   s.round_miss_estimate = round_miss_estimate();
@@ -190,6 +192,8 @@ Decision HaMachine::step(const Observation& obs, TimePoint now) {
     on_tick(now, c);
   } else if (const auto* h = std::get_if<HandoverRequest>(&obs)) {
     on_handover(*h, now, c);
+  } else if (const auto* hold = std::get_if<HoldChanged>(&obs)) {
+    held_ = hold->held;
   }
   sync_priority(c);
   if (const auto* t = std::get_if<TakingOverRole>(&state_)) {
@@ -201,7 +205,30 @@ Decision HaMachine::step(const Observation& obs, TimePoint now) {
   } else if (const auto* s = std::get_if<StandbyRole>(&state_); s && s->healthy_since) {
     c.wake(*s->healthy_since + policy_.preempt_hold_down);
   }
+  if (held_) hold_actions(d);
   return d;
+}
+
+// A maintenance hold (HoldChanged): what would move mastership or touch a
+// running OpenSM is recorded, not carried out.
+void HaMachine::hold_actions(Decision& d) {
+  std::vector<Action> kept;
+  kept.reserve(d.actions.size());
+  for (auto& a : d.actions) {
+    std::string what;
+    if (std::holds_alternative<SendDiscover>(a)) what = "DISCOVER to the local SM";
+    else if (const auto* p = std::get_if<DiscoverPeer>(&a)) what = "DISCOVER to peer " + to_string(p->peer);
+    else if (const auto* s = std::get_if<StopOpensm>(&a)) what = s->force ? "stop OpenSM (SIGKILL)" : "stop OpenSM";
+    else if (const auto* r = std::get_if<RestartOpensm>(&a))
+      what = "restart OpenSM at priority " + std::to_string(r->priority);
+    else if (const auto* p = std::get_if<SetPriority>(&a)) what = "render priority " + std::to_string(p->priority);
+    if (what.empty()) {
+      kept.push_back(std::move(a));
+      continue;
+    }
+    kept.push_back(RecordEvent{EventKind::ActionHeld, what + " not carried out", "maintenance hold"});
+  }
+  d.actions = std::move(kept);
 }
 
 void HaMachine::enter(const RoleState& to, std::string why, Ctx& c) {

@@ -92,6 +92,34 @@ TEST_CASE("Drill: kill -9 of the master OpenSM", "[sim][drill]") {
   CHECK(c.count_events(1 - m, "takeover_started") == 1);
 }
 
+TEST_CASE("Hold: a master lost while both heads hold is not taken over until the hold ends", "[sim][hold]") {
+  Cluster c(3);
+  settle(c);
+  const int m = master_head(c);
+  const int s = 1 - m;
+  const Guid old = c.fabric().guid(c.head(m));
+  for (int i = 0; i < c.heads(); ++i) c.agent(i)->set_hold(true);
+  const auto fault = c.now();
+  REQUIRE(c.fabric().signal_opensm(c.head(m), SIGKILL));
+  // Both engines see the loss and decide; neither moves mastership: no
+  // DISCOVER to the standby's SM, from its own smhad (without the hold it
+  // takes over within 600 ms) or from the master's. (The dead OpenSM's own
+  // restart is not held; once it runs, OpenSM's election may move mastership,
+  // so this looks before the master's recovery delay ends.)
+  c.run_for(seconds(1));
+  if (c.first_new_master_seen(fault, old)) dump(c);
+  CHECK_FALSE(c.first_new_master_seen(fault, old));
+  CHECK(c.count_events(s, "takeover_started") == 1);
+  CHECK(c.count_events(s, "action_held") >= 1);  // its DISCOVER
+  CHECK(c.count_events(m, "action_held") >= 1);  // the master's DISCOVER to the standby
+  CHECK(c.fabric().sm(c.head(s))->state == SmState::Standby);
+  // Released: one MASTER again, never two.
+  for (int i = 0; i < c.heads(); ++i) c.agent(i)->set_hold(false);
+  REQUIRE(c.run_until([&] { return c.observed_masters().size() == 1; }, seconds(10)));
+  ends_with_one_master(c);
+  CHECK(c.dual_master_total() == Duration{});
+}
+
 TEST_CASE("Drill: SIGSTOP of the master, then SIGCONT", "[sim][drill]") {
   Cluster c(3);
   settle(c);

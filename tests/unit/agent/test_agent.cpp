@@ -617,15 +617,13 @@ TEST_CASE("SupervisedOpensmControl renders, spawns, SIGHUPs, restarts, unasked e
     return make_error(Errc::NotFound, std::to_string(pid));
   };
   o.find_bound = [](std::uint64_t) { return std::vector<opensm::BoundOpensm>{}; };
-  bool held = false;
   const std::string conf = "/run/smha/opensm.conf";
   SupervisedOpensmControl c(
       s, r, fs,
       [conf] {
         return os::ProcessSpec{"/usr/sbin/opensm", {"/usr/sbin/opensm", "-F", conf, "-g", "0x0000000000000020"}, {}, ""};
       },
-      o, [](std::uint8_t p) -> Result<std::string> { return "sm_priority " + std::to_string(p) + "\n"; },
-      [&] { return held; });
+      o, [](std::uint8_t p) -> Result<std::string> { return "sm_priority " + std::to_string(p) + "\n"; });
   int ended = 0;
   c.set_exit_handler([&] { ++ended; });
 
@@ -637,14 +635,6 @@ TEST_CASE("SupervisedOpensmControl renders, spawns, SIGHUPs, restarts, unasked e
   REQUIRE(c.set_priority(11).ok());
   CHECK(fs.files[conf] == "sm_priority 11\n");
   CHECK(r.signals.back() == std::make_pair(100, SIGHUP));
-
-  // A maintenance hold refuses what would move mastership.
-  held = true;
-  CHECK_FALSE(c.set_priority(12).ok());
-  CHECK_FALSE(c.stop(false).ok());
-  CHECK_FALSE(c.restart(12, false).ok());
-  CHECK(fs.files[conf] == "sm_priority 11\n");
-  held = false;
 
   // Restart: SIGTERM, the new one starts only once the old one is gone.
   REQUIRE(c.restart(10, false).ok());

@@ -273,12 +273,11 @@ TEST_CASE("event times: one formatter, UTC with milliseconds, also before 1970")
   CHECK(format_utc(system_clock::time_point(std::chrono::microseconds(1999))) == "1970-01-01T00:00:00.001Z");
 }
 
-TEST_CASE("RecordingTransport remembers answers per SM and refuses Sets during a hold") {
+TEST_CASE("RecordingTransport remembers answers per SM and refuses Sets in observe mode only") {
   boost::asio::io_context io;
   SteadyClock clock;
   FakeTransport inner(io);
-  HoldState hold;
-  RecordingTransport t(inner, clock, hold, false);
+  RecordingTransport t(inner, clock, false);
   bool got = false;
   t.get_sminfo(mad::Target{Lid{7}}, {}, [&](Result<mad::SmInfoReply> r) { got = r.ok(); });
   io.run();
@@ -293,16 +292,17 @@ TEST_CASE("RecordingTransport remembers answers per SM and refuses Sets during a
   CHECK(q->answered);
   CHECK_FALSE(t.last_query(mad::Target{Lid{8}}));
 
-  hold.held = true;
-  std::optional<Error> err;
-  t.set_sminfo(mad::Target{DrPath{}}, SmInfoModifier::Discover, SmInfo{}, {},
-               [&](Result<mad::SmInfoReply> r) { if (!r) err = r.error(); });
-  CHECK(err);
-  CHECK(err->code == Errc::Hold);
-  CHECK(inner.sets == 0);
-  hold.held = false;
   t.set_sminfo(mad::Target{DrPath{}}, SmInfoModifier::Discover, SmInfo{}, {}, [](Result<mad::SmInfoReply>) {});
   io.run();
+  io.restart();
+  CHECK(inner.sets == 1);
+
+  RecordingTransport observing(inner, clock, true);
+  std::optional<Error> err;
+  observing.set_sminfo(mad::Target{DrPath{}}, SmInfoModifier::Discover, SmInfo{}, {},
+                       [&](Result<mad::SmInfoReply> r) { if (!r) err = r.error(); });
+  CHECK(err);
+  CHECK(err->code == Errc::Observe);
   CHECK(inner.sets == 1);
 }
 
@@ -310,8 +310,7 @@ TEST_CASE("RecordingTransport keeps the last PortInfo answer per port across a s
   boost::asio::io_context io;
   SteadyClock clock;
   FakeTransport inner(io);
-  HoldState hold;
-  RecordingTransport t(inner, clock, hold, true);  // read-only: Gets still pass
+  RecordingTransport t(inner, clock, true);  // read-only: Gets still pass
   CHECK_FALSE(t.last_port_info(DrPath{}, 1));
   inner.port = mad::PortInfo{Lid{3}, Lid{1}, 1, mad::PortState::Down};
   std::optional<mad::PortState> got;
@@ -463,7 +462,7 @@ TEST_CASE("systemd_status_line: local state and every peer and hold and a failed
   SteadyClock clock;
   FakeTransport inner(io);
   HoldState hold;
-  RecordingTransport t(inner, clock, hold, false);
+  RecordingTransport t(inner, clock, false);
   const config::Config c = smha::test::two_heads();
   sm::EngineStatus es;
   CHECK(systemd_status_line(c, es, t, hold, nullptr) ==

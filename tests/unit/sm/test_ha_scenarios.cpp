@@ -84,6 +84,43 @@ TEST_CASE("Takeover: DISCOVER after the required rounds, then master priority", 
   CHECK(rig.m.status().role == Role::Master);
 }
 
+TEST_CASE("Hold: the engine decides as usual but carries out nothing that moves mastership, until released",
+          "[sm][hold]") {
+  Rig rig;
+  rig.polls(5, round(Local{S}, {Peer{M, 11, P::Up}}));
+  rig.step(HoldChanged{true});
+  CHECK(rig.m.status().held);
+  // The master goes silent: the engine takes over in its own bookkeeping, but
+  // the DISCOVER to our SM is recorded as held, not emitted.
+  auto acts = rig.polls(5, round(Local{S}, {Peer{kSilent, 11, P::Down}}));
+  CHECK(count<SendDiscover>(acts) == 0);
+  CHECK(has_event(acts, EventKind::TakeoverStarted));
+  CHECK(has_event(acts, EventKind::ActionHeld));
+  // Nor is the fallback restart once the bound passes, or a priority change.
+  acts = rig.polls(20, round(Local{S}, {Peer{kSilent, 11, P::Down}}));
+  CHECK(count<RestartOpensm>(acts) == 0);
+  CHECK(count<SetPriority>(acts) == 0);
+  CHECK(count<StopOpensm>(acts) == 0);
+  // Released: the engine's decisions are carried out again.
+  rig.step(HoldChanged{false});
+  CHECK_FALSE(rig.m.status().held);
+  Rig fresh;
+  fresh.polls(5, round(Local{S}, {Peer{M, 11, P::Up}}));
+  fresh.step(HoldChanged{true});
+  fresh.step(HoldChanged{false});
+  acts = fresh.polls(5, round(Local{S}, {Peer{kSilent, 11, P::Down}}));
+  CHECK(count<SendDiscover>(acts) == 1);
+  CHECK_FALSE(has_event(acts, EventKind::ActionHeld));
+}
+
+TEST_CASE("Hold: a stopped OpenSM is still started (a start moves no mastership)", "[sm][hold]") {
+  Rig rig;
+  rig.step(HoldChanged{true});
+  auto d = rig.poll(round(Local{kSilent}, {Peer{M, 11}}, {}, ProcessState::Stopped));
+  CHECK(first<StartOpensm>(d.actions));
+  CHECK_FALSE(has_event(d.actions, EventKind::ActionHeld));
+}
+
 TEST_CASE("Roles: every change is reported once, in order, with its cause", "[sm]") {
   Rig rig;
   std::vector<std::string> seen;

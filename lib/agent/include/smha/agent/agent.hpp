@@ -229,6 +229,10 @@ class Agent {
   // left HandingOver for another reason, the agent stopped): the caller keeps
   // its own deadline.
   using HandoverDone = std::function<void(const sm::RecordEvent& outcome)>;
+  // A maintenance hold on or off (sm::HoldChanged): while on, the engine
+  // carries out nothing that moves mastership or touches a running OpenSM.
+  // May be called before start().
+  void set_hold(bool held);
   void request_handover(std::optional<Guid> target, HandoverDone done = {});
 
   sm::EngineStatus status() const { return machine_.status(); }

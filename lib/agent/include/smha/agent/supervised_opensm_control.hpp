@@ -34,12 +34,11 @@ using PriorityRenderer = std::function<Result<std::string>(std::uint8_t priority
 
 class SupervisedOpensmControl final : public OpensmControl {
  public:
-  // `held`: a maintenance hold is in force (stop, restart and priority changes
-  // are refused; a start stays allowed). References must outlive this object.
+  // References must outlive this object. (A maintenance hold is the engine's:
+  // sm::HoldChanged.)
   SupervisedOpensmControl(Scheduler& sched, os::ProcessRunner& runner, os::FileSystem& fs,
                           opensm::OpensmSupervisor::SpecFactory spec,
-                          opensm::SupervisorOptions options, PriorityRenderer render,
-                          std::function<bool()> held);
+                          opensm::SupervisorOptions options, PriorityRenderer render);
   ~SupervisedOpensmControl() override;
 
   Status start(std::uint8_t priority) override;
@@ -73,7 +72,6 @@ class SupervisedOpensmControl final : public OpensmControl {
   os::FileSystem& fs_;
   std::string conf_path_;
   PriorityRenderer render_;
-  std::function<bool()> held_;
   std::unique_ptr<opensm::OpensmSupervisor> sup_;
   ExitHandler on_exit_;
   // start() was called while the supervisor waits out its restart backoff:

@@ -87,13 +87,12 @@ struct PortRecord {
 
 // MadTransport decorator: passes every call through, remembers the last answer
 // per SM GUID, the last outcome per target and the last PortInfo per port, and
-// (while `hold` is held, or always with `read_only`) refuses set_sminfo with
-// Error "hold"/"observe".
+// with `read_only` (observe mode) refuses set_sminfo with Error "observe". (A
+// maintenance hold is the engine's: sm::HoldChanged.)
 class RecordingTransport final : public mad::MadTransport {
  public:
-  RecordingTransport(mad::MadTransport& inner, const Clock& clock, const HoldState& hold,
-                     bool read_only)
-      : inner_(inner), clock_(clock), hold_(hold), read_only_(read_only) {}
+  RecordingTransport(mad::MadTransport& inner, const Clock& clock, bool read_only)
+      : inner_(inner), clock_(clock), read_only_(read_only) {}
   void get_sminfo(const mad::Target& target, const mad::RequestOptions& opts,
                   mad::SmInfoCallback done) override;
   void set_sminfo(const mad::Target& target, SmInfoModifier mod, const SmInfo& payload,
@@ -152,7 +151,6 @@ class RecordingTransport final : public mad::MadTransport {
   std::shared_ptr<Taps> taps_ = std::make_shared<Taps>();
   mad::MadTransport& inner_;
   const Clock& clock_;
-  const HoldState& hold_;
   bool read_only_;
   std::shared_ptr<std::map<std::uint64_t, SmSighting>> seen_ =
       std::make_shared<std::map<std::uint64_t, SmSighting>>();

@@ -95,7 +95,17 @@ struct Tick {};
 struct HandoverRequest {
   std::optional<Guid> target;
 };
-using Observation = std::variant<PollRound, ProcessChanged, Tick, HandoverRequest>;
+// A maintenance hold begins (held) or ends. While held the engine keeps
+// observing, deciding and alarming, but carries out nothing that would move
+// mastership or touch OpenSM: SendDiscover, DiscoverPeer, StopOpensm,
+// RestartOpensm and SetPriority are left out of its decisions, each recorded
+// as an action_held event instead (StartOpensm is not held: an OpenSM that is
+// not running is started as usual). Ending the hold changes nothing by itself;
+// the next decisions are carried out again.
+struct HoldChanged {
+  bool held = false;
+};
+using Observation = std::variant<PollRound, ProcessChanged, Tick, HandoverRequest, HoldChanged>;
 
 // ---- Actions --------------------------------------------------------------
 
@@ -158,6 +168,7 @@ enum class EventKind : std::uint8_t {
   PeerDiscover,       // our MASTER's OpenSM exited: DISCOVER sent to the best standby's SM
   PeerRoute,          // the agent's discovery found a peer (or not) or its route changed;
                       // recorded by lib/agent, never by the engine
+  ActionHeld,         // an action left out during a maintenance hold (HoldChanged); reason names it
 };
 std::string_view to_string(EventKind k);
 // `nodes`: the other SMs the event is about (a lost master, a handover's
@@ -245,6 +256,7 @@ struct EngineStatus {
   bool fabric_master = false;
   // Since when no SM answered MASTER anywhere (unset while one does).
   std::optional<TimePoint> masterless_since;
+  bool held = false;  // a maintenance hold is on (HoldChanged)
 };
 
 class HaMachine {
@@ -392,6 +404,7 @@ class HaMachine {
   void yield_below_weak_master();
   void set_alarm(AlarmKind k, bool on, const std::string& detail, Ctx& c);
   void sync_priority(Ctx& c);
+  void hold_actions(Decision& d);
   void verify_priority(const PollRound& r, TimePoint now, Ctx& c);
   void adopt(const PollRound& r, TimePoint now, Ctx& c);
   std::uint8_t desired_priority() const;
@@ -456,6 +469,7 @@ class HaMachine {
   // while one does.
   std::optional<TimePoint> masterless_since_;
   bool fabric_master_ = false;
+  bool held_ = false;  // a maintenance hold (HoldChanged)
   // The SM at our port's MasterSMLID answered MASTER this round (see
   // PollRound::port_master): a master exists even if no configured peer
   // answers as one (unaddressed, stale LID, not a head). No takeover acts then.
