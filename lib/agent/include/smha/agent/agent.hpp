@@ -47,11 +47,10 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <set>
 #include <utility>
 #include <vector>
 
-#include "smha/fabric/census.hpp"
+#include "smha/fabric/census_driver.hpp"
 #include "smha/fabric/discovery.hpp"
 #include "smha/fabric/drift.hpp"
 #include "smha/agent/seams.hpp"
@@ -96,72 +95,6 @@ struct PeerRoute {
   std::string status() const;
 };
 
-// The SM census (doc/census.md): a census walk (Discovery::survey) finds the
-// ports with IsSM, SMInfo of those that are not heads every `query_interval`;
-// every poll round's SMInfo answers are counted too.
-struct CensusConfig {
-  bool enabled = true;
-  // Every tick: SMInfo of each non-head SM the walk or a recheck found, and
-  // PortInfo of the next `rechecks` ports the last walk read (round robin,
-  // heads left out), so a new SM on a known port is seen between walks.
-  Duration query_interval = seconds(5);
-  std::size_t max_queries = 16;          // SMInfo queries per tick
-  std::size_t rechecks = 4;              // PortInfo rechecks per tick
-  mad::RequestOptions query{milliseconds(200), 1, 0};  // per census SMInfo / recheck
-  // Walks: the next one starts `walk_mads / walk_mads_per_s` after the last
-  // one ended (its MADs spread over time at that average rate), never sooner
-  // than walk_min_interval nor later than walk_max_interval.
-  // The first walk waits this long after start: the peers' discovery and the
-  // first polls (and OpenSM's own first sweep) go first.
-  Duration first_walk_delay = seconds(3);
-  Duration walk_min_interval = seconds(60);
-  Duration walk_max_interval = seconds(6 * 3600);
-  double walk_mads_per_s = 0.5;
-  fabric::DiscoveryLimits walk{63, 20000, 4, mad::RequestOptions{milliseconds(100), 1, 0}};
-  // SubnAdmGetTable(SMInfoRecord) to the SA at our port's MasterSMLID every
-  // sa_interval (three of OpenSM's default 10 s sweeps; 0: never), the first
-  // sa_first_delay after start (our port's MasterSMLID is known by then).
-  // One MAD (two when unanswered).
-  Duration sa_interval = seconds(30);
-  Duration sa_first_delay = seconds(3);
-  mad::RequestOptions sa_query{milliseconds(500), 1, 0};
-  fabric::CensusLimits limits;                   // expiry (live), max_sms
-};
-
-// What the census cost, for status and doc/census.md's figures.
-struct CensusStats {
-  std::uint64_t walks = 0;
-  std::uint64_t walk_mads = 0;       // MADs of every walk
-  std::uint64_t query_mads = 0;      // census SMInfo MADs (attempts)
-  std::uint64_t recheck_mads = 0;    // PortInfo rechecks and NodeDescription reads (attempts)
-  std::uint64_t query_answers = 0;
-  std::optional<fabric::DiscoveryResult> last_walk;
-  std::optional<TimePoint> last_walk_at;
-  std::optional<TimePoint> next_walk_at;
-  // The master's SA table (SubnAdmGetTable(SMInfoRecord)).
-  std::uint64_t sa_queries = 0;      // tables asked
-  std::uint64_t sa_mads = 0;         // their MADs (attempts)
-  std::uint64_t sa_tables = 0;       // tables received
-  std::uint64_t sa_truncated = 0;    // of them cut short
-  std::optional<TimePoint> sa_last_at;        // the last table received
-  Lid sa_lid;                                 // where the last query went
-  std::size_t sa_records = 0;                 // records in the last table
-  std::optional<std::uint32_t> sa_claimed;    // what it said the table has
-  bool sa_last_truncated = false;
-  std::string sa_last_error;                  // the last query's error ("" when it answered)
-  // The master's SA table of IsSM ports (SubnAdmGetTable(PortInfoRecord)).
-  std::uint64_t ism_queries = 0;
-  std::uint64_t ism_mads = 0;
-  std::uint64_t ism_tables = 0;
-  std::uint64_t ism_truncated = 0;
-  std::uint64_t ism_found = 0;       // ports it found before any other source
-  std::uint64_t ism_resolve_mads = 0;  // NodeInfo / NodeDescription of the ports it found (attempts)
-  std::optional<TimePoint> ism_last_at;
-  std::size_t ism_records = 0;
-  bool ism_last_truncated = false;
-  std::string ism_last_error;
-};
-
 struct AgentConfig {
   sm::HaPolicy policy;
   std::vector<PeerAddress> peers;
@@ -180,7 +113,7 @@ struct AgentConfig {
   // At most one discovery this often. A re-resolution asks the peers' last
   // paths first (Discovery hints), so one that finds them costs a few MADs.
   Duration rediscover_min_gap = milliseconds(500);
-  CensusConfig census;
+  fabric::CensusConfig census;
   // Config drift between heads (doc/drift.md): inert until drift().set_own().
   fabric::DriftConfig drift;
   // The takeover report (doc/takeover-report.md): opensm.routing_engine split
@@ -241,10 +174,10 @@ class Agent {
   const std::vector<PeerRoute>& routes() const { return routes_; }
   std::uint64_t discoveries() const { return discoveries_; }
   const std::optional<fabric::DiscoveryResult>& last_discovery() const { return last_result_; }
-  const fabric::Census& census() const { return census_; }
+  const fabric::Census& census() const { return census_driver_.census(); }
   // Our node's NodeDescription ("" until read; read at start with the census on).
-  const std::string& own_description() const { return own_description_; }
-  const CensusStats& census_stats() const { return census_stats_; }
+  const std::string& own_description() const { return census_driver_.own_description(); }
+  const fabric::CensusStats& census_stats() const { return census_driver_.stats(); }
   fabric::DriftMonitor& drift() { return drift_; }
   const fabric::DriftMonitor& drift() const { return drift_; }
   // A line of the local OpenSM's log that the takeover report reads.
@@ -270,17 +203,8 @@ class Agent {
   void on_discovery(const fabric::DiscoveryResult& r);
   void check_routes(const Round& round);
   void report_route(std::size_t i, const PeerRoute& before);
-  void start_walk();
   void on_walk(const fabric::DiscoveryResult& r);
-  void census_tick();
-  void read_own_description();
-  void census_queries();
-  void census_rechecks();
   void census_round(Round& round);
-  void census_sa();
-  void census_sa_is_sm(Lid sa_lid);
-  void census_sa_port(Lid lid);
-  void update_impostor_alarm();
   sm::Decision step(const sm::Observation& obs);  // applied; the caller reads poll_soon, fence_due
   void apply(const sm::Decision& d);
   void report_handover(const sm::RecordEvent& e);
@@ -292,8 +216,6 @@ class Agent {
   mad::MadTransport& mad_;
   OpensmControl& opensm_;
   EventSink& sink_;
-  std::string impostor_alarm_;     // the impostor_sm detail raised, "" when clear
-  std::set<Guid> impostor_ports_;  // the ports it names
   sm::HaMachine machine_;
   Duration window_{};
   int late_rounds_ = 0;  // consecutive rounds discounted because we were stalled
@@ -322,18 +244,8 @@ class Agent {
   bool discovery_pending_ = false;
   std::uint64_t discoveries_ = 0;
   std::optional<mad::PortInfo> last_local_pi_;
-  // Census.
-  fabric::Discovery survey_;
-  fabric::Census census_;
-  CensusStats census_stats_;
-  std::optional<Scheduler::TimerId> walk_timer_;
-  std::optional<Scheduler::TimerId> census_timer_;
-  std::optional<Scheduler::TimerId> sa_timer_;
-  std::vector<fabric::SmPort> recheck_ports_;  // the last walk's ports, heads left out
-  std::string own_description_;        // our node's NodeDescription (census, events)
-  bool own_description_pending_ = false;
-  std::size_t recheck_next_ = 0;
-  std::set<std::uint16_t> ism_resolving_;  // LIDs of IsSM ports being resolved (NodeInfo, name)
+  // Census: its walks, queries, SA tables and the impostor_sm alarm.
+  fabric::CensusDriver census_driver_;
   fabric::DriftMonitor drift_;
   fabric::TakeoverReporter reporter_;
   std::optional<Scheduler::TimerId> report_timer_;

@@ -57,8 +57,8 @@ struct ClusterParams {
   PeerAddressing peer_addressing = PeerAddressing::Lid;
   // Every head's SM census (doc/census.md). Off by default here so that the
   // seeded scenarios keep their MAD sequences; smhad has it on.
-  agent::CensusConfig census = [] {
-    agent::CensusConfig c;
+  fabric::CensusConfig census = [] {
+    fabric::CensusConfig c;
     c.enabled = false;
     return c;
   }();
