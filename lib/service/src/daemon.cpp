@@ -591,9 +591,7 @@ void Daemon::start_systemd() {
       io_, [this] { return startup_ready(); },
       [this] {
         if (!agent_) return std::string("starting");  // between agents during a reload
-        return systemd_status_line(config_, agent_->status(), *mad_, hold_,
-                                   supervised_ ? &supervised_->supervisor_status() : nullptr,
-                                   &agent_->routes());
+        return systemd_status_line(head_status(), supervised_ ? &supervised_->supervisor_status() : nullptr);
       });
   systemd_->start();
 }

@@ -180,18 +180,11 @@ HeadStatus Daemon::head_status() const {
   h.version = SMHA_SERVICE_VERSION;
   h.started = started_wall_;
   h.config_loaded = config_loaded_wall_;
-  auto answer_of = [&](Guid g) -> std::optional<SmView::Answer> {
-    auto seen = mad_->last_seen(g);
-    if (!seen) return std::nullopt;
-    return SmView::Answer{seen->info.state, seen->info.priority, seen->info.act_count,
-                          std::chrono::duration<double, std::milli>(seen->rtt).count(), seconds_since(seen->at, now)};
-  };
   // Our own SM: the state the engine last saw, the rest from its last answer.
   h.local.name = config_.node_name;
   h.local.guid = own_guid_;
-  h.local.answer = answer_of(own_guid_);
+  h.local.answer = last_answer(*mad_, own_guid_, now);
   h.local_answered = h.local.answer.has_value();
-  h.local.shown.clear();
   if (es.local_state) {
     if (!h.local.answer) h.local.answer = SmView::Answer{};
     h.local.answer->state = *es.local_state;
@@ -201,36 +194,7 @@ HeadStatus Daemon::head_status() const {
   for (std::size_t pi = 0; pi < config_.peers.size(); ++pi) {
     const auto& peer = config_.peers[pi];
     const agent::PeerRoute* route = pi < routes.size() && routes[pi].guid == peer.port_guid ? &routes[pi] : nullptr;
-    SmView p;
-    p.name = peer.name;
-    p.guid = peer.port_guid;
-    // The addresses polled: the configured overrides, else what discovery found.
-    p.lid = peer.lid;
-    if (route && route->lid.value != 0) p.lid = route->lid;
-    p.dr = peer.dr_path;
-    if (route && route->dr) p.dr = route->dr;
-    p.configured_lid = peer.lid;
-    p.configured_dr = peer.dr_path;
-    if (route) {
-      p.node_description = route->description;
-      p.route = route->status();
-    }
-    p.answer = answer_of(peer.port_guid);
-    if (p.answer) p.shown = std::string(to_string(p.answer->state));
-    if (route && route->resolving && !route->found) {
-      p.shown = "resolving";
-    } else if (route && !route->found && route->state == agent::RouteState::NotFound) {
-      p.shown = route->status();  // "not found (searched N nodes, M ports)": unknown, never absent
-    } else if (p.lid) {
-      if (auto q = mad_->last_query(mad::Target{*p.lid})) {
-        p.last_poll_answered = q->answered;
-        p.last_poll_age_s = seconds_since(q->at, now);
-        if (!q->answered) p.shown = "unreachable";
-      }
-    } else if (!p.dr) {
-      p.shown = "unaddressed";
-    }
-    h.peers.push_back(std::move(p));
+    h.peers.push_back(peer_view(peer, route, *mad_, now));
   }
   for (const auto& [kind, detail] : sink_.alarms()) h.alarms.emplace_back(kind, detail);
   h.held = hold_.held;
@@ -312,7 +276,7 @@ json Daemon::status_json() {
   json local;
   local["guid"] = to_string(h.local.guid);
   local["rendered_priority"] = es.rendered_priority;
-  local["state"] = h.local.shown.empty() ? json(nullptr) : json(h.local.shown);
+  local["state"] = h.local.state() ? json(h.local.shown) : json(nullptr);
   if (auto p = port_->refresh_local_port()) {
     local["lid"] = p.value().lid.value;
     local["sm_lid"] = p.value().sm_lid.value;

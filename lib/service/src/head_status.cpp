@@ -2,6 +2,7 @@
 #include "smha/service/head_status.hpp"
 
 #include "smha/core/text.hpp"
+#include "smha/platform/notify.hpp"
 
 namespace smha::service {
 
@@ -33,6 +34,86 @@ json to_json(const SmView& p) {
   if (p.last_poll_answered) j["last_poll_answered"] = *p.last_poll_answered;
   if (p.last_poll_age_s) j["last_poll_age_s"] = *p.last_poll_age_s;
   return j;
+}
+
+namespace {
+
+double seconds_between(TimePoint then, TimePoint now) { return std::chrono::duration<double>(now - then).count(); }
+
+}  // namespace
+
+std::optional<SmView::Answer> last_answer(const RecordingTransport& mad, Guid guid, TimePoint now) {
+  auto seen = mad.last_seen(guid);
+  if (!seen) return std::nullopt;
+  return SmView::Answer{seen->info.state, seen->info.priority, seen->info.act_count,
+                        std::chrono::duration<double, std::milli>(seen->rtt).count(), seconds_between(seen->at, now)};
+}
+
+SmView peer_view(const config::Peer& peer, const agent::PeerRoute* route, const RecordingTransport& mad,
+                 TimePoint now) {
+  SmView p;
+  p.name = peer.name;
+  p.guid = peer.port_guid;
+  // The addresses polled: the configured overrides, else what discovery found.
+  p.lid = peer.lid;
+  if (route && route->lid.value != 0) p.lid = route->lid;
+  p.dr = peer.dr_path;
+  if (route && route->dr) p.dr = route->dr;
+  p.configured_lid = peer.lid;
+  p.configured_dr = peer.dr_path;
+  if (route) {
+    p.node_description = route->description;
+    p.route = route->status();
+  }
+  p.answer = last_answer(mad, peer.port_guid, now);
+  if (p.answer) p.shown = std::string(to_string(p.answer->state));
+  const bool searching = route && !route->found &&
+                         (route->state == agent::RouteState::Resolving || route->state == agent::RouteState::NotFound);
+  auto poll = [&](const mad::Target& target) {
+    if (auto q = mad.last_query(target)) {
+      p.last_poll_answered = q->answered;
+      p.last_poll_age_s = seconds_between(q->at, now);
+      if (!q->answered) p.shown = "unreachable";
+    }
+  };
+  if (searching && !peer.lid) {
+    p.shown = route->status();  // "resolving" or "not found (searched N nodes, M ports)": unknown, never absent
+  } else if (p.lid) {
+    poll(mad::Target{*p.lid});
+  } else if (p.dr) {
+    poll(mad::Target{*p.dr});  // found, but no LID yet (no SM has swept): polled by DR only
+  } else {
+    p.shown = "unaddressed";
+  }
+  return p;
+}
+
+std::string systemd_status_line(const HeadStatus& h, const opensm::SupervisorStatus* opensm) {
+  std::string line = h.local.state() ? h.local.shown : std::string("no answer from local SM");
+  if (h.peers.empty()) line += "; no peer";
+  bool first = true;
+  for (const auto& p : h.peers) {
+    line += first ? "; " : ", ";
+    first = false;
+    if (p.state() && p.answer) {
+      // role_status_line's peer part: "peer <name> <state> prio <n>"
+      const std::string full = platform::role_status_line("", p.name, p.shown, p.answer->priority);
+      line += full.substr(2);
+    } else {
+      line += "peer " + p.name + " " + p.shown;
+    }
+  }
+  if (h.held) line += "; HOLD";
+  if (opensm != nullptr && opensm->state != opensm::SupervisorState::Running) {
+    line += "; OpenSM " + std::string(opensm::to_string(opensm->state));
+    if (!opensm->reason.empty() && (opensm->state == opensm::SupervisorState::Failed ||
+                                    opensm->state == opensm::SupervisorState::Backoff)) {
+      std::string reason = opensm->reason;
+      if (reason.size() > 160) reason = reason.substr(0, 157) + "...";
+      line += ": " + reason;
+    }
+  }
+  return line;
 }
 
 }  // namespace smha::service

@@ -24,6 +24,7 @@
 #include "smha/client/render.hpp"
 #include "smha/core/limits.hpp"
 #include "smha/service/event_journal.hpp"
+#include "smha/service/head_status.hpp"
 #include "smha/service/os_integration.hpp"
 #include "smha/service/service.hpp"
 
@@ -457,32 +458,41 @@ class NotifySink {
 
 }  // namespace
 
-TEST_CASE("systemd_status_line: local state and every peer and hold and a failed OpenSM") {
+TEST_CASE("systemd_status_line and peer_view: local state and every peer and hold and a failed OpenSM") {
   boost::asio::io_context io;
   SteadyClock clock;
   FakeTransport inner(io);
-  HoldState hold;
   RecordingTransport t(inner, clock, false);
   const config::Config c = smha::test::two_heads();
-  sm::EngineStatus es;
-  CHECK(systemd_status_line(c, es, t, hold, nullptr) ==
+  // What smhad's head_status() makes of the poller and the agent's routes.
+  auto status = [&](std::optional<SmState> local, const std::vector<agent::PeerRoute>* routes) {
+    HeadStatus h;
+    if (local) {
+      h.local.answer = SmView::Answer{*local};
+      h.local.shown = std::string(to_string(*local));
+    }
+    for (std::size_t i = 0; i < c.peers.size(); ++i)
+      h.peers.push_back(peer_view(c.peers[i], routes ? &(*routes)[i] : nullptr, t, clock.now()));
+    return h;
+  };
+  CHECK(systemd_status_line(status(std::nullopt, nullptr), nullptr) ==
         "no answer from local SM; peer head02 unknown, peer head03 unaddressed");
 
   t.get_sminfo(mad::Target{Lid{7}}, {}, [](Result<mad::SmInfoReply>) {});
   io.run();
-  es.local_state = SmState::Master;
-  CHECK(systemd_status_line(c, es, t, hold, nullptr) ==
-        "MASTER; peer head02 STANDBY prio 5, peer head03 unaddressed");
+  HeadStatus h = status(SmState::Master, nullptr);
+  CHECK(systemd_status_line(h, nullptr) == "MASTER; peer head02 STANDBY prio 5, peer head03 unaddressed");
+  CHECK(h.peers[0].live_standby());
+  CHECK(h.peers[0].last_poll_answered == true);
 
-  hold.held = true;
+  h.held = true;
   opensm::SupervisorStatus st;
   st.state = opensm::SupervisorState::Running;
-  CHECK(systemd_status_line(c, es, t, hold, &st) ==
-        "MASTER; peer head02 STANDBY prio 5, peer head03 unaddressed; HOLD");
-  hold.held = false;
+  CHECK(systemd_status_line(h, &st) == "MASTER; peer head02 STANDBY prio 5, peer head03 unaddressed; HOLD");
+  h.held = false;
   st.state = opensm::SupervisorState::Failed;
   st.reason = "crash loop: 2 crashes within 60s";
-  CHECK(systemd_status_line(c, es, t, hold, &st) ==
+  CHECK(systemd_status_line(h, &st) ==
         "MASTER; peer head02 STANDBY prio 5, peer head03 unaddressed; OpenSM failed: crash loop: 2 "
         "crashes within 60s");
 
@@ -493,11 +503,23 @@ TEST_CASE("systemd_status_line: local state and every peer and hold and a failed
   routes[1].discover = true;
   routes[1].state = agent::RouteState::NotFound;
   routes[1].searched = "searched 6 nodes, 14 ports";
-  CHECK(systemd_status_line(c, es, t, hold, nullptr, &routes) ==
+  CHECK(systemd_status_line(status(SmState::Master, &routes), nullptr) ==
         "MASTER; peer head02 STANDBY prio 5, peer head03 not found (searched 6 nodes, 14 ports)");
   routes[1].state = agent::RouteState::Resolving;
-  CHECK(systemd_status_line(c, es, t, hold, nullptr, &routes) ==
+  CHECK(systemd_status_line(status(SmState::Master, &routes), nullptr) ==
         "MASTER; peer head02 STANDBY prio 5, peer head03 resolving");
+  // Found at a DR path but no LID yet: polled by DR, unreachable when that poll went unanswered.
+  routes[1].state = agent::RouteState::Resolved;
+  routes[1].found = true;
+  routes[1].dr = DrPath{{1, 3}};
+  inner.answer = [](const mad::Target&) { return std::optional<SmInfo>(); };
+  t.get_sminfo(mad::Target{*routes[1].dr}, {}, [](Result<mad::SmInfoReply>) {});
+  io.restart();
+  io.run();
+  h = status(SmState::Master, &routes);
+  CHECK(h.peers[1].shown == "unreachable");
+  CHECK(h.peers[1].last_poll_answered == false);
+  CHECK(systemd_status_line(h, nullptr) == "MASTER; peer head02 STANDBY prio 5, peer head03 unreachable");
 }
 
 TEST_CASE("SystemdReporter: READY once when ready and STATUS only on change and RELOADING and STOPPING") {

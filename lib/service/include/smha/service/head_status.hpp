@@ -15,9 +15,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "smha/agent/agent.hpp"
+#include "smha/config/config.hpp"
 #include "smha/core/clock.hpp"
 #include "smha/core/sminfo.hpp"
 #include "smha/core/types.hpp"
+#include "smha/opensm/supervisor.hpp"
+#include "smha/service/recording_transport.hpp"
 #include "smha/sm/ha_machine.hpp"
 
 namespace smha::service {
@@ -93,5 +97,24 @@ struct HeadStatus {
 // The status reply's parts converted from HeadStatus. A peer's JSON
 // (doc/control-protocol.md, status.peers[]).
 nlohmann::json to_json(const SmView& peer);
+
+// An SM's last SMInfo answer as the poller saw it (nullopt: none yet).
+std::optional<SmView::Answer> last_answer(const RecordingTransport& mad, Guid guid, TimePoint now);
+
+// A configured peer as this head sees it, from its route (the agent's, when it
+// knows the peer), its last SMInfo answer and its last poll (`mad`). Shown:
+// its answer's state; "resolving" or "not found (searched N nodes, M ports)"
+// while discovery has not found a peer without a configured lid;
+// "unreachable" when its last poll (by LID, else by DR path) went unanswered;
+// "unaddressed" with neither a LID nor a DR path; "unknown" before any answer.
+SmView peer_view(const config::Peer& peer, const agent::PeerRoute* route, const RecordingTransport& mad,
+                 TimePoint now);
+
+// The one-line STATUS= text systemd shows, e.g. "MASTER; peer head02 STANDBY
+// prio 12; HOLD; OpenSM failed: <reason>": the local SM's state ("no answer
+// from local SM" before one), every peer as peer_view shows it (with its
+// priority while it answers), the hold, and OpenSM when it is not running
+// under supervision (`opensm`; nullptr in observe mode).
+std::string systemd_status_line(const HeadStatus& status, const opensm::SupervisorStatus* opensm);
 
 }  // namespace smha::service

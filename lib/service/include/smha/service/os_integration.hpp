@@ -7,7 +7,6 @@
 //   HookDispatcher    the config's `hooks` -> platform::HookRunner executions
 //   DaemonEventSink   agent::EventSink: LogEventSink (log, events, alarms) plus
 //                     hooks, plus a STATUS refresh on every engine event
-//   systemd_status_line()  the one-line STATUS= text
 // Everything runs on the daemon's io_context thread.
 #pragma once
 
@@ -240,18 +239,5 @@ std::vector<config::Diagnostic> route_warnings(const config::Config& config,
 int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std::ostream& out,
                      std::ostream& err, const RouteProbe& probe = probe_routes);
 
-// The STATUS= line: "<local state>; peer <name> <state> prio <n>[, peer ...]"
-// plus "; HOLD" during a maintenance hold and "; OpenSM <supervisor state>:
-// <reason>" when OpenSM is not running under supervision. The local state is
-// the local SM's last SMInfo answer ("no answer from local SM" before one).
-// A peer whose last poll went unanswered is "unreachable", one never polled
-// "unknown". With the agent's `routes` (same order as config.peers), a peer
-// without a configured lid shows its discovery: "resolving", "not found
-// (searched N nodes, M ports)", or its state at the LID discovery found;
-// without them such a peer is "unaddressed".
-std::string systemd_status_line(const config::Config& config, const sm::EngineStatus& engine,
-                                const RecordingTransport& mad, const HoldState& hold,
-                                const opensm::SupervisorStatus* opensm,
-                                const std::vector<agent::PeerRoute>* routes = nullptr);
 
 }  // namespace smha::service
