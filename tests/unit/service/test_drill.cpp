@@ -10,37 +10,25 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "smha/os/asio_scheduler.hpp"
+#include "sm_view.hpp"
 #include "smha/service/drill.hpp"
 
 using namespace smha;
 using namespace smha::service;
+using smha::test::sm_view;
 using namespace std::chrono_literals;
 using nlohmann::json;
 using control::ResultCode;
 
 namespace {
 
-// An SM answering `state` (nullopt: not answering, shown as `shown`).
-SmView sm_view(const std::string& name, Guid guid, std::optional<SmState> state, const std::string& shown = "") {
-  SmView v;
-  v.name = name;
-  v.guid = guid;
-  if (state) {
-    v.answer = SmView::Answer{*state};
-    v.shown = std::string(to_string(*state));
-  } else {
-    v.shown = shown;
-  }
-  return v;
-}
-
 // head01 MASTER, head02 a live STANDBY, head03 unreachable.
 HeadStatus healthy() {
   HeadStatus s;
   s.node = "head01";
   s.role = sm::Role::Master;
-  s.local = sm_view("head01", Guid{0x10}, SmState::Master);
-  s.peers = {sm_view("head02", Guid{0x20}, SmState::Standby), sm_view("head03", Guid{0x30}, std::nullopt, "unreachable")};
+  s.local = sm_view("head01", 0x10, SmState::Master);
+  s.peers = {sm_view("head02", 0x20, SmState::Standby), sm_view("head03", 0x30, std::nullopt, 0, "unreachable")};
   s.peers[0].last_poll_answered = true;
   s.peers[1].last_poll_answered = false;
   return s;
@@ -58,14 +46,14 @@ class FakeHost final : public DrillHost {
   HeadStatus status() override {
     HeadStatus s = healthy();
     s.role = es.role;
-    s.local = sm_view("head01", kOwn, es.local_state == SmState::Master ? SmState::Master : SmState::Standby);
+    s.local = sm_view("head01", kOwn.value, es.local_state == SmState::Master ? SmState::Master : SmState::Standby);
     bool master = peer_master;
     if (dual_at_end && requests.size() == 2) master = true;
     if (retake_at && requests.size() == 2 && ++status_calls > *retake_at) master = true;
     const bool answered = s.peers[0].last_poll_answered.value_or(false);
-    s.peers[0] = master            ? sm_view("head02", kPeer, SmState::Master)
-                 : peer_unanswered ? sm_view("head02", kPeer, std::nullopt, "unreachable")
-                                   : sm_view("head02", kPeer, SmState::Standby);
+    s.peers[0] = master            ? sm_view("head02", kPeer.value, SmState::Master)
+                 : peer_unanswered ? sm_view("head02", kPeer.value, std::nullopt, 0, "unreachable")
+                                   : sm_view("head02", kPeer.value, SmState::Standby);
     s.peers[0].last_poll_answered = answered;
     return s;
   }
@@ -240,7 +228,7 @@ TEST_CASE("drill refusals: each unhealthy state has its code, reason and message
       {"standby head",
        [](HeadStatus& s) {
          s.role = sm::Role::Standby;
-         s.local = sm_view("head01", Guid{0x10}, SmState::Standby);
+         s.local = sm_view("head01", 0x10, SmState::Standby);
        },
        {}, false, ResultCode::Conflict, "not_master", "run the drill on the master head"},
       {"handing over", [](HeadStatus& s) { s.role = sm::Role::HandingOver; }, {}, false, ResultCode::Conflict,

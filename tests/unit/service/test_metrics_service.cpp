@@ -24,12 +24,14 @@
 #include "prometheus_parse.hpp"
 #include "smha/control/metrics_http.hpp"
 #include "smha/os/posix_file_system.hpp"
+#include "sm_view.hpp"
 #include "smha/service/event_journal.hpp"
 #include "smha/service/metrics_service.hpp"
 #include "test_support.hpp"
 
 using namespace smha;
 using namespace smha::service;
+using smha::test::sm_view;
 using namespace std::chrono_literals;
 using smha::control::test::TempDir;
 using smha::testing::parse_with_prometheus_client;
@@ -37,21 +39,6 @@ using smha::testing::sample_value;
 using nlohmann::json;
 
 namespace {
-
-// A head's SM as the status shows it: answered with `state` (nullopt: `shown` instead).
-SmView sm_view(const std::string& name, std::uint64_t guid, std::optional<SmState> state, std::uint8_t priority,
-               const std::string& shown = "") {
-  SmView v;
-  v.name = name;
-  v.guid = Guid{guid};
-  if (state) {
-    v.answer = SmView::Answer{*state, priority};
-    v.shown = std::string(to_string(*state));
-  } else {
-    v.shown = shown;
-  }
-  return v;
-}
 
 HeadStatus status_fixture() {
   HeadStatus s;

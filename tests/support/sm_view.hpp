@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// A head's SM as HeadStatus shows it, for tests: answering `state` at
+// `priority`, or (state nullopt) not answering, shown as `shown`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "smha/service/head_status.hpp"
+
+namespace smha::test {
+
+inline service::SmView sm_view(const std::string& name, std::uint64_t guid, std::optional<SmState> state,
+                               std::uint8_t priority = 0, const std::string& shown = "unknown") {
+  service::SmView v;
+  v.name = name;
+  v.guid = Guid{guid};
+  if (state) {
+    v.answer = service::SmView::Answer{*state, priority};
+    v.shown = std::string(to_string(*state));
+  } else {
+    v.shown = shown;
+  }
+  return v;
+}
+
+}  // namespace smha::test
