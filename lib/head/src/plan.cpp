@@ -101,6 +101,34 @@ Result<fabric::DigestInputs> drift_inputs(const config::Config& c, const opensm:
   return in;
 }
 
+os::ProcessSpec opensm_spec(const config::Config& c, Guid own_guid) {
+  os::ProcessSpec s;
+  const std::string binary = c.opensm.binary;
+  s.path = binary;
+  s.argv = {binary, "-F", c.opensm.conf_path, "-g", to_string(own_guid)};
+  s.env = {{"OSM_CACHE_DIR", c.opensm.cache_dir}, {"OSM_TMP_DIR", c.opensm.cache_dir}};
+  s.cwd = c.state_dir;
+  s.parent_death_signal = 0;  // survives smhad: adopted by the next smhad
+  return s;
+}
+
+opensm::SupervisorOptions supervisor_options(const config::Config& c) {
+  opensm::SupervisorOptions so;
+  so.conf_path = c.opensm.conf_path;
+  so.pidfile_path = c.state_dir + "/opensm.pid";
+  so.log_file = c.opensm.log_file;
+  so.keep_running_on_exit = true;
+  so.backoff_initial = c.opensm.restart_backoff_initial;
+  so.backoff_max = c.opensm.restart_backoff_max;
+  so.stable_uptime = c.opensm.restart_stable;
+  so.crash_loop_count = c.opensm.crash_loop_count;
+  so.crash_loop_window = c.opensm.crash_loop_window;
+  so.crash_loop_retry = c.opensm.crash_loop_retry;
+  so.crash_loop_retry_no_master = c.opensm.crash_loop_retry_no_master;
+  so.respawn_on_request = true;  // the HA engine decides when a crashed OpenSM comes back
+  return so;
+}
+
 Result<Plan> make_plan(const config::Config& c, const PlanInputs& in, const os::FileSystem& fs) {
   auto mapped = map_config(c, in.own_guid);
   if (!mapped) return mapped.error();
@@ -118,26 +146,8 @@ Result<Plan> make_plan(const config::Config& c, const PlanInputs& in, const os::
   if (!drift) return drift.error();
   o.drift = std::move(drift).value();
 
-  const std::string binary = c.opensm.binary;
-  o.spec.path = binary;
-  o.spec.argv = {binary, "-F", c.opensm.conf_path, "-g", to_string(in.own_guid)};
-  o.spec.env = {{"OSM_CACHE_DIR", c.opensm.cache_dir}, {"OSM_TMP_DIR", c.opensm.cache_dir}};
-  o.spec.cwd = c.state_dir;
-  o.spec.parent_death_signal = 0;  // survives smhad: adopted by the next smhad
-
-  opensm::SupervisorOptions& so = o.supervisor;
-  so.conf_path = c.opensm.conf_path;
-  so.pidfile_path = c.state_dir + "/opensm.pid";
-  so.log_file = c.opensm.log_file;
-  so.keep_running_on_exit = true;
-  so.backoff_initial = c.opensm.restart_backoff_initial;
-  so.backoff_max = c.opensm.restart_backoff_max;
-  so.stable_uptime = c.opensm.restart_stable;
-  so.crash_loop_count = c.opensm.crash_loop_count;
-  so.crash_loop_window = c.opensm.crash_loop_window;
-  so.crash_loop_retry = c.opensm.crash_loop_retry;
-  so.crash_loop_retry_no_master = c.opensm.crash_loop_retry_no_master;
-  so.respawn_on_request = true;  // the HA engine decides when a crashed OpenSM comes back
+  o.spec = opensm_spec(c, in.own_guid);
+  o.supervisor = supervisor_options(c);
 
   // LID continuity (doc/lid-continuity.md) is fed by the census walks.
   if (c.opensm.lid_continuity && plan.agent.census.enabled) {

@@ -2,9 +2,11 @@
 #include "smha/sim/cluster.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <spdlog/spdlog.h>
 
+#include "smha/head/plan.hpp"
 #include "smha/opensm/log_follower.hpp"
 
 namespace smha::sim {
@@ -37,6 +39,18 @@ struct Cluster::Sink final : agent::EventSink {
 };
 
 namespace {
+
+// A ClusterParams duration in the unit of the configuration key it becomes. A
+// value the key cannot hold is refused: the head would run with another value
+// than the one the test asked for.
+template <class To>
+To in_config_unit(Duration d, const char* param) {
+  const auto t = std::chrono::duration_cast<To>(d);
+  if (Duration(t) != d)
+    throw std::invalid_argument(std::string("sim::ClusterParams::") + param +
+                                ": not a whole number of the configuration key's unit");
+  return t;
+}
 
 // Passes every call to smhad's OpenSM control and notes when the engine asks
 // for a start (the supervision property "a respawn waits for the engine").
@@ -153,6 +167,9 @@ struct Cluster::Head {
   NodeId node = 0;
   Tap tap;
   std::unique_ptr<TapTransport> tapped;
+  // smhad's configuration of this head, from ClusterParams; cfg is mapped from
+  // it as smhad maps its own (lib/head), plus what has no configuration key.
+  config::Config config;
   agent::AgentConfig cfg;
   std::unique_ptr<agent::SupervisedOpensmControl> control;
   int spawns_before = 0;  // spawns of earlier smhad runs
@@ -200,48 +217,74 @@ Cluster::Cluster(std::uint64_t seed, ClusterParams params)
       if (h->node == n && h->agent)
         if (auto e = opensm::parse_log_event(line)) h->agent->opensm_logged(*e);
   });
+  auto configured = [&](int k) {
+    return k < static_cast<int>(params_.priorities.size()) ? params_.priorities[k] : params_.base_priority;
+  };
   for (int i = 0; i < n; ++i) {
     auto& h = *heads_[i];
-    sm::HaPolicy& p = h.cfg.policy;
-    p.node_name = fabric_.name(h.node);
-    p.own_guid = fabric_.guid(h.node);
-    p.poll_interval = params_.poll_interval;
-    p.misses = params_.misses;
-    p.failback = params_.failback;
-    p.takeover_bound = params_.takeover_bound;
-    p.preempt_hold_down = params_.preempt_hold_down;
-    p.start_grace = params_.start_grace;
-    auto configured = [&](int k) {
-      return k < static_cast<int>(params_.priorities.size()) ? params_.priorities[k] : params_.base_priority;
-    };
-    p.base_priority = configured(i);
-    p.hang_timeout = (params_.misses + 1) * params_.poll_interval;  // as head::map_config
-    h.cfg.opensm_log = true;
-    h.cfg.routing_engines = {"minhop"};
+    // The head's smha.yaml, as smhad would load it.
+    config::Config& c = h.config;
+    c.source_path = "sim::ClusterParams";
+    c.node_name = fabric_.name(h.node);
+    c.port.port_guid = fabric_.guid(h.node);
+    c.sm_priority = configured(i);
+    c.failover.poll_interval = in_config_unit<milliseconds>(params_.poll_interval, "poll_interval");
+    c.failover.misses_before_takeover = params_.misses;
+    c.failover.failback =
+        params_.failback == sm::FailbackMode::Preempt ? config::FailbackPolicy::Preempt : config::FailbackPolicy::Sticky;
+    c.failover.preempt_holddown = in_config_unit<seconds>(params_.preempt_hold_down, "preempt_hold_down");
+    c.opensm.binary = "/usr/sbin/opensm";
+    c.opensm.conf_path = "/etc/opensm/opensm.conf";
+    c.opensm.log_file.clear();  // the simulated OpenSM writes no log file (its lines reach the agent directly)
+    c.state_dir = "/var/lib/smha";  // the pidfile: /var/lib/smha/opensm.pid
+    const auto& sv = params_.supervision;
+    c.opensm.restart_backoff_initial = in_config_unit<milliseconds>(sv.backoff_initial, "supervision.backoff_initial");
+    c.opensm.restart_backoff_max = in_config_unit<seconds>(sv.backoff_max, "supervision.backoff_max");
+    c.opensm.restart_stable = in_config_unit<seconds>(sv.stable_uptime, "supervision.stable_uptime");
+    c.opensm.crash_loop_count = sv.crash_loop_count;
+    c.opensm.crash_loop_window = in_config_unit<seconds>(sv.crash_loop_window, "supervision.crash_loop_window");
+    c.opensm.crash_loop_retry = in_config_unit<seconds>(sv.crash_loop_retry, "supervision.crash_loop_retry");
+    c.opensm.crash_loop_retry_no_master =
+        in_config_unit<seconds>(sv.crash_loop_retry_no_master, "supervision.crash_loop_retry_no_master");
     for (int j = 0; j < n; ++j) {
       if (j == i) continue;
       const NodeId o = heads_[j]->node;
-      p.peers.push_back(sm::PeerSpec{fabric_.name(o), fabric_.guid(o), configured(j)});
-      switch (params_.peer_addressing) {
-        case PeerAddressing::Lid:
-          h.cfg.peers.push_back(agent::PeerAddress{fabric_.guid(o), fabric_.lid(o), fabric_.dr_path(h.node, o)});
-          break;
-        case PeerAddressing::Unaddressed: break;
-        case PeerAddressing::GuidOnly:
-          h.cfg.peers.push_back(agent::PeerAddress{fabric_.guid(o), Lid{}, std::nullopt, true});
-          break;
-        case PeerAddressing::GuidWrongLid:
-          h.cfg.peers.push_back(agent::PeerAddress{
-              fabric_.guid(o), Lid{static_cast<std::uint16_t>(fabric_.lid(o).value + 50)}, std::nullopt, true});
-          break;
-        case PeerAddressing::StaleLid:
-          h.cfg.peers.push_back(agent::PeerAddress{
-              fabric_.guid(o), Lid{static_cast<std::uint16_t>(fabric_.lid(o).value + 50)}, std::nullopt});
-          break;
-      }
+      config::Peer peer{fabric_.name(o), fabric_.guid(o), std::nullopt, std::nullopt, configured(j)};
+      // A wrong lid override (discovery still finds the peer by its GUID).
+      if (params_.peer_addressing == PeerAddressing::GuidWrongLid)
+        peer.lid = Lid{static_cast<std::uint16_t>(fabric_.lid(o).value + 50)};
+      c.peers.push_back(std::move(peer));
     }
+
+    // The policy with its clamps and, addressed by GUID, the peers: smhad's mapping.
+    auto mapped = head::map_config(c, fabric_.guid(h.node));
+    if (!mapped) throw std::invalid_argument(mapped.error().message);
+    h.cfg = std::move(mapped).value();
+    // What has no configuration key.
+    h.cfg.policy.takeover_bound = params_.takeover_bound;
+    h.cfg.policy.start_grace = params_.start_grace;
+    h.cfg.opensm_log = true;
+    h.cfg.routing_engines = {"minhop"};
     h.cfg.local_port_num = 1;  // the fabric answers PortInfo from its link model
     h.cfg.census = params_.census;
+    // The legacy addressings: a peer polled only at a configured LID (and DR
+    // path), or not at all, without discovery. smhad's configuration cannot
+    // say that any more (every peer is found by its port GUID), so these heads
+    // get their peer addresses here, not from map_config.
+    const auto legacy = params_.peer_addressing;
+    if (legacy == PeerAddressing::Lid || legacy == PeerAddressing::Unaddressed ||
+        legacy == PeerAddressing::StaleLid) {
+      h.cfg.peers.clear();
+      for (int j = 0; j < n; ++j) {
+        if (j == i) continue;
+        const NodeId o = heads_[j]->node;
+        if (legacy == PeerAddressing::Lid)
+          h.cfg.peers.push_back(agent::PeerAddress{fabric_.guid(o), fabric_.lid(o), fabric_.dr_path(h.node, o)});
+        else if (legacy == PeerAddressing::StaleLid)
+          h.cfg.peers.push_back(agent::PeerAddress{
+              fabric_.guid(o), Lid{static_cast<std::uint16_t>(fabric_.lid(o).value + 50)}, std::nullopt});
+      }
+    }
   }
   if (params_.observer_interval > Duration{0}) observe_loop();
 }
@@ -274,26 +317,20 @@ int Cluster::head_of(Guid g) const {
 void Cluster::start_smhad(int i) {
   auto& h = *heads_[i];
   if (h.agent) return;
-  // smhad's OpenSM supervision (lib/service's Daemon::init), over the node's
-  // simulated processes and files; procfs is the fabric's view of the node.
-  const std::string conf_path = "/etc/opensm/opensm.conf";
-  const std::string exe = "/usr/sbin/opensm";
-  const std::string guid = to_string(fabric_.guid(h.node));
+  // smhad's OpenSM supervision (lib/head's plan, as lib/service's Daemon::init
+  // uses it), over the node's simulated processes and files; procfs is the
+  // fabric's view of the node.
   const NodeId node = h.node;
   Fabric* f = &fabric_;
-  opensm::SupervisorOptions so;
-  so.conf_path = conf_path;
-  so.pidfile_path = "/var/lib/smha/opensm.pid";
-  so.expected_exe = exe;
-  so.keep_running_on_exit = true;
-  so.backoff_initial = params_.supervision.backoff_initial;
-  so.backoff_max = params_.supervision.backoff_max;
-  so.stable_uptime = params_.supervision.stable_uptime;
-  so.crash_loop_count = params_.supervision.crash_loop_count;
-  so.crash_loop_window = params_.supervision.crash_loop_window;
-  so.crash_loop_retry = params_.supervision.crash_loop_retry;
-  so.crash_loop_retry_no_master = params_.supervision.crash_loop_retry_no_master;
-  so.respawn_on_request = true;  // the HA engine decides when a crashed OpenSM comes back
+  opensm::SupervisorOptions so = head::supervisor_options(h.config);
+  os::ProcessSpec spec = head::opensm_spec(h.config, fabric_.guid(h.node));
+  // The sim has never given OpenSM an environment or a working directory (the
+  // simulated runner runs only path and argv); kept so.
+  spec.env.clear();
+  spec.cwd.clear();
+  // What smhad leaves to realpath(spec.path) and the process hooks: the
+  // simulated node's.
+  so.expected_exe = h.config.opensm.binary;
   so.identify = [f, node](int pid) -> Result<opensm::ProcessIdentity> {
     auto p = f->process(node);
     if (!p || p->pid != pid) return make_error(Errc::NotFound, "no process " + std::to_string(pid));
@@ -340,13 +377,7 @@ void Cluster::start_smhad(int i) {
   const auto keys = params_.opensm_conf;
   h.control = std::make_unique<agent::SupervisedOpensmControl>(
       fabric_.queue(), fabric_.runner(h.node), fabric_.fs(h.node),
-      [exe, conf_path, guid] {
-        os::ProcessSpec s;
-        s.path = exe;
-        s.argv = {exe, "-F", conf_path, "-g", guid};
-        s.parent_death_signal = 0;  // survives smhad: adopted by the next smhad
-        return s;
-      },
+      [spec] { return spec; },
       std::move(so), [keys](std::uint8_t prio) -> Result<std::string> { return render_opensm_keys(keys, prio); });
   // One per head for the cluster's life: the fabric may still answer a query
   // of an smhad that crashed.

@@ -46,6 +46,17 @@ agent::PriorityRenderer make_renderer(const config::Config& config, const opensm
 Result<fabric::DigestInputs> drift_inputs(const config::Config& config, const opensm::Capabilities& caps,
                                           Guid own_guid, const os::FileSystem& fs);
 
+// How OpenSM is started: opensm -F <conf_path> -g <GUID>, OSM_CACHE_DIR and
+// OSM_TMP_DIR = cache_dir, cwd state_dir, no parent-death signal (the next
+// smhad adopts it).
+os::ProcessSpec opensm_spec(const config::Config& config, Guid own_guid);
+
+// How OpenSM is supervised: conf and pidfile (<state_dir>/opensm.pid) paths,
+// log file, backoff and crash loop from the configuration; it keeps running
+// when smhad exits; respawns wait for the engine. The host adds on_change and,
+// off a real machine, its process-identity hooks.
+opensm::SupervisorOptions supervisor_options(const config::Config& config);
+
 struct PlanInputs {
   Guid own_guid;
   bool observe = false;        // poll and report only: no OpenSM of ours
@@ -60,13 +71,8 @@ struct Plan {
   agent::AgentConfig agent;
   // Unset when observing.
   struct Opensm {
-    // opensm -F <conf_path> -g <GUID>, OSM_CACHE_DIR/OSM_TMP_DIR = cache_dir,
-    // cwd state_dir, no parent-death signal (the next smhad adopts it).
-    os::ProcessSpec spec;
-    // conf and pidfile paths, log file, backoff and crash loop from the
-    // configuration; respawns wait for the engine. The host adds on_change and,
-    // off a real machine, its process-identity hooks.
-    opensm::SupervisorOptions supervisor;
+    os::ProcessSpec spec;                    // opensm_spec
+    opensm::SupervisorOptions supervisor;    // supervisor_options
     agent::PriorityRenderer render;
     fabric::DigestInputs drift;
     // Unset with opensm.lid_continuity false or without the census.
