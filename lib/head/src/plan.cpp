@@ -129,11 +129,10 @@ opensm::SupervisorOptions supervisor_options(const config::Config& c) {
   return so;
 }
 
-Result<Plan> make_plan(const config::Config& c, const PlanInputs& in, const os::FileSystem& fs) {
-  auto mapped = map_config(c, in.own_guid);
-  if (!mapped) return mapped.error();
+Result<Plan> make_plan(const config::Config& c, agent::AgentConfig mapped, const PlanInputs& in,
+                       const os::FileSystem& fs) {
   Plan plan;
-  plan.agent = std::move(mapped).value();
+  plan.agent = std::move(mapped);
   plan.agent.policy.observe = in.observe;  // no OpenSM of ours: a silent local port is no hang
   if (in.observe) return plan;
   plan.agent.routing_engines = opensm::rendered_routing_engines(c, in.caps);

@@ -111,7 +111,8 @@ bool Daemon::init() {
     }
     caps_ = caps.value();
   }
-  auto planned = head::make_plan(config_, head::PlanInputs{own_guid_, options_.observe, caps_}, fs_);
+  auto planned = head::make_plan(config_, std::move(mapped).value(), head::PlanInputs{own_guid_, options_.observe, caps_},
+                                 fs_);
   if (!planned) {
     err_ << "smhad: " << planned.error().message << '\n';
     return false;
@@ -591,7 +592,7 @@ void Daemon::start_systemd() {
       io_, [this] { return startup_ready(); },
       [this] {
         if (!agent_) return std::string("starting");  // between agents during a reload
-        return systemd_status_line(head_status(), supervised_ ? &supervised_->supervisor_status() : nullptr);
+        return systemd_status_line(head_status(false), supervised_ ? &supervised_->supervisor_status() : nullptr);
       });
   systemd_->start();
 }

@@ -58,13 +58,6 @@ inline double seconds_since(TimePoint then, TimePoint now) {
   return std::chrono::duration<double>(now - then).count();
 }
 
-// Diagnostics one per line, for an error reply or log line.
-inline std::string join_errors(const std::vector<config::Diagnostic>& errors) {
-  std::string out;
-  for (const auto& d : errors) out += (out.empty() ? "" : "\n") + d.to_string();
-  return out;
-}
-
 class Daemon final : public DrillHost {
  public:
   Daemon(DaemonOptions options, config::Config config, std::ostream& err, DaemonAdapters adapters)
@@ -81,7 +74,7 @@ class Daemon final : public DrillHost {
   int run();
 
   // DrillHost
-  HeadStatus status() override { return head_status(); }
+  HeadStatus status() override { return head_status(false); }  // the drill checks roles, peers, alarms and the hold
   sm::EngineStatus engine() const override { return agent_->status(); }
   Guid own_guid() const override { return own_guid_; }
   void request_handover(std::optional<Guid> target, HandoverDone done) override {
@@ -137,7 +130,10 @@ class Daemon final : public DrillHost {
   bool start_metrics(Duration handover_bound);
   void register_methods();
   json status_json();
-  HeadStatus head_status() const;
+  // `fabric` false: without the census, OpenSM, LID continuity and drift parts
+  // the metrics take from it (systemd's STATUS= line, checked every 100 ms,
+  // shows none of them; the status reply makes its own, fuller JSON of them).
+  HeadStatus head_status(bool fabric = true) const;
   json census_json(TimePoint now) const;  // "sms" and "census" (doc/census.md)
   json census_sa_json(TimePoint now) const;  // the master's SA table ("census_sa", census.sa)
   json lid_continuity_json(TimePoint now) const;  // doc/lid-continuity.md

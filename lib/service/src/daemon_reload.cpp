@@ -129,7 +129,8 @@ Reply Daemon::do_reload() {
     for (const auto& w : warnings) text += "; warning: " + w;
   }
   // opensm.conf rendered above: the plan cannot fail on it any more.
-  auto planned = head::make_plan(next, head::PlanInputs{own_guid_, options_.observe, caps_}, fs_);
+  auto planned = head::make_plan(next, std::move(mapped).value(), head::PlanInputs{own_guid_, options_.observe, caps_},
+                                 fs_);
   if (!planned) return Reply::failure(ResultCode::Error, planned.error().message);
   const bool policy_changed = !same_policy(agent_cfg_, planned.value().agent);
   data["engine_restarted"] = policy_changed;
@@ -140,7 +141,7 @@ Reply Daemon::do_reload() {
     start_agent(plan_.agent);
     text += (text.empty() ? "" : "; ") + std::string("HA policy changed: engine restarted with the new policy");
   } else {
-    agent_->drift().set_unknown_alarm(mapped.value().drift.unknown_alarm);
+    agent_->drift().set_unknown_alarm(plan_.agent.drift.unknown_alarm);
     start_lid_continuity();  // opensm.lid_continuity or the LMC may have changed
     text += (text.empty() ? "" : "; ") + std::string("HA policy unchanged");
   }

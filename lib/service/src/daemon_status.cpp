@@ -170,7 +170,7 @@ json Daemon::census_sa_json(TimePoint now) const {
   return s;
 }
 
-HeadStatus Daemon::head_status() const {
+HeadStatus Daemon::head_status(bool fabric) const {
   const TimePoint now = clock_.now();
   const auto es = agent_->status();
   HeadStatus h;
@@ -202,6 +202,7 @@ HeadStatus Daemon::head_status() const {
     h.hold_reason = hold_.reason;
     if (hold_.until) h.hold_expires_in_s = seconds_since(now, *hold_.until);
   }
+  if (!fabric) return h;
   for (const auto& [g, e] : agent_->census().entries()) {
     std::string st = agent_->census().state_text(e, now);
     for (auto& ch : st) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -229,7 +230,7 @@ HeadStatus Daemon::head_status() const {
 json Daemon::status_json() {
   const TimePoint now = clock_.now();
   const auto es = agent_->status();
-  const HeadStatus h = head_status();
+  const HeadStatus h = head_status(false);  // the fabric parts are the census, LID and drift JSON below
   json j;
   j["node"] = h.node;
   j["observe"] = h.observe;

@@ -113,7 +113,9 @@ TEST_CASE("make_plan: OpenSM's command line, environment, supervision and direct
     Status write_atomic(const std::string&, std::string_view, unsigned) override { return Status::Ok(); }
     Result<std::string> read(const std::string& p) const override { return make_error(Errc::NotFound, p); }
   } fs;
-  auto plan = make_plan(c, PlanInputs{Guid{0x10}, false, caps}, fs);
+  auto mapped = map_config(c, Guid{0x10});
+  REQUIRE(mapped.ok());
+  auto plan = make_plan(c, mapped.value(), PlanInputs{Guid{0x10}, false, caps}, fs);
   INFO((plan ? std::string() : plan.error().message));
   REQUIRE(plan.ok());
   REQUIRE(plan->opensm);
@@ -135,7 +137,7 @@ TEST_CASE("make_plan: OpenSM's command line, environment, supervision and direct
   CHECK_FALSE(plan->agent.policy.observe);
 
   // Observing: no OpenSM of ours, nothing to start, render or keep.
-  auto observe = make_plan(c, PlanInputs{Guid{0x10}, true, caps}, fs);
+  auto observe = make_plan(c, mapped.value(), PlanInputs{Guid{0x10}, true, caps}, fs);
   REQUIRE(observe.ok());
   CHECK_FALSE(observe->opensm);
   CHECK(observe->agent.policy.observe);

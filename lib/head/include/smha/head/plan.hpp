@@ -83,8 +83,11 @@ struct Plan {
   std::optional<Opensm> opensm;
 };
 
-// Errors: the policy's (map_config) or, unless observing, opensm.conf that does
-// not render for this OpenSM -- refused before anything starts.
-Result<Plan> make_plan(const config::Config& config, const PlanInputs& in, const os::FileSystem& fs);
+// `mapped`: map_config(config, in.own_guid), which callers run first so that
+// the policy's errors come before OpenSM is probed. Errors: unless observing,
+// opensm.conf that does not render for this OpenSM -- refused before anything
+// starts.
+Result<Plan> make_plan(const config::Config& config, agent::AgentConfig mapped, const PlanInputs& in,
+                       const os::FileSystem& fs);
 
 }  // namespace smha::head
