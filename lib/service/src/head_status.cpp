@@ -69,19 +69,19 @@ SmView peer_view(const config::Peer& peer, const agent::PeerRoute* route, const 
   if (p.answer) p.shown = std::string(to_string(p.answer->state));
   const bool searching = route && !route->found &&
                          (route->state == agent::RouteState::Resolving || route->state == agent::RouteState::NotFound);
-  auto poll = [&](const mad::Target& target) {
-    if (auto q = mad.last_query(target)) {
+  if (searching && !peer.lid) {
+    p.shown = route->status();  // "resolving" or "not found (searched N nodes, M ports)": unknown, never absent
+  } else if (p.lid) {
+    if (auto q = mad.last_query(mad::Target{*p.lid})) {
       p.last_poll_answered = q->answered;
       p.last_poll_age_s = seconds_between(q->at, now);
       if (!q->answered) p.shown = "unreachable";
     }
-  };
-  if (searching && !peer.lid) {
-    p.shown = route->status();  // "resolving" or "not found (searched N nodes, M ports)": unknown, never absent
-  } else if (p.lid) {
-    poll(mad::Target{*p.lid});
   } else if (p.dr) {
-    poll(mad::Target{*p.dr});  // found, but no LID yet (no SM has swept): polled by DR only
+    // Found, but no LID yet (no SM has swept): polled by DR only. Not a live
+    // standby yet (no last_poll_answered): a drill's mastership window names
+    // a head's sweep by its LID.
+    if (auto q = mad.last_query(mad::Target{*p.dr}); q && !q->answered) p.shown = "unreachable";
   } else {
     p.shown = "unaddressed";
   }

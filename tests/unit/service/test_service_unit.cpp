@@ -518,7 +518,7 @@ TEST_CASE("systemd_status_line and peer_view: local state and every peer and hol
   io.run();
   h = status(SmState::Master, &routes);
   CHECK(h.peers[1].shown == "unreachable");
-  CHECK(h.peers[1].last_poll_answered == false);
+  CHECK_FALSE(h.peers[1].last_poll_answered);  // by LID only: no live standby without a LID
   CHECK(systemd_status_line(h, nullptr) == "MASTER; peer head02 STANDBY prio 5, peer head03 unreachable");
 }
 

@@ -105,7 +105,8 @@ std::optional<SmView::Answer> last_answer(const RecordingTransport& mad, Guid gu
 // knows the peer), its last SMInfo answer and its last poll (`mad`). Shown:
 // its answer's state; "resolving" or "not found (searched N nodes, M ports)"
 // while discovery has not found a peer without a configured lid;
-// "unreachable" when its last poll (by LID, else by DR path) went unanswered;
+// "unreachable" when its last poll (by LID, else by DR path) went unanswered
+// (last_poll_answered: by LID only, so a peer without a LID is no live standby);
 // "unaddressed" with neither a LID nor a DR path; "unknown" before any answer.
 SmView peer_view(const config::Peer& peer, const agent::PeerRoute* route, const RecordingTransport& mad,
                  TimePoint now);
