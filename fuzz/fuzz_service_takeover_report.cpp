@@ -10,22 +10,22 @@
 
 #include <nlohmann/json.hpp>
 
-#include "smha/service/takeover_report_json.hpp"
+#include "smha/head/takeover_report_json.hpp"
 
 using namespace smha;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto j = nlohmann::json::parse(std::string_view(reinterpret_cast<const char*>(data), size), nullptr, false);
   if (j.is_discarded()) return 0;
-  auto r = service::takeover_report_from_json(j);
+  auto r = head::takeover_report_from_json(j);
   if (!r) return 0;
   if (r->routing_failures.size() > fabric::kReportRoutingFailures ||
       r->lid_changed_ports.size() > fabric::kReportPortsNamed || r->ports_elsewhere.size() > fabric::kReportPortsNamed)
     std::abort();
   // Durations come back rounded to 0.1 ms: the second round trip is exact.
-  auto again = service::takeover_report_from_json(service::takeover_report_json(*r));
+  auto again = head::takeover_report_from_json(head::takeover_report_json(*r));
   if (!again) std::abort();
-  auto third = service::takeover_report_from_json(service::takeover_report_json(*again));
+  auto third = head::takeover_report_from_json(head::takeover_report_json(*again));
   if (!third || !(*third == *again)) std::abort();
   return 0;
 }

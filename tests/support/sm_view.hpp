@@ -7,17 +7,17 @@
 #include <optional>
 #include <string>
 
-#include "smha/service/head_status.hpp"
+#include "smha/head/head_status.hpp"
 
 namespace smha::test {
 
-inline service::SmView sm_view(const std::string& name, std::uint64_t guid, std::optional<SmState> state,
+inline head::SmView sm_view(const std::string& name, std::uint64_t guid, std::optional<SmState> state,
                                std::uint8_t priority = 0, const std::string& shown = "unknown") {
-  service::SmView v;
+  head::SmView v;
   v.name = name;
   v.guid = Guid{guid};
   if (state) {
-    v.answer = service::SmView::Answer{*state, priority};
+    v.answer = head::SmView::Answer{*state, priority};
     v.shown = std::string(to_string(*state));
   } else {
     v.shown = shown;

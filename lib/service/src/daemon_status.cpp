@@ -11,7 +11,7 @@ namespace param = control::param;
 using control::ResultCode;
 
 json Daemon::drift_json(TimePoint now) const {
-  const auto& d = agent_->drift();
+  const auto& d = head_->agent().drift();
   const auto& st = d.stats();
   auto digests = [](const fabric::ConfigDigests& c) {
     json o = json::object();
@@ -53,10 +53,11 @@ json Daemon::drift_json(TimePoint now) const {
 
 json Daemon::lid_continuity_json(TimePoint now) const {
   json j;
-  j["enabled"] = lid_continuity_ != nullptr;
-  j["honor_guid2lid_file"] = config_.opensm.honor_guid2lid_file;
-  if (!lid_continuity_) return j;
-  const auto& st = lid_continuity_->status();
+  const fabric::LidContinuity* lc = head_->lid_continuity();
+  j["enabled"] = lc != nullptr;
+  j["honor_guid2lid_file"] = head_->config().opensm.honor_guid2lid_file;
+  if (lc == nullptr) return j;
+  const auto& st = lc->status();
   j["path"] = st.path;
   j["state"] = st.state;
   j["fabric_ports"] = st.fabric;
@@ -93,7 +94,7 @@ json Daemon::lid_continuity_json(TimePoint now) const {
 // the last query was answered, and its age.
 void Daemon::add_smp_port_state(json& local, TimePoint now) const {
   const auto rec =
-      mad_->last_port_info(DrPath{}, static_cast<std::uint8_t>(port_->local_port().port));
+      head_->mad().last_port_info(DrPath{}, static_cast<std::uint8_t>(port_->local_port().port));
   if (!rec) return;
   local["port_state_answered"] = rec->answered;
   if (!rec->answered || !rec->info) return;
@@ -111,7 +112,7 @@ void Daemon::add_smp_port_state(json& local, TimePoint now) const {
 // Every SM the census knows (doc/census.md), heads first, then by GUID.
 json Daemon::census_json(TimePoint now) const {
   json sms = json::array();
-  const auto& census = agent_->census();
+  const auto& census = head_->agent().census();
   std::vector<const fabric::CensusEntry*> order;
   for (const auto& [g, e] : census.entries()) order.push_back(&e);
   std::stable_sort(order.begin(), order.end(),
@@ -119,7 +120,7 @@ json Daemon::census_json(TimePoint now) const {
   for (const auto* e : order) {
     json x;
     x["guid"] = to_string(e->guid);
-    x["head"] = e->head ? json(head_name(e->guid)) : json(nullptr);
+    x["head"] = e->head ? json(head_->head_name(e->guid)) : json(nullptr);
     x["local"] = e->local;
     x["node_description"] = e->description.empty() ? json(nullptr) : json(printable(e->description));
     x["lid"] = e->lid.value != 0 ? json(e->lid.value) : json(nullptr);
@@ -141,9 +142,9 @@ json Daemon::census_json(TimePoint now) const {
 
 // The SA table the census last asked for (doc/census.md, source 5).
 json Daemon::census_sa_json(TimePoint now) const {
-  const auto& st = agent_->census_stats();
+  const auto& st = head_->agent().census_stats();
   json s;
-  s["interval_s"] = std::chrono::duration<double>(agent_->config().census.sa_interval).count();
+  s["interval_s"] = std::chrono::duration<double>(head_->agent().config().census.sa_interval).count();
   s["sa_lid"] = st.sa_lid.value != 0 ? json(st.sa_lid.value) : json(nullptr);
   s["queries"] = st.sa_queries;
   s["tables"] = st.sa_tables;
@@ -170,78 +171,21 @@ json Daemon::census_sa_json(TimePoint now) const {
   return s;
 }
 
-HeadStatus Daemon::head_status(bool fabric) const {
-  const TimePoint now = clock_.now();
-  const auto es = agent_->status();
-  HeadStatus h;
-  h.node = config_.node_name;
-  h.observe = options_.observe;
-  h.role = es.role;
-  h.version = SMHA_SERVICE_VERSION;
-  h.started = started_wall_;
-  h.config_loaded = config_loaded_wall_;
-  // Our own SM: the state the engine last saw, the rest from its last answer.
-  h.local.name = config_.node_name;
-  h.local.guid = own_guid_;
-  h.local.answer = last_answer(*mad_, own_guid_, now);
-  h.local_answered = h.local.answer.has_value();
-  if (es.local_state) {
-    if (!h.local.answer) h.local.answer = SmView::Answer{};
-    h.local.answer->state = *es.local_state;
-    h.local.shown = std::string(to_string(*es.local_state));
-  }
-  const std::vector<agent::PeerRoute>& routes = agent_->routes();
-  for (std::size_t pi = 0; pi < config_.peers.size(); ++pi) {
-    const auto& peer = config_.peers[pi];
-    const agent::PeerRoute* route = pi < routes.size() && routes[pi].guid == peer.port_guid ? &routes[pi] : nullptr;
-    h.peers.push_back(peer_view(peer, route, *mad_, now));
-  }
-  for (const auto& [kind, detail] : sink_.alarms()) h.alarms.emplace_back(kind, detail);
-  h.held = hold_.held;
-  if (hold_.held) {
-    h.hold_reason = hold_.reason;
-    if (hold_.until) h.hold_expires_in_s = seconds_since(now, *hold_.until);
-  }
-  if (!fabric) return h;
-  for (const auto& [g, e] : agent_->census().entries()) {
-    std::string st = agent_->census().state_text(e, now);
-    for (auto& ch : st) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    ++h.fabric_sms[st];
-  }
-  if (supervised_) h.opensm_restarts = supervised_->supervisor_status().restarts;
-  if (lid_continuity_) {
-    const auto& st = lid_continuity_->status();
-    h.lid_continuity = HeadStatus::LidContinuity{st.entries, st.writes, st.write_errors,
-                                                 {{"bad_lid", st.rejected.bad_lid},
-                                                  {"duplicate_lid", st.rejected.duplicate_lid},
-                                                  {"conflict", st.rejected.conflict}}};
-  }
-  const auto& d = agent_->drift();
-  if (d.own())
-    for (std::size_t i = 0; i < fabric::kDriftComponents; ++i)
-      h.drift.own.emplace_back(std::string(fabric::to_string(static_cast<fabric::DriftComponent>(i))),
-                               fabric::to_hex(d.own()->digest[i]));
-  std::sort(h.drift.own.begin(), h.drift.own.end());  // by component name, as the status reply lists them
-  for (const auto& p : d.peers()) h.drift.peers.emplace_back(p.name, std::string(fabric::to_string(p.state)));
-  h.drift.rejected = {{"foreign", d.stats().rejected_foreign}, {"bad_digest", d.stats().rejected_data}};
-  return h;
-}
-
 json Daemon::status_json() {
   const TimePoint now = clock_.now();
-  const auto es = agent_->status();
-  const HeadStatus h = head_status(false);  // the fabric parts are the census, LID and drift JSON below
+  const auto es = head_->agent().status();
+  const HeadStatus h = head_->status(false);  // the fabric parts are the census, LID and drift JSON below
   json j;
   j["node"] = h.node;
   j["observe"] = h.observe;
   j["role"] = std::string(sm::to_string(h.role));
-  j["rounds"] = agent_->rounds();
+  j["rounds"] = head_->agent().rounds();
   j["master"] = es.master ? json(to_string(*es.master)) : json(nullptr);
-  j["uptime_s"] = seconds_since(started_at_, now);
+  j["uptime_s"] = seconds_since(head_->started_at(), now);
   j["smhad_version"] = h.version;
   j["started_at"] = format_utc(h.started);
   j["config_loaded_at"] = format_utc(h.config_loaded);
-  if (const auto& m = mad_->master()) {
+  if (const auto& m = head_->mad().master()) {
     json ms;
     if (m->guid && es.masterless_since && *es.masterless_since > m->since) {
       // The last master stopped answering (dead, not demoted): no SM answers
@@ -253,10 +197,10 @@ json Daemon::status_json() {
       ms["for_s"] = seconds_since(*es.masterless_since, now);
       ms["exact"] = true;
       ms["last_guid"] = to_string(*m->guid);
-      ms["last_node"] = head_name(*m->guid);
+      ms["last_node"] = head_->head_name(*m->guid);
     } else {
       ms["guid"] = m->guid ? json(to_string(*m->guid)) : json(nullptr);
-      ms["node"] = m->guid ? json(head_name(*m->guid)) : json(nullptr);
+      ms["node"] = m->guid ? json(head_->head_name(*m->guid)) : json(nullptr);
       ms["since"] = format_utc(m->since_wall);
       ms["for_s"] = seconds_since(m->since, now);
       ms["exact"] = m->exact;
@@ -265,7 +209,7 @@ json Daemon::status_json() {
   } else {
     j["mastership"] = nullptr;
   }
-  if (const auto& c = failovers_.last_change()) {
+  if (const auto& c = head_->failovers().last_change()) {
     j["last_change"] = {{"kind", c->kind},
                         {"reason", c->reason},
                         {"outcome", c->outcome},
@@ -299,7 +243,7 @@ json Daemon::status_json() {
   j["census_sa"] = census_sa_json(now);
   j["lid_continuity"] = lid_continuity_json(now);
   j["drift"] = drift_json(now);
-  const auto& pol = agent_->config().policy;
+  const auto& pol = head_->agent().config().policy;
   j["policy"] = {{"poll_interval_ms", std::chrono::duration_cast<std::chrono::milliseconds>(pol.poll_interval).count()},
                  {"misses", pol.misses},
                  {"required_rounds", es.required_rounds},
@@ -308,16 +252,16 @@ json Daemon::status_json() {
   json alarms = json::array();
   for (const auto& [kind, detail] : h.alarms) alarms.push_back({{"kind", kind}, {"detail", detail}});
   j["alarms"] = alarms;
-  j["last_transition"] = sink_.last_transition() ? event_to_json(*sink_.last_transition()) : json(nullptr);
-  j["last_takeover"] = sink_.last_takeover() ? event_to_json(*sink_.last_takeover()) : json(nullptr);
+  j["last_transition"] = head_->log().last_transition() ? event_to_json(*head_->log().last_transition()) : json(nullptr);
+  j["last_takeover"] = head_->log().last_takeover() ? event_to_json(*head_->log().last_takeover()) : json(nullptr);
   json hold{{"held", h.held}};
   if (h.held) {
     hold["reason"] = h.hold_reason;
     hold["expires_in_s"] = h.hold_expires_in_s ? json(*h.hold_expires_in_s) : json(nullptr);
   }
   j["hold"] = hold;
-  if (supervised_) {
-    const auto& st = supervised_->supervisor_status();
+  if (const opensm::SupervisorStatus* osm = head_->opensm()) {
+    const auto& st = *osm;
     json o;
     o["supervisor"] = std::string(opensm::to_string(st.state));
     o["pid"] = st.pid;
@@ -330,7 +274,7 @@ json Daemon::status_json() {
     // Failed by a crash loop, or in a retry's backoff: when OpenSM is started again.
     o["next_start_in_s"] = st.next_start_at ? json(std::max(0.0, seconds_since(now, *st.next_start_at))) : json(nullptr);
     o["reason"] = st.reason;
-    o["conf_path"] = config_.opensm.conf_path;
+    o["conf_path"] = head_->config().opensm.conf_path;
     o["version"] = caps_.version;
     j["opensm"] = o;
   }

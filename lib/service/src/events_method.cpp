@@ -5,8 +5,8 @@
 
 #include <boost/asio/post.hpp>
 
-#include "smha/service/event_journal.hpp"
-#include "smha/service/takeover_report_json.hpp"
+#include "smha/head/event_journal.hpp"
+#include "smha/head/takeover_report_json.hpp"
 
 namespace smha::service {
 

@@ -12,13 +12,13 @@
 #include <cstdio>
 #include <memory>
 
-#include "smha/service/mastership_window.hpp"
+#include "smha/head/mastership_window.hpp"
 #include "smha/sim/cluster.hpp"
 
 using namespace smha;
 using namespace smha::sim;
 using namespace std::chrono_literals;
-using service::MastershipWindow;
+using head::MastershipWindow;
 
 namespace {
 
@@ -26,7 +26,7 @@ struct Drill {
   Cluster c;
   int m = 0, s = 1;  // the master head and the standby
   std::shared_ptr<MastershipWindow> window;
-  service::ActCountRates rates[2];
+  head::ActCountRates rates[2];
   bool inject_after_peer_answer = false;
   std::optional<TimePoint> injected;
 
@@ -153,7 +153,7 @@ TEST_CASE("Verdict: the failover target handing mastership on to a third head fa
   p.observer_interval = Duration{0};
   Cluster c(7, p);
   std::shared_ptr<MastershipWindow> window;
-  service::ActCountRates rates;
+  head::ActCountRates rates;
   int m = -1;
   for (int i = 0; i < 3; ++i) {
     Cluster::Tap tap;

@@ -16,14 +16,14 @@
 #include "smha/client/render.hpp"
 #include "smha/core/text.hpp"
 #include "smha/os/posix_file_system.hpp"
-#include "smha/service/event_journal.hpp"
+#include "smha/head/event_journal.hpp"
 #include "smha/service/events_method.hpp"
-#include "smha/service/service.hpp"
-#include "smha/service/takeover_report_json.hpp"
+#include "smha/head/takeover_report_json.hpp"
 #include "test_support.hpp"
 
 using namespace smha;
 using namespace smha::service;
+using namespace smha::head;
 using namespace smha::client;
 using smha::control::test::TempDir;
 

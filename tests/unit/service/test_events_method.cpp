@@ -24,6 +24,7 @@
 
 using namespace smha;
 using namespace smha::service;
+using namespace smha::head;
 using namespace smha::client;
 using namespace smha::control::test;
 using namespace std::chrono_literals;

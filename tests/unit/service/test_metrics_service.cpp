@@ -25,12 +25,13 @@
 #include "smha/control/metrics_http.hpp"
 #include "smha/os/posix_file_system.hpp"
 #include "sm_view.hpp"
-#include "smha/service/event_journal.hpp"
+#include "smha/head/event_journal.hpp"
 #include "smha/service/metrics_service.hpp"
 #include "test_support.hpp"
 
 using namespace smha;
 using namespace smha::service;
+using namespace smha::head;
 using smha::test::sm_view;
 using namespace std::chrono_literals;
 using smha::control::test::TempDir;

@@ -23,8 +23,8 @@
 
 #include "smha/client/render.hpp"
 #include "smha/core/limits.hpp"
-#include "smha/service/event_journal.hpp"
-#include "smha/service/head_status.hpp"
+#include "smha/head/event_journal.hpp"
+#include "smha/head/head_status.hpp"
 #include "smha/service/os_integration.hpp"
 #include "smha/service/service.hpp"
 
@@ -34,6 +34,7 @@
 
 using namespace smha;
 using namespace smha::service;
+using namespace smha::head;
 using namespace smha::client;
 using namespace std::chrono_literals;
 using smha::test::FakeTransport;
@@ -631,7 +632,7 @@ TEST_CASE("HookDispatcher::check names the key of an insecure hook") {
   CHECK(HookDispatcher::check(c).ok());
 }
 
-TEST_CASE("DaemonEventSink passes state changes and alarms and suppresses repeats beyond a burst") {
+TEST_CASE("HeadEventSink passes state changes and alarms and suppresses repeats beyond a burst") {
   config::Config c = smha::test::two_heads();
   boost::asio::io_context io;
   SteadyClock clock;
@@ -639,7 +640,7 @@ TEST_CASE("DaemonEventSink passes state changes and alarms and suppresses repeat
   HookDispatcher hooks(sched, posix_processes(io), c);
   LogEventSink log(1000);
   int changed = 0;
-  DaemonEventSink sink(log, hooks, [] { return DaemonEventSink::Snapshot{"STANDBY", 10, "head02"}; },
+  HeadEventSink sink(log, hooks, [] { return HeadEventSink::Snapshot{"STANDBY", 10, "head02"}; },
                        [&] { ++changed; });
   const TimePoint t0{};
   const sm::RecordEvent lf{sm::EventKind::LocalFailure, "OpenSM exited", "role recovering"};
@@ -653,19 +654,19 @@ TEST_CASE("DaemonEventSink passes state changes and alarms and suppresses repeat
     return std::count_if(log.events().begin(), log.events().end(),
                          [&](const EventRecord& e) { return e.kind == kind; });
   };
-  CHECK(count("local_failure") == DaemonEventSink::kRepeatBurst);
-  CHECK(count("error") == DaemonEventSink::kRepeatBurst);
+  CHECK(count("local_failure") == HeadEventSink::kRepeatBurst);
+  CHECK(count("error") == HeadEventSink::kRepeatBurst);
   CHECK(count("transition") == 10);  // never suppressed
   CHECK(count("alarm") == 1);
-  CHECK(sink.suppressed_total() == 2 * (10 - DaemonEventSink::kRepeatBurst));
+  CHECK(sink.suppressed_total() == 2 * (10 - HeadEventSink::kRepeatBurst));
 
   // After the window: passed on again, saying how many were suppressed.
-  sink.event(lf, t0 + DaemonEventSink::kRepeatWindow + std::chrono::seconds(1));
-  CHECK(count("local_failure") == DaemonEventSink::kRepeatBurst + 1);
+  sink.event(lf, t0 + HeadEventSink::kRepeatWindow + std::chrono::seconds(1));
+  CHECK(count("local_failure") == HeadEventSink::kRepeatBurst + 1);
   CHECK(log.events().back().evidence == "role recovering [7 repeats suppressed]");
 }
 
-TEST_CASE("DaemonEventSink: a transition's reason is its own step's cause or unknown, never an old event") {
+TEST_CASE("HeadEventSink: a transition's reason is its own step's cause or unknown, never an old event") {
   TempDir dir;
   const std::string out = dir.path() + "/out";
   const std::string hook = dir.path() + "/m";
@@ -680,7 +681,7 @@ TEST_CASE("DaemonEventSink: a transition's reason is its own step's cause or unk
   std::vector<platform::HookResult> results;
   HookDispatcher hooks(sched, posix_processes(io), c, [&](const platform::HookResult& r) { results.push_back(r); });
   LogEventSink log(1000);
-  DaemonEventSink sink(log, hooks, [] { return DaemonEventSink::Snapshot{"MASTER", 11, "head02"}; }, [] {});
+  HeadEventSink sink(log, hooks, [] { return HeadEventSink::Snapshot{"MASTER", 11, "head02"}; }, [] {});
   const TimePoint t0{};
   // A peer_route event, then 44 s later the local SM becomes MASTER in a step
   // that recorded nothing else (the agent leaves the evidence empty).

@@ -5,8 +5,6 @@
 //                     platform::Notifier: READY=1 once, STATUS= on change,
 //                     WATCHDOG=1 from the event loop, RELOADING/STOPPING/ERRNO
 //   HookDispatcher    the config's `hooks` -> platform::HookRunner executions
-//   DaemonEventSink   agent::EventSink: LogEventSink (log, events, alarms) plus
-//                     hooks, plus a STATUS refresh on every engine event
 // Everything runs on the daemon's io_context thread.
 #pragma once
 
@@ -30,6 +28,7 @@
 #include "smha/os/process_runner.hpp"
 #include "smha/platform/hooks.hpp"
 #include "smha/platform/notify.hpp"
+#include "smha/head/head_events.hpp"
 #include "smha/service/service.hpp"
 
 namespace smha::service {
@@ -91,7 +90,7 @@ class SystemdReporter {
 //                                respawned, or supervision gave up)
 //   RELOAD                    -> hooks.reload
 // Never blocks: HookRunner queues and runs one at a time on the event loop.
-class HookDispatcher {
+class HookDispatcher final : public head::Hooks {
  public:
   // `processes` makes the runner the hooks' processes start through (once,
   // when a hook is first configured; smhad: DaemonAdapters::hook_runner),
@@ -110,13 +109,13 @@ class HookDispatcher {
 
   // `priority`: this node's rendered SM priority.
   void transition(SmState old_state, SmState new_state, int priority, const std::string& peer,
-                  const std::string& reason);
-  void alarm(const std::string& state, int priority, const std::string& reason);
-  void opensm_restart(const std::string& state, int priority, const std::string& reason);
+                  const std::string& reason) override;
+  void alarm(const std::string& state, int priority, const std::string& reason) override;
+  void opensm_restart(const std::string& state, int priority, const std::string& reason) override;
   // hooks.unknown_sm, EVENT ALARM: an SM that is not a configured head was
   // found on the fabric (alarm unknown_sm raised; doc/census.md).
-  void unknown_sm(const std::string& state, int priority, const std::string& reason);
-  void reload(const std::string& state, int priority, const std::string& reason);
+  void unknown_sm(const std::string& state, int priority, const std::string& reason) override;
+  void reload(const std::string& state, int priority, const std::string& reason) override;
 
   std::size_t pending() const { return runner_ ? runner_->pending() : 0; }
 
@@ -132,87 +131,6 @@ class HookDispatcher {
   std::chrono::seconds timeout_{10};
   std::unique_ptr<os::ProcessRunner> processes_;
   std::unique_ptr<platform::HookRunner> runner_;
-};
-
-// The daemon's agent::EventSink: everything goes to LogEventSink (log lines,
-// recent events, alarms); RunHook (the local role changed) and raised alarms
-// also run hooks; every call ends with `changed()` (STATUS refresh).
-// `snapshot` gives the current local state name and rendered priority for
-// alarm hooks.
-// Flood guard: of the engine events (other than state changes) and adapter
-// errors equal in kind and reason, the first kRepeatBurst within kRepeatWindow
-// are passed on, further ones in that window are not logged or recorded; the
-// first one of the next window says how many were suppressed
-// (" [<n> repeats suppressed]" appended to its evidence/message).
-// This keeps a retry loop (e.g. the engine restarting an OpenSM whose
-// supervision failed, every round) from flooding the journal and pushing the
-// cause out of the event ring. State changes, alarms and hooks are never
-// suppressed.
-class DaemonEventSink final : public agent::EventSink {
- public:
-  struct Snapshot {
-    std::string state;
-    int priority = 0;
-    std::string peer;
-  };
-  DaemonEventSink(LogEventSink& log, HookDispatcher& hooks, std::function<Snapshot()> snapshot,
-                  std::function<void()> changed);
-  void event(const sm::RecordEvent& e, TimePoint at) override;
-  void alarm(const sm::RaiseAlarm& a, TimePoint at) override;
-  void clear(const sm::ClearAlarm& a, TimePoint at) override;
-  void hook(const sm::RunHook& h, TimePoint at) override;
-  void error(const Error& e, TimePoint at) override;
-  // Never suppressed (one per mastership).
-  void takeover_report(const fabric::TakeoverReport& r, TimePoint at) override;
-  // Never suppressed (one per change).
-  void role_changed(const sm::RoleChange& change, TimePoint at) override { log_.role_changed(change, at); }
-
-  static constexpr Duration kRepeatWindow = std::chrono::seconds(30);
-  static constexpr int kRepeatBurst = 3;
-  std::uint64_t suppressed_total() const { return suppressed_total_; }
-
- private:
-  // True if `key` is to be suppressed at `at` (counted); otherwise false, with
-  // `suppressed` = the count of the window that just ended (0 if none).
-  bool repeat(const std::string& key, TimePoint at, int& suppressed);
-
-  struct Repeat {
-    TimePoint window_start{};
-    int passed = 0;
-    int suppressed = 0;
-  };
-  std::map<std::string, Repeat> repeats_;
-  std::uint64_t suppressed_total_ = 0;
-  LogEventSink& log_;
-  HookDispatcher& hooks_;
-  std::function<Snapshot()> snapshot_;
-  std::function<void()> changed_;
-  std::string transition_cause_ = "unknown";  // the cause of the latest state change
-};
-
-// Watches OpenSM supervision for the daemon: a respawn after a crash runs the
-// opensm_restart hooks; entering Failed (permanent failure or crash loop) logs
-// OPENSM_FAILED, raises the daemon alarm "opensm_failed" in LogEventSink (with
-// an "opensm_failed" event) and runs the opensm_restart hooks; leaving Failed
-// clears the alarm, except for a crash loop's retry: that keeps it until the
-// retried OpenSM has run restart_stable_s (events opensm_retry, then
-// opensm_retry_ok or opensm_retry_failed). Feed it every supervisor status
-// (SupervisorOptions::on_change).
-class OpensmWatch {
- public:
-  OpensmWatch(LogEventSink& log, HookDispatcher& hooks,
-              std::function<DaemonEventSink::Snapshot()> snapshot, std::function<void()> changed);
-  void on_change(const opensm::SupervisorStatus& st);
-
- private:
-  LogEventSink& log_;
-  HookDispatcher& hooks_;
-  std::function<DaemonEventSink::Snapshot()> snapshot_;
-  std::function<void()> changed_;
-  opensm::SupervisorState last_ = opensm::SupervisorState::Stopped;
-  int last_spawns_ = 0;
-  int last_retries_ = 0;
-  bool last_retrying_ = false;
 };
 
 // Directed-route discovery of every peer's port GUID from the configured port

@@ -1,13 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// lib/service: the pieces smhad wires together (doc/architecture.md, "Daemon
-// wiring"). Everything runs on one io_context thread; nothing here locks.
-//   RecordingTransport       recording_transport.hpp: MadTransport decorator that
-//                            remembers the last answer per SM (for status) and
-//                            refuses Sets during a hold
-//   LogEventSink             event_log.hpp: agent::EventSink: SM_TRANSITION/
-//                            SM_EVENT/SM_ALARM log lines, recent events and
-//                            active alarms for status/events
+// lib/service: smhad, the host of one head (lib/head) on asio, libibumad,
+// POSIX and systemd (doc/architecture.md, "A head and its hosts"). Everything
+// runs on one io_context thread; nothing here locks.
+//   process_stopped()        the kernel's view of OpenSM's process (a hung OpenSM)
 //   guard_reload()           every reload path's exception guard
+// The head's own types are used here by their names.
 #pragma once
 
 #include <cstdint>
@@ -35,27 +32,18 @@
 #include "smha/opensm/conf.hpp"
 #include "smha/opensm/supervisor.hpp"
 #include "smha/os/asio_scheduler.hpp"
-#include "smha/service/event_log.hpp"
-#include "smha/service/recording_transport.hpp"
+#include "smha/head/event_log.hpp"
+#include "smha/head/head.hpp"
+#include "smha/head/recording_transport.hpp"
 #include "smha/sm/ha_machine.hpp"
 
 namespace smha::service {
 
+using namespace head;  // a head's types and functions by their names: smhad hosts one
+
 // The kernel shows process `pid` stopped (/proc/<pid>/stat state T or t:
 // SIGSTOP or a tracer). False when it cannot be read.
 bool process_stopped(int pid);
-
-// OpensmControl for --observe: never touches OpenSM. Every call succeeds and
-// does nothing; state() is always Running (the engine then only observes).
-class ObserveOnlyOpensmControl final : public agent::OpensmControl {
- public:
-  Status start(std::uint8_t) override { return Status::Ok(); }
-  Status stop(bool) override { return Status::Ok(); }
-  Status restart(std::uint8_t, bool) override { return Status::Ok(); }
-  Status set_priority(std::uint8_t) override { return Status::Ok(); }
-  sm::ProcessState state() const override { return sm::ProcessState::Running; }
-  void set_exit_handler(ExitHandler) override {}
-};
 
 // Every reload path (SIGHUP, `smctl reload`) runs its work through this: any
 // exception (std::bad_alloc from a huge file, or anything else thrown) becomes

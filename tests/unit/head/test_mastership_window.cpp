@@ -6,11 +6,11 @@
 // its evidence, and what cannot be ordered does not.
 #include <catch2/catch.hpp>
 
-#include "smha/service/mastership_window.hpp"
-#include "smha/service/service.hpp"
+#include "smha/head/mastership_window.hpp"
+#include "smha/head/event_log.hpp"
 
 using namespace smha;
-using namespace smha::service;
+using namespace smha::head;
 using namespace std::chrono_literals;
 
 namespace {

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-#include "smha/service/mastership_window.hpp"
+#include "smha/head/mastership_window.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "smha/service/service.hpp"
+#include "smha/head/event_log.hpp"
 
-namespace smha::service {
+namespace smha::head {
 
 using nlohmann::json;
 
@@ -218,4 +218,4 @@ json MastershipWindow::summary() const {
               {"port_samples", port_samples_}};
 }
 
-}  // namespace smha::service
+}  // namespace smha::head

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-#include "smha/service/recording_transport.hpp"
+#include "smha/head/recording_transport.hpp"
 
-namespace smha::service {
+namespace smha::head {
 
 namespace {
 
@@ -130,4 +130,4 @@ std::optional<TargetRecord> RecordingTransport::last_query(const mad::Target& ta
   return it->second;
 }
 
-}  // namespace smha::service
+}  // namespace smha::head

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-#include "smha/service/event_journal.hpp"
+#include "smha/head/event_journal.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "smha/core/text.hpp"
-#include "smha/service/takeover_report_json.hpp"
+#include "smha/head/takeover_report_json.hpp"
 
-namespace smha::service {
+namespace smha::head {
 
 namespace {
 
@@ -211,4 +211,4 @@ Status EventJournal::compact() {
   return Status::Ok();
 }
 
-}  // namespace smha::service
+}  // namespace smha::head

@@ -7,10 +7,10 @@
 #include <boost/asio/io_context.hpp>
 
 #include "smha/os/asio_scheduler.hpp"
-#include "smha/service/handover.hpp"
+#include "smha/head/handover.hpp"
 
 using namespace smha;
-using namespace smha::service;
+using namespace smha::head;
 using namespace std::chrono_literals;
 using control::ResultCode;
 

@@ -30,12 +30,12 @@
 
 #include "smha/control/server.hpp"
 #include "smha/core/scheduler.hpp"
-#include "smha/service/head_status.hpp"
-#include "smha/service/mastership_window.hpp"
-#include "smha/service/service.hpp"
+#include "smha/head/head_status.hpp"
+#include "smha/head/mastership_window.hpp"
+#include "smha/head/event_log.hpp"
 #include "smha/sm/ha_machine.hpp"
 
-namespace smha::service {
+namespace smha::head {
 
 // Why a drill was refused: `code` is the reply's result, `reason` a stable word
 // for scripts (data.refused), `text` the message for humans.
@@ -114,4 +114,4 @@ class DrillRunner {
   std::optional<Scheduler::TimerId> timer_;
 };
 
-}  // namespace smha::service
+}  // namespace smha::head

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-#include "smha/service/head_status.hpp"
+#include "smha/head/head_status.hpp"
 
 #include "smha/core/text.hpp"
 #include "smha/platform/notify.hpp"
 
-namespace smha::service {
+namespace smha::head {
 
 using nlohmann::json;
 
@@ -116,4 +116,4 @@ std::string systemd_status_line(const HeadStatus& h, const opensm::SupervisorSta
   return line;
 }
 
-}  // namespace smha::service
+}  // namespace smha::head

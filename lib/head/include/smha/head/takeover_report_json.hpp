@@ -13,7 +13,7 @@
 
 #include "smha/fabric/takeover_report.hpp"
 
-namespace smha::service {
+namespace smha::head {
 
 nlohmann::json takeover_report_json(const fabric::TakeoverReport& r);
 // The journal's copy back (nullopt if it is not one: the event is kept
@@ -22,4 +22,4 @@ std::optional<fabric::TakeoverReport> takeover_report_from_json(const nlohmann::
 // The log line's fields (SM_TAKEOVER_REPORT), after kind and summary.
 std::vector<std::pair<std::string, std::string>> takeover_report_fields(const fabric::TakeoverReport& r);
 
-}  // namespace smha::service
+}  // namespace smha::head

@@ -43,7 +43,7 @@
 #include "smha/core/sminfo.hpp"
 #include "smha/core/types.hpp"
 
-namespace smha::service {
+namespace smha::head {
 
 struct EventRecord;
 
@@ -136,4 +136,4 @@ class MastershipWindow {
   std::uint64_t answers_ = 0, port_samples_ = 0;
 };
 
-}  // namespace smha::service
+}  // namespace smha::head

@@ -21,7 +21,7 @@
 #include "smha/core/types.hpp"
 #include "smha/sm/ha_machine.hpp"
 
-namespace smha::service {
+namespace smha::head {
 
 // An SM an event is about, for people: its head name ("" for an SM that is
 // not a configured head), port GUID and NodeDescription (raw; "" when not
@@ -170,4 +170,4 @@ class LogEventSink final : public agent::EventSink {
   std::vector<EventNode> nodes_of(const sm::RecordEvent& e) const;
 };
 
-}  // namespace smha::service
+}  // namespace smha::head

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-#include "smha/service/event_log.hpp"
+#include "smha/head/event_log.hpp"
 
 #include <algorithm>
 
@@ -8,9 +8,9 @@
 #include "smha/core/logger.hpp"
 #include "smha/core/text.hpp"
 #include "smha/platform/logging.hpp"
-#include "smha/service/takeover_report_json.hpp"
+#include "smha/head/takeover_report_json.hpp"
 
-namespace smha::service {
+namespace smha::head {
 
 namespace {
 
@@ -267,4 +267,4 @@ void LogEventSink::clear_daemon_alarm(DaemonAlarm alarm) {
   push(std::move(r));
 }
 
-}  // namespace smha::service
+}  // namespace smha::head

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-#include "smha/service/handover.hpp"
+#include "smha/head/handover.hpp"
 
-namespace smha::service {
+namespace smha::head {
 
 using control::Reply;
 using control::ResultCode;
@@ -78,4 +78,4 @@ void HandoverCall::end() {
   }
 }
 
-}  // namespace smha::service
+}  // namespace smha::head

@@ -21,10 +21,10 @@
 #include "smha/core/sminfo.hpp"
 #include "smha/core/types.hpp"
 #include "smha/opensm/supervisor.hpp"
-#include "smha/service/recording_transport.hpp"
+#include "smha/head/recording_transport.hpp"
 #include "smha/sm/ha_machine.hpp"
 
-namespace smha::service {
+namespace smha::head {
 
 // A head's SM as this head sees it: its last SMInfo answer, and for a peer
 // where it is polled and how the last poll went.
@@ -118,4 +118,4 @@ SmView peer_view(const config::Peer& peer, const agent::PeerRoute* route, const 
 // under supervision (`opensm`; nullptr in observe mode).
 std::string systemd_status_line(const HeadStatus& status, const opensm::SupervisorStatus* opensm);
 
-}  // namespace smha::service
+}  // namespace smha::head

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-#include "smha/service/takeover_report_json.hpp"
+#include "smha/head/takeover_report_json.hpp"
 
 #include <chrono>
 #include <cmath>
 
-namespace smha::service {
+namespace smha::head {
 
 using nlohmann::json;
 using fabric::TakeoverReport;
@@ -188,4 +188,4 @@ std::vector<std::pair<std::string, std::string>> takeover_report_fields(const Ta
   return f;
 }
 
-}  // namespace smha::service
+}  // namespace smha::head

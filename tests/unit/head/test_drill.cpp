@@ -11,10 +11,10 @@
 
 #include "smha/os/asio_scheduler.hpp"
 #include "sm_view.hpp"
-#include "smha/service/drill.hpp"
+#include "smha/head/drill.hpp"
 
 using namespace smha;
-using namespace smha::service;
+using namespace smha::head;
 using smha::test::sm_view;
 using namespace std::chrono_literals;
 using nlohmann::json;

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-#include "smha/service/drill.hpp"
+#include "smha/head/drill.hpp"
 
 #include <utility>
 
 #include <spdlog/spdlog.h>
 
-namespace smha::service {
+namespace smha::head {
 
 using control::Reply;
 using control::ResultCode;
@@ -259,4 +259,4 @@ void DrillRunner::finish(bool pass, const std::string& why) {
   run->respond(pass ? Reply::ok(data, text) : Reply::failure(ResultCode::Error, text, data));
 }
 
-}  // namespace smha::service
+}  // namespace smha::head

@@ -19,7 +19,7 @@
 #include "smha/core/sminfo.hpp"
 #include "smha/mad/transport.hpp"
 
-namespace smha::service {
+namespace smha::head {
 
 // Maintenance hold: while held, nothing smha does moves mastership (no Set to
 // the local SM, no priority change, no stop/restart of OpenSM). Starting an
@@ -162,4 +162,4 @@ class RecordingTransport final : public mad::MadTransport {
       std::make_shared<std::map<std::string, PortRecord>>();
 };
 
-}  // namespace smha::service
+}  // namespace smha::head

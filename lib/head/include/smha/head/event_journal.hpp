@@ -43,11 +43,13 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "smha/core/result.hpp"
 #include "smha/os/file_system.hpp"
-#include "smha/service/service.hpp"
+#include "smha/head/event_log.hpp"
 
-namespace smha::service {
+namespace smha::head {
 
 inline constexpr std::size_t kJournalKeep = kEventHistory;
 inline constexpr std::size_t kMaxFieldBytes = 1024;
@@ -112,4 +114,4 @@ class EventJournal {
   std::deque<EventRecord> tail_;  // the newest `keep` events, for compaction
 };
 
-}  // namespace smha::service
+}  // namespace smha::head

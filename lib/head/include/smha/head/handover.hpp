@@ -19,11 +19,11 @@
 #include "smha/control/protocol.hpp"
 #include "smha/core/clock.hpp"
 #include "smha/core/scheduler.hpp"
-#include "smha/service/mastership_window.hpp"
-#include "smha/service/service.hpp"
+#include "smha/head/mastership_window.hpp"
+#include "smha/head/event_log.hpp"
 #include "smha/sm/ha_machine.hpp"
 
-namespace smha::service {
+namespace smha::head {
 
 class HandoverCall : public std::enable_shared_from_this<HandoverCall> {
  public:
@@ -66,4 +66,4 @@ class HandoverCall : public std::enable_shared_from_this<HandoverCall> {
   bool finished_ = false;
 };
 
-}  // namespace smha::service
+}  // namespace smha::head

@@ -1,0 +1,526 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// A head (head.hpp): its start, agent, OpenSM log, hold, handover, reload and status.
+#include "smha/head/head.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+#include "smha/core/text.hpp"
+#include "smha/opensm/check.hpp"
+
+namespace smha::head {
+
+using control::Reply;
+using control::ResultCode;
+
+namespace {
+
+double seconds_since(TimePoint then, TimePoint now) { return std::chrono::duration<double>(now - then).count(); }
+
+// The HA policy and the peers' addresses the engine runs with: a change restarts it.
+bool same_policy(const agent::AgentConfig& a, const agent::AgentConfig& b) {
+  const auto& p = a.policy;
+  const auto& q = b.policy;
+  if (p.node_name != q.node_name || p.own_guid != q.own_guid || p.poll_interval != q.poll_interval ||
+      p.misses != q.misses || p.failback != q.failback || p.preempt_hold_down != q.preempt_hold_down ||
+      p.base_priority != q.base_priority || p.peers.size() != q.peers.size() || a.peers.size() != b.peers.size())
+    return false;
+  for (std::size_t i = 0; i < p.peers.size(); ++i)
+    if (p.peers[i].name != q.peers[i].name || p.peers[i].guid != q.peers[i].guid ||
+        p.peers[i].priority != q.peers[i].priority)
+      return false;
+  for (std::size_t i = 0; i < a.peers.size(); ++i)
+    if (a.peers[i].guid != b.peers[i].guid || a.peers[i].lid != b.peers[i].lid || a.peers[i].dr != b.peers[i].dr)
+      return false;
+  return true;
+}
+
+}  // namespace
+
+Head::Head(config::Config config, Plan plan, HeadOptions options, HeadSeams seams)
+    : config_(std::move(config)),
+      plan_(std::move(plan)),
+      options_(std::move(options)),
+      seams_(std::move(seams)),
+      sink_(kEventHistory, seams_.clock) {
+  started_at_ = seams_.clock.now();
+  started_wall_ = config_loaded_wall_ = seams_.clock.wall_now();
+  mad_ = std::make_unique<RecordingTransport>(seams_.port, seams_.clock, options_.observe);
+  mad_->set_taps(
+      [this](const SmInfo& info, TimePoint sent, TimePoint received, const std::string& via) {
+        if (window_) window_->sminfo(info, sent, received, via);
+        else rates_.record(info, received);
+        if (handover_) handover_->check();
+      },
+      [this](const mad::PortInfo& pi, TimePoint sent, TimePoint received) {
+        if (window_) window_->local_port(pi.lid, pi.sm_lid, sent, received);
+        if (handover_) handover_->check();
+      });
+  events_ = std::make_unique<HeadEventSink>(sink_, seams_.hooks, [this] { return snapshot(); }, seams_.changed);
+  osm_watch_ = std::make_unique<OpensmWatch>(sink_, seams_.hooks, [this] { return snapshot(); }, seams_.changed);
+  if (plan_.opensm && seams_.opensm) {
+    opensm::SupervisorOptions so = plan_.opensm->supervisor;
+    so.on_change = [this](const opensm::SupervisorStatus& st) { osm_watch_->on_change(st); };
+    supervised_ = std::make_unique<agent::SupervisedOpensmControl>(
+        seams_.sched, *seams_.opensm, seams_.fs, [spec = plan_.opensm->spec] { return spec; }, so,
+        plan_.opensm->render);
+    control_ = supervised_.get();
+  } else {
+    control_ = &observe_control_;
+  }
+  drill_ = std::make_unique<DrillRunner>(seams_.sched, *this);
+  const auto bound = std::chrono::duration_cast<std::chrono::milliseconds>(plan_.agent.policy.handover_bound);
+  DrillOptions d;
+  d.leg_timeout = bound + std::chrono::seconds(2);
+  d.stable = bound + std::chrono::seconds(1);
+  drill_->set_options(d);
+}
+
+Head::~Head() { stop(); }
+
+void Head::start() {
+  // state_dir was checked by the host; a failure here shows in the journal's own errors.
+  (void)seams_.fs.make_dirs(config_.state_dir);
+  journal_ = std::make_unique<EventJournal>(seams_.fs, config_.state_dir + "/events.jsonl");
+  auto loaded = journal_->load();
+  if (!loaded) {
+    spdlog::warn("EVENTS_JOURNAL_UNREADABLE {}; starting with an empty history", loaded.error().message);
+  } else {
+    if (loaded.value().skipped > 0)
+      spdlog::warn("EVENTS_JOURNAL_SKIPPED {} line(s) of {} that did not parse", loaded.value().skipped,
+                   journal_->path());
+    sink_.restore(loaded.value().events);
+  }
+  sink_.add_listener([this](const EventRecord& e) {
+    auto st = journal_->append(e);
+    const std::string err = st.ok() ? std::string() : st.error().message;
+    if (err != journal_error_) {
+      if (err.empty()) spdlog::info("EVENTS_JOURNAL_OK {} is written again", journal_->path());
+      else spdlog::warn("EVENTS_JOURNAL_WRITE_FAILED {}", err);
+      journal_error_ = err;
+    }
+  });
+  sink_.add_listener([this](const EventRecord& e) { failovers_.observe(e); });
+  sink_.add_listener([this](const EventRecord& e) {
+    if (handover_) handover_->event(e);
+  });
+  if (supervised_) {
+    render_warnings(config_);
+    // Where OpenSM runs and keeps its cache; if they cannot be made, OpenSM's
+    // start says why (the supervisor's error, event and alarm).
+    for (const std::string& dir : plan_.opensm->dirs)
+      if (auto st = seams_.fs.make_dirs(dir); !st.ok()) spdlog::warn("{}", st.error().message);
+  }
+  start_agent(plan_.agent);
+  follow_opensm_log();
+}
+
+void Head::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (agent_) agent_->stop();
+  for (auto* t : {&hold_timer_, &osm_log_timer_}) {
+    if (*t) seams_.sched.cancel(**t);
+    t->reset();
+  }
+}
+
+std::vector<std::string> Head::render_warnings(const config::Config& c) const {
+  std::vector<std::string> out;
+  for (const auto& w : opensm::plan_render(c, options_.caps, 0, std::nullopt).warnings) {
+    out.push_back(w.to_string());
+    spdlog::warn("{}", out.back());
+  }
+  return out;
+}
+
+const opensm::SupervisorStatus* Head::opensm() const {
+  return supervised_ ? &supervised_->supervisor_status() : nullptr;
+}
+
+void Head::start_agent(agent::AgentConfig cfg) {
+  if (agent_) {
+    agent_->stop();
+    agent_.reset();
+  }
+  // What the file mapped to, for the next reload to compare with: the agent's
+  // own copy takes on the routes discovery finds (a GUID-only peer's LID).
+  agent_cfg_ = cfg;
+  // Our port's state comes from its own SMA every round (sysfs is static under umad2sim).
+  cfg.local_port_num = seams_.local_port;
+  agent_ = std::make_unique<agent::Agent>(std::move(cfg), seams_.sched, *mad_, *control_, *events_);
+  if (hold_.held) agent_->set_hold(true);  // a new engine keeps the hold
+  if (supervised_)
+    agent_->set_local_stopped([this] { return seams_.process_stopped(supervised_->supervisor_status().pid); });
+  start_lid_continuity();
+  sink_.set_node_namer(options_.own_guid, [this](Guid g) { return event_node(g); });
+  agent_->start();
+  update_drift_digests();
+}
+
+void Head::update_drift_digests() {
+  if (!supervised_ || !agent_ || !plan_.opensm) return;  // observing: no OpenSM of ours to compare
+  // Again from the files: the digests follow an edit of a policy file.
+  auto in = drift_inputs(config_, options_.caps, options_.own_guid, seams_.fs);
+  if (!in) return;
+  agent_->drift().set_own(fabric::compute_digests(in.value()));
+}
+
+// LID continuity (doc/lid-continuity.md): fed by the census walks, writes
+// <cache_dir>/guid2lid while our OpenSM is STANDBY. Off in observe mode (no
+// OpenSM of ours) and without the census (nothing feeds it). Kept across
+// reloads while its file and LMC stay the same.
+void Head::start_lid_continuity() {
+  if (!supervised_ || !plan_.opensm || !plan_.opensm->lid_continuity) {
+    lid_continuity_.reset();
+    return;
+  }
+  const fabric::LidContinuityConfig& lc = *plan_.opensm->lid_continuity;
+  if (!lid_continuity_ || lid_continuity_->status().path != lc.path || lid_lmc_ != lc.lmc) {
+    lid_lmc_ = lc.lmc;
+    lid_continuity_ = std::make_unique<fabric::LidContinuity>(
+        lc, seams_.sched, seams_.fs,
+        [this]() -> std::optional<SmState> {
+          // The engine's last answer from our SM, while OpenSM runs.
+          if (!agent_ || !supervised_ || supervised_->state() != sm::ProcessState::Running) return std::nullopt;
+          return agent_->status().local_state;
+        },
+        [this](const fabric::LidConflict&, const std::string& text) {
+          // Once per distinct claim: a node that keeps re-asserting a LID is one event.
+          sink_.note("lid_conflict", text, "the file keeps the holder's LID; the claim is not written");
+        });
+  }
+  agent_->set_walk_observer([this](const fabric::DiscoveryResult& r) {
+    if (lid_continuity_) lid_continuity_->observe(r.probed, !r.request_bound && !r.hop_bound);
+  });
+}
+
+// Each poll interval, what the local OpenSM appended to its log file (bounded,
+// non-blocking: OpensmLogFollower). Each `Entering <STATE> state` line is
+// recorded as an "opensm_state" event "<from>-><to>" with OpenSM's time stamp,
+// so a mastership shorter than one poll round is on record too (doc/supervision.md).
+void Head::read_opensm_log() {
+  if (!osm_log_) return;
+  for (const auto& e : osm_log_->poll()) {
+    if (agent_) agent_->opensm_logged(e);
+    if (e.kind != opensm::LoggedEvent::Kind::SmState) continue;
+    sink_.opensm_state(osm_log_state_, e.text,
+                       "OpenSM log " + osm_log_->path() + (e.stamp.empty() ? "" : " " + e.stamp) + ": Entering " +
+                           e.text + " state");
+    osm_log_state_ = e.text;
+  }
+}
+
+void Head::follow_opensm_log() {
+  const std::string& path = config_.opensm.log_file;
+  if (path.empty()) {
+    osm_log_.reset();
+  } else if (!osm_log_ || osm_log_->path() != path) {
+    osm_log_ = std::make_unique<opensm::OpensmLogFollower>(seams_.fs, path);
+    osm_log_->skip_existing();
+    osm_log_state_ = "UNKNOWN";
+  } else {
+    read_opensm_log();
+  }
+  if (osm_log_timer_) seams_.sched.cancel(*osm_log_timer_);
+  osm_log_timer_ = seams_.sched.schedule_in(plan_.agent.policy.poll_interval, [this] {
+    osm_log_timer_.reset();
+    follow_opensm_log();
+  });
+}
+
+Head::Readiness Head::readiness(Duration grace) {
+  if (!agent_ || agent_->rounds() < 1) return Readiness::NotYet;
+  // A peer found by discovery is polled only once found: READY waits for a
+  // round after every peer's first resolution, so that STATUS= carries each
+  // peer's first outcome ("unreachable", STANDBY ...), not "unknown".
+  if (!routes_settled_round_) {
+    bool any = false;
+    for (const auto& r : agent_->routes()) {
+      if (r.discover && !r.found && r.state == agent::RouteState::Resolving) return Readiness::NotYet;
+      any = any || r.discover;
+    }
+    // The round running now may have begun before the last resolution.
+    routes_settled_round_ = any ? agent_->rounds() + 1 : 0;
+  }
+  if (agent_->rounds() <= *routes_settled_round_) return Readiness::NotYet;
+  if (!supervised_) return Readiness::Ready;
+  const auto& st = supervised_->supervisor_status();
+  if (st.state == opensm::SupervisorState::Failed) return Readiness::OpensmFailed;
+  const auto local = agent_->status().local_state;
+  return (local && *local != SmState::NotActive) || st.adopted || seams_.clock.now() - started_at_ >= grace
+             ? Readiness::Ready
+             : Readiness::NotYet;
+}
+
+std::string Head::head_name(Guid guid) const {
+  if (guid == options_.own_guid) return config_.node_name;
+  for (const auto& peer : config_.peers)
+    if (peer.port_guid == guid) return peer.name;
+  return "";  // an SM that is not a configured head
+}
+
+// An SM as events name it: head name, GUID, and the NodeDescription the
+// census (every SM, our own node included) or the peer's discovery found.
+EventNode Head::event_node(Guid guid) const {
+  EventNode n{head_name(guid), guid, {}};
+  if (!agent_) return n;
+  const auto& sms = agent_->census().entries();
+  if (auto it = sms.find(guid); it != sms.end()) n.description = it->second.description;
+  if (n.description.empty() && guid == options_.own_guid) n.description = agent_->own_description();
+  if (n.description.empty())
+    for (const auto& r : agent_->routes())
+      if (r.guid == guid) n.description = r.description;
+  return n;
+}
+
+HeadEventSink::Snapshot Head::snapshot() const {
+  HeadEventSink::Snapshot s;
+  s.state = "UNKNOWN";
+  if (agent_) {
+    const auto es = agent_->status();
+    if (es.local_state) s.state = std::string(to_string(*es.local_state));
+    s.priority = es.rendered_priority;
+    if (es.master && *es.master != options_.own_guid)
+      for (const auto& p : config_.peers)
+        if (p.port_guid == *es.master) s.peer = p.name;
+  }
+  if (s.peer.empty() && !config_.peers.empty()) s.peer = config_.peers.front().name;
+  return s;
+}
+
+// ---- hold ------------------------------------------------------------------
+
+void Head::hold(Duration d, std::string reason, uid_t by_uid) {
+  hold_.held = true;
+  hold_.by_uid = by_uid;
+  hold_.reason = std::move(reason);
+  hold_.until = seams_.clock.now() + d;
+  if (agent_) agent_->set_hold(true);
+  if (hold_timer_) seams_.sched.cancel(*hold_timer_);
+  hold_timer_ = seams_.sched.schedule_in(d, [this] {
+    hold_timer_.reset();
+    expire_hold();
+  });
+  const double secs = std::chrono::duration<double>(d).count();
+  sink_.note("HOLD", "automatic transitions frozen for " + std::to_string(secs) + " s: " + hold_.reason,
+             "uid " + std::to_string(by_uid));
+}
+
+void Head::expire_hold() {
+  if (!hold_.held) return;
+  hold_ = HoldState{};
+  if (agent_) agent_->set_hold(false);
+  sink_.note("HOLD_EXPIRED", "maintenance hold expired; automatic transitions resume");
+}
+
+bool Head::release() {
+  if (!hold_.held) return false;
+  hold_ = HoldState{};
+  if (agent_) agent_->set_hold(false);
+  if (hold_timer_) seams_.sched.cancel(*hold_timer_);
+  hold_timer_.reset();
+  sink_.note("RELEASE", "maintenance hold released; automatic transitions resume");
+  return true;
+}
+
+// ---- handover and drill ----------------------------------------------------
+
+// A window judges what happens from its start: what OpenSM logged before is
+// read now, so it is on record before the window's first event (the log is
+// otherwise read once per poll interval, and a line written just before the
+// start would count as inside the window: a false flip-back).
+std::shared_ptr<MastershipWindow> Head::open_window() {
+  read_opensm_log();
+  std::vector<MastershipWindow::Head> heads;
+  for (const auto& p : config_.peers) {
+    // The LID polled: a GUID-only peer's is the one discovery found, so that
+    // its sweep (our port's MasterSMLID) is known as that head's.
+    std::optional<Lid> lid = p.lid;
+    if (agent_)
+      for (const auto& r : agent_->routes())
+        if (r.guid == p.port_guid && r.lid.value != 0) lid = r.lid;
+    heads.push_back({p.port_guid, p.name, lid});
+  }
+  window_ = std::make_shared<MastershipWindow>(options_.own_guid, config_.node_name, std::move(heads),
+                                               seams_.clock.now(), rates_);
+  return window_;
+}
+
+void Head::close_window() {
+  if (window_) rates_ = window_->rates();
+  window_.reset();
+}
+
+void Head::handover(const std::optional<std::string>& to, uid_t by_uid, std::function<void(Reply)> reply) {
+  if (options_.observe) {
+    reply(Reply::failure(ResultCode::Conflict, "handover: smhad runs in observe mode"));
+    return;
+  }
+  if (hold_.held) {
+    reply(Reply::failure(ResultCode::Conflict, "handover: a maintenance hold is active"));
+    return;
+  }
+  if (handover_ || drill_->running()) {
+    reply(Reply::failure(ResultCode::Conflict, "handover: one is already running (handover or drill)"));
+    return;
+  }
+  std::optional<Guid> target;
+  if (to) {
+    for (const auto& p : config_.peers)
+      if (p.name == *to) target = p.port_guid;
+    if (!target) {
+      reply(Reply::failure(ResultCode::NotFound, "handover: no peer named " + *to));
+      return;
+    }
+  }
+  const auto before = agent_->status();
+  if (before.role != sm::Role::Master) {
+    reply(Reply::failure(ResultCode::Conflict,
+                         "handover: this head is not MASTER (role " + std::string(sm::to_string(before.role)) + ")"));
+    return;
+  }
+  // The same verdict as the drill's (MastershipWindow): the plan is this head,
+  // then the engine's target; anything else seen in the window fails the reply.
+  // The window opens first: it records what OpenSM logged before the request.
+  // Done only when the engine says so (the target answers MASTER at the master
+  // value, so OpenSM's election cannot hand mastership back): HandoverCall.
+  auto window = open_window();
+  sink_.note("HANDOVER_REQUEST", target ? "to " + to_string(*target) : "to the best standby",
+             "uid " + std::to_string(by_uid));
+  if (target) window->set_target(*target);
+  auto finish = std::make_shared<std::function<void(Reply)>>(std::move(reply));
+  handover_ = std::make_shared<HandoverCall>(
+      seams_.sched, window, [this] { return agent_ ? agent_->status().master : std::nullopt; },
+      [this, window, finish](Reply r) {
+        handover_.reset();
+        if (window_ == window) close_window();
+        (*finish)(std::move(r));
+      });
+  std::weak_ptr<HandoverCall> pending = handover_;
+  agent_->request_handover(target, [pending](const sm::RecordEvent& outcome) {
+    if (auto c = pending.lock()) c->outcome(outcome);
+  });
+  if (const auto t = agent_->status().handover_target) window->set_target(*t);
+  if (auto c = pending.lock()) c->start(agent_->config().policy.handover_bound + seconds(2));
+}
+
+// ---- reload ----------------------------------------------------------------
+
+Result<Head::Reloaded> Head::reload(config::Config next, agent::AgentConfig mapped) {
+  Reloaded out;
+  nlohmann::json& data = out.data;
+  std::string& text = out.text;
+  if (supervised_) {
+    opensm::ReloadDecision decision;
+    auto render = make_renderer(next, options_.caps, options_.own_guid, seams_.fs);
+    const std::string failed_reason = supervised_->supervisor_status().state == opensm::SupervisorState::Failed
+                                          ? supervised_->supervisor_status().reason
+                                          : std::string();
+    auto r = supervised_->reload(std::move(render), decision);
+    if (!r) return make_error(r.error().code, "reload refused, old configuration kept: " + r.error().message);
+    data["opensm_action"] = std::string(opensm::to_string(r.value()));
+    data["opensm_change"] = std::string(opensm::to_string(decision.kind));
+    data["changed_keys"] = decision.changed;
+    if (!decision.key.empty()) data["restart_key"] = decision.key;
+    text = "opensm.conf: " + std::string(opensm::to_string(r.value()));
+    if (r.value() == opensm::ReloadAction::Retried) {
+      // A reload of a failed head always tries OpenSM again: say so, and why it had failed.
+      data["retried_after"] = printable(failed_reason);
+      text = "OpenSM had failed (" + printable(failed_reason) + "): started again now; opensm.conf " +
+             (decision.changed.empty() ? "unchanged" : "changed");
+    }
+    if (!decision.changed.empty()) {
+      text += " (changed:";
+      for (const auto& k : decision.changed) text += " " + k;
+      text += ")";
+    }
+    const auto warnings = render_warnings(next);
+    data["warnings"] = warnings;
+    for (const auto& w : warnings) text += "; warning: " + w;
+  }
+  // opensm.conf rendered above: the plan cannot fail on it any more.
+  auto planned = make_plan(next, std::move(mapped), PlanInputs{options_.own_guid, options_.observe, options_.caps},
+                           seams_.fs);
+  if (!planned) return planned.error();
+  const bool policy_changed = !same_policy(agent_cfg_, planned.value().agent);
+  data["engine_restarted"] = policy_changed;
+  config_ = std::move(next);
+  plan_ = std::move(planned).value();
+  if (policy_changed) {
+    start_agent(plan_.agent);
+    text += (text.empty() ? "" : "; ") + std::string("HA policy changed: engine restarted with the new policy");
+  } else {
+    agent_->drift().set_unknown_alarm(plan_.agent.drift.unknown_alarm);
+    start_lid_continuity();  // opensm.lid_continuity or the LMC may have changed
+    text += (text.empty() ? "" : "; ") + std::string("HA policy unchanged");
+  }
+  config_loaded_wall_ = seams_.clock.wall_now();
+  if (!policy_changed) update_drift_digests();  // a new engine got them in start_agent()
+  sink_.note("RELOAD", text);
+  return out;
+}
+
+// ---- status ----------------------------------------------------------------
+
+HeadStatus Head::status(bool fabric) const {
+  const TimePoint now = seams_.clock.now();
+  const auto es = agent_->status();
+  HeadStatus h;
+  h.node = config_.node_name;
+  h.observe = options_.observe;
+  h.role = es.role;
+  h.version = options_.version;
+  h.started = started_wall_;
+  h.config_loaded = config_loaded_wall_;
+  // Our own SM: the state the engine last saw, the rest from its last answer.
+  h.local.name = config_.node_name;
+  h.local.guid = options_.own_guid;
+  h.local.answer = last_answer(*mad_, options_.own_guid, now);
+  h.local_answered = h.local.answer.has_value();
+  if (es.local_state) {
+    if (!h.local.answer) h.local.answer = SmView::Answer{};
+    h.local.answer->state = *es.local_state;
+    h.local.shown = std::string(to_string(*es.local_state));
+  }
+  const std::vector<agent::PeerRoute>& routes = agent_->routes();
+  for (std::size_t pi = 0; pi < config_.peers.size(); ++pi) {
+    const auto& peer = config_.peers[pi];
+    const agent::PeerRoute* route = pi < routes.size() && routes[pi].guid == peer.port_guid ? &routes[pi] : nullptr;
+    h.peers.push_back(peer_view(peer, route, *mad_, now));
+  }
+  for (const auto& [kind, detail] : sink_.alarms()) h.alarms.emplace_back(kind, detail);
+  h.held = hold_.held;
+  if (hold_.held) {
+    h.hold_reason = hold_.reason;
+    if (hold_.until) h.hold_expires_in_s = seconds_since(now, *hold_.until);
+  }
+  if (!fabric) return h;
+  for (const auto& [g, e] : agent_->census().entries()) {
+    std::string st = agent_->census().state_text(e, now);
+    for (auto& ch : st) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    ++h.fabric_sms[st];
+  }
+  if (supervised_) h.opensm_restarts = supervised_->supervisor_status().restarts;
+  if (lid_continuity_) {
+    const auto& st = lid_continuity_->status();
+    h.lid_continuity = HeadStatus::LidContinuity{st.entries, st.writes, st.write_errors,
+                                                 {{"bad_lid", st.rejected.bad_lid},
+                                                  {"duplicate_lid", st.rejected.duplicate_lid},
+                                                  {"conflict", st.rejected.conflict}}};
+  }
+  const auto& d = agent_->drift();
+  if (d.own())
+    for (std::size_t i = 0; i < fabric::kDriftComponents; ++i)
+      h.drift.own.emplace_back(std::string(fabric::to_string(static_cast<fabric::DriftComponent>(i))),
+                               fabric::to_hex(d.own()->digest[i]));
+  std::sort(h.drift.own.begin(), h.drift.own.end());  // by component name, as the status reply lists them
+  for (const auto& p : d.peers()) h.drift.peers.emplace_back(p.name, std::string(fabric::to_string(p.state)));
+  h.drift.rejected = {{"foreign", d.stats().rejected_foreign}, {"bad_digest", d.stats().rejected_data}};
+  return h;
+}
+
+}  // namespace smha::head
