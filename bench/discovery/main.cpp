@@ -96,7 +96,7 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-std::string fmt(double v, const char* f = "%.1f") {
+std::string number(double v, const char* f = "%.1f") {
   if (v < 0) return "-";
   char b[32];
   std::snprintf(b, sizeof b, f, v);
@@ -222,8 +222,8 @@ int main(int argc, char** argv) {
       std::printf("| %s | %d | %zu | %llu, %llu | %llu, %llu | %s | %s | %s | %s |\n", fab.file, fab.hcas, t.size(),
                   static_cast<unsigned long long>(a.result.requests), static_cast<unsigned long long>(b.result.requests),
                   static_cast<unsigned long long>(a.result.mads), static_cast<unsigned long long>(b.result.mads),
-                  fmt(median(cpu)).c_str(), fmt(w12).c_str(), fmt(w21).c_str(),
-                  fmt(w12 < 0 || w21 < 0 ? -1 : std::max(w12, w21)).c_str());
+                  number(median(cpu)).c_str(), number(w12).c_str(), number(w21).c_str(),
+                  number(w12 < 0 || w21 < 0 ? -1 : std::max(w12, w21)).c_str());
       std::fflush(stdout);
     }
 
@@ -248,13 +248,13 @@ int main(int argc, char** argv) {
       tl += l;
       tg += g;
       tc += c;
-      std::printf("| %s | %s | %s | %s | %s | %s | %s |\n", k.c_str(), fmt(l, "%.3f").c_str(),
-                  fmt(g, "%.3f").c_str(), fmt(c, "%.3f").c_str(), fmt(g - l, "%.3f").c_str(),
-                  fmt(c - g, "%.3f").c_str(), fmt(c - l, "%.3f").c_str());
+      std::printf("| %s | %s | %s | %s | %s | %s | %s |\n", k.c_str(), number(l, "%.3f").c_str(),
+                  number(g, "%.3f").c_str(), number(c, "%.3f").c_str(), number(g - l, "%.3f").c_str(),
+                  number(c - g, "%.3f").c_str(), number(c - l, "%.3f").c_str());
     }
-    std::printf("| total | %s | %s | %s | %s | %s | %s |\n", fmt(tl, "%.3f").c_str(), fmt(tg, "%.3f").c_str(),
-                fmt(tc, "%.3f").c_str(), fmt(tg - tl, "%.3f").c_str(), fmt(tc - tg, "%.3f").c_str(),
-                fmt(tc - tl, "%.3f").c_str());
+    std::printf("| total | %s | %s | %s | %s | %s | %s |\n", number(tl, "%.3f").c_str(), number(tg, "%.3f").c_str(),
+                number(tc, "%.3f").c_str(), number(tg - tl, "%.3f").c_str(), number(tc - tg, "%.3f").c_str(),
+                number(tc - tl, "%.3f").c_str());
     std::printf("\ndiscoveries in the window: GUID-only %llu, configured %llu, GUID-only + census %llu\n",
                 static_cast<unsigned long long>(dg), static_cast<unsigned long long>(dl),
                 static_cast<unsigned long long>(dc));

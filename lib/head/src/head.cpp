@@ -38,6 +38,44 @@ bool same_policy(const agent::AgentConfig& a, const agent::AgentConfig& b) {
   return true;
 }
 
+// The engine's outputs to the head's sink and to its host's tap.
+class TeeSink final : public agent::EventSink {
+ public:
+  TeeSink(agent::EventSink& a, agent::EventSink& b) : a_(a), b_(b) {}
+  void event(const sm::RecordEvent& e, TimePoint at) override {
+    b_.event(e, at);
+    a_.event(e, at);
+  }
+  void alarm(const sm::RaiseAlarm& x, TimePoint at) override {
+    b_.alarm(x, at);
+    a_.alarm(x, at);
+  }
+  void clear(const sm::ClearAlarm& x, TimePoint at) override {
+    b_.clear(x, at);
+    a_.clear(x, at);
+  }
+  void hook(const sm::RunHook& h, TimePoint at) override {
+    b_.hook(h, at);
+    a_.hook(h, at);
+  }
+  void error(const Error& e, TimePoint at) override {
+    b_.error(e, at);
+    a_.error(e, at);
+  }
+  void takeover_report(const fabric::TakeoverReport& r, TimePoint at) override {
+    b_.takeover_report(r, at);
+    a_.takeover_report(r, at);
+  }
+  void role_changed(const sm::RoleChange& c, TimePoint at) override {
+    b_.role_changed(c, at);
+    a_.role_changed(c, at);
+  }
+
+ private:
+  agent::EventSink& a_;
+  agent::EventSink& b_;
+};
+
 }  // namespace
 
 Head::Head(config::Config config, Plan plan, HeadOptions options, HeadSeams seams)
@@ -60,16 +98,24 @@ Head::Head(config::Config config, Plan plan, HeadOptions options, HeadSeams seam
         if (handover_) handover_->check();
       });
   events_ = std::make_unique<HeadEventSink>(sink_, seams_.hooks, [this] { return snapshot(); }, seams_.changed);
+  if (seams_.tap) tee_ = std::make_unique<TeeSink>(*events_, *seams_.tap);
   osm_watch_ = std::make_unique<OpensmWatch>(sink_, seams_.hooks, [this] { return snapshot(); }, seams_.changed);
   if (plan_.opensm && seams_.opensm) {
     opensm::SupervisorOptions so = plan_.opensm->supervisor;
-    so.on_change = [this](const opensm::SupervisorStatus& st) { osm_watch_->on_change(st); };
+    so.on_change = [this](const opensm::SupervisorStatus& st) {
+      osm_watch_->on_change(st);
+      if (seams_.opensm_changed) seams_.opensm_changed(st);
+    };
     supervised_ = std::make_unique<agent::SupervisedOpensmControl>(
         seams_.sched, *seams_.opensm, seams_.fs, [spec = plan_.opensm->spec] { return spec; }, so,
         plan_.opensm->render);
     control_ = supervised_.get();
   } else {
     control_ = &observe_control_;
+  }
+  if (seams_.wrap_control) {
+    wrapped_ = seams_.wrap_control(*control_);
+    control_ = wrapped_.get();
   }
   drill_ = std::make_unique<DrillRunner>(seams_.sched, *this);
   const auto bound = std::chrono::duration_cast<std::chrono::milliseconds>(plan_.agent.policy.handover_bound);
@@ -151,7 +197,8 @@ void Head::start_agent(agent::AgentConfig cfg) {
   agent_cfg_ = cfg;
   // Our port's state comes from its own SMA every round (sysfs is static under umad2sim).
   cfg.local_port_num = seams_.local_port;
-  agent_ = std::make_unique<agent::Agent>(std::move(cfg), seams_.sched, *mad_, *control_, *events_);
+  agent_ = std::make_unique<agent::Agent>(std::move(cfg), seams_.sched, *mad_, *control_,
+                                          tee_ ? *tee_ : static_cast<agent::EventSink&>(*events_));
   if (hold_.held) agent_->set_hold(true);  // a new engine keeps the hold
   if (supervised_)
     agent_->set_local_stopped([this] { return seams_.process_stopped(supervised_->supervisor_status().pid); });
@@ -162,7 +209,7 @@ void Head::start_agent(agent::AgentConfig cfg) {
 }
 
 void Head::update_drift_digests() {
-  if (!supervised_ || !agent_ || !plan_.opensm) return;  // observing: no OpenSM of ours to compare
+  if (!supervised_ || !agent_ || !plan_.opensm || !options_.drift) return;  // observing: no OpenSM of ours to compare
   // Again from the files: the digests follow an edit of a policy file.
   auto in = drift_inputs(config_, options_.caps, options_.own_guid, seams_.fs);
   if (!in) return;
@@ -204,14 +251,16 @@ void Head::start_lid_continuity() {
 // so a mastership shorter than one poll round is on record too (doc/supervision.md).
 void Head::read_opensm_log() {
   if (!osm_log_) return;
-  for (const auto& e : osm_log_->poll()) {
-    if (agent_) agent_->opensm_logged(e);
-    if (e.kind != opensm::LoggedEvent::Kind::SmState) continue;
-    sink_.opensm_state(osm_log_state_, e.text,
-                       "OpenSM log " + osm_log_->path() + (e.stamp.empty() ? "" : " " + e.stamp) + ": Entering " +
-                           e.text + " state");
-    osm_log_state_ = e.text;
-  }
+  for (const auto& e : osm_log_->poll()) opensm_logged(e);
+}
+
+void Head::opensm_logged(const opensm::LoggedEvent& e) {
+  if (agent_) agent_->opensm_logged(e);
+  if (e.kind != opensm::LoggedEvent::Kind::SmState) return;
+  const std::string where = osm_log_ ? "OpenSM log " + osm_log_->path() : std::string("OpenSM log");
+  sink_.opensm_state(osm_log_state_, e.text,
+                     where + (e.stamp.empty() ? "" : " " + e.stamp) + ": Entering " + e.text + " state");
+  osm_log_state_ = e.text;
 }
 
 void Head::follow_opensm_log() {

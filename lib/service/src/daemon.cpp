@@ -135,12 +135,20 @@ bool Daemon::init_head() {
     return false;
   }
   if (planned.value().opensm) runner_ = adapters_.process_runner(io_);
-  head::HeadSeams seams{*sched_, clock_, fs_, port_->transport(), static_cast<std::uint8_t>(port_->local_port().port),
-                        runner_.get(), *hooks_};
-  seams.process_stopped = process_stopped;
-  seams.changed = [this] {
-    if (systemd_) systemd_->refresh();
-  };
+  head::HeadSeams seams{*sched_,
+                        clock_,
+                        fs_,
+                        port_->transport(),
+                        static_cast<std::uint8_t>(port_->local_port().port),
+                        runner_.get(),
+                        *hooks_,
+                        process_stopped,
+                        [this] {
+                          if (systemd_) systemd_->refresh();
+                        },
+                        nullptr,
+                        {},
+                        {}};
   head_ = std::make_unique<head::Head>(config_, std::move(planned).value(),
                                        head::HeadOptions{own_guid_, options_.observe, caps_, SMHA_SERVICE_VERSION},
                                        std::move(seams));

@@ -7,6 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include "smha/head/plan.hpp"
+#include "smha/opensm/check.hpp"
+#include "smha/opensm/conf.hpp"
 #include "smha/opensm/log_follower.hpp"
 
 namespace smha::sim {
@@ -50,6 +52,19 @@ To in_config_unit(Duration d, const char* param) {
     throw std::invalid_argument(std::string("sim::ClusterParams::") + param +
                                 ": not a whole number of the configuration key's unit");
   return t;
+}
+
+// The OpenSM binary the simulation models, as smhad's probe would describe it:
+// upstream, taking every key smhad renders for `c` (it acts on the ones it
+// models: render_opensm_keys).
+opensm::Capabilities simulated_opensm(const config::Config& c) {
+  opensm::Capabilities caps;
+  caps.binary = c.opensm.binary;
+  caps.version = "3.3.23";
+  const auto plan = opensm::plan_render(c, caps, static_cast<std::uint8_t>(c.sm_priority), c.port.port_guid);
+  for (const auto& [key, value] : opensm::parse_opensm_conf(opensm::render_opensm_conf(c, plan.inputs)))
+    caps.defaults[key] = value;
+  return caps;
 }
 
 // Passes every call to smhad's OpenSM control and notes when the engine asks
@@ -171,7 +186,7 @@ struct Cluster::Head {
   // it as smhad maps its own (lib/head), plus what has no configuration key.
   config::Config config;
   agent::AgentConfig cfg;
-  std::unique_ptr<agent::SupervisedOpensmControl> control;
+  head::NoHooks hooks;
   int spawns_before = 0;  // spawns of earlier smhad runs
   bool failed_alarm = false;
   // Respawns wait for the engine: when it last asked for a start, and when
@@ -179,8 +194,7 @@ struct Cluster::Head {
   TimePoint last_start_call{};
   std::optional<TimePoint> down_since;
   int last_pid = 0;
-  std::unique_ptr<agent::OpensmControl> watched;
-  std::unique_ptr<agent::Agent> agent;
+  std::unique_ptr<head::Head> smhad;  // the head smhad runs (lib/head), while smhad is up
   Sink sink;
   std::vector<HeadRecord> records;
 };
@@ -214,8 +228,8 @@ Cluster::Cluster(std::uint64_t seed, ClusterParams params)
   // reaches smhad's log follower: parsed by the same opensm::parse_log_event.
   fabric_.set_opensm_log([this](NodeId n, std::string_view line) {
     for (auto& h : heads_)
-      if (h->node == n && h->agent)
-        if (auto e = opensm::parse_log_event(line)) h->agent->opensm_logged(*e);
+      if (h->node == n && h->smhad)
+        if (auto e = opensm::parse_log_event(line)) h->smhad->opensm_logged(*e);
   });
   auto configured = [&](int k) {
     return k < static_cast<int>(params_.priorities.size()) ? params_.priorities[k] : params_.base_priority;
@@ -263,9 +277,6 @@ Cluster::Cluster(std::uint64_t seed, ClusterParams params)
     // What has no configuration key.
     h.cfg.policy.takeover_bound = params_.takeover_bound;
     h.cfg.policy.start_grace = params_.start_grace;
-    h.cfg.opensm_log = true;
-    h.cfg.routing_engines = {"minhop"};
-    h.cfg.local_port_num = 1;  // the fabric answers PortInfo from its link model
     h.cfg.census = params_.census;
     // The legacy addressings: a peer polled only at a configured LID (and DR
     // path), or not at all, without discovery. smhad's configuration cannot
@@ -291,20 +302,22 @@ Cluster::Cluster(std::uint64_t seed, ClusterParams params)
 
 Cluster::~Cluster() {
   alive_.reset();
-  for (auto& h : heads_) h->agent.reset();
+  for (auto& h : heads_) h->smhad.reset();
 }
 
 TimePoint Cluster::now() const { return fabric_.queue().now(); }
 NodeId Cluster::head(int i) const { return heads_[i]->node; }
-bool Cluster::smhad_up(int i) const { return heads_[i]->agent != nullptr; }
-agent::Agent* Cluster::agent(int i) { return heads_[i]->agent.get(); }
+bool Cluster::smhad_up(int i) const { return heads_[i]->smhad != nullptr; }
+agent::Agent* Cluster::agent(int i) { return heads_[i]->smhad ? &heads_[i]->smhad->agent() : nullptr; }
+head::Head* Cluster::smhad(int i) { return heads_[i]->smhad.get(); }
 const opensm::SupervisorStatus* Cluster::supervisor(int i) const {
-  const auto& c = heads_[i]->control;
-  return c ? &c->supervisor_status() : nullptr;
+  const auto& h = heads_[i]->smhad;
+  return h ? h->opensm() : nullptr;
 }
 int Cluster::opensm_spawns(int i) const {
   const auto& h = *heads_[i];
-  return h.spawns_before + (h.control ? h.control->supervisor_status().spawns : 0);
+  const auto* st = supervisor(i);
+  return h.spawns_before + (st ? st->spawns : 0);
 }
 const std::vector<HeadRecord>& Cluster::records(int i) const { return heads_[i]->records; }
 
@@ -316,20 +329,32 @@ int Cluster::head_of(Guid g) const {
 
 void Cluster::start_smhad(int i) {
   auto& h = *heads_[i];
-  if (h.agent) return;
-  // smhad's OpenSM supervision (lib/head's plan, as lib/service's Daemon::init
-  // uses it), over the node's simulated processes and files; procfs is the
-  // fabric's view of the node.
+  if (h.smhad) return;
+  // The head smhad runs (lib/head: the plan and the Head, as lib/service's
+  // Daemon builds them), over the node's simulated processes, files and port;
+  // procfs is the fabric's view of the node.
   const NodeId node = h.node;
   Fabric* f = &fabric_;
-  opensm::SupervisorOptions so = head::supervisor_options(h.config);
-  os::ProcessSpec spec = head::opensm_spec(h.config, fabric_.guid(h.node));
+  const opensm::Capabilities caps = simulated_opensm(h.config);
+  auto planned = head::make_plan(h.config, h.cfg, head::PlanInputs{fabric_.guid(node), false, caps}, fabric_.fs(node));
+  if (!planned) throw std::invalid_argument(planned.error().message);
+  head::Plan plan = std::move(planned).value();
+  // What follows from the OpenSM a head runs: the simulated one routes with
+  // minhop, and its log lines reach the head directly (Fabric::set_opensm_log).
+  plan.agent.routing_engines = {"minhop"};
+  plan.agent.opensm_log = true;
+  head::Plan::Opensm& osm = *plan.opensm;
+  // The simulated OpenSM reads only the keys it models.
+  osm.render = [keys = params_.opensm_conf](std::uint8_t prio) -> Result<std::string> {
+    return render_opensm_keys(keys, prio);
+  };
   // The sim has never given OpenSM an environment or a working directory (the
   // simulated runner runs only path and argv); kept so.
-  spec.env.clear();
-  spec.cwd.clear();
+  osm.spec.env.clear();
+  osm.spec.cwd.clear();
   // What smhad leaves to realpath(spec.path) and the process hooks: the
   // simulated node's.
+  opensm::SupervisorOptions& so = osm.supervisor;
   so.expected_exe = h.config.opensm.binary;
   so.identify = [f, node](int pid) -> Result<opensm::ProcessIdentity> {
     auto p = f->process(node);
@@ -349,10 +374,13 @@ void Cluster::start_smhad(int i) {
     if (auto p = f->process(node); p && f->guid(node).value == g) out.push_back({p->pid, p->argv, p->exe});
     return out;
   };
+  // One per head for the cluster's life: the fabric may still answer a query
+  // of an smhad that crashed.
+  if (!h.tapped) h.tapped = std::make_unique<TapTransport>(fabric_.transport(node), fabric_.queue(), h.tap);
   Head* hp = &h;
-  so.on_change = [this, hp](const opensm::SupervisorStatus& st) {
-    // smhad's OpensmWatch: supervision gave up -> the opensm_failed alarm,
-    // kept through a crash loop's retry until the retried OpenSM is stable.
+  auto opensm_changed = [this, hp](const opensm::SupervisorStatus& st) {
+    // What the head's OpensmWatch raises (opensm_failed, kept through a crash
+    // loop's retry until the retried OpenSM is stable), as a record.
     const bool failed = st.state == opensm::SupervisorState::Failed;
     const bool alarmed = failed || st.retrying;
     if (alarmed && !hp->failed_alarm) hp->records.push_back({now(), "alarm", "opensm_failed", st.reason});
@@ -374,21 +402,31 @@ void Cluster::start_smhad(int i) {
     }
     if (st.pid != 0) hp->last_pid = st.pid;
   };
-  const auto keys = params_.opensm_conf;
-  h.control = std::make_unique<agent::SupervisedOpensmControl>(
-      fabric_.queue(), fabric_.runner(h.node), fabric_.fs(h.node),
-      [spec] { return spec; },
-      std::move(so), [keys](std::uint8_t prio) -> Result<std::string> { return render_opensm_keys(keys, prio); });
-  // One per head for the cluster's life: the fabric may still answer a query
-  // of an smhad that crashed.
-  if (!h.tapped) h.tapped = std::make_unique<TapTransport>(fabric_.transport(h.node), fabric_.queue(), h.tap);
-  h.watched = std::make_unique<StartWatch>(*h.control, fabric_.queue(), h.last_start_call);
-  h.agent = std::make_unique<agent::Agent>(h.cfg, fabric_.queue(), *h.tapped, *h.watched, h.sink);
-  h.agent->set_local_stopped([f, node] {
-    const auto sm = f->sm(node);
-    return sm && sm->stopped;
-  });
-  h.agent->start();
+  head::HeadSeams seams{fabric_.queue(),
+                        fabric_.queue().clock(),
+                        fabric_.fs(node),
+                        *h.tapped,
+                        1,  // the fabric answers PortInfo from its link model
+                        &fabric_.runner(node),
+                        h.hooks,
+                        [f, node](int) {
+                          const auto sm = f->sm(node);
+                          return sm && sm->stopped;
+                        },
+                        [] {},
+                        &h.sink,
+                        [this, hp](agent::OpensmControl& inner) -> std::unique_ptr<agent::OpensmControl> {
+                          return std::make_unique<StartWatch>(inner, fabric_.queue(), hp->last_start_call);
+                        },
+                        opensm_changed};
+  head::HeadOptions options;
+  options.own_guid = fabric_.guid(node);
+  options.caps = caps;
+  options.version = "sim";
+  // The seeded scenarios keep their MAD sequences: no drift ServiceRecords.
+  options.drift = false;
+  h.smhad = std::make_unique<head::Head>(h.config, std::move(plan), std::move(options), std::move(seams));
+  h.smhad->start();
 }
 
 void Cluster::set_tap(int i, Tap tap) { heads_[i]->tap = std::move(tap); }
@@ -399,10 +437,8 @@ void Cluster::start_all_smhad() {
 
 void Cluster::crash_smhad(int i) {
   auto& h = *heads_[i];
-  h.agent.reset();
-  if (h.control) h.spawns_before += h.control->supervisor_status().spawns;
-  h.watched.reset();
-  h.control.reset();
+  if (const auto* st = supervisor(i)) h.spawns_before += st->spawns;
+  h.smhad.reset();
   h.failed_alarm = false;
   h.down_since.reset();
   h.last_pid = 0;

@@ -171,6 +171,11 @@ struct Fabric::Impl {
       if (it == files.end()) return make_error(Errc::NotFound, path + ": no such file");
       return it->second;
     }
+    Status append(const std::string& path, std::string_view data, unsigned, std::size_t* written) override {
+      files[path].append(data);
+      if (written) *written = data.size();
+      return Status::Ok();
+    }
   };
   struct Node {
     std::string name;

@@ -67,6 +67,13 @@ struct HeadSeams {
   std::function<bool(int pid)> process_stopped = [](int) { return false; };
   // Something status shows changed (an engine event, an alarm, OpenSM's state).
   std::function<void()> changed = [] {};
+  // For a host that checks the head from outside (the simulation): every
+  // engine output, before the event log's flood guard; a decorator of the
+  // OpenSM control the engine drives; every OpenSM supervision status, after
+  // the head's own watch has seen it.
+  agent::EventSink* tap = nullptr;
+  std::function<std::unique_ptr<agent::OpensmControl>(agent::OpensmControl& inner)> wrap_control;
+  std::function<void(const opensm::SupervisorStatus&)> opensm_changed;
 };
 
 struct HeadOptions {
@@ -74,6 +81,9 @@ struct HeadOptions {
   bool observe = false;          // poll and report only: never start, stop, signal or Set anything
   opensm::Capabilities caps;     // the OpenSM binary's (unused when observing)
   std::string version;           // smhad's, for status
+  // Publish and compare our configuration digests (doc/drift.md); off only
+  // where a host keeps the SA out of its MAD sequence (the seeded simulation).
+  bool drift = true;
 };
 
 class Head final : public DrillHost {
@@ -123,8 +133,13 @@ class Head final : public DrillHost {
   // parts only the metrics use.
   HeadStatus status(bool fabric) const;
 
+  // A line of OpenSM's log its host read itself (the simulated OpenSM writes
+  // no file): taken as the log follower takes each line it reads.
+  void opensm_logged(const opensm::LoggedEvent& e);
+
   // What its host shows and exports.
   const config::Config& config() const { return config_; }
+  agent::Agent& agent() { return *agent_; }
   const agent::Agent& agent() const { return *agent_; }
   const RecordingTransport& mad() const { return *mad_; }
   const opensm::Capabilities& caps() const { return options_.caps; }
@@ -172,9 +187,11 @@ class Head final : public DrillHost {
   std::unique_ptr<RecordingTransport> mad_;
   LogEventSink sink_;
   std::unique_ptr<HeadEventSink> events_;
+  std::unique_ptr<agent::EventSink> tee_;  // events_ and the host's tap
   std::unique_ptr<OpensmWatch> osm_watch_;
   std::unique_ptr<agent::SupervisedOpensmControl> supervised_;
   ObserveOnlyOpensmControl observe_control_;
+  std::unique_ptr<agent::OpensmControl> wrapped_;  // the host's decorator of *control_
   agent::OpensmControl* control_ = nullptr;
   std::unique_ptr<fabric::LidContinuity> lid_continuity_;  // before agent_: its walks feed it
   unsigned lid_lmc_ = 0;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// Cluster: N head nodes, each running smhad (agent::Agent over
-// agent::SupervisedOpensmControl: the OpenSM supervision smhad runs, pidfile
-// adoption, backoff and crash loop included) beside a simulated OpenSM, plus one
-// observer node (a third node that only queries SMInfo), on one Fabric. The
-// scenario and property tests drive it.
+// Cluster: N head nodes, each running smhad's head (head::Head from the plan
+// smhad makes: the agent, OpenSM supervision with pidfile adoption, backoff and
+// crash loop, the event log and journal, hold, handover, drill) beside a
+// simulated OpenSM, plus one observer node (a third node that only queries
+// SMInfo), on one Fabric. The scenario and property tests drive it.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,7 @@
 
 #include "smha/agent/agent.hpp"
 #include "smha/agent/supervised_opensm_control.hpp"
+#include "smha/head/head.hpp"
 #include "smha/sim/fabric.hpp"
 
 namespace smha::sim {
@@ -111,6 +112,8 @@ class Cluster {
   void crash_smhad(int i);
   bool smhad_up(int i) const;
   agent::Agent* agent(int i);
+  // Head i's head, as its smhad runs it (nullptr while its smhad is down).
+  head::Head* smhad(int i);
   // Head i's OpenSM supervision (nullptr while its smhad is down).
   const opensm::SupervisorStatus* supervisor(int i) const;
   // OpenSM processes head i's smhad started (spawns over every smhad run).
