@@ -9,10 +9,12 @@
 #include <cstdio>
 #include <random>
 
+#include "smha/head/event_journal.hpp"
 #include "smha/sim/cluster.hpp"
 
 using namespace smha;
 using namespace smha::sim;
+
 
 namespace {
 
@@ -98,7 +100,9 @@ TEST_CASE("Hold: a master lost while both heads hold is not taken over until the
   const int m = master_head(c);
   const int s = 1 - m;
   const Guid old = c.fabric().guid(c.head(m));
-  for (int i = 0; i < c.heads(); ++i) c.agent(i)->set_hold(true);
+  // The hold as `smctl hold` sets it: on each head (head::Head::hold).
+  for (int i = 0; i < c.heads(); ++i) c.smhad(i)->hold(seconds(3600), "maintenance", 0);
+  REQUIRE(c.smhad(s)->status(false).held);
   const auto fault = c.now();
   REQUIRE(c.fabric().signal_opensm(c.head(m), SIGKILL));
   // Both engines see the loss and decide; neither moves mastership: no
@@ -114,10 +118,118 @@ TEST_CASE("Hold: a master lost while both heads hold is not taken over until the
   CHECK(c.count_events(m, "action_held") >= 1);  // the master's DISCOVER to the standby
   CHECK(c.fabric().sm(c.head(s))->state == SmState::Standby);
   // Released: one MASTER again, never two.
-  for (int i = 0; i < c.heads(); ++i) c.agent(i)->set_hold(false);
+  for (int i = 0; i < c.heads(); ++i) CHECK(c.smhad(i)->release());
   REQUIRE(c.run_until([&] { return c.observed_masters().size() == 1; }, seconds(10)));
   ends_with_one_master(c);
   CHECK(c.dual_master_total() == Duration{});
+}
+
+TEST_CASE("Hold: it expires on the head's clock, and automatic transitions resume", "[sim][hold]") {
+  Cluster c(13);
+  settle(c);
+  const int m = master_head(c);
+  const Guid old = c.fabric().guid(c.head(m));
+  for (int i = 0; i < c.heads(); ++i) c.smhad(i)->hold(seconds(2), "short window", 0);
+  const auto fault = c.now();
+  REQUIRE(c.fabric().signal_opensm(c.head(m), SIGKILL));
+  c.run_for(milliseconds(1500));
+  CHECK_FALSE(c.first_new_master_seen(fault, old));
+  // 2 s after it was set the hold is gone (HOLD_EXPIRED), with nothing done by hand.
+  REQUIRE(c.run_until([&] { return !c.smhad(1 - m)->status(false).held; }, seconds(1)));
+  CHECK(c.smhad(1 - m)->log().events().back().kind == "HOLD_EXPIRED");
+  REQUIRE(c.run_until([&] { return c.observed_masters().size() == 1; }, seconds(10)));
+  ends_with_one_master(c);
+  CHECK(c.dual_master_total() == Duration{});
+}
+
+TEST_CASE("Head: the event history survives an smhad restart (state_dir/events.jsonl)", "[sim][head]") {
+  Cluster c(14);
+  settle(c);
+  const int s = 1 - master_head(c);
+  c.smhad(s)->hold(seconds(60), "before the restart", 0);
+  const std::vector<head::EventRecord> before(c.smhad(s)->log().events().begin(), c.smhad(s)->log().events().end());
+  REQUIRE(before.size() >= 2);
+  REQUIRE(before.back().kind == "HOLD");
+  c.crash_smhad(s);
+  c.start_smhad(s);
+  c.run_for(seconds(2));
+  const auto& after = c.smhad(s)->log().events();
+  // The earlier run's events first, as they were; the new run's continue their numbers.
+  REQUIRE(after.size() > before.size());
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    INFO("event " << i);
+    CHECK(after[i].seq == before[i].seq);
+    CHECK(after[i].kind == before[i].kind);
+    CHECK(after[i].reason == before[i].reason);
+    CHECK(head::format_utc(after[i].wall) == head::format_utc(before[i].wall));
+  }
+  CHECK(after[before.size()].seq == before.back().seq + 1);
+  CHECK(c.smhad(s)->status(false).held == false);  // a hold is not carried over a restart
+  CHECK(c.fabric().fs(c.head(s)).read("/var/lib/smha/events.jsonl").ok());
+  ends_with_one_master(c);
+}
+
+TEST_CASE("Head: supervision giving up raises opensm_failed through the head's own watch", "[sim][head]") {
+  Cluster c(15);
+  settle(c);
+  const int v = master_head(c);
+  const int other = 1 - v;
+  // Killed each time it is back, until supervision gives up (crash_loop_count).
+  for (int kills = 0; kills < 10 && c.supervisor(v)->state != opensm::SupervisorState::Failed; ++kills) {
+    const auto proc = c.fabric().process(c.head(v));
+    REQUIRE(proc);
+    c.fabric().signal_opensm(c.head(v), SIGKILL);
+    c.run_until([&] {
+      const auto* st = c.supervisor(v);
+      const auto now_proc = c.fabric().process(c.head(v));
+      return st->state == opensm::SupervisorState::Failed ||
+             (st->state == opensm::SupervisorState::Running && now_proc && now_proc->pid != proc->pid);
+    }, seconds(120));
+  }
+  REQUIRE(c.supervisor(v)->state == opensm::SupervisorState::Failed);
+  // The alarm the head's OpensmWatch raised: in its alarms, its status and its events.
+  const head::HeadStatus st = c.smhad(v)->status(false);
+  const bool alarmed = std::any_of(st.alarms.begin(), st.alarms.end(),
+                                   [](const auto& a) { return a.first == "opensm_failed"; });
+  CHECK(alarmed);
+  CHECK(c.smhad(v)->log().daemon_alarm_active(head::DaemonAlarm::OpensmFailed));
+  const auto& ev = c.smhad(v)->log().events();
+  CHECK(std::count_if(ev.begin(), ev.end(), [](const head::EventRecord& e) {
+          return e.type == head::EventType::Alarm && e.reason == "opensm_failed";
+        }) == 1);
+  REQUIRE(c.run_until([&] { return c.fabric().active_masters() == std::vector<NodeId>{c.head(other)}; },
+                      seconds(10)));
+  CHECK(c.dual_master_total() == Duration{});
+}
+
+TEST_CASE("Head: a drill through a burst of MAD loss never makes two masters and always answers", "[sim][head]") {
+  for (std::uint64_t seed = 21; seed <= 28; ++seed) {
+    INFO("seed " << seed);
+    Cluster c(seed);
+    settle(c);
+    const int m = master_head(c);
+    std::optional<control::Reply> reply;
+    int replies = 0;
+    c.smhad(m)->drill().start(nlohmann::json::object(), 0, [&](control::Reply r) {
+      ++replies;
+      reply = std::move(r);
+    });
+    // 30 % of every MAD to and from the master's port lost for 400 ms, from
+    // a point inside the drill's first leg.
+    c.run_for(milliseconds(50 + 40 * static_cast<int>(seed % 5)));
+    c.fabric().set_loss(c.head(m), 0.3);
+    c.run_for(milliseconds(400));
+    c.fabric().set_loss(c.head(m), 0);
+    REQUIRE(c.run_until([&] { return reply.has_value(); }, seconds(40)));
+    c.run_for(seconds(1));
+    CHECK(replies == 1);
+    const std::string verdict = reply->data.value("verdict", "");
+    CHECK((verdict == "pass" || verdict == "fail"));
+    CHECK(reply->is_ok() == (verdict == "pass"));
+    if (verdict == "pass") CHECK(c.observed_masters() == std::vector<Guid>{c.fabric().guid(c.head(m))});
+    ends_with_one_master(c);
+    CHECK(c.dual_master_total() == Duration{});
+  }
 }
 
 TEST_CASE("Drill: SIGSTOP of the master, then SIGCONT", "[sim][drill]") {
