@@ -88,8 +88,8 @@ Head::Head(config::Config config, Plan plan, HeadOptions options, HeadSeams seam
   started_wall_ = config_loaded_wall_ = seams_.clock.wall_now();
   mad_ = std::make_unique<RecordingTransport>(seams_.port, seams_.clock, options_.observe);
   mad_->set_taps(
-      [this](const SmInfo& info, TimePoint sent, TimePoint received, const std::string& via) {
-        if (window_) window_->sminfo(info, sent, received, via);
+      [this](const SmInfo& info, TimePoint sent, TimePoint received, const mad::Target& via) {
+        if (window_) window_->sminfo(info, sent, received, RecordingTransport::via_text(via));
         else rates_.record(info, received);
         if (handover_) handover_->check();
       },
@@ -265,16 +265,19 @@ void Head::opensm_logged(const opensm::LoggedEvent& e) {
 
 void Head::follow_opensm_log() {
   const std::string& path = config_.opensm.log_file;
+  if (osm_log_timer_) seams_.sched.cancel(*osm_log_timer_);
+  osm_log_timer_.reset();
   if (path.empty()) {
     osm_log_.reset();
-  } else if (!osm_log_ || osm_log_->path() != path) {
+    return;  // nothing to follow until a reload names a log file
+  }
+  if (!osm_log_ || osm_log_->path() != path) {
     osm_log_ = std::make_unique<opensm::OpensmLogFollower>(seams_.fs, path);
     osm_log_->skip_existing();
     osm_log_state_ = "UNKNOWN";
   } else {
     read_opensm_log();
   }
-  if (osm_log_timer_) seams_.sched.cancel(*osm_log_timer_);
   osm_log_timer_ = seams_.sched.schedule_in(plan_.agent.policy.poll_interval, [this] {
     osm_log_timer_.reset();
     follow_opensm_log();
@@ -509,6 +512,7 @@ Result<Head::Reloaded> Head::reload(config::Config next, agent::AgentConfig mapp
   }
   config_loaded_wall_ = seams_.clock.wall_now();
   if (!policy_changed) update_drift_digests();  // a new engine got them in start_agent()
+  if (!osm_log_timer_) follow_opensm_log();  // a log file named only now
   sink_.note("RELOAD", text);
   return out;
 }

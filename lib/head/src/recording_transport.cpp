@@ -3,18 +3,24 @@
 
 namespace smha::head {
 
-namespace {
+bool RecordingTransport::TargetLess::operator()(const mad::Target& a, const mad::Target& b) const {
+  if (a.index() != b.index()) return a.index() < b.index();
+  if (const auto* la = std::get_if<Lid>(&a)) return la->value < std::get<Lid>(b).value;
+  return std::get<DrPath>(a).hops < std::get<DrPath>(b).hops;
+}
 
-std::string target_key(const mad::Target& t) {
+bool RecordingTransport::PortKeyLess::operator()(const std::pair<mad::Target, std::uint8_t>& a,
+                                                 const std::pair<mad::Target, std::uint8_t>& b) const {
+  const TargetLess less;
+  if (less(a.first, b.first)) return true;
+  if (less(b.first, a.first)) return false;
+  return a.second < b.second;
+}
+
+std::string RecordingTransport::via_text(const mad::Target& t) {
   if (const auto* lid = std::get_if<Lid>(&t)) return "lid:" + std::to_string(lid->value);
   return "dr:" + to_string(std::get<DrPath>(t));
 }
-
-std::string port_key(const mad::Target& t, std::uint8_t port) {
-  return target_key(t) + " port " + std::to_string(port);
-}
-
-}  // namespace
 
 void PollStats::record(bool ok, Duration rtt) {
   if (!ok) {
@@ -30,35 +36,26 @@ void PollStats::record(bool ok, Duration rtt) {
 
 void RecordingTransport::get_sminfo(const mad::Target& target, const mad::RequestOptions& opts,
                                     mad::SmInfoCallback done) {
-  std::weak_ptr<std::map<std::uint64_t, SmSighting>> seen = seen_;
-  std::weak_ptr<std::map<std::string, TargetRecord>> targets = targets_;
-  std::weak_ptr<PollStats> stats = stats_;
-  std::weak_ptr<MasterWatch> master = master_;
-  std::weak_ptr<Taps> taps = taps_;
+  std::weak_ptr<State> state = state_;
   const Clock* clock = &clock_;
   const TimePoint sent = clock_.now();
-  inner_.get_sminfo(target, opts,
-                    [seen, targets, stats, master, taps, clock, sent, key = target_key(target),
-                     done = std::move(done)](Result<mad::SmInfoReply> r) {
-                      auto s = seen.lock();
-                      auto t = targets.lock();
-                      if (s && t) {
-                        const TimePoint now = clock->now();
-                        if (auto tp = taps.lock(); tp && tp->sminfo && r.ok()) tp->sminfo(r.value().info, sent, now, key);
-                        TargetRecord rec;
-                        rec.at = now;
-                        rec.answered = r.ok();
-                        if (auto st = stats.lock()) st->record(r.ok(), r.ok() ? r.value().rtt : Duration{});
-                        if (r.ok()) {
-                          rec.guid = r.value().info.guid;
-                          (*s)[r.value().info.guid.value] = SmSighting{r.value().info, r.value().rtt, now};
-                          if (auto m = master.lock())
-                            m->observe(r.value().info, now, clock->wall_now());
-                        }
-                        (*t)[key] = rec;
-                      }
-                      done(std::move(r));
-                    });
+  inner_.get_sminfo(target, opts, [state, clock, sent, target, done = std::move(done)](Result<mad::SmInfoReply> r) {
+    if (auto st = state.lock()) {
+      const TimePoint now = clock->now();
+      if (st->sminfo_tap && r.ok()) st->sminfo_tap(r.value().info, sent, now, target);
+      TargetRecord rec;
+      rec.at = now;
+      rec.answered = r.ok();
+      st->stats.record(r.ok(), r.ok() ? r.value().rtt : Duration{});
+      if (r.ok()) {
+        rec.guid = r.value().info.guid;
+        st->seen[r.value().info.guid.value] = SmSighting{r.value().info, r.value().rtt, now};
+        st->master.observe(r.value().info, now, clock->wall_now());
+      }
+      st->targets[target] = rec;
+    }
+    done(std::move(r));
+  });
 }
 
 void RecordingTransport::set_sminfo(const mad::Target& target, SmInfoModifier mod,
@@ -74,20 +71,18 @@ void RecordingTransport::set_sminfo(const mad::Target& target, SmInfoModifier mo
 void RecordingTransport::get_port_info(const mad::Target& target, std::uint8_t port,
                                        const mad::RequestOptions& opts,
                                        mad::PortInfoCallback done) {
-  std::weak_ptr<std::map<std::string, PortRecord>> ports = ports_;
-  std::weak_ptr<Taps> taps = taps_;
+  std::weak_ptr<State> state = state_;
   const Clock* clock = &clock_;
   const TimePoint sent = clock_.now();
   const auto* dr = std::get_if<DrPath>(&target);
   const bool local = dr != nullptr && dr->hops.empty();
   inner_.get_port_info(target, port, opts,
-                       [ports, taps, clock, sent, local, key = port_key(target, port),
+                       [state, clock, sent, local, key = std::make_pair(target, port),
                         done = std::move(done)](Result<mad::PortInfoReply> r) {
-                         if (auto p = ports.lock()) {
-                           PortRecord& rec = (*p)[key];
+                         if (auto st = state.lock()) {
+                           PortRecord& rec = st->ports[key];
                            rec.at = clock->now();
-                           if (auto tp = taps.lock(); tp && tp->local_port && local && r.ok())
-                             tp->local_port(r.value().info, sent, rec.at);
+                           if (st->local_port_tap && local && r.ok()) st->local_port_tap(r.value().info, sent, rec.at);
                            rec.answered = r.ok();
                            if (r.ok()) {
                              rec.info = r.value().info;
@@ -100,8 +95,8 @@ void RecordingTransport::get_port_info(const mad::Target& target, std::uint8_t p
 
 std::optional<PortRecord> RecordingTransport::last_port_info(const mad::Target& target,
                                                              std::uint8_t port) const {
-  auto it = ports_->find(port_key(target, port));
-  if (it == ports_->end()) return std::nullopt;
+  auto it = state_->ports.find(std::make_pair(target, port));
+  if (it == state_->ports.end()) return std::nullopt;
   return it->second;
 }
 
@@ -119,14 +114,14 @@ void MasterWatch::observe(const SmInfo& info, TimePoint now, std::chrono::system
 }
 
 std::optional<SmSighting> RecordingTransport::last_seen(Guid guid) const {
-  auto it = seen_->find(guid.value);
-  if (it == seen_->end()) return std::nullopt;
+  auto it = state_->seen.find(guid.value);
+  if (it == state_->seen.end()) return std::nullopt;
   return it->second;
 }
 
 std::optional<TargetRecord> RecordingTransport::last_query(const mad::Target& target) const {
-  auto it = targets_->find(target_key(target));
-  if (it == targets_->end()) return std::nullopt;
+  auto it = state_->targets.find(target);
+  if (it == state_->targets.end()) return std::nullopt;
   return it->second;
 }
 

@@ -130,36 +130,45 @@ class RecordingTransport final : public mad::MadTransport {
   }
   std::optional<SmSighting> last_seen(Guid guid) const;
   std::optional<TargetRecord> last_query(const mad::Target& target) const;
-  const PollStats& poll_stats() const { return *stats_; }
+  const PollStats& poll_stats() const { return state_->stats; }
   std::optional<PortRecord> last_port_info(const mad::Target& target, std::uint8_t port) const;
-  const std::optional<MasterRecord>& master() const { return master_->current(); }
-  // Every SMInfo answer (via: "lid:N" or "dr:PATH") and every PortInfo answer
-  // of a DR hop 0 query (our own port), with the time the query was sent and
-  // the answer received. For MastershipWindow; empty functions: none.
-  using SmInfoTap = std::function<void(const SmInfo&, TimePoint sent, TimePoint received, const std::string& via)>;
+  const std::optional<MasterRecord>& master() const { return state_->master.current(); }
+  // Every SMInfo answer (with the target it was asked at: via_text() names
+  // it "lid:N" or "dr:PATH") and every PortInfo answer of a DR hop 0 query
+  // (our own port), with the time the query was sent and the answer
+  // received. For MastershipWindow; empty functions: none.
+  using SmInfoTap = std::function<void(const SmInfo&, TimePoint sent, TimePoint received, const mad::Target& via)>;
   using LocalPortTap = std::function<void(const mad::PortInfo&, TimePoint sent, TimePoint received)>;
   void set_taps(SmInfoTap sminfo, LocalPortTap local_port) {
-    taps_->sminfo = std::move(sminfo);
-    taps_->local_port = std::move(local_port);
+    state_->sminfo_tap = std::move(sminfo);
+    state_->local_port_tap = std::move(local_port);
   }
+  static std::string via_text(const mad::Target& target);
 
  private:
-  struct Taps {
-    SmInfoTap sminfo;
-    LocalPortTap local_port;
+  // A query's target as a map key: by LID, or by DR path.
+  struct TargetLess {
+    bool operator()(const mad::Target& a, const mad::Target& b) const;
   };
-  std::shared_ptr<Taps> taps_ = std::make_shared<Taps>();
+  struct PortKeyLess {
+    bool operator()(const std::pair<mad::Target, std::uint8_t>& a,
+                    const std::pair<mad::Target, std::uint8_t>& b) const;
+  };
+  // What the answers' callbacks write, held by weak reference: a callback
+  // that runs after this transport is gone writes nothing.
+  struct State {
+    SmInfoTap sminfo_tap;
+    LocalPortTap local_port_tap;
+    std::map<std::uint64_t, SmSighting> seen;
+    std::map<mad::Target, TargetRecord, TargetLess> targets;
+    PollStats stats;
+    MasterWatch master;
+    std::map<std::pair<mad::Target, std::uint8_t>, PortRecord, PortKeyLess> ports;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
   mad::MadTransport& inner_;
   const Clock& clock_;
   bool read_only_;
-  std::shared_ptr<std::map<std::uint64_t, SmSighting>> seen_ =
-      std::make_shared<std::map<std::uint64_t, SmSighting>>();
-  std::shared_ptr<std::map<std::string, TargetRecord>> targets_ =
-      std::make_shared<std::map<std::string, TargetRecord>>();
-  std::shared_ptr<PollStats> stats_ = std::make_shared<PollStats>();
-  std::shared_ptr<MasterWatch> master_ = std::make_shared<MasterWatch>();
-  std::shared_ptr<std::map<std::string, PortRecord>> ports_ =
-      std::make_shared<std::map<std::string, PortRecord>>();
 };
 
 }  // namespace smha::head
