@@ -546,7 +546,7 @@ void Agent::discover_peer(Guid peer) {
     else if (p.dr) target = *p.dr;
   }
   if (!target) {
-    sink_.error(make_error(Errc::NoRoute, "DISCOVER to peer " + to_string(peer) + ": no LID or route known"),
+    sink_.error(make_error(Errc::NotFound, "DISCOVER to peer " + to_string(peer) + ": no LID or route known"),
                 sched_.now());
     return;
   }
@@ -558,10 +558,10 @@ void Agent::discover_peer(Guid peer) {
   mad_.get_sminfo(*target, req, [this, alive, peer, target = *target, req](Result<mad::SmInfoReply> g) {
     if (alive.expired() || !running_) return;
     if (!g.ok() || g->info.guid != peer || g->info.state != SmState::Standby) {
-      sink_.error(make_error(Errc::NotSent, "DISCOVER to peer " + to_string(peer) + " not sent: it answers " +
-                                             (g.ok() ? std::string(to_string(g->info.state)) + " as " +
-                                                           to_string(g->info.guid)
-                                                     : g.error().message)),
+      sink_.error(make_error(Errc::Failed, "DISCOVER to peer " + to_string(peer) + " not sent: it answers " +
+                                            (g.ok() ? std::string(to_string(g->info.state)) + " as " +
+                                                          to_string(g->info.guid)
+                                                    : g.error().message)),
                   sched_.now());
       return;
     }

@@ -83,7 +83,7 @@ int run_cli_call(const CliOptions& options, const std::string& method, const nlo
 
 Result<double> parse_duration_seconds(const std::string& text, double max_seconds) {
   auto bad = [&](const std::string& why) {
-    return make_error(Errc::BadDuration, "duration '" + text + "': " + why);
+    return make_error(Errc::Invalid, "duration '" + text + "': " + why);
   };
   if (text.empty()) return bad("empty");
   std::string number = text;

@@ -152,7 +152,7 @@ class MetricsHttpServer::Impl : public std::enable_shared_from_this<MetricsHttpS
     error_code ec;
     const auto addr = asio::ip::make_address(options_.address, ec);
     if (ec || !addr.is_loopback())
-      return make_error(Errc::BadAddress, "metrics: " + options_.address + " is not a loopback address");
+      return make_error(Errc::Config, "metrics: " + options_.address + " is not a loopback address");
     const tcp::endpoint ep(addr, options_.port);
     const std::string where = "metrics: cannot listen on " + options_.address + " port " + std::to_string(options_.port);
     acceptor_.open(ep.protocol(), ec);
@@ -162,7 +162,7 @@ class MetricsHttpServer::Impl : public std::enable_shared_from_this<MetricsHttpS
     if (ec) {
       error_code ignored;
       acceptor_.close(ignored);
-      return make_error(Errc::Bind, where + ": " + ec.message());
+      return make_error(Errc::Io, where + ": " + ec.message());
     }
     port_ = acceptor_.local_endpoint(ec).port();
     rlimit rl{};

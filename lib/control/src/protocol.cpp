@@ -49,7 +49,7 @@ Result<std::optional<json>> read_id(const json& doc) {
   auto it = doc.find("id");
   if (it == doc.end() || it->is_null()) return std::optional<json>{};
   if (!it->is_string() && !it->is_number_integer()) {
-    return make_error(Errc::Type, "\"id\" must be a string or an integer, " + got(*it));
+    return make_error(Errc::Invalid, "\"id\" must be a string or an integer, " + got(*it));
   }
   return std::optional<json>{*it};
 }
@@ -160,15 +160,15 @@ Result<nlohmann::json> parse_text(std::string_view text) {
   if (!json::sax_parse(text.begin(), text.end(), &check, nlohmann::detail::input_format_t::json, /*strict=*/true,
                        /*ignore_comments=*/false)) {
     if (check.too_deep) {
-      return make_error(Errc::TooDeep, "JSON nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      return make_error(Errc::TooLarge, "JSON nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     }
     // Drop the "[json.exception.parse_error.101] " prefix; keep line/column.
     std::string_view what = check.error;
     if (auto pos = what.find("] "); pos != std::string_view::npos) what.remove_prefix(pos + 2);
-    return make_error(Errc::Json, "invalid JSON: " + std::string(what));
+    return make_error(Errc::Parse, "invalid JSON: " + std::string(what));
   }
   auto doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/false);
-  if (doc.is_discarded()) return make_error(Errc::Json, "invalid JSON");  // not reached: checked above
+  if (doc.is_discarded()) return make_error(Errc::Parse, "invalid JSON");  // not reached: checked above
   return doc;
 }
 

@@ -47,11 +47,11 @@ Result<gid_t> lookup_group(const std::string& name) {
       buf.resize(buf.size() * 2);
       continue;
     }
-    if (rc != 0) return fail(Errc::Group, "cannot look up group '" + name + "': " + errno_text(rc));
+    if (rc != 0) return fail(Errc::Io, "cannot look up group '" + name + "': " + errno_text(rc));
     if (found == nullptr) {
-      return fail(Errc::Group, "control socket group '" + name +
-                               "' does not exist; create it (groupadd --system " + name +
-                               ") or configure another group");
+      return fail(Errc::NotFound, "control socket group '" + name +
+                                 "' does not exist; create it (groupadd --system " + name +
+                                 ") or configure another group");
     }
     return gr.gr_gid;
   }
@@ -61,26 +61,26 @@ Result<gid_t> lookup_group(const std::string& name) {
 // an O_NOFOLLOW descriptor so a swapped-in symlink cannot redirect the chmod.
 Status prepare_directory(const std::string& dir, mode_t mode, gid_t gid) {
   if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) {
-    return fail(Errc::Dir, "cannot create socket directory " + dir + ": " + errno_text(errno));
+    return fail(Errc::Io, "cannot create socket directory " + dir + ": " + errno_text(errno));
   }
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0) {
-    return fail(Errc::Dir, "cannot stat socket directory " + dir + ": " + errno_text(errno));
+    return fail(Errc::Io, "cannot stat socket directory " + dir + ": " + errno_text(errno));
   }
-  if (S_ISLNK(st.st_mode)) return fail(Errc::Dir, "socket directory " + dir + " is a symlink; refusing it");
-  if (!S_ISDIR(st.st_mode)) return fail(Errc::Dir, "socket directory " + dir + " is not a directory");
+  if (S_ISLNK(st.st_mode)) return fail(Errc::Insecure, "socket directory " + dir + " is a symlink; refusing it");
+  if (!S_ISDIR(st.st_mode)) return fail(Errc::Insecure, "socket directory " + dir + " is not a directory");
   if (st.st_uid != ::geteuid()) {
-    return fail(Errc::Dir, "socket directory " + dir + " is owned by uid " + std::to_string(st.st_uid) +
-                           ", expected uid " + std::to_string(::geteuid()));
+    return fail(Errc::Insecure, "socket directory " + dir + " is owned by uid " + std::to_string(st.st_uid) +
+                                ", expected uid " + std::to_string(::geteuid()));
   }
-  if (st.st_mode & S_IWOTH) return fail(Errc::Dir, "socket directory " + dir + " is world-writable; refusing it");
+  if (st.st_mode & S_IWOTH) return fail(Errc::Insecure, "socket directory " + dir + " is world-writable; refusing it");
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return fail(Errc::Dir, "cannot open socket directory " + dir + ": " + errno_text(errno));
+  if (fd < 0) return fail(Errc::Io, "cannot open socket directory " + dir + ": " + errno_text(errno));
   Status status;
   if (::fchown(fd, static_cast<uid_t>(-1), gid) != 0) {
-    status = fail(Errc::Dir, "cannot set group of " + dir + ": " + errno_text(errno));
+    status = fail(Errc::Io, "cannot set group of " + dir + ": " + errno_text(errno));
   } else if (::fchmod(fd, mode) != 0) {
-    status = fail(Errc::Dir, "cannot set mode of " + dir + ": " + errno_text(errno));
+    status = fail(Errc::Io, "cannot set mode of " + dir + ": " + errno_text(errno));
   }
   ::close(fd);
   return status;
@@ -102,11 +102,11 @@ Status remove_stale_socket(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return Status::Ok();
-    return fail(Errc::Socket, "cannot stat " + path + ": " + errno_text(errno));
+    return fail(Errc::Io, "cannot stat " + path + ": " + errno_text(errno));
   }
-  if (!S_ISSOCK(st.st_mode)) return fail(Errc::Socket, path + " exists and is not a socket; refusing to remove it");
-  if (socket_is_live(path)) return fail(Errc::Socket, "another server is already listening on " + path);
-  if (::unlink(path.c_str()) != 0) return fail(Errc::Socket, "cannot remove stale " + path + ": " + errno_text(errno));
+  if (!S_ISSOCK(st.st_mode)) return fail(Errc::Conflict, path + " exists and is not a socket; refusing to remove it");
+  if (socket_is_live(path)) return fail(Errc::Busy, "another server is already listening on " + path);
+  if (::unlink(path.c_str()) != 0) return fail(Errc::Io, "cannot remove stale " + path + ": " + errno_text(errno));
   return Status::Ok();
 }
 
@@ -515,15 +515,15 @@ Reply ControlServer::Impl::dispatch_builtin(const std::string& name) const {
 }
 
 Status ControlServer::Impl::start() {
-  if (listening_) return fail(Errc::Socket, "control server already started on " + options_.socket_path);
+  if (listening_) return fail(Errc::Conflict, "control server already started on " + options_.socket_path);
   auto gid = lookup_group(options_.group);
   if (!gid) return gid.error();
   gid_ = *gid;
 
   const std::string& path = options_.socket_path;
   if (path.empty() || path.size() >= sizeof(sockaddr_un::sun_path)) {
-    return fail(Errc::Socket, "socket path '" + path + "' is empty or longer than " +
-                              std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes");
+    return fail(Errc::Invalid, "socket path '" + path + "' is empty or longer than " +
+                               std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes");
   }
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
@@ -538,7 +538,7 @@ Status ControlServer::Impl::start() {
     boost::system::error_code ignored;
     acceptor_.close(ignored);
     ::unlink(path.c_str());
-    return fail(Errc::Socket, what);
+    return fail(Errc::Io, what);
   };
   if (ec) return undo("cannot listen on " + path + ": " + ec.message());
   if (::chown(path.c_str(), static_cast<uid_t>(-1), gid_) != 0) {

@@ -47,7 +47,7 @@ Result<struct stat> open_regular(const std::string& path, Fd& out) {
   }
   struct stat st {};
   if (::fstat(out.fd, &st) != 0) return make_error(Errc::Io, std::string("fstat: ") + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return make_error(Errc::NotFile, "is " + file_kind(st.st_mode) + ", not a regular file");
+  if (!S_ISREG(st.st_mode)) return make_error(Errc::NotRegular, "is " + file_kind(st.st_mode) + ", not a regular file");
   return st;
 }
 

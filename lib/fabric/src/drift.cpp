@@ -124,7 +124,7 @@ std::array<std::uint8_t, 64> encode_service_data(const ConfigDigests& d) {
 }
 
 Result<ConfigDigests> decode_service_data(std::span<const std::uint8_t> b) {
-  auto bad = [](std::string what) { return make_error(Errc::BadDigest, std::move(what)); };
+  auto bad = [](std::string what) { return make_error(Errc::Parse, std::move(what)); };
   if (b.size() != kDataSize)
     return bad("ServiceData is " + std::to_string(b.size()) + " bytes; 64 expected");
   if (b[0] != kDigestLayoutVersion)

@@ -97,7 +97,7 @@ Result<SmInfoReply> run_sminfo_get(boost::asio::io_context& io, MadTransport& tr
   io.restart();
   while (!result && io.run_one() > 0) {
   }
-  if (!result) return make_error(kErrCancelled, "the event loop ran out of work before an answer");
+  if (!result) return make_error(Errc::Failed, "the event loop ran out of work before an answer");
   return std::move(*result);
 }
 

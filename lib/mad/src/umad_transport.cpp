@@ -147,7 +147,7 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
     for (auto& [id, p] : pending) {
       if (p.timer) p.timer->cancel();
       asio::post(io_, [done = std::move(p.done)] {
-        done(make_error(kErrCancelled, "the MAD transport was closed before an answer"));
+        done(make_error(Errc::Closed, "the MAD transport was closed before an answer"));
       });
     }
     if (agent_dr_ >= 0) umad_unregister(port_id_, agent_dr_);
@@ -188,9 +188,9 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
     auto fail = [this, &done](Error e) {
       asio::post(io_, [done = std::move(done), e = std::move(e)] { done(e); });
     };
-    if (closed_) return fail(make_error(kErrCancelled, "the MAD transport is closed"));
+    if (closed_) return fail(make_error(Errc::Closed, "the MAD transport is closed"));
     if (opts.timeout <= Duration::zero() || opts.retries < 0)
-      return fail(make_error(kErrSend, "timeout must be > 0 and retries >= 0"));
+      return fail(make_error(kErrInvalid, "timeout must be > 0 and retries >= 0"));
     auto first = build(0);
     if (!first) return fail(first.error());
     std::uint64_t id = next_request_++;
@@ -262,7 +262,7 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
       int err = errno ? errno : -rc;
       auto self = shared_from_this();
       asio::post(io_, [self, id, err] {
-        self->complete(id, make_error(kErrSend, "umad_send failed: " + errno_text(err)));
+        self->complete(id, make_error(Errc::Io, "umad_send failed: " + errno_text(err)));
       });
       return;
     }
@@ -314,7 +314,7 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
         if (tid == r.current_tid) attempt_failed(id, tid);
         return;
       }
-      complete(id, make_error(kErrSend, "send completed with status " +
+      complete(id, make_error(Errc::Io, "send completed with status " +
                                             std::to_string(umad_status) + " (" +
                                             errno_text(umad_status) + ")"));
       return;
@@ -412,7 +412,7 @@ Result<std::unique_ptr<UmadTransport>> UmadTransport::open(asio::io_context& io,
   umad_init();
   int port_id = umad_open_port(info->ca.c_str(), info->port);
   if (port_id < 0)
-    return make_error(kErrOpen, "umad_open_port(" + info->ca + ", " + std::to_string(info->port) +
+    return make_error(Errc::Io, "umad_open_port(" + info->ca + ", " + std::to_string(info->port) +
                                     ") failed: " + errno_text(-port_id));
   int agent_dr = umad_register(port_id, kClassSubnDirected, kSmpClassVersion, 0, nullptr);
   int agent_lid = agent_dr < 0 ? -1
@@ -428,7 +428,7 @@ Result<std::unique_ptr<UmadTransport>> UmadTransport::open(asio::io_context& io,
     if (agent_dr >= 0) umad_unregister(port_id, agent_dr);
     if (agent_lid >= 0) umad_unregister(port_id, agent_lid);
     umad_close_port(port_id);
-    return make_error(kErrOpen, "umad_register(class " +
+    return make_error(Errc::Io, "umad_register(class " +
                                     std::string(agent_dr < 0 ? "0x81" : agent_lid < 0 ? "0x01" : "0x03") +
                                     ") on " + info->ca + " port " + std::to_string(info->port) +
                                     " failed: " + errno_text(err));

@@ -34,7 +34,7 @@ inline std::string hex(std::uint64_t v, int digits) {
   return buf;
 }
 
-inline Error decode_error(std::string what) { return make_error(kErrDecode, std::move(what)); }
+inline Error decode_error(std::string what) { return make_error(Errc::Parse, std::move(what)); }
 
 // The common MAD header and SA header fields every SA codec reads and writes
 // (SaHeaderWire, sa.hpp).

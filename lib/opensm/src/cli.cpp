@@ -59,7 +59,7 @@ std::uint8_t running_priority(const HeadPriorities& p, const std::string& curren
 }  // namespace
 
 Status ReadOnlyFileSystem::write_atomic(const std::string& path, std::string_view, unsigned) {
-  return make_error(Errc::ReadOnly, "refusing to write " + path + ": read-only file system seam");
+  return make_error(Errc::Permission, "refusing to write " + path + ": read-only file system seam");
 }
 
 Result<std::string> ReadOnlyFileSystem::read(const std::string& path) const {

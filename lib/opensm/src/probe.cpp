@@ -108,14 +108,14 @@ Result<ProbeOutput> ExecOpensmRunner::run(const std::string& binary,
   }
   TempDir dir;
   if (dir.path().empty()) {
-    return make_error(Errc::Probe, "cannot create a temp directory: " + errno_text(errno));
+    return make_error(Errc::Io, "cannot create a temp directory: " + errno_text(errno));
   }
   const std::string dump_path = dir.path() + "/dump.conf";
   const std::string conf_path = dir.path() + "/opensm.conf";
   std::vector<std::string> args = {binary};
   if (config_text) {
     if (!write_private_file(conf_path, *config_text)) {
-      return make_error(Errc::Probe, "cannot write " + conf_path + ": " + errno_text(errno));
+      return make_error(Errc::Io, "cannot write " + conf_path + ": " + errno_text(errno));
     }
     args.insert(args.end(), {"-F", conf_path});
   }
@@ -133,7 +133,7 @@ Result<ProbeOutput> ExecOpensmRunner::run(const std::string& binary,
 
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    return make_error(Errc::Probe, "pipe: " + errno_text(errno));
+    return make_error(Errc::Io, "pipe: " + errno_text(errno));
   }
   Fd read_end(pipe_fds[0]);
   Fd write_end(pipe_fds[1]);
@@ -216,7 +216,7 @@ Result<ProbeOutput> ExecOpensmRunner::run(const std::string& binary,
   if (!dump) {
     std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
                                         : "was killed by signal " + std::to_string(WTERMSIG(status));
-    return make_error(Errc::Probe, binary + " -c wrote no file (it " + how + "); its output:\n" +
+    return make_error(Errc::Failed, binary + " -c wrote no file (it " + how + "); its output:\n" +
                                    first_lines(output, 20));
   }
   return ProbeOutput{std::move(output), std::move(*dump)};
@@ -245,7 +245,7 @@ Result<Capabilities> parse_probe(const std::string& binary, const ProbeOutput& o
   }
   caps.defaults = parse_opensm_conf(out.dump);
   if (caps.defaults.empty()) {
-    return make_error(Errc::Probe, binary + " -c wrote no opensm.conf keys; is it OpenSM?");
+    return make_error(Errc::Failed, binary + " -c wrote no opensm.conf keys; is it OpenSM?");
   }
   caps.sharp = caps.knows("sharp_enabled");
   caps.adaptive_routing = caps.knows("ar_mode") || caps.knows("ar_sl_mask");

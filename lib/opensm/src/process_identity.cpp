@@ -61,8 +61,8 @@ Result<std::chrono::nanoseconds> process_age(std::uint64_t start_time) {
   const auto now = std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
   const auto started = std::chrono::nanoseconds(static_cast<std::int64_t>(
       static_cast<long double>(start_time) * 1e9L / static_cast<long double>(ticks)));
-  if (started > now) return make_error(Errc::Range, "process start time " + std::to_string(start_time) +
-                                                    " ticks lies after now");
+  if (started > now) return make_error(Errc::Invalid, "process start time " + std::to_string(start_time) +
+                                                      " ticks lies after now");
   return now - started;
 }
 

@@ -709,7 +709,7 @@ void OpensmSupervisor::stop(std::function<void()> done) {
 
 Status OpensmSupervisor::restart(std::string reason, bool counts_as_crash) {
   if (status_.state != SupervisorState::Running)
-    return make_error(Errc::NotRunning, std::string("restart: OpenSM is ") + std::string(to_string(status_.state)));
+    return make_error(Errc::Conflict, std::string("restart: OpenSM is ") + std::string(to_string(status_.state)));
   log_->warn("restarting OpenSM pid {}: {}", status_.pid, reason);
   restart_reason_ = std::move(reason);
   begin_stop(counts_as_crash ? AfterStop::RespawnAsCrash : AfterStop::Respawn);

@@ -32,9 +32,9 @@ namespace {
 
 std::string errno_text(int err) { return std::error_code(err, std::system_category()).message(); }
 
-// Resources for what may work later, else `otherwise` (Spawn for the parent's
+// Resources for what may work later, else `otherwise` (Failed for the parent's
 // calls, Exec for the child's set-up).
-Errc spawn_code(int err, Errc otherwise = Errc::Spawn) {
+Errc spawn_code(int err, Errc otherwise = Errc::Failed) {
   return transient_spawn_errno(err) ? Errc::Resources : otherwise;
 }
 
@@ -153,7 +153,7 @@ PosixProcessRunner::~PosixProcessRunner() {
 Result<int> PosixProcessRunner::spawn(const ProcessSpec& spec, OutputHandler on_output,
                                       ExitHandler on_exit) {
   if (spec.path.empty() || spec.argv.empty())
-    return make_error(Errc::InvalidArgument, "spawn: empty executable path or argv");
+    return make_error(Errc::Invalid, "spawn: empty executable path or argv");
 
   std::vector<char*> argv;
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -345,7 +345,7 @@ void PosixProcessRunner::finish(const std::shared_ptr<Proc>& proc) {
 }
 
 Status PosixProcessRunner::kill(int pid, int signal) {
-  if (pid <= 0) return make_error(Errc::InvalidArgument, "kill: bad pid " + std::to_string(pid));
+  if (pid <= 0) return make_error(Errc::Invalid, "kill: bad pid " + std::to_string(pid));
   int target = pid;
   auto it = procs_.find(pid);
   if (it != procs_.end() && it->second->exited)
@@ -359,7 +359,7 @@ Status PosixProcessRunner::kill(int pid, int signal) {
     if (::syscall(SYS_tgkill, pid, pid, signal) != 0) {
       int e = errno;
       if (e == ESRCH) return make_error(Errc::NotFound, "kill: no process " + std::to_string(pid));
-      return make_error(Errc::Kill, "tgkill " + std::to_string(pid) + ": " + errno_text(e));
+      return make_error(Errc::Failed, "tgkill " + std::to_string(pid) + ": " + errno_text(e));
     }
     return Status::Ok();
   }
@@ -371,19 +371,19 @@ Status PosixProcessRunner::kill(int pid, int signal) {
   if (::kill(target, signal) != 0) {
     int e = errno;
     if (e == ESRCH) return make_error(Errc::NotFound, "kill: no process " + std::to_string(pid));
-    return make_error(Errc::Kill, "kill " + std::to_string(target) + ": " + errno_text(e));
+    return make_error(Errc::Failed, "kill " + std::to_string(target) + ": " + errno_text(e));
   }
   return Status::Ok();
 }
 
 Status PosixProcessRunner::adopt(int pid, ExitHandler on_exit) {
-  if (pid <= 0) return make_error(Errc::InvalidArgument, "adopt: bad pid " + std::to_string(pid));
+  if (pid <= 0) return make_error(Errc::Invalid, "adopt: bad pid " + std::to_string(pid));
   if (procs_.count(pid)) return make_error(Errc::Busy, "adopt: process " + std::to_string(pid) + " is already watched");
   int fd = open_pidfd(pid);
   if (fd < 0) {
     int e = errno;
     if (e == ESRCH) return make_error(Errc::NotFound, "adopt: no process " + std::to_string(pid));
-    return make_error(Errc::Spawn, "adopt " + std::to_string(pid) + ": pidfd_open: " + errno_text(e));
+    return make_error(Errc::Failed, "adopt " + std::to_string(pid) + ": pidfd_open: " + errno_text(e));
   }
   auto proc = std::make_shared<Proc>();
   proc->pid = pid;

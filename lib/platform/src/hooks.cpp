@@ -78,7 +78,7 @@ std::vector<std::pair<std::string, std::string>> hook_env(const std::string& nod
 
 Status check_hook_security(const std::string& path, const std::vector<uid_t>& allowed_owners) {
   if (path.empty() || path[0] != '/') {
-    return make_error(Errc::InvalidArgument, "hook '" + path + "': path must be absolute");
+    return make_error(Errc::Invalid, "hook '" + path + "': path must be absolute");
   }
   const std::vector<uid_t> owners = effective_owners(allowed_owners);
   char resolved[PATH_MAX];

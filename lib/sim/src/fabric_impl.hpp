@@ -154,7 +154,7 @@ struct Fabric::Impl {
     Status kill(int pid, int sig) override { return f->kill(self, pid, sig); }
     Status adopt(int pid, ExitHandler on_exit) override {
       auto& n = f->nodes[self];
-      if (!n->sm || n->sm->pid != pid) return make_error(Errc::Esrch, "no process " + std::to_string(pid));
+      if (!n->sm || n->sm->pid != pid) return make_error(Errc::NotFound, "no process " + std::to_string(pid));
       n->sm->on_exit = std::move(on_exit);
       return Status::Ok();
     }

@@ -332,7 +332,7 @@ std::variant<SmInfo, std::uint16_t> Fabric::Impl::handle_set(const SmPtr& sm, Sm
 Result<int> Fabric::Impl::spawn(NodeId n, const os::ProcessSpec& spec, os::ProcessRunner::ExitHandler on_exit) {
   const auto slash = spec.path.find_last_of('/');
   const std::string base = slash == std::string::npos ? spec.path : spec.path.substr(slash + 1);
-  if (base != "opensm") return make_error(Errc::Spawn, spec.path + ": the simulated fabric runs only opensm");
+  if (base != "opensm") return make_error(Errc::Unsupported, spec.path + ": the simulated fabric runs only opensm");
   std::string conf_path;
   std::optional<Guid> guid;
   for (std::size_t i = 1; i + 1 < spec.argv.size(); ++i) {
@@ -406,7 +406,7 @@ void Fabric::Impl::reload(const SmPtr& sm, bool hup) {
 
 Status Fabric::Impl::kill(NodeId n, int pid, int sig) {
   auto sm = nodes[n]->sm;
-  if (!sm || sm->pid != pid) return make_error(Errc::Esrch, "no process " + std::to_string(pid));
+  if (!sm || sm->pid != pid) return make_error(Errc::NotFound, "no process " + std::to_string(pid));
   switch (sig) {
     case SIGKILL: end(sm, true, SIGKILL); break;
     case SIGTERM:
@@ -434,7 +434,7 @@ Status Fabric::Impl::kill(NodeId n, int pid, int sig) {
       }
       reload(sm);  // SIGCONT acts like SIGHUP in OpenSM
       break;
-    default: return make_error(Errc::Signal, "signal " + std::to_string(sig) + " not simulated");
+    default: return make_error(Errc::Unsupported, "signal " + std::to_string(sig) + " not simulated");
   }
   return Status::Ok();
 }

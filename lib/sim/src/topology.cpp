@@ -254,7 +254,7 @@ void TopologyTransport::answer(const mad::Target& t, const mad::RequestOptions& 
   if (end) {
     const auto* dr = std::get_if<DrPath>(&t);
     if (dr && std::find(corrupt_.begin(), corrupt_.end(), *dr) != corrupt_.end()) {
-      q_.schedule_in(sma_delay_, [done] { done(make_error(mad::kErrDecode, "NodeType 0 at SMP data offset 2")); });
+      q_.schedule_in(sma_delay_, [done] { done(make_error(Errc::Parse, "NodeType 0 at SMP data offset 2")); });
       return;
     }
     Result<Reply> r = make(*end);

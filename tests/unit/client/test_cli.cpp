@@ -105,7 +105,7 @@ TEST_CASE("hold durations: seconds or a unit, bounded, never overflowing", "[cli
     INFO(bad);
     auto r = parse_duration_seconds(bad, kMaxHoldSeconds);
     REQUIRE_FALSE(r.ok());
-    CHECK(r.error().code == smha::Errc::BadDuration);
+    CHECK(r.error().code == smha::Errc::Invalid);
     CHECK_THAT(r.error().message, Catch::Contains(std::string("'") + bad + "'"));
   }
   CHECK_THAT(parse_duration_seconds("20000000000", kMaxHoldSeconds).error().message,

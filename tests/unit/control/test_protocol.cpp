@@ -240,7 +240,7 @@ TEST_CASE("an empty frame (a NUL alone) gets the parser's own message, every tim
   for (int i = 0; i < 3; ++i) {
     auto r = parse_json("");
     REQUIRE_FALSE(r.ok());
-    CHECK(r.error().code == smha::Errc::Json);
+    CHECK(r.error().code == smha::Errc::Parse);
     CHECK(r.error().message ==
           "invalid JSON: parse error at line 1, column 1: syntax error while parsing value - "
           "unexpected end of input; "

@@ -100,7 +100,7 @@ TEST_CASE("start fails clearly when the group does not exist", "[control][server
   ControlServer server(io, opts);
   auto st = server.start();
   REQUIRE_FALSE(st.ok());
-  CHECK(st.error().code == smha::Errc::Group);
+  CHECK(st.error().code == smha::Errc::NotFound);
   CHECK_THAT(st.error().message, Catch::Contains("'smha-no-such-group' does not exist"));
   CHECK_FALSE(std::filesystem::exists(opts.socket_path));
 }
@@ -148,7 +148,7 @@ TEST_CASE("start refuses unsafe directories and paths, changing nothing", "[cont
     ControlServer server(io, opts);
     auto st = server.start();
     REQUIRE_FALSE(st.ok());
-    CHECK(st.error().code == smha::Errc::Dir);
+    CHECK(st.error().code == smha::Errc::Insecure);
     CHECK_THAT(st.error().message, Catch::Contains(dir.sub("run")) && Catch::Contains("world-writable"));
     struct stat d {};
     REQUIRE(::lstat(dir.sub("run").c_str(), &d) == 0);
@@ -170,7 +170,7 @@ TEST_CASE("start refuses unsafe directories and paths, changing nothing", "[cont
     ControlServer server(io, opts);
     auto st = server.start();
     REQUIRE_FALSE(st.ok());
-    CHECK(st.error().code == smha::Errc::Socket);
+    CHECK(st.error().code == smha::Errc::Conflict);
     CHECK_THAT(st.error().message, Catch::Contains("is not a socket"));
     std::ifstream in(opts.socket_path);
     std::string content;

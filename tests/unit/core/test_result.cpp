@@ -12,7 +12,7 @@
 using namespace smha;
 
 static Result<int> half(int v) {
-  if (v % 2) return make_error(Errc::InvalidArgument, std::to_string(v) + " is odd");
+  if (v % 2) return make_error(Errc::Invalid, std::to_string(v) + " is odd");
   return v / 2;
 }
 
@@ -22,7 +22,7 @@ TEST_CASE("Result carries a value or an error", "[core]") {
   CHECK(*ok == 4);
   auto bad = half(3);
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.error().code == Errc::InvalidArgument);
+  CHECK(bad.error().code == Errc::Invalid);
   CHECK(bad.error().message == "3 is odd");
   Status s = make_error(Errc::Failed, "y");
   CHECK_FALSE(s.ok());

@@ -198,12 +198,12 @@ TEST_CASE("Bad SA responses: errors name the field and its offset", "[mad][sa]")
     INFO(r.error().message);
     CHECK(r.error().message.find(text) != std::string::npos);
   };
-  expect(decode_sminfo_record_table(std::vector<std::uint8_t>(55, 0)), kErrDecode, "header alone is 56");
-  expect(bad(0, 2), kErrDecode, "base version 2 at offset 0");
-  expect(bad(1, 0x81), kErrDecode, "management class 0x81 at offset 1");
-  expect(bad(2, 1), kErrDecode, "class version 1 at offset 2");
-  expect(bad(3, 0x81), kErrDecode, "method 0x81 at offset 3 is not GetTableResp");
-  expect(bad(17, 0x20), kErrDecode, "attribute 0x0020 at offset 16");
+  expect(decode_sminfo_record_table(std::vector<std::uint8_t>(55, 0)), Errc::Parse, "header alone is 56");
+  expect(bad(0, 2), Errc::Parse, "base version 2 at offset 0");
+  expect(bad(1, 0x81), Errc::Parse, "management class 0x81 at offset 1");
+  expect(bad(2, 1), Errc::Parse, "class version 1 at offset 2");
+  expect(bad(3, 0x81), Errc::Parse, "method 0x81 at offset 3 is not GetTableResp");
+  expect(bad(17, 0x20), Errc::Parse, "attribute 0x0020 at offset 16");
   // Non-zero status: the SA's own code named.
   auto st = good;
   st[4] = 0x03;  // 0x0300: no records
@@ -213,16 +213,16 @@ TEST_CASE("Bad SA responses: errors name the field and its offset", "[mad][sa]")
   st[5] = 0x0c;
   expect(decode_sminfo_record_table(st), kErrMadStatus, "0x000c: method/attribute combination not supported");
   // AttributeOffset: 0 (empty), too small for a record, larger than a MAD's data.
-  expect(bad(45, 0), kErrDecode, "AttributeOffset 0 at offset 44");
-  expect(bad(45, 3), kErrDecode, "AttributeOffset 3 at offset 44");
-  expect(bad(45, 26), kErrDecode, "AttributeOffset 26 at offset 44");
+  expect(bad(45, 0), Errc::Parse, "AttributeOffset 0 at offset 44");
+  expect(bad(45, 3), Errc::Parse, "AttributeOffset 3 at offset 44");
+  expect(bad(45, 26), Errc::Parse, "AttributeOffset 26 at offset 44");
   auto huge = good;
   huge[44] = 0xff;
-  expect(decode_sminfo_record_table(huge), kErrDecode, "AttributeOffset 65284 at offset 44");
+  expect(decode_sminfo_record_table(huge), Errc::Parse, "AttributeOffset 65284 at offset 44");
   // A record's SMState above 3: which record, which byte.
-  expect(bad(56 + 32 + 24, 0x14), kErrDecode, "SMInfoRecord 1 SMState 4 at offset 112");
+  expect(bad(56 + 32 + 24, 0x14), Errc::Parse, "SMInfoRecord 1 SMState 4 at offset 112");
   // More than the transport ever reads.
-  expect(decode_sminfo_record_table(std::vector<std::uint8_t>(kMaxSaResponse + 1, 0)), kErrDecode,
+  expect(decode_sminfo_record_table(std::vector<std::uint8_t>(kMaxSaResponse + 1, 0)), Errc::Parse,
          "at most");
 }
 

@@ -117,7 +117,7 @@ TEST_CASE("ServiceRecord answers: GetResp and DeleteResp round trip", "[mad][ser
   // A GetResp where a DeleteResp is awaited is not our answer.
   auto wrong = decode_service_record_response(get, kMethodDeleteResp);
   REQUIRE_FALSE(wrong.ok());
-  CHECK(wrong.error().code == kErrDecode);
+  CHECK(wrong.error().code == Errc::Parse);
 }
 
 TEST_CASE("ServiceRecord answers: an SA status is named, a malformed answer says where", "[mad][service_record]") {

@@ -208,7 +208,7 @@ TEST_CASE("Golden: an unanswered request returned by ibsim is not a GetResp", "[
     REQUIRE(c.received.size() == 3);
     auto r = decode_sminfo_response(c.received[0]);
     REQUIRE_FALSE(r.ok());
-    CHECK(r.error().code == kErrDecode);
+    CHECK(r.error().code == Errc::Parse);
     CHECK(r.error().message.find("not GetResp") != std::string::npos);
   }
 }
@@ -271,30 +271,30 @@ TEST_CASE("Malformed SMPs give a decode error naming what and where", "[mad]") {
     REQUIRE(decode_sminfo_response(good_response(cls)).ok());
 
     MadBytes m = good_response(cls);
-    expect(std::span(m).first(255), kErrDecode, "255 bytes");
-    expect(std::span<const std::uint8_t>(), kErrDecode, "0 bytes");
+    expect(std::span(m).first(255), Errc::Parse, "255 bytes");
+    expect(std::span<const std::uint8_t>(), Errc::Parse, "0 bytes");
     std::vector<std::uint8_t> longer(m.begin(), m.end());
     longer.push_back(0);
-    expect(longer, kErrDecode, "257 bytes");
+    expect(longer, Errc::Parse, "257 bytes");
 
     m = good_response(cls);
     m[0] = 2;
-    expect(m, kErrDecode, "base version 2 at offset 0");
+    expect(m, Errc::Parse, "base version 2 at offset 0");
     m = good_response(cls);
     m[1] = 0x04;
-    expect(m, kErrDecode, "class 0x04 at offset 1");
+    expect(m, Errc::Parse, "class 0x04 at offset 1");
     m = good_response(cls);
     m[2] = 2;
-    expect(m, kErrDecode, "class version 2 at offset 2");
+    expect(m, Errc::Parse, "class version 2 at offset 2");
     m = good_response(cls);
     m[3] = kMethodGet;
-    expect(m, kErrDecode, "method 0x01 at offset 3");
+    expect(m, Errc::Parse, "method 0x01 at offset 3");
     m = good_response(cls);
     m[3] = kMethodSet;
-    expect(m, kErrDecode, "method 0x02");
+    expect(m, Errc::Parse, "method 0x02");
     m = good_response(cls);
     m[17] = 0x15;  // PortInfo
-    expect(m, kErrDecode, "attribute 0x0015 at offset 16");
+    expect(m, Errc::Parse, "attribute 0x0015 at offset 16");
     m = good_response(cls);
     m[4] = static_cast<std::uint8_t>(m[4] | 0x07);
     expect(m, kErrMadStatus, "0x07");
@@ -304,18 +304,18 @@ TEST_CASE("Malformed SMPs give a decode error naming what and where", "[mad]") {
     for (std::uint8_t state = 4; state < 16; ++state) {
       m = good_response(cls);
       m[kSmpDataOffset + 20] = static_cast<std::uint8_t>(0xf0 | state);
-      expect(m, kErrDecode, "SMState");
+      expect(m, Errc::Parse, "SMState");
     }
   }
   MadBytes dr = good_response(kClassSubnDirected);
   dr[4] = 0;  // D bit cleared
-  expect(dr, kErrDecode, "D bit");
+  expect(dr, Errc::Parse, "D bit");
   dr = good_response(kClassSubnDirected);
   dr[7] = 64;
-  expect(dr, kErrDecode, "hop count 64 at offset 7");
+  expect(dr, Errc::Parse, "hop count 64 at offset 7");
   dr = good_response(kClassSubnDirected);
   dr[6] = 4;  // hop count 2: pointer may be 0..3
-  expect(dr, kErrDecode, "hop pointer 4 at offset 6");
+  expect(dr, Errc::Parse, "hop pointer 4 at offset 6");
   dr[6] = 3;
   CHECK(decode_sminfo_response(dr).ok());
 
@@ -435,18 +435,18 @@ TEST_CASE("PortInfo Get by LID and DR, malformed PortInfo answers name what and 
   };
   MadBytes m = good;
   m[17] = 0x20;  // SMInfo
-  expect(m, kErrDecode, "attribute 0x0020 at offset 16 is not PortInfo (0x0015)");
+  expect(m, Errc::Parse, "attribute 0x0020 at offset 16 is not PortInfo (0x0015)");
   m = good;
   m[3] = kMethodGet;
-  expect(m, kErrDecode, "not GetResp");
+  expect(m, Errc::Parse, "not GetResp");
   m = good;
   m[4] = 0;  // D bit cleared
-  expect(m, kErrDecode, "D bit");
+  expect(m, Errc::Parse, "D bit");
   for (std::uint8_t state : {0, 5, 6, 15}) {
     INFO("state " << int(state));
     m = good;
     m[kSmpDataOffset + 32] = static_cast<std::uint8_t>((m[kSmpDataOffset + 32] & 0xf0) | state);
-    expect(m, kErrDecode, "PortState " + std::to_string(state) + " at SMP data offset 32");
+    expect(m, Errc::Parse, "PortState " + std::to_string(state) + " at SMP data offset 32");
   }
   // A SMInfo answer is not a PortInfo answer, and the reverse.
   CHECK_FALSE(decode_portinfo_response(good_response(kClassSubnDirected)).ok());
@@ -575,7 +575,7 @@ TEST_CASE("Golden: NodeInfo through a switch port with no cable comes back unans
   for (const auto& mad : c.received) {
     auto r = decode_nodeinfo_response(mad);
     REQUIRE_FALSE(r.ok());
-    CHECK(r.error().code == kErrDecode);
+    CHECK(r.error().code == Errc::Parse);
   }
 }
 
@@ -585,7 +585,7 @@ TEST_CASE("Malformed NodeInfo and NodeDescription answers name what and where", 
   auto expect = [](const MadBytes& m, const std::string& needle) {
     auto r = decode_nodeinfo_response(m);
     REQUIRE_FALSE(r.ok());
-    CHECK(r.error().code == kErrDecode);
+    CHECK(r.error().code == Errc::Parse);
     INFO(r.error().message);
     CHECK(r.error().message.find(needle) != std::string::npos);
   };

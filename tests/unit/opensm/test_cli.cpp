@@ -185,7 +185,7 @@ TEST_CASE("ReadOnlyFileSystem reads and refuses to write") {
   CHECK(missing.error().code == Errc::NotFound);
   Status w = fs.write_atomic(cfg.path(), "x", 0600);
   REQUIRE_FALSE(w.ok());
-  CHECK(w.error().code == Errc::ReadOnly);
+  CHECK(w.error().code == Errc::Permission);
   CHECK(*fs.read(cfg.path()) == "hello\n");
 }
 

@@ -73,7 +73,7 @@ TEST_CASE("probe of a (synthetic) NVIDIA SM capture") {
 TEST_CASE("probe output without keys or banner") {
   auto empty = parse_probe("/bin/x", ProbeOutput{"hello\n", "# nothing\n\n"});
   REQUIRE_FALSE(empty.ok());
-  CHECK(empty.error().code == Errc::Probe);
+  CHECK(empty.error().code == Errc::Failed);
   CHECK(empty.error().message == "/bin/x -c wrote no opensm.conf keys; is it OpenSM?");
   auto no_banner = parse_probe("/bin/x", ProbeOutput{"", "sm_priority 0\n"});
   REQUIRE(no_banner.ok());
@@ -105,7 +105,7 @@ TEST_CASE("ExecOpensmRunner: a binary that writes no dump") {
   ExecOpensmRunner runner;
   auto r = runner.run(data_path("probe/silent-opensm.sh"), std::nullopt);
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == Errc::Probe);
+  CHECK(r.error().code == Errc::Failed);
   CHECK(r.error().message == data_path("probe/silent-opensm.sh") +
                                  " -c wrote no file (it exited with status 3); its output:\n"
                                  "not opensm\n");

@@ -892,7 +892,7 @@ TEST_CASE("the caller can force a restart, counted as a crash or not", "[supervi
   Harness h;
   h.path = write_script(h.dir, "opensm", kServeScript);
   h.make(h.options());
-  CHECK(h.sup->restart("x", false).error().code == Errc::NotRunning);
+  CHECK(h.sup->restart("x", false).error().code == Errc::Conflict);
   REQUIRE(h.sup->start("conf\n").ok());
   CHECK(h.sup->status().restarts == 0);
   const int first = h.sup->status().pid;

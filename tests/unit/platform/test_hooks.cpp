@@ -236,7 +236,7 @@ TEST_CASE("insecure hooks are refused at config time", "[hooks]") {
     CHECK_FALSE(platform::check_hook_security(hook, {}).ok());
   }
   SECTION("relative") {
-    CHECK(platform::check_hook_security("hook.sh", {}).error().code == smha::Errc::InvalidArgument);
+    CHECK(platform::check_hook_security("hook.sh", {}).error().code == smha::Errc::Invalid);
   }
   SECTION("missing") {
     CHECK(platform::check_hook_security(f.dir.path().string() + "/none", {}).error().code ==

@@ -63,7 +63,7 @@ int exit_code_for(ResultCode result);
 
 // Parses a duration for smctl: a positive number of seconds ("90", "1.5"), or
 // a number with one unit s, m, h or d ("30s", "90m", "2h", "1d"). Error code
-// "bad_duration" naming the text, also for 0, negative, non-finite values and
+// "invalid" naming the text, also for 0, negative, non-finite values and
 // anything over `max_seconds`.
 Result<double> parse_duration_seconds(const std::string& text, double max_seconds);
 

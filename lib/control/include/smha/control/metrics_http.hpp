@@ -70,8 +70,8 @@ class MetricsHttpServer {
   MetricsHttpServer(const MetricsHttpServer&) = delete;
   MetricsHttpServer& operator=(const MetricsHttpServer&) = delete;
 
-  // Binds and listens. Errors: "bad_address" (not a loopback literal),
-  // "bind" (naming address, port and the OS error). On error nothing listens.
+  // Binds and listens. Errors: "config" (not a loopback literal),
+  // "io" (naming address, port and the OS error). On error nothing listens.
   Status start();
   // Closes the listener and every open connection. Idempotent.
   void stop();

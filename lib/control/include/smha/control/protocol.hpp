@@ -198,8 +198,8 @@ class FrameDecoder {
 };
 
 // Parses JSON text with the protocol's limits: no exceptions escape, nesting
-// deeper than kMaxJsonDepth is rejected. Error codes: "json" (syntax, with the
-// byte offset), "too_deep".
+// deeper than kMaxJsonDepth is rejected. Error codes: "parse" (syntax, with the
+// byte offset), "too_large" (too deep).
 Result<nlohmann::json> parse_json(std::string_view text);
 
 // Parses and validates one request frame. Error code "bad_request"; the message

@@ -156,7 +156,9 @@ class ControlServer {
   // group), removes a stale socket (refuses if a server answers on it or if
   // the path is not a socket), binds, sets socket_mode and group, and starts
   // accepting. On failure nothing is listening and the error names the path
-  // and the reason (codes "group", "dir", "socket").
+  // and the reason (codes "not_found" for an unknown group, "insecure" for an
+  // unsafe directory, "conflict" or "busy" for what holds the socket path,
+  // "invalid" for a bad path, "io" for a failed call).
   Status start();
 
   // Stops accepting, closes every connection (pending async calls see

@@ -18,10 +18,10 @@ inline constexpr std::size_t kMaxKeyFileBytes = 4096;            // sm_key_file
 // The whole content of `path`; `mode`, if given, gets its st_mode. Errors (the
 // message says what is wrong without the path, which callers name, e.g.
 // "open: No such file or directory", "is a FIFO, not a regular file"):
-//   "not_found"  the path does not exist
-//   "not_file"   it is not a regular file ("is a FIFO", "is a directory", ...)
-//   "too_large"  it holds more than max_bytes
-//   "io"         open/fstat/read failed otherwise
+//   "not_found"    the path does not exist
+//   "not_regular"  it is not a regular file ("is a FIFO", "is a directory", ...)
+//   "too_large"    it holds more than max_bytes
+//   "io"           open/fstat/read failed otherwise
 Result<std::string> read_regular_file(const std::string& path, std::size_t max_bytes, unsigned* mode = nullptr);
 
 // The last `max_bytes` of `path` (all of it if it is smaller), with the same

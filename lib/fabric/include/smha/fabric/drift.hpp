@@ -88,7 +88,7 @@ bool is_per_head_conf_key(std::string_view key);
 ConfigDigests compute_digests(const DigestInputs& in);
 
 std::array<std::uint8_t, 64> encode_service_data(const ConfigDigests& d);
-// Error code "bad_digest" naming the byte: another layout version, another
+// Error code "parse" naming the byte: another layout version, another
 // digest count, or non-zero reserved bytes 50..55 (56..63 are not read).
 Result<ConfigDigests> decode_service_data(std::span<const std::uint8_t> data);
 // The components whose digests differ, in DriftComponent order.

@@ -5,7 +5,7 @@
 //
 // Every multi-byte field is big-endian on the wire and is read and written one
 // byte at a time here, so host byte order never matters. Decoders accept any
-// byte sequence: malformed input gives an Error (code "decode", or "mad_status"
+// byte sequence: malformed input gives an Error (code "parse", or "mad_status"
 // for a well-formed answer carrying a non-zero status), never undefined behaviour.
 #pragma once
 
@@ -215,7 +215,7 @@ Result<MadBytes> encode_sminfo_set(std::uint64_t tid, const Target& target, SmIn
 
 // Decodes a GetResp(SMInfo): decode_smp plus method 0x81, attribute 0x0020,
 // D bit set for DR, status 0 and a valid payload. A non-zero status gives code
-// kErrMadStatus with the status in hex; everything else code kErrDecode.
+// kErrMadStatus with the status in hex; everything else code "parse".
 Result<SmInfo> decode_sminfo_response(std::span<const std::uint8_t> mad);
 
 // The 64-byte PortInfo attribute, only the PortInfo fields (other bytes zero

@@ -91,9 +91,10 @@ struct PortInfoReply {
 // Error codes a transport reports in Error::code:
 //   "timeout"     no answer within timeout x (retries + 1)
 //   "mad_status"  answered with a non-zero MAD status (message names it)
-//   "send"        the request could not be sent (message names errno)
-//   "decode"      the answer was malformed (message says how)
-//   "cancelled"   the transport was closed before an answer
+//   "io"          the request could not be sent (message names errno)
+//   "parse"       the answer was malformed (message says how)
+//   "closed"      the transport was closed before an answer
+//   "invalid"     options or a target the transport cannot use
 inline constexpr Errc kErrTimeout = Errc::Timeout;
 inline constexpr Errc kErrMadStatus = Errc::MadStatus;
 // A kErrMadStatus error: `status` in Error::mad_status, `message` naming it.
@@ -102,9 +103,6 @@ inline Error mad_status_error(std::uint16_t status, std::string message) {
 }
 // SA class-specific status (IBA 15.2.1.1) a caller branches on: no record matched.
 inline constexpr std::uint16_t kSaStatusNoRecords = 0x0300;
-inline constexpr Errc kErrSend = Errc::Send;
-inline constexpr Errc kErrDecode = Errc::Decode;
-inline constexpr Errc kErrCancelled = Errc::Cancelled;
 
 struct NodeInfoReply {
   NodeInfo info;

@@ -57,8 +57,6 @@ struct LocalPortInfo {
 
 // Error code when the CA, port number or port GUID does not exist.
 inline constexpr Errc kErrNoPort = Errc::NoPort;
-// Error code when the port exists but cannot be opened or registered on.
-inline constexpr Errc kErrOpen = Errc::Open;
 
 // Reads the local port's info without opening it. Errors: kErrNoPort.
 Result<LocalPortInfo> query_local_port(const PortSelector& selector);
@@ -69,14 +67,14 @@ class UmadTransport final : public MadTransport {
   // only answers to our own requests arrive) for classes 0x81 and 0x01, and
   // for the SA class 0x03 version 2 with rmpp_version 1 (kernel RMPP), then
   // starts the receive thread. `io` and `clock` must outlive the transport.
-  // Errors: kErrNoPort (nothing matches `selector`), kErrOpen (open or register
+  // Errors: kErrNoPort (nothing matches `selector`), "io" (open or register
   // failed; message names the call and errno). On error nothing stays open.
   static Result<std::unique_ptr<UmadTransport>> open(boost::asio::io_context& io,
                                                      const PortSelector& selector,
                                                      const Clock& clock);
 
   // Stops the receive thread (within ~50 ms), unregisters, closes the port.
-  // Requests still pending complete with kErrCancelled, posted to the io_context.
+  // Requests still pending complete with "closed", posted to the io_context.
   ~UmadTransport() override;
 
   UmadTransport(const UmadTransport&) = delete;

@@ -12,7 +12,7 @@
 namespace smha::opensm {
 
 // A FileSystem that only reads (for `render-config --diff`, which must never
-// write). write_atomic fails with code "read_only" and changes nothing.
+// write). write_atomic fails with code "permission" and changes nothing.
 class ReadOnlyFileSystem final : public os::FileSystem {
  public:
   Status write_atomic(const std::string& path, std::string_view content, unsigned mode) override;

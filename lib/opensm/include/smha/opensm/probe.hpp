@@ -28,7 +28,8 @@ class OpensmRunner {
  public:
   virtual ~OpensmRunner() = default;
   // Runs `binary [-F <config_text in a temp file>] -c <temp file>`. Errors:
-  // "exec" (cannot start), "timeout" (killed), "probe" (no dump written).
+  // "exec" (cannot start), "timeout" (killed), "failed" (no dump written),
+  // "io" (temp directory, config file or pipe).
   virtual Result<ProbeOutput> run(const std::string& binary,
                                   std::optional<std::string_view> config_text) = 0;
 };
@@ -61,7 +62,7 @@ struct Capabilities {
   std::string describe() const;
 };
 
-// Interprets a probe run of `binary`. Error "probe" if the dump holds no keys.
+// Interprets a probe run of `binary`. Error "failed" if the dump holds no keys.
 Result<Capabilities> parse_probe(const std::string& binary, const ProbeOutput& output);
 
 // Runs the probe (no config file) and interprets it.

@@ -35,7 +35,7 @@ Result<std::uint64_t> parse_proc_stat_start_time(std::string_view stat_line);
 
 // How long ago a process with `start_time` (field 22, clock ticks since boot)
 // started: CLOCK_BOOTTIME now minus start_time / _SC_CLK_TCK. Error "io" if the
-// clock cannot be read, "range" if the start lies in the future.
+// clock cannot be read, "invalid" if the start lies in the future.
 Result<std::chrono::nanoseconds> process_age(std::uint64_t start_time);
 
 // The argv of a live process (/proc/<pid>/cmdline). Errors as read_process_identity.

@@ -190,7 +190,7 @@ class OpensmSupervisor {
   // Adopts the OpenSM named by the pidfile, or writes `conf_text` to conf_path (if it
   // differs) and spawns OpenSM. Allowed in Stopped and Failed.
   // Errors: "busy" (not Stopped/Failed), "io" (conf not written: nothing started),
-  // "exec"/"spawn" (OpenSM could not be started: state Failed, reason set),
+  // "exec"/"failed" (OpenSM could not be started: state Failed, reason set),
   // "foreign" (another OpenSM is bound to the port GUID: state Failed, none started).
   // Out of resources at spawn is not an error: state Backoff, retried.
   Result<StartReport> start(std::string_view conf_text);
@@ -211,7 +211,7 @@ class OpensmSupervisor {
   // Caller-detected trouble (e.g. the local SM stopped answering SMInfo): stops the
   // process (TERM, then KILL) and respawns it. counts_as_crash: the exit goes through
   // the crash accounting (backoff, crash loop); otherwise it respawns at once.
-  // Errors: "not_running" unless Running.
+  // Errors: "conflict" unless Running.
   Status restart(std::string reason, bool counts_as_crash);
 
   // respawn_on_request: in Backoff, respawn once the backoff has run out (at

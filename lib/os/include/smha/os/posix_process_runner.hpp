@@ -57,7 +57,7 @@ class PosixProcessRunner final : public ProcessRunner {
   PosixProcessRunner(const PosixProcessRunner&) = delete;
   PosixProcessRunner& operator=(const PosixProcessRunner&) = delete;
 
-  // Errors: "invalid_argument" (empty path/argv), "spawn" (pipe/fork/pidfd failed;
+  // Errors: "invalid" (empty path/argv), "failed" (pipe/fork/pidfd failed;
   // the message names the call and errno), "exec" (execve failed in the child:
   // message names the path and errno; the child has been reaped), "resources"
   // (any of these failed with EMFILE, ENFILE, EAGAIN or ENOMEM: transient).
@@ -69,13 +69,13 @@ class PosixProcessRunner final : public ProcessRunner {
   // SIGHUP and SIGUSR1 go to the main thread of `pid` only (tgkill): OpenSM's
   // main loop wakes for them only if its own thread takes the signal.
   // Errors: "not_found" if the runner saw `pid` exit (its PID may be reused), or
-  // the process does not exist; "kill" for other errno.
+  // the process does not exist; "failed" for other errno.
   Status kill(int pid, int signal) override;
 
   // Watches `pid` through a pidfd. If the process happens to be a child of this
   // process (it was spawned by an earlier runner), it is reaped and the real status
   // reported; otherwise ExitInfo.status is -1. No output is captured.
-  // Errors: "not_found" (no such process), "busy" (already watched), "spawn"
+  // Errors: "not_found" (no such process), "busy" (already watched), "failed"
   // (pidfd_open failed for another reason).
   Status adopt(int pid, ExitHandler on_exit) override;
 
@@ -97,7 +97,7 @@ class PosixProcessRunner final : public ProcessRunner {
 // Whether a spawn that failed with `err` (from fork, pipe2, pidfd_open or the
 // child's set-up) may work later: out of descriptors (EMFILE, ENFILE), processes
 // (EAGAIN) or memory (ENOMEM). Such errors are Errc::Resources, retried with
-// backoff by the supervisor; every other one is Errc::Spawn or Errc::Exec.
+// backoff by the supervisor; every other one is Errc::Failed or Errc::Exec.
 bool transient_spawn_errno(int err);
 
 }  // namespace smha::os

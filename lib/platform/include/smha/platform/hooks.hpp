@@ -96,7 +96,7 @@ std::vector<std::string> hook_argv(const std::string& path, const HookCall& call
 std::vector<std::pair<std::string, std::string>> hook_env(const std::string& node,
                                                           const HookCall& call);
 
-// Checks `path` as described above. Errors: "invalid_argument" (not absolute),
+// Checks `path` as described above. Errors: "invalid" (not absolute),
 // "not_found" (missing or unresolvable), "insecure" (message names the file or
 // directory and the rule it breaks).
 Status check_hook_security(const std::string& path, const std::vector<uid_t>& allowed_owners);

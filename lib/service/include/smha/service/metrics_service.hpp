@@ -47,8 +47,8 @@ class MetricsService {
   // Registers "metrics" (read-only): data {"text": exposition text}, content type
   // in data.content_type.
   Status attach(control::ControlServer& server);
-  // Starts the configured outputs: binds the HTTP endpoint (error "bind" or
-  // "bad_address" naming the address; nothing else started then) and writes the
+  // Starts the configured outputs: binds the HTTP endpoint (error "io" or
+  // "config" naming the address; nothing else started then) and writes the
   // textfile as soon as the io_context runs and then every interval (a failed
   // write is logged once per change of error and retried at the next interval).
   // render() is first called from the io_context, never from start().
