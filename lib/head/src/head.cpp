@@ -444,13 +444,12 @@ void Head::handover(const std::optional<std::string>& to, uid_t by_uid, std::fun
   sink_.note("HANDOVER_REQUEST", target ? "to " + to_string(*target) : "to the best standby",
              "uid " + std::to_string(by_uid));
   if (target) window->set_target(*target);
-  auto finish = std::make_shared<std::function<void(Reply)>>(std::move(reply));
   handover_ = std::make_shared<HandoverCall>(
       seams_.sched, window, [this] { return agent_ ? agent_->status().master : std::nullopt; },
-      [this, window, finish](Reply r) {
-        handover_.reset();
+      [this, window, reply = std::move(reply)](Reply r) {
+        handover_.reset();  // HandoverCall::end() holds this function while it runs
         if (window_ == window) close_window();
-        (*finish)(std::move(r));
+        reply(std::move(r));
       });
   std::weak_ptr<HandoverCall> pending = handover_;
   agent_->request_handover(target, [pending](const sm::RecordEvent& outcome) {

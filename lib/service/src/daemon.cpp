@@ -92,7 +92,7 @@ bool Daemon::init() {
   start_systemd();
   platform::log_event(*platform::module_logger("svc"), platform::kSmhadStarted,
                       {{"node", config_.node_name}, {"config", config_.source_path},
-                       {"port_guid", to_string(own_guid_)}, {"mode", options_.observe ? "observe" : "managing"},
+                       {"port_guid", to_string(head_->own_guid())}, {"mode", options_.observe ? "observe" : "managing"},
                        {"socket", config_.control.socket_path}});
   return true;
 }
@@ -109,9 +109,9 @@ bool Daemon::init_head() {
     return false;
   }
   port_ = std::move(port).value();
-  own_guid_ = config_.port.port_guid.value_or(port_->local_port().port_guid);
+  const Guid own_guid = config_.port.port_guid.value_or(port_->local_port().port_guid);
   // The policy's errors first, before OpenSM is probed.
-  auto mapped = head::map_config(config_, own_guid_);
+  auto mapped = head::map_config(config_, own_guid);
   if (!mapped) {
     err_ << "smhad: " << mapped.error().message << '\n';
     return false;
@@ -120,16 +120,17 @@ bool Daemon::init_head() {
     if (!peer.lid)
       spdlog::info("peer {} ({}) has no lid in {}: found by directed-route discovery", peer.name,
                    to_string(peer.port_guid), config_.source_path);
+  opensm::Capabilities caps;
   if (!options_.observe) {
-    auto caps = adapters_.probe_opensm(config_.opensm.binary);
-    if (!caps) {
-      err_ << "smhad: " << config_.opensm.binary << ": " << caps.error().message << '\n';
+    auto probed = adapters_.probe_opensm(config_.opensm.binary);
+    if (!probed) {
+      err_ << "smhad: " << config_.opensm.binary << ": " << probed.error().message << '\n';
       return false;
     }
-    caps_ = caps.value();
+    caps = std::move(probed).value();
   }
-  auto planned = head::make_plan(config_, std::move(mapped).value(), head::PlanInputs{own_guid_, options_.observe, caps_},
-                                 fs_);
+  auto planned =
+      head::make_plan(config_, std::move(mapped).value(), head::PlanInputs{own_guid, options_.observe, caps}, fs_);
   if (!planned) {
     err_ << "smhad: " << planned.error().message << '\n';
     return false;
@@ -150,7 +151,7 @@ bool Daemon::init_head() {
                         {},
                         {}};
   head_ = std::make_unique<head::Head>(config_, std::move(planned).value(),
-                                       head::HeadOptions{own_guid_, options_.observe, caps_, SMHA_SERVICE_VERSION},
+                                       head::HeadOptions{own_guid, options_.observe, std::move(caps), SMHA_SERVICE_VERSION},
                                        std::move(seams));
   return true;
 }

@@ -9,20 +9,14 @@
 #include "smha/service/daemon.hpp"
 
 #include <algorithm>
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <ctime>
-#include <filesystem>
-#include <iomanip>
 #include <ostream>
-#include <sstream>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -35,8 +29,6 @@
 #include "smha/control/server.hpp"
 #include "smha/core/state_dir.hpp"
 #include "smha/core/text.hpp"
-#include "smha/mad/smp.hpp"
-#include "smha/opensm/check.hpp"
 #include "smha/opensm/probe.hpp"
 #include "smha/os/posix_file_system.hpp"
 #include "smha/platform/logging.hpp"
@@ -92,14 +84,14 @@ class Daemon final {
   bool startup_ready();
 
   DaemonOptions options_;
-  config::Config config_;  // the file's, as loaded at start and each reload; the head has its own copy
+  // The file as loaded at start: what takes effect only at a restart (port,
+  // socket, state_dir, metrics). The head holds the current one (head_->config()).
+  config::Config config_;
   std::ostream& err_;
   DaemonAdapters adapters_;
   boost::asio::io_context io_;
   SteadyClock clock_;
   os::PosixFileSystem fs_;
-  opensm::Capabilities caps_;
-  Guid own_guid_;
   std::unique_ptr<os::ProcessRunner> runner_;
   std::unique_ptr<DaemonAdapters::Port> port_;
   std::unique_ptr<os::AsioScheduler> sched_;

@@ -16,7 +16,7 @@ Reply Daemon::reload_guarded(const char* via) {
 }
 
 Reply Daemon::do_reload() {
-  auto loaded = config::load_config(config_.source_path);
+  auto loaded = config::load_config(head_->config().source_path);
   if (!loaded) {
     // The count and the first errors: a file with 100 000 errors must not make
     // a reply larger than a client accepts (smhad --check-config lists all).
@@ -35,36 +35,37 @@ Reply Daemon::do_reload() {
                           json{{"errors", errs}, {"error_count", all.size()}});
   }
   config::Config next = std::move(loaded).value();
+  const config::Config& cur = head_->config();
   if (auto st = HookDispatcher::check(next); !st.ok()) {
     head_->log().note("RELOAD_REFUSED", "1 error(s)", st.error().message);
     return Reply::failure(ResultCode::Error, "invalid configuration, old one kept:\n" + st.error().message);
   }
   std::vector<std::string> needs_restart;
-  if (next.node_name != config_.node_name) needs_restart.push_back("node.name");
-  if (next.port.ca != config_.port.ca || next.port.port != config_.port.port ||
-      next.port.port_guid != config_.port.port_guid)
+  if (next.node_name != cur.node_name) needs_restart.push_back("node.name");
+  if (next.port.ca != cur.port.ca || next.port.port != cur.port.port ||
+      next.port.port_guid != cur.port.port_guid)
     needs_restart.push_back("node.port");
-  if (next.control.socket_path != config_.control.socket_path) needs_restart.push_back("control.socket");
-  if (next.control.group != config_.control.group) needs_restart.push_back("control.group");
-  if (next.opensm.restart_backoff_initial != config_.opensm.restart_backoff_initial)
+  if (next.control.socket_path != cur.control.socket_path) needs_restart.push_back("control.socket");
+  if (next.control.group != cur.control.group) needs_restart.push_back("control.group");
+  if (next.opensm.restart_backoff_initial != cur.opensm.restart_backoff_initial)
     needs_restart.push_back("opensm.restart_backoff_initial_ms");
-  if (next.opensm.restart_backoff_max != config_.opensm.restart_backoff_max)
+  if (next.opensm.restart_backoff_max != cur.opensm.restart_backoff_max)
     needs_restart.push_back("opensm.restart_backoff_max_s");
-  if (next.opensm.restart_stable != config_.opensm.restart_stable) needs_restart.push_back("opensm.restart_stable_s");
-  if (next.opensm.crash_loop_count != config_.opensm.crash_loop_count)
+  if (next.opensm.restart_stable != cur.opensm.restart_stable) needs_restart.push_back("opensm.restart_stable_s");
+  if (next.opensm.crash_loop_count != cur.opensm.crash_loop_count)
     needs_restart.push_back("opensm.crash_loop_count");
-  if (next.opensm.crash_loop_window != config_.opensm.crash_loop_window)
+  if (next.opensm.crash_loop_window != cur.opensm.crash_loop_window)
     needs_restart.push_back("opensm.crash_loop_window_s");
-  if (next.opensm.crash_loop_retry != config_.opensm.crash_loop_retry)
+  if (next.opensm.crash_loop_retry != cur.opensm.crash_loop_retry)
     needs_restart.push_back("opensm.crash_loop_retry_s");
-  if (next.opensm.crash_loop_retry_no_master != config_.opensm.crash_loop_retry_no_master)
+  if (next.opensm.crash_loop_retry_no_master != cur.opensm.crash_loop_retry_no_master)
     needs_restart.push_back("opensm.crash_loop_retry_no_master_s");
-  if (next.opensm.conf_path != config_.opensm.conf_path) needs_restart.push_back("opensm.conf_path");
-  if (next.state_dir != config_.state_dir) needs_restart.push_back("state_dir");
-  if (next.metrics.listen_address != config_.metrics.listen_address ||
-      next.metrics.listen_port != config_.metrics.listen_port ||
-      next.metrics.textfile_dir != config_.metrics.textfile_dir ||
-      next.metrics.textfile_interval != config_.metrics.textfile_interval)
+  if (next.opensm.conf_path != cur.opensm.conf_path) needs_restart.push_back("opensm.conf_path");
+  if (next.state_dir != cur.state_dir) needs_restart.push_back("state_dir");
+  if (next.metrics.listen_address != cur.metrics.listen_address ||
+      next.metrics.listen_port != cur.metrics.listen_port ||
+      next.metrics.textfile_dir != cur.metrics.textfile_dir ||
+      next.metrics.textfile_interval != cur.metrics.textfile_interval)
     needs_restart.push_back("metrics");
   if (!needs_restart.empty()) {
     std::string keys;
@@ -73,12 +74,11 @@ Reply Daemon::do_reload() {
                           "these keys take effect only when smhad restarts: " + keys + "; nothing changed",
                           json{{"restart_keys", needs_restart}});
   }
-  auto mapped = head::map_config(next, own_guid_);
+  auto mapped = head::map_config(next, head_->own_guid());
   if (!mapped) return Reply::failure(ResultCode::Error, mapped.error().message);
-  auto applied = head_->reload(next, std::move(mapped).value());
+  auto applied = head_->reload(std::move(next), std::move(mapped).value());
   if (!applied) return Reply::failure(ResultCode::Error, applied.error().message);
-  config_ = std::move(next);
-  hooks_->configure(config_);
+  hooks_->configure(head_->config());
   const auto snap = head_->snapshot();
   hooks_->reload(snap.state, snap.priority, applied.value().text);
   return Reply::ok(applied.value().data, applied.value().text);

@@ -275,7 +275,7 @@ json Daemon::status_json() {
     o["next_start_in_s"] = st.next_start_at ? json(std::max(0.0, seconds_since(now, *st.next_start_at))) : json(nullptr);
     o["reason"] = st.reason;
     o["conf_path"] = head_->config().opensm.conf_path;
-    o["version"] = caps_.version;
+    o["version"] = head_->caps().version;
     j["opensm"] = o;
   }
   return j;
