@@ -182,9 +182,14 @@ void Fabric::Impl::poll_master(const SmPtr& sm, std::uint64_t g) {
   std::optional<SmInfo> r;
   if (auto n = node_of(sm->master_guid)) r = sm_query(*sm, *n);
   ++sm->act_count;
+  // osm_sm_state_mgr_signal_master_is_alive, from smi_rcv_process_get_sm: any
+  // MASTER answer, or the polled SM answering STANDBY while still above us (a
+  // master that handed over to another SM: we keep polling it).
   if (r && r->state == SmState::Master) {
     sm->retries = 0;
     if (higher(*r, *sm) == false && r->priority < sm->conf.priority) trap144(*sm, r->guid);
+  } else if (r && r->state == SmState::Standby && r->guid == sm->master_guid && higher(*r, *sm)) {
+    sm->retries = 0;
   } else {
     ++sm->retries;
   }

@@ -4,6 +4,7 @@
 // calibrated on real OpenSM under ibsim, its signals and its process.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
 
 #include "smha/sim/fabric.hpp"
@@ -230,4 +231,39 @@ TEST_CASE("Simulated OpenSM: SIGTERM to a stopped OpenSM waits for SIGCONT, SIGK
   CHECK(exit_b->status == SIGKILL);
   // Signals to a gone process fail.
   CHECK_FALSE(t.f.runner(t.b).kill(pb, SIGTERM).ok());
+}
+
+// osm_sm_state_mgr_signal_master_is_alive: a STANDBY keeps polling the SM it
+// found as master; once that SM has handed over and answers STANDBY, its
+// answers still count as alive while it ranks above the poller, and count as
+// misses otherwise (then the poller rediscovers and finds the new master).
+TEST_CASE("Simulated OpenSM: a standby polling a master that handed over", "[sim][opensm_model]") {
+  for (const bool poller_below : {true, false}) {
+    INFO((poller_below ? "poller ranks below the old master" : "poller ranks above the old master"));
+    Two t;
+    const NodeId c = t.f.add_node("c", Guid{poller_below ? 0x30u : 0x05u}, Lid{3});
+    std::vector<std::string> c_log;
+    t.f.set_opensm_log([&](NodeId n, std::string_view line) {
+      if (n == c) c_log.emplace_back(line);
+    });
+    t.spawn(t.a, 10);
+    t.run_for(milliseconds(200));
+    const int pb = t.spawn(t.b, 10);
+    t.spawn(c, 10);
+    t.run_for(milliseconds(200));
+    REQUIRE(t.f.active_masters() == std::vector<NodeId>{t.a});
+    REQUIRE(t.f.sm(c)->state == SmState::Standby);
+    // b preempts: a hands over and answers STANDBY; c still polls a.
+    (void)t.f.fs(t.b).write_atomic("/c", "sm_priority 12\n", 0644);
+    REQUIRE(t.f.runner(t.b).kill(pb, SIGHUP).ok());
+    t.run_for(milliseconds(100));
+    REQUIRE(t.f.active_masters() == std::vector<NodeId>{t.b});
+    c_log.clear();
+    // Past OpenSM's own polling timeout, (4 + 2) x 10 s at the defaults.
+    t.run_for(seconds(75));
+    const bool rediscovered = std::find(c_log.begin(), c_log.end(), "Entering DISCOVERING state") != c_log.end();
+    CHECK(rediscovered == !poller_below);
+    CHECK(t.f.sm(c)->state == SmState::Standby);
+    CHECK(t.f.active_masters() == std::vector<NodeId>{t.b});
+  }
 }
