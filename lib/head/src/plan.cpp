@@ -66,6 +66,14 @@ Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid) {
   // poll interval; at the default interval they keep the engine's defaults.
   p.takeover_bound = std::max(p.takeover_bound, p.poll_interval);
   p.handover_bound = std::max(p.handover_bound, p.poll_interval);
+  // A pull completes when the master learns that a standby outranks it: by the
+  // trap 144 the standby sends when its priority is raised, which a lost MAD
+  // can drop, then again at each of its polls of the lower master
+  // (sminfo_polling_timeout), or at the master's next sweep (sweep_interval).
+  // The bound covers two of those chances plus a sweep: 5 s at the defaults.
+  const Duration resend =
+      std::min<Duration>(2 * c.failover.opensm_polling_timeout, seconds(c.opensm.sweep_interval_s));
+  p.handover_bound = std::max(p.handover_bound, resend + seconds(1));
   p.unresponsive_timeout = std::max(p.unresponsive_timeout, p.hang_timeout);
   p.query_window = agent::query_window_for(a);  // what the agent will use
   a.drift.unknown_alarm = c.drift_unknown_alarm;

@@ -327,6 +327,16 @@ int Cluster::head_of(Guid g) const {
   return -1;
 }
 
+OpensmKeys Cluster::opensm_keys(int i) const {
+  if (params_.opensm_conf) return *params_.opensm_conf;
+  const auto& f = heads_[i]->config.failover;
+  OpensmKeys k;
+  k.sminfo_polling_timeout_ms = static_cast<std::uint32_t>(f.opensm_polling_timeout.count());
+  k.polling_retry_number = static_cast<std::uint32_t>(f.opensm_polling_retries);
+  k.sweep_interval_s = static_cast<std::uint32_t>(heads_[i]->config.opensm.sweep_interval_s);
+  return k;
+}
+
 void Cluster::start_smhad(int i) {
   auto& h = *heads_[i];
   if (h.smhad) return;
@@ -345,7 +355,7 @@ void Cluster::start_smhad(int i) {
   plan.agent.opensm_log = true;
   head::Plan::Opensm& osm = *plan.opensm;
   // The simulated OpenSM reads only the keys it models.
-  osm.render = [keys = params_.opensm_conf](std::uint8_t prio) -> Result<std::string> {
+  osm.render = [keys = opensm_keys(i)](std::uint8_t prio) -> Result<std::string> {
     return render_opensm_keys(keys, prio);
   };
   // The sim has never given OpenSM an environment or a working directory (the

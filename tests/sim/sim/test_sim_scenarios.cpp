@@ -202,8 +202,11 @@ TEST_CASE("Head: supervision giving up raises opensm_failed through the head's o
   CHECK(c.dual_master_total() == Duration{});
 }
 
-TEST_CASE("Head: a drill through a burst of MAD loss never makes two masters and always answers", "[sim][head]") {
-  for (std::uint64_t seed = 21; seed <= 28; ++seed) {
+// The failback is a pull: its trap 144 may be lost, but the standby OpenSM sends
+// it again at each poll of the lower master (sminfo_polling_timeout, 2 s as
+// smhad renders it by default), well inside handover_bound.
+TEST_CASE("Head: a drill through a burst of MAD loss never makes two masters and passes", "[sim][head]") {
+  for (std::uint64_t seed = 21; seed <= 60; ++seed) {
     INFO("seed " << seed);
     Cluster c(seed);
     settle(c);
@@ -224,9 +227,11 @@ TEST_CASE("Head: a drill through a burst of MAD loss never makes two masters and
     c.run_for(seconds(1));
     CHECK(replies == 1);
     const std::string verdict = reply->data.value("verdict", "");
-    CHECK((verdict == "pass" || verdict == "fail"));
-    CHECK(reply->is_ok() == (verdict == "pass"));
-    if (verdict == "pass") CHECK(c.observed_masters() == std::vector<Guid>{c.fabric().guid(c.head(m))});
+    INFO(reply->data.dump());
+    CHECK(verdict == "pass");
+    CHECK(reply->is_ok());
+    CHECK(c.observed_masters() == std::vector<Guid>{c.fabric().guid(c.head(m))});
+    CHECK(c.count_events(m, "handover_rolled_back") == 0);
     ends_with_one_master(c);
     CHECK(c.dual_master_total() == Duration{});
   }

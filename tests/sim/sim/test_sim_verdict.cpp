@@ -200,7 +200,7 @@ TEST_CASE("Verdict: the failover target handing mastership on to a third head fa
   // and hands mastership on.
   c.crash_smhad(third);
   REQUIRE(c.fabric().fs(c.head(third)).write_atomic("/etc/opensm/opensm.conf",
-                                                    sim::render_opensm_keys(p.opensm_conf, 15), 0644).ok());
+                                                    sim::render_opensm_keys(c.opensm_keys(third), 15), 0644).ok());
   REQUIRE(c.fabric().signal_opensm(c.head(third), SIGHUP));
   REQUIRE(c.run_until([&] { return state(third) == SmState::Master; }, 15s));
   c.run_for(500ms);

@@ -51,6 +51,22 @@ TEST_CASE("map_config passes each peer's configured priority") {
   CHECK(t.standby_for(Guid{0x20}) == 12);
 }
 
+TEST_CASE("map_config: a handover waits for two of OpenSM's trap 144 resends or a sweep") {
+  auto c = two_heads();
+  auto at = [&] {
+    auto r = map_config(c, Guid{0x10});
+    REQUIRE(r.ok());
+    return std::chrono::duration_cast<std::chrono::milliseconds>(r.value().policy.handover_bound).count();
+  };
+  CHECK(at() == 5000);  // the defaults: 2 x 2 s polls + 1 s
+  c.failover.opensm_polling_timeout = std::chrono::milliseconds(4000);
+  CHECK(at() == 9000);
+  c.opensm.sweep_interval_s = 5;  // the master's own sweep comes first
+  CHECK(at() == 6000);
+  c.failover.opensm_polling_timeout = std::chrono::milliseconds(500);
+  CHECK(at() == 5000);  // never below the engine's default
+}
+
 TEST_CASE("map_config refuses a policy the engine would not accept") {
   auto c = two_heads();
   c.peers.clear();

@@ -42,7 +42,9 @@ struct ClusterParams {
   // Configured sm_priority per head (head i gets priorities[i], and every head's
   // policy lists all of them); empty: base_priority on every head.
   std::vector<std::uint8_t> priorities;
-  OpensmKeys opensm_conf;     // OpenSM's own polling stays at its defaults
+  // The keys the simulated OpenSM reads. Empty: its polling and sweep keys are
+  // the ones smhad renders from the head's configuration (as on a real head).
+  std::optional<OpensmKeys> opensm_conf;
   // OpenSM supervision, as smhad's opensm.restart_* and crash_loop_* defaults.
   struct Supervision {
     Duration backoff_initial = seconds(1);
@@ -119,6 +121,8 @@ class Cluster {
   // OpenSM processes head i's smhad started (spawns over every smhad run).
   int opensm_spawns(int i) const;
   const std::vector<HeadRecord>& records(int i) const;
+  // The keys head i's simulated OpenSM reads (ClusterParams::opensm_conf).
+  OpensmKeys opensm_keys(int i) const;
   int count_events(int i, const std::string& kind) const;
 
   void run_for(Duration d);
