@@ -27,6 +27,10 @@ int main(int argc, char** argv) {
   app.add_flag("--print-opensm-conf", print_conf, "print the opensm.conf smhad would write")
       ->excludes(check);
   app.add_flag("--observe", observe, "poll and report only: never start, stop or steer OpenSM");
+  std::string fabric;
+  app.add_option("--fabric", fabric,
+                 "this instance's fabric (the unit smhad@NAME passes NAME): per-instance default paths, "
+                 "the metrics' fabric label, SMHA_FABRIC for hooks");
   std::string log_target = "auto";
   std::string log_level = "info";
   app.add_option("--log-target", log_target,
@@ -44,11 +48,13 @@ int main(int argc, char** argv) {
   try {
     smha::opensm::ExecOpensmRunner runner;
     if (check_config) {
-      return smha::service::run_check_config(config_path, runner, std::cout, std::cerr);
+      return smha::service::run_check_config(config_path, runner, std::cout, std::cerr,
+                                             smha::service::probe_routes, smha::config::LoadOptions{fabric});
     }
     if (print_conf) {
       smha::opensm::ReadOnlyFileSystem fs;
-      return smha::opensm::run_render_config(config_path, runner, fs, false, std::cout, std::cerr);
+      return smha::opensm::run_render_config(config_path, runner, fs, false, std::cout, std::cerr,
+                                             smha::config::LoadOptions{fabric});
     }
   } catch (const std::exception& ex) {
     std::cerr << "smhad: " << ex.what() << '\n';
@@ -57,6 +63,12 @@ int main(int argc, char** argv) {
   smha::platform::LogOptions log_options;
   log_options.destination = *smha::platform::parse_log_destination(log_target);
   log_options.level = spdlog::level::from_str(log_level);
+  if (!fabric.empty()) {
+    // A bad name is refused with the configuration's errors below.
+    log_options.ident = "smhad@" + fabric;
+    log_options.opensm_ident = "opensm@" + fabric;
+    log_options.prefix = fabric;
+  }
   if (auto st = smha::platform::setup_logging(log_options); !st.ok()) {
     std::cerr << "smhad: --log-target " << log_target << ": " << st.error().message << '\n';
     return 1;
@@ -65,6 +77,7 @@ int main(int argc, char** argv) {
     smha::service::DaemonOptions options;
     options.config_path = config_path;
     options.observe = observe;
+    options.fabric = fabric;
     return smha::service::run_daemon(options, std::cerr);
   } catch (const std::exception& ex) {
     std::cerr << "smhad: " << ex.what() << '\n';

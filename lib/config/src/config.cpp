@@ -227,11 +227,13 @@ using CheckedMap = std::map<std::string, Entry>;
 
 class Loader {
  public:
-  explicit Loader(std::string file) : file_(std::move(file)) {}
+  Loader(std::string file, LoadOptions options) : file_(std::move(file)), options_(std::move(options)) {}
 
   ConfigResult load(std::string_view text);
 
  private:
+  void load_fabric(const CheckedMap& top, Config& c);
+  void apply_instance_defaults(Config& c);
   void error(const YAML::Node& at, const std::string& path, const std::string& message) {
     errors_.push_back({file_, position_of(at), path, message});
   }
@@ -271,6 +273,7 @@ class Loader {
   void cross_checks(const CheckedMap& top, Config& c);
 
   std::string file_;
+  LoadOptions options_;
   std::vector<Diagnostic> errors_;
   std::map<std::string, Position> positions_;
 };
@@ -1005,6 +1008,46 @@ void Loader::load_hooks(const Entry& e, Config& c) {
   }
 }
 
+void Loader::load_fabric(const CheckedMap& top, Config& c) {
+  if (!options_.fabric.empty()) {
+    if (auto why = fabric_name_error(options_.fabric)) {
+      error_at({}, "fabric", "the instance name '" + options_.fabric + "' (smhad --fabric) " + *why);
+      return;
+    }
+    c.fabric = options_.fabric;
+  }
+  auto it = top.find("fabric");
+  if (it == top.end()) return;
+  auto s = text(it->second.value, "fabric");
+  if (!s) return;
+  if (auto why = fabric_name_error(*s)) {
+    error(it->second.value, "fabric", "'" + *s + "' " + *why);
+    return;
+  }
+  if (!options_.fabric.empty() && *s != options_.fabric) {
+    error(it->second.value, "fabric",
+          "'" + *s + "' is not this instance's name '" + options_.fabric +
+              "' (smhad --fabric, the unit smhad@" + options_.fabric + "); remove the key or make them the same");
+    return;
+  }
+  c.fabric = *s;
+}
+
+// A key the file leaves out gets the instance's own default, so that two
+// instances on one head share no file, socket or lock.
+void Loader::apply_instance_defaults(Config& c) {
+  if (c.fabric.empty()) return;
+  const InstancePaths d = instance_defaults(c.fabric);
+  auto given = [&](const char* key) { return positions_.count(key) > 0; };
+  if (!given("state_dir")) c.state_dir = d.state_dir;
+  if (!given("control.socket")) c.control.socket_path = d.socket_path;
+  if (!given("opensm.conf_path")) c.opensm.conf_path = d.conf_path;
+  if (!given("opensm.cache_dir")) c.opensm.cache_dir = d.cache_dir;
+  if (!given("opensm.log_file")) c.opensm.log_file = d.log_file;
+  if (!given("opensm.dump_files_dir")) c.opensm.dump_files_dir = d.dump_files_dir;
+  c.metrics.textfile_name = d.textfile_name;
+}
+
 void Loader::cross_checks(const CheckedMap& top, Config& c) {
   // Peers must differ from this node.
   if (auto it = top.find("peers"); it != top.end() && it->second.value.IsSequence()) {
@@ -1142,7 +1185,7 @@ ConfigResult Loader::load(std::string_view text) {
   auto top = check_map(root, "",
                        {"node", "peers", "sm_priority", "failover", "sm_key", "sm_key_file", "sa_key",
                         "sa_key_file", "opensm", "control", "metrics", "hooks", "hook_timeout_s", "state_dir",
-                        "drift_unknown_alarm_s"});
+                        "drift_unknown_alarm_s", "fabric"});
   if (!top) return ConfigResult(std::move(errors_));
 
   if (auto it = top->find("node"); it != top->end()) {
@@ -1172,6 +1215,8 @@ ConfigResult Loader::load(std::string_view text) {
   if (auto it = top->find("state_dir"); it != top->end()) {
     if (auto s = absolute_path(it->second.value, "state_dir")) c.state_dir = *s;
   }
+  load_fabric(*top, c);
+  apply_instance_defaults(c);
   cross_checks(*top, c);
 
   if (!errors_.empty()) {
@@ -1186,16 +1231,38 @@ ConfigResult Loader::load(std::string_view text) {
 
 }  // namespace
 
-ConfigResult load_config_from_string(std::string_view text, const std::string& name) {
-  return Loader(name).load(text);
+ConfigResult load_config_from_string(std::string_view text, const std::string& name, const LoadOptions& options) {
+  return Loader(name, options).load(text);
 }
 
-ConfigResult load_config(const std::string& path) {
+ConfigResult load_config(const std::string& path, const LoadOptions& options) {
   auto text = read_regular_file(path, kMaxConfigFileBytes);
   if (!text) {
     return ConfigResult(std::vector<Diagnostic>{{path, {}, "", "cannot read the file (" + text.error().message + ")"}});
   }
-  return load_config_from_string(*text, path);
+  return load_config_from_string(*text, path, options);
+}
+
+std::optional<std::string> fabric_name_error(std::string_view name) {
+  if (name.empty()) return "is empty";
+  if (name.size() > 32) return "is longer than 32 characters";
+  for (char ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-')
+      return "may hold only letters, digits, '_' and '-' (it names files, a socket and a systemd unit)";
+  if (!std::isalnum(static_cast<unsigned char>(name[0]))) return "must start with a letter or digit";
+  return std::nullopt;
+}
+
+InstancePaths instance_defaults(const std::string& name) {
+  InstancePaths p;
+  p.state_dir = "/var/lib/smha/" + name;
+  p.socket_path = "/run/smha/" + name + ".sock";
+  p.conf_path = p.state_dir + "/opensm.conf";
+  p.cache_dir = "/var/cache/opensm/" + name;
+  p.log_file = "/var/log/opensm-" + name + ".log";
+  p.dump_files_dir = "/var/log/opensm-" + name + "/";
+  p.textfile_name = "smha-" + name + ".prom";
+  return p;
 }
 
 std::vector<std::string> split_routing_engines(std::string_view chain) {

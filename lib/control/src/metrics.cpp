@@ -38,6 +38,7 @@ std::string number(uint64_t v) { return std::to_string(v); }
 
 class Writer {
  public:
+  explicit Writer(std::string fabric) : fabric_(std::move(fabric)) {}
   void family(const char* name, const char* type, const char* help) {
     out_ += "# HELP ";
     out_ += name;
@@ -64,9 +65,15 @@ class Writer {
   template <typename L, typename V>
   void labelled(const std::string& name, const L& labels, V value) {
     out_ += name;
-    if (labels.size() > 0) {
+    if (labels.size() > 0 || !fabric_.empty()) {
       out_ += '{';
       bool first = true;
+      if (!fabric_.empty()) {
+        out_ += "fabric=\"";
+        out_ += escape_label(fabric_);
+        out_ += '"';
+        first = false;
+      }
       for (const auto& [k, v] : labels) {
         if (!first) out_ += ',';
         first = false;
@@ -81,13 +88,14 @@ class Writer {
     out_ += number(value);
     out_ += '\n';
   }
+  std::string fabric_;
   std::string out_;
 };
 
 }  // namespace
 
 std::string render_prometheus(const MetricsSnapshot& s) {
-  Writer w;
+  Writer w(s.fabric);
   std::vector<std::string> roles = s.roles;
   if (std::find(roles.begin(), roles.end(), s.role) == roles.end()) roles.push_back(s.role);
   w.family("smha_role", "gauge", "1 for this head's current role, 0 for the other roles.");

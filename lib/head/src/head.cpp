@@ -523,6 +523,7 @@ HeadStatus Head::status(bool fabric) const {
   const auto es = agent_->status();
   HeadStatus h;
   h.node = config_.node_name;
+  h.fabric = config_.fabric;
   h.observe = options_.observe;
   h.role = es.role;
   h.version = options_.version;

@@ -165,7 +165,9 @@ Result<Plan> make_plan(const config::Config& c, agent::AgentConfig mapped, const
         lc.lmc = static_cast<unsigned>(x.value[0] - '0');
     o.lid_continuity = lc;
   }
-  o.dirs = {c.state_dir, c.opensm.cache_dir};
+  // Made before OpenSM starts: an instance's own dump_files_dir
+  // (/var/log/opensm-NAME/) is new on a head, and OpenSM's dumps need it.
+  o.dirs = {c.state_dir, c.opensm.cache_dir, c.opensm.dump_files_dir};
   plan.opensm = std::move(o);
   return plan;
 }

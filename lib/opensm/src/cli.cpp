@@ -115,8 +115,8 @@ int run_check_config(const std::string& path, OpensmRunner& runner, std::ostream
 }
 
 int run_render_config(const std::string& path, OpensmRunner& runner, const os::FileSystem& fs,
-                      bool diff, std::ostream& out, std::ostream& err) {
-  auto loaded = config::load_config(path);
+                      bool diff, std::ostream& out, std::ostream& err, const config::LoadOptions& load) {
+  auto loaded = config::load_config(path, load);
   if (!loaded.ok()) {
     for (const auto& e : loaded.errors()) err << "error: " << e.to_string() << '\n';
     return kRenderError;

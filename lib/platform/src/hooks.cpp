@@ -64,7 +64,7 @@ std::vector<std::string> hook_argv(const std::string& path, const HookCall& call
 }
 
 std::vector<std::pair<std::string, std::string>> hook_env(const std::string& node,
-                                                          const HookCall& call) {
+                                                          const HookCall& call, const std::string& fabric) {
   return {{"SMHA_NODE", node},
           {"SMHA_EVENT", to_string(call.event)},
           {"SMHA_NEW_STATE", call.new_state},
@@ -72,6 +72,7 @@ std::vector<std::pair<std::string, std::string>> hook_env(const std::string& nod
           {"SMHA_PRIORITY", std::to_string(call.priority)},
           {"SMHA_PEER", call.peer},
           {"SMHA_REASON", call.reason},
+          {"SMHA_FABRIC", fabric},
           {"SMHA_HOOK_API", "1"},
           {"NOTIFY_SOCKET", ""}};
 }
@@ -189,7 +190,7 @@ void HookRunner::start_next() {
     os::ProcessSpec spec;
     spec.path = job.path;
     spec.argv = hook_argv(job.path, job.call);
-    spec.env = hook_env(options_.node, job.call);
+    spec.env = hook_env(options_.node, job.call, options_.fabric);
     spec.cwd = "/";
     auto logger = options_.logger;
     const std::string path = job.path;

@@ -24,6 +24,19 @@ namespace {
 constexpr const char* kJournalPattern = "[%n] %v";
 constexpr const char* kStderrPattern = "%Y-%m-%d %H:%M:%S.%e %^%l%$ [%n] %v";
 
+// `pattern` with "<prefix>: " before the message (%v); '%' in the prefix is
+// escaped for spdlog.
+std::string with_prefix(const char* pattern, const std::string& prefix) {
+  std::string p(pattern);
+  std::string escaped;
+  for (char ch : prefix) {
+    if (ch == '%') escaped += '%';
+    escaped += ch;
+  }
+  const auto at = p.rfind("%v");
+  return at == std::string::npos ? p : p.substr(0, at) + escaped + ": " + p.substr(at);
+}
+
 #ifdef SMHA_WITH_SYSTEMD
 // spdlog's systemd sink, plus what log_event() needs to send its own entries.
 class JournalSink final : public spdlog::sinks::systemd_sink_mt {
@@ -101,7 +114,8 @@ Status setup_logging(const LogOptions& options) {
     spdlog::drop(std::string(name));
     auto logger = std::make_shared<spdlog::logger>(
         std::string(name), name == "osm" && osm_sink ? osm_sink : sink);
-    logger->set_pattern(pattern);
+    logger->set_pattern(options.prefix.empty() ? std::string(pattern)
+                                               : with_prefix(pattern, options.prefix));
     logger->set_level(options.level);
     spdlog::register_logger(logger);
   }

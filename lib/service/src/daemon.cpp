@@ -8,6 +8,7 @@
 
 #include "smha/mad/umad_transport.hpp"
 #include "smha/os/posix_process_runner.hpp"
+#include "smha/service/instances.hpp"
 
 namespace smha::service {
 
@@ -63,6 +64,12 @@ bool Daemon::init() {
   // recording its pidfile.
   arm_signals();
   sched_ = std::make_unique<os::AsioScheduler>(io_, clock_);
+  // Another instance configured beside this one (smhad@NAME) must not share
+  // our port, files, socket or metrics port: refused before anything is taken.
+  if (const auto clashes = instance_conflicts(config_); !clashes.empty()) {
+    for (const auto& m : clashes) err_ << "smhad: " << config_.source_path << ": " << m << '\n';
+    return false;
+  }
   if (!lock_state_dir()) return false;
   if (auto st = HookDispatcher::check(config_); !st.ok()) {
     err_ << "smhad: " << config_.source_path << ": " << st.error().message << '\n';
@@ -369,7 +376,7 @@ DaemonAdapters system_adapters() {
 }
 
 int run_daemon(const DaemonOptions& options, std::ostream& err, DaemonAdapters adapters) {
-  auto loaded = config::load_config(options.config_path);
+  auto loaded = config::load_config(options.config_path, config::LoadOptions{options.fabric});
   if (!loaded) {
     err << loaded.error_text();
     return 1;

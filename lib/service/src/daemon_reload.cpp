@@ -16,7 +16,7 @@ Reply Daemon::reload_guarded(const char* via) {
 }
 
 Reply Daemon::do_reload() {
-  auto loaded = config::load_config(head_->config().source_path);
+  auto loaded = config::load_config(head_->config().source_path, config::LoadOptions{options_.fabric});
   if (!loaded) {
     // The count and the first errors: a file with 100 000 errors must not make
     // a reply larger than a client accepts (smhad --check-config lists all).

@@ -15,6 +15,7 @@ using nlohmann::json;
 control::MetricsSnapshot metrics_snapshot(const HeadStatus& s, const PollStats& polls, const FailoverStats& failovers) {
   control::MetricsSnapshot m;
   m.node = s.node;
+  m.fabric = s.fabric;
   m.role = std::string(sm::to_string(s.role));
   m.roles = {"init", "starting", "standby", "master", "taking_over", "recovering", "handing_over"};
   auto sm_metrics = [](const std::string& node, const SmView& v) {
@@ -83,7 +84,7 @@ Status MetricsService::attach(control::ControlServer& server) {
 }
 
 std::string MetricsService::textfile_path() const {
-  return settings_.textfile_dir.empty() ? std::string() : settings_.textfile_dir + "/" + kTextfileName;
+  return settings_.textfile_dir.empty() ? std::string() : settings_.textfile_dir + "/" + settings_.textfile_name;
 }
 
 Status MetricsService::start() {

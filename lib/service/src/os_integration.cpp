@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/service/os_integration.hpp"
+#include "smha/service/instances.hpp"
 
 #include <algorithm>
 #include <ostream>
@@ -133,6 +134,7 @@ Status HookDispatcher::check(const config::Config& config) {
 
 void HookDispatcher::configure(const config::Config& config) {
   node_ = config.node_name;
+  fabric_ = config.fabric;
   hooks_ = config.hooks;
   const bool any = std::any_of(hooks_.begin(), hooks_.end(),
                                [](const auto& kv) { return !kv.second.empty(); });
@@ -150,6 +152,7 @@ void HookDispatcher::make_runner() {
   platform::HookOptions o;
   o.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout_);
   o.node = node_;
+  o.fabric = fabric_;
   o.on_result = on_result_;
   runner_.reset();
   runner_ = std::make_unique<platform::HookRunner>(sched_, *processes_, std::move(o));
@@ -244,8 +247,8 @@ std::vector<config::Diagnostic> route_warnings(const config::Config& cfg,
 }
 
 int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std::ostream& out,
-                     std::ostream& err, const RouteProbe& probe) {
-  auto loaded = config::load_config(path);
+                     std::ostream& err, const RouteProbe& probe, const config::LoadOptions& load) {
+  auto loaded = config::load_config(path, load);
   if (!loaded.ok()) {  // nothing below can be checked without a Config
     for (const auto& e : loaded.errors()) err << "error: " << e.to_string() << '\n';
     err << path << ": " << loaded.errors().size() << " error(s)\n";
@@ -260,6 +263,7 @@ int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std:
   // state_dir: what start-up creates and writes (nothing is created here).
   if (auto st = check_writable_dir(cfg.state_dir, false); !st.ok())
     errors.push_back(path + ": state_dir " + cfg.state_dir + " is not usable: " + st.error().message);
+  for (const auto& m : instance_conflicts(cfg)) errors.push_back(path + ": " + m);
   // The HA policy start-up builds from the file (map_config, sm::validate).
   // Without node.port_guid start-up takes the GUID of the opened port; here a
   // stand-in that no peer uses.

@@ -80,6 +80,33 @@ TEST_CASE("rendered metrics parse with a real exposition parser", "[control][met
   CHECK(sample_value(doc["smha_fabric_sms"], "smha_fabric_sms", {{"state", "unknown"}}) == 0.0);
 }
 
+TEST_CASE("an instance's metrics carry its fabric on every sample, a one-fabric head's none",
+          "[control][metrics]") {
+  MetricsSnapshot m;
+  m.node = "head-a";
+  m.role = "master";
+  m.sms = {{"head-a", smha::Guid{0x10}, smha::SmState::Master, 15}};
+  m.poll_rtt = Histogram{{0.001}, {1}, 1, 0.0005};
+  m.fabric = "rail3";
+  const auto doc = parse_with_prometheus_client(render_prometheus(m));
+  REQUIRE_FALSE(doc.contains("error"));
+  int samples = 0;
+  for (const auto& [name, fam] : doc.items())
+    for (const auto& s : fam["samples"]) {
+      INFO(s.dump());
+      CHECK(s[1].value("fabric", "") == "rail3");
+      ++samples;
+    }
+  CHECK(samples > 20);
+  CHECK(sample_value(doc["smha_role"], "smha_role", {{"fabric", "rail3"}, {"node", "head-a"}, {"role", "master"}}) ==
+        1.0);
+  CHECK(sample_value(doc["smha_missed_polls"], "smha_missed_polls_total", {{"fabric", "rail3"}}) == 0.0);
+  m.fabric.clear();
+  const auto plain = parse_with_prometheus_client(render_prometheus(m));
+  for (const auto& [name, fam] : plain.items())
+    for (const auto& s : fam["samples"]) CHECK_FALSE(s[1].contains("fabric"));
+}
+
 TEST_CASE("label values from the fabric: ANSI escapes and bytes that are not UTF-8 are escaped",
           "[control][metrics]") {
   MetricsSnapshot m;

@@ -142,7 +142,7 @@ TEST_CASE("make_plan: OpenSM's command line, environment, supervision and direct
   CHECK(o.supervisor.pidfile_path == "/var/lib/smha-t/opensm.pid");
   CHECK(o.supervisor.backoff_initial == 3s);
   CHECK(o.supervisor.respawn_on_request);
-  CHECK(o.dirs == std::vector<std::string>{"/var/lib/smha-t", "/var/cache/opensm-t"});
+  CHECK(o.dirs == std::vector<std::string>{"/var/lib/smha-t", "/var/cache/opensm-t", "/var/log/"});
   REQUIRE(o.lid_continuity);
   CHECK(o.lid_continuity->path == "/var/cache/opensm-t/guid2lid");
   auto conf = o.render(13);

@@ -104,7 +104,7 @@ TEST_CASE("hook gets the documented argv and environment", "[hooks]") {
   CHECK(f.results[0].outcome == HookOutcome::Ok);
   CHECK(read_file(out + ".argv") == hook + "\nTRANSITION\nMASTER\nSTANDBY\n14\n");
   CHECK(read_file(out + ".env") ==
-        "SMHA_EVENT=TRANSITION\nSMHA_HOOK_API=1\nSMHA_NEW_STATE=MASTER\nSMHA_NODE=head01\n"
+        "SMHA_EVENT=TRANSITION\nSMHA_FABRIC=\nSMHA_HOOK_API=1\nSMHA_NEW_STATE=MASTER\nSMHA_NODE=head01\n"
         "SMHA_OLD_STATE=STANDBY\nSMHA_PEER=head02\nSMHA_PRIORITY=14\nSMHA_REASON=peer lost\n");
   CHECK(read_file(out + ".cwd") == "/\n");
   CHECK(read_file(out + ".notify") == "NOTIFY_SOCKET=[]\n");

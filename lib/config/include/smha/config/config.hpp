@@ -141,6 +141,7 @@ struct MetricsSettings {
   std::string listen_address;  // "127.0.0.1", "::1", ...; empty: no HTTP endpoint
   int listen_port = 0;         // 1..65535 when listen_address is set
   std::string textfile_dir;    // node_exporter textfile directory; empty: off
+  std::string textfile_name = "smha.prom";  // smha-<fabric>.prom for an instance
   std::chrono::seconds textfile_interval{15};
 };
 
@@ -155,6 +156,11 @@ bool is_loopback_address(std::string_view address);
 
 struct Config {
   std::string source_path;  // the file (or name) it was loaded from
+  // The fabric this instance serves (`fabric`, or smhad --fabric as the
+  // template unit smhad@NAME passes it); empty on a one-fabric head. When set,
+  // every per-instance path not given in the file defaults to one of its own
+  // (instance_defaults below).
+  std::string fabric;
   std::string node_name;
   PortSelector port;
   std::vector<Peer> peers;
@@ -225,11 +231,36 @@ class [[nodiscard]] ConfigResult {
   std::vector<Diagnostic> errors_;
 };
 
+struct LoadOptions {
+  // The instance name from the command line (smhad --fabric, smhad@NAME): the
+  // fabric unless the file names one, which must then be the same.
+  std::string fabric;
+};
+
 // Reads and validates `path`. Reads sm_key_file and sa_key_file if set. Touches nothing else.
-ConfigResult load_config(const std::string& path);
+ConfigResult load_config(const std::string& path, const LoadOptions& options = {});
 // Same, from text; `name` is used as the file name in diagnostics and as
 // Config::source_path. sm_key_file and sa_key_file are still read from disk.
-ConfigResult load_config_from_string(std::string_view text, const std::string& name);
+ConfigResult load_config_from_string(std::string_view text, const std::string& name,
+                                     const LoadOptions& options = {});
+
+// A fabric (instance) name: 1 to 32 of [A-Za-z0-9_-], starting with a letter
+// or digit. The reason it is not, or nullopt.
+std::optional<std::string> fabric_name_error(std::string_view name);
+
+// The per-instance defaults of fabric `name` (doc/configuration.md "Several
+// fabrics on one head"): the values of state_dir, control.socket and the
+// opensm paths when the file does not set them.
+struct InstancePaths {
+  std::string state_dir;
+  std::string socket_path;
+  std::string conf_path;
+  std::string cache_dir;
+  std::string log_file;
+  std::string dump_files_dir;
+  std::string textfile_name;
+};
+InstancePaths instance_defaults(const std::string& name);
 
 // Levenshtein distance (for did-you-mean suggestions).
 std::size_t edit_distance(std::string_view a, std::string_view b);

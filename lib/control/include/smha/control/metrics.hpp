@@ -61,6 +61,9 @@ struct Histogram {
 
 struct MetricsSnapshot {
   std::string node;
+  // The instance's fabric: a `fabric` label on every sample when set (several
+  // smhad on one head, one per fabric), none on a one-fabric head.
+  std::string fabric;
   std::string role;  // "master", "standby", "not_active", "discovering", "held", ...
   std::vector<std::string> roles = {"master", "standby", "discovering", "not_active", "failed"};
   std::vector<SmMetrics> sms;

@@ -62,6 +62,7 @@ struct SmView {
 
 struct HeadStatus {
   std::string node;
+  std::string fabric;  // the instance's fabric; "" on a one-fabric head
   bool observe = false;
   sm::Role role = sm::Role::Init;
   SmView local;

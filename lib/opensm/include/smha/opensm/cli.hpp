@@ -40,6 +40,6 @@ constexpr int kRenderDiffers = 2;  // with diff: the file at opensm.conf_path di
 // With `diff`, prints what would change versus the file at opensm.conf_path
 // (read through `fs`; a missing file diffs against empty) instead.
 int run_render_config(const std::string& path, OpensmRunner& runner, const os::FileSystem& fs,
-                      bool diff, std::ostream& out, std::ostream& err);
+                      bool diff, std::ostream& out, std::ostream& err, const config::LoadOptions& load = {});
 
 }  // namespace smha::opensm

@@ -11,7 +11,8 @@
 //          PRIORITY   this node's SM priority, 0..15
 //   env:   the daemon's environment, plus SMHA_NODE, SMHA_EVENT, SMHA_NEW_STATE,
 //          SMHA_OLD_STATE, SMHA_PRIORITY, SMHA_PEER (may be empty), SMHA_REASON
-//          (free text, may be empty), SMHA_HOOK_API=1; NOTIFY_SOCKET is emptied.
+//          (free text, may be empty), SMHA_FABRIC (the instance's fabric, empty
+//          on a one-fabric head), SMHA_HOOK_API=1; NOTIFY_SOCKET is emptied.
 //          cwd is "/", stdin /dev/null; each stdout/stderr line is logged
 //          (logger "svc", "hook <path>: <line>").
 //   Runs in its own process group. If it has not ended after `timeout`, the whole
@@ -82,7 +83,8 @@ struct HookResult {
 struct HookOptions {
   std::vector<std::string> paths;
   std::chrono::milliseconds timeout{10000};
-  std::string node;  // SMHA_NODE
+  std::string node;    // SMHA_NODE
+  std::string fabric;  // SMHA_FABRIC (empty on a one-fabric head)
   // Owners a hook (and its directories) may have; empty: root and geteuid().
   std::vector<uid_t> allowed_owners;
   std::size_t max_queued = 32;
@@ -94,7 +96,8 @@ struct HookOptions {
 // The argv and environment additions for one execution (pure).
 std::vector<std::string> hook_argv(const std::string& path, const HookCall& call);
 std::vector<std::pair<std::string, std::string>> hook_env(const std::string& node,
-                                                          const HookCall& call);
+                                                          const HookCall& call,
+                                                          const std::string& fabric = {});
 
 // Checks `path` as described above. Errors: "invalid" (not absolute),
 // "not_found" (missing or unresolvable), "insecure" (message names the file or

@@ -50,6 +50,9 @@ struct LogOptions {
   // SYSLOG_IDENTIFIER of the "osm" logger (OpenSM's own output) in the journal,
   // so `journalctl -t opensm` shows what OpenSM printed.
   std::string opensm_ident = "opensm";
+  // Put before every message ("fab0: ..."), so that the lines of several
+  // instances on one head tell apart; empty: none.
+  std::string prefix;
   // Tests: log to this sink instead (destination is then ignored).
   spdlog::sink_ptr sink_override;
 };

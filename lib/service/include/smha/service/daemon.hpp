@@ -22,6 +22,8 @@ namespace smha::service {
 
 struct DaemonOptions {
   std::string config_path;
+  // The instance name (smhad --fabric, given by the unit smhad@NAME).
+  std::string fabric;
   // Poll and report only: never start, stop, signal or Set anything.
   bool observe = false;
 };

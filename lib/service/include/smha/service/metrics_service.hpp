@@ -28,9 +28,6 @@
 
 namespace smha::service {
 
-// The file written into metrics.textfile_dir (node_exporter reads *.prom).
-inline constexpr const char* kTextfileName = "smha.prom";
-
 // Builds the metrics snapshot from this head's status, the poller's
 // statistics and the failover counters. Pure.
 control::MetricsSnapshot metrics_snapshot(const HeadStatus& status, const PollStats& polls,

@@ -127,6 +127,7 @@ class HookDispatcher final : public head::Hooks {
   Scheduler& sched_;
   std::function<void(const platform::HookResult&)> on_result_;
   std::string node_;
+  std::string fabric_;
   std::map<std::string, std::vector<std::string>> hooks_;
   std::chrono::seconds timeout_{10};
   std::unique_ptr<os::ProcessRunner> processes_;
@@ -154,8 +155,12 @@ std::vector<config::Diagnostic> route_warnings(const config::Config& config,
 // then "<file>: N error(s)"; returns 0/1.
 // When `probe` reaches the fabric, route_warnings() are printed as
 // "warning: ..." (they do not fail the check).
+// `load` carries the instance name (smhad --fabric). Another instance's file
+// beside `path` that would share a port, file, socket or metrics port with it
+// is an error naming that file (instance_conflicts).
 int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std::ostream& out,
-                     std::ostream& err, const RouteProbe& probe = probe_routes);
+                     std::ostream& err, const RouteProbe& probe = probe_routes,
+                     const config::LoadOptions& load = {});
 
 
 }  // namespace smha::service
