@@ -34,7 +34,8 @@ inline int parse_and_run(CLI::App& app, int argc, char** argv, const int& exit_c
 // smctl-sminfo's options and action on `cmd`.
 void configure_sminfo(CLI::App& cmd, int& exit_code);
 void register_render_config(CLI::App& app, int& exit_code);
-// status, events, metrics, handover, drill, hold, release, reload (smctl_ops.cpp).
-void register_daemon_ops(CLI::App& app, int& exit_code);
+// status, events, metrics, handover, drill, hold, release, reload (smctl_ops.cpp);
+// `fabric` is smctl -f NAME (the instance they talk to), read when they run.
+void register_daemon_ops(CLI::App& app, int& exit_code, const std::string& fabric);
 
 }  // namespace smha::smctl

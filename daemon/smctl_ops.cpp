@@ -12,6 +12,7 @@
 #include "smctl_commands.hpp"
 #include "smha/client/cli.hpp"
 #include "smha/client/follow.hpp"
+#include "smha/client/instances.hpp"
 #include "smha/client/render.hpp"
 
 namespace smha::smctl {
@@ -22,6 +23,7 @@ struct OpsState {
   client::CliOptions status, sms, events, metrics, handover, drill, hold, release, reload;
   std::size_t n = 20;
   bool follow = false;
+  bool all = false;
   std::string to, drill_to;
   std::string hold_for = "3600";
   std::string hold_reason = "maintenance";
@@ -52,12 +54,26 @@ void catch_stop_signals() {
 
 }  // namespace
 
-void register_daemon_ops(CLI::App& app, int& exit_code) {
+void register_daemon_ops(CLI::App& app, int& exit_code, const std::string& fabric) {
   auto st = std::make_shared<OpsState>();
+  for (auto* o : {&st->status, &st->sms, &st->events, &st->metrics, &st->handover, &st->drill, &st->hold, &st->release,
+                  &st->reload})
+    o->fabric = &fabric;
 
   auto* status = app.add_subcommand("status", "show smhad's role, the SMs it polls, OpenSM and alarms");
   client::add_cli_options(*status, st->status);
-  status->callback([st, &exit_code] {
+  status->add_flag("--all", st->all,
+                   "one line per smhad on this head (every fabric): fabric, node, role, master, last change, alarms");
+  status->callback([st, &exit_code, &fabric] {
+    if (st->all) {
+      if (!fabric.empty() || st->status.socket_option->count() > 0) {
+        std::cerr << "smctl: status --all asks every instance: give neither -f nor --socket\n";
+        exit_code = kExitUsage;
+        return;
+      }
+      exit_code = client::run_status_all(st->status, std::cout, std::cerr);
+      return;
+    }
     exit_code = call(st->status, control::method::kStatus, nlohmann::json::object(),
                      [](const control::Reply& r, std::ostream& out) {
                        out << client::render_status_text(r.data);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ostream>
 
+#include "smha/client/instances.hpp"
 #include "smha/control/client.hpp"
 
 namespace smha::client {
@@ -14,7 +15,8 @@ namespace smha::client {
 using control::ControlClient;
 
 void add_cli_options(CLI::App& command, CliOptions& options) {
-  command.add_option("--socket", options.socket_path, "smhad control socket")->capture_default_str();
+  options.socket_option =
+      command.add_option("--socket", options.socket_path, "smhad control socket")->capture_default_str();
   command.add_flag("--json", options.json, "print the reply as JSON (for scripts)");
   command.add_option("--timeout", options.timeout_s, "seconds to wait for smhad")
       ->check(CLI::PositiveNumber)
@@ -44,11 +46,26 @@ int exit_code_for_transport(Errc code) {
 }
 }  // namespace
 
+Result<std::string> socket_for(const CliOptions& options) {
+  if (options.fabric == nullptr || options.fabric->empty()) return options.socket_path;
+  if (auto why = fabric_name_problem(*options.fabric))
+    return make_error(Errc::Invalid, "-f " + *options.fabric + ": the instance name " + *why);
+  if (options.socket_option != nullptr && options.socket_option->count() > 0)
+    return make_error(Errc::Invalid, "-f " + *options.fabric + " and --socket " + options.socket_path +
+                                         " name two sockets: give one");
+  return instance_socket(*options.fabric);
+}
+
 int run_cli_call(const CliOptions& options, const std::string& method, const nlohmann::json& params,
                  std::ostream& out, std::ostream& err, const HumanRenderer& render) {
   auto timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000.0));
+  const auto socket = socket_for(options);
+  if (!socket) {
+    err << "smctl: " << socket.error().message << '\n';
+    return kExitUsage;
+  }
   auto reply = [&]() -> Result<Reply> {
-    auto client = ControlClient::connect(options.socket_path, timeout);
+    auto client = ControlClient::connect(*socket, timeout);
     if (!client) return client.error();
     return client->call(method, params, timeout);
   }();

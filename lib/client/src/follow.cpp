@@ -35,7 +35,12 @@ int follow_events(const CliOptions& options, std::size_t n, std::ostream& out, s
     err << "smctl: events: " << (connected ? "smhad went away: " : "") << e.message << '\n';
     return kExitNoDaemon;
   };
-  auto client = control::ControlClient::connect(options.socket_path, timeout);
+  const auto socket = socket_for(options);
+  if (!socket) {
+    err << "smctl: " << socket.error().message << '\n';
+    return kExitUsage;
+  }
+  auto client = control::ControlClient::connect(*socket, timeout);
   if (!client) return gone(client.error(), false);
   client->set_interrupt_flag(stop);
   auto first = client->call(control::method::kEvents, json{{control::param::kN, n}}, timeout);

@@ -177,6 +177,7 @@ json Daemon::status_json() {
   const HeadStatus h = head_->status(false);  // the fabric parts are the census, LID and drift JSON below
   json j;
   j["node"] = h.node;
+  j["fabric"] = h.fabric.empty() ? json(nullptr) : json(h.fabric);
   j["observe"] = h.observe;
   j["role"] = std::string(sm::to_string(h.role));
   j["rounds"] = head_->agent().rounds();

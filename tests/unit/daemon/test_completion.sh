@@ -38,7 +38,7 @@ expect() {  # expect "what" "candidates" word...
 expect "subcommands" "sminfo render-config status sms events metrics handover drill hold release reload" smctl ""
 expect "subcommand prefix" "drill" smctl dr
 common="--socket --json --timeout --help"
-expect "status" "$common" smctl status -
+expect "status" "$common --all" smctl status -
 expect "sms" "$common" smctl sms -
 expect "events" "$common -n --follow -f" smctl events -
 expect "metrics" "$common" smctl metrics -
@@ -49,7 +49,23 @@ expect "release" "$common" smctl release -
 expect "reload" "$common" smctl reload -
 expect "sminfo" "--lid --dr --ca --port --guid --timeout --retries --json --show-key" smctl sminfo -
 expect "render-config" "--config --diff" smctl render-config -
-expect "top-level options" "--help --version" smctl -
+expect "top-level options" "--help --version -f --fabric" smctl -
+# -f before the subcommand: the instances (/etc/smha/NAME.yaml, /run/smha/NAME.sock).
+_smctl_etc=$bindir/etc
+_smctl_run=$bindir/run
+mkdir -p "$_smctl_etc" "$_smctl_run"
+touch "$_smctl_etc/smha.yaml" "$_smctl_etc/fab0.yaml" "$_smctl_etc/fab1.yaml"
+expect "-f value" "fab0 fab1" smctl -f ""
+if complete_words smctl -f "" | grep -qxF smha; then
+    echo "FAIL: -f offers smha (the one-fabric file)"
+    fail=1
+fi
+expect "subcommand after -f NAME" "status" smctl -f fab0 st
+expect "options after -f NAME" "$common --all" smctl --fabric fab1 status -
+if [[ -n $(complete_words smctl events -f "") ]] && complete_words smctl events -f "" | grep -qxF fab0; then
+    echo "FAIL: events -f (--follow) completed as a fabric"
+    fail=1
+fi
 expect "--socket value" "/run/smha/smhad.sock" smctl status --socket ""
 # Every subcommand smctl --help lists is in the expected list above (a new
 # subcommand must be added there and so gets checked).

@@ -40,7 +40,15 @@ struct CliOptions {
   std::string socket_path = kDefaultSocketPath;
   bool json = false;
   double timeout_s = 10.0;
+  // smctl -f NAME (outlives the call): instance NAME's socket instead.
+  const std::string* fabric = nullptr;
+  // The subcommand's --socket, to tell a given path from the default.
+  const CLI::Option* socket_option = nullptr;
 };
+
+// The socket a call goes to: instance *fabric's (smctl -f), else socket_path.
+// Error "invalid" for a bad instance name or -f together with --socket.
+Result<std::string> socket_for(const CliOptions& options);
 
 // Adds --socket PATH, --json and --timeout SECONDS to a subcommand, storing
 // into `options` (which must outlive the app).
