@@ -16,8 +16,27 @@ install(TARGETS smctl RUNTIME DESTINATION bin)
 # smctl sminfo's helper (libibumad), where smctl looks for it (daemon/CMakeLists.txt).
 install(TARGETS smctl-sminfo RUNTIME DESTINATION ${SMHA_LIBEXEC_DIR})
 
-# systemd unit and configuration.
-install(FILES ${PROJECT_SOURCE_DIR}/systemd/smhad.service DESTINATION /lib/systemd/system)
+# systemd units and configuration. smhad@.service (one smhad per fabric, NAME
+# reading /etc/smha/NAME.yaml) is made from smhad.service, so the two never
+# differ in anything but what names the instance.
+set(SMHA_UNIT ${PROJECT_SOURCE_DIR}/systemd/smhad.service)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${SMHA_UNIT})
+file(READ ${SMHA_UNIT} smha_unit_text)
+foreach(pair
+    "Description=smha: InfiniBand subnet manager high availability (smhad)|Description=smha: InfiniBand subnet manager high availability (smhad, fabric %i)"
+    "ExecStart=/usr/sbin/smhad -c /etc/smha/smha.yaml|ExecStart=/usr/sbin/smhad -c /etc/smha/%i.yaml --fabric %i\nSyslogIdentifier=smhad@%i")
+  string(REPLACE "|" ";" pair "${pair}")
+  list(GET pair 0 from)
+  list(GET pair 1 to)
+  string(REPLACE "\\n" "\n" to "${to}")
+  string(FIND "${smha_unit_text}" "${from}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "systemd/smhad.service: no line '${from}' to make smhad@.service from")
+  endif()
+  string(REPLACE "${from}" "${to}" smha_unit_text "${smha_unit_text}")
+endforeach()
+file(WRITE ${SMHA_PKG_BUILD}/smhad@.service "${smha_unit_text}")
+install(FILES ${SMHA_UNIT} ${SMHA_PKG_BUILD}/smhad@.service DESTINATION /lib/systemd/system)
 install(FILES ${PROJECT_SOURCE_DIR}/config/smha.yaml DESTINATION /etc/smha)
 
 # Man pages (roff in doc/man), compressed as Debian policy wants.
