@@ -124,17 +124,26 @@ def tune_root(root):
 # --- ibsim on the host -----------------------------------------------------------
 
 class Ibsim:
-    def __init__(self, scratch):
-        self.dir = os.path.join(scratch, "ibsim")
+    """One simulated fabric. `name` keeps two of them apart (their own
+    directories and IBSIM_SOCKNAME); `guid_base`, when given, moves every GUID
+    of the topology (ibsim's switchguid/caguid lines), as a second rail's
+    HCAs and switches have GUIDs of their own."""
+    def __init__(self, scratch, name="ibsim", guid_base=None):
+        self.dir = os.path.join(scratch, name)
         os.makedirs(self.dir)
-        self.sock = f"smha-system-{os.getpid()}-{int(time.monotonic() * 1000) % 100000}"
+        self.sock = f"smha-system-{name}-{os.getpid()}-{int(time.monotonic() * 1000) % 100000}"
+        net = NET
+        if guid_base is not None:
+            net = os.path.join(self.dir, "fabric.net")
+            with open(net, "w") as f, open(NET) as base:
+                f.write(f"switchguid={guid_base:#018x}\ncaguid={guid_base + 0x100000:#018x}\n" + base.read())
         self.out = open(os.path.join(self.dir, "ibsim.out"), "w+")
-        self.proc = subprocess.Popen(["ibsim", "-s", NET], cwd=self.dir, stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen(["ibsim", "-s", net], cwd=self.dir, stdin=subprocess.PIPE,
                                      stdout=self.out, stderr=subprocess.STDOUT, text=True,
                                      env=dict(os.environ, IBSIM_SOCKNAME=self.sock), start_new_session=True)
         wait_until("ibsim's prompt", 30, lambda: self.proc.poll() is None and "sim> " in self.read_out())
         check(self.proc.poll() is None, f"ibsim exited: {self.read_out()[-500:]}")
-        self.run_dir = os.path.join(scratch, "run")
+        self.run_dir = os.path.join(scratch, name + "-run")
         os.makedirs(self.run_dir)
 
     def read_out(self):
@@ -270,14 +279,14 @@ def install_deb(c, deb):
     return r
 
 
-def sim_dropin(c, ibsim, node):
+def sim_dropin(c, ibsim, node, unit="smhad.service", cwd="/var/lib/smha"):
     """The one change to the shipped unit: umad2sim's environment, a writable cwd."""
-    os.makedirs(c.root + "/etc/systemd/system/smhad.service.d", exist_ok=True)
-    c.write("/etc/systemd/system/smhad.service.d/ibsim.conf",
+    os.makedirs(c.root + f"/etc/systemd/system/{unit}.d", exist_ok=True)
+    c.write(f"/etc/systemd/system/{unit}.d/ibsim.conf",
             "[Service]\n"
             f"Environment=LD_PRELOAD={UMAD2SIM} SIM_HOST={node} IBSIM_SOCKNAME={ibsim.sock}\n"
-            "WorkingDirectory=/var/lib/smha\n")
-    c.sh("systemctl daemon-reload")
+            f"WorkingDirectory={cwd}\n")
+    c.sh(f"mkdir -p {cwd} && systemctl daemon-reload")
 
 
 def smctl_status(c, user=None):
@@ -289,8 +298,8 @@ def unit_prop(c, prop):
     return c.sh(f"systemctl show -P {prop} smhad.service").stdout.strip()
 
 
-def opensm_pid(c):
-    m = re.search(r"^pid=(\d+)", c.read("/var/lib/smha/opensm.pid"), re.M)
+def opensm_pid(c, state_dir="/var/lib/smha"):
+    m = re.search(r"^pid=(\d+)", c.read(state_dir + "/opensm.pid"), re.M)
     return int(m.group(1)) if m else None
 
 
@@ -320,7 +329,7 @@ def main(scenarios):
             log(f"FAIL {name}: {e}")
             for obj in started:
                 if isinstance(obj, Container):
-                    r = obj.sh("journalctl -u smhad --no-pager | tail -40; tail -20 /var/log/opensm.log",
+                    r = obj.sh("journalctl -u 'smhad*' --no-pager | tail -60; tail -20 /var/log/opensm*.log",
                                check_rc=False)
                     log(f"--- {obj.name}: smhad journal, opensm.log\n{r.stdout}{r.stderr}")
             return 1

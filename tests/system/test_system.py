@@ -334,6 +334,115 @@ def upgrade_remove(scratch, root, debs, started):
           "smha still known to dpkg after purge")
 
 
+def instance_yaml(name, guid, peer_name, peer_guid):
+    """/etc/smha/NAME.yaml of one fabric, the minimal one the README shows: the
+    instance's paths, socket and state dir are its own by default."""
+    return f"""node:
+  name: {name}
+  port_guid: {guid}
+peers:
+  - name: {peer_name}
+    port_guid: {peer_guid}
+sm_key_file: /etc/smha/sm_key
+sa_key_file: /etc/smha/sa_key
+"""
+
+
+def instance_status(c, fabric):
+    r = c.sh(f"smctl -f {fabric} status --json", check_rc=False)
+    return json.loads(r.stdout).get("data") if r.returncode == 0 else None
+
+
+def instance_role(c, fabric):
+    s = instance_status(c, fabric)
+    return s and s.get("role")
+
+
+def last_event_seq(c, fabric):
+    r = c.sh(f"smctl -f {fabric} events -n 1000 --json")
+    return json.loads(r.stdout)["data"]["last_seq"]
+
+
+def two_fabrics(scratch, root, debs, started):
+    """Two containers = head01 and head02, each on two fabrics (two ibsim, GUIDs
+    of their own), each running smhad@fab0 and smhad@fab1 from the package:
+    kill -9 of fab0's master OpenSM moves fab0's mastership only; fab1's OpenSM
+    PIDs, roles and events stay as they were."""
+    fabrics = {"fab0": Ibsim(scratch, "fab0"), "fab1": Ibsim(scratch, "fab1", guid_base=0x0002c90300700000)}
+    started.extend(fabrics.values())
+    guids = {f: {n: ib.port_guid(n) for n in ("Hca1", "Hca2")} for f, ib in fabrics.items()}
+    check(guids["fab0"]["Hca1"] != guids["fab1"]["Hca1"], f"the two fabrics share GUIDs: {guids}")
+    h1 = Container(scratch, f"smha-m1-{os.getpid()}", root)
+    started.append(h1)
+    h2 = Container(scratch, f"smha-m2-{os.getpid()}", root)
+    started.append(h2)
+    # umad2sim's ctl socket is named after the client's PID (see failover()).
+    h2.sh("i=0; while [ $i -lt 3000 ]; do /bin/true; i=$((i+1)); done")
+    heads = {h1: ("Hca1", "head01", "Hca2", "head02"), h2: ("Hca2", "head02", "Hca1", "head01")}
+    for c, (node, me, peer_node, peer) in heads.items():
+        install_deb(c, debs[0])
+        c.sh("umask 077; printf '%s\\n' 0x00000000c0ffee07 > /etc/smha/sm_key; "
+             "printf '%s\\n' 0x00000000d00d5a01 > /etc/smha/sa_key")
+        for fab, ib in fabrics.items():
+            c.write(f"/etc/smha/{fab}.yaml", instance_yaml(me, guids[fab][node], peer, guids[fab][peer_node]))
+            sim_dropin(c, ib, node, unit=f"smhad@{fab}.service", cwd=f"/var/lib/smha/{fab}")
+            env = " ".join(f"{k}={v}" for k, v in ib.client_env(node).items())
+            r = c.sh(f"cd /var/lib/smha/{fab} && {env} smhad --check-config -c /etc/smha/{fab}.yaml --fabric {fab}",
+                     check_rc=False)
+            check(r.returncode == 0, f"{c.name}: --check-config of {fab}: {r.stdout}{r.stderr}")
+        r = c.sh("systemctl enable --now smhad@fab0 smhad@fab1", check_rc=False, timeout=120)
+        check(r.returncode == 0, f"{c.name}: systemctl enable --now smhad@fab0 smhad@fab1: {r.stdout}{r.stderr}")
+        if c is h1:
+            for fab in fabrics:
+                wait_until(f"head01 master on {fab}", 30, lambda f=fab: instance_role(h1, f) == "master")
+    for fab in fabrics:
+        wait_until(f"head02 standby on {fab}", 30, lambda f=fab: instance_role(h2, f) == "standby")
+    # One screen for the head: both fabrics.
+    out = h1.sh("smctl status --all").stdout
+    log(f"head01: smctl status --all\n{out}")
+    rows = json.loads(h1.sh("smctl status --all --json").stdout)
+    check([(r["fabric"], r.get("role")) for r in rows] == [("fab0", "master"), ("fab1", "master")],
+          f"head01 status --all: {rows}")
+    # Each instance its own files, socket and journal identifier; metrics labelled.
+    for fab in fabrics:
+        s = instance_status(h1, fab)
+        check(s.get("fabric") == fab, f"status of smhad@{fab} names fabric {s.get('fabric')!r}")
+        for path in (f"/var/lib/smha/{fab}/opensm.pid", f"/var/lib/smha/{fab}/opensm.conf", f"/run/smha/{fab}.sock",
+                     f"/var/cache/opensm/{fab}/guid2lid"):
+            check(h1.sh(f"test -e {path}", check_rc=False).returncode == 0, f"{path} missing on head01")
+        m = h1.sh(f"smctl -f {fab} metrics").stdout
+        check(f'smha_role{{fabric="{fab}",node="head01",role="master"}} 1' in m,
+              f"smctl -f {fab} metrics: no fabric label: {m[:400]}")
+        j = h1.sh(f"journalctl -u smhad@{fab} -o json --no-pager").stdout.splitlines()
+        check(any(json.loads(e).get("SYSLOG_IDENTIFIER") == f"smhad@{fab}" for e in j),
+              f"no journal entry of smhad@{fab} with SYSLOG_IDENTIFIER smhad@{fab}")
+    # The fault: kill -9 of fab0's master OpenSM on head01.
+    before = {c: {"pid": opensm_pid(c, "/var/lib/smha/fab1"), "role": instance_role(c, "fab1"),
+                  "seq": last_event_seq(c, "fab1")} for c in heads}
+    pid0 = opensm_pid(h1, "/var/lib/smha/fab0")
+    t0 = time.monotonic()
+    h1.sh(f"kill -9 {pid0}")
+    wait_until("head02 master on fab0", 20, lambda: instance_role(h2, "fab0") == "master", interval=0.05)
+    log(f"kill -9 of head01's fab0 OpenSM: head02 MASTER on fab0 after {time.monotonic() - t0:.2f}s")
+    wait_until("head01 back as standby on fab0", 60, lambda: instance_role(h1, "fab0") == "standby")
+    m = fabrics["fab1"].sminfo("Hca3")
+    check(m and int(m["guid"], 16) == int(guids["fab1"]["Hca1"], 16) and m["state"] == "SMINFO_MASTER",
+          f"fab1's master seen from its Hca3 moved: {m}")
+    for c in heads:
+        after = {"pid": opensm_pid(c, "/var/lib/smha/fab1"), "role": instance_role(c, "fab1"),
+                 "seq": last_event_seq(c, "fab1")}
+        check(after == before[c], f"{c.name}: fab1 changed by fab0's fault: {before[c]} -> {after}")
+    # A third instance configured with fab0's port is refused, naming fab0's file.
+    h1.write("/etc/smha/fab2.yaml", instance_yaml("head01", guids["fab0"]["Hca1"], "head02", guids["fab0"]["Hca2"]))
+    r = h1.sh("smhad --check-config -c /etc/smha/fab2.yaml --fabric fab2", check_rc=False)
+    check(r.returncode == 1 and "is also the node.port_guid of /etc/smha/fab0.yaml (smhad@fab0)" in r.stderr,
+          f"--check-config of a second instance on fab0's port: {r.returncode} {r.stdout}{r.stderr}")
+    r = h1.sh("systemctl start smhad@fab2", check_rc=False, timeout=60)
+    check(r.returncode != 0, "smhad@fab2 started on fab0's port")
+    j = h1.sh("journalctl -u smhad@fab2 -o cat --no-pager").stdout
+    check("/etc/smha/fab0.yaml" in j, f"smhad@fab2's refusal does not name fab0's file:\n{j[-1500:]}")
+
+
 def access(scratch, root, debs, started):
     """A user in group smha gets status and is refused hold; a user outside the
     group gets a clear refusal."""
@@ -358,4 +467,4 @@ def access(scratch, root, debs, started):
 if __name__ == "__main__":
     sys.exit(main({"first_install": first_install, "failed_opensm": failed_opensm,
                    "failover": failover, "restarts": restarts, "upgrade_remove": upgrade_remove,
-                   "access": access}))
+                   "access": access, "two_fabrics": two_fabrics}))
