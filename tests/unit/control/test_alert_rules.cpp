@@ -68,7 +68,16 @@ TEST_CASE("alert rules: every rule is complete and names metrics that exist", "[
         ++found;
       }
       CHECK(found > 0);
+      // Per fabric: every aggregation keeps the fabric label apart, so that
+      // one fabric's master never hides another's absence.
+      const std::regex aggregation(R"(\b(sum|max|min|count|avg)\b\s*(by\s*\(([^)]*)\))?\s*\()");
+      for (auto it = std::sregex_iterator(expr.begin(), expr.end(), aggregation); it != std::sregex_iterator(); ++it) {
+        INFO("aggregation " << it->str());
+        CHECK((*it)[3].str().find("fabric") != std::string::npos);
+      }
     }
   }
+  // The textfile rule matches an instance's file too.
+  CHECK(std::regex_search("/var/lib/prometheus/node-exporter/smha-rail1.prom", std::regex(".*smha(-[A-Za-z0-9_-]+)?\\.prom")));
   CHECK(alerts == std::set<std::string>{"SmhaTwoMasters", "SmhaNoMaster", "SmhaConfigDrift", "SmhaMetricsTextfileStale"});
 }
