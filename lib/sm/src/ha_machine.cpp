@@ -210,7 +210,8 @@ Decision HaMachine::step(const Observation& obs, TimePoint now) {
 }
 
 // A maintenance hold (HoldChanged): what would move mastership or touch a
-// running OpenSM is recorded, not carried out.
+// running OpenSM is recorded, not carried out; but a STANDBY renders the yield
+// priority (desired_priority), which only keeps mastership away from it.
 void HaMachine::hold_actions(Decision& d) {
   std::vector<Action> kept;
   kept.reserve(d.actions.size());
@@ -221,7 +222,9 @@ void HaMachine::hold_actions(Decision& d) {
     else if (const auto* s = std::get_if<StopOpensm>(&a)) what = s->force ? "stop OpenSM (SIGKILL)" : "stop OpenSM";
     else if (const auto* r = std::get_if<RestartOpensm>(&a))
       what = "restart OpenSM at priority " + std::to_string(r->priority);
-    else if (const auto* p = std::get_if<SetPriority>(&a)) what = "render priority " + std::to_string(p->priority);
+    else if (const auto* p = std::get_if<SetPriority>(&a);
+             p && !(p->priority == prio_.yield && std::holds_alternative<StandbyRole>(state_)))
+      what = "render priority " + std::to_string(p->priority);
     if (what.empty()) {
       kept.push_back(std::move(a));
       continue;
@@ -253,6 +256,10 @@ std::uint8_t HaMachine::desired_priority() const {
   if (std::holds_alternative<MasterRole>(state_)) return local_port_down_ ? prio_.standby : prio_.master;
   if (const auto* h = std::get_if<HandingOverRole>(&state_)) return h->push ? prio_.yield : prio_.claim;
   if (const auto* t = std::get_if<TakingOverRole>(&state_)) return t->stage > 0 ? prio_.master : prio_.standby;
+  // A held STANDBY ranks itself below every standby, so that neither a peer's
+  // smhad (its DISCOVER to the best standby) nor OpenSM's own election picks
+  // a head under maintenance while another standby can take over.
+  if (held_ && std::holds_alternative<StandbyRole>(state_)) return prio_.yield;
   return yield_until_master_ ? prio_.yield : prio_.standby;
 }
 
@@ -639,12 +646,14 @@ void HaMachine::check_alarms(const PollRound& r, TimePoint, Ctx& c) {
 
   // Configured priorities: every head must list the same ones, or the rendered
   // standby values no longer stay below the master's (sticky failback breaks).
-  // A STANDBY peer renders its standby value, or the claim value while pulling.
+  // A STANDBY peer renders its standby value, the claim value while pulling,
+  // or the yield value while held (or until it sees a master after a restart).
   std::string prio;
   for (auto& t : peers_) {
     if (!t.answered || t.last->state != SmState::Standby) continue;
     const auto want = prio_.standby_for(t.spec.guid);
-    if (t.last->priority == want || t.last->priority == prio_.claim) t.prio_mismatch = 0;
+    if (t.last->priority == want || t.last->priority == prio_.claim || t.last->priority == prio_.yield)
+      t.prio_mismatch = 0;
     else ++t.prio_mismatch;
     if (t.prio_mismatch >= 2 * policy_.misses)
       prio += peer_name(t.spec.guid) + " renders " + std::to_string(t.last->priority) +

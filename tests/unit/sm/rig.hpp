@@ -85,6 +85,14 @@ inline PollRound round(Local l, std::vector<Peer> peers, Link link = {},
   return r;
 }
 
+// The priorities rendered by `acts`, in order.
+inline std::vector<std::uint8_t> priorities_set(const std::vector<Action>& acts) {
+  std::vector<std::uint8_t> out;
+  for (const auto& a : acts)
+    if (const auto* s = std::get_if<SetPriority>(&a)) out.push_back(s->priority);
+  return out;
+}
+
 struct Rig {
   HaMachine m;
   TimePoint t{};

@@ -16,13 +16,6 @@ constexpr auto M = SmState::Master;
 constexpr auto kSilent = std::nullopt;
 constexpr Guid kForeign{0x99};
 
-std::vector<std::uint8_t> priorities_set(const std::vector<Action>& acts) {
-  std::vector<std::uint8_t> out;
-  for (const auto& a : acts)
-    if (const auto* s = std::get_if<SetPriority>(&a)) out.push_back(s->priority);
-  return out;
-}
-
 // A round whose local PortInfo names an SM we do not poll as master.
 PollRound with_port_master(PollRound r, Guid g, SmState s, std::uint8_t prio) {
   r.port_master = Probe::answered(info(g, s, prio));

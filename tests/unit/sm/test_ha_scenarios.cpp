@@ -113,6 +113,21 @@ TEST_CASE("Hold: the engine decides as usual but carries out nothing that moves 
   CHECK_FALSE(has_event(acts, EventKind::ActionHeld));
 }
 
+TEST_CASE("Hold: a held STANDBY renders the yield value (no peer or election picks it), released the standby value",
+          "[sm][hold]") {
+  Rig rig;
+  rig.polls(5, round(Local{S, 10}, {Peer{M, 11, P::Up}}));
+  auto d = rig.step(HoldChanged{true});
+  CHECK(priorities_set(d.actions) == std::vector<std::uint8_t>{9});
+  CHECK_FALSE(has_event(d.actions, EventKind::ActionHeld));
+  // OpenSM answers the yield value: nothing more to render, no alarm.
+  auto acts = rig.polls(10, round(Local{S, 9}, {Peer{M, 11, P::Up}}));
+  CHECK(priorities_set(acts).empty());
+  CHECK_FALSE(has_alarm(acts, AlarmKind::PriorityNotApplied));
+  d = rig.step(HoldChanged{false});
+  CHECK(priorities_set(d.actions) == std::vector<std::uint8_t>{10});
+}
+
 TEST_CASE("Hold: a stopped OpenSM is still started (a start moves no mastership)", "[sm][hold]") {
   Rig rig;
   rig.step(HoldChanged{true});
