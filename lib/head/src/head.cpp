@@ -421,7 +421,8 @@ void Head::handover(const std::optional<std::string>& to, uid_t by_uid, std::fun
     return;
   }
   std::optional<Guid> target;
-  if (to) {
+  const bool to_self = to && *to == config_.node_name;
+  if (to && !to_self) {
     for (const auto& p : config_.peers)
       if (p.name == *to) target = p.port_guid;
     if (!target) {
@@ -430,9 +431,25 @@ void Head::handover(const std::optional<std::string>& to, uid_t by_uid, std::fun
     }
   }
   const auto before = agent_->status();
-  if (before.role != sm::Role::Master) {
-    reply(Reply::failure(ResultCode::Conflict,
-                         "handover: this head is not MASTER (role " + std::string(sm::to_string(before.role)) + ")"));
+  // On the MASTER a push to the best standby (or the one named); on a STANDBY
+  // a pull of mastership to this head, from whichever head is MASTER.
+  const bool pull = before.role == sm::Role::Standby;
+  if (before.role != sm::Role::Master && !pull) {
+    reply(Reply::failure(ResultCode::Conflict, "handover: this head is neither MASTER nor STANDBY (role " +
+                                                   std::string(sm::to_string(before.role)) + ")"));
+    return;
+  }
+  if (!pull && to_self) {
+    reply(Reply::failure(ResultCode::Conflict, "handover: this head is MASTER already"));
+    return;
+  }
+  if (pull && target) {
+    reply(Reply::failure(ResultCode::Conflict, "handover: this head is STANDBY: it can only pull mastership to "
+                                               "itself; run the handover to " + *to + " on the MASTER head"));
+    return;
+  }
+  if (pull && (!before.master || *before.master == options_.own_guid)) {
+    reply(Reply::failure(ResultCode::Conflict, "handover: no live master to take over from"));
     return;
   }
   // The same verdict as the drill's (MastershipWindow): the plan is this head,
@@ -441,8 +458,11 @@ void Head::handover(const std::optional<std::string>& to, uid_t by_uid, std::fun
   // Done only when the engine says so (the target answers MASTER at the master
   // value, so OpenSM's election cannot hand mastership back): HandoverCall.
   auto window = open_window();
-  sink_.note("HANDOVER_REQUEST", target ? "to " + to_string(*target) : "to the best standby",
+  sink_.note("HANDOVER_REQUEST",
+             pull ? "pull to this head from " + to_string(*before.master)
+                  : target ? "to " + to_string(*target) : "to the best standby",
              "uid " + std::to_string(by_uid));
+  if (pull) window->plan_pull(*before.master);
   if (target) window->set_target(*target);
   handover_ = std::make_shared<HandoverCall>(
       seams_.sched, window, [this] { return agent_ ? agent_->status().master : std::nullopt; },

@@ -57,10 +57,18 @@ void MastershipWindow::fail(std::string why) {
 }
 
 void MastershipWindow::set_target(Guid target) {
-  if (plan_.size() == 1 && target != own_) {
+  if (plan_.size() == 1 && target != plan_[0]) {
     plan_.push_back(target);
     leg_asked_.push_back(start_);
   }
+}
+
+void MastershipWindow::plan_pull(Guid master) {
+  if (plan_.size() != 1 || master == own_) return;
+  plan_ = {master, own_};
+  leg_asked_ = {start_, start_};
+  pull_ = true;
+  log_left_ = true;  // our OpenSM starts STANDBY: its one planned change is to MASTER
 }
 
 void MastershipWindow::plan_failback(TimePoint when) {
@@ -179,7 +187,7 @@ void MastershipWindow::event(const EventRecord& e) {
     // arrive a leg late; its order is what counts. Over the window: MASTER,
     // left once, and MASTER once more only after the failback was asked for.
     const bool to_master = e.to == SmState::Master;
-    const bool failback = plan_.size() == 3;
+    const bool failback = plan_.size() == 3 || pull_;
     if (!to_master && !log_left_) {
       log_left_ = true;
     } else if (to_master && log_left_ && !log_regained_) {

@@ -339,3 +339,44 @@ TEST_CASE("the window's verdict does not depend on the wording of events", "[ser
     }
   }
 }
+
+TEST_CASE("a pull: the master, then this head, and a bounce, a flip-back or leaving again fail", "[service][mastership]") {
+  SECTION("clean") {
+    auto w = window();
+    w.plan_pull(kC);  // head03 is MASTER, head01 (this head) pulls
+    round(w, 0, S, S, M);
+    w.event(ev("opensm_state", "STANDBY->MASTER", "log 1", 150));
+    round(w, 200, M, S, S);
+    w.event(ev("transition", "STANDBY->MASTER", "", 210));
+    round(w, 300, M, S, S);
+    CHECK_FALSE(w.violation());
+    CHECK(w.summary()["plan"] == nlohmann::json::array({"head03", "head01 (this head)"}));
+  }
+  SECTION("the other standby MASTER") {
+    auto w = window();
+    w.plan_pull(kC);
+    round(w, 0, S, S, M);
+    round(w, 100, S, M, S);
+    REQUIRE(w.violation());
+    CHECK_THAT(*w.violation(), Catch::Contains("head02 was MASTER at +101 ms") &&
+                                   Catch::Contains("the planned master then was head03 or head01 (this head)"));
+  }
+  SECTION("the old master MASTER again after this head took over") {
+    auto w = window();
+    w.plan_pull(kC);
+    round(w, 0, S, S, M);
+    round(w, 100, M, S, S);
+    round(w, 200, M, S, M);
+    REQUIRE(w.violation());
+    CHECK_THAT(*w.violation(), Catch::StartsWith("flip-back: head03 was MASTER again at +201 ms"));
+  }
+  SECTION("this head's OpenSM leaving MASTER after the pull") {
+    auto w = window();
+    w.plan_pull(kC);
+    w.event(ev("opensm_state", "STANDBY->MASTER", "log 1"));
+    CHECK_FALSE(w.violation());
+    w.event(ev("opensm_state", "MASTER->STANDBY", "log 2"));
+    REQUIRE(w.violation());
+    CHECK_THAT(*w.violation(), Catch::Contains("left MASTER again after regaining it (log 2)"));
+  }
+}

@@ -5,7 +5,8 @@
 // handover verdicts").
 //
 // The plan is a sequence of masters: this head, then the handover's target,
-// then (a drill's failback, once requested) this head again. Evidence, fed as
+// then (a drill's failback, once requested) this head again; or, for a pull
+// (a handover run on a STANDBY head), the master, then this head. Evidence, fed as
 // it arrives:
 //   - every SMInfo answer this head's poller got (local SM by DR hop 0, every
 //     peer by LID and DR, the SM at our port's MasterSMLID), with the time the
@@ -97,6 +98,9 @@ class MastershipWindow {
   void set_target(Guid target);
   // A drill's failback leg was asked for at `at`: this head may be MASTER again.
   void plan_failback(TimePoint at);
+  // A pull (`handover` run on a STANDBY head): the plan is `master` (MASTER
+  // when the window starts), then this head; call before any evidence.
+  void plan_pull(Guid master);
 
   void sminfo(const SmInfo& info, TimePoint sent, TimePoint received, const std::string& via);
   void local_port(Lid own_lid, Lid master_sm_lid, TimePoint sent, TimePoint received);
@@ -130,6 +134,7 @@ class MastershipWindow {
   TimePoint port_sample_sent_{};          // when that sample was asked for
   ActCountRates rates_;
   bool log_left_ = false, log_regained_ = false;
+  bool pull_ = false;
   std::optional<std::string> violation_;
   nlohmann::json masters_ = nlohmann::json::array();
   nlohmann::json sweeps_ = nlohmann::json::array();
