@@ -146,13 +146,20 @@ void start_smhad(IbsimFabric& f, SmhadHead& h, const std::string& smhad_binary,
   if (guard) guard->watch(f, h.pidx, h.pidfile());
 }
 
-namespace {
-std::optional<json> call(const SmhadHead& h, const std::string& method, const json& params) {
+std::optional<control::Reply> smhad_call(const SmhadHead& h, const std::string& method, const json& params,
+                                         std::chrono::milliseconds timeout) {
   auto c = control::ControlClient::connect(h.socket(), 500ms);
   if (!c) return std::nullopt;
-  auto r = c.value().call(method, params, 2s);
-  if (!r || !r.value().is_ok()) return std::nullopt;
-  return r.value().data;
+  auto r = c.value().call(method, params, timeout);
+  if (!r) return std::nullopt;
+  return std::move(r).value();
+}
+
+namespace {
+std::optional<json> call(const SmhadHead& h, const std::string& method, const json& params) {
+  auto r = smhad_call(h, method, params, 2s);
+  if (!r || !r->is_ok()) return std::nullopt;
+  return r->data;
 }
 }  // namespace
 

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ibsim_harness.hpp"
+#include "smha/control/protocol.hpp"
 
 namespace smha::testing {
 
@@ -117,6 +118,10 @@ void write_smhad_config(const SmhadHead& h, const std::vector<PeerCfg>& peers, c
 void start_smhad(IbsimFabric& f, SmhadHead& h, const std::string& smhad_binary,
                  std::vector<std::pair<std::string, std::string>> extra_env = {}, OsmGuard* guard = nullptr);
 
+// One control-socket call and its whole reply; nullopt when smhad cannot be
+// reached or does not answer within `timeout`.
+std::optional<control::Reply> smhad_call(const SmhadHead& h, const std::string& method, const nlohmann::json& params,
+                                         std::chrono::milliseconds timeout = std::chrono::milliseconds{5000});
 // Control socket calls: status's data / the events array (oldest first).
 std::optional<nlohmann::json> smhad_status(const SmhadHead& h);
 std::optional<nlohmann::json> smhad_events(const SmhadHead& h, int n = 256);

@@ -389,6 +389,69 @@ TEST_CASE("Drill: three heads, master killed: the highest-ranked standby takes o
   CHECK(c.count_events(2, "takeover_started") == 0);
 }
 
+// `smctl handover` run on a STANDBY pulls mastership to that head, whichever
+// standby it is (the master pushes only to the best one).
+TEST_CASE("Head: three heads, a handover run on the lower-ranked standby pulls mastership to it", "[sim][head]") {
+  ClusterParams p;
+  p.heads = 3;
+  Cluster c(11, p);
+  settle(c);
+  REQUIRE(master_head(c) == 0);
+  std::vector<control::Reply> replies;
+  auto keep = [&](control::Reply r) { replies.push_back(std::move(r)); };
+  // On the master, to head03 (not the best standby): refused, naming where to run it.
+  c.smhad(0)->handover(std::string("head03"), 0, keep);
+  c.run_until([&] { return replies.size() == 1; }, seconds(1));
+  REQUIRE(replies.size() == 1);
+  CHECK(replies[0].result == control::ResultCode::Error);
+  CHECK_THAT(replies[0].text, Catch::Contains("run the handover on the target head"));
+  // On head03 naming another head: refused, this head can only pull to itself.
+  c.smhad(2)->handover(std::string("head02"), 0, keep);
+  REQUIRE(replies.size() == 2);
+  CHECK(replies[1].result == control::ResultCode::Conflict);
+  CHECK_THAT(replies[1].text, Catch::Contains("it can only pull mastership to itself"));
+  // On head03, to itself (by name): the pull.
+  c.smhad(2)->handover(std::string("head03"), 0, keep);
+  REQUIRE(c.run_until([&] { return replies.size() == 3; }, seconds(10)));
+  INFO(replies[2].text << " " << replies[2].data.dump());
+  CHECK(replies[2].is_ok());
+  CHECK(replies[2].data.value("outcome", "") == "done");
+  ends_with_one_master(c);
+  CHECK(master_head(c) == 2);
+  CHECK(c.dual_master_total() == Duration{});
+  // The master asked to pull to itself: nothing to do.
+  c.smhad(2)->handover(std::string("head03"), 0, keep);
+  REQUIRE(replies.size() == 4);
+  CHECK(replies[3].text == "handover: this head is MASTER already");
+}
+
+// A head under maintenance (held) renders the yield value as STANDBY: when the
+// master is lost, neither the old master's smhad (its DISCOVER to the best
+// standby) nor OpenSM's election picks it; the other standby takes over.
+TEST_CASE("Head: three heads, the master lost while the best standby is held: the other one takes over", "[sim][head]") {
+  for (std::uint64_t seed = 31; seed <= 38; ++seed) {
+    INFO("seed " << seed);
+    ClusterParams p;
+    p.heads = 3;
+    Cluster c(seed, p);
+    settle(c);
+    REQUIRE(master_head(c) == 0);
+    c.smhad(1)->hold(seconds(3600), "maintenance", 0);
+    REQUIRE(c.run_until([&] { return c.fabric().sm(c.head(1))->priority == 9; }, seconds(2)));
+    c.fabric().signal_opensm(c.head(0), SIGKILL);
+    REQUIRE(c.run_until([&] { return c.observed_masters() == std::vector<Guid>{c.fabric().guid(c.head(2))}; },
+                        seconds(5)));
+    ends_with_one_master(c);
+    CHECK(master_head(c) == 2);
+    CHECK(c.fabric().sm(c.head(1))->state == SmState::Standby);
+    for (int i = 0; i < 3; ++i) {
+      CHECK(c.count_events(i, "priority_mismatch") == 0);
+      CHECK(c.count_events(i, "priority_not_applied") == 0);
+    }
+    CHECK(c.dual_master_total() == Duration{});
+  }
+}
+
 TEST_CASE("Drill: head01 15 / head02 14 (prefer head01), sticky and preempt", "[sim][drill][priority]") {
   for (auto mode : {sm::FailbackMode::Sticky, sm::FailbackMode::Preempt}) {
     INFO("failback " << sm::to_string(mode));
