@@ -329,11 +329,16 @@ int Cluster::head_of(Guid g) const {
 
 OpensmKeys Cluster::opensm_keys(int i) const {
   if (params_.opensm_conf) return *params_.opensm_conf;
-  const auto& f = heads_[i]->config.failover;
+  // The values in the opensm.conf smhad renders for this head (simulated_opensm
+  // parses it), not a mapping of the sim's own.
+  const auto rendered = simulated_opensm(heads_[i]->config).defaults;
   OpensmKeys k;
-  k.sminfo_polling_timeout_ms = static_cast<std::uint32_t>(f.opensm_polling_timeout.count());
-  k.polling_retry_number = static_cast<std::uint32_t>(f.opensm_polling_retries);
-  k.sweep_interval_s = static_cast<std::uint32_t>(heads_[i]->config.opensm.sweep_interval_s);
+  auto take = [&](const char* key, std::uint32_t& out) {
+    if (auto it = rendered.find(key); it != rendered.end()) out = static_cast<std::uint32_t>(std::stoul(it->second));
+  };
+  take("sminfo_polling_timeout", k.sminfo_polling_timeout_ms);
+  take("polling_retry_number", k.polling_retry_number);
+  take("sweep_interval", k.sweep_interval_s);
   return k;
 }
 
