@@ -61,19 +61,33 @@ json status_all(const CliOptions& options, const std::string& run_dir) {
     } else if (!reply->is_ok()) {
       row["error"] = std::string(to_string(reply->result)) + ": " + reply->text;
     } else {
+      // Only the fields shown, each only when it has the expected type: a
+      // reply of another shape is shown as such, never thrown on.
       const json& d = reply->data;
-      row["node"] = d.value("node", "");
-      row["role"] = d.value("role", "");
-      const json& ms = d.contains("mastership") ? d["mastership"] : json(nullptr);
-      row["master"] = ms.is_object() && ms.value("node", json(nullptr)).is_string() ? ms["node"]
-                      : ms.is_object() && ms.value("guid", json(nullptr)).is_string() ? ms["guid"]
-                                                                                        : json(nullptr);
-      row["last_change"] = d.contains("last_change") ? d["last_change"] : json(nullptr);
-      json alarms = json::array();
-      if (d.contains("alarms") && d["alarms"].is_array())
-        for (const auto& a : d["alarms"])
-          if (a.is_object() && a.value("kind", json(nullptr)).is_string()) alarms.push_back(a["kind"]);
-      row["alarms"] = alarms;
+      auto text = [](const json& o, const char* key) -> std::string {
+        if (!o.is_object()) return {};
+        const auto it = o.find(key);
+        return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+      };
+      if (!d.is_object() || text(d, "role").empty()) {
+        row["error"] = "the status reply has no role";
+      } else {
+        row["node"] = text(d, "node");
+        row["role"] = text(d, "role");
+        const json ms = d.contains("mastership") ? d["mastership"] : json(nullptr);
+        const std::string master = !text(ms, "node").empty() ? text(ms, "node") : text(ms, "guid");
+        row["master"] = master.empty() ? json(nullptr) : json(master);
+        const json lc = d.contains("last_change") ? d["last_change"] : json(nullptr);
+        row["last_change"] = text(lc, "kind").empty() ? json(nullptr)
+                                                      : json{{"kind", text(lc, "kind")},
+                                                             {"time", text(lc, "time")},
+                                                             {"outcome", text(lc, "outcome")}};
+        json alarms = json::array();
+        if (d.contains("alarms") && d["alarms"].is_array())
+          for (const auto& a : d["alarms"])
+            if (!text(a, "kind").empty()) alarms.push_back(text(a, "kind"));
+        row["alarms"] = alarms;
+      }
     }
     rows.push_back(std::move(row));
   }

@@ -104,6 +104,21 @@ TEST_CASE("status --all: one row per instance socket, answered or not", "[client
   CHECK(rows[0]["master"] == "head01");
   CHECK(rows[1]["fabric"] == "fab1");
   CHECK(rows[1].contains("error"));
+  // A reply of another shape (fields of the wrong type): shown as such.
+  auto odd = serve("odd.sock", json{{"role", 5}, {"mastership", "x"}, {"last_change", {{"kind", 1}}}});
+  auto typed = serve("typed.sock", json{{"role", "standby"}, {"node", "head01"}, {"mastership", {{"node", 7}}},
+                                        {"last_change", {{"kind", "handover"}, {"time", 3}}},
+                                        {"alarms", json::array({1, {{"kind", 2}}, {{"kind", "no_master"}}})}});
+  const auto mixed = status_all(CliOptions{}, run);
+  REQUIRE(mixed.size() == 4);
+  CHECK(mixed[2]["fabric"] == "odd");
+  CHECK(mixed[2]["error"] == "the status reply has no role");
+  CHECK(mixed[3]["master"].is_null());
+  CHECK(mixed[3]["last_change"] == json{{"kind", "handover"}, {"time", ""}, {"outcome", ""}});
+  CHECK(mixed[3]["alarms"] == json::array({"no_master"}));
+  CHECK_NOTHROW(render_status_all_text(mixed));
+  odd.reset();
+  typed.reset();
   // No instance at all.
   TempDir empty;
   std::ostringstream eout, eerr;
