@@ -367,7 +367,8 @@ def two_fabrics(scratch, root, debs, started):
     """Two containers = head01 and head02, each on two fabrics (two ibsim, GUIDs
     of their own), each running smhad@fab0 and smhad@fab1 from the package:
     kill -9 of fab0's master OpenSM moves fab0's mastership only; fab1's OpenSM
-    PIDs, roles and events stay as they were."""
+    PIDs, roles and events stay as they were. Then an upgrade restarts both
+    instances (their OpenSMs adopted), and purge removes each one's state."""
     fabrics = {"fab0": Ibsim(scratch, "fab0"), "fab1": Ibsim(scratch, "fab1", guid_base=0x0002c90300700000)}
     started.extend(fabrics.values())
     guids = {f: {n: ib.port_guid(n) for n in ("Hca1", "Hca2")} for f, ib in fabrics.items()}
@@ -441,6 +442,28 @@ def two_fabrics(scratch, root, debs, started):
     check(r.returncode != 0, "smhad@fab2 started on fab0's port")
     j = h1.sh("journalctl -u smhad@fab2 -o cat --no-pager").stdout
     check("/etc/smha/fab0.yaml" in j, f"smhad@fab2's refusal does not name fab0's file:\n{j[-1500:]}")
+    h1.sh("systemctl stop smhad@fab2; systemctl reset-failed smhad@fab2; rm /etc/smha/fab2.yaml", check_rc=False)
+    # An upgrade restarts every instance; each adopts its OpenSM (same PIDs,
+    # the same roles). Then purge removes each instance's state and cache.
+    pids = {fab: opensm_pid(h1, f"/var/lib/smha/{fab}") for fab in fabrics}
+    mains = {fab: h1.sh(f"systemctl show -P MainPID smhad@{fab}").stdout.strip() for fab in fabrics}
+    install_deb(h1, debs[1])
+    for fab in fabrics:
+        wait_until(f"smhad@{fab} restarted by the upgrade", 30,
+                   lambda f=fab: h1.sh(f"systemctl show -P MainPID smhad@{f}").stdout.strip() not in ("0", mains[f]))
+        wait_until(f"head01 {fab} role after the upgrade", 30, lambda f=fab: instance_role(h1, f) is not None)
+        check(opensm_pid(h1, f"/var/lib/smha/{fab}") == pids[fab], f"{fab}: OpenSM PID changed by the upgrade")
+        check(instance_status(h1, fab)["opensm"].get("adopted") is True, f"{fab}: OpenSM not adopted after the upgrade")
+    check(instance_role(h1, "fab1") == "master" and instance_role(h1, "fab0") == "standby",
+          f"roles after the upgrade: fab0 {instance_role(h1, 'fab0')}, fab1 {instance_role(h1, 'fab1')}")
+    h1.sh("apt-get purge -y smha")
+    for fab in fabrics:
+        check(h1.sh(f"systemctl is-active smhad@{fab}", check_rc=False).stdout.strip() != "active",
+              f"smhad@{fab} runs after purge")
+        for gone in (f"/var/lib/smha/{fab}", f"/var/cache/opensm/{fab}"):
+            check(h1.sh(f"test -e {gone}", check_rc=False).returncode != 0, f"{gone} left after apt purge")
+    for kept in ("/etc/smha/fab0.yaml", "/etc/smha/fab1.yaml", "/etc/smha/sm_key"):
+        check(h1.sh(f"test -e {kept}", check_rc=False).returncode == 0, f"apt purge removed the operator's {kept}")
 
 
 def access(scratch, root, debs, started):
