@@ -17,12 +17,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include "ibsim_harness.hpp"
+#include "proc_sample.hpp"
 #include "smhad_heads.hpp"
 
 namespace {
@@ -30,38 +29,13 @@ namespace {
 using namespace std::chrono_literals;
 using namespace smha::testing;
 using nlohmann::json;
-
-struct Sample {
-  double cpu_ticks = 0;
-  double rss_mib = 0;
-};
-
-Sample sample(int pid) {
-  Sample s;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) throw std::runtime_error("process " + std::to_string(pid) + " is gone");
-  std::istringstream rest(line.substr(line.rfind(')') + 2));
-  std::string skip;
-  for (int i = 3; i <= 13; ++i) rest >> skip;  // state .. cmajflt
-  double utime = 0, stime = 0;
-  rest >> utime >> stime;
-  s.cpu_ticks = utime + stime;
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  while (std::getline(status, line))
-    if (line.rfind("VmRSS:", 0) == 0) s.rss_mib = std::stod(line.substr(6)) / 1024.0;
-  return s;
-}
+using smha::bench::median;
+using smha::bench::proc_sample;
+using Sample = smha::bench::ProcSample;
 
 struct Row {
   std::vector<double> rss, cpu;
 };
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 // One run; appends to rows[0..3]: smhad master, smhad standby, OpenSM master, OpenSM standby.
 void run_once(int seconds, std::vector<Row>& rows) {
@@ -93,11 +67,11 @@ void run_once(int seconds, std::vector<Row>& rows) {
   const std::vector<int> pids{f.process_pid(h1.pidx), f.process_pid(h2.pidx), s1["opensm"]["pid"].get<int>(),
                               s2["opensm"]["pid"].get<int>()};
   std::vector<Sample> before;
-  for (int pid : pids) before.push_back(sample(pid));
+  for (int pid : pids) before.push_back(proc_sample(pid));
   std::this_thread::sleep_for(std::chrono::seconds(seconds));
   const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
   for (std::size_t i = 0; i < pids.size(); ++i) {
-    const Sample after = sample(pids[i]);
+    const Sample after = proc_sample(pids[i]);
     rows[i].rss.push_back(after.rss_mib);
     rows[i].cpu.push_back((after.cpu_ticks - before[i].cpu_ticks) / (seconds * ticks) * 100.0);
   }

@@ -21,7 +21,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -30,6 +29,7 @@
 #include <vector>
 
 #include "ibsim_harness.hpp"
+#include "proc_sample.hpp"
 #include "smhad_heads.hpp"
 
 namespace {
@@ -37,10 +37,10 @@ namespace {
 using namespace std::chrono_literals;
 using namespace smha::testing;
 using nlohmann::json;
+using smha::bench::median;
 
 struct Sample {
-  double cpu_ticks = 0;
-  double rss_mib = 0;
+  smha::bench::ProcSample proc;
   double polls = 0;
 };
 
@@ -53,29 +53,7 @@ double polls_answered(const SmhadHead& h) {
   throw std::runtime_error(h.name + ": no smha_poll_rtt_seconds_count");
 }
 
-Sample sample(int pid, const SmhadHead& h) {
-  Sample s;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) throw std::runtime_error("process " + std::to_string(pid) + " is gone");
-  std::istringstream rest(line.substr(line.rfind(')') + 2));
-  std::string skip;
-  for (int i = 3; i <= 13; ++i) rest >> skip;  // state .. cmajflt
-  double utime = 0, stime = 0;
-  rest >> utime >> stime;
-  s.cpu_ticks = utime + stime;
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  while (std::getline(status, line))
-    if (line.rfind("VmRSS:", 0) == 0) s.rss_mib = std::stod(line.substr(6)) / 1024.0;
-  s.polls = polls_answered(h);
-  return s;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
+Sample sample(int pid, const SmhadHead& h) { return Sample{smha::bench::proc_sample(pid), polls_answered(h)}; }
 
 // One fabric: its ibsim, its two heads, the guard of their OpenSMs.
 struct Fabric {
@@ -127,11 +105,11 @@ Result run_once(int fabrics, int seconds) {
   Result r;
   for (std::size_t i = 0; i < fs.size(); ++i) {
     const Sample after = sample(fs[i]->ib.process_pid(fs[i]->h1.pidx), fs[i]->h1);
-    const double cpu = (after.cpu_ticks - before[i].cpu_ticks) / (seconds * ticks) * 100.0;
-    r.rss.push_back(after.rss_mib);
+    const double cpu = (after.proc.cpu_ticks - before[i].proc.cpu_ticks) / (seconds * ticks) * 100.0;
+    r.rss.push_back(after.proc.rss_mib);
     r.cpu.push_back(cpu);
     r.polls.push_back((after.polls - before[i].polls) / seconds);
-    r.head_rss += after.rss_mib;
+    r.head_rss += after.proc.rss_mib;
     r.head_cpu += cpu;
   }
   return r;

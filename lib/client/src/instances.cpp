@@ -2,28 +2,18 @@
 #include "smha/client/instances.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <ostream>
 #include <system_error>
 
 #include "smha/control/client.hpp"
+#include "smha/core/fabric_name.hpp"
 
 namespace smha::client {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::optional<std::string> fabric_name_problem(std::string_view name) {
-  if (name.empty()) return "is empty";
-  if (name.size() > 32) return "is longer than 32 characters";
-  for (char ch : name)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-')
-      return "may hold only letters, digits, '_' and '-'";
-  if (!std::isalnum(static_cast<unsigned char>(name[0]))) return "must start with a letter or digit";
-  return std::nullopt;
-}
 
 std::string instance_socket(const std::string& fabric, const std::string& run_dir) {
   return run_dir + "/" + (fabric.empty() ? std::string("smhad") : fabric) + ".sock";

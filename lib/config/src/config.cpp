@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/config/config.hpp"
+
+#include "smha/core/fabric_name.hpp"
 #include "smha/core/limits.hpp"
 
 #include "smha/core/file_read.hpp"
@@ -1010,7 +1012,7 @@ void Loader::load_hooks(const Entry& e, Config& c) {
 
 void Loader::load_fabric(const CheckedMap& top, Config& c) {
   if (!options_.fabric.empty()) {
-    if (auto why = fabric_name_error(options_.fabric)) {
+    if (auto why = fabric_name_problem(options_.fabric)) {
       error_at({}, "fabric", "the instance name '" + options_.fabric + "' (smhad --fabric) " + *why);
       return;
     }
@@ -1020,7 +1022,7 @@ void Loader::load_fabric(const CheckedMap& top, Config& c) {
   if (it == top.end()) return;
   auto s = text(it->second.value, "fabric");
   if (!s) return;
-  if (auto why = fabric_name_error(*s)) {
+  if (auto why = fabric_name_problem(*s)) {
     error(it->second.value, "fabric", "'" + *s + "' " + *why);
     return;
   }
@@ -1241,16 +1243,6 @@ ConfigResult load_config(const std::string& path, const LoadOptions& options) {
     return ConfigResult(std::vector<Diagnostic>{{path, {}, "", "cannot read the file (" + text.error().message + ")"}});
   }
   return load_config_from_string(*text, path, options);
-}
-
-std::optional<std::string> fabric_name_error(std::string_view name) {
-  if (name.empty()) return "is empty";
-  if (name.size() > 32) return "is longer than 32 characters";
-  for (char ch : name)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-')
-      return "may hold only letters, digits, '_' and '-' (it names files, a socket and a systemd unit)";
-  if (!std::isalnum(static_cast<unsigned char>(name[0]))) return "must start with a letter or digit";
-  return std::nullopt;
 }
 
 InstancePaths instance_defaults(const std::string& name) {

@@ -31,10 +31,13 @@ TEST_CASE("smctl -f NAME is instance NAME's socket, with --socket or a bad name 
   fabric = "../x";
   REQUIRE_FALSE(socket_for(opts).ok());
   CHECK(socket_for(opts).error().message ==
-        "-f ../x: the instance name may hold only letters, digits, '_' and '-'");
+        "-f ../x: the instance name may hold only letters, digits, '_' and '-' (it names files, a socket and a "
+        "systemd unit)");
   std::ostringstream out, err;
   CHECK(run_cli_call(opts, "status", json::object(), out, err) == kExitUsage);
-  CHECK(err.str() == "smctl: -f ../x: the instance name may hold only letters, digits, '_' and '-'\n");
+  CHECK(err.str() ==
+        "smctl: -f ../x: the instance name may hold only letters, digits, '_' and '-' (it names files, a socket and "
+        "a systemd unit)\n");
   fabric = "rail3";
   CLI::App app2;
   auto* sub2 = app2.add_subcommand("status");

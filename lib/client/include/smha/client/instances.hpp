@@ -13,14 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include "smha/client/cli.hpp"
+#include "smha/core/fabric_name.hpp"
 
 namespace smha::client {
 
 inline constexpr const char* kRunDir = "/run/smha";
-
-// Why `name` cannot be an instance name (the rule of smha.yaml's `fabric`),
-// or nullopt.
-std::optional<std::string> fabric_name_problem(std::string_view name);
 
 // The control socket of instance `fabric` in `run_dir`: NAME.sock; the
 // one-fabric smhad's (smhad.sock) for "".

@@ -244,10 +244,6 @@ ConfigResult load_config(const std::string& path, const LoadOptions& options = {
 ConfigResult load_config_from_string(std::string_view text, const std::string& name,
                                      const LoadOptions& options = {});
 
-// A fabric (instance) name: 1 to 32 of [A-Za-z0-9_-], starting with a letter
-// or digit. The reason it is not, or nullopt.
-std::optional<std::string> fabric_name_error(std::string_view name);
-
 // The per-instance defaults of fabric `name` (doc/configuration.md "Several
 // fabrics on one head"): the values of state_dir, control.socket and the
 // opensm paths when the file does not set them.
