@@ -453,7 +453,8 @@ void Head::handover(const std::optional<std::string>& to, uid_t by_uid, std::fun
     return;
   }
   // The same verdict as the drill's (MastershipWindow): the plan is this head,
-  // then the engine's target; anything else seen in the window fails the reply.
+  // then the engine's target (a pull: the master, then this head); anything
+  // else seen in the window fails the reply.
   // The window opens first: it records what OpenSM logged before the request.
   // Done only when the engine says so (the target answers MASTER at the master
   // value, so OpenSM's election cannot hand mastership back): HandoverCall.

@@ -263,3 +263,36 @@ TEST_CASE("Three heads (ibsim): the master lost while the best standby is held: 
   CHECK((*s)["local"]["state"] == "STANDBY");
   t.check_never_two_masters();
 }
+
+// The census and the drift check across three heads: each head's census knows
+// all three SMs as heads (one MASTER, two STANDBY) and no other, and each
+// head's drift check finds both peers' configuration digests matching (their
+// ServiceRecords at the master's SA).
+TEST_CASE("Three heads (ibsim): every head's census knows the three heads, drift matches both peers",
+          "[ibsim][smhad][three]") {
+  ThreeHeads t;
+  t.start();
+  for (int i = 0; i < 3; ++i) {
+    json s;
+    const bool seen = wait_status(t.fabric_, t.head(i), t.guard_, [](const json& j) {
+      const auto& sms = j["sms"];
+      if (!sms.is_array() || sms.size() != 3) return false;
+      int masters = 0, standbys = 0;
+      for (const auto& e : sms) {
+        if (e["head"].is_null()) return false;
+        masters += e["state"] == "MASTER";
+        standbys += e["state"] == "STANDBY";
+      }
+      if (masters != 1 || standbys != 2) return false;
+      const auto& peers = j["drift"]["peers"];
+      if (!peers.is_array() || peers.size() != 2) return false;
+      for (const auto& p : peers)
+        if (p["state"] != "match") return false;
+      return true;
+    }, 60s, &s);
+    INFO(t.head(i).name << ": " << s["sms"].dump() << "\n" << s["drift"].dump());
+    CHECK(seen);
+    for (const auto& a : s["alarms"]) CHECK(a.value("kind", "") != "config_drift");
+  }
+  t.check_never_two_masters();
+}
