@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "smha/config/config.hpp"
+#include "smha/core/fabric_name.hpp"
 
 using namespace smha::config;
 
@@ -25,5 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Config& c = r.value();
   if (c.node_name.empty() || c.node_name.size() > kMaxNameBytes) std::abort();
   if (c.peers.size() > kMaxPeers) std::abort();
+  if (!c.fabric.empty() && smha::fabric_name_problem(c.fabric)) std::abort();
+  // As the instance smhad@fab0 loads it: the instance's name, or an error.
+  auto as_instance = load_config_from_string(text, "fuzz.yaml", LoadOptions{"fab0"});
+  if (as_instance.ok() && as_instance.value().fabric != "fab0") std::abort();
   return 0;
 }
