@@ -327,11 +327,11 @@ int Cluster::head_of(Guid g) const {
   return -1;
 }
 
-OpensmKeys Cluster::opensm_keys(int i) const {
-  if (params_.opensm_conf) return *params_.opensm_conf;
-  // The values in the opensm.conf smhad renders for this head (simulated_opensm
-  // parses it), not a mapping of the sim's own.
-  const auto rendered = simulated_opensm(heads_[i]->config).defaults;
+namespace {
+
+// The keys the simulated OpenSM models, as the opensm.conf smhad renders sets
+// them (`rendered`: simulated_opensm's parse of it), not a mapping of the sim's own.
+OpensmKeys modelled_keys(const opensm::ConfMap& rendered) {
   OpensmKeys k;
   auto take = [&](const char* key, std::uint32_t& out) {
     if (auto it = rendered.find(key); it != rendered.end()) out = static_cast<std::uint32_t>(std::stoul(it->second));
@@ -340,6 +340,13 @@ OpensmKeys Cluster::opensm_keys(int i) const {
   take("polling_retry_number", k.polling_retry_number);
   take("sweep_interval", k.sweep_interval_s);
   return k;
+}
+
+}  // namespace
+
+OpensmKeys Cluster::opensm_keys(int i) const {
+  if (params_.opensm_conf) return *params_.opensm_conf;
+  return modelled_keys(simulated_opensm(heads_[i]->config).defaults);
 }
 
 void Cluster::start_smhad(int i) {
@@ -360,7 +367,8 @@ void Cluster::start_smhad(int i) {
   plan.agent.opensm_log = true;
   head::Plan::Opensm& osm = *plan.opensm;
   // The simulated OpenSM reads only the keys it models.
-  osm.render = [keys = opensm_keys(i)](std::uint8_t prio) -> Result<std::string> {
+  osm.render = [keys = params_.opensm_conf.value_or(modelled_keys(caps.defaults))](
+                   std::uint8_t prio) -> Result<std::string> {
     return render_opensm_keys(keys, prio);
   };
   // The sim has never given OpenSM an environment or a working directory (the
