@@ -67,7 +67,6 @@ void MastershipWindow::plan_pull(Guid master) {
   if (plan_.size() != 1 || master == own_) return;
   plan_ = {master, own_};
   leg_asked_ = {start_, start_};
-  pull_ = true;
   log_left_ = true;  // our OpenSM starts STANDBY: its one planned change is to MASTER
 }
 
@@ -187,7 +186,9 @@ void MastershipWindow::event(const EventRecord& e) {
     // arrive a leg late; its order is what counts. Over the window: MASTER,
     // left once, and MASTER once more only after the failback was asked for.
     const bool to_master = e.to == SmState::Master;
-    const bool failback = plan_.size() == 3 || pull_;
+    // This head's MASTER again is planned after a failback was asked for, or
+    // in a pull (a plan that does not start with this head).
+    const bool failback = plan_.size() == 3 || plan_[0] != own_;
     if (!to_master && !log_left_) {
       log_left_ = true;
     } else if (to_master && log_left_ && !log_regained_) {

@@ -125,7 +125,8 @@ class MastershipWindow {
   std::string own_name_;
   std::vector<Head> peers_;
   TimePoint start_;
-  std::vector<Guid> plan_;                // plan_[0] = own; [1] target; [2] own (failback)
+  // plan_[0] = own; [1] target; [2] own (failback). A pull: [0] the master, [1] own.
+  std::vector<Guid> plan_;
   std::vector<TimePoint> leg_asked_;      // when plan_[i] was allowed to become MASTER
   std::size_t holder_ = 0;                // index into plan_ of the current master
   std::optional<TimePoint> holder_seen_;  // receipt of the first MASTER answer of plan_[holder_]
@@ -134,7 +135,6 @@ class MastershipWindow {
   TimePoint port_sample_sent_{};          // when that sample was asked for
   ActCountRates rates_;
   bool log_left_ = false, log_regained_ = false;
-  bool pull_ = false;
   std::optional<std::string> violation_;
   nlohmann::json masters_ = nlohmann::json::array();
   nlohmann::json sweeps_ = nlohmann::json::array();
