@@ -54,7 +54,11 @@ std::string render_status_text(const nlohmann::json& s) {
   std::ostringstream o;
   const auto& local = s.value("local", nlohmann::json::object());
   const std::string role = str(s, "role");
-  o << (role == "master" ? "\u25cf " : "\u25cb ") << "smhad " << str(s, "node") << " - "
+  // An instance names its fabric as its unit does (smhad@NAME).
+  const auto fabric = s.find("fabric");
+  const bool instance = fabric != s.end() && fabric->is_string() && !fabric->get<std::string>().empty();
+  o << (role == "master" ? "\u25cf " : "\u25cb ") << "smhad" << (instance ? "@" + fabric->get<std::string>() : "")
+    << " " << str(s, "node") << " - "
     << (s.value("observe", false) ? "observing" : "managing") << " OpenSM\n";
   if (s.contains("smhad_version") || s.contains("uptime_s"))
     o << "    smhad: " << str(s, "smhad_version") << ", up " << duration_field(s, "uptime_s") << "\n";

@@ -353,8 +353,13 @@ TEST_CASE("the human status shows role, local SM, OpenSM, peers and alarms") {
     "hold":{"held":false},
     "last_transition":{"reason":"STANDBY->MASTER","evidence":"takeover_done","time":"T"}})");
   const std::string t = render_status_text(j);
-  CHECK(t.find("smhad head01") != std::string::npos);
+  CHECK(t.find(" smhad head01 - managing OpenSM\n") != std::string::npos);
   CHECK(t.find("Role: Master") != std::string::npos);
+  auto instance = j;
+  instance["fabric"] = "rail1";
+  CHECK(render_status_text(instance).find(" smhad@rail1 head01 - managing OpenSM\n") != std::string::npos);
+  instance["fabric"] = nullptr;  // a one-fabric head
+  CHECK(render_status_text(instance).find(" smhad head01 - managing OpenSM\n") != std::string::npos);
   CHECK(t.find("Local SM: MASTER  prio 14") != std::string::npos);
   CHECK(t.find("Port: DOWN  (smp, PortInfo 20ms ago)") != std::string::npos);
   CHECK(t.find("smhad: 0.1.0, up 2h13m") != std::string::npos);
