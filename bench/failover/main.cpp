@@ -11,8 +11,11 @@
 // every process by PID, also when a run throws.
 //
 // Columns: two smhad at their defaults, each running its own OpenSM (the 4-HCA
-// drills, the --big kill -9 and the --soak-minutes loss soak), and OpenSM's own
-// HA at three (sminfo_polling_timeout x polling_retry_number) settings. See doc/performance.md ("## Failover").
+// drills, the --big kill -9 and the --soak-minutes loss soak); three smhad (the
+// 4-HCA drills: head03 on Hca4, the figure is head02's MASTER answer, and a
+// run where head03 answers MASTER first counts as failed); and OpenSM's own HA
+// at three (sminfo_polling_timeout x polling_retry_number) settings. See
+// doc/performance.md ("## Failover").
 #include <signal.h>
 #include <unistd.h>
 
@@ -85,6 +88,15 @@ std::int64_t now_ns() {
       .count();
 }
 
+// The stamp of the probe's first line for `lid` in `state` at or after
+// `since_ns`, if it printed one yet.
+std::optional<std::int64_t> probe_saw(IbsimFabric& f, int probe, int lid, const std::string& state,
+                                      std::int64_t since_ns) {
+  for (const auto& p : parse_probe(f.process_stdout(probe)))
+    if (p.lid == lid && p.state == state && p.ns >= since_ns) return p.ns;
+  return std::nullopt;
+}
+
 // Waits until the probe has printed a line for `lid` in `state` stamped at or
 // after `since_ns`; returns its stamp.
 std::optional<std::int64_t> wait_probe(IbsimFabric& f, int probe, int lid,
@@ -92,8 +104,7 @@ std::optional<std::int64_t> wait_probe(IbsimFabric& f, int probe, int lid,
                                        std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   while (Clock::now() < deadline) {
-    for (const auto& p : parse_probe(f.process_stdout(probe)))
-      if (p.lid == lid && p.state == state && p.ns >= since_ns) return p.ns;
+    if (const auto ns = probe_saw(f, probe, lid, state, since_ns)) return ns;
     if (!f.process_running(probe)) return std::nullopt;
     std::this_thread::sleep_for(5ms);
   }
@@ -246,12 +257,14 @@ struct SmhadHead {
 };
 
 // The YAML smhad reads, written as the tests write it (tests/support/smha_yaml.hpp).
-std::string write_smhad_config(const SmhadHead& h, const SmhadHead& peer) {
+std::string write_smhad_config(const SmhadHead& h, const std::vector<SmhadHead>& heads) {
   smha::test::HeadYaml y;
   y.dir = h.dir;
   y.name = h.name;
   y.guid = h.port.port_guid;
-  y.peers = {{peer.name, peer.port.port_guid, static_cast<int>(peer.port.lid)}};
+  y.peers.clear();
+  for (const auto& peer : heads)
+    if (peer.name != h.name) y.peers.push_back({peer.name, peer.port.port_guid, static_cast<int>(peer.port.lid)});
   y.sm_priority = 10;
   y.dump_files_dir = true;
   if (!g_osm_conf.empty()) {
@@ -266,71 +279,72 @@ std::string write_smhad_config(const SmhadHead& h, const SmhadHead& peer) {
   return path;
 }
 
-// Two smhad at their defaults on `topology`, head01 MASTER and head02 STANDBY,
-// and the probe at Hca3 polling both heads. Throws on failure.
-struct SmhadPair {
-  SmhadHead h1{"head01", "Hca1", {}, ""};
-  SmhadHead h2{"head02", "Hca2", {}, ""};
-  int s1 = -1;
-  int s2 = -1;
+// Two or three smhad at their defaults on `topology`: head01 (Hca1) MASTER,
+// head02 (Hca2) and head03 (Hca4) STANDBY, and the probe at Hca3 polling every
+// head. Throws on failure.
+struct SmhadGroup {
+  std::vector<SmhadHead> heads;
+  std::vector<int> procs;  // smhad per head
+  std::vector<int> lids;   // per head
   int probe = -1;
-  int lid1 = 0;
-  int lid2 = 0;
 };
 
-// `loss_env`: both smhad (and the OpenSMs they start) under the SMInfo loss shim.
-SmhadPair start_smhad_pair(IbsimFabric& f, OsmReaper& reaper, int interval_ms,
-                           std::chrono::seconds up_timeout,
-                           std::vector<std::pair<std::string, std::string>> loss_env = {}) {
-  SmhadPair p;
+// `loss_env`: every smhad (and the OpenSMs they start) under the SMInfo loss shim.
+SmhadGroup start_smhad_group(IbsimFabric& f, OsmReaper& reaper, int nheads, int interval_ms,
+                             std::chrono::seconds up_timeout,
+                             std::vector<std::pair<std::string, std::string>> loss_env = {}) {
+  SmhadGroup g;
+  const std::vector<std::pair<std::string, std::string>> all{{"head01", "Hca1"}, {"head02", "Hca2"}, {"head03", "Hca4"}};
   // LIDs: a plain OpenSM on Hca3 assigns them once; later masters keep them.
   const int boot = f.start_opensm("Hca3", 0);
   if (!f.wait_subnet_up(boot, up_timeout)) throw std::runtime_error("boot OpenSM: no SUBNET UP");
-  p.h1.dir = f.scratch_dir() + "/head01";
-  p.h2.dir = f.scratch_dir() + "/head02";
-  reaper.add_pidfile(p.h1.dir + "/state/opensm.pid");
-  reaper.add_pidfile(p.h2.dir + "/state/opensm.pid");
-  const auto p1 = f.node_port("Hca1");
-  const auto p2 = f.node_port("Hca2");
-  if (!p1 || !p2 || !p1->lid || !p2->lid) throw std::runtime_error("no LIDs for the heads");
-  p.h1.port = *p1;
-  p.h2.port = *p2;
+  for (int i = 0; i < nheads; ++i) {
+    SmhadHead h{all[i].first, all[i].second, {}, f.scratch_dir() + "/" + all[i].first};
+    reaper.add_pidfile(h.dir + "/state/opensm.pid");
+    const auto port = f.node_port(h.node);
+    if (!port || !port->lid) throw std::runtime_error("no LID for " + h.node);
+    h.port = *port;
+    g.heads.push_back(h);
+    g.lids.push_back(static_cast<int>(port->lid));
+  }
   f.stop_opensm(boot);
   const std::vector<std::pair<std::string, std::string>> env =
       loss_env.empty() ? std::vector<std::pair<std::string, std::string>>{
                              {"LD_PRELOAD", smha::testing::umad_timeout_shim_preload()}}
                        : loss_env;
-  p.s1 = f.spawn("Hca1", {SMHA_SMHAD, "-c", write_smhad_config(p.h1, p.h2)}, env);
-  p.lid1 = p.h1.port.lid;
-  p.lid2 = p.h2.port.lid;
-  p.probe = spawn_probe(f, {p.lid1, p.lid2}, interval_ms);
-  if (!wait_probe(f, p.probe, p.lid1, "MASTER", 0, up_timeout))
-    throw std::runtime_error("head01 never MASTER: " + f.process_stderr(p.s1).substr(0, 2000));
-  reaper.add(opensm_children(f.process_pid(p.s1)));
-  p.s2 = f.spawn("Hca2", {SMHA_SMHAD, "-c", write_smhad_config(p.h2, p.h1)}, env);
-  if (!wait_probe(f, p.probe, p.lid2, "STANDBY", 0, up_timeout))
-    throw std::runtime_error("head02 never STANDBY: " + f.process_stderr(p.s2).substr(0, 2000));
-  reaper.add(opensm_children(f.process_pid(p.s2)));
-  // The steady state a deployed pair is in before any fault: each smhad's own
-  // rounds show its peer (head01's engine has seen head02 answer STANDBY, which
-  // the instant DISCOVER on a local crash goes by; head02's has seen head01
-  // MASTER). The third node seeing STANDBY can come a round earlier.
-  for (const auto& [h, local, peer] : {std::tuple{&p.h1, "MASTER", "STANDBY"}, std::tuple{&p.h2, "STANDBY", "MASTER"}}) {
+  g.probe = spawn_probe(f, g.lids, interval_ms);
+  for (int i = 0; i < nheads; ++i) {
+    const auto& h = g.heads[i];
+    g.procs.push_back(f.spawn(h.node, {SMHA_SMHAD, "-c", write_smhad_config(h, g.heads)}, env));
+    const char* want = i == 0 ? "MASTER" : "STANDBY";
+    if (!wait_probe(f, g.probe, g.lids[i], want, 0, up_timeout))
+      throw std::runtime_error(h.name + " never " + want + ": " + f.process_stderr(g.procs[i]).substr(0, 2000));
+    reaper.add(opensm_children(f.process_pid(g.procs[i])));
+  }
+  // The steady state a deployed group is in before any fault: each smhad's own
+  // rounds show every peer (head01's engine has seen the standbys answer
+  // STANDBY, which the instant DISCOVER on a local crash goes by; each
+  // standby's has seen head01 MASTER). The third node seeing STANDBY can come
+  // a round earlier.
+  for (const auto& h : g.heads) {
     smha::testing::SmhadHead th;
-    th.dir = h->dir;
-    const bool steady = smha::testing::wait_for([&, local = local, peer = peer] {
+    th.dir = h.dir;
+    const bool steady = smha::testing::wait_for([&] {
       auto s = smha::testing::smhad_status(th);
       // "state" is null until the first answered round (doc/control-protocol.md).
       auto state = [](const nlohmann::json& j) {
         return j.is_object() && j.contains("state") && j["state"].is_string() ? j["state"].get<std::string>()
                                                                                : std::string();
       };
-      return s && state((*s)["local"]) == local && (*s)["peers"].is_array() && !(*s)["peers"].empty() &&
-             state((*s)["peers"][0]) == peer;
+      if (!s || state((*s)["local"]) != (h.name == "head01" ? "MASTER" : "STANDBY")) return false;
+      if (!(*s)["peers"].is_array() || (*s)["peers"].size() != g.heads.size() - 1) return false;
+      for (const auto& peer : (*s)["peers"])
+        if (state(peer) != (peer.value("name", "") == "head01" ? "MASTER" : "STANDBY")) return false;
+      return true;
     }, up_timeout);
-    if (!steady) throw std::runtime_error(h->name + "'s smhad never saw its peer " + peer);
+    if (!steady) throw std::runtime_error(h.name + "'s smhad never saw its peers steady");
   }
-  return p;
+  return g;
 }
 
 // Where --keep-logs copies each smhad run's head directories (smhad's stderr,
@@ -338,31 +352,35 @@ SmhadPair start_smhad_pair(IbsimFabric& f, OsmReaper& reaper, int interval_ms,
 std::string g_keep_logs;
 int g_kept_runs = 0;
 
-void keep_logs(IbsimFabric& f, const SmhadPair& p) {
+void keep_logs(IbsimFabric& f, const SmhadGroup& g) {
   if (g_keep_logs.empty()) return;
   namespace fs = std::filesystem;
   const fs::path dst = fs::path(g_keep_logs) / ("run-" + std::to_string(++g_kept_runs));
   fs::create_directories(dst);
-  for (const auto* h : {&p.h1, &p.h2}) {
-    for (const auto& e : fs::recursive_directory_iterator(h->dir)) {
+  for (std::size_t i = 0; i < g.heads.size(); ++i) {
+    const auto& h = g.heads[i];
+    for (const auto& e : fs::recursive_directory_iterator(h.dir)) {
       if (!e.is_regular_file()) continue;  // the control socket, the cache dirs
-      const fs::path to = dst / h->name / fs::relative(e.path(), h->dir);
+      const fs::path to = dst / h.name / fs::relative(e.path(), h.dir);
       fs::create_directories(to.parent_path());
       fs::copy_file(e.path(), to, fs::copy_options::overwrite_existing);
     }
-    std::ofstream(dst / (h->name + ".stderr")) << f.process_stderr(h == &p.h1 ? p.s1 : p.s2);
+    std::ofstream(dst / (h.name + ".stderr")) << f.process_stderr(g.procs[i]);
   }
-  std::ofstream(dst / "probe.out") << f.process_stdout(p.probe);
+  std::ofstream(dst / "probe.out") << f.process_stdout(g.probe);
   std::fprintf(stderr, "  logs kept in %s\n", dst.c_str());
 }
 
+// With three heads, head02 must take over (OpenSM's order at equal priority:
+// the lower port GUID, Hca2's); head03 answering MASTER first fails the run.
 std::optional<double> run_smhad_drill(const std::string& topology, Drill drill, int interval_ms,
-                                      std::chrono::seconds up_timeout = 30s) {
+                                      std::chrono::seconds up_timeout = 30s, int nheads = 2) {
+  const std::string what = nheads == 2 ? "smhad" : "smhad, " + std::to_string(nheads) + " heads";
   try {
     IbsimFabric f(topology);
     OsmReaper reaper;  // after the fabric: OpenSM goes before ibsim
-    const SmhadPair p = start_smhad_pair(f, reaper, interval_ms, up_timeout);
-    const auto victims = opensm_children(f.process_pid(p.s1));
+    const SmhadGroup g = start_smhad_group(f, reaper, nheads, interval_ms, up_timeout);
+    const auto victims = opensm_children(f.process_pid(g.procs[0]));
     reaper.add(victims);
     if (victims.size() != 1) throw std::runtime_error("head01's OpenSM pid not found");
     const std::int64_t t0 = now_ns();
@@ -371,20 +389,24 @@ std::optional<double> run_smhad_drill(const std::string& topology, Drill drill, 
       case Drill::Stop: ::kill(victims[0], SIGSTOP); break;
       case Drill::Unlink: f.console("Unlink \"Hca1\"[1]"); break;
     }
-    const auto t1 = wait_probe(f, p.probe, p.lid2, "MASTER", t0, 30s);
-    reaper.add(opensm_children(f.process_pid(p.s1)));
-    reaper.add(opensm_children(f.process_pid(p.s2)));
+    const auto t1 = wait_probe(f, g.probe, g.lids[1], "MASTER", t0, 30s);
+    for (int proc : g.procs) reaper.add(opensm_children(f.process_pid(proc)));
     if (drill == Drill::Unlink) f.console("ReLink \"Hca1\"[1]");
-    f.stop_process(p.s1);
-    f.stop_process(p.s2);
-    keep_logs(f, p);
+    for (int proc : g.procs) f.stop_process(proc);
+    keep_logs(f, g);
     if (!t1) {
-      std::fprintf(stderr, "  smhad, %s: no new MASTER within 30 s\n", drill_name(drill));
+      std::fprintf(stderr, "  %s, %s: no new MASTER within 30 s\n", what.c_str(), drill_name(drill));
       return std::nullopt;
     }
+    for (std::size_t i = 2; i < g.lids.size(); ++i)
+      if (const auto wrong = probe_saw(f, g.probe, g.lids[i], "MASTER", t0); wrong && *wrong <= *t1) {
+        std::fprintf(stderr, "  %s, %s: %s answered MASTER first\n", what.c_str(), drill_name(drill),
+                     g.heads[i].name.c_str());
+        return std::nullopt;
+      }
     return static_cast<double>(*t1 - t0) / 1e6;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "  smhad, %s: run failed: %s\n", drill_name(drill), e.what());
+    std::fprintf(stderr, "  %s, %s: run failed: %s\n", what.c_str(), drill_name(drill), e.what());
     return std::nullopt;
   }
 }
@@ -560,11 +582,11 @@ SoakResult run_smhad_soak(const std::string& topology, int rate, double minutes,
     const bool shim = g_loss_attr == kSmInfoAttr;
     std::optional<smha::testing::SmInfoLoss> loss;
     if (shim) loss.emplace(f.scratch_dir() + "/loss");
-    const SmhadPair p = start_smhad_pair(f, reaper, interval_ms, 30s,
-                                         shim ? loss->env() : std::vector<std::pair<std::string, std::string>>{});
-    const std::string log2 = p.h2.dir + "/opensm.log";
+    const SmhadGroup g = start_smhad_group(f, reaper, 2, interval_ms, 30s,
+                                           shim ? loss->env() : std::vector<std::pair<std::string, std::string>>{});
+    const std::string log2 = g.heads[1].dir + "/opensm.log";
     const std::size_t log0 = smha::testing::read_file(log2).size();
-    const std::size_t err0 = f.process_stderr(p.s2).size();
+    const std::size_t err0 = f.process_stderr(g.procs[1]).size();
     if (shim) loss->set_percent(rate);
     else for (const char* n : {"Hca1", "Hca2"}) f.console(loss_cmd(loss_port(n), rate));
     const auto t0 = now_ns();
@@ -572,18 +594,16 @@ SoakResult run_smhad_soak(const std::string& topology, int rate, double minutes,
     const auto t_end = now_ns();
     if (shim) finish_shim_loss(*loss, r);
     else for (const char* n : {"Hca1", "Hca2"}) f.console(loss_cmd(loss_port(n), 0));
-    reaper.add(opensm_children(f.process_pid(p.s1)));
-    reaper.add(opensm_children(f.process_pid(p.s2)));
+    for (int proc : g.procs) reaper.add(opensm_children(f.process_pid(proc)));
     r.takeovers = count_of(smha::testing::read_file(log2).substr(log0), "Entering MASTER state");
-    const std::string smhad_log = f.process_stderr(p.s2).substr(err0) + f.process_stdout(p.s2);
+    const std::string smhad_log = f.process_stderr(g.procs[1]).substr(err0) + f.process_stdout(g.procs[1]);
     r.takeovers = std::max(r.takeovers, count_of(smhad_log, "kind=takeover_done"));
     *discover_kicks = count_of(smhad_log, "kind=takeover_started");
-    const std::string log1 = f.process_stderr(p.s1) + f.process_stdout(p.s1);
+    const std::string log1 = f.process_stderr(g.procs[0]) + f.process_stdout(g.procs[0]);
     *fences = count_of(log1, "kind=fence_local") + count_of(smhad_log, "kind=fence_local");
-    add_dual_master(r, f.process_stdout(p.probe), p.lid1, p.lid2, t0, t_end);
-    f.stop_process(p.s1);
-    f.stop_process(p.s2);
-    keep_logs(f, p);
+    add_dual_master(r, f.process_stdout(g.probe), g.lids[0], g.lids[1], t0, t_end);
+    for (int proc : g.procs) f.stop_process(proc);
+    keep_logs(f, g);
   } catch (const std::exception& e) {
     r.error = e.what();
   }
@@ -610,6 +630,7 @@ int main(int argc, char** argv) {
   int big_hcas = 1000;
   int big_runs = 3;
   int smhad_runs = -1;
+  int three_runs = -1;
   bool smhad_only = false;
   app.add_option("--runs", runs, "runs per drill and setting (fast settings; 0: skip)")
       ->check(CLI::Range(0, 100));
@@ -624,6 +645,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100));
   app.add_option("--big-hcas", big_hcas, "HCAs in the --big fat tree")->check(CLI::Range(4, 1152));
   app.add_option("--smhad-runs", smhad_runs, "runs per drill with two smhad (default: --runs)")
+      ->check(CLI::Range(0, 100));
+  app.add_option("--three-runs", three_runs, "runs per drill with three smhad (default: --smhad-runs)")
       ->check(CLI::Range(0, 100));
   app.add_flag("--smhad-only", smhad_only,
                "skip OpenSM's own HA in the --big and --soak-minutes runs (the smhad column only)");
@@ -644,6 +667,7 @@ int main(int argc, char** argv) {
       });
   CLI11_PARSE(app, argc, argv);
   if (smhad_runs < 0) smhad_runs = runs;
+  if (three_runs < 0) three_runs = smhad_runs;
 
   const std::string topo = smha::testing::topology_path("two-switch-4hca.net");
   const std::vector<OsmHa> settings{
@@ -666,16 +690,21 @@ int main(int argc, char** argv) {
                      ms ? std::to_string(*ms).c_str() : "failed");
       }
 
+  // Two and three heads alternate, run by run, so that both columns see the
+  // same machine.
   std::map<int, Cell> smhad_cells;
+  std::map<int, Cell> three_cells;
   for (std::size_t d = 0; d < drills.size(); ++d)
-    for (int i = 0; i < smhad_runs; ++i) {
-      auto ms = run_smhad_drill(topo, drills[d], interval_ms);
-      auto& c = smhad_cells[static_cast<int>(d)];
-      if (ms) c.ms.push_back(*ms);
-      else ++c.failed;
-      std::fprintf(stderr, "smhad | %s | run %d: %s\n", drill_name(drills[d]), i + 1,
-                   ms ? std::to_string(*ms).c_str() : "failed");
-    }
+    for (int i = 0; i < std::max(smhad_runs, three_runs); ++i)
+      for (int nheads : {2, 3}) {
+        if (i >= (nheads == 2 ? smhad_runs : three_runs)) continue;
+        auto ms = run_smhad_drill(topo, drills[d], interval_ms, 30s, nheads);
+        auto& c = (nheads == 2 ? smhad_cells : three_cells)[static_cast<int>(d)];
+        if (ms) c.ms.push_back(*ms);
+        else ++c.failed;
+        std::fprintf(stderr, "smhad, %d heads | %s | run %d: %s\n", nheads, drill_name(drills[d]), i + 1,
+                     ms ? std::to_string(*ms).c_str() : "failed");
+      }
 
   std::string big_dir;
   std::map<int, Cell> big_cells;
@@ -713,19 +742,20 @@ int main(int argc, char** argv) {
   for (const auto& l : g_osm_conf) extra += (extra.empty() ? "" : ", ") + l;
   std::printf("opensm.conf beyond the defaults, in every column: %s\n\n",
               extra.empty() ? "none" : extra.c_str());
-  std::printf("| drill | smhad |");
+  std::printf("| drill | smhad | smhad, 3 heads |");
   for (const auto& s : settings) std::printf(" %s |", s.name.c_str());
-  std::printf("\n|---|---|");
+  std::printf("\n|---|---|---|");
   for (std::size_t s = 0; s < settings.size(); ++s) std::printf("---|");
   std::printf("\n");
   for (std::size_t d = 0; d < drills.size(); ++d) {
-    std::printf("| %s (4 HCAs) | %s |", drill_name(drills[d]),
-                fmt_cell(smhad_cells[static_cast<int>(d)]).c_str());
+    std::printf("| %s (4 HCAs) | %s | %s |", drill_name(drills[d]),
+                fmt_cell(smhad_cells[static_cast<int>(d)]).c_str(),
+                fmt_cell(three_cells[static_cast<int>(d)]).c_str());
     for (std::size_t s = 0; s < settings.size(); ++s)
       std::printf(" %s |", fmt_cell(cells[{static_cast<int>(s), static_cast<int>(d)}]).c_str());
     std::printf("\n");
   }
-  std::printf("| kill -9 master (%d HCAs) | %s |", big_hcas,
+  std::printf("| kill -9 master (%d HCAs) | %s | not run |", big_hcas,
               big ? fmt_cell(big_smhad).c_str() : "not run (--big)");
   for (std::size_t s = 0; s < settings.size(); ++s)
     std::printf(" %s |", big ? fmt_cell(big_cells[static_cast<int>(s)]).c_str() : "not run (--big)");
