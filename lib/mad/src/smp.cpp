@@ -41,6 +41,13 @@ constexpr std::size_t kOffPiSmLid = offsetof(PortInfoWire, master_sm_lid);
 constexpr std::size_t kOffPiCapMask = offsetof(PortInfoWire, capability_mask);
 constexpr std::size_t kOffPiLocalPort = offsetof(PortInfoWire, local_port_num);
 constexpr std::size_t kOffPiState = offsetof(PortInfoWire, speed_supported_state);
+constexpr std::size_t kOffPiWidthEnabled = offsetof(PortInfoWire, link_width_enabled);
+constexpr std::size_t kOffPiWidthSupported = offsetof(PortInfoWire, link_width_supported);
+constexpr std::size_t kOffPiWidthActive = offsetof(PortInfoWire, link_width_active);
+constexpr std::size_t kOffPiPhys = offsetof(PortInfoWire, phys_state_down_default);
+constexpr std::size_t kOffPiSpeed = offsetof(PortInfoWire, speed_active_enabled);
+constexpr std::size_t kOffPiSpeedExt = offsetof(PortInfoWire, speed_ext_active_supported);
+constexpr std::size_t kOffPiSpeedExtEnabled = offsetof(PortInfoWire, speed_ext_enabled);
 
 constexpr std::size_t kOffNiBase = offsetof(NodeInfoWire, base_version);
 constexpr std::size_t kOffNiClass = offsetof(NodeInfoWire, class_version);
@@ -221,7 +228,16 @@ std::array<std::uint8_t, kSmpDataSize> encode_portinfo(const PortInfo& info) {
   put_be(b, kOffPiSmLid, 2, info.sm_lid.value);
   put_be(b, kOffPiCapMask, 4, info.capability_mask);
   b[kOffPiLocalPort] = info.local_port;
-  b[kOffPiState] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(info.state) & 0x0f);
+  const LinkInfo& l = info.link;
+  b[kOffPiState] = static_cast<std::uint8_t>((l.speed_supported & 0x0f) << 4 |
+                                             (static_cast<std::uint8_t>(info.state) & 0x0f));
+  b[kOffPiWidthEnabled] = l.width_enabled;
+  b[kOffPiWidthSupported] = l.width_supported;
+  b[kOffPiWidthActive] = l.width_active;
+  b[kOffPiPhys] = static_cast<std::uint8_t>((l.phys_state & 0x0f) << 4);
+  b[kOffPiSpeed] = static_cast<std::uint8_t>((l.speed_active & 0x0f) << 4 | (l.speed_enabled & 0x0f));
+  b[kOffPiSpeedExt] = static_cast<std::uint8_t>((l.ext_active & 0x0f) << 4 | (l.ext_supported & 0x0f));
+  b[kOffPiSpeedExtEnabled] = static_cast<std::uint8_t>(l.ext_enabled & 0x1f);
   return b;
 }
 
@@ -240,6 +256,21 @@ Result<PortInfo> decode_portinfo(std::span<const std::uint8_t> data) {
     return decode_error("PortInfo PortState " + std::to_string(state) + " at SMP data offset " +
                         std::to_string(kOffPiState) + " (low nibble) is not 1..4");
   info.state = static_cast<PortState>(state);
+  // The link's fields are taken as they are: what they mean (and whether an
+  // answer makes sense) is fabric health's to judge (doc/health.md).
+  LinkInfo& l = info.link;
+  l.width_enabled = data[kOffPiWidthEnabled];
+  l.width_supported = data[kOffPiWidthSupported];
+  l.width_active = data[kOffPiWidthActive];
+  l.speed_supported = static_cast<std::uint8_t>(data[kOffPiState] >> 4);
+  l.phys_state = static_cast<std::uint8_t>(data[kOffPiPhys] >> 4);
+  l.speed_active = static_cast<std::uint8_t>(data[kOffPiSpeed] >> 4);
+  l.speed_enabled = static_cast<std::uint8_t>(data[kOffPiSpeed] & 0x0f);
+  if (info.capability_mask & kCapExtendedSpeeds) {
+    l.ext_active = static_cast<std::uint8_t>(data[kOffPiSpeedExt] >> 4);
+    l.ext_supported = static_cast<std::uint8_t>(data[kOffPiSpeedExt] & 0x0f);
+    l.ext_enabled = static_cast<std::uint8_t>(data[kOffPiSpeedExtEnabled] & 0x1f);
+  }
   return info;
 }
 

@@ -363,6 +363,40 @@ TEST_CASE("PortInfo layout: LID, MasterSMLID, LocalPortNum, PortState low nibble
   b[32] = 0x74;
   REQUIRE(decode_portinfo(b).ok());
   CHECK(decode_portinfo(b)->state == PortState::Active);
+  CHECK(decode_portinfo(b)->link.speed_supported == 7);
+}
+
+TEST_CASE("PortInfo link fields: widths 29-31, speeds in bytes 32 and 35, extended speeds in 62-63 only with IsExtendedSpeedsSupported",
+          "[mad]") {
+  CHECK(offsetof(PortInfoWire, link_width_enabled) == 29);
+  CHECK(offsetof(PortInfoWire, speed_active_enabled) == 35);
+  CHECK(offsetof(PortInfoWire, speed_ext_active_supported) == 62);
+  CHECK(offsetof(PortInfoWire, speed_ext_enabled) == 63);
+  PortInfo info{Lid{2}, Lid{1}, 3, PortState::Active, kCapExtendedSpeeds};
+  info.link = LinkInfo{.width_enabled = 3, .width_supported = 3, .width_active = 2, .speed_supported = 7,
+                       .speed_enabled = 7, .speed_active = 4, .ext_supported = 0xc, .ext_enabled = 0x1c,
+                       .ext_active = 8, .phys_state = 5};
+  auto b = encode_portinfo(info);
+  CHECK(b[29] == 3);
+  CHECK(b[31] == 2);
+  CHECK(b[32] == 0x74);
+  CHECK(b[33] == 0x50);
+  CHECK(b[35] == 0x47);
+  CHECK(b[62] == 0x8c);
+  CHECK(b[63] == 0x1c);
+  auto back = decode_portinfo(b);
+  REQUIRE(back.ok());
+  CHECK(*back == info);
+  // Without the capability bit (CapabilityMask bit 14: byte 22, 0x40) the
+  // extended bytes mean nothing: not read.
+  CHECK(b[22] == 0x40);
+  b[22] = 0;
+  back = decode_portinfo(b);
+  REQUIRE(back.ok());
+  CHECK(back->link.ext_active == 0);
+  CHECK(back->link.ext_supported == 0);
+  CHECK(back->link.ext_enabled == 0);
+  CHECK(back->link.speed_active == 4);
 }
 
 TEST_CASE("Golden: zero-hop PortInfo of our own port, as smpquery printed it", "[mad][golden]") {
@@ -387,6 +421,13 @@ TEST_CASE("Golden: zero-hop PortInfo of our own port, as smpquery printed it", "
     // CapMask 0x0050c048 as smpquery printed it: no IsSM (opensm -o had exited).
     CHECK(info->capability_mask == 0x0050c048);
     CHECK_FALSE(is_sm(*info));
+    if (k.state == PortState::Active) {
+      // ibsim's defaults: 4X enabled and active of 1X/4X/8X/12X/2X supported,
+      // SDR active and enabled of SDR/DDR/QDR, LinkUp, no extended speed.
+      CHECK(info->link == LinkInfo{.width_enabled = 2, .width_supported = 31, .width_active = 2, .speed_supported = 7,
+                                   .speed_enabled = 1, .speed_active = 1, .ext_supported = 0, .ext_enabled = 0,
+                                   .ext_active = 0, .phys_state = 5});
+    }
     // smpquery's request is ours byte for byte (zero payload, modifier = port 1).
     auto theirs = c.sent.at(0);
     auto ours = encode_portinfo_get(tid_of(theirs), DrPath{}, 1, 0);

@@ -107,7 +107,10 @@ static_assert(offsetof(SmInfoWire, priority_state) == 20);
 
 // The PortInfo attribute layout up to the fields smha reads (IBA 14.2.5.6;
 // libibmad IB_PORT_*_F: Lid bits 128-143, SMLid 144-159, LocalPort 224-231,
-// LinkSpeedSupported 256-259, LinkState 260-263, PhysLinkState 264-267).
+// LinkSpeedSupported 256-259, LinkState 260-263, PhysLinkState 264-267,
+// LinkWidthEnabled/Supported/Active 232-255, LinkSpeedActive 280-283,
+// LinkSpeedEnabled 284-287, LinkSpeedExtActive 496-499, LinkSpeedExtSupported
+// 500-503, LinkSpeedExtEnabled 507-511).
 struct PortInfoWire {
   std::uint8_t m_key[8];
   std::uint8_t gid_prefix[8];
@@ -122,13 +125,20 @@ struct PortInfoWire {
   std::uint8_t link_width_active;
   std::uint8_t speed_supported_state;  // LinkSpeedSupported << 4 | PortState
   std::uint8_t phys_state_down_default;  // PortPhysicalState << 4 | LinkDownDefaultState
-  std::uint8_t rest[30];
+  std::uint8_t mkey_lmc;                 // M_KeyProtectBits, LMC
+  std::uint8_t speed_active_enabled;     // LinkSpeedActive << 4 | LinkSpeedEnabled
+  std::uint8_t middle[24];
+  std::uint8_t capability_mask2[2];
+  std::uint8_t speed_ext_active_supported;  // LinkSpeedExtActive << 4 | LinkSpeedExtSupported
+  std::uint8_t speed_ext_enabled;           // low 5 bits: LinkSpeedExtEnabled
 };
 static_assert(sizeof(PortInfoWire) == kSmpDataSize);
 static_assert(offsetof(PortInfoWire, lid) == 16);
 static_assert(offsetof(PortInfoWire, master_sm_lid) == 18);
 static_assert(offsetof(PortInfoWire, local_port_num) == 28);
 static_assert(offsetof(PortInfoWire, speed_supported_state) == 32);
+static_assert(offsetof(PortInfoWire, speed_active_enabled) == 35);
+static_assert(offsetof(PortInfoWire, speed_ext_active_supported) == 62);  // bits 496-503
 
 // The NodeInfo attribute layout (IBA 14.2.5.3 Table 146; libibmad IB_NODE_*_F:
 // BaseVers bits 0-7, ClassVers 8-15, NodeType 16-23, NumPorts 24-31,

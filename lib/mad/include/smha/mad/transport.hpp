@@ -38,6 +38,29 @@ enum class PortState : std::uint8_t { Unknown = 0, Down = 1, Init = 2, Armed = 3
 // "DOWN", "INIT", "ARMED", "ACTIVE"; "unknown" for anything else.
 std::string_view to_string(PortState state);
 
+// What a port's link trains at and could train at (PortInfo, IBA 14.2.5.6
+// Table 155; fabric health, doc/health.md). Widths are LinkWidth bit masks
+// (1 1X, 2 4X, 4 8X, 8 12X, 16 2X); speeds LinkSpeed masks (1 SDR 2.5, 2 DDR
+// 5, 4 QDR 10 Gb/s) and, where the port has IsExtendedSpeedsSupported,
+// LinkSpeedExt masks (1 FDR, 2 EDR, 4 HDR, 8 NDR). An Active field holds one
+// bit; Enabled of width may be 0xff ("all supported"), of speed 0xf.
+struct LinkInfo {
+  std::uint8_t width_enabled = 0;
+  std::uint8_t width_supported = 0;
+  std::uint8_t width_active = 0;
+  std::uint8_t speed_supported = 0;
+  std::uint8_t speed_enabled = 0;
+  std::uint8_t speed_active = 0;
+  std::uint8_t ext_supported = 0;   // LinkSpeedExtSupported (0: none)
+  std::uint8_t ext_enabled = 0;     // LinkSpeedExtEnabled (5 bits)
+  std::uint8_t ext_active = 0;      // LinkSpeedExtActive (0: not extended)
+  std::uint8_t phys_state = 0;      // PortPhysicalState (5 LinkUp)
+  friend bool operator==(const LinkInfo&, const LinkInfo&) = default;
+};
+
+// CapabilityMask bit 14: the port has the LinkSpeedExt fields.
+inline constexpr std::uint32_t kCapExtendedSpeeds = 1u << 14;
+
 // The PortInfo fields smha reads.
 struct PortInfo {
   Lid lid;
@@ -47,6 +70,7 @@ struct PortInfo {
   // CapabilityMask (IBA 14.2.5.6 Table 155): bit 1 IsSM is set on a port
   // where an SM runs (the census looks for it, doc/census.md).
   std::uint32_t capability_mask = 0;
+  LinkInfo link{};
   friend bool operator==(const PortInfo&, const PortInfo&) = default;
 };
 
