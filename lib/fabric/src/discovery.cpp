@@ -180,6 +180,9 @@ void Discovery::begin(bool survey, std::vector<Guid> targets, Done done, std::ve
           p.master_sm_lid = reply.info.sm_lid;
           p.state = reply.info.state;
           r.result.probed.push_back(p);
+          if (p.node_type != mad::NodeType::Switch)
+            r.result.link_ends.push_back(
+                LinkEnd{p.node_guid, p.node_type, p.path, p.port_num, p.state, reply.info.link});
           if (mad::is_sm(reply.info)) {
             r.result.sm_ports.push_back(std::move(p));
             r.queue.push_front(ReadSmDesc{r.result.sm_ports.size() - 1});
@@ -198,6 +201,9 @@ void Discovery::begin(bool survey, std::vector<Guid> targets, Done done, std::ve
         const std::uint8_t port = cp->port;
         const Guid sw = cp->sw;
         d->mad_.get_port_info(path, port, o, answered([path, port, sw](Run& r, const mad::PortInfoReply& reply) {
+          if (r.survey)
+            r.result.link_ends.push_back(
+                LinkEnd{sw, mad::NodeType::Switch, path, port, reply.info.state, reply.info.link});
           if (reply.info.state != mad::PortState::Down) {
             DrPath next = path;
             next.hops.push_back(port);
@@ -227,6 +233,8 @@ void Discovery::begin(bool survey, std::vector<Guid> targets, Done done, std::ve
                         const mad::NodeInfo& ni) {
       const bool new_ca_port = ni.type != mad::NodeType::Switch && r.ca_ports.insert(ni.port_guid).second;
       if (r.survey) {
+        if (parent && !path.hops.empty())
+          r.result.cables.push_back(Cable{*parent, path.hops.back(), ni.node_guid, ni.local_port, ni.type, path});
         // Where our own cable ends: the node one hop out of our port.
         if (path.hops.size() == 1 && parent && !r.own_neighbour)
           r.own_neighbour = std::make_pair(ni.node_guid, ni.local_port);

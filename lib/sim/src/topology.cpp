@@ -55,6 +55,34 @@ Status Topology::link(int a, int pa, int b, int pb) {
   return Status::Ok();
 }
 
+mad::LinkInfo Topology::link_info(int n, std::uint8_t port) const {
+  const auto& node = nodes_.at(static_cast<std::size_t>(n));
+  const Port& p = node.ports.at(port);
+  mad::LinkInfo l;
+  l.width_supported = 31;  // 1X 4X 8X 12X 2X
+  l.speed_supported = 7;   // SDR DDR QDR
+  l.width_enabled = p.width_enabled;
+  l.speed_enabled = p.speed_enabled;
+  l.phys_state = 2;        // Polling
+  if (p.peer >= 0) {
+    const Port& q = nodes_.at(static_cast<std::size_t>(p.peer)).ports.at(p.peer_port);
+    const std::uint8_t w = p.width_enabled & q.width_enabled;
+    const std::uint8_t s = p.speed_enabled & q.speed_enabled;
+    for (std::uint8_t bit : {8, 4, 2, 16, 1})  // 12X 8X 4X 2X 1X
+      if (w & bit) {
+        l.width_active = bit;
+        break;
+      }
+    for (std::uint8_t bit : {4, 2, 1})  // QDR DDR SDR
+      if (s & bit) {
+        l.speed_active = bit;
+        break;
+      }
+    l.phys_state = 5;      // LinkUp
+  }
+  return l;
+}
+
 void Topology::unlink(int a, int pa) {
   auto& x = nodes_.at(static_cast<std::size_t>(a)).ports.at(static_cast<std::size_t>(pa));
   if (x.peer < 0) return;
@@ -171,6 +199,8 @@ Result<Topology> Topology::parse_ibsim(std::string_view text, std::string_view w
     int pa;
     std::string b;
     int pb;
+    std::uint8_t width = 0;  // an annotation's enabled width and speed; 0: the defaults
+    std::uint8_t speed = 0;
   };
   Topology t;
   std::vector<Cable> cables;
@@ -199,7 +229,23 @@ Result<Topology> Topology::parse_ibsim(std::string_view text, std::string_view w
       if (!remote) return fail("no quoted remote node id in '" + s + "'");
       if (std::sscanf(s.c_str() + pos, "[%d]", &remote_port) != 1)
         return fail("cannot read the remote port in '" + s + "'");
-      cables.push_back(Cable{line, t.nodes_[static_cast<std::size_t>(current)].id, local, *remote, remote_port});
+      Cable c{line, t.nodes_[static_cast<std::size_t>(current)].id, local, *remote, remote_port};
+      // ibsim's "lid N <width>x<speed>" after the '#': 1xSDR, 4xQDR, 12xDDR.
+      if (const auto hash = s.find('#', pos); hash != std::string::npos) {
+        const auto at = s.find("lid ", hash);
+        int rlid = 0;
+        int width = 0;
+        char speed[8] = {};
+        if (at != std::string::npos && std::sscanf(s.c_str() + at, "lid %d %dx%7s", &rlid, &width, speed) == 3) {
+          const std::string sp(speed);
+          c.width = width == 1 ? 1 : width == 2 ? 16 : width == 4 ? 3 : width == 8 ? 4 : width == 12 ? 11 : 0;
+          c.speed = sp == "SDR" ? 1 : sp == "DDR" ? 3 : sp == "QDR" ? 7 : 0;
+          if (c.width == 0 || c.speed == 0)
+            return fail("link width/speed '" + std::to_string(width) + "x" + sp +
+                        "' is not one the sim models (1x 2x 4x 8x 12x, SDR DDR QDR)");
+        }
+      }
+      cables.push_back(std::move(c));
       continue;
     }
     std::istringstream hs(s);
@@ -231,6 +277,11 @@ Result<Topology> Topology::parse_ibsim(std::string_view text, std::string_view w
     if (!b) return fail("cable to unknown node \"" + c.b + "\"");
     auto st = t.link(*a, c.pa, *b, c.pb);
     if (!st.ok()) return fail(st.error().message);
+    if (c.width != 0) {
+      auto& p = t.nodes_[static_cast<std::size_t>(*a)].ports[static_cast<std::size_t>(c.pa)];
+      p.width_enabled = c.width;
+      p.speed_enabled = c.speed;
+    }
   }
   return t;
 }
@@ -321,6 +372,7 @@ void TopologyTransport::get_port_info(const mad::Target& t, std::uint8_t port,
     pi.local_port = e.in_port;
     pi.state = p == 0 || n.ports[p].peer >= 0 ? mad::PortState::Active : mad::PortState::Down;
     if (n.ports[p].is_sm) pi.capability_mask = mad::kCapIsSm;
+    if (p != 0) pi.link = topo_.link_info(e.node, p);
     return mad::PortInfoReply{pi, {}, 1};
   });
 }

@@ -41,6 +41,7 @@ std::string_view to_string(AlarmKind k) {
     case AlarmKind::ConfigDrift: return "config_drift";
     case AlarmKind::DriftUnknown: return "drift_unknown";
     case AlarmKind::ImpostorSm: return "impostor_sm";
+    case AlarmKind::LinkDegraded: return "link_degraded";
   }
   return "unknown";
 }

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "smha/fabric/discovery.hpp"
+#include "smha/fabric/health.hpp"
 #include "smha/sim/cluster.hpp"
 #include "smha/sim/fabric.hpp"
 #include "smha/sim/topology.hpp"
@@ -349,4 +350,35 @@ TEST_CASE("The sim's SA: one MAD of records, cut beyond six as under ibsim, refu
   auto standby = ask(n[8], Lid{2});
   REQUIRE_FALSE(standby.ok());
   CHECK(standby.error().message.find("busy") != std::string::npos);
+}
+
+// Fabric health (doc/health.md) over the census walk: the walk's PortInfo
+// answers carry each port's link, the sim's topology trains each cable at what
+// both ends enable (ibsim's rule, its `lid N 1xSDR` annotations).
+TEST_CASE("Fabric health from the census walk: the one 1X link, and none on the fat trees", "[census][sim][health]") {
+  auto degraded = survey(load_net("two-switch-4hca-degraded.net"), "Hca1");
+  auto a = fabric::assess_links(degraded, {});
+  CHECK(a.links == 6);
+  CHECK(a.unknown == 0);
+  REQUIRE(a.degraded.size() == 1);
+  CHECK(a.degraded[0].why == fabric::DegradedWhy::BelowTier);
+  CHECK(a.degraded[0].active == LinkRate{1, 1});
+  CHECK(a.degraded[0].a.port == 2);
+  CHECK(a.degraded[0].a.type == mad::NodeType::Switch);
+  CHECK(a.degraded[0].b.type == mad::NodeType::Ca);
+
+  for (const char* f : {"two-switch-4hca.net", "fattree-1000.net"}) {
+    INFO(f);
+    auto t = load_net(f);
+    auto r = survey(t, "Hca1");
+    a = fabric::assess_links(r, {});
+    CHECK(a.degraded.empty());
+    CHECK(a.unknown == 0);
+    CHECK(a.links == t.cas() + (std::string(f) == "fattree-1000.net" ? 42 * 24 : 2));
+    CHECK(a.by_kind[fabric::LinkKind::SwitchCa] == t.cas());
+    // An expectation the fabric does not meet names every link of that kind.
+    fabric::HealthExpectation e;
+    e.switch_switch = LinkRate{4, 3};
+    CHECK(fabric::assess_links(r, e).degraded.size() == a.by_kind[fabric::LinkKind::SwitchSwitch]);
+  }
 }

@@ -73,10 +73,38 @@ struct SmPort {
   std::uint8_t neighbour_port = 0;
 };
 
+// survey(): one port's link as that port reports it (its PortInfo): every
+// switch port the walk looked at and every CA port it reached (fabric health,
+// doc/health.md).
+struct LinkEnd {
+  Guid node_guid;
+  mad::NodeType node_type = mad::NodeType::Unknown;
+  DrPath path;                 // to the node
+  std::uint8_t port_num = 0;
+  mad::PortState state = mad::PortState::Unknown;
+  mad::LinkInfo link;
+  friend bool operator==(const LinkEnd&, const LinkEnd&) = default;
+};
+
+// survey(): a cable the walk crossed, from the node it left (port a_port) to
+// the node that answered (its LocalPortNum b_port). A cable crossed both ways
+// is listed twice.
+struct Cable {
+  Guid a_node;
+  std::uint8_t a_port = 0;
+  Guid b_node;
+  std::uint8_t b_port = 0;
+  mad::NodeType b_type = mad::NodeType::Unknown;
+  DrPath b_path;               // to the node that answered
+  friend bool operator==(const Cable&, const Cable&) = default;
+};
+
 struct DiscoveryResult {
   std::map<Guid, ResolvedPort> found;  // the targets found, by port GUID
   std::vector<SmPort> sm_ports;        // survey(): every port with IsSM, in the order found
   std::vector<SmPort> probed;          // survey(): every port whose PortInfo answered (IsSM or not)
+  std::vector<LinkEnd> link_ends;      // survey(): the link of every port whose PortInfo answered
+  std::vector<Cable> cables;           // survey(): every cable crossed
   std::vector<Guid> missing;           // the targets not found
   std::size_t nodes = 0;               // distinct nodes (node GUIDs) that answered NodeInfo
   std::size_t ports = 0;               // ports looked at: switch ports asked + CA ports reached

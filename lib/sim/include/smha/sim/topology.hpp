@@ -34,6 +34,13 @@ class Topology {
     Guid guid;                   // CA ports only (a switch's ports share port 0's)
     Lid lid;                     // CA ports only
     bool is_sm = false;          // PortInfo CapabilityMask.IsSM (a switch: port 0)
+    // What the port enables (PortInfo LinkWidthEnabled / LinkSpeedEnabled):
+    // ibsim's defaults, 4X and SDR, of 1X-12X and SDR-QDR supported; an ibsim
+    // annotation `# lid N 1xSDR` on the port line enables that width and the
+    // speeds up to that speed. A cable trains at the widest width and the
+    // fastest speed both ends enable (0: none in common).
+    std::uint8_t width_enabled = 2;
+    std::uint8_t speed_enabled = 1;
   };
   struct Node {
     mad::NodeType type = mad::NodeType::Ca;
@@ -74,6 +81,9 @@ class Topology {
     int hops;
   };
   std::optional<End> walk(int from, std::uint8_t port, const DrPath& path) const;
+  // PortInfo's link fields of port `port` of node `n`, as ibsim gives them
+  // (the active width and speed only while it is cabled).
+  mad::LinkInfo link_info(int n, std::uint8_t port) const;
   // The node and port holding `lid`.
   std::optional<End> by_lid(Lid lid) const;
 

@@ -141,6 +141,7 @@ enum class AlarmKind : std::uint8_t {
   ConfigDrift,       // a head's registered configuration digests differ from ours (fabric::DriftMonitor)
   DriftUnknown,      // a head's drift verdict stayed unknown past its bound (fabric::DriftMonitor)
   ImpostorSm,        // an SM answers with a head's GUID from another port (fabric::Census)
+  LinkDegraded,      // links run below their width or speed (fabric::LinkHealth)
 };
 std::string_view to_string(AlarmKind k);
 // `refresh`: the alarm is already active and only its detail changed (e.g.

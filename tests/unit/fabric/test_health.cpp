@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// Fabric health (doc/health.md): link rates, assess_links over a census walk's
+// PortInfo answers, and LinkHealth (names, since, the link_degraded alarm)
+// against a scripted NodeDescription source.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "smha/core/link_rate.hpp"
+#include "smha/fabric/health.hpp"
+#include "manual_scheduler.hpp"
+
+using namespace smha;
+using namespace smha::fabric;
+
+using smha::test::ManualScheduler;
+
+namespace {
+
+constexpr Guid kSw1{0x5001};
+constexpr Guid kSw2{0x5002};
+
+// ibsim's defaults: 4X of 1X/4X/8X/12X/2X, SDR of SDR/DDR/QDR, LinkUp.
+mad::LinkInfo link(std::uint8_t width_active = 2, std::uint8_t width_enabled = 2, std::uint8_t speed_active = 1,
+                   std::uint8_t speed_enabled = 1) {
+  return mad::LinkInfo{.width_enabled = width_enabled, .width_supported = 31, .width_active = width_active,
+                       .speed_supported = 7, .speed_enabled = speed_enabled, .speed_active = speed_active,
+                       .ext_supported = 0, .ext_enabled = 0, .ext_active = 0, .phys_state = 5};
+}
+
+// The lab's two-switch fabric as a survey finds it from Hca1: Switch1 (ports 1
+// Hca1, 2 Hca3, 3 and 4 to Switch2), Switch2 (1 Hca2, 2 Hca4, 3 and 4 to
+// Switch1). `ca` is every CA port's link (both ends), `narrow` Hca4's.
+DiscoveryResult lab_walk(mad::LinkInfo ca = link(), mad::LinkInfo narrow = link()) {
+  DiscoveryResult r;
+  auto end = [&](Guid node, mad::NodeType t, std::uint8_t port, const mad::LinkInfo& l, DrPath path = {}) {
+    r.link_ends.push_back(LinkEnd{node, t, path, port, mad::PortState::Active, l});
+  };
+  auto cable = [&](Guid a, std::uint8_t ap, Guid b, std::uint8_t bp, mad::NodeType bt, DrPath path) {
+    r.cables.push_back(Cable{a, ap, b, bp, bt, path});
+  };
+  const Guid hca1{0x101}, hca2{0x102}, hca3{0x103}, hca4{0x104};
+  end(hca1, mad::NodeType::Ca, 1, ca);
+  cable(hca1, 1, kSw1, 1, mad::NodeType::Switch, DrPath{{1}});
+  for (std::uint8_t p : {2, 3, 4}) end(kSw1, mad::NodeType::Switch, p, link(), DrPath{{1}});
+  cable(kSw1, 2, hca3, 1, mad::NodeType::Ca, DrPath{{1, 2}});
+  end(hca3, mad::NodeType::Ca, 1, ca, DrPath{{1, 2}});
+  cable(kSw1, 3, kSw2, 3, mad::NodeType::Switch, DrPath{{1, 3}});
+  cable(kSw1, 4, kSw2, 4, mad::NodeType::Switch, DrPath{{1, 4}});  // a revisit: parallel cable
+  for (std::uint8_t p : {1, 2, 4}) end(kSw2, mad::NodeType::Switch, p, p == 2 ? narrow : link(), DrPath{{1, 3}});
+  cable(kSw2, 1, hca2, 1, mad::NodeType::Ca, DrPath{{1, 3, 1}});
+  end(hca2, mad::NodeType::Ca, 1, ca, DrPath{{1, 3, 1}});
+  cable(kSw2, 2, hca4, 1, mad::NodeType::Ca, DrPath{{1, 3, 2}});
+  end(hca4, mad::NodeType::Ca, 1, narrow, DrPath{{1, 3, 2}});
+  cable(kSw2, 4, kSw1, 4, mad::NodeType::Switch, DrPath{{1, 3, 4}});  // the same cable, the other way
+  return r;
+}
+
+struct Alarms : AlarmSink {
+  std::vector<std::string> log;  // "raise: ...", "refresh: ...", "clear"
+  void alarm(const sm::RaiseAlarm& a, TimePoint) override {
+    CHECK(a.kind == sm::AlarmKind::LinkDegraded);
+    log.push_back((a.refresh ? "refresh: " : "raise: ") + a.detail);
+  }
+  void clear(const sm::ClearAlarm& a, TimePoint) override {
+    CHECK(a.kind == sm::AlarmKind::LinkDegraded);
+    log.push_back("clear");
+  }
+};
+
+// Answers NodeDescription reads from `names` after 1 ms (a missing node: a timeout).
+struct Names : mad::MadTransport {
+  ManualScheduler& s;
+  std::map<std::vector<std::uint8_t>, std::string> names;  // by DR path
+  int reads = 0;
+  explicit Names(ManualScheduler& sch) : s(sch) {}
+  void get_sminfo(const mad::Target&, const mad::RequestOptions&, mad::SmInfoCallback) override {}
+  void set_sminfo(const mad::Target&, SmInfoModifier, const SmInfo&, const mad::RequestOptions&,
+                  mad::SmInfoCallback) override {}
+  void get_port_info(const mad::Target&, std::uint8_t, const mad::RequestOptions&, mad::PortInfoCallback) override {}
+  void get_node_info(const mad::Target&, const mad::RequestOptions&, mad::NodeInfoCallback) override {}
+  void get_node_description(const mad::Target& t, const mad::RequestOptions&,
+                            mad::NodeDescriptionCallback done) override {
+    ++reads;
+    const auto* path = std::get_if<DrPath>(&t);
+    REQUIRE(path);
+    auto it = names.find(path->hops);
+    Result<mad::NodeDescriptionReply> r = it == names.end()
+                                              ? Result<mad::NodeDescriptionReply>(make_error(mad::kErrTimeout, "no answer"))
+                                              : Result<mad::NodeDescriptionReply>(mad::NodeDescriptionReply{it->second, milliseconds(1), 1});
+    s.schedule_at(s.now() + milliseconds(1), [done, r] { done(r); });
+  }
+  void get_sminfo_records(Lid, const mad::RequestOptions&, mad::SmInfoRecordsCallback) override {}
+  void get_is_sm_port_records(Lid, const mad::RequestOptions&, mad::PortInfoRecordsCallback) override {}
+  void set_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions&,
+                          mad::ServiceRecordCallback) override {}
+  void get_service_record(Lid, std::uint64_t, const mad::Gid&, const std::string&, const mad::RequestOptions&,
+                          mad::ServiceRecordCallback) override {}
+  void delete_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions&,
+                             mad::ServiceRecordCallback) override {}
+};
+
+}  // namespace
+
+TEST_CASE("link rates: names, Gb/s and the expectation syntax", "[health]") {
+  CHECK(to_string(LinkRate{4, 3}) == "4X QDR");
+  CHECK(to_string(LinkRate{1, 0}) == "1X ?");
+  CHECK(gbps(LinkRate{4, 1}) == Approx(10));
+  CHECK(gbps(LinkRate{4, 0}) == 0);
+  CHECK(*parse_link_rate("4x ndr") == LinkRate{4, 7});
+  CHECK(*parse_link_rate(" HDR ") == LinkRate{0, 6});
+  CHECK(*parse_link_rate("12X") == LinkRate{12, 0});
+  CHECK(*parse_link_rate("NDR 2X") == LinkRate{2, 7});
+  for (const char* bad : {"5X", "4X 4X", "", "QDR HDR", "fast", "4X\tNDR extra"}) {
+    INFO(bad);
+    auto r = parse_link_rate(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == Errc::Invalid);
+  }
+  CHECK(parse_link_rate("fast").error().message.find("'fast' is not a link width") != std::string::npos);
+}
+
+TEST_CASE("active and capable rates: widths, speeds, extended speeds only where both ends have them", "[health]") {
+  CHECK(active_rate(link()) == LinkRate{4, 1});
+  CHECK(active_rate(link(1)) == LinkRate{1, 1});
+  CHECK(active_rate(link(16, 16, 4, 4)) == LinkRate{2, 3});
+  CHECK(active_rate(link(0)) == LinkRate{0, 1});    // no width bit: unknown
+  CHECK(active_rate(link(3)) == LinkRate{0, 1});    // two bits: not an Active value
+  auto ndr = link();
+  ndr.ext_supported = 0xf;
+  ndr.ext_enabled = 0x1f;  // all supported
+  ndr.ext_active = 4;      // HDR
+  CHECK(active_rate(ndr) == LinkRate{4, 6});
+  // An NDR-capable link running at HDR is below what both ends enable.
+  DiscoveryResult r = lab_walk();
+  for (auto& e : r.link_ends)
+    if (e.node_guid == Guid{0x104} || (e.node_guid == kSw2 && e.port_num == 2)) e.link = ndr;
+  auto a = assess_links(r, {});
+  REQUIRE(a.degraded.size() == 1);
+  CHECK(a.degraded[0].why == DegradedWhy::BelowEnds);
+  CHECK(a.degraded[0].active == LinkRate{4, 6});
+  CHECK(a.degraded[0].should == LinkRate{4, 7});
+  CHECK(a.degraded[0].detail == "4X NDR enabled and supported at both ends");
+  // Only one end has extended speeds: the base speeds decide (QDR here).
+  for (auto& e : r.link_ends)
+    if (e.node_guid == Guid{0x104}) e.link = link(2, 2, 4, 7), e.link.speed_enabled = 7;
+  for (auto& e : r.link_ends)
+    if (e.node_guid == kSw2 && e.port_num == 2) e.link.speed_enabled = 7, e.link.speed_active = 4, e.link.ext_active = 0;
+  a = assess_links(r, {});
+  CHECK(a.degraded.empty());
+}
+
+TEST_CASE("assess_links: the one 1X link among 4X ones is below its tier, named switch end first", "[health]") {
+  // ibsim's `lid 0 1xSDR` on both ends: each end enables 1X only.
+  auto a = assess_links(lab_walk(link(), link(1, 1)), {});
+  CHECK(a.links == 6);  // 4 CA links, 2 inter-switch cables (each once, whichever way crossed)
+  CHECK(a.by_kind[LinkKind::SwitchCa] == 4);
+  CHECK(a.by_kind[LinkKind::SwitchSwitch] == 2);
+  CHECK(a.unknown == 0);
+  REQUIRE(a.degraded.size() == 1);
+  const auto& d = a.degraded[0];
+  CHECK(d.why == DegradedWhy::BelowTier);
+  CHECK(d.a.node == kSw2);
+  CHECK(d.a.port == 2);
+  CHECK(d.a.type == mad::NodeType::Switch);
+  CHECK(d.b.node == Guid{0x104});
+  CHECK(d.b.port == 1);
+  REQUIRE(d.b.path);
+  CHECK(d.b.path->hops == std::vector<std::uint8_t>{1, 3, 2});
+  CHECK(d.active == LinkRate{1, 1});
+  CHECK(d.should == LinkRate{4, 1});
+  CHECK(d.detail == "3 of 4 switch-ca links run at 4X");
+  CHECK(d.fraction == Approx(0.25));
+}
+
+TEST_CASE("assess_links: below what both ends enable, an expectation, and what is not judged", "[health]") {
+  SECTION("ends enable 4X, the link trained at 1X") {
+    auto a = assess_links(lab_walk(link(), link(1, 2)), {});
+    REQUIRE(a.degraded.size() == 1);
+    CHECK(a.degraded[0].why == DegradedWhy::BelowEnds);
+    CHECK(a.degraded[0].detail == "4X SDR enabled and supported at both ends");
+  }
+  SECTION("an expectation replaces the majority: every CA link below 4X QDR") {
+    HealthExpectation e;
+    e.switch_ca = LinkRate{4, 3};
+    auto a = assess_links(lab_walk(), e);
+    REQUIRE(a.degraded.size() == 4);
+    for (const auto& d : a.degraded) {
+      CHECK(d.why == DegradedWhy::BelowExpected);
+      CHECK(d.should == LinkRate{4, 3});
+      CHECK(d.detail == "smha.yaml expects switch-ca links at 4X QDR");
+      CHECK(d.kind == LinkKind::SwitchCa);
+    }
+    // Width only: a 1X link is below it, the 4X SDR ones are not.
+    e.switch_ca = LinkRate{4, 0};
+    a = assess_links(lab_walk(link(), link(1, 1)), e);
+    REQUIRE(a.degraded.size() == 1);
+    CHECK(a.degraded[0].should == LinkRate{4, 1});
+  }
+  SECTION("fewer than three links of a kind, or no majority: no tier") {
+    auto r = lab_walk();
+    for (auto& e : r.link_ends)
+      if (e.node_guid == kSw1 && e.port_num == 3) e.link = link(1, 1);
+    for (auto& e : r.link_ends)
+      if (e.node_guid == kSw2 && e.port_num == 3) e.link = link(1, 1);
+    CHECK(assess_links(r, {}).degraded.empty());  // 1 of 2 switch-switch cables at 1X
+  }
+  SECTION("an Active field that does not decode is counted unknown, never degraded; a Down port is neither") {
+    auto r = lab_walk(link(), link(0, 2));
+    auto a = assess_links(r, {});
+    CHECK(a.unknown == 1);
+    CHECK(a.links == 5);
+    CHECK(a.degraded.empty());
+    for (auto& e : r.link_ends)
+      if (e.node_guid == Guid{0x104} || (e.node_guid == kSw2 && e.port_num == 2)) e.state = mad::PortState::Down;
+    a = assess_links(r, {});
+    CHECK(a.unknown == 0);
+    CHECK(a.links == 5);
+  }
+  SECTION("absurd masks (every bit) are not a rate") {
+    auto r = lab_walk(link(), link(0xff, 0xff, 0xf, 0xf));
+    auto a = assess_links(r, {});
+    CHECK(a.unknown == 1);
+    CHECK(a.degraded.empty());
+  }
+}
+
+TEST_CASE("LinkHealth names the ends, keeps since when, raises and clears link_degraded", "[health]") {
+  ManualScheduler s;
+  Names mad(s);
+  mad.names[{1, 3}] = "Switch2";
+  mad.names[{1, 3, 2}] = "head04 \x1b[31m";  // a node's claim: shown escaped
+  Alarms alarms;
+  HealthConfig cfg;
+  LinkHealth h(cfg, s, mad, alarms);
+  h.on_walk(lab_walk());
+  s.run_for(seconds(1));
+  CHECK(h.snapshot().assessed);
+  CHECK(h.snapshot().degraded_total == 0);
+  CHECK(alarms.log.empty());
+  CHECK(mad.reads == 0);
+
+  s.run_for(seconds(60));
+  const TimePoint first = s.now();
+  h.on_walk(lab_walk(link(), link(1, 1)));
+  CHECK_FALSE(h.snapshot().degraded_total);  // published once both names are read
+  s.run_for(seconds(1));
+  CHECK(mad.reads == 2);
+  REQUIRE(h.snapshot().degraded.size() == 1);
+  const auto& e = h.snapshot().degraded[0];
+  CHECK(e.link.a.description == "Switch2");
+  CHECK(e.link.b.description_known);
+  CHECK(e.since == first);
+  REQUIRE(alarms.log.size() == 1);
+  CHECK(alarms.log[0] ==
+        "raise: 1 degraded link; worst: \"Switch2\" 0x0000000000005002 port 2 <-> \"head04 \\x1b[31m\" "
+        "0x0000000000000104 port 1 runs at 1X SDR, should run at 4X SDR (below_tier: 3 of 4 switch-ca links run at 4X)");
+
+  // The next walk: the same link, names known (no read), since kept, no new alarm.
+  s.run_for(seconds(60));
+  h.on_walk(lab_walk(link(), link(1, 1)));
+  s.run_for(seconds(1));
+  CHECK(mad.reads == 2);
+  REQUIRE(h.snapshot().degraded.size() == 1);
+  CHECK(h.snapshot().degraded[0].since == first);
+  CHECK(h.snapshot().walks == 3);
+  CHECK(alarms.log.size() == 1);
+
+  // Fixed: cleared.
+  h.on_walk(lab_walk());
+  s.run_for(seconds(1));
+  REQUIRE(alarms.log.size() == 2);
+  CHECK(alarms.log[1] == "clear");
+  CHECK(h.snapshot().degraded.empty());
+}
+
+TEST_CASE("LinkHealth: a threshold, the alarm off, bounded names, a newer walk wins", "[health]") {
+  ManualScheduler s;
+  Names mad(s);  // names nothing: every read times out
+  Alarms alarms;
+  HealthConfig cfg;
+  cfg.alarm_min_links = 2;
+  cfg.max_descriptions = 1;
+  LinkHealth h(cfg, s, mad, alarms);
+  h.on_walk(lab_walk(link(), link(1, 1)));
+  // A second walk before the first one's names are read replaces it.
+  h.on_walk(lab_walk(link(), link(1, 1)));
+  s.run_for(seconds(1));
+  CHECK(mad.reads == 2);  // one per walk (max_descriptions 1)
+  CHECK(h.snapshot().walks == 1);
+  REQUIRE(h.snapshot().degraded.size() == 1);
+  CHECK_FALSE(h.snapshot().degraded[0].link.a.description_known);
+  CHECK(alarms.log.empty());  // 1 degraded, threshold 2
+
+  cfg.alarm = false;
+  cfg.alarm_min_links = 1;
+  LinkHealth off(cfg, s, mad, alarms);
+  off.on_walk(lab_walk(link(), link(1, 1)));
+  s.run_for(seconds(1));
+  CHECK(off.snapshot().degraded_total == 1);
+  CHECK(alarms.log.empty());
+
+  // Bounded: every CA link below an expectation, two kept, all counted.
+  cfg.max_links = 2;
+  cfg.expect.switch_ca = LinkRate{4, 3};
+  LinkHealth capped(cfg, s, mad, alarms);
+  capped.on_walk(lab_walk());
+  s.run_for(seconds(1));
+  CHECK(capped.snapshot().degraded_total == 4);
+  CHECK(capped.snapshot().degraded.size() == 2);
+
+  cfg.enabled = false;
+  LinkHealth disabled(cfg, s, mad, alarms);
+  disabled.on_walk(lab_walk(link(), link(1, 1)));
+  s.run_for(seconds(1));
+  CHECK_FALSE(disabled.snapshot().assessed);
+}
