@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// smctl subcommands that talk to smhad over the control socket: status, sms, events,
+// smctl subcommands that talk to smhad over the control socket: status, sms, health, events,
 // metrics, handover, drill, hold, release, reload. Thin: options -> params,
 // lib/client does the call (run_cli_call), renders status and
 // events and follows them.
@@ -20,7 +20,7 @@ namespace smha::smctl {
 namespace {
 
 struct OpsState {
-  client::CliOptions status, sms, events, metrics, handover, drill, hold, release, reload;
+  client::CliOptions status, sms, health, events, metrics, handover, drill, hold, release, reload;
   std::size_t n = 20;
   bool follow = false;
   bool all = false;
@@ -56,7 +56,7 @@ void catch_stop_signals() {
 
 void register_daemon_ops(CLI::App& app, int& exit_code, const std::string& fabric) {
   auto st = std::make_shared<OpsState>();
-  for (auto* o : {&st->status, &st->sms, &st->events, &st->metrics, &st->handover, &st->drill, &st->hold, &st->release,
+  for (auto* o : {&st->status, &st->sms, &st->health, &st->events, &st->metrics, &st->handover, &st->drill, &st->hold, &st->release,
                   &st->reload})
     o->fabric = &fabric;
 
@@ -85,6 +85,13 @@ void register_daemon_ops(CLI::App& app, int& exit_code, const std::string& fabri
   sms->callback([st, &exit_code] {
     exit_code = call(st->sms, control::method::kSms, nlohmann::json::object(),
                      [](const control::Reply& r, std::ostream& out) { out << client::render_sms_text(r.data); });
+  });
+
+  auto* health = app.add_subcommand("health", "fabric health: links below their width or speed, worst first");
+  client::add_cli_options(*health, st->health);
+  health->callback([st, &exit_code] {
+    exit_code = call(st->health, control::method::kHealth, nlohmann::json::object(),
+                     [](const control::Reply& r, std::ostream& out) { out << client::render_health_text(r.data); });
   });
 
   auto* events = app.add_subcommand("events", "recent transitions, alarms and operations");

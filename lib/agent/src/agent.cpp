@@ -89,6 +89,13 @@ sm::PortState port_state_of(mad::PortState s) {
   return sm::PortState::Unknown;
 }
 
+// Health rides on the census walks: no walks, no health.
+fabric::HealthConfig health_config(const AgentConfig& cfg) {
+  fabric::HealthConfig h = cfg.health;
+  h.enabled = h.enabled && cfg.census.enabled;
+  return h;
+}
+
 }  // namespace
 
 Agent::Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmControl& opensm,
@@ -105,6 +112,7 @@ Agent::Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmCo
       configured_(cfg_.peers),
       census_driver_(cfg_.census, sched, mad, sink, cfg_.policy.own_guid, peer_guids_of(cfg_), cfg_.m_key),
       drift_(cfg_.drift, sched, mad, cfg_.policy.own_guid, named_peers(cfg_), sink),
+      health_(health_config(cfg_), sched, mad, sink),
       reporter_(cfg_.routing_engines, cfg_.report_deadline) {
   reporter_.set_own(cfg_.policy.own_guid);
   reporter_.set_walks(cfg_.census.enabled);
@@ -165,6 +173,7 @@ void Agent::stop() {
   for (auto& r : routes_) r.resolving = false;
   opensm_.set_exit_handler(nullptr);
   drift_.stop();
+  health_.stop();
 }
 
 void Agent::set_hold(bool held) { step(sm::HoldChanged{held}); }
@@ -746,6 +755,7 @@ void Agent::check_routes(const Round& round) {
 void Agent::on_walk(const fabric::DiscoveryResult& r) {
   const TimePoint now = sched_.now();
   if (walk_observer_) walk_observer_(r);
+  health_.on_walk(r);
   reporter_.on_walk(r, now);
   serve_report();
 }

@@ -162,6 +162,15 @@ std::string render_status_text(const nlohmann::json& s) {
     }
     o << "\n";
   }
+  // Fabric health (doc/health.md): the links of the last assessed walk.
+  if (s.contains("health") && s["health"].is_object() && s["health"].value("assessed", false)) {
+    const auto& h = s["health"];
+    o << "   Health: " << str(h, "links") << " links, " << str(h, "degraded_total") << " degraded";
+    const auto& list = h.value("degraded", nlohmann::json::array());
+    if (!list.empty())
+      o << " (worst: " << str(list[0], "active") << " instead of " << str(list[0], "should") << "; smctl health)";
+    o << "\n";
+  }
   o << "   Alarms: ";
   const auto alarms = s.value("alarms", nlohmann::json::array());
   if (alarms.empty()) o << "none";
@@ -267,6 +276,52 @@ std::string render_events_text(const nlohmann::json& j) {
     }
     if (!about.empty()) o << "  (" << about << ")";
     o << "\n";
+  }
+  return o.str();
+}
+
+std::string render_health_text(const nlohmann::json& reply) {
+  const auto& h = reply.value("health", nlohmann::json::object());
+  std::ostringstream o;
+  if (!h.value("enabled", false)) {
+    o << "Fabric health is off: it reads the census walks, and the census is off (observe mode).\n";
+    return o.str();
+  }
+  if (!h.value("assessed", false)) {
+    o << "No census walk assessed yet (the first one runs a few seconds after smhad starts).\n";
+    return o.str();
+  }
+  o << "Links: " << str(h, "links") << " assessed";
+  if (h.contains("links_by_kind") && h["links_by_kind"].is_object()) {
+    std::string kinds;
+    for (const auto& [k, v] : h["links_by_kind"].items())
+      if (v.is_number() && v.get<double>() > 0) kinds += (kinds.empty() ? "" : ", ") + k + " " + v.dump();
+    if (!kinds.empty()) o << " (" << kinds << ")";
+  }
+  o << ", " << str(h, "unknown") << " not decoded; census walk " << age_text(h, "walk_age_s") << "\n";
+  const auto& list = h.value("degraded", nlohmann::json::array());
+  const auto total = h.value("degraded_total", std::uint64_t{0});
+  if (total == 0) {
+    o << "Degraded links: none\n";
+    return o.str();
+  }
+  o << "Degraded links: " << total << (list.size() < total ? " (the worst " + std::to_string(list.size()) + " shown)" : "")
+    << ", worst first\n";
+  o << fmt::format("{:<8} {:<8} {:<14} {:>7}  {}\n", "Runs at", "Should", "Why", "For", "Link (and why)");
+  o << std::string(100, '=') << "\n";
+  auto end = [](const nlohmann::json& e) {
+    std::string s;
+    if (e.contains("node_description") && e["node_description"].is_string())
+      s = "\"" + str(e, "node_description") + "\" ";
+    return s + str(e, "guid") + " port " + str(e, "port");
+  };
+  for (const auto& d : list) {
+    std::string since = "-";
+    if (d.contains("degraded_for_s") && d["degraded_for_s"].is_number())
+      since = human_duration(d["degraded_for_s"].get<double>());
+    o << fmt::format("{:<8} {:<8} {:<14} {:>7}  {} <-> {}\n", str(d, "active"), str(d, "should"), str(d, "why"),
+                     since, end(d.value("a", nlohmann::json::object())), end(d.value("b", nlohmann::json::object())));
+    o << fmt::format("{:<42}({}: {})\n", "", str(d, "kind"), str(d, "detail"));
   }
   return o.str();
 }

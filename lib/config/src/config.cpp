@@ -3,6 +3,7 @@
 
 #include "smha/core/fabric_name.hpp"
 #include "smha/core/limits.hpp"
+#include "smha/core/link_rate.hpp"
 
 #include "smha/core/file_read.hpp"
 #include "smha/core/text.hpp"
@@ -271,6 +272,7 @@ class Loader {
   void load_control(const Entry& e, Config& c);
   void load_metrics(const Entry& e, Config& c);
   void load_hooks(const Entry& e, Config& c);
+  void load_health(const Entry& e, Config& c);
   void load_restart_policy(const CheckedMap& m, OpensmSettings& o);
   void cross_checks(const CheckedMap& top, Config& c);
 
@@ -947,6 +949,31 @@ void Loader::load_control(const Entry& e, Config& c) {
   }
 }
 
+void Loader::load_health(const Entry& e, Config& c) {
+  auto m = check_map(e.value, "health",
+                     {"link_degraded_alarm", "link_degraded_min_links", "expect_switch_links", "expect_ca_links"});
+  if (!m) return;
+  if (auto it = m->find("link_degraded_alarm"); it != m->end()) {
+    if (auto b = boolean(it->second.value, "health.link_degraded_alarm")) c.health.link_degraded_alarm = *b;
+  }
+  if (auto it = m->find("link_degraded_min_links"); it != m->end()) {
+    if (auto v = ranged(it->second.value, "health.link_degraded_min_links", limits::kLinkDegradedMinLinks))
+      c.health.link_degraded_min_links = static_cast<int>(*v);
+  }
+  for (const char* key : {"expect_switch_links", "expect_ca_links"}) {
+    auto it = m->find(key);
+    if (it == m->end()) continue;
+    const std::string path = std::string("health.") + key;
+    auto s = text(it->second.value, path);
+    if (!s) continue;
+    if (auto r = parse_link_rate(*s); !r) {
+      error(it->second.value, path, r.error().message);
+    } else {
+      (std::string(key) == "expect_switch_links" ? c.health.expect_switch_links : c.health.expect_ca_links) = *s;
+    }
+  }
+}
+
 void Loader::load_metrics(const Entry& e, Config& c) {
   auto m = check_map(e.value, "metrics", {"listen", "textfile_dir", "textfile_interval_s"});
   if (!m) return;
@@ -1187,7 +1214,7 @@ ConfigResult Loader::load(std::string_view text) {
   auto top = check_map(root, "",
                        {"node", "peers", "sm_priority", "failover", "sm_key", "sm_key_file", "sa_key",
                         "sa_key_file", "opensm", "control", "metrics", "hooks", "hook_timeout_s", "state_dir",
-                        "drift_unknown_alarm_s", "fabric"});
+                        "drift_unknown_alarm_s", "fabric", "health"});
   if (!top) return ConfigResult(std::move(errors_));
 
   if (auto it = top->find("node"); it != top->end()) {
@@ -1206,6 +1233,7 @@ ConfigResult Loader::load(std::string_view text) {
   if (auto it = top->find("control"); it != top->end()) load_control(it->second, c);
   if (auto it = top->find("metrics"); it != top->end()) load_metrics(it->second, c);
   if (auto it = top->find("hooks"); it != top->end()) load_hooks(it->second, c);
+  if (auto it = top->find("health"); it != top->end()) load_health(it->second, c);
   if (auto it = top->find("drift_unknown_alarm_s"); it != top->end()) {
     if (auto v = ranged(it->second.value, "drift_unknown_alarm_s", limits::kDriftUnknownAlarmS))
       c.drift_unknown_alarm = std::chrono::seconds(*v);

@@ -217,6 +217,26 @@ std::string render_prometheus(const MetricsSnapshot& s) {
     auto it = s.drift_rejected.find(r);
     w.sample("smha_config_drift_rejected_total", {{"reason", r}}, it == s.drift_rejected.end() ? uint64_t{0} : it->second);
   }
+  if (s.health) {
+    const auto& h = *s.health;
+    w.family("smha_fabric_links", "gauge", "Cabled links with a known rate in the last assessed census walk, by kind.");
+    for (const auto& [kind, n] : h.links_by_kind) w.sample("smha_fabric_links", {{"kind", kind}}, n);
+    w.family("smha_fabric_links_degraded", "gauge",
+             "Links running below their width or speed (doc/health.md), by kind.");
+    for (const auto& [kind, n] : h.degraded_by_kind) w.sample("smha_fabric_links_degraded", {{"kind", kind}}, n);
+    w.family("smha_fabric_links_unknown", "gauge", "Cabled links whose PortInfo rate did not decode (not assessed).");
+    w.sample("smha_fabric_links_unknown", {}, h.unknown);
+    w.family("smha_fabric_link_degraded_ratio", "gauge",
+             "The worst degraded links (at most 10, rank 1 the worst): the rate they run at over the rate they "
+             "should, with both ends and both rates as labels.");
+    for (std::size_t i = 0; i < h.worst.size(); ++i) {
+      const auto& l = h.worst[i];
+      w.sample("smha_fabric_link_degraded_ratio",
+               {{"rank", std::to_string(i + 1)}, {"a", l.a}, {"b", l.b}, {"active", l.active}, {"should", l.should},
+                {"why", l.why}},
+               l.fraction);
+    }
+  }
   if (s.start_time) {
     w.family("smha_start_time_seconds", "gauge", "When smhad started, Unix time in seconds.");
     w.sample("smha_start_time_seconds", {}, *s.start_time);

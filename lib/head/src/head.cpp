@@ -594,6 +594,30 @@ HeadStatus Head::status(bool fabric) const {
   std::sort(h.drift.own.begin(), h.drift.own.end());  // by component name, as the status reply lists them
   for (const auto& p : d.peers()) h.drift.peers.emplace_back(p.name, std::string(fabric::to_string(p.state)));
   h.drift.rejected = {{"foreign", d.stats().rejected_foreign}, {"bad_digest", d.stats().rejected_data}};
+  if (const auto& hs = agent_->health().snapshot(); agent_->health().config().enabled && hs.assessed) {
+    HeadStatus::Health out;
+    out.links = hs.links;
+    out.degraded = hs.degraded_total;
+    out.unknown = hs.unknown;
+    for (auto k : {fabric::LinkKind::SwitchSwitch, fabric::LinkKind::SwitchCa, fabric::LinkKind::Other}) {
+      const std::string name(fabric::to_string(k));
+      const auto it = hs.by_kind.find(k);
+      out.links_by_kind[name] = it == hs.by_kind.end() ? 0 : it->second;
+      out.degraded_by_kind[name] = 0;
+    }
+    auto end = [](const fabric::LinkEndRef& e) {
+      // Raw: the metrics writer escapes every label value (printable()).
+      return (e.description_known ? e.description + " " : std::string()) + to_string(e.node) + " port " +
+             std::to_string(e.port);
+    };
+    for (const auto& e : hs.degraded) {
+      ++out.degraded_by_kind[std::string(fabric::to_string(e.link.kind))];
+      if (out.worst.size() < kMetricsWorstLinks)
+        out.worst.push_back({end(e.link.a), end(e.link.b), to_string(e.link.active), to_string(e.link.should),
+                             std::string(fabric::to_string(e.link.why)), e.link.fraction});
+    }
+    h.health = std::move(out);
+  }
   return h;
 }
 

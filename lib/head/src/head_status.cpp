@@ -116,4 +116,58 @@ std::string systemd_status_line(const HeadStatus& h, const opensm::SupervisorSta
   return line;
 }
 
+namespace {
+
+json end_json(const fabric::LinkEndRef& e) {
+  return json{{"guid", to_string(e.node)},
+              {"type", std::string(mad::to_string(e.type))},
+              {"port", e.port},
+              {"node_description", e.description_known ? json(printable(e.description)) : json(nullptr)},
+              {"dr_path", e.path ? json(to_string(*e.path)) : json(nullptr)}};
+}
+
+double age_s(TimePoint then, TimePoint now) { return std::chrono::duration<double>(now - then).count(); }
+
+}  // namespace
+
+json health_json(const fabric::LinkHealth& health, TimePoint now, std::size_t limit) {
+  const auto& s = health.snapshot();
+  const auto& cfg = health.config();
+  json j;
+  j["enabled"] = cfg.enabled;
+  j["assessed"] = s.assessed;
+  j["walk_age_s"] = s.walk_at ? json(age_s(*s.walk_at, now)) : json(nullptr);
+  j["walks"] = s.walks;
+  j["links"] = s.links;
+  json kinds = json::object();
+  for (auto k : {fabric::LinkKind::SwitchSwitch, fabric::LinkKind::SwitchCa, fabric::LinkKind::Other}) {
+    const auto it = s.by_kind.find(k);
+    kinds[std::string(fabric::to_string(k))] = it == s.by_kind.end() ? 0 : it->second;
+  }
+  j["links_by_kind"] = kinds;
+  j["unknown"] = s.unknown;
+  j["degraded_total"] = s.degraded_total;
+  j["description_mads"] = s.description_mads;
+  j["expect"] = {{"switch-switch", cfg.expect.switch_switch ? json(to_string(*cfg.expect.switch_switch)) : json(nullptr)},
+                 {"switch-ca", cfg.expect.switch_ca ? json(to_string(*cfg.expect.switch_ca)) : json(nullptr)}};
+  j["alarm"] = {{"enabled", cfg.alarm}, {"min_links", cfg.alarm_min_links}};
+  json list = json::array();
+  for (const auto& e : s.degraded) {
+    if (list.size() >= limit) break;
+    const auto& d = e.link;
+    list.push_back(json{{"a", end_json(d.a)},
+                        {"b", end_json(d.b)},
+                        {"kind", std::string(fabric::to_string(d.kind))},
+                        {"active", to_string(d.active)},
+                        {"should", to_string(d.should)},
+                        {"active_gbps", gbps(d.active)},
+                        {"should_gbps", gbps(d.should)},
+                        {"why", std::string(fabric::to_string(d.why))},
+                        {"detail", d.detail},
+                        {"degraded_for_s", age_s(e.since, now)}});
+  }
+  j["degraded"] = list;
+  return j;
+}
+
 }  // namespace smha::head

@@ -77,6 +77,11 @@ Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid) {
   p.unresponsive_timeout = std::max(p.unresponsive_timeout, p.hang_timeout);
   p.query_window = agent::query_window_for(a);  // what the agent will use
   a.drift.unknown_alarm = c.drift_unknown_alarm;
+  a.health.alarm = c.health.link_degraded_alarm;
+  a.health.alarm_min_links = static_cast<std::size_t>(c.health.link_degraded_min_links);
+  // Validated at load (config::Loader::load_health); empty: the majority of that kind.
+  if (auto r = parse_link_rate(c.health.expect_switch_links); r) a.health.expect.switch_switch = *r;
+  if (auto r = parse_link_rate(c.health.expect_ca_links); r) a.health.expect.switch_ca = *r;
   if (auto e = sm::check(p)) return policy_error_at(c, *e);
   return a;
 }

@@ -287,6 +287,11 @@ void Daemon::register_methods() {
     }
     return Reply::ok(json{{"node", config_.node_name}, {"sms", census_json(now)}, {"census", c}});
   });
+  (void)server_->register_method(method::kHealth, Access::ReadOnly, [this](const control::Call&) {
+    const auto& health = head_->agent().health();
+    return Reply::ok(json{{"node", config_.node_name},
+                          {"health", head::health_json(health, clock_.now(), health.config().max_links)}});
+  });
   (void)server_->register_method(method::kReload, Access::Mutating, [this](const control::Call&) {
     return reload_guarded("smctl reload");
   });

@@ -61,6 +61,15 @@ control::MetricsSnapshot metrics_snapshot(const HeadStatus& s, const PollStats& 
   m.config_digests = s.drift.own;
   m.drift_peers = s.drift.peers;
   m.drift_rejected = s.drift.rejected;
+  if (s.health) {
+    control::MetricsSnapshot::Health h;
+    h.links_by_kind = {s.health->links_by_kind.begin(), s.health->links_by_kind.end()};
+    h.degraded_by_kind = {s.health->degraded_by_kind.begin(), s.health->degraded_by_kind.end()};
+    h.degraded = s.health->degraded;
+    h.unknown = s.health->unknown;
+    for (const auto& x : s.health->worst) h.worst.push_back({x.a, x.b, x.active, x.should, x.why, x.fraction});
+    m.health = std::move(h);
+  }
   m.version = s.version;
   auto unix_time = [](WallTime t) -> std::optional<double> {
     if (t == WallTime{}) return std::nullopt;

@@ -811,3 +811,23 @@ TEST_CASE("every ranged key's range (limits::kRangedKeys) is the one doc/configu
     }
   }
 }
+
+TEST_CASE("health: the degraded-link alarm and the expected link rates, checked at load") {
+  Config c = load_ok(kNode);
+  CHECK(c.health.link_degraded_alarm);
+  CHECK(c.health.link_degraded_min_links == 1);
+  CHECK(c.health.expect_switch_links.empty());
+  CHECK(c.health.expect_ca_links.empty());
+  c = load_ok(kNode + "health:\n  link_degraded_alarm: false\n  link_degraded_min_links: 4\n"
+                      "  expect_switch_links: 4X NDR\n  expect_ca_links: hdr\n");
+  CHECK_FALSE(c.health.link_degraded_alarm);
+  CHECK(c.health.link_degraded_min_links == 4);
+  CHECK(c.health.expect_switch_links == "4X NDR");
+  CHECK(c.health.expect_ca_links == "hdr");
+  auto e = errors_of(kNode + "health:\n  expect_ca_links: 5X\n  link_degraded_min_links: 0\n  expect_switch: 4X\n");
+  REQUIRE(e.size() == 3);
+  CHECK(e[0].find("health.expect_ca_links") != std::string::npos);
+  CHECK(e[0].find("'5X' is not a link width (1X 2X 4X 8X 12X) or speed") != std::string::npos);
+  CHECK(e[1].find("health.link_degraded_min_links") != std::string::npos);
+  CHECK(e[2].find("health.expect_switch: unknown key; did you mean 'expect_switch_links'?") != std::string::npos);
+}

@@ -31,6 +31,7 @@ std::set<std::string> rendered_names() {
   m.config_digests = {{"opensm_conf", "00112233445566"}, {"partitions", "66554433221100"}};
   m.drift_peers = {{"head02", "drift"}};
   m.drift_rejected = {{"foreign", 1}};
+  m.health = MetricsSnapshot::Health{{{"switch-ca", 4}}, {{"switch-ca", 1}}, 1, 0, {}};
   std::set<std::string> names;
   std::istringstream in(render_prometheus(m));
   for (std::string line; std::getline(in, line);) {
@@ -79,5 +80,6 @@ TEST_CASE("alert rules: every rule is complete and names metrics that exist", "[
   }
   // The textfile rule matches an instance's file too.
   CHECK(std::regex_search("/var/lib/prometheus/node-exporter/smha-rail1.prom", std::regex(".*smha(-[A-Za-z0-9_-]+)?\\.prom")));
-  CHECK(alerts == std::set<std::string>{"SmhaTwoMasters", "SmhaNoMaster", "SmhaConfigDrift", "SmhaMetricsTextfileStale"});
+  CHECK(alerts == std::set<std::string>{"SmhaTwoMasters", "SmhaNoMaster", "SmhaConfigDrift", "SmhaLinkDegraded",
+                                        "SmhaMetricsTextfileStale"});
 }

@@ -123,6 +123,37 @@ TEST_CASE("label values from the fabric: ANSI escapes and bytes that are not UTF
                      {{"node", "\\x1b[2Jevil\\xe9\\xff"}, {"guid", "0x0002c90300a1b2c3"}}) == 1.0);
 }
 
+TEST_CASE("fabric health: links and degraded links by kind, the worst ones by name, escaped", "[control][metrics]") {
+  MetricsSnapshot m;
+  m.node = "head-a";
+  m.role = "master";
+  CHECK(render_prometheus(m).find("smha_fabric_links") == std::string::npos);  // not assessed: absent
+  MetricsSnapshot::Health h;
+  h.links_by_kind = {{"switch-switch", 2}, {"switch-ca", 4}, {"other", 0}};
+  h.degraded_by_kind = {{"switch-switch", 0}, {"switch-ca", 1}, {"other", 0}};
+  h.degraded = 1;
+  h.worst = {{"Switch2 0x0000000000200001 port 2", "\x1b[2Jhca\xff 0x000000000010000a port 1", "1X SDR", "4X SDR",
+              "below_tier", 0.25}};
+  m.health = h;
+  const std::string text = render_prometheus(m);
+  CHECK(text.find('\x1b') == std::string::npos);
+  auto doc = parse_with_prometheus_client(text);
+  REQUIRE_FALSE(doc.contains("error"));
+  CHECK(sample_value(doc["smha_fabric_links"], "smha_fabric_links", {{"kind", "switch-ca"}}) == 4.0);
+  CHECK(sample_value(doc["smha_fabric_links_degraded"], "smha_fabric_links_degraded", {{"kind", "switch-ca"}}) == 1.0);
+  CHECK(sample_value(doc["smha_fabric_links_degraded"], "smha_fabric_links_degraded", {{"kind", "switch-switch"}}) ==
+        0.0);
+  CHECK(sample_value(doc["smha_fabric_links_unknown"], "smha_fabric_links_unknown", json::object()) == 0.0);
+  CHECK(sample_value(doc["smha_fabric_link_degraded_ratio"], "smha_fabric_link_degraded_ratio",
+                     {{"rank", "1"},
+                      {"a", "Switch2 0x0000000000200001 port 2"},
+                      {"b", "\\x1b[2Jhca\\xff 0x000000000010000a port 1"},
+                      {"active", "1X SDR"},
+                      {"should", "4X SDR"},
+                      {"why", "below_tier"}}) == 0.25);
+  CHECK(doc["smha_fabric_link_degraded_ratio"]["samples"].size() == 1);
+}
+
 TEST_CASE("an empty snapshot still renders valid exposition text", "[control][metrics]") {
   MetricsSnapshot m;
   m.role = "unusual-role";

@@ -35,11 +35,12 @@ expect() {  # expect "what" "candidates" word...
     done
 }
 
-expect "subcommands" "sminfo render-config status sms events metrics handover drill hold release reload" smctl ""
+expect "subcommands" "sminfo render-config status sms health events metrics handover drill hold release reload" smctl ""
 expect "subcommand prefix" "drill" smctl dr
 common="--socket --json --timeout --help"
 expect "status" "$common --all" smctl status -
 expect "sms" "$common" smctl sms -
+expect "health" "$common" smctl health -
 expect "events" "$common -n --follow -f" smctl events -
 expect "metrics" "$common" smctl metrics -
 expect "handover" "$common --to" smctl handover -
@@ -69,7 +70,7 @@ fi
 expect "--socket value" "/run/smha/smhad.sock" smctl status --socket ""
 # Every subcommand smctl --help lists is in the expected list above (a new
 # subcommand must be added there and so gets checked).
-known=" sminfo render-config status sms events metrics handover drill hold release reload "
+known=" sminfo render-config status sms health events metrics handover drill hold release reload "
 for sub in $(_smctl_subcommands); do
     if [[ $known != *" $sub "* ]]; then
         echo "FAIL: subcommand '$sub' is not covered by this test"

@@ -268,6 +268,29 @@ TEST_CASE("SMs on the fabric: status lines and the smctl sms table, escaped") {
   CHECK(render_sms_text(with_sa).find("SA table: not asked yet\n") != std::string::npos);
 }
 
+TEST_CASE("smctl health: off, not yet assessed, healthy, and degraded links worst first, escaped") {
+  CHECK(render_health_text(nlohmann::json::parse(R"({"health":{"enabled":false}})")).find("Fabric health is off") == 0);
+  CHECK(render_health_text(nlohmann::json::parse(R"({"health":{"enabled":true,"assessed":false}})"))
+            .find("No census walk assessed yet") == 0);
+  auto reply = nlohmann::json::parse(R"({"node":"head01","health":{"enabled":true,"assessed":true,"walk_age_s":12,
+    "links":6,"links_by_kind":{"switch-switch":2,"switch-ca":4,"other":0},"unknown":0,"degraded_total":0,
+    "degraded":[]}})");
+  std::string t = render_health_text(reply);
+  CHECK(t.find("Links: 6 assessed (switch-ca 4, switch-switch 2), 0 not decoded; census walk 12s ago\n") == 0);
+  CHECK(t.find("Degraded links: none\n") != std::string::npos);
+  reply["health"]["degraded_total"] = 2;
+  reply["health"]["degraded"] = nlohmann::json::parse(R"([{"a":{"guid":"0x0000000000200001","port":2,
+      "node_description":"Switch2"},"b":{"guid":"0x000000000010000a","port":1,"node_description":"h\u001b[2J"},
+      "kind":"switch-ca","active":"1X SDR","should":"4X SDR","why":"below_tier",
+      "detail":"3 of 4 switch-ca links run at 4X","degraded_for_s":125}])");
+  t = render_health_text(reply);
+  CHECK(t.find("Degraded links: 2 (the worst 1 shown), worst first\n") != std::string::npos);
+  CHECK(t.find("1X SDR   4X SDR   below_tier       2m05s  \"Switch2\" 0x0000000000200001 port 2 <-> \"h") !=
+        std::string::npos);
+  CHECK(t.find('\x1b') == std::string::npos);
+  CHECK(t.find("(switch-ca: 3 of 4 switch-ca links run at 4X)") != std::string::npos);
+}
+
 TEST_CASE("event times: one formatter, UTC with milliseconds, also before 1970") {
   using std::chrono::system_clock;
   CHECK(format_utc(system_clock::time_point(std::chrono::milliseconds(1796221800123))) == "2026-12-02T14:30:00.123Z");

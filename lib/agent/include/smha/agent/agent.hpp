@@ -53,6 +53,7 @@
 #include "smha/fabric/census_driver.hpp"
 #include "smha/fabric/discovery.hpp"
 #include "smha/fabric/drift.hpp"
+#include "smha/fabric/health.hpp"
 #include "smha/agent/seams.hpp"
 #include "smha/fabric/takeover_report.hpp"
 #include "smha/mad/transport.hpp"
@@ -116,6 +117,8 @@ struct AgentConfig {
   fabric::CensusConfig census;
   // Config drift between heads (doc/drift.md): inert until drift().set_own().
   fabric::DriftConfig drift;
+  // Fabric health from the census walks (doc/health.md); off with the census.
+  fabric::HealthConfig health;
   // The takeover report (doc/takeover-report.md): opensm.routing_engine split
   // at commas (empty: OpenSM's default), whether OpenSM's log reaches
   // Agent::opensm_logged(), and the longest wait from MASTER to the report.
@@ -180,6 +183,7 @@ class Agent {
   const fabric::CensusStats& census_stats() const { return census_driver_.stats(); }
   fabric::DriftMonitor& drift() { return drift_; }
   const fabric::DriftMonitor& drift() const { return drift_; }
+  const fabric::LinkHealth& health() const { return health_; }
   // A line of the local OpenSM's log that the takeover report reads.
   void opensm_logged(const opensm::LoggedEvent& e);
   // The last takeover report (EventSink::takeover_report got it too).
@@ -247,6 +251,7 @@ class Agent {
   // Census: its walks, queries, SA tables and the impostor_sm alarm.
   fabric::CensusDriver census_driver_;
   fabric::DriftMonitor drift_;
+  fabric::LinkHealth health_;
   fabric::TakeoverReporter reporter_;
   std::optional<Scheduler::TimerId> report_timer_;
 };

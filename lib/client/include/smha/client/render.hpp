@@ -20,6 +20,9 @@ std::string human_ms(double milliseconds);
 // The `sms` reply (doc/census.md) as a table like `chronyc sources`: one
 // line per SM the census knows, then what the census walk cost.
 std::string render_sms_text(const nlohmann::json& sms);
+// The `health` reply (doc/health.md): what the last census walk showed of the
+// links, then one line per degraded link, worst first.
+std::string render_health_text(const nlohmann::json& health);
 // One line per event of an `events` reply.
 std::string render_events_text(const nlohmann::json& events);
 

@@ -154,6 +154,16 @@ std::vector<std::string> split_routing_engines(std::string_view chain);
 // True for a literal IPv4 address in 127.0.0.0/8 or the IPv6 loopback (::1).
 bool is_loopback_address(std::string_view address);
 
+// Fabric health (doc/health.md, `health`): the degraded-link alarm and what
+// the operator expects each kind of link to run at ("4X NDR", "4X", "HDR";
+// empty: the majority of that kind).
+struct HealthSettings {
+  bool link_degraded_alarm = true;
+  int link_degraded_min_links = 1;
+  std::string expect_switch_links;
+  std::string expect_ca_links;
+};
+
 struct Config {
   std::string source_path;  // the file (or name) it was loaded from
   // The fabric this instance serves (`fabric`, or smhad --fabric as the
@@ -179,6 +189,7 @@ struct Config {
   std::map<std::string, std::vector<std::string>> hooks;  // event -> executables (absolute)
   std::chrono::seconds hook_timeout{10};
   // A peer's drift verdict unknown this long raises drift_unknown (doc/drift.md).
+  HealthSettings health;
   std::chrono::seconds drift_unknown_alarm{300};
   std::string state_dir = "/var/lib/smha";
   // Where each key given in the YAML sits ("opensm.sharp" -> line/column of its

@@ -96,6 +96,20 @@ struct MetricsSnapshot {
   std::vector<std::pair<std::string, std::string>> config_digests;
   std::vector<std::pair<std::string, std::string>> drift_peers;
   std::map<std::string, uint64_t> drift_rejected;
+  // Fabric health (doc/health.md); nullopt: off or not assessed yet. Bounded:
+  // counts by kind, and the worst few links by name (never one series per port).
+  struct Health {
+    std::map<std::string, uint64_t> links_by_kind;
+    std::map<std::string, uint64_t> degraded_by_kind;
+    uint64_t degraded = 0;
+    uint64_t unknown = 0;
+    struct Worst {
+      std::string a, b, active, should, why;
+      double fraction = 1;
+    };
+    std::vector<Worst> worst;
+  };
+  std::optional<Health> health;
 };
 
 // The config digest component smha_config_digest_info never carries: the

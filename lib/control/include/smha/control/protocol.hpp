@@ -91,6 +91,7 @@ inline constexpr const char* kVersion = "version";
 inline constexpr const char* kListMethods = "list-methods";
 inline constexpr const char* kStatus = "status";
 inline constexpr const char* kSms = "sms";
+inline constexpr const char* kHealth = "health";
 inline constexpr const char* kEvents = "events";
 inline constexpr const char* kMetrics = "metrics";
 inline constexpr const char* kHandover = "handover";
@@ -133,6 +134,7 @@ inline constexpr MethodSpec kMethods[] = {
     {method::kListMethods, Access::ReadOnly, {}},
     {method::kStatus, Access::ReadOnly, {}},
     {method::kSms, Access::ReadOnly, {}},
+    {method::kHealth, Access::ReadOnly, {}},
     {method::kEvents, Access::ReadOnly, {param::kN, param::kAfter, param::kWaitS}},
     {method::kMetrics, Access::ReadOnly, {}},
     {method::kHandover, Access::Mutating, {param::kTo}},

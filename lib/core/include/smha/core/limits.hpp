@@ -50,6 +50,7 @@ inline constexpr IntRange kCrashLoopWindowS{1, 86400};
 inline constexpr IntRange kCrashLoopRetryS{10, 86400};
 // metrics.textfile_interval_s: how often the node_exporter textfile is written.
 inline constexpr IntRange kTextfileIntervalS{1, 3600};
+inline constexpr IntRange kLinkDegradedMinLinks{1, 100000};
 
 // Every ranged key by its path in smha.yaml (doc/configuration.md lists each
 // with the same range; tests/unit/config checks it).
@@ -57,7 +58,7 @@ struct RangedKey {
   std::string_view path;
   IntRange range;
 };
-inline constexpr std::array<RangedKey, 19> kRangedKeys{{
+inline constexpr std::array<RangedKey, 20> kRangedKeys{{
     {"node.port", kHcaPort},
     {"sm_priority", kSmPriority},
     {"hook_timeout_s", kHookTimeoutS},
@@ -76,6 +77,7 @@ inline constexpr std::array<RangedKey, 19> kRangedKeys{{
     {"opensm.crash_loop_retry_s", kCrashLoopRetryS},
     {"opensm.crash_loop_retry_no_master_s", kCrashLoopRetryS},
     {"metrics.textfile_interval_s", kTextfileIntervalS},
+    {"health.link_degraded_min_links", kLinkDegradedMinLinks},
     {"peers[].sm_priority", kSmPriority},
 }};
 

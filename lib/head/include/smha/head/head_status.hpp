@@ -93,7 +93,31 @@ struct HeadStatus {
     std::map<std::string, std::uint64_t> rejected;           // foreign, bad_digest
   };
   Drift drift;
+  // Fabric health (doc/health.md); nullopt: off (no census) or no walk
+  // assessed yet.
+  struct Health {
+    std::size_t links = 0;
+    std::map<std::string, std::uint64_t> links_by_kind;     // switch-switch, switch-ca, other
+    std::map<std::string, std::uint64_t> degraded_by_kind;  // the same kinds, every one listed
+    std::uint64_t degraded = 0;
+    std::uint64_t unknown = 0;
+    struct Worst {
+      std::string a, b;  // "<description> <guid> port N", raw (escaped where shown)
+      std::string active, should, why;
+      double fraction = 1;
+    };
+    std::vector<Worst> worst;  // the worst kMetricsWorstLinks, worst first
+  };
+  std::optional<Health> health;
 };
+
+// The degraded links metrics name one by one (the rest are counted).
+inline constexpr std::size_t kMetricsWorstLinks = 10;
+
+// The `health` reply and status.health (doc/control-protocol.md): the
+// assessment, the degraded links (at most `limit`, worst first; every one
+// with its ends, rates, reason and since when).
+nlohmann::json health_json(const fabric::LinkHealth& health, TimePoint now, std::size_t limit);
 
 // The status reply's parts converted from HeadStatus. A peer's JSON
 // (doc/control-protocol.md, status.peers[]).
