@@ -65,6 +65,8 @@ install(FILES ${SMHA_CHANGELOG_GZ} ${SMHA_PKG_DIR}/debian/copyright DESTINATION 
 
 # Prometheus alerting rules (doc/drift.md).
 install(FILES ${SMHA_PKG_DIR}/prometheus/smha-alerts.yml DESTINATION share/smha/prometheus)
+# Grafana dashboard (doc/health.md, "Shown").
+install(FILES ${SMHA_PKG_DIR}/grafana/smha-dashboard.json DESTINATION share/smha/grafana)
 
 # Bash completion.
 install(FILES ${SMHA_PKG_DIR}/smctl.bash-completion
