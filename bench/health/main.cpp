@@ -64,7 +64,7 @@ std::string degraded_net(const std::string& dir, int k, std::set<std::string>* i
     } else if (line.empty()) {
       record.clear();
     }
-    if (line.rfind("[", 0) == 0) {
+    if (line.rfind('[', 0) == 0) {
       const auto q = line.find('"');
       const std::string remote = line.substr(q + 1, line.find('"', q + 1) - q - 1);
       if (ids->count(remote)) line += "\t# \"" + remote + "\" lid 0 1xSDR";  // the switch's end

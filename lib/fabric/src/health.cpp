@@ -251,7 +251,7 @@ struct LinkHealth::Pending {
 };
 
 LinkHealth::LinkHealth(HealthConfig cfg, Scheduler& sched, mad::MadTransport& mad, AlarmSink& sink)
-    : cfg_(std::move(cfg)), sched_(sched), mad_(mad), sink_(sink) {}
+    : cfg_(cfg), sched_(sched), mad_(mad), sink_(sink) {}
 
 LinkHealth::~LinkHealth() { pending_.reset(); }
 
@@ -288,7 +288,9 @@ void LinkHealth::read_next(const std::shared_ptr<Pending>& p) {
     pending_.reset();
     return;
   }
-  const auto [node, path] = p->to_name[p->next++];
+  const Guid node = p->to_name[p->next].first;
+  const DrPath path = p->to_name[p->next].second;
+  ++p->next;
   ++snapshot_.description_mads;
   std::weak_ptr<Pending> weak = p;
   mad_.get_node_description(path, cfg_.request, [this, weak, node](Result<mad::NodeDescriptionReply> r) {
