@@ -12,40 +12,14 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "smha/control/metrics.hpp"
+#include "rendered_names.hpp"
 
 using namespace smha::control;
 
-namespace {
-
-std::set<std::string> rendered_names() {
-  MetricsSnapshot m;
-  m.node = "head01";
-  m.role = "master";
-  m.sms = {{"head01", smha::Guid{0xa1}, smha::SmState::Master, 15}};
-  m.active_alarms = {"config_drift"};
-  m.known_alarms = {"two_masters", "no_master", "config_drift"};
-  m.version = "1.0";
-  m.start_time = 1.0;
-  m.last_reload_success = 1.0;
-  m.config_digests = {{"opensm_conf", "00112233445566"}, {"partitions", "66554433221100"}};
-  m.drift_peers = {{"head02", "drift"}};
-  m.drift_rejected = {{"foreign", 1}};
-  m.health = MetricsSnapshot::Health{{{"switch-ca", 4}}, {{"switch-ca", 1}}, 1, 0, {}};
-  std::set<std::string> names;
-  std::istringstream in(render_prometheus(m));
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    names.insert(line.substr(0, line.find_first_of("{ ")));
-  }
-  return names;
-}
-
-}  // namespace
 
 TEST_CASE("alert rules: every rule is complete and names metrics that exist", "[control][metrics]") {
   const YAML::Node doc = YAML::LoadFile(SMHA_SOURCE_DIR "/packaging/prometheus/smha-alerts.yml");
-  const auto names = rendered_names();
+  const auto names = smha::control::test::rendered_metric_names();
   CHECK(names.count("smha_config_digest_info") == 1);
   const std::set<std::string> external{"node_textfile_mtime_seconds"};
   std::set<std::string> alerts;

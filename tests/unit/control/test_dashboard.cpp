@@ -16,40 +16,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "smha/control/metrics.hpp"
+#include "rendered_names.hpp"
 
 using namespace smha::control;
 using nlohmann::json;
 
-namespace {
-
-// Every metric family name smhad renders for a snapshot with every part set
-// (histogram families also as _bucket/_sum/_count).
-std::set<std::string> rendered_names() {
-  MetricsSnapshot m;
-  m.node = "head01";
-  m.role = "master";
-  m.sms = {{"head01", smha::Guid{0xa1}, smha::SmState::Master, 15}};
-  m.fabric_sms = {{"master", 1}};
-  m.active_alarms = {"config_drift"};
-  m.known_alarms = {"two_masters", "config_drift"};
-  m.version = "1.0";
-  m.last_takeover_seconds = 0.1;
-  m.failovers_by_reason = {{"takeover", 1}};
-  m.config_digests = {{"opensm_conf", "00112233445566"}};
-  m.drift_peers = {{"head02", "drift"}};
-  m.health = MetricsSnapshot::Health{{{"switch-ca", 4}}, {{"switch-ca", 1}}, 1, 0,
-                                     {{"a", "b", "1X SDR", "4X SDR", "below_tier", 0.25}}};
-  std::set<std::string> names;
-  std::istringstream in(render_prometheus(m));
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    names.insert(line.substr(0, line.find_first_of("{ ")));
-  }
-  return names;
-}
-
-}  // namespace
 
 TEST_CASE("the Grafana dashboard loads: the classic model's fields, panels on the grid, metrics that exist",
           "[control][metrics]") {
@@ -68,7 +39,7 @@ TEST_CASE("the Grafana dashboard loads: the classic model's fields, panels on th
   }
   CHECK(vars == std::set<std::string>{"datasource", "fabric"});
 
-  const auto names = rendered_names();
+  const auto names = smha::control::test::rendered_metric_names();
   const std::regex metric(R"(\b(smha_[a-z0-9_]+)\b)");
   const std::regex variable(R"(\$\{?([a-z_]+)\}?)");
   const std::set<std::string> types{"row", "stat", "timeseries", "table", "state-timeline"};
