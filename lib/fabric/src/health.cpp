@@ -68,9 +68,10 @@ bool below(const LinkRate& active, const LinkRate& target) {
   return (target.lanes > 0 && active.lanes < target.lanes) || (target.speed > 0 && active.speed < target.speed);
 }
 
-// `target` with its unset parts taken from `active`: what the link should run at.
+// What a link below `target` should run at: each part the better of the
+// target's (when set) and its own, so that it is never asked to slow down.
 LinkRate filled(const LinkRate& target, const LinkRate& active) {
-  return LinkRate{target.lanes > 0 ? target.lanes : active.lanes, target.speed > 0 ? target.speed : active.speed};
+  return LinkRate{std::max(target.lanes, active.lanes), std::max(target.speed, active.speed)};
 }
 
 std::string end_text(const LinkEndRef& e) {
@@ -172,6 +173,12 @@ LinkAssessment assess_links(const DiscoveryResult& walk, const HealthExpectation
     }
     l.active = *active;
     l.capable = capable_rate(infos);
+    // Running faster or wider than its ends enable: the answers contradict
+    // each other, so the link is not judged (counted, never an alarm).
+    if (l.capable.known() && (l.active.lanes > l.capable.lanes || l.active.speed > l.capable.speed)) {
+      ++out.unknown;
+      continue;
+    }
     ++out.links;
     ++out.by_kind[l.kind];
     links.push_back(std::move(l));

@@ -219,6 +219,22 @@ TEST_CASE("assess_links: below what both ends enable, an expectation, and what i
     CHECK(a.unknown == 0);
     CHECK(a.links == 5);
   }
+  SECTION("a link running faster than both ends enable contradicts them: not judged") {
+    auto r = lab_walk(link(), link(2, 2, 4, 1));  // QDR active, SDR enabled
+    auto a = assess_links(r, {});
+    CHECK(a.unknown == 1);
+    CHECK(a.degraded.empty());
+  }
+  SECTION("a narrower link that is faster than its tier should keep its speed: 1X QDR among 4X SDR") {
+    auto r = lab_walk(link(), link(1, 1, 4, 7));
+    for (auto& e : r.link_ends)
+      if (e.node_guid == Guid{0x104} || (e.node_guid == kSw2 && e.port_num == 2)) e.link.speed_enabled = 7;
+    auto a = assess_links(r, {});
+    REQUIRE(a.degraded.size() == 1);
+    CHECK(a.degraded[0].active == LinkRate{1, 3});
+    CHECK(a.degraded[0].should == LinkRate{4, 3});
+    CHECK(a.degraded[0].fraction == Approx(0.25));
+  }
   SECTION("absurd masks (every bit) are not a rate") {
     auto r = lab_walk(link(), link(0xff, 0xff, 0xf, 0xf));
     auto a = assess_links(r, {});

@@ -71,7 +71,8 @@ struct DegradedLink {
 struct LinkAssessment {
   std::size_t links = 0;                    // distinct cabled links with a known rate
   std::map<LinkKind, std::size_t> by_kind;  // of them
-  std::size_t unknown = 0;                  // cabled links whose rate did not decode (shown, never an alarm)
+  std::size_t unknown = 0;                  // cabled links whose rate did not decode, or runs beyond what its
+                                            // ends enable (contradicting answers): shown, never an alarm
   std::vector<DegradedLink> degraded;       // worst first
 };
 
