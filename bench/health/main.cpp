@@ -27,7 +27,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -89,17 +88,9 @@ struct Run {
 
 std::set<Link> iblinkinfo_1x(IbsimFabric& f, double* seconds) {
   const auto t0 = Clock::now();
-  const auto r = f.run("Hca3", {"iblinkinfo", "--switches-only", "-l"}, 300s);
+  auto links = iblinkinfo_links(f, "Hca3", "1X", 300s);
   *seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (r.exit_code != 0) throw std::runtime_error("iblinkinfo failed: " + r.err.substr(0, 500));
-  std::set<Link> out;
-  const std::regex re(R"(^(0x[0-9a-f]+)\s+"[^"]*"\s+\d+\s+(\d+)\[\s*\]\s+==\(\s*(\d+X)\s)");
-  std::istringstream in(r.out);
-  for (std::string l; std::getline(in, l);) {
-    std::smatch m;
-    if (std::regex_search(l, m, re) && m[3] == "1X") out.emplace(std::stoull(m[1].str(), nullptr, 16), std::stoi(m[2].str()));
-  }
-  return out;
+  return links;
 }
 
 Run run_once(int degraded, int seconds) {

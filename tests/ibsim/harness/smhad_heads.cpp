@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -108,6 +109,22 @@ void free_ibsim_slot(IbsimFabric& fabric, int pid) {
     if (std::sscanf(line.c_str(), "Client %d: pid %d", &client, &client_pid) == 2 && client_pid == pid)
       fabric.console("X " + std::to_string(client));
   }
+}
+
+std::set<std::pair<std::uint64_t, int>> iblinkinfo_links(IbsimFabric& fabric, const std::string& node,
+                                                          const std::string& width, std::chrono::milliseconds timeout) {
+  const auto r = fabric.run(node, {"iblinkinfo", "--switches-only", "-l"}, timeout);
+  if (r.exit_code != 0) throw std::runtime_error("iblinkinfo at " + node + " failed: " + r.err.substr(0, 500));
+  // "0x<switch guid> \"Switch2\"   2    2[  ] ==( 1X  2.5 Gbps Active/  LinkUp)==>  ..."
+  static const std::regex line(R"(^(0x[0-9a-f]+)\s+"[^"]*"\s+\d+\s+(\d+)\[\s*\]\s+==\(\s*(\d+X)\s)");
+  std::set<std::pair<std::uint64_t, int>> out;
+  std::istringstream in(r.out);
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (std::regex_search(l, m, line) && m[3] == width)
+      out.emplace(std::stoull(m[1].str(), nullptr, 16), std::stoi(m[2].str()));
+  }
+  return out;
 }
 
 std::string hex_guid(std::uint64_t v) { return test::HeadYaml::hex(v); }

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +72,13 @@ struct MasterView {
 // `lid`: the SM at that LID), bounded by `timeout`.
 MasterView query_sm(IbsimFabric& fabric, const std::string& node, std::optional<int> lid = std::nullopt,
                     std::chrono::milliseconds timeout = std::chrono::milliseconds{10000});
+
+// `iblinkinfo --switches-only -l` at `node` (infiniband-diags, its own
+// discovery): the (switch GUID, port) of every link it prints at `width`
+// ("1X", "4X"). Throws, with its stderr, when it fails.
+std::set<std::pair<std::uint64_t, int>> iblinkinfo_links(IbsimFabric& fabric, const std::string& node,
+                                                          const std::string& width,
+                                                          std::chrono::milliseconds timeout = std::chrono::seconds{60});
 
 // ibsim keeps a killed client attached (10 slots): frees the slot of `pid`.
 void free_ibsim_slot(IbsimFabric& fabric, int pid);

@@ -9,8 +9,6 @@
 // fabric, the OpenSMs smhad started by OsmGuard.
 #include <catch2/catch.hpp>
 
-#include <regex>
-#include <sstream>
 #include <set>
 #include <string>
 
@@ -55,24 +53,6 @@ json assessed_health(const SmhadHead& h) {
   return health;
 }
 
-// iblinkinfo at Hca3: the (switch GUID, port) of every link it prints with
-// `width` ("1X", "4X") active.
-std::set<std::pair<std::uint64_t, int>> iblinkinfo_links(IbsimFabric& fabric, const std::string& width) {
-  const auto r = fabric.run("Hca3", {"iblinkinfo", "--switches-only", "-l"}, 20s);
-  INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  // "0x<switch guid> \"Switch2\"   2    2[  ] ==( 1X  2.5 Gbps Active/  LinkUp)==>  ..."
-  std::set<std::pair<std::uint64_t, int>> out;
-  const std::regex line(R"(^(0x[0-9a-f]+)\s+"[^"]*"\s+\d+\s+(\d+)\[\s*\]\s+==\(\s*(\d+X)\s)");
-  std::istringstream in(r.out);
-  for (std::string l; std::getline(in, l);) {
-    std::smatch m;
-    if (std::regex_search(l, m, line) && m[3] == width)
-      out.emplace(std::stoull(m[1].str(), nullptr, 16), std::stoi(m[2].str()));
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("Fabric health, every link at 4X: smctl health finds no degraded link and agrees with iblinkinfo",
@@ -90,8 +70,8 @@ TEST_CASE("Fabric health, every link at 4X: smctl health finds no degraded link 
     CHECK(health["degraded_total"] == 0);
     CHECK(health["unknown"] == 0);
   }
-  CHECK(iblinkinfo_links(fabric, "1X").empty());
-  CHECK(iblinkinfo_links(fabric, "4X").size() == 8);  // 4 CA links + 2 inter-switch links seen from both switches
+  CHECK(iblinkinfo_links(fabric, "Hca3", "1X").empty());
+  CHECK(iblinkinfo_links(fabric, "Hca3", "4X").size() == 8);  // 4 CA links + 2 inter-switch links seen from both switches
   const auto st = smhad_status(h1);
   REQUIRE(st);
   for (const auto& a : (*st)["alarms"]) CHECK(a.value("kind", "") != "link_degraded");
@@ -106,7 +86,7 @@ TEST_CASE("Fabric health, Hca4 at 1X: both heads name the link, raise link_degra
   const auto hca4 = fabric.node_port("Hca4");
   REQUIRE(hca4);
 
-  const auto narrow = iblinkinfo_links(fabric, "1X");
+  const auto narrow = iblinkinfo_links(fabric, "Hca3", "1X");
   REQUIRE(narrow.size() == 1);
   const auto [switch_guid, switch_port] = *narrow.begin();
   CHECK(switch_port == 2);
