@@ -152,22 +152,19 @@ LinkAssessment assess_links(const DiscoveryResult& walk, const HealthExpectation
                                                     : LinkKind::Other;
     std::vector<const mad::LinkInfo*> infos;
     std::optional<LinkRate> active;
+    bool down = false;
     for (const auto* end : {&l.a, &l.b}) {
       auto it = ends.find(PortKey{end->node, end->port});
       if (it == ends.end()) continue;
       const LinkEnd& e = *it->second;
+      down = down || e.state == mad::PortState::Down;
       if (e.state == mad::PortState::Down || e.state == mad::PortState::Unknown) continue;
       infos.push_back(&e.link);
       const LinkRate r = active_rate(e.link);
       if (r.known() && !active) active = r;
     }
     if (!active || infos.empty()) {
-      // Down, or an answer whose Active fields do not decode: not assessed.
-      bool down = false;
-      for (const auto* end : {&l.a, &l.b})
-        if (auto it = ends.find(PortKey{end->node, end->port});
-            it != ends.end() && it->second->state == mad::PortState::Down)
-          down = true;
+      // Down (neither counted nor judged), or an answer whose Active fields do not decode.
       if (!down) ++out.unknown;
       continue;
     }
@@ -322,6 +319,7 @@ void LinkHealth::publish(Pending& p) {
   s.by_kind = p.assessment.by_kind;
   s.unknown = p.assessment.unknown;
   s.degraded_total = p.assessment.degraded.size();
+  for (const auto& d : p.assessment.degraded) ++s.degraded_by_kind[d.kind];
   s.walks = snapshot_.walks + 1;
   s.description_mads = snapshot_.description_mads;
   for (auto& d : p.assessment.degraded) {

@@ -599,11 +599,12 @@ HeadStatus Head::status(bool fabric) const {
     out.links = hs.links;
     out.degraded = hs.degraded_total;
     out.unknown = hs.unknown;
-    for (auto k : {fabric::LinkKind::SwitchSwitch, fabric::LinkKind::SwitchCa, fabric::LinkKind::Other}) {
+    for (auto k : fabric::kLinkKinds) {
       const std::string name(fabric::to_string(k));
-      const auto it = hs.by_kind.find(k);
-      out.links_by_kind[name] = it == hs.by_kind.end() ? 0 : it->second;
-      out.degraded_by_kind[name] = 0;
+      const auto links = hs.by_kind.find(k);
+      const auto degraded = hs.degraded_by_kind.find(k);
+      out.links_by_kind[name] = links == hs.by_kind.end() ? 0 : links->second;
+      out.degraded_by_kind[name] = degraded == hs.degraded_by_kind.end() ? 0 : degraded->second;
     }
     auto end = [](const fabric::LinkEndRef& e) {
       // Raw: the metrics writer escapes every label value (printable()).
@@ -611,10 +612,9 @@ HeadStatus Head::status(bool fabric) const {
              std::to_string(e.port);
     };
     for (const auto& e : hs.degraded) {
-      ++out.degraded_by_kind[std::string(fabric::to_string(e.link.kind))];
-      if (out.worst.size() < kMetricsWorstLinks)
-        out.worst.push_back({end(e.link.a), end(e.link.b), to_string(e.link.active), to_string(e.link.should),
-                             std::string(fabric::to_string(e.link.why)), e.link.fraction});
+      if (out.worst.size() == kMetricsWorstLinks) break;
+      out.worst.push_back({end(e.link.a), end(e.link.b), to_string(e.link.active), to_string(e.link.should),
+                           std::string(fabric::to_string(e.link.why)), e.link.fraction});
     }
     h.health = std::move(out);
   }

@@ -140,7 +140,7 @@ json health_json(const fabric::LinkHealth& health, TimePoint now, std::size_t li
   j["walks"] = s.walks;
   j["links"] = s.links;
   json kinds = json::object();
-  for (auto k : {fabric::LinkKind::SwitchSwitch, fabric::LinkKind::SwitchCa, fabric::LinkKind::Other}) {
+  for (auto k : fabric::kLinkKinds) {
     const auto it = s.by_kind.find(k);
     kinds[std::string(fabric::to_string(k))] = it == s.by_kind.end() ? 0 : it->second;
   }

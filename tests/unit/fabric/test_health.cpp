@@ -326,6 +326,7 @@ TEST_CASE("LinkHealth: a threshold, the alarm off, bounded names, a newer walk w
   s.run_for(seconds(1));
   CHECK(capped.snapshot().degraded_total == 4);
   CHECK(capped.snapshot().degraded.size() == 2);
+  CHECK(capped.snapshot().degraded_by_kind.at(LinkKind::SwitchCa) == 4);  // every one counted, not only those kept
 
   cfg.enabled = false;
   LinkHealth disabled(cfg, s, mad, alarms);

@@ -14,6 +14,7 @@
 // Single-threaded on the owner's event loop.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -36,6 +37,7 @@ namespace smha::fabric {
 LinkRate active_rate(const mad::LinkInfo& l);
 
 enum class LinkKind : std::uint8_t { SwitchSwitch, SwitchCa, Other };
+inline constexpr std::array<LinkKind, 3> kLinkKinds{LinkKind::SwitchSwitch, LinkKind::SwitchCa, LinkKind::Other};
 // "switch-switch", "switch-ca", "other"
 std::string_view to_string(LinkKind k);
 
@@ -95,6 +97,7 @@ struct HealthSnapshot {
   std::map<LinkKind, std::size_t> by_kind;
   std::size_t unknown = 0;
   std::size_t degraded_total = 0;     // before max_links
+  std::map<LinkKind, std::size_t> degraded_by_kind;  // of degraded_total
   struct Entry {
     DegradedLink link;
     TimePoint since;               // the first assessed walk that found it degraded

@@ -98,7 +98,7 @@ struct HeadStatus {
   struct Health {
     std::size_t links = 0;
     std::map<std::string, std::uint64_t> links_by_kind;     // switch-switch, switch-ca, other
-    std::map<std::string, std::uint64_t> degraded_by_kind;  // the same kinds, every one listed
+    std::map<std::string, std::uint64_t> degraded_by_kind;  // the same kinds, every degraded link (not only those kept)
     std::uint64_t degraded = 0;
     std::uint64_t unknown = 0;
     struct Worst {
