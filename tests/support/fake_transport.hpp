@@ -63,6 +63,9 @@ class FakeTransport final : public mad::MadTransport {
                              mad::ServiceRecordCallback done) override {
     timeout(std::move(done));
   }
+  void get_port_counters(Lid, std::uint8_t, const mad::RequestOptions&, mad::PortCountersCallback done) override {
+    timeout(std::move(done));
+  }
 
   std::function<std::optional<SmInfo>(const mad::Target&)> answer;
   SmInfo info{Guid{0x20}, 0, 42, 5, SmState::Standby};

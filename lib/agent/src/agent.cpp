@@ -96,6 +96,12 @@ fabric::HealthConfig health_config(const AgentConfig& cfg) {
   return h;
 }
 
+fabric::ErrorsConfig errors_config(const AgentConfig& cfg) {
+  fabric::ErrorsConfig e = cfg.errors;
+  e.enabled = e.enabled && cfg.census.enabled;
+  return e;
+}
+
 }  // namespace
 
 Agent::Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmControl& opensm,
@@ -113,6 +119,7 @@ Agent::Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmCo
       census_driver_(cfg_.census, sched, mad, sink, cfg_.policy.own_guid, peer_guids_of(cfg_), cfg_.m_key),
       drift_(cfg_.drift, sched, mad, cfg_.policy.own_guid, named_peers(cfg_), sink),
       health_(health_config(cfg_), sched, mad, sink),
+      errors_(errors_config(cfg_), sched, mad, sink),
       reporter_(cfg_.routing_engines, cfg_.report_deadline) {
   reporter_.set_own(cfg_.policy.own_guid);
   reporter_.set_walks(cfg_.census.enabled);
@@ -174,6 +181,8 @@ void Agent::stop() {
   opensm_.set_exit_handler(nullptr);
   drift_.stop();
   health_.stop();
+  errors_.stop();
+  master_since_.reset();
 }
 
 void Agent::set_hold(bool held) { step(sm::HoldChanged{held}); }
@@ -425,7 +434,27 @@ void Agent::finish_round() {
 sm::Decision Agent::step(const sm::Observation& obs) {
   auto d = machine_.step(obs, sched_.now());
   apply(d);
+  update_error_reading();
   return d;
+}
+
+// Error counters are read by the head whose OpenSM is MASTER, once it has
+// been for errors.start_after: never by a head that may be taking over.
+void Agent::update_error_reading() {
+  if (!running_) return;
+  const auto st = machine_.status();
+  const bool master = st.role == sm::Role::Master && st.local_state == SmState::Master;
+  if (!master) {
+    master_since_.reset();
+    errors_.set_reading(false, "standby");
+    return;
+  }
+  const TimePoint now = sched_.now();
+  if (!master_since_) master_since_ = now;
+  if (now - *master_since_ >= cfg_.errors.start_after)
+    errors_.set_reading(true);
+  else
+    errors_.set_reading(false, "waiting");
 }
 
 void Agent::arm_wakeup(std::optional<TimePoint> t) {
@@ -756,6 +785,7 @@ void Agent::on_walk(const fabric::DiscoveryResult& r) {
   const TimePoint now = sched_.now();
   if (walk_observer_) walk_observer_(r);
   health_.on_walk(r);
+  errors_.on_walk(r);
   reporter_.on_walk(r, now);
   serve_report();
 }

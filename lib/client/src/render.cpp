@@ -169,6 +169,8 @@ std::string render_status_text(const nlohmann::json& s) {
     const auto& list = h.value("degraded", nlohmann::json::array());
     if (!list.empty())
       o << " (worst: " << str(list[0], "active") << " instead of " << str(list[0], "should") << "; smctl health)";
+    if (h.contains("errors") && h["errors"].is_object() && str(h["errors"], "state", "off") == "reading")
+      o << "; ports with error counters rising: " << str(h["errors"], "rising");
     o << "\n";
   }
   o << "   Alarms: ";
@@ -280,6 +282,66 @@ std::string render_events_text(const nlohmann::json& j) {
   return o.str();
 }
 
+namespace {
+
+// "an end" as health replies name it: "\"desc\" GUID port N".
+std::string end_text(const nlohmann::json& e) {
+  std::string s;
+  if (e.contains("node_description") && e["node_description"].is_string())
+    s = "\"" + str(e, "node_description") + "\" ";
+  return s + str(e, "guid") + " port " + str(e, "port");
+}
+
+// The error counters' part of `smctl health` (health.errors).
+void render_errors(std::ostringstream& o, const nlohmann::json& e) {
+  const std::string state = str(e, "state", "off");
+  if (state == "off") {
+    o << "Error counters: not read (off: health.counter_reads_per_second is 0, or the census is off)\n";
+    return;
+  }
+  std::string window = "-";
+  if (e.contains("window_s") && e["window_s"].is_number()) window = human_duration(e["window_s"].get<double>());
+  if (state == "reading") {
+    o << "Error counters: read by this head (its OpenSM is MASTER), " << str(e, "reads_per_second") << " MADs/s; ";
+  } else if (state == "waiting") {
+    o << "Error counters: this head's OpenSM became MASTER; reading starts shortly; ";
+  } else {
+    o << "Error counters: not read by this head (" << state << "; the MASTER's head reads them); ";
+  }
+  o << str(e, "ports") << " ports, " << str(e, "read") << " read, " << str(e, "unknown") << " unknown";
+  if (e.contains("last_pass_s") && e["last_pass_s"].is_number())
+    o << "; a pass takes " << human_duration(e["last_pass_s"].get<double>());
+  o << "\n";
+  o << "Ports with errors: " << str(e, "with_errors") << "; rising within " << window << ": " << str(e, "rising")
+    << ", over threshold: " << str(e, "over_threshold") << "\n";
+  const auto& list = e.value("listed", nlohmann::json::array());
+  if (list.empty()) return;
+  o << fmt::format("{:<5} {:>7} {:>9}  {}\n", "Over", "For", "Per hour", "Port: counter +rise within the window (value)");
+  o << std::string(100, '=') << "\n";
+  for (const auto& p : list) {
+    std::string since = "-";
+    if (p.contains("rising_for_s") && p["rising_for_s"].is_number()) since = human_duration(p["rising_for_s"].get<double>());
+    std::string counters;
+    const auto& value = p.value("counters", nlohmann::json::object());
+    const auto& rise = p.value("rise", nlohmann::json::object());
+    for (const auto& [k, v] : value.items()) {
+      const auto r = rise.value(k, std::uint64_t{0});
+      if (!v.is_number() || (v.get<double>() == 0 && r == 0)) continue;
+      counters += (counters.empty() ? "" : ", ") + k + (r > 0 ? " +" + std::to_string(r) : std::string()) + " (" +
+                  v.dump() + ")";
+    }
+    if (p.contains("unknown") && p["unknown"].is_string())
+      counters += (counters.empty() ? "" : "; ") + std::string("unknown: ") + str(p, "unknown");
+    std::string per_hour = "-";
+    if (p.contains("per_hour") && p["per_hour"].is_number() && p["per_hour"].get<double>() > 0)
+      per_hour = fmt::format("{:.1f}", p["per_hour"].get<double>());
+    o << fmt::format("{:<5} {:>7} {:>9}  {}: {}\n", p.value("over_threshold", false) ? "yes" : "-", since, per_hour,
+                     end_text(p.value("port", nlohmann::json::object())), counters);
+  }
+}
+
+}  // namespace
+
 std::string render_health_text(const nlohmann::json& reply) {
   const auto& h = reply.value("health", nlohmann::json::object());
   std::ostringstream o;
@@ -301,28 +363,26 @@ std::string render_health_text(const nlohmann::json& reply) {
   o << ", " << str(h, "unknown") << " not decoded; census walk " << age_text(h, "walk_age_s") << "\n";
   const auto& list = h.value("degraded", nlohmann::json::array());
   const auto total = h.value("degraded_total", std::uint64_t{0});
+  const auto errors = h.value("errors", nlohmann::json::object());
   if (total == 0) {
     o << "Degraded links: none\n";
+    render_errors(o, errors);
     return o.str();
   }
   o << "Degraded links: " << total << (list.size() < total ? " (the worst " + std::to_string(list.size()) + " shown)" : "")
     << ", worst first\n";
   o << fmt::format("{:<8} {:<8} {:<14} {:>7}  {}\n", "Runs at", "Should", "Why", "For", "Link (and why)");
   o << std::string(100, '=') << "\n";
-  auto end = [](const nlohmann::json& e) {
-    std::string s;
-    if (e.contains("node_description") && e["node_description"].is_string())
-      s = "\"" + str(e, "node_description") + "\" ";
-    return s + str(e, "guid") + " port " + str(e, "port");
-  };
   for (const auto& d : list) {
     std::string since = "-";
     if (d.contains("degraded_for_s") && d["degraded_for_s"].is_number())
       since = human_duration(d["degraded_for_s"].get<double>());
     o << fmt::format("{:<8} {:<8} {:<14} {:>7}  {} <-> {}\n", str(d, "active"), str(d, "should"), str(d, "why"),
-                     since, end(d.value("a", nlohmann::json::object())), end(d.value("b", nlohmann::json::object())));
+                     since, end_text(d.value("a", nlohmann::json::object())),
+                     end_text(d.value("b", nlohmann::json::object())));
     o << fmt::format("{:<42}({}: {})\n", "", str(d, "kind"), str(d, "detail"));
   }
+  render_errors(o, errors);
   return o.str();
 }
 

@@ -951,8 +951,33 @@ void Loader::load_control(const Entry& e, Config& c) {
 
 void Loader::load_health(const Entry& e, Config& c) {
   auto m = check_map(e.value, "health",
-                     {"link_degraded_alarm", "link_degraded_min_links", "expect_switch_links", "expect_ca_links"});
+                     {"link_degraded_alarm", "link_degraded_min_links", "expect_switch_links", "expect_ca_links",
+                      "counter_reads_per_second", "counter_start_after_s", "error_window_s", "link_errors_alarm",
+                      "link_errors_min_ports", "error_thresholds"});
   if (!m) return;
+  if (auto it = m->find("link_errors_alarm"); it != m->end()) {
+    if (auto b = boolean(it->second.value, "health.link_errors_alarm")) c.health.link_errors_alarm = *b;
+  }
+  const std::array<std::pair<const char*, std::pair<int*, limits::IntRange>>, 4> ints{{
+      {"counter_reads_per_second", {&c.health.counter_reads_per_second, limits::kCounterReadsPerSecond}},
+      {"counter_start_after_s", {&c.health.counter_start_after_s, limits::kCounterStartAfterS}},
+      {"error_window_s", {&c.health.error_window_s, limits::kErrorWindowS}},
+      {"link_errors_min_ports", {&c.health.link_errors_min_ports, limits::kLinkErrorsMinPorts}},
+  }};
+  for (const auto& [key, target] : ints) {
+    if (auto it = m->find(key); it != m->end()) {
+      if (auto v = ranged(it->second.value, std::string("health.") + key, target.second))
+        *target.first = static_cast<int>(*v);
+    }
+  }
+  if (auto it = m->find("error_thresholds"); it != m->end()) {
+    const std::vector<std::string> keys(kErrorThresholdKeys.begin(), kErrorThresholdKeys.end());
+    if (auto t = check_map(it->second.value, "health.error_thresholds", keys)) {
+      for (const auto& [key, entry] : *t)
+        if (auto v = ranged(entry.value, "health.error_thresholds." + key, limits::kErrorThreshold))
+          c.health.error_thresholds[key] = static_cast<int>(*v);
+    }
+  }
   if (auto it = m->find("link_degraded_alarm"); it != m->end()) {
     if (auto b = boolean(it->second.value, "health.link_degraded_alarm")) c.health.link_degraded_alarm = *b;
   }

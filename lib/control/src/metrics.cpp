@@ -237,6 +237,35 @@ std::string render_prometheus(const MetricsSnapshot& s) {
                l.fraction);
     }
   }
+  if (s.errors) {
+    const auto& e = *s.errors;
+    w.family("smha_fabric_counters_reading", "gauge",
+             "1 while this head reads the ports' error counters (its OpenSM is MASTER), else 0.");
+    w.sample("smha_fabric_counters_reading", {}, e.reading ? 1.0 : 0.0);
+    w.family("smha_fabric_error_ports", "gauge",
+             "Ports by what their error counters show (doc/health.md): read, unknown, with_errors (some counter "
+             "non-zero), rising (risen within the window), over_threshold.");
+    for (const auto& [state, n] : e.ports) w.sample("smha_fabric_error_ports", {{"state", state}}, n);
+    w.family("smha_fabric_error_ports_rising", "gauge", "Ports whose counter rose within the window, by counter.");
+    for (const auto& [counter, n] : e.rising_by_counter)
+      w.sample("smha_fabric_error_ports_rising", {{"counter", counter}}, n);
+    w.family("smha_fabric_counter_reads_total", "counter", "PMA PortCounters reads sent.");
+    w.sample("smha_fabric_counter_reads_total", {}, e.reads);
+    w.family("smha_fabric_counter_read_failures_total", "counter",
+             "PortCounters reads without a usable answer: failed (no answer, a status, malformed) or wrong_port "
+             "(the answer was for another port).");
+    w.sample("smha_fabric_counter_read_failures_total", {{"reason", "failed"}}, e.failures);
+    w.sample("smha_fabric_counter_read_failures_total", {{"reason", "wrong_port"}}, e.wrong_port);
+    w.family("smha_fabric_counter_resets_total", "counter", "Error counters seen going down (cleared by someone).");
+    w.sample("smha_fabric_counter_resets_total", {}, e.resets);
+    w.family("smha_fabric_port_error_rise", "gauge",
+             "The worst erroring ports (at most 10, rank 1 the worst): the rise within the window of the counter "
+             "furthest past its threshold, with the port and the counter as labels.");
+    for (std::size_t i = 0; i < e.worst.size(); ++i)
+      w.sample("smha_fabric_port_error_rise",
+               {{"rank", std::to_string(i + 1)}, {"port", e.worst[i].port}, {"counter", e.worst[i].counter}},
+               e.worst[i].rise);
+  }
   if (s.start_time) {
     w.family("smha_start_time_seconds", "gauge", "When smhad started, Unix time in seconds.");
     w.sample("smha_start_time_seconds", {}, *s.start_time);

@@ -618,6 +618,7 @@ HeadStatus Head::status(bool fabric) const {
     }
     h.health = std::move(out);
   }
+  if (agent_->errors().config().enabled) h.errors = error_metrics(agent_->errors());
   return h;
 }
 

@@ -170,4 +170,95 @@ json health_json(const fabric::LinkHealth& health, TimePoint now, std::size_t li
   return j;
 }
 
+namespace {
+
+json counts_json(const mad::ErrorCounts& c) {
+  json j = json::object();
+  for (auto k : mad::kErrorCounters) j[std::string(mad::counter_key(k))] = mad::at(c, k);
+  return j;
+}
+
+// The counter furthest past its threshold (none risen: nullopt).
+std::optional<mad::ErrorCounter> worst_counter(const fabric::ErrorPort& p, const mad::ErrorCounts& thresholds) {
+  std::optional<mad::ErrorCounter> worst;
+  double most = 0;
+  for (auto k : mad::kErrorCounters) {
+    const double r = static_cast<double>(mad::at(p.rise, k)) / std::max<std::uint32_t>(1, mad::at(thresholds, k));
+    if (r > most) most = r, worst = k;
+  }
+  return worst;
+}
+
+}  // namespace
+
+json errors_json(const fabric::PortErrors& errors, TimePoint now, std::size_t limit) {
+  const auto s = errors.snapshot();
+  const auto& cfg = errors.config();
+  json j;
+  j["state"] = s.state;
+  j["reads_per_second"] = cfg.reads_per_second;
+  j["window_s"] = std::chrono::duration<double>(cfg.window).count();
+  j["thresholds"] = counts_json(cfg.thresholds);
+  j["alarm"] = {{"enabled", cfg.alarm}, {"min_ports", cfg.alarm_min_ports}};
+  j["ports"] = s.ports;
+  j["read"] = s.read;
+  j["unknown"] = s.unknown;
+  j["with_errors"] = s.with_errors;
+  j["rising"] = s.rising;
+  j["over_threshold"] = s.over;
+  j["reads"] = s.reads;
+  j["failures"] = s.failures;
+  j["wrong_port"] = s.wrong_port;
+  j["resets"] = s.resets;
+  j["passes"] = s.passes;
+  j["last_pass_s"] = s.last_pass ? json(std::chrono::duration<double>(*s.last_pass).count()) : json(nullptr);
+  j["description_mads"] = s.description_mads;
+  json list = json::array();
+  for (const auto& p : s.listed) {
+    if (list.size() >= limit) break;
+    json saturated = json::array();
+    for (auto k : mad::kErrorCounters)
+      if (p.saturated[static_cast<std::size_t>(k)]) saturated.push_back(std::string(mad::counter_key(k)));
+    list.push_back(json{{"port", end_json(p.where)},
+                        {"lid", p.lid.value},
+                        {"counters", counts_json(p.value)},
+                        {"rise", counts_json(p.rise)},
+                        {"saturated", saturated},
+                        {"per_hour", p.per_hour},
+                        {"over_threshold", p.over},
+                        {"rising_for_s", p.since ? json(age_s(*p.since, now)) : json(nullptr)},
+                        {"read_age_s", p.read_at ? json(age_s(*p.read_at, now)) : json(nullptr)},
+                        {"unknown", p.unknown ? json(p.why_unknown) : json(nullptr)},
+                        {"resets", p.resets}});
+  }
+  j["listed"] = list;
+  return j;
+}
+
+control::ErrorCounterMetrics error_metrics(const fabric::PortErrors& errors) {
+  const auto s = errors.snapshot();
+  control::ErrorCounterMetrics m;
+  m.reading = s.state == "reading";
+  m.ports = {{"read", s.read}, {"unknown", s.unknown}, {"with_errors", s.with_errors}, {"rising", s.rising},
+             {"over_threshold", s.over}};
+  for (auto k : mad::kErrorCounters) {
+    const auto it = s.rising_by_counter.find(k);
+    m.rising_by_counter[std::string(mad::counter_key(k))] = it == s.rising_by_counter.end() ? 0 : it->second;
+  }
+  m.reads = s.reads;
+  m.failures = s.failures;
+  m.wrong_port = s.wrong_port;
+  m.resets = s.resets;
+  for (const auto& p : s.listed) {
+    if (m.worst.size() == kMetricsWorstLinks) break;
+    const auto k = worst_counter(p, errors.config().thresholds);
+    if (!k) continue;
+    // Raw: the metrics writer escapes every label value (printable()).
+    m.worst.push_back({(p.where.description_known ? p.where.description + " " : std::string()) + to_string(p.where.node) +
+                           " port " + std::to_string(p.where.port),
+                       std::string(mad::counter_name(*k)), static_cast<double>(mad::at(p.rise, *k))});
+  }
+  return m;
+}
+
 }  // namespace smha::head

@@ -82,6 +82,14 @@ Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid) {
   // Validated at load (config::Loader::load_health); empty: the majority of that kind.
   if (auto r = parse_link_rate(c.health.expect_switch_links); r) a.health.expect.switch_switch = *r;
   if (auto r = parse_link_rate(c.health.expect_ca_links); r) a.health.expect.switch_ca = *r;
+  a.errors.reads_per_second = c.health.counter_reads_per_second;
+  a.errors.start_after = seconds(c.health.counter_start_after_s);
+  a.errors.window = seconds(c.health.error_window_s);
+  a.errors.alarm = c.health.link_errors_alarm;
+  a.errors.alarm_min_ports = static_cast<std::size_t>(c.health.link_errors_min_ports);
+  for (auto k : mad::kErrorCounters)
+    if (auto it = c.health.error_thresholds.find(std::string(mad::counter_key(k))); it != c.health.error_thresholds.end())
+      mad::at(a.errors.thresholds, k) = static_cast<std::uint32_t>(it->second);
   if (auto e = sm::check(p)) return policy_error_at(c, *e);
   return a;
 }

@@ -18,6 +18,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "smha/mad/pma.hpp"
 #include "smha/mad/sa.hpp"
 #include "smha/mad/service_record.hpp"
 #include "smha/mad/smp.hpp"
@@ -119,9 +120,9 @@ Result<LocalPortInfo> query_local_port(const PortSelector& selector) {
 class UmadTransport::Core : public std::enable_shared_from_this<Core> {
  public:
   Core(asio::io_context& io, const Clock& clock, int port_id, int agent_lid, int agent_dr,
-       int agent_sa, LocalPortInfo info)
+       int agent_sa, int agent_pma, LocalPortInfo info)
       : io_(io), clock_(clock), port_id_(port_id), agent_lid_(agent_lid), agent_dr_(agent_dr),
-        agent_sa_(agent_sa), info_(std::move(info)) {
+        agent_sa_(agent_sa), agent_pma_(agent_pma), info_(std::move(info)) {
     std::random_device rd;
     next_tid_ = rd();
   }
@@ -153,6 +154,7 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
     if (agent_dr_ >= 0) umad_unregister(port_id_, agent_dr_);
     if (agent_lid_ >= 0) umad_unregister(port_id_, agent_lid_);
     if (agent_sa_ >= 0) umad_unregister(port_id_, agent_sa_);
+    if (agent_pma_ >= 0) umad_unregister(port_id_, agent_pma_);
     umad_close_port(port_id_);
   }
 
@@ -169,7 +171,7 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
 
   // A decoded answer, whichever attribute the request asked for.
   using Payload = std::variant<SmInfo, PortInfo, NodeInfo, std::string, SmInfoRecordTable, ServiceRecord,
-                               PortInfoRecordTable>;
+                               PortInfoRecordTable, PortCounters>;
   struct Answer {
     Payload payload;
     Duration rtt{};
@@ -181,14 +183,19 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
   using Decode = std::function<Result<Payload>(std::span<const std::uint8_t>)>;
   using Done = std::function<void(Result<Answer>)>;
 
+  // Which agent sends a request: an SMP's (by its target), or a GSI one on
+  // QP1 with the GSI Q_Key to the target LID: the SA client or the PMA client.
+  enum class Gsi : std::uint8_t { None, Sa, Pma };
+
   // Starts a request whose MAD is `build(tid)` and whose answer `decode` reads.
-  // `sa`: a GSI request to the SA at the target LID (QP1, GSI Q_Key).
   void submit(Build build, Decode decode, const Target& target, const RequestOptions& opts,
-              Done done, bool sa = false) {
+              Done done, Gsi gsi = Gsi::None) {
     auto fail = [this, &done](Error e) {
       asio::post(io_, [done = std::move(done), e = std::move(e)] { done(e); });
     };
     if (closed_) return fail(make_error(Errc::Closed, "the MAD transport is closed"));
+    if (gsi == Gsi::Pma && agent_pma_ < 0)
+      return fail(make_error(Errc::Io, "no PerfMgt (class 0x04) agent on this port: umad_register failed at open"));
     if (opts.timeout <= Duration::zero() || opts.retries < 0)
       return fail(make_error(kErrInvalid, "timeout must be > 0 and retries >= 0"));
     auto first = build(0);
@@ -199,9 +206,9 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
     r.decode = std::move(decode);
     r.opts = opts;
     r.done = std::move(done);
-    if (const Lid* lid = std::get_if<Lid>(&target); lid && sa) {
+    if (const Lid* lid = std::get_if<Lid>(&target); lid && gsi != Gsi::None) {
       r.dlid = lid->value;
-      r.agent = agent_sa_;
+      r.agent = gsi == Gsi::Sa ? agent_sa_ : agent_pma_;
       r.qp = kQp1;
       r.qkey = kGsiQKey;
     } else if (lid) {
@@ -394,6 +401,7 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
   const int agent_lid_;
   const int agent_dr_;
   const int agent_sa_;
+  const int agent_pma_;  // -1: not registered (PortCounters reads fail with "io")
   LocalPortInfo info_;
   std::atomic<bool> stop_{false};
   bool closed_ = false;
@@ -433,7 +441,10 @@ Result<std::unique_ptr<UmadTransport>> UmadTransport::open(asio::io_context& io,
                                     ") on " + info->ca + " port " + std::to_string(info->port) +
                                     " failed: " + errno_text(err));
   }
-  auto core = std::make_shared<Core>(io, clock, port_id, agent_lid, agent_dr, agent_sa, *info);
+  // The PMA client (class 0x04 version 1, no RMPP) for fabric health's error
+  // counters: optional, a port where it cannot register still does the rest.
+  int agent_pma = umad_register(port_id, kClassPerfMgt, kPerfClassVersion, 0, nullptr);
+  auto core = std::make_shared<Core>(io, clock, port_id, agent_lid, agent_dr, agent_sa, agent_pma, *info);
   core->start();
   return std::unique_ptr<UmadTransport>(new UmadTransport(std::move(core)));
 }
@@ -566,7 +577,7 @@ void sa_table_request(Core& core, Lid sa_lid, MadBytes (*encode)(std::uint64_t),
         if (!r) return done(r.error());
         done(Reply{std::get<Table>(r->payload), r->rtt, r->attempts});
       },
-      true);
+      Core::Gsi::Sa);
 }
 
 }  // namespace
@@ -609,7 +620,7 @@ void service_record_request(Core& core, Lid sa_lid, std::function<Result<MadByte
         if (!r) return done(r.error());
         done(ServiceRecordReply{std::get<ServiceRecord>(r->payload), r->rtt, r->attempts});
       },
-      true);
+      Core::Gsi::Sa);
 }
 
 }  // namespace
@@ -633,6 +644,29 @@ void UmadTransport::delete_service_record(Lid sa_lid, const ServiceRecord& recor
   service_record_request(
       *core_, sa_lid, [record](std::uint64_t tid) { return encode_service_record_delete(tid, record); },
       kMethodDeleteResp, opts, std::move(done));
+}
+
+void UmadTransport::get_port_counters(Lid lid, std::uint8_t port, const RequestOptions& opts,
+                                      PortCountersCallback done) {
+  if (lid.value == 0 || lid.value >= 0xc000) {
+    boost::asio::post(core_->io(), [done = std::move(done), lid] {
+      done(make_error(kErrInvalid, "LID " + std::to_string(lid.value) + " is not a unicast LID (1..49151)"));
+    });
+    return;
+  }
+  core_->submit(
+      [port](std::uint64_t tid) -> Result<MadBytes> { return encode_port_counters_get(tid, port); },
+      [](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
+        auto pc = decode_port_counters_response(mad);
+        if (!pc) return pc.error();
+        return Core::Payload{*pc};
+      },
+      Target{lid}, opts,
+      [done = std::move(done)](Result<Core::Answer> r) {
+        if (!r) return done(r.error());
+        done(PortCountersReply{std::get<PortCounters>(r->payload), r->rtt, r->attempts});
+      },
+      Core::Gsi::Pma);
 }
 
 }  // namespace smha::mad

@@ -70,6 +70,7 @@ control::MetricsSnapshot metrics_snapshot(const HeadStatus& s, const PollStats& 
     for (const auto& x : s.health->worst) h.worst.push_back({x.a, x.b, x.active, x.should, x.why, x.fraction});
     m.health = std::move(h);
   }
+  m.errors = s.errors;
   m.version = s.version;
   auto unix_time = [](WallTime t) -> std::optional<double> {
     if (t == WallTime{}) return std::nullopt;

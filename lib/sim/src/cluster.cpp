@@ -166,6 +166,11 @@ class TapTransport final : public mad::MadTransport {
     count("ServiceRecord Delete");
     inner_.delete_service_record(sa_lid, record, opts, std::move(done));
   }
+  void get_port_counters(Lid lid, std::uint8_t port, const mad::RequestOptions& opts,
+                         mad::PortCountersCallback done) override {
+    count("PortCounters");
+    inner_.get_port_counters(lid, port, opts, std::move(done));
+  }
 
  private:
   void count(const char* attribute) {

@@ -144,6 +144,11 @@ struct Fabric::Impl {
       f->send_sr(self, sa_lid, mad::encode_service_record_delete(0, record), mad::kMethodDeleteResp, o,
                  std::move(done));
     }
+    // The simulated cluster models no PMA (TopologyTransport does): silence.
+    void get_port_counters(Lid, std::uint8_t, const mad::RequestOptions& o,
+                           mad::PortCountersCallback done) override {
+      f->q.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no PMA")); });
+    }
   };
   struct Runner final : os::ProcessRunner {
     Impl* f;

@@ -399,4 +399,21 @@ void TopologyTransport::get_node_description(const mad::Target& t, const mad::Re
   });
 }
 
+void TopologyTransport::get_port_counters(Lid lid, std::uint8_t port, const mad::RequestOptions& o,
+                                          mad::PortCountersCallback done) {
+  ++pma_mads_;
+  const bool lie = std::find(misport_.begin(), misport_.end(), lid) != misport_.end();
+  answer<mad::PortCountersReply>(
+      mad::Target{lid}, o, std::move(done), [this, port, lie](const Topology::End& e) -> Result<mad::PortCountersReply> {
+        const auto& n = topo_.node(e.node);
+        const bool sw = n.type == mad::NodeType::Switch;
+        if (port >= n.ports.size() || (!sw && port != e.in_port))
+          return mad::mad_status_error(0x001c, "PMA status 0x001c");
+        mad::PortCounters pc;
+        pc.port_select = lie ? static_cast<std::uint8_t>(port + 1) : port;
+        for (auto c : mad::kErrorCounters) mad::at(pc.errors, c) = std::min(mad::at(n.ports[port].errors, c), mad::counter_max(c));
+        return mad::PortCountersReply{pc, {}, 1};
+      });
+}
+
 }  // namespace smha::sim

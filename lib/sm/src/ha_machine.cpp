@@ -42,6 +42,7 @@ std::string_view to_string(AlarmKind k) {
     case AlarmKind::DriftUnknown: return "drift_unknown";
     case AlarmKind::ImpostorSm: return "impostor_sm";
     case AlarmKind::LinkDegraded: return "link_degraded";
+    case AlarmKind::LinkErrors: return "link_errors";
   }
   return "unknown";
 }

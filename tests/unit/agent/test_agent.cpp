@@ -125,6 +125,11 @@ struct FakeTransport : mad::MadTransport {
                              mad::ServiceRecordCallback done) override {
     silent_sr(o, std::move(done));
   }
+  std::uint64_t port_counter_requests = 0;
+  void get_port_counters(Lid, std::uint8_t, const mad::RequestOptions& o, mad::PortCountersCallback done) override {
+    ++port_counter_requests;
+    s.schedule_at(s.now() + o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "timeout")); });
+  }
   void silent_sr(const mad::RequestOptions& o, mad::ServiceRecordCallback done) {
     ++service_record_requests;
     s.schedule_at(s.now() + o.timeout * (o.retries + 1),

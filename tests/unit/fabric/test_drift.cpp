@@ -94,6 +94,7 @@ struct FakeSa : mad::MadTransport {
     records.erase(r.gid);
     later<mad::ServiceRecordReply>(done, mad::ServiceRecordReply{r, milliseconds(1), 1});
   }
+  void get_port_counters(Lid, std::uint8_t, const mad::RequestOptions&, mad::PortCountersCallback) override {}
 };
 
 struct Alarms : AlarmSink {

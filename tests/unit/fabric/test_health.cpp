@@ -5,11 +5,13 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "smha/core/link_rate.hpp"
 #include "smha/fabric/health.hpp"
+#include "smha/fabric/port_errors.hpp"
 #include "manual_scheduler.hpp"
 
 using namespace smha;
@@ -59,13 +61,14 @@ DiscoveryResult lab_walk(mad::LinkInfo ca = link(), mad::LinkInfo narrow = link(
 }
 
 struct Alarms : AlarmSink {
+  sm::AlarmKind kind = sm::AlarmKind::LinkDegraded;
   std::vector<std::string> log;  // "raise: ...", "refresh: ...", "clear"
   void alarm(const sm::RaiseAlarm& a, TimePoint) override {
-    CHECK(a.kind == sm::AlarmKind::LinkDegraded);
+    CHECK(a.kind == kind);
     log.push_back((a.refresh ? "refresh: " : "raise: ") + a.detail);
   }
   void clear(const sm::ClearAlarm& a, TimePoint) override {
-    CHECK(a.kind == sm::AlarmKind::LinkDegraded);
+    CHECK(a.kind == kind);
     log.push_back("clear");
   }
 };
@@ -100,6 +103,24 @@ struct Names : mad::MadTransport {
                           mad::ServiceRecordCallback) override {}
   void delete_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions&,
                              mad::ServiceRecordCallback) override {}
+  // The PMAs: counters by (LID, port), answered after 1 ms; `silent` LIDs
+  // never answer (a timeout after the request's deadline); `misport` LIDs
+  // answer for the next port.
+  std::map<std::pair<std::uint16_t, std::uint8_t>, mad::ErrorCounts> pma;
+  std::set<std::uint16_t> silent, misport;
+  std::vector<std::pair<std::uint16_t, std::uint8_t>> pma_reads;
+  void get_port_counters(Lid lid, std::uint8_t port, const mad::RequestOptions& o,
+                         mad::PortCountersCallback done) override {
+    pma_reads.emplace_back(lid.value, port);
+    if (silent.count(lid.value)) {
+      s.schedule_at(s.now() + o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no answer")); });
+      return;
+    }
+    mad::PortCounters pc;
+    pc.port_select = misport.count(lid.value) ? static_cast<std::uint8_t>(port + 1) : port;
+    pc.errors = pma[{lid.value, port}];
+    s.schedule_at(s.now() + milliseconds(1), [done, pc] { done(mad::PortCountersReply{pc, milliseconds(1), 1}); });
+  }
 };
 
 }  // namespace
@@ -333,4 +354,252 @@ TEST_CASE("LinkHealth: a threshold, the alarm off, bounded names, a newer walk w
   disabled.on_walk(lab_walk(link(), link(1, 1)));
   s.run_for(seconds(1));
   CHECK_FALSE(disabled.snapshot().assessed);
+}
+
+// ---- error counters (PortErrors)
+
+namespace {
+
+// lab_walk() with the PMAs' LIDs a survey reads: the switches' port 0 (10,
+// 11) and each CA port's own (1..4).
+DiscoveryResult lab_walk_with_lids() {
+  DiscoveryResult r = lab_walk();
+  auto probed = [&](Guid node, mad::NodeType t, std::uint8_t port, std::uint16_t lid) {
+    SmPort p;
+    p.node_guid = node;
+    p.node_type = t;
+    p.port_num = port;
+    p.lid = Lid{lid};
+    r.probed.push_back(p);
+  };
+  probed(kSw1, mad::NodeType::Switch, 0, 10);
+  probed(kSw2, mad::NodeType::Switch, 0, 11);
+  for (std::uint16_t i = 1; i <= 4; ++i) probed(Guid{0x100u + i}, mad::NodeType::Ca, 1, i);
+  return r;
+}
+
+ErrorsConfig errors_config() {
+  ErrorsConfig cfg;
+  cfg.reads_per_second = 10;  // a pass over the lab's 10 active ports a second
+  cfg.window = seconds(600);
+  return cfg;
+}
+
+}  // namespace
+
+TEST_CASE("PortErrors reads at its rate, only while told to, and a rise is one between two reads", "[health]") {
+  ManualScheduler s;
+  Names mad(s);
+  mad.names[{1, 3, 2}] = "Hca4";
+  Alarms alarms;
+  alarms.kind = sm::AlarmKind::LinkErrors;
+  PortErrors e(errors_config(), s, mad, alarms);
+  e.on_walk(lab_walk_with_lids());
+  CHECK(e.snapshot().ports == 10);
+  CHECK(e.snapshot().state == "off");
+  // Old errors at Hca4's port before the first read: shown, not rising.
+  mad.pma[{4, 1}][0] = 7;
+  s.run_for(seconds(5));
+  CHECK(mad.pma_reads.empty());  // not reading: no MAD
+
+  e.set_reading(true);
+  s.run_for(seconds(10) + milliseconds(50));
+  // 10 MADs a second: one NodeDescription (the port with errors' node),
+  // the rest PortCounters, the switches' ports at the switch's LID.
+  CHECK(mad.reads == 1);
+  CHECK(mad.pma_reads.size() == 99);
+  std::set<std::pair<std::uint16_t, std::uint8_t>> asked(mad.pma_reads.begin(), mad.pma_reads.end());
+  CHECK(asked == std::set<std::pair<std::uint16_t, std::uint8_t>>{
+                     {1, 1}, {2, 1}, {3, 1}, {4, 1}, {10, 2}, {10, 3}, {10, 4}, {11, 1}, {11, 2}, {11, 4}});
+  auto snap = e.snapshot();
+  CHECK(snap.state == "reading");
+  CHECK(snap.read == 10);
+  CHECK(snap.with_errors == 1);
+  CHECK(snap.rising == 0);
+  CHECK(snap.passes >= 9);
+  REQUIRE(snap.listed.size() == 1);
+  CHECK(snap.listed[0].where.node == Guid{0x104});
+  CHECK(mad::at(snap.listed[0].value, mad::ErrorCounter::SymbolErrors) == 7);
+  CHECK_FALSE(snap.listed[0].since);
+  CHECK(alarms.log.empty());
+
+  // Symbol errors rise by 25 at Switch2 port 2: over the threshold (10).
+  const TimePoint rose = s.now();
+  mad.pma[{11, 2}][0] = 25;
+  s.run_for(seconds(2));
+  snap = e.snapshot();
+  CHECK(snap.rising == 1);
+  CHECK(snap.over == 1);
+  CHECK(snap.rising_by_counter.at(mad::ErrorCounter::SymbolErrors) == 1);
+  REQUIRE(snap.listed.size() == 2);
+  const ErrorPort& w = snap.listed[0];
+  CHECK(w.where.node == kSw2);
+  CHECK(w.where.port == 2);
+  CHECK(w.lid == Lid{11});
+  CHECK(w.over);
+  CHECK(mad::at(w.rise, mad::ErrorCounter::SymbolErrors) == 25);
+  REQUIRE(w.since);
+  CHECK(*w.since - rose <= seconds(1));
+  CHECK(w.per_hour == Approx(25 * 6.0));  // 25 within a 10-minute window
+  REQUIRE(alarms.log.size() == 1);
+  CHECK(alarms.log[0].rfind("raise: 1 port with error counters rising; worst: ", 0) == 0);
+  CHECK(alarms.log[0].find(to_string(kSw2) + " port 2: SymbolErrorCounter +25 within 10m") != std::string::npos);
+
+  // Hca4's old errors grow by 2: rising, under its threshold, and named.
+  mad.pma[{4, 1}][0] = 9;
+  s.run_for(seconds(2));
+  snap = e.snapshot();
+  CHECK(snap.rising == 2);
+  CHECK(snap.over == 1);
+  REQUIRE(snap.listed.size() == 2);
+  CHECK(snap.listed[1].where.node == Guid{0x104});
+  CHECK(snap.listed[1].where.description_known);
+  CHECK(snap.listed[1].where.description == "Hca4");
+  CHECK_FALSE(snap.listed[1].over);
+  CHECK(snap.description_mads >= 1);
+
+  // The window passes without a further rise: nothing rising, alarm cleared.
+  s.run_for(seconds(601));
+  snap = e.snapshot();
+  CHECK(snap.rising == 0);
+  CHECK(snap.over == 0);
+  CHECK(snap.with_errors == 2);
+  REQUIRE(alarms.log.size() == 2);
+  CHECK(alarms.log[1] == "clear");
+
+  // Not master any more: no MAD, the picture stays, state says why.
+  e.set_reading(false, "standby");
+  const auto sent = mad.pma_reads.size();
+  s.run_for(seconds(5));
+  CHECK(mad.pma_reads.size() == sent);
+  CHECK(e.snapshot().state == "standby");
+  CHECK(e.snapshot().with_errors == 2);
+}
+
+TEST_CASE("PortErrors: cleared counters, saturation, wrong ports, silence and a flapping PMA are never a storm",
+          "[health]") {
+  ManualScheduler s;
+  Names mad(s);
+  Alarms alarms;
+  alarms.kind = sm::AlarmKind::LinkErrors;
+  PortErrors e(errors_config(), s, mad, alarms);
+  e.on_walk(lab_walk_with_lids());
+  e.set_reading(true);
+  mad.pma[{1, 1}][1] = 4;  // LinkErrorRecovery at Hca1
+  s.run_for(seconds(2));
+
+  // Cleared by someone (ibqueryerrors -k), then 2 more: a rise of 2, a reset.
+  mad.pma[{1, 1}][1] = 2;
+  s.run_for(seconds(1));
+  auto snap = e.snapshot();
+  CHECK(snap.resets == 1);
+  REQUIRE_FALSE(snap.listed.empty());
+  CHECK(snap.listed[0].where.node == Guid{0x101});
+  CHECK(mad::at(snap.listed[0].rise, mad::ErrorCounter::LinkErrorRecovery) == 2);
+  CHECK(snap.listed[0].resets == 1);
+  CHECK(snap.over == 0);  // threshold 3
+
+  // Back and forth more than kMaxResets times: unknown, never over.
+  for (std::uint32_t v : {50u, 1u, 60u, 2u, 70u, 3u}) {
+    mad.pma[{1, 1}][1] = v;
+    s.run_for(seconds(1));
+  }
+  snap = e.snapshot();
+  REQUIRE_FALSE(snap.listed.empty());
+  const auto flapping = std::find_if(snap.listed.begin(), snap.listed.end(),
+                                     [](const ErrorPort& p) { return p.where.node == Guid{0x101}; });
+  REQUIRE(flapping != snap.listed.end());
+  CHECK(flapping->unknown);
+  CHECK(flapping->why_unknown.find("went down") != std::string::npos);
+  CHECK_FALSE(flapping->over);
+  CHECK(snap.over == 0);
+  // It was over (+49 recoveries) on the way: raised once, then cleared as unknown.
+  REQUIRE_FALSE(alarms.log.empty());
+  CHECK(alarms.log.back() == "clear");
+
+  // Saturated: a 16-bit counter at 0xffff is flagged and rises no further.
+  mad.pma[{2, 1}][0] = 0xffff;
+  s.run_for(seconds(2));
+  snap = e.snapshot();
+  auto sat = std::find_if(snap.listed.begin(), snap.listed.end(),
+                          [](const ErrorPort& p) { return p.where.node == Guid{0x102}; });
+  REQUIRE(sat != snap.listed.end());
+  CHECK(sat->saturated[0]);
+  const auto rise = mad::at(sat->rise, mad::ErrorCounter::SymbolErrors);
+  s.run_for(seconds(3));
+  snap = e.snapshot();
+  sat = std::find_if(snap.listed.begin(), snap.listed.end(), [](const ErrorPort& p) { return p.where.node == Guid{0x102}; });
+  REQUIRE(sat != snap.listed.end());
+  CHECK(mad::at(sat->rise, mad::ErrorCounter::SymbolErrors) == rise);
+
+  // An answer for another port, and a PMA that went silent: unknown, counted.
+  mad.misport.insert(3);
+  mad.silent.insert(10);
+  const auto raised = alarms.log.size();
+  s.run_for(seconds(10));  // a silent PMA holds the next read back for its deadline (2 x 200 ms)
+  snap = e.snapshot();
+  CHECK(snap.wrong_port >= 4);
+  CHECK(snap.failures >= 12);
+  CHECK(snap.unknown >= 4);  // Hca3, Switch1's three ports (and the flapping one)
+  for (const auto& p : snap.listed)
+    if (p.where.node == kSw1 || p.where.node == Guid{0x103}) {
+      CHECK(p.unknown);
+      CHECK_FALSE(p.over);
+    }
+  CHECK(alarms.log.size() == raised);
+
+  // A walk without Hca3's port forgets it.
+  auto walk = lab_walk_with_lids();
+  std::erase_if(walk.link_ends, [](const LinkEnd& l) { return l.node_guid == Guid{0x103}; });
+  e.on_walk(walk);
+  CHECK(e.snapshot().ports == 9);
+}
+
+TEST_CASE("PortErrors: bounds on ports kept and listed, the alarm's threshold, off", "[health]") {
+  ManualScheduler s;
+  Names mad(s);
+  Alarms alarms;
+  alarms.kind = sm::AlarmKind::LinkErrors;
+  ErrorsConfig cfg = errors_config();
+  cfg.max_tracked = 4;
+  cfg.max_ports = 2;
+  cfg.alarm_min_ports = 3;
+  PortErrors e(cfg, s, mad, alarms);
+  e.on_walk(lab_walk_with_lids());
+  CHECK(e.snapshot().ports == 4);
+  e.set_reading(true);
+  s.run_for(seconds(2));
+  CHECK(mad.pma.size() == 4);             // the four kept: Hca1's port, Switch1's three
+  for (auto& [key, c] : mad.pma) c[2] = 5;  // LinkDowned +5 on every port read
+  s.run_for(seconds(2));
+  auto snap = e.snapshot();
+  CHECK(snap.over == 4);
+  CHECK(snap.listed.size() == 2);
+  // Raised at the third port over, its detail refreshed at the fourth.
+  REQUIRE(alarms.log.size() == 2);
+  CHECK(alarms.log[0].rfind("raise: 3 ports with error counters rising", 0) == 0);
+  CHECK(alarms.log[1].rfind("refresh: 4 ports with error counters rising", 0) == 0);
+  e.stop();
+  REQUIRE(alarms.log.size() == 3);
+  CHECK(alarms.log[2] == "clear");
+
+  cfg.alarm_min_ports = 5;
+  PortErrors quiet(cfg, s, mad, alarms);
+  quiet.on_walk(lab_walk_with_lids());
+  quiet.set_reading(true);
+  s.run_for(seconds(2));
+  for (auto& [key, c] : mad.pma) c[2] += 5;
+  s.run_for(seconds(2));
+  CHECK(quiet.snapshot().over == 4);
+  CHECK(alarms.log.size() == 3);  // 4 of 5: not raised
+
+  cfg.reads_per_second = 0;
+  PortErrors off(cfg, s, mad, alarms);
+  off.on_walk(lab_walk_with_lids());
+  off.set_reading(true);
+  const auto sent = mad.pma_reads.size();
+  quiet.stop();
+  s.run_for(seconds(2));
+  CHECK(mad.pma_reads.size() == sent);
+  CHECK(off.snapshot().state == "off");
 }

@@ -52,6 +52,9 @@ class ScriptedTransport : public MadTransport {
   void delete_service_record(Lid, const ServiceRecord&, const RequestOptions&, ServiceRecordCallback) override {
     FAIL("sminfo must never ask the SA");
   }
+  void get_port_counters(Lid, std::uint8_t, const RequestOptions&, PortCountersCallback) override {
+    FAIL("sminfo must never ask a PMA");
+  }
   std::vector<Target> targets;
   std::vector<RequestOptions> options;
 

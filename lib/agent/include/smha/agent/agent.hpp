@@ -54,6 +54,7 @@
 #include "smha/fabric/discovery.hpp"
 #include "smha/fabric/drift.hpp"
 #include "smha/fabric/health.hpp"
+#include "smha/fabric/port_errors.hpp"
 #include "smha/agent/seams.hpp"
 #include "smha/fabric/takeover_report.hpp"
 #include "smha/mad/transport.hpp"
@@ -119,6 +120,9 @@ struct AgentConfig {
   fabric::DriftConfig drift;
   // Fabric health from the census walks (doc/health.md); off with the census.
   fabric::HealthConfig health;
+  // Error counters (doc/health.md): read while this head's OpenSM is MASTER;
+  // off with the census.
+  fabric::ErrorsConfig errors;
   // The takeover report (doc/takeover-report.md): opensm.routing_engine split
   // at commas (empty: OpenSM's default), whether OpenSM's log reaches
   // Agent::opensm_logged(), and the longest wait from MASTER to the report.
@@ -184,6 +188,7 @@ class Agent {
   fabric::DriftMonitor& drift() { return drift_; }
   const fabric::DriftMonitor& drift() const { return drift_; }
   const fabric::LinkHealth& health() const { return health_; }
+  const fabric::PortErrors& errors() const { return errors_; }
   // A line of the local OpenSM's log that the takeover report reads.
   void opensm_logged(const opensm::LoggedEvent& e);
   // The last takeover report (EventSink::takeover_report got it too).
@@ -214,6 +219,7 @@ class Agent {
   void report_handover(const sm::RecordEvent& e);
   void arm_wakeup(std::optional<TimePoint> t);
   void serve_report();
+  void update_error_reading();
 
   AgentConfig cfg_;
   Scheduler& sched_;
@@ -252,6 +258,8 @@ class Agent {
   fabric::CensusDriver census_driver_;
   fabric::DriftMonitor drift_;
   fabric::LinkHealth health_;
+  fabric::PortErrors errors_;
+  std::optional<TimePoint> master_since_;  // our OpenSM MASTER and the engine Master since
   fabric::TakeoverReporter reporter_;
   std::optional<Scheduler::TimerId> report_timer_;
 };

@@ -8,6 +8,7 @@
 // e.g. "smha.yaml:12:5: opensm.sweep_interval: must be > 0 (got -3)".
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -154,6 +155,12 @@ std::vector<std::string> split_routing_engines(std::string_view chain);
 // True for a literal IPv4 address in 127.0.0.0/8 or the IPv6 loopback (::1).
 bool is_loopback_address(std::string_view address);
 
+// health.error_thresholds' keys: the error counters smha reads, in the order
+// of mad::ErrorCounter (their mad::counter_key; tests/unit/config checks it).
+inline constexpr std::array<std::string_view, 8> kErrorThresholdKeys{
+    "symbol_errors", "link_error_recovery",      "link_downed",   "rcv_errors",
+    "local_link_integrity", "excessive_buffer_overrun", "xmit_discards", "vl15_dropped"};
+
 // Fabric health (doc/health.md, `health`): the degraded-link alarm and what
 // the operator expects each kind of link to run at ("4X NDR", "4X", "HDR";
 // empty: the majority of that kind).
@@ -162,6 +169,15 @@ struct HealthSettings {
   int link_degraded_min_links = 1;
   std::string expect_switch_links;
   std::string expect_ca_links;
+  // The error counters (PMA PortCounters), read by the master's head.
+  int counter_reads_per_second = 20;  // 0: not read
+  int counter_start_after_s = 30;
+  int error_window_s = 3600;
+  bool link_errors_alarm = true;
+  int link_errors_min_ports = 1;
+  // By counter key (mad::counter_key: "symbol_errors", ...): the rise within
+  // the window that counts; the ones not given keep their defaults.
+  std::map<std::string, int> error_thresholds;
 };
 
 struct Config {

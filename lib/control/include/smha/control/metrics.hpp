@@ -59,6 +59,25 @@ struct Histogram {
   double sum = 0.0;
 };
 
+// The error counters' part of a metrics snapshot (and of a head's status):
+// ports by state, ports rising by counter key, the reader's totals and the
+// worst kMetricsWorst ports by name (never one series per port).
+struct ErrorCounterMetrics {
+  bool reading = false;                 // this head reads now (its OpenSM is MASTER)
+  std::map<std::string, uint64_t> ports;             // read, unknown, with_errors, rising, over_threshold
+  std::map<std::string, uint64_t> rising_by_counter; // every counter key, 0 included
+  uint64_t reads = 0;
+  uint64_t failures = 0;
+  uint64_t wrong_port = 0;
+  uint64_t resets = 0;
+  struct Worst {
+    std::string port;     // "<description> <guid> port N", raw
+    std::string counter;  // the counter risen most past its threshold
+    double rise = 0;      // its rise within the window
+  };
+  std::vector<Worst> worst;
+};
+
 struct MetricsSnapshot {
   std::string node;
   // The instance's fabric: a `fabric` label on every sample when set (several
@@ -110,6 +129,8 @@ struct MetricsSnapshot {
     std::vector<Worst> worst;
   };
   std::optional<Health> health;
+  // Error counters (doc/health.md); nullopt: off. Bounded like Health.
+  std::optional<ErrorCounterMetrics> errors;
 };
 
 // The config digest component smha_config_digest_info never carries: the

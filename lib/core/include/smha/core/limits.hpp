@@ -51,6 +51,14 @@ inline constexpr IntRange kCrashLoopRetryS{10, 86400};
 // metrics.textfile_interval_s: how often the node_exporter textfile is written.
 inline constexpr IntRange kTextfileIntervalS{1, 3600};
 inline constexpr IntRange kLinkDegradedMinLinks{1, 100000};
+// health.*: the error counters' reader (doc/health.md): its MAD rate (0:
+// off), how long the head is master first, the window "rising" looks back
+// over, the ports that raise link_errors and each counter's threshold.
+inline constexpr IntRange kCounterReadsPerSecond{0, 1000};
+inline constexpr IntRange kCounterStartAfterS{0, 86400};
+inline constexpr IntRange kErrorWindowS{60, 604800};
+inline constexpr IntRange kLinkErrorsMinPorts{1, 100000};
+inline constexpr IntRange kErrorThreshold{1, 65535};
 
 // Every ranged key by its path in smha.yaml (doc/configuration.md lists each
 // with the same range; tests/unit/config checks it).
@@ -58,7 +66,7 @@ struct RangedKey {
   std::string_view path;
   IntRange range;
 };
-inline constexpr std::array<RangedKey, 20> kRangedKeys{{
+inline constexpr std::array<RangedKey, 25> kRangedKeys{{
     {"node.port", kHcaPort},
     {"sm_priority", kSmPriority},
     {"hook_timeout_s", kHookTimeoutS},
@@ -78,6 +86,11 @@ inline constexpr std::array<RangedKey, 20> kRangedKeys{{
     {"opensm.crash_loop_retry_no_master_s", kCrashLoopRetryS},
     {"metrics.textfile_interval_s", kTextfileIntervalS},
     {"health.link_degraded_min_links", kLinkDegradedMinLinks},
+    {"health.counter_reads_per_second", kCounterReadsPerSecond},
+    {"health.counter_start_after_s", kCounterStartAfterS},
+    {"health.error_window_s", kErrorWindowS},
+    {"health.link_errors_min_ports", kLinkErrorsMinPorts},
+    {"health.error_thresholds", kErrorThreshold},
     {"peers[].sm_priority", kSmPriority},
 }};
 

@@ -17,6 +17,7 @@
 
 #include "smha/agent/agent.hpp"
 #include "smha/config/config.hpp"
+#include "smha/control/metrics.hpp"
 #include "smha/core/clock.hpp"
 #include "smha/core/sminfo.hpp"
 #include "smha/core/types.hpp"
@@ -109,6 +110,7 @@ struct HeadStatus {
     std::vector<Worst> worst;  // the worst kMetricsWorstLinks, worst first
   };
   std::optional<Health> health;
+  std::optional<control::ErrorCounterMetrics> errors;  // nullopt: off
 };
 
 // The degraded links metrics name one by one (the rest are counted).
@@ -118,6 +120,11 @@ inline constexpr std::size_t kMetricsWorstLinks = 10;
 // assessment, the degraded links (at most `limit`, worst first; every one
 // with its ends, rates, reason and since when).
 nlohmann::json health_json(const fabric::LinkHealth& health, TimePoint now, std::size_t limit);
+// health.errors (doc/control-protocol.md): the error counters' reader, its
+// totals and the erroring ports (at most `limit`, worst first).
+nlohmann::json errors_json(const fabric::PortErrors& errors, TimePoint now, std::size_t limit);
+// The metrics' view of the same (at most kMetricsWorstLinks ports by name).
+control::ErrorCounterMetrics error_metrics(const fabric::PortErrors& errors);
 
 // The status reply's parts converted from HeadStatus. A peer's JSON
 // (doc/control-protocol.md, status.peers[]).

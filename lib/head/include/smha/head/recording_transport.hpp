@@ -128,6 +128,10 @@ class RecordingTransport final : public mad::MadTransport {
                              mad::ServiceRecordCallback done) override {
     inner_.delete_service_record(sa_lid, record, opts, std::move(done));
   }
+  void get_port_counters(Lid lid, std::uint8_t port, const mad::RequestOptions& opts,
+                         mad::PortCountersCallback done) override {
+    inner_.get_port_counters(lid, port, opts, std::move(done));
+  }
   std::optional<SmSighting> last_seen(Guid guid) const;
   std::optional<TargetRecord> last_query(const mad::Target& target) const;
   const PollStats& poll_stats() const { return state_->stats; }

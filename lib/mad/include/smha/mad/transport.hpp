@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // MadTransport: the seam through which smha sends SubnGet/SubnSet(SMInfo),
-// SubnGet(PortInfo, NodeInfo, NodeDescription), SubnAdmGetTable(SMInfoRecord)
-// and SubnAdmSet/Get/Delete(ServiceRecord).
+// SubnGet(PortInfo, NodeInfo, NodeDescription), SubnAdmGetTable(SMInfoRecord),
+// SubnAdmSet/Get/Delete(ServiceRecord) and PerfMgtGet(PortCounters).
 // Real implementation: UmadTransport (libibumad). Test implementations: the
 // in-process simulated fabric (lib/sim) and scripted fakes.
 #pragma once
@@ -227,6 +227,47 @@ struct ServiceRecordReply {
   int attempts = 1;
 };
 
+// The error counters smha keeps (PMA PortCounters, IBA 16.1.3.5 Table 247; codec: pma.hpp). The traffic
+// counters (PortXmitData and the like) are not read.
+enum class ErrorCounter : std::uint8_t {
+  SymbolErrors,            // SymbolErrorCounter, 16 bits: bad symbols on the wire (a dirty fibre, a failing transceiver)
+  LinkErrorRecovery,       // LinkErrorRecoveryCounter, 8 bits: link retrains that recovered
+  LinkDowned,              // LinkDownedCounter, 8 bits: retrains that failed (the link went down)
+  RcvErrors,               // PortRcvErrors, 16 bits: packets received with errors
+  LocalLinkIntegrity,      // LocalLinkIntegrityErrors, 4 bits
+  ExcessiveBufferOverrun,  // ExcessiveBufferOverrunErrors, 4 bits
+  XmitDiscards,            // PortXmitDiscards, 16 bits: packets dropped on the way out (congestion, a port down)
+  Vl15Dropped,             // VL15Dropped, 16 bits: SMPs dropped
+};
+inline constexpr std::size_t kErrorCounterCount = 8;
+inline constexpr std::array<ErrorCounter, kErrorCounterCount> kErrorCounters{
+    ErrorCounter::SymbolErrors,       ErrorCounter::LinkErrorRecovery,      ErrorCounter::LinkDowned,
+    ErrorCounter::RcvErrors,          ErrorCounter::LocalLinkIntegrity,     ErrorCounter::ExcessiveBufferOverrun,
+    ErrorCounter::XmitDiscards,       ErrorCounter::Vl15Dropped};
+// The name the IBA, perfquery and ibqueryerrors give it: "SymbolErrorCounter", ...
+std::string_view counter_name(ErrorCounter c);
+// The smha.yaml / JSON / metrics key: "symbol_errors", "link_error_recovery", ...
+std::string_view counter_key(ErrorCounter c);
+// The largest value the counter holds: it stops there (saturates, IBA 16.1.3.5).
+std::uint32_t counter_max(ErrorCounter c);
+
+using ErrorCounts = std::array<std::uint32_t, kErrorCounterCount>;
+inline std::uint32_t& at(ErrorCounts& c, ErrorCounter k) { return c[static_cast<std::size_t>(k)]; }
+inline std::uint32_t at(const ErrorCounts& c, ErrorCounter k) { return c[static_cast<std::size_t>(k)]; }
+
+// A decoded PortCounters answer.
+struct PortCounters {
+  std::uint8_t port_select = 0;  // the port the counters are of (as the answer says)
+  ErrorCounts errors{};
+  friend bool operator==(const PortCounters&, const PortCounters&) = default;
+};
+
+struct PortCountersReply {
+  PortCounters counters;
+  Duration rtt{};
+  int attempts = 1;
+};
+
 using SmInfoCallback = std::function<void(Result<SmInfoReply>)>;
 using SmInfoRecordsCallback = std::function<void(Result<SmInfoRecordsReply>)>;
 using PortInfoCallback = std::function<void(Result<PortInfoReply>)>;
@@ -234,6 +275,7 @@ using PortInfoRecordsCallback = std::function<void(Result<PortInfoRecordsReply>)
 using NodeInfoCallback = std::function<void(Result<NodeInfoReply>)>;
 using NodeDescriptionCallback = std::function<void(Result<NodeDescriptionReply>)>;
 using ServiceRecordCallback = std::function<void(Result<ServiceRecordReply>)>;
+using PortCountersCallback = std::function<void(Result<PortCountersReply>)>;
 
 class MadTransport {
  public:
@@ -291,6 +333,13 @@ class MadTransport {
   // SubnAdmDelete: removes `record` (matched by ServiceID, ServiceGID, name).
   virtual void delete_service_record(Lid sa_lid, const ServiceRecord& record,
                                      const RequestOptions& opts, ServiceRecordCallback done) = 0;
+
+  // PerfMgtGet(PortCounters) of port `port` (PortSelect) from the PMA at
+  // `lid` (a switch's LID for any of its ports, a CA port's own LID for that
+  // port), on QP1 with the GSI Q_Key (doc/health.md); `opts.m_key` is not
+  // used. Same callback contract; a PMA status is kErrMadStatus.
+  virtual void get_port_counters(Lid lid, std::uint8_t port, const RequestOptions& opts,
+                                 PortCountersCallback done) = 0;
 };
 
 }  // namespace smha::mad

@@ -65,8 +65,9 @@ class UmadTransport final : public MadTransport {
  public:
   // Opens the selected port and registers client agents (method_mask NULL:
   // only answers to our own requests arrive) for classes 0x81 and 0x01, and
-  // for the SA class 0x03 version 2 with rmpp_version 1 (kernel RMPP), then
-  // starts the receive thread. `io` and `clock` must outlive the transport.
+  // for the SA class 0x03 version 2 with rmpp_version 1 (kernel RMPP), and,
+  // if it registers, for PerfMgt class 0x04 version 1; then starts the
+  // receive thread. `io` and `clock` must outlive the transport.
   // Errors: kErrNoPort (nothing matches `selector`), "io" (open or register
   // failed; message names the call and errno). On error nothing stays open.
   static Result<std::unique_ptr<UmadTransport>> open(boost::asio::io_context& io,
@@ -105,6 +106,8 @@ class UmadTransport final : public MadTransport {
                           const RequestOptions& opts, ServiceRecordCallback done) override;
   void delete_service_record(Lid sa_lid, const ServiceRecord& record, const RequestOptions& opts,
                              ServiceRecordCallback done) override;
+  void get_port_counters(Lid lid, std::uint8_t port, const RequestOptions& opts,
+                         PortCountersCallback done) override;
 
   // Requests sent but not yet completed (for tests and metrics).
   std::size_t pending() const;

@@ -41,6 +41,9 @@ class Topology {
     // fastest speed both ends enable (0: none in common).
     std::uint8_t width_enabled = 2;
     std::uint8_t speed_enabled = 1;
+    // The PMA's error counters of this port (ibsim's PerformanceSet sets them);
+    // a read answers them as they are, saturated at each counter's width.
+    mad::ErrorCounts errors{};
   };
   struct Node {
     mad::NodeType type = mad::NodeType::Ca;
@@ -58,6 +61,10 @@ class Topology {
   void unlink(int a, int pa);
   // Gives every switch and every cabled CA port the next LID from 1.
   void assign_lids();
+  // The PMA error counters of port `port` of node `n` (for tests to set).
+  mad::ErrorCounts& errors(int n, std::uint8_t port) {
+    return nodes_.at(static_cast<std::size_t>(n)).ports.at(port).errors;
+  }
   void set_lid(Guid port_guid, Lid lid);
   // Sets or clears IsSM on the port with this GUID (a switch's: its port 0,
   // an enhanced switch port 0 SM). False if no port has the GUID.
@@ -120,7 +127,15 @@ class TopologyTransport final : public mad::MadTransport {
                           const mad::RequestOptions& o, mad::ServiceRecordCallback done) override;
   void delete_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& o,
                              mad::ServiceRecordCallback done) override;
+  // The PMA at `lid`, as ibsim 0.10's answers: a switch's for any of its
+  // ports, a CA's for the port `lid` is on only (MAD status 0x001c else).
+  void get_port_counters(Lid lid, std::uint8_t port, const mad::RequestOptions& o,
+                         mad::PortCountersCallback done) override;
   std::uint64_t mads_sent() const { return mads_; }
+  std::uint64_t pma_mads_sent() const { return pma_mads_; }
+  // PortCounters answers from the PMA at `lid` name port `port` + 1 instead
+  // of the one asked (an answer from the wrong port, for tests).
+  void misport(Lid lid) { misport_.push_back(lid); }
   // MAD answers that come back with a corrupt payload (malformed) for this target key
   // ("dr:0,1" style, see to_string(DrPath)): for tests of the decoder path.
   void corrupt(const DrPath& path) { corrupt_.push_back(path); }
@@ -137,7 +152,9 @@ class TopologyTransport final : public mad::MadTransport {
   Duration hop_delay_;
   Duration sma_delay_;
   std::uint64_t mads_ = 0;
+  std::uint64_t pma_mads_ = 0;
   std::vector<DrPath> corrupt_;
+  std::vector<Lid> misport_;
 };
 
 }  // namespace smha::sim

@@ -142,6 +142,7 @@ enum class AlarmKind : std::uint8_t {
   DriftUnknown,      // a head's drift verdict stayed unknown past its bound (fabric::DriftMonitor)
   ImpostorSm,        // an SM answers with a head's GUID from another port (fabric::Census)
   LinkDegraded,      // links run below their width or speed (fabric::LinkHealth)
+  LinkErrors,        // ports' error counters rising (fabric::PortErrors)
 };
 std::string_view to_string(AlarmKind k);
 // `refresh`: the alarm is already active and only its detail changed (e.g.
