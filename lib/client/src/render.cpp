@@ -316,6 +316,8 @@ void render_errors(std::ostringstream& o, const nlohmann::json& e) {
     << ", over threshold: " << str(e, "over_threshold") << "\n";
   const auto& list = e.value("listed", nlohmann::json::array());
   if (list.empty()) return;
+  // The IBA's names (perfquery's, ibqueryerrors'), where the reply gives them.
+  const auto names = e.value("counter_names", nlohmann::json::object());
   o << fmt::format("{:<5} {:>7} {:>9}  {}\n", "Over", "For", "Per hour", "Port: counter +rise within the window (value)");
   o << std::string(100, '=') << "\n";
   for (const auto& p : list) {
@@ -327,8 +329,8 @@ void render_errors(std::ostringstream& o, const nlohmann::json& e) {
     for (const auto& [k, v] : value.items()) {
       const auto r = rise.value(k, std::uint64_t{0});
       if (!v.is_number() || (v.get<double>() == 0 && r == 0)) continue;
-      counters += (counters.empty() ? "" : ", ") + k + (r > 0 ? " +" + std::to_string(r) : std::string()) + " (" +
-                  v.dump() + ")";
+      counters += (counters.empty() ? "" : ", ") + str(names, k.c_str(), k.c_str()) +
+                  (r > 0 ? " +" + std::to_string(r) : std::string()) + " (" + v.dump() + ")";
     }
     if (p.contains("unknown") && p["unknown"].is_string())
       counters += (counters.empty() ? "" : "; ") + std::string("unknown: ") + str(p, "unknown");

@@ -199,6 +199,9 @@ json errors_json(const fabric::PortErrors& errors, TimePoint now, std::size_t li
   j["reads_per_second"] = cfg.reads_per_second;
   j["window_s"] = std::chrono::duration<double>(cfg.window).count();
   j["thresholds"] = counts_json(cfg.thresholds);
+  json names = json::object();
+  for (auto k : mad::kErrorCounters) names[std::string(mad::counter_key(k))] = std::string(mad::counter_name(k));
+  j["counter_names"] = names;
   j["alarm"] = {{"enabled", cfg.alarm}, {"min_ports", cfg.alarm_min_ports}};
   j["ports"] = s.ports;
   j["read"] = s.read;

@@ -127,6 +127,34 @@ std::set<std::pair<std::uint64_t, int>> iblinkinfo_links(IbsimFabric& fabric, co
   return out;
 }
 
+CounterReport ibqueryerrors_ports(IbsimFabric& fabric, const std::string& node, std::chrono::milliseconds timeout) {
+  const auto r = fabric.run(node, {"ibqueryerrors"}, timeout);
+  // It exits 1 when it found ports with errors, having printed its summary.
+  if ((r.exit_code != 0 && r.exit_code != 1) || r.out.find("## Summary:") == std::string::npos)
+    throw std::runtime_error("ibqueryerrors at " + node + " failed (exit " + std::to_string(r.exit_code) +
+                             "): " + r.err.substr(0, 500));
+  // Errors for 0x200001 "Switch2"      (a CA: Errors for "Hca4")
+  //    GUID 0x200001 port 2: [SymbolErrorCounter == 25] [PortRcvErrors == 3]
+  static const std::regex header(R"re(^Errors for (?:0x[0-9a-f]+ )?"([^"]*)")re");
+  static const std::regex port_line(R"(^\s+GUID 0x[0-9a-f]+ port (\d+):(.*)$)");
+  static const std::regex counter(R"(\[(\w+) == (\d+)\])");
+  CounterReport out;
+  std::string current;
+  std::istringstream in(r.out);
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (std::regex_search(l, m, header)) {
+      current = m[1].str();
+    } else if (std::regex_search(l, m, port_line)) {
+      auto& counters = out[{current, std::stoi(m[1].str())}];
+      const std::string rest = m[2].str();
+      for (std::sregex_iterator it(rest.begin(), rest.end(), counter), end; it != end; ++it)
+        counters[(*it)[1].str()] = std::stoull((*it)[2].str());
+    }
+  }
+  return out;
+}
+
 std::string hex_guid(std::uint64_t v) { return test::HeadYaml::hex(v); }
 
 void write_smhad_config(const SmhadHead& h, const std::vector<PeerCfg>& peers, const SmhadOptions& o) {

@@ -80,6 +80,14 @@ std::set<std::pair<std::uint64_t, int>> iblinkinfo_links(IbsimFabric& fabric, co
                                                           const std::string& width,
                                                           std::chrono::milliseconds timeout = std::chrono::seconds{60});
 
+// `ibqueryerrors` at `node` (infiniband-diags: its own discovery and PMA
+// reads, any counter above 0): the error counters it prints, by (node
+// description, port), each as {"SymbolErrorCounter": 25, ...}; its "port
+// ALL" sums are left out. Throws, with its stderr, when it fails.
+using CounterReport = std::map<std::pair<std::string, int>, std::map<std::string, std::uint64_t>>;
+CounterReport ibqueryerrors_ports(IbsimFabric& fabric, const std::string& node,
+                                  std::chrono::milliseconds timeout = std::chrono::seconds{60});
+
 // ibsim keeps a killed client attached (10 slots): frees the slot of `pid`.
 void free_ibsim_slot(IbsimFabric& fabric, int pid);
 
