@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // libFuzzer: the SMP, SMInfo, PortInfo, NodeInfo, NodeDescription, SA
-// SMInfoRecord-table and SA ServiceRecord decoders take any bytes without UB
-// or crash, and whatever decodes re-encodes to the same fields.
+// SMInfoRecord-table, SA ServiceRecord and PMA PortCounters decoders take any
+// bytes without UB or crash, and whatever decodes re-encodes to the same
+// fields.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <algorithm>
 
 #include "smha/core/text.hpp"
+#include "smha/mad/pma.hpp"
 #include "smha/mad/sa.hpp"
 #include "smha/mad/service_record.hpp"
 #include "smha/mad/smp.hpp"
@@ -121,6 +123,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!back.ok() || back->method != req->method || back->record.gid != req->record.gid ||
         back->record.name != req->record.name)
       std::abort();
+  }
+  auto pc = decode_port_counters_response(bytes);
+  if (pc.ok()) {
+    if (smp.ok() || table.ok() || ports.ok()) std::abort();  // another class
+    for (auto c : kErrorCounters)
+      if (at(pc->errors, c) > counter_max(c)) std::abort();  // no counter wider than its field
+    auto re = decode_port_counters_response(encode_port_counters_response(1, *pc));
+    if (!re.ok() || !(*re == *pc)) std::abort();
   }
   (void)describe_sa_status(size >= 2 ? static_cast<std::uint16_t>(data[0] << 8 | data[1]) : 0);
   (void)describe_mad_status(size >= 2 ? static_cast<std::uint16_t>(data[0] << 8 | data[1]) : 0);

@@ -53,8 +53,10 @@ struct PortErrors::Port {
   Lid lid;
   std::optional<mad::ErrorCounts> last;
   std::optional<TimePoint> read_at;
-  std::deque<std::pair<TimePoint, mad::ErrorCounts>> rises;  // oldest first
-  std::deque<TimePoint> resets;
+  // Vectors, not deques: most ports never have an entry, and an empty
+  // deque costs a block of its own (thousands of ports).
+  std::vector<std::pair<TimePoint, mad::ErrorCounts>> rises;  // oldest first
+  std::vector<TimePoint> resets;
   std::array<bool, mad::kErrorCounterCount> saturated{};
   std::optional<TimePoint> since;
   bool unknown = false;
@@ -123,26 +125,38 @@ void PortErrors::on_walk(const DiscoveryResult& walk) {
     if (sm.description_known) names_[sm.node_guid] = sm.description;
   std::map<Key, Port> next;
   std::vector<Key> order;
-  for (const auto& e : walk.link_ends) {
-    if (e.state != mad::PortState::Active || e.port_num == 0 || order.size() >= cfg_.max_tracked) continue;
-    const Key key{e.node_guid, e.port_num};
-    if (next.count(key)) continue;
+  auto add = [&](Guid node, mad::NodeType type, std::uint8_t port, const DrPath& path) {
+    const Key key{node, port};
+    if (port == 0 || order.size() >= cfg_.max_tracked || next.count(key)) return;
     Lid lid;
-    if (e.node_type == mad::NodeType::Switch) {
-      if (auto it = switch_lid.find(e.node_guid); it != switch_lid.end()) lid = it->second;
+    if (type == mad::NodeType::Switch) {
+      if (auto it = switch_lid.find(node); it != switch_lid.end()) lid = it->second;
     } else if (auto it = ca_lid.find(key); it != ca_lid.end()) {
       lid = it->second;
     }
-    if (lid.value == 0 || lid.value >= 0xc000) continue;
+    if (lid.value == 0 || lid.value >= 0xc000) return;
     Port p;
     if (auto old = ports_.find(key); old != ports_.end()) p = std::move(old->second);
-    p.where.node = e.node_guid;
-    p.where.type = e.node_type;
-    p.where.port = e.port_num;
-    p.where.path = e.path;
+    p.where.node = node;
+    p.where.type = type;
+    p.where.port = port;
+    p.where.path = path;
     p.lid = lid;
     next.emplace(key, std::move(p));
     order.push_back(key);
+  };
+  std::map<Key, mad::PortState> state;
+  for (const auto& e : walk.link_ends) {
+    state[{e.node_guid, e.port_num}] = e.state;
+    if (e.state == mad::PortState::Active) add(e.node_guid, e.node_type, e.port_num, e.path);
+  }
+  // The port each switch was entered through is not among the walk's link
+  // ends (its PortInfo is not read); it is Active when the end the walk
+  // left from is.
+  for (const auto& c : walk.cables) {
+    if (c.b_type != mad::NodeType::Switch) continue;
+    const auto from = state.find({c.a_node, c.a_port});
+    if (from != state.end() && from->second == mad::PortState::Active) add(c.b_node, c.b_type, c.b_port, c.b_path);
   }
   ports_ = std::move(next);
   order_ = std::move(order);
@@ -214,8 +228,8 @@ void PortErrors::read_counters(const Key& key) {
 
 void PortErrors::forget_old(Port& p, TimePoint now) {
   const TimePoint cut = now - cfg_.window;
-  while (!p.rises.empty() && p.rises.front().first < cut) p.rises.pop_front();
-  while (!p.resets.empty() && p.resets.front() < cut) p.resets.pop_front();
+  std::erase_if(p.rises, [cut](const auto& r) { return r.first < cut; });
+  std::erase_if(p.resets, [cut](TimePoint t) { return t < cut; });
   if (p.rises.empty()) p.since.reset();
 }
 
@@ -265,8 +279,8 @@ void PortErrors::on_counters(const Key& key, Result<mad::PortCountersReply> r) {
       if (p.rises.size() > kMaxSamples) {
         // Merge the two oldest: the sum within the window stays right to
         // within one sample's age.
-        auto first = p.rises.front();
-        p.rises.pop_front();
+        const auto first = p.rises.front();
+        p.rises.erase(p.rises.begin());
         for (std::size_t i = 0; i < first.second.size(); ++i) p.rises.front().second[i] += first.second[i];
       }
     }

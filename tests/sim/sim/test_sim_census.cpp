@@ -8,10 +8,12 @@
 
 #include <csignal>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "smha/fabric/discovery.hpp"
 #include "smha/fabric/health.hpp"
+#include "smha/fabric/port_errors.hpp"
 #include "smha/sim/cluster.hpp"
 #include "smha/sim/fabric.hpp"
 #include "smha/sim/topology.hpp"
@@ -381,4 +383,75 @@ TEST_CASE("Fabric health from the census walk: the one 1X link, and none on the 
     e.switch_switch = LinkRate{4, 3};
     CHECK(fabric::assess_links(r, e).degraded.size() == a.by_kind[fabric::LinkKind::SwitchSwitch]);
   }
+}
+
+// Error counters (doc/health.md) over the census walk's ports on the 1000-HCA
+// fat tree: one pass reads each end of every link once, at the configured
+// rate; the ports whose counters were raised meanwhile are found in the next
+// pass and no other; a PMA answering for another port is unknown.
+TEST_CASE("Error counters on the 1000-HCA fat tree: a pass reads both ends of every link once, the erroring ports found",
+          "[census][sim][health]") {
+  auto t = load_net("fattree-1000.net");
+  const auto r = survey(t, "Hca1");
+  EventQueue q;
+  TopologyTransport mad(q, t, *t.find("Hca1"), 1);
+  struct Sink : fabric::AlarmSink {
+    std::vector<std::string> raised;
+    int cleared = 0;
+    void alarm(const sm::RaiseAlarm& a, TimePoint) override { raised.push_back(a.detail); }
+    void clear(const sm::ClearAlarm&, TimePoint) override { ++cleared; }
+  } sink;
+  fabric::ErrorsConfig cfg;
+  cfg.reads_per_second = 1000;
+  fabric::PortErrors e(cfg, q, mad, sink);
+  e.on_walk(r);
+  // Both ends of each HCA link and of each leaf-spine link: 4 016.
+  const std::size_t ports = 2 * t.cas() + 2 * 42 * 24;
+  CHECK(e.snapshot().ports == ports);
+  e.set_reading(true);
+  // (Simulated time: a pass is 4 016 reads at 1 000 a second.)
+  q.run_until(q.now() + milliseconds(4100));
+  auto s = e.snapshot();
+  REQUIRE(s.passes == 1);
+  CHECK(s.read == ports);
+  CHECK(mad.pma_mads_sent() >= ports);  // the pass: once each (the next one has begun)
+  CHECK(mad.pma_mads_sent() <= ports + 100);
+  CHECK(s.with_errors == 0);
+
+  // Symbol errors on 10 leaf ports toward HCAs and a downed link at a spine.
+  std::set<std::pair<Guid, std::uint8_t>> bad;
+  for (int i = 0; i < 10; ++i) {
+    const int hca = *t.find("Hca" + std::to_string(11 + 89 * i));
+    const auto& p = t.node(hca).ports[1];
+    mad::at(t.errors(p.peer, p.peer_port), mad::ErrorCounter::SymbolErrors) = 25;
+    bad.emplace(t.node(p.peer).guid, p.peer_port);
+  }
+  const int spine = *t.find("Spine01");
+  mad::at(t.errors(spine, 7), mad::ErrorCounter::LinkDowned) = 2;
+  bad.emplace(t.node(spine).guid, 7);
+  const TimePoint set_at = q.now();
+  q.run_until(q.now() + seconds(9));  // two more passes
+  s = e.snapshot();
+  CHECK(s.over == 11);
+  CHECK(s.rising == 11);
+  std::set<std::pair<Guid, std::uint8_t>> found;
+  for (const auto& p : s.listed) found.emplace(p.where.node, p.where.port);
+  CHECK(found == bad);
+  for (const auto& p : s.listed) {
+    REQUIRE(p.since);
+    CHECK(*p.since - set_at <= milliseconds(4100));  // within a pass
+  }
+  // Raised at the first port found, refreshed as the others were.
+  REQUIRE(sink.raised.size() >= 2);
+  CHECK(sink.raised.front().rfind("1 port with error counters rising", 0) == 0);
+  CHECK(sink.raised.back().rfind("11 ports with error counters rising", 0) == 0);
+
+  // A leaf whose PMA answers for the wrong port: its ports are unknown, not errors.
+  const int leaf = *t.find("Leaf02");
+  mad.misport(t.node(leaf).lid);
+  q.run_until(q.now() + seconds(5));
+  s = e.snapshot();
+  CHECK(s.wrong_port >= 48);  // Leaf02's 48 cabled ports, once each
+  CHECK(s.unknown >= 24);
+  CHECK(s.over <= 11);
 }
