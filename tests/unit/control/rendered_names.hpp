@@ -30,6 +30,12 @@ inline std::set<std::string> rendered_metric_names() {
   m.drift_rejected = {{"foreign", 1}};
   m.health = MetricsSnapshot::Health{{{"switch-ca", 4}}, {{"switch-ca", 1}}, 1, 0,
                                      {{"a", "b", "1X SDR", "4X SDR", "below_tier", 0.25}}};
+  ErrorCounterMetrics e;
+  e.reading = true;
+  e.ports = {{"over_threshold", 1}};
+  e.rising_by_counter = {{"symbol_errors", 1}};
+  e.worst = {{"Switch2 0x1 port 2", "SymbolErrorCounter", 25}};
+  m.errors = e;
   std::set<std::string> names;
   std::istringstream in(render_prometheus(m));
   for (std::string line; std::getline(in, line);) {

@@ -154,6 +154,42 @@ TEST_CASE("fabric health: links and degraded links by kind, the worst ones by na
   CHECK(doc["smha_fabric_link_degraded_ratio"]["samples"].size() == 1);
 }
 
+TEST_CASE("error counters: ports by state and counter, reads and failures, the worst ports by name, escaped",
+          "[control][metrics]") {
+  MetricsSnapshot m;
+  m.node = "head-a";
+  m.role = "master";
+  CHECK(render_prometheus(m).find("smha_fabric_counters_reading") == std::string::npos);  // off: absent
+  ErrorCounterMetrics e;
+  e.reading = true;
+  e.ports = {{"read", 12}, {"unknown", 1}, {"with_errors", 3}, {"rising", 2}, {"over_threshold", 1}};
+  e.rising_by_counter = {{"symbol_errors", 1}, {"rcv_errors", 1}, {"link_downed", 0}};
+  e.reads = 410;
+  e.failures = 3;
+  e.wrong_port = 2;
+  e.resets = 1;
+  e.worst = {{"Switch2 0x0000000000200001 port 2", "SymbolErrorCounter", 25},
+             {"\x1b[2Jhca\xff 0x000000000010000a port 1", "PortRcvErrors", 12}};
+  m.errors = e;
+  const std::string text = render_prometheus(m);
+  CHECK(text.find('\x1b') == std::string::npos);
+  auto doc = parse_with_prometheus_client(text);
+  REQUIRE_FALSE(doc.contains("error"));
+  CHECK(sample_value(doc["smha_fabric_counters_reading"], "smha_fabric_counters_reading", json::object()) == 1.0);
+  CHECK(sample_value(doc["smha_fabric_error_ports"], "smha_fabric_error_ports", {{"state", "over_threshold"}}) == 1.0);
+  CHECK(sample_value(doc["smha_fabric_error_ports"], "smha_fabric_error_ports", {{"state", "read"}}) == 12.0);
+  CHECK(sample_value(doc["smha_fabric_error_ports_rising"], "smha_fabric_error_ports_rising",
+                     {{"counter", "link_downed"}}) == 0.0);
+  CHECK(sample_value(doc["smha_fabric_counter_reads"], "smha_fabric_counter_reads_total", json::object()) == 410.0);
+  CHECK(sample_value(doc["smha_fabric_counter_read_failures"], "smha_fabric_counter_read_failures_total",
+                     {{"reason", "wrong_port"}}) == 2.0);
+  CHECK(sample_value(doc["smha_fabric_counter_resets"], "smha_fabric_counter_resets_total", json::object()) == 1.0);
+  CHECK(sample_value(doc["smha_fabric_port_error_rise"], "smha_fabric_port_error_rise",
+                     {{"rank", "2"}, {"port", "\\x1b[2Jhca\\xff 0x000000000010000a port 1"}, {"counter", "PortRcvErrors"}}) ==
+        12.0);
+  CHECK(doc["smha_fabric_port_error_rise"]["samples"].size() == 2);
+}
+
 TEST_CASE("an empty snapshot still renders valid exposition text", "[control][metrics]") {
   MetricsSnapshot m;
   m.role = "unusual-role";
