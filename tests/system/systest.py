@@ -150,6 +150,13 @@ class Ibsim:
         with open(os.path.join(self.dir, "ibsim.out")) as f:
             return f.read()
 
+    def console(self, line):
+        """Sends LINE to ibsim's console and waits for its next prompt."""
+        prompts = self.read_out().count("sim> ")
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        wait_until(f"ibsim: {line}", 10, lambda: self.read_out().count("sim> ") > prompts)
+
     def client_env(self, node):
         return {"LD_PRELOAD": UMAD2SIM, "SIM_HOST": node, "IBSIM_SOCKNAME": self.sock}
 

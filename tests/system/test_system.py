@@ -105,7 +105,9 @@ def first_install(scratch, root, debs, started):
     check(c.sh("systemctl is-enabled smhad", check_rc=False).stdout.strip() == "disabled",
           "smhad enabled by the package")
     port = free_port()
-    configure_head(c, ibsim, "Hca1", smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"], port),
+    # Error counters read from the start (doc/configuration.md, health).
+    configure_head(c, ibsim, "Hca1", smha_yaml("head01", guids["Hca1"], "head02", guids["Hca2"], port,
+                                               extra="health:\n  counter_start_after_s: 0\n"),
                    "0x00000000c0ffee01")
     # node_exporter's textfile directory (its package creates it).
     c.sh("mkdir -p /var/lib/prometheus/node-exporter")
@@ -132,6 +134,23 @@ def first_install(scratch, root, debs, started):
     info = json.loads(r.stdout)
     check(int(info["guid"], 16) == int(guids["Hca1"], 16) and info["state_name"] == "MASTER",
           f"smctl sminfo on head01: {info}")
+    # The MASTER's head reads the ports' PMA error counters under the shipped
+    # unit: a SymbolErrorCounter set at a switch port is listed and alarmed.
+    def errors():
+        r = c.sh("smctl health --json", check_rc=False)
+        return json.loads(r.stdout)["data"]["health"]["errors"] if r.returncode == 0 else {}
+    wait_until("error counters: every port read", 30,
+               lambda: errors().get("state") == "reading" and errors().get("read") == 12)
+    ibsim.console('PerformanceSet "Switch2"[2] PortCounters.SymbolErrorCounter=25')
+    e = wait_until("error counters: Switch2 port 2 over its threshold", 30,
+                   lambda: (lambda e: e if e.get("over_threshold") == 1 else None)(errors()))
+    worst = e["listed"][0]
+    check(worst["port"]["port"] == 2 and worst["rise"]["symbol_errors"] == 25 and worst["over_threshold"],
+          f"error counters: {e}")
+    out = c.sh("smctl health").stdout
+    check("SymbolErrorCounter +25 (25)" in out, f"smctl health: {out}")
+    wait_until("alarm link_errors", 10,
+               lambda: any(a.get("kind") == "link_errors" for a in status_json(c).get("alarms", [])))
     # Files and network: cache dir (guid2lid), log file, dumps, textfile, listen, hook.
     wait_until("guid2lid in /var/cache/opensm", 20,
                lambda: os.path.exists(c.root + "/var/cache/opensm/guid2lid"))
