@@ -812,6 +812,36 @@ TEST_CASE("every ranged key's range (limits::kRangedKeys) is the one doc/configu
   }
 }
 
+TEST_CASE("health: the error counters' rate, window, alarm and thresholds, checked at load") {
+  Config c = load_ok(kNode);
+  CHECK(c.health.counter_reads_per_second == 20);
+  CHECK(c.health.counter_start_after_s == 30);
+  CHECK(c.health.error_window_s == 3600);
+  CHECK(c.health.link_errors_alarm);
+  CHECK(c.health.link_errors_min_ports == 1);
+  CHECK(c.health.error_thresholds.empty());
+  c = load_ok(kNode + "health:\n  counter_reads_per_second: 0\n  counter_start_after_s: 5\n  error_window_s: 600\n"
+                      "  link_errors_alarm: false\n  link_errors_min_ports: 3\n"
+                      "  error_thresholds:\n    symbol_errors: 100\n    link_downed: 2\n");
+  CHECK(c.health.counter_reads_per_second == 0);
+  CHECK(c.health.counter_start_after_s == 5);
+  CHECK(c.health.error_window_s == 600);
+  CHECK_FALSE(c.health.link_errors_alarm);
+  CHECK(c.health.link_errors_min_ports == 3);
+  CHECK(c.health.error_thresholds == std::map<std::string, int>{{"symbol_errors", 100}, {"link_downed", 2}});
+  auto e = errors_of(kNode + "health:\n  error_window_s: 10\n  counter_reads_per_second: 5000\n"
+                             "  error_thresholds:\n    symbol_error: 5\n    link_downed: 0\n");
+  REQUIRE(e.size() == 4);
+  std::string all;
+  for (const auto& m : e) all += m + "\n";
+  INFO(all);
+  CHECK(all.find("health.error_window_s") != std::string::npos);
+  CHECK(all.find("health.counter_reads_per_second") != std::string::npos);
+  CHECK(all.find("health.error_thresholds.symbol_error: unknown key; did you mean 'symbol_errors'?") != std::string::npos);
+  CHECK(all.find("health.error_thresholds.link_downed") != std::string::npos);
+  CHECK(errors_of(kNode + "health:\n  error_thresholds: 5\n").size() == 1);  // a map, not a number
+}
+
 TEST_CASE("health: the degraded-link alarm and the expected link rates, checked at load") {
   Config c = load_ok(kNode);
   CHECK(c.health.link_degraded_alarm);

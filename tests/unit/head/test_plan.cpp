@@ -158,3 +158,28 @@ TEST_CASE("make_plan: OpenSM's command line, environment, supervision and direct
   CHECK_FALSE(observe->opensm);
   CHECK(observe->agent.policy.observe);
 }
+
+TEST_CASE("map_config: the error counters' settings reach the agent, thresholds by counter key") {
+  // smha.yaml's keys are the codec's, in the codec's order.
+  REQUIRE(config::kErrorThresholdKeys.size() == mad::kErrorCounterCount);
+  for (auto k : mad::kErrorCounters)
+    CHECK(config::kErrorThresholdKeys[static_cast<std::size_t>(k)] == mad::counter_key(k));
+  auto c = two_heads();
+  c.health.counter_reads_per_second = 50;
+  c.health.counter_start_after_s = 0;
+  c.health.error_window_s = 600;
+  c.health.link_errors_alarm = false;
+  c.health.link_errors_min_ports = 2;
+  c.health.error_thresholds = {{"symbol_errors", 100}, {"vl15_dropped", 7}};
+  auto r = map_config(c, Guid{0x10});
+  REQUIRE(r.ok());
+  const auto& e = r.value().errors;
+  CHECK(e.reads_per_second == 50);
+  CHECK(e.start_after == 0s);
+  CHECK(e.window == 600s);
+  CHECK_FALSE(e.alarm);
+  CHECK(e.alarm_min_ports == 2);
+  CHECK(mad::at(e.thresholds, mad::ErrorCounter::SymbolErrors) == 100);
+  CHECK(mad::at(e.thresholds, mad::ErrorCounter::Vl15Dropped) == 7);
+  CHECK(mad::at(e.thresholds, mad::ErrorCounter::LinkDowned) == 1);  // not given: its default
+}
