@@ -14,8 +14,11 @@
 // drills, the --big kill -9 and the --soak-minutes loss soak); three smhad (the
 // 4-HCA drills: head03 on Hca4, the figure is head02's MASTER answer, and a
 // run where head03 answers MASTER first counts as failed); and OpenSM's own HA
-// at three (sminfo_polling_timeout x polling_retry_number) settings. See
-// doc/performance.md ("## Failover").
+// at three (sminfo_polling_timeout x polling_retry_number) settings. A second
+// table, the SA outage: from the fault until the new master's SA answers the
+// probe's SubnAdmGetTable(SMInfoRecord) (an OpenSM answers no SA query until
+// its first master sweep ends; a compute node's rejoins and path queries wait
+// that long). See doc/performance.md ("## Failover").
 #include <signal.h>
 #include <unistd.h>
 
@@ -159,14 +162,32 @@ Heads start_heads(IbsimFabric& f, const OsmHa& ha, std::chrono::milliseconds up_
   return h;
 }
 
-int spawn_probe(IbsimFabric& f, const std::vector<int>& lids, int interval_ms) {
+// `sa_lid`: the probe also asks that SA (the standby that is to take over).
+int spawn_probe(IbsimFabric& f, const std::vector<int>& lids, int interval_ms, int sa_lid = 0) {
   std::vector<std::string> argv{SMHA_BENCH_PROBE, "--interval-ms", std::to_string(interval_ms)};
   for (int lid : lids) {
     argv.push_back("--lid");
     argv.push_back(std::to_string(lid));
   }
+  if (sa_lid != 0) {
+    argv.push_back("--sa-lid");
+    argv.push_back(std::to_string(sa_lid));
+  }
   return f.spawn("Hca3", argv);
 }
+
+struct Cell {
+  std::vector<double> ms;
+  int failed = 0;
+};
+
+// The SA outage of each run, by column and row ("OpenSM 50x0", "kill -9
+// master (4 HCAs)"); `g_row_fabric` names the fabric of the runs going on.
+std::map<std::pair<std::string, std::string>, Cell> g_sa_outage;
+std::string g_row_fabric = "4 HCAs";
+
+// After a run's new MASTER: when the probe first had an answer from its SA.
+void note_sa_outage(IbsimFabric& f, int probe, int sa_lid, std::int64_t t0, const std::string& column, Drill drill);
 
 // One drill run; milliseconds from the fault to the probe's first MASTER
 // reply from the standby, or nullopt (with the reason on stderr).
@@ -178,7 +199,7 @@ std::optional<double> run_drill(const std::string& topology, const OsmHa& ha, Dr
     const Heads h = start_heads(f, ha, up_timeout);
     // Only the standby is polled: a frozen master's socket queue must not be
     // filled by the probe (doc/lab.md, ibsim quirk 5).
-    const int probe = spawn_probe(f, {h.lid2}, interval_ms);
+    const int probe = spawn_probe(f, {h.lid2}, interval_ms, h.lid2);
     if (!wait_probe(f, probe, h.lid2, "STANDBY", 0, 10s))
       throw std::runtime_error("probe never saw the standby: " + f.process_stderr(probe));
     const std::int64_t t0 = now_ns();
@@ -195,6 +216,7 @@ std::optional<double> run_drill(const std::string& topology, const OsmHa& ha, Dr
                    drill_name(drill), static_cast<long long>(bound.count()));
       return std::nullopt;
     }
+    note_sa_outage(f, probe, h.lid2, t0, ha.name, drill);
     return static_cast<double>(*t1 - t0) / 1e6;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "  %s, %s: run failed: %s\n", ha.name.c_str(), drill_name(drill),
@@ -312,7 +334,7 @@ SmhadGroup start_smhad_group(IbsimFabric& f, OsmReaper& reaper, int nheads, int 
       loss_env.empty() ? std::vector<std::pair<std::string, std::string>>{
                              {"LD_PRELOAD", smha::testing::umad_timeout_shim_preload()}}
                        : loss_env;
-  g.probe = spawn_probe(f, g.lids, interval_ms);
+  g.probe = spawn_probe(f, g.lids, interval_ms, g.lids[1]);
   for (int i = 0; i < nheads; ++i) {
     const auto& h = g.heads[i];
     g.procs.push_back(f.spawn(h.node, {SMHA_SMHAD, "-c", write_smhad_config(h, g.heads)}, env));
@@ -390,6 +412,7 @@ std::optional<double> run_smhad_drill(const std::string& topology, Drill drill, 
       case Drill::Unlink: f.console("Unlink \"Hca1\"[1]"); break;
     }
     const auto t1 = wait_probe(f, g.probe, g.lids[1], "MASTER", t0, 30s);
+    if (t1) note_sa_outage(f, g.probe, g.lids[1], t0, what, drill);
     for (int proc : g.procs) reaper.add(opensm_children(f.process_pid(proc)));
     if (drill == Drill::Unlink) f.console("ReLink \"Hca1\"[1]");
     for (int proc : g.procs) f.stop_process(proc);
@@ -411,10 +434,13 @@ std::optional<double> run_smhad_drill(const std::string& topology, Drill drill, 
   }
 }
 
-struct Cell {
-  std::vector<double> ms;
-  int failed = 0;
-};
+void note_sa_outage(IbsimFabric& f, int probe, int sa_lid, std::int64_t t0, const std::string& column, Drill drill) {
+  auto& c = g_sa_outage[{column, std::string(drill_name(drill)) + " (" + g_row_fabric + ")"}];
+  if (const auto t = wait_probe(f, probe, sa_lid, "SA_OK", t0, 60s))
+    c.ms.push_back(static_cast<double>(*t - t0) / 1e6);
+  else
+    ++c.failed;
+}
 
 std::string fmt_cell(const Cell& c) {
   if (c.ms.empty()) return c.failed ? "failed (" + std::to_string(c.failed) + ")" : "not run";
@@ -717,6 +743,7 @@ int main(int argc, char** argv) {
     }
     big_dir = tmpl;
     const std::string big_topo = make_big_topology(big_dir, big_hcas);
+    g_row_fabric = std::to_string(big_hcas) + " HCAs";
     for (int i = 0; i < big_runs; ++i) {
       auto ms = run_smhad_drill(big_topo, Drill::Kill, interval_ms, 120s);
       if (ms) big_smhad.ms.push_back(*ms);
@@ -760,6 +787,23 @@ int main(int argc, char** argv) {
   for (std::size_t s = 0; s < settings.size(); ++s)
     std::printf(" %s |", big ? fmt_cell(big_cells[static_cast<int>(s)]).c_str() : "not run (--big)");
   std::printf("\n");
+
+  std::printf("\nSA outage, ms from fault until the new master's SA answers SubnAdmGetTable(SMInfoRecord) at "
+              "Hca3: median / max (n runs)\n\n");
+  std::printf("| drill | smhad | smhad, 3 heads |");
+  for (const auto& s : settings) std::printf(" %s |", s.name.c_str());
+  std::printf("\n|---|---|---|");
+  for (std::size_t s = 0; s < settings.size(); ++s) std::printf("---|");
+  std::printf("\n");
+  std::vector<std::string> rows;
+  for (const auto& d : drills) rows.push_back(std::string(drill_name(d)) + " (4 HCAs)");
+  if (big) rows.push_back(std::string(drill_name(Drill::Kill)) + " (" + std::to_string(big_hcas) + " HCAs)");
+  for (const auto& row : rows) {
+    std::printf("| %s | %s | %s |", row.c_str(), fmt_cell(g_sa_outage[{"smhad", row}]).c_str(),
+                fmt_cell(g_sa_outage[{"smhad, 3 heads", row}]).c_str());
+    for (const auto& s : settings) std::printf(" %s |", fmt_cell(g_sa_outage[{s.name, row}]).c_str());
+    std::printf("\n");
+  }
 
   if (soak_minutes > 0) {
     if (g_loss_attr == kSmInfoAttr)

@@ -10,7 +10,15 @@
 // benchmark compares these stamps with its own fault time. The first line for
 // each LID is printed as soon as it is known. With `--every 1` every answer
 // is printed, not only changes (the ibsim drills use that to tell two MASTERs
-// answering in turn from one master handing over). Runs until SIGTERM.
+// answering in turn from one master handing over). With `--sa-lid N` it also
+// asks the SA at LID N for its SMInfoRecord table (SubnAdmGetTable, what
+// `saquery SMIR` asks) every interval, on a loop of its own, and prints
+//
+//   <steady_clock ns> <N> SA_OK | SA_error:code
+//
+// on each change: when a new master's SA answers again (the SA outage; an
+// OpenSM answers no SA query until its first master sweep ends). Runs until
+// SIGTERM.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +39,7 @@ void on_term(int) { g_stop = 1; }
 
 struct Options {
   std::vector<std::uint16_t> lids;
+  std::uint16_t sa_lid = 0;
   int interval_ms = 5;
   int timeout_ms = 50;
   bool every = false;
@@ -45,6 +54,7 @@ bool parse(int argc, char** argv, Options& o) {
     else if (key == "--interval-ms") o.interval_ms = static_cast<int>(v);
     else if (key == "--timeout-ms") o.timeout_ms = static_cast<int>(v);
     else if (key == "--every") o.every = v == 1;
+    else if (key == "--sa-lid") o.sa_lid = static_cast<std::uint16_t>(v);
     else return false;
   }
   return argc % 2 == 1 && !o.lids.empty();
@@ -57,7 +67,7 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, opts)) {
     std::fprintf(stderr,
                  "usage: bench_failover_probe --lid N [--lid M ...] [--interval-ms 5] "
-                 "[--timeout-ms 50] [--every 1]\n");
+                 "[--timeout-ms 50] [--every 1] [--sa-lid N]\n");
     return 2;
   }
   std::signal(SIGTERM, on_term);
@@ -100,7 +110,30 @@ int main(int argc, char** argv) {
       timer.async_wait([&](const boost::system::error_code&) { poll_one(); });
     });
   };
+  // The SA loop: its own timer, the same interval and timeout.
+  boost::asio::steady_timer sa_timer(io);
+  std::string sa_last;
+  std::function<void()> ask_sa;
+  ask_sa = [&] {
+    if (g_stop) return;
+    smha::mad::RequestOptions ro;
+    ro.timeout = std::chrono::milliseconds(opts.timeout_ms);
+    transport.get_sminfo_records(smha::Lid{opts.sa_lid}, ro, [&](smha::Result<smha::mad::SmInfoRecordsReply> r) {
+      const auto now = std::chrono::steady_clock::now().time_since_epoch();
+      const std::string what = r ? "SA_OK" : "SA_error:" + std::string(smha::to_string(r.error().code));
+      if (opts.every || what != sa_last) {
+        sa_last = what;
+        std::printf("%lld %u %s\n",
+                    static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()),
+                    opts.sa_lid, what.c_str());
+        std::fflush(stdout);
+      }
+      sa_timer.expires_after(std::chrono::milliseconds(opts.interval_ms));
+      sa_timer.async_wait([&](const boost::system::error_code&) { ask_sa(); });
+    });
+  };
   poll_one();
+  if (opts.sa_lid != 0) ask_sa();
   io.run();
   return 0;
 }

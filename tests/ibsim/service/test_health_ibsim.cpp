@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <functional>
 #include <set>
 #include <string>
 
@@ -42,18 +43,23 @@ void start_pair(IbsimFabric& fabric, OsmGuard& guard, SmhadHead& h1, SmhadHead& 
   if (!failed.empty()) FAIL(failed);
 }
 
-// The `health` reply once a census walk has been assessed.
-json assessed_health(const SmhadHead& h) {
+// The `health` reply once `pred` holds for it (bounded).
+json health_when(const SmhadHead& h, const std::function<bool(const json&)>& pred, std::chrono::seconds timeout = 30s) {
   json health;
   const bool ok = wait_for([&] {
     auto r = smhad_call(h, "health", json::object());
     if (!r || !r->is_ok()) return false;
     health = r->data.at("health");
-    return health.value("assessed", false);
-  }, 30s);
-  INFO(health.dump());
+    return pred(health);
+  }, timeout);
+  INFO(h.name << ": " << health.dump());
   REQUIRE(ok);
   return health;
+}
+
+// The `health` reply once a census walk has been assessed.
+json assessed_health(const SmhadHead& h) {
+  return health_when(h, [](const json& health) { return health.value("assessed", false); });
 }
 
 }  // namespace
@@ -144,17 +150,8 @@ TEST_CASE("Fabric health, Hca4 at 1X: both heads name the link, raise link_degra
 namespace {
 
 // health.errors once `pred` holds for it (bounded).
-json errors_when(const SmhadHead& h, const std::function<bool(const json&)>& pred, std::chrono::seconds timeout = 30s) {
-  json errors;
-  const bool ok = wait_for([&] {
-    auto r = smhad_call(h, "health", json::object());
-    if (!r || !r->is_ok()) return false;
-    errors = r->data.at("health").at("errors");
-    return pred(errors);
-  }, timeout);
-  INFO(h.name << ": " << errors.dump());
-  REQUIRE(ok);
-  return errors;
+json errors_when(const SmhadHead& h, const std::function<bool(const json&)>& pred) {
+  return health_when(h, [&](const json& health) { return pred(health.at("errors")); }).at("errors");
 }
 
 }  // namespace
