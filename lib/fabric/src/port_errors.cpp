@@ -183,7 +183,8 @@ void PortErrors::tick() {
   if (!reading_ || in_flight_ || order_.empty()) return;
   // A listed port's node without a name first, a few a pass.
   while (!to_name_.empty() && pass_descriptions_ < cfg_.max_descriptions) {
-    auto [node, path] = to_name_.front();
+    const Guid node = to_name_.front().first;
+    const DrPath path = to_name_.front().second;
     to_name_.pop_front();
     naming_.erase(node);
     if (names_.count(node)) continue;
