@@ -261,10 +261,7 @@ LinkHealth::~LinkHealth() { pending_.reset(); }
 
 void LinkHealth::stop() {
   pending_.reset();
-  if (!alarm_detail_.empty()) {
-    alarm_detail_.clear();
-    sink_.clear(sm::ClearAlarm{sm::AlarmKind::LinkDegraded}, sched_.now());
-  }
+  set_alarm(sink_, sm::AlarmKind::LinkDegraded, "", alarm_detail_, sched_.now());
 }
 
 void LinkHealth::on_walk(const DiscoveryResult& walk) {
@@ -343,13 +340,7 @@ void LinkHealth::update_alarm() {
              "; worst: " + end_text(w.a) + " <-> " + end_text(w.b) + " runs at " + to_string(w.active) +
              ", should run at " + to_string(w.should) + " (" + std::string(to_string(w.why)) + ": " + w.detail + ")";
   }
-  const TimePoint now = sched_.now();
-  if (detail.empty()) {
-    if (!alarm_detail_.empty()) sink_.clear(sm::ClearAlarm{sm::AlarmKind::LinkDegraded}, now);
-  } else if (detail != alarm_detail_) {
-    sink_.alarm(sm::RaiseAlarm{sm::AlarmKind::LinkDegraded, detail, !alarm_detail_.empty()}, now);
-  }
-  alarm_detail_ = detail;
+  set_alarm(sink_, sm::AlarmKind::LinkDegraded, detail, alarm_detail_, sched_.now());
 }
 
 }  // namespace smha::fabric

@@ -102,10 +102,7 @@ void PortErrors::set_reading(bool on, const std::string& why_not) {
   if (timer_) sched_.cancel(*timer_);
   timer_.reset();
   over_.clear();
-  if (!alarm_detail_.empty()) {
-    alarm_detail_.clear();
-    sink_.clear(sm::ClearAlarm{sm::AlarmKind::LinkErrors}, sched_.now());
-  }
+  set_alarm(sink_, sm::AlarmKind::LinkErrors, "", alarm_detail_, sched_.now());
 }
 
 void PortErrors::on_walk(const DiscoveryResult& walk) {
@@ -387,13 +384,7 @@ void PortErrors::update_alarm() {
                port_text(w) + ": " + rises + " within " + window_text(cfg_.window);
     }
   }
-  const TimePoint now = sched_.now();
-  if (detail.empty()) {
-    if (!alarm_detail_.empty()) sink_.clear(sm::ClearAlarm{sm::AlarmKind::LinkErrors}, now);
-  } else if (detail != alarm_detail_) {
-    sink_.alarm(sm::RaiseAlarm{sm::AlarmKind::LinkErrors, detail, !alarm_detail_.empty()}, now);
-  }
-  alarm_detail_ = detail;
+  set_alarm(sink_, sm::AlarmKind::LinkErrors, detail, alarm_detail_, sched_.now());
 }
 
 }  // namespace smha::fabric

@@ -4,6 +4,8 @@
 // config_drift and drift_unknown through it.
 #pragma once
 
+#include <string>
+
 #include "smha/core/clock.hpp"
 #include "smha/sm/ha_machine.hpp"
 
@@ -16,5 +18,18 @@ class AlarmSink {
   virtual void alarm(const sm::RaiseAlarm& a, TimePoint at) = 0;
   virtual void clear(const sm::ClearAlarm& a, TimePoint at) = 0;
 };
+
+// Makes `kind` say `detail`: raised when `current` (what was raised, "" for
+// nothing) is empty, refreshed when only the detail changed, cleared when
+// `detail` is empty; nothing when it already says so. `current` follows.
+inline void set_alarm(AlarmSink& sink, sm::AlarmKind kind, const std::string& detail, std::string& current,
+                      TimePoint now) {
+  if (detail.empty()) {
+    if (!current.empty()) sink.clear(sm::ClearAlarm{kind}, now);
+  } else if (detail != current) {
+    sink.alarm(sm::RaiseAlarm{kind, detail, !current.empty()}, now);
+  }
+  current = detail;
+}
 
 }  // namespace smha::fabric
