@@ -74,10 +74,6 @@ LinkRate filled(const LinkRate& target, const LinkRate& active) {
   return LinkRate{std::max(target.lanes, active.lanes), std::max(target.speed, active.speed)};
 }
 
-std::string end_text(const LinkEndRef& e) {
-  std::string s = e.description_known ? "\"" + printable(e.description) + "\" " : std::string();
-  return s + to_string(e.node) + " port " + std::to_string(e.port);
-}
 
 }  // namespace
 
@@ -243,6 +239,16 @@ LinkAssessment assess_links(const DiscoveryResult& walk, const HealthExpectation
     return std::tie(x.a.node, x.a.port) < std::tie(y.a.node, y.a.port);
   });
   return out;
+}
+
+std::string end_text(const LinkEndRef& e) {
+  std::string s = e.description_known ? "\"" + printable(e.description) + "\" " : std::string();
+  return s + to_string(e.node) + " port " + std::to_string(e.port);
+}
+
+std::string label_text(const LinkEndRef& e) {
+  return (e.description_known ? e.description + " " : std::string()) + to_string(e.node) + " port " +
+         std::to_string(e.port);
 }
 
 // ---- LinkHealth

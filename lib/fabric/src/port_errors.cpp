@@ -6,13 +6,22 @@
 #include <set>
 #include <tuple>
 
-#include "smha/core/text.hpp"
 
 namespace smha::fabric {
 
 namespace {
 
 using Key = std::pair<Guid, std::uint8_t>;
+
+// The rises at or after `cut`, summed per counter.
+template <typename Rises>
+mad::ErrorCounts summed(const Rises& rises, TimePoint cut) {
+  mad::ErrorCounts sum{};
+  for (const auto& [at, d] : rises)
+    if (at >= cut)
+      for (std::size_t i = 0; i < d.size(); ++i) sum[i] += d[i];
+  return sum;
+}
 
 bool any(const mad::ErrorCounts& c) {
   return std::any_of(c.begin(), c.end(), [](std::uint32_t v) { return v != 0; });
@@ -34,10 +43,6 @@ double score(const ErrorPort& p, const mad::ErrorCounts& thresholds) {
   return worst;
 }
 
-std::string port_text(const ErrorPort& p) {
-  std::string s = p.where.description_known ? "\"" + printable(p.where.description) + "\" " : std::string();
-  return s + to_string(p.where.node) + " port " + std::to_string(p.where.port);
-}
 
 std::string window_text(Duration w) {
   const auto s = std::chrono::duration_cast<std::chrono::seconds>(w).count();
@@ -78,11 +83,10 @@ void PortErrors::stop() {
 }
 
 void PortErrors::set_reading(bool on, const std::string& why_not) {
-  if (!cfg_.enabled || cfg_.reads_per_second <= 0) on = false;
-  if (on == reading_) {
-    if (!on) state_ = cfg_.enabled && cfg_.reads_per_second > 0 ? why_not : "off";
-    return;
-  }
+  const bool able = cfg_.enabled && cfg_.reads_per_second > 0;
+  on = on && able;
+  if (!on) state_ = able ? why_not : "off";
+  if (on == reading_) return;
   reading_ = on;
   if (on) {
     state_ = "reading";
@@ -96,7 +100,6 @@ void PortErrors::set_reading(bool on, const std::string& why_not) {
     arm();
     return;
   }
-  state_ = cfg_.enabled && cfg_.reads_per_second > 0 ? why_not : "off";
   generation_.reset();
   in_flight_ = false;
   if (timer_) sched_.cancel(*timer_);
@@ -305,9 +308,7 @@ void PortErrors::on_counters(const Key& key, Result<mad::PortCountersReply> r) {
 
 bool PortErrors::is_over(const Port& p) const {
   if (p.unknown) return false;
-  mad::ErrorCounts rise{};
-  for (const auto& [at, d] : p.rises)
-    for (std::size_t i = 0; i < d.size(); ++i) rise[i] += d[i];
+  const mad::ErrorCounts rise = summed(p.rises, TimePoint::min());  // forget_old() has trimmed them to the window
   for (auto c : mad::kErrorCounters)
     if (mad::at(rise, c) > 0 && mad::at(rise, c) >= std::max<std::uint32_t>(1, mad::at(cfg_.thresholds, c)))
       return true;
@@ -335,9 +336,7 @@ ErrorsSnapshot PortErrors::snapshot() const {
     if (auto n = names_.find(key.first); n != names_.end()) e.where.description = n->second, e.where.description_known = true;
     e.lid = p.lid;
     if (p.last) e.value = *p.last;
-    for (const auto& [at, d] : p.rises)
-      if (at >= cut)
-        for (std::size_t i = 0; i < d.size(); ++i) e.rise[i] += d[i];
+    e.rise = summed(p.rises, cut);
     e.saturated = p.saturated;
     e.since = any(e.rise) ? p.since : std::nullopt;
     e.read_at = p.read_at;
@@ -381,7 +380,7 @@ void PortErrors::update_alarm() {
           rises += (rises.empty() ? "" : ", ") + std::string(mad::counter_name(c)) + " +" +
                    std::to_string(mad::at(w.rise, c));
       detail = std::to_string(s.over) + " port" + (s.over == 1 ? "" : "s") + " with error counters rising; worst: " +
-               port_text(w) + ": " + rises + " within " + window_text(cfg_.window);
+               end_text(w.where) + ": " + rises + " within " + window_text(cfg_.window);
     }
   }
   set_alarm(sink_, sm::AlarmKind::LinkErrors, detail, alarm_detail_, sched_.now());

@@ -606,14 +606,9 @@ HeadStatus Head::status(bool fabric) const {
       out.links_by_kind[name] = links == hs.by_kind.end() ? 0 : links->second;
       out.degraded_by_kind[name] = degraded == hs.degraded_by_kind.end() ? 0 : degraded->second;
     }
-    auto end = [](const fabric::LinkEndRef& e) {
-      // Raw: the metrics writer escapes every label value (printable()).
-      return (e.description_known ? e.description + " " : std::string()) + to_string(e.node) + " port " +
-             std::to_string(e.port);
-    };
     for (const auto& e : hs.degraded) {
       if (out.worst.size() == kMetricsWorstLinks) break;
-      out.worst.push_back({end(e.link.a), end(e.link.b), to_string(e.link.active), to_string(e.link.should),
+      out.worst.push_back({fabric::label_text(e.link.a), fabric::label_text(e.link.b), to_string(e.link.active), to_string(e.link.should),
                            std::string(fabric::to_string(e.link.why)), e.link.fraction});
     }
     h.health = std::move(out);

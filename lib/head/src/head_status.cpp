@@ -238,6 +238,12 @@ json errors_json(const fabric::PortErrors& errors, TimePoint now, std::size_t li
   return j;
 }
 
+json health_json(const agent::Agent& agent, TimePoint now, std::size_t links, std::size_t ports) {
+  json j = health_json(agent.health(), now, links);
+  j["errors"] = errors_json(agent.errors(), now, ports);
+  return j;
+}
+
 control::ErrorCounterMetrics error_metrics(const fabric::PortErrors& errors) {
   const auto s = errors.snapshot();
   control::ErrorCounterMetrics m;
@@ -256,10 +262,8 @@ control::ErrorCounterMetrics error_metrics(const fabric::PortErrors& errors) {
     if (m.worst.size() == kMetricsWorstLinks) break;
     const auto k = worst_counter(p, errors.config().thresholds);
     if (!k) continue;
-    // Raw: the metrics writer escapes every label value (printable()).
-    m.worst.push_back({(p.where.description_known ? p.where.description + " " : std::string()) + to_string(p.where.node) +
-                           " port " + std::to_string(p.where.port),
-                       std::string(mad::counter_name(*k)), static_cast<double>(mad::at(p.rise, *k))});
+    m.worst.push_back({fabric::label_text(p.where), std::string(mad::counter_name(*k)),
+                       static_cast<double>(mad::at(p.rise, *k))});
   }
   return m;
 }

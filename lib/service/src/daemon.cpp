@@ -288,11 +288,10 @@ void Daemon::register_methods() {
     return Reply::ok(json{{"node", config_.node_name}, {"sms", census_json(now)}, {"census", c}});
   });
   (void)server_->register_method(method::kHealth, Access::ReadOnly, [this](const control::Call&) {
-    const auto& health = head_->agent().health();
-    const auto& errors = head_->agent().errors();
-    json h = head::health_json(health, clock_.now(), health.config().max_links);
-    h["errors"] = head::errors_json(errors, clock_.now(), errors.config().max_ports);
-    return Reply::ok(json{{"node", config_.node_name}, {"health", std::move(h)}});
+    const auto& a = head_->agent();
+    return Reply::ok(json{{"node", config_.node_name},
+                          {"health", head::health_json(a, clock_.now(), a.health().config().max_links,
+                                                       a.errors().config().max_ports)}});
   });
   (void)server_->register_method(method::kReload, Access::Mutating, [this](const control::Call&) {
     return reload_guarded("smctl reload");

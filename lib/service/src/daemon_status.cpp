@@ -244,8 +244,7 @@ json Daemon::status_json() {
   j["census_sa"] = census_sa_json(now);
   j["lid_continuity"] = lid_continuity_json(now);
   j["drift"] = drift_json(now);
-  j["health"] = head::health_json(head_->agent().health(), now, head::kMetricsWorstLinks);
-  j["health"]["errors"] = head::errors_json(head_->agent().errors(), now, head::kMetricsWorstLinks);
+  j["health"] = head::health_json(head_->agent(), now, head::kMetricsWorstLinks, head::kMetricsWorstLinks);
   const auto& pol = head_->agent().config().policy;
   j["policy"] = {{"poll_interval_ms", std::chrono::duration_cast<std::chrono::milliseconds>(pol.poll_interval).count()},
                  {"misses", pol.misses},

@@ -59,6 +59,12 @@ struct LinkEndRef {
   bool description_known = false;
 };
 
+// A port as alarms and tables name it: "\"Switch2\" 0x… port 2" (the
+// NodeDescription escaped, when known). label_text(): the same unescaped and
+// without quotes, for a metrics label (the writer escapes label values).
+std::string end_text(const LinkEndRef& e);
+std::string label_text(const LinkEndRef& e);
+
 struct DegradedLink {
   LinkEndRef a;                 // the switch end (both switches: the lower GUID)
   LinkEndRef b;

@@ -123,7 +123,10 @@ nlohmann::json health_json(const fabric::LinkHealth& health, TimePoint now, std:
 // health.errors (doc/control-protocol.md): the error counters' reader, its
 // totals and the erroring ports (at most `limit`, worst first).
 nlohmann::json errors_json(const fabric::PortErrors& errors, TimePoint now, std::size_t limit);
-// The metrics' view of the same (at most kMetricsWorstLinks ports by name).
+// The whole `health` object of an agent: health_json() with, in "errors",
+// errors_json() (at most `links` degraded links and `ports` ports).
+nlohmann::json health_json(const agent::Agent& agent, TimePoint now, std::size_t links, std::size_t ports);
+// The metrics' view of the error counters (at most kMetricsWorstLinks ports by name).
 control::ErrorCounterMetrics error_metrics(const fabric::PortErrors& errors);
 
 // The status reply's parts converted from HeadStatus. A peer's JSON
