@@ -410,6 +410,57 @@ Result<std::string> decode_node_description_response(std::span<const std::uint8_
   return decode_node_description(smp->data);
 }
 
+Result<MadBytes> encode_switchinfo_get(std::uint64_t tid, const Target& target, std::uint64_t m_key) {
+  auto smp = smp_request(kMethodGet, kAttrSwitchInfo, tid, target, m_key);
+  if (!smp) return smp.error();
+  return encode_smp(*smp);
+}
+
+Result<std::uint16_t> decode_switchinfo_lft_top(std::span<const std::uint8_t> mad) {
+  auto smp = decode_get_response(mad, kAttrSwitchInfo, "SwitchInfo");
+  if (!smp) return smp.error();
+  return static_cast<std::uint16_t>(get_be(smp->data, 6, 2));
+}
+
+Result<MadBytes> encode_lft_get(std::uint64_t tid, const Target& target, std::uint16_t block, std::uint64_t m_key) {
+  if (block > kLftMaxBlock)
+    return make_error(kErrInvalid, "LFT block " + std::to_string(block) + " is beyond the unicast LIDs (0.." +
+                                       std::to_string(kLftMaxBlock) + ")");
+  auto smp = smp_request(kMethodGet, kAttrLinearForwardingTable, tid, target, m_key);
+  if (!smp) return smp.error();
+  smp->attr_mod = block;
+  return encode_smp(*smp);
+}
+
+Result<std::array<std::uint8_t, kLftBlockSize>> decode_lft_response(std::span<const std::uint8_t> mad) {
+  auto smp = decode_get_response(mad, kAttrLinearForwardingTable, "LinearForwardingTable");
+  if (!smp) return smp.error();
+  std::array<std::uint8_t, kLftBlockSize> ports{};
+  std::copy_n(smp->data.begin(), kLftBlockSize, ports.begin());
+  return ports;
+}
+
+Result<MadBytes> encode_mft_get(std::uint64_t tid, const Target& target, std::uint16_t block,
+                                std::uint8_t position, std::uint64_t m_key) {
+  if (block > kMftMaxBlock)
+    return make_error(kErrInvalid, "MFT block " + std::to_string(block) + " is beyond 0..511");
+  if (position > kMftMaxPosition)
+    return make_error(kErrInvalid, "MFT position " + std::to_string(position) + " is beyond 0..15");
+  auto smp = smp_request(kMethodGet, kAttrMulticastForwardingTable, tid, target, m_key);
+  if (!smp) return smp.error();
+  smp->attr_mod = static_cast<std::uint32_t>(position) << 28 | block;
+  return encode_smp(*smp);
+}
+
+Result<std::array<std::uint16_t, kMftBlockSize>> decode_mft_response(std::span<const std::uint8_t> mad) {
+  auto smp = decode_get_response(mad, kAttrMulticastForwardingTable, "MulticastForwardingTable");
+  if (!smp) return smp.error();
+  std::array<std::uint16_t, kMftBlockSize> masks{};
+  for (std::size_t i = 0; i < kMftBlockSize; ++i)
+    masks[i] = static_cast<std::uint16_t>(get_be(smp->data, 2 * i, 2));
+  return masks;
+}
+
 std::string describe_mad_status_common(std::uint16_t status) {
   // IBA Table 108 (MAD status field): bit 0 busy, bit 1 redirect, bits 2-4 the
   // invalid-field code; bits 8-15 are the class's own.

@@ -171,7 +171,7 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
 
   // A decoded answer, whichever attribute the request asked for.
   using Payload = std::variant<SmInfo, PortInfo, NodeInfo, std::string, SmInfoRecordTable, ServiceRecord,
-                               PortInfoRecordTable, PortCounters>;
+                               PortInfoRecordTable, PortCounters, std::vector<std::uint8_t>>;
   struct Answer {
     Payload payload;
     Duration rtt{};
@@ -667,6 +667,31 @@ void UmadTransport::get_port_counters(Lid lid, std::uint8_t port, const RequestO
         done(PortCountersReply{std::get<PortCounters>(r->payload), r->rtt, r->attempts});
       },
       Core::Gsi::Pma);
+}
+
+void UmadTransport::raw_request(const Target& target, bool sa, RawBuild build, RawAccept accept,
+                                const RequestOptions& opts, std::function<void(Result<RawReply>)> done) {
+  if (sa) {
+    const Lid* lid = std::get_if<Lid>(&target);
+    if (lid == nullptr || lid->value == 0 || lid->value >= 0xc000) {
+      boost::asio::post(core_->io(), [done = std::move(done)] {
+        done(make_error(kErrInvalid, "an SA request needs the SA's unicast LID (1..49151)"));
+      });
+      return;
+    }
+  }
+  core_->submit(
+      std::move(build),
+      [accept = std::move(accept)](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
+        if (auto st = accept(mad); !st.ok()) return st.error();
+        return Core::Payload{std::in_place_type<std::vector<std::uint8_t>>, mad.begin(), mad.end()};
+      },
+      target, opts,
+      [done = std::move(done)](Result<Core::Answer> r) {
+        if (!r) return done(r.error());
+        done(RawReply{std::get<std::vector<std::uint8_t>>(std::move(r->payload)), r->rtt, r->attempts});
+      },
+      sa ? Core::Gsi::Sa : Core::Gsi::None);
 }
 
 }  // namespace smha::mad

@@ -267,6 +267,39 @@ Result<MadBytes> encode_node_description_get(std::uint64_t tid, const Target& ta
                                              std::uint64_t m_key);
 Result<std::string> decode_node_description_response(std::span<const std::uint8_t> mad);
 
+// Switch forwarding tables (IBA 14.2.5.4, 14.2.5.10, 14.2.5.11): what a
+// takeover may rewrite. SwitchInfo (0x0012) gives LinearFDBTop, the highest
+// LID the LFT holds; a LinearForwardingTable block (0x0019, modifier = block)
+// is the out port of 64 LIDs, one byte each (block b covers LIDs 64b..64b+63,
+// 255 = none); a MulticastForwardingTable block (0x001B, modifier = position
+// << 28 | block) is the port mask of 32 MLIDs for 16 ports (position p covers
+// ports 16p..16p+15; block b covers MLIDs 0xc000 + 32b ..).
+inline constexpr std::uint16_t kAttrSwitchInfo = 0x0012;
+inline constexpr std::uint16_t kAttrLinearForwardingTable = 0x0019;
+inline constexpr std::uint16_t kAttrMulticastForwardingTable = 0x001b;
+inline constexpr std::size_t kLftBlockSize = 64;
+inline constexpr std::size_t kMftBlockSize = 32;
+inline constexpr std::uint16_t kMulticastLidBase = 0xc000;
+// The MFT has at most 16 positions (16 x 16 ports = 256) and 512 blocks
+// (0xc000..0xffff).
+inline constexpr std::uint8_t kMftMaxPosition = 15;
+inline constexpr std::uint16_t kMftMaxBlock = 511;
+// The largest LFT block: LIDs up to 0xbfff (the unicast range).
+inline constexpr std::uint16_t kLftMaxBlock = 0xbfff / kLftBlockSize;
+
+// SubnGet(SwitchInfo); its answer's LinearFDBTop (bytes 6-7).
+Result<MadBytes> encode_switchinfo_get(std::uint64_t tid, const Target& target, std::uint64_t m_key);
+Result<std::uint16_t> decode_switchinfo_lft_top(std::span<const std::uint8_t> mad);
+// SubnGet(LinearForwardingTable) of `block` (0..kLftMaxBlock, else
+// kErrInvalid); its answer's 64 port numbers.
+Result<MadBytes> encode_lft_get(std::uint64_t tid, const Target& target, std::uint16_t block, std::uint64_t m_key);
+Result<std::array<std::uint8_t, kLftBlockSize>> decode_lft_response(std::span<const std::uint8_t> mad);
+// SubnGet(MulticastForwardingTable) of `block` (0..511) at `position`
+// (0..15), else kErrInvalid; its answer's 32 port masks.
+Result<MadBytes> encode_mft_get(std::uint64_t tid, const Target& target, std::uint16_t block,
+                                std::uint8_t position, std::uint64_t m_key);
+Result<std::array<std::uint16_t, kMftBlockSize>> decode_mft_response(std::span<const std::uint8_t> mad);
+
 // The MAD status of a decoded SMP as text ("0x0007: invalid attribute or
 // attribute modifier value", ...), for error messages and smctl.
 std::string describe_mad_status(std::uint16_t status);

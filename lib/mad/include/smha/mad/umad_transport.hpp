@@ -24,14 +24,18 @@
 
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 
 #include "smha/core/clock.hpp"
 #include "smha/core/result.hpp"
 #include "smha/core/types.hpp"
+#include "smha/mad/smp.hpp"
 #include "smha/mad/transport.hpp"
 
 namespace smha::mad {
@@ -108,6 +112,24 @@ class UmadTransport final : public MadTransport {
                              ServiceRecordCallback done) override;
   void get_port_counters(Lid lid, std::uint8_t port, const RequestOptions& opts,
                          PortCountersCallback done) override;
+
+  // A request the methods above do not make (smha's workload tools: SA
+  // MCMemberRecord and InformInfo, SMP forwarding tables; codecs in
+  // sa_records.hpp and smp.hpp). `build(tid)` makes the MAD; `accept(mad)`
+  // reads an arriving MAD with a matching TID: Ok takes it as the answer, an
+  // error with code kErrMadStatus ends the request with that error, any other
+  // error ignores the MAD as a stray. With `sa` it goes to the SA on QP1 with
+  // the GSI Q_Key (`target` must be a unicast LID); else it is an SMP routed
+  // by `target`. Same callback contract as the methods above.
+  struct RawReply {
+    std::vector<std::uint8_t> mad;
+    Duration rtt{};
+    int attempts = 1;
+  };
+  using RawBuild = std::function<Result<MadBytes>(std::uint64_t)>;
+  using RawAccept = std::function<Status(std::span<const std::uint8_t>)>;
+  void raw_request(const Target& target, bool sa, RawBuild build, RawAccept accept, const RequestOptions& opts,
+                   std::function<void(Result<RawReply>)> done);
 
   // Requests sent but not yet completed (for tests and metrics).
   std::size_t pending() const;
