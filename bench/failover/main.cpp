@@ -30,6 +30,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -55,6 +56,7 @@ struct OsmHa {
   int polling_timeout_ms;
   int retries;
   int runs;
+  bool sa_copy = false;
 };
 
 enum class Drill { Kill, Stop, Unlink };
@@ -122,9 +124,15 @@ std::vector<std::string> g_osm_conf;
 std::vector<std::string> ha_conf(const OsmHa& ha) {
   std::vector<std::string> out{"sminfo_polling_timeout " + std::to_string(ha.polling_timeout_ms),
                                "polling_retry_number " + std::to_string(ha.retries)};
+  if (ha.sa_copy) out.push_back("sa_db_dump TRUE");
   out.insert(out.end(), g_osm_conf.begin(), g_osm_conf.end());
   return out;
 }
+
+// --sa-copy-by-hand: OpenSM's own HA with the master's opensm-sa.dump copied
+// by the bench into the standby's sa_db_file just before the fault (both
+// with sa_db_dump TRUE): what an exact copy gives, as a reference column.
+bool g_sa_copy_by_hand = false;
 
 struct Heads {
   int master = -1;
@@ -150,6 +158,7 @@ Heads start_heads(IbsimFabric& f, const OsmHa& ha, std::chrono::milliseconds up_
   spec.node = "Hca2";
   spec.priority = 1;
   spec.extra_env = std::move(env2);
+  if (ha.sa_copy) spec.conf_lines.push_back("sa_db_file " + f.scratch_dir() + "/sa-copy.dump");
   h.standby = f.start_opensm(spec);
   if (!f.wait_log(h.standby, "Entering STANDBY state", up_timeout))
     throw std::runtime_error("OpenSM on Hca2: never STANDBY");
@@ -186,6 +195,185 @@ struct Cell {
 std::map<std::pair<std::string, std::string>, Cell> g_sa_outage;
 std::string g_row_fabric = "4 HCAs";
 
+// ---- --workload: what a compute node's workload keeps across the takeover.
+//
+// Before the fault, bench_workload_client at each workload node joins
+// g_workload_groups multicast groups, registers a ServiceRecord and
+// subscribes to traps 64/65 through the master's SA; the fabric's LIDs, LFTs
+// and MFTs are read by SMP from Hca3 once the master has programmed every
+// group's MLID. After the new master's SA answers, the same is read back
+// from it. Each row counts what changed or was lost, of how many.
+bool g_workload = false;
+int g_workload_groups = 4;
+int g_workload_nodes = 16;  // on the big fabric; the 4-HCA lab has Hca3 and Hca4
+
+struct WorkloadBefore {
+  nlohmann::json tables;
+  nlohmann::json check;
+  std::vector<std::string> members;  // port GUIDs, as the client prints them
+};
+
+struct Changed {
+  long n = 0;  // changed or lost
+  long of = 0;
+};
+
+// One run's figures, in the order of kWorkloadRows.
+using WorkloadRun = std::vector<Changed>;
+const std::vector<std::string> kWorkloadRows{
+    "LIDs changed",        "LFT entries changed", "MFT entries changed",   "MLIDs changed or lost",
+    "members lost",        "ServiceRecords lost", "subscriptions lost"};
+std::map<std::pair<std::string, std::string>, std::vector<WorkloadRun>> g_workload_runs;
+
+std::vector<std::string> workload_nodes(const std::string& topology) {
+  if (topology.find("fattree") == std::string::npos) return {"Hca3", "Hca4"};
+  // Round-robin over the leaves: Hca3.. sit on different leaves.
+  std::vector<std::string> out;
+  for (int i = 0; i < g_workload_nodes; ++i) out.push_back("Hca" + std::to_string(3 + i));
+  return out;
+}
+
+nlohmann::json run_client(IbsimFabric& f, const std::string& node, std::vector<std::string> args) {
+  args.insert(args.begin(), SMHA_WORKLOAD_CLIENT);
+  const auto r = f.run(node, args, 120s);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(r.out);
+  } catch (const std::exception&) {
+    throw std::runtime_error("workload client at " + node + " (" + args[1] + "): exit " +
+                             std::to_string(r.exit_code) + ": " + r.err.substr(0, 500));
+  }
+  return j;
+}
+
+nlohmann::json check_workload(IbsimFabric& f, int sa_lid, const std::vector<std::string>& members) {
+  std::vector<std::string> args{"check", "--sa-lid", std::to_string(sa_lid), "--groups",
+                                std::to_string(g_workload_groups)};
+  for (const auto& m : members) {
+    args.push_back("--member");
+    args.push_back(m);
+  }
+  return run_client(f, "Hca3", args);
+}
+
+// Every joined MLID has a port in some switch's MFT (the master programs the
+// MFTs on the sweep after a join).
+bool mfts_programmed(const nlohmann::json& tables, const std::set<int>& mlids) {
+  std::set<int> seen;
+  for (const auto& [sw, entries] : tables["mft"].items())
+    for (const auto& [mlid, positions] : entries.items()) seen.insert(std::stoi(mlid));
+  return std::includes(seen.begin(), seen.end(), mlids.begin(), mlids.end());
+}
+
+WorkloadBefore workload_start(IbsimFabric& f, const std::string& topology, int sa_lid) {
+  WorkloadBefore b;
+  std::set<int> mlids;
+  for (const auto& node : workload_nodes(topology)) {
+    const auto j = run_client(f, node, {"join", "--sa-lid", std::to_string(sa_lid), "--groups",
+                                        std::to_string(g_workload_groups)});
+    if (!j["errors"].empty()) throw std::runtime_error("workload at " + node + ": " + j["errors"].dump());
+    b.members.push_back(j["port_guid"].get<std::string>());
+    for (const auto& g : j["groups"]) mlids.insert(g["mlid"].get<int>());
+  }
+  const bool ok = smha::testing::wait_for([&] {
+    b.tables = run_client(f, "Hca3", {"tables"});
+    return b.tables["errors"].empty() && mfts_programmed(b.tables, mlids);
+  }, 30s);
+  if (!ok) throw std::runtime_error("the master never programmed the workload's MFT entries");
+  b.check = check_workload(f, sa_lid, b.members);
+  if (!b.check["errors"].empty()) throw std::runtime_error("workload check before: " + b.check["errors"].dump());
+  return b;
+}
+
+WorkloadRun workload_diff(const WorkloadBefore& b, const nlohmann::json& tables, const nlohmann::json& check) {
+  WorkloadRun r(kWorkloadRows.size());
+  // LIDs of every port seen before.
+  std::set<int> lids;
+  for (const auto& [guid, lid] : b.tables["lids"].items()) {
+    lids.insert(lid.get<int>());
+    ++r[0].of;
+    if (!tables["lids"].contains(guid) || tables["lids"][guid] != lid) {
+      ++r[0].n;
+      std::fprintf(stderr, "  LID of %s: %d before, %s after\n", guid.c_str(), lid.get<int>(),
+                   tables["lids"].contains(guid) ? tables["lids"][guid].dump().c_str() : "none");
+    }
+  }
+  // LFT entries of the LIDs in use, every switch.
+  for (const auto& [sw, ports] : b.tables["lft"].items())
+    for (int lid : lids) {
+      if (lid >= static_cast<int>(ports.size())) continue;
+      ++r[1].of;
+      const auto& after = tables["lft"].contains(sw) ? tables["lft"][sw] : nlohmann::json::array();
+      if (lid >= static_cast<int>(after.size()) || after[static_cast<std::size_t>(lid)] != ports[static_cast<std::size_t>(lid)]) ++r[1].n;
+    }
+  // MFT entries (switch, MLID, position) set before; and any set after only.
+  for (const auto& [sw, entries] : b.tables["mft"].items())
+    for (const auto& [mlid, positions] : entries.items())
+      for (const auto& [pos, mask] : positions.items()) {
+        ++r[2].of;
+        const auto& a = tables["mft"];
+        if (!a.contains(sw) || !a[sw].contains(mlid) || !a[sw][mlid].contains(pos) || a[sw][mlid][pos] != mask) ++r[2].n;
+      }
+  for (const auto& [sw, entries] : tables["mft"].items())
+    for (const auto& [mlid, positions] : entries.items())
+      for (const auto& [pos, mask] : positions.items())
+        if (!b.tables["mft"].contains(sw) || !b.tables["mft"][sw].contains(mlid) ||
+            !b.tables["mft"][sw][mlid].contains(pos))
+          ++r[2].n;
+  // Groups: the MLID any member had before, and after; each member.
+  for (std::size_t g = 0; g < b.check["groups"].size(); ++g) {
+    const auto& before = b.check["groups"][g]["members"];
+    const auto& after = check["groups"][g]["members"];
+    std::optional<int> mlid_before, mlid_after;
+    for (const auto& [m, mlid] : before.items()) {
+      if (mlid.is_null()) continue;
+      mlid_before = mlid.get<int>();
+      ++r[4].of;
+      if (!after.contains(m) || after[m].is_null() || after[m] != mlid) ++r[4].n;
+      if (after.contains(m) && !after[m].is_null()) mlid_after = after[m].get<int>();
+    }
+    if (!mlid_before) continue;
+    ++r[3].of;
+    if (mlid_after != mlid_before) ++r[3].n;
+  }
+  for (const auto& [m, present] : b.check["services"].items()) {
+    if (!present.get<bool>()) continue;
+    ++r[5].of;
+    if (!check["services"].contains(m) || !check["services"][m].get<bool>()) ++r[5].n;
+  }
+  for (const auto& [m, n] : b.check["informs"].items()) {
+    r[6].of += n.get<int>();
+    const int now = check["informs"].contains(m) ? check["informs"][m].get<int>() : 0;
+    r[6].n += std::max(0, n.get<int>() - now);
+  }
+  return r;
+}
+
+// After the new master's SA answered: read it all back and count. A check the
+// SA does not answer yet (errors) is retried for a while.
+void workload_finish(IbsimFabric& f, const WorkloadBefore& b, int sa_lid, const std::string& column,
+                     const std::string& row) {
+  nlohmann::json check;
+  const bool ok = smha::testing::wait_for([&] {
+    check = check_workload(f, sa_lid, b.members);
+    return check["errors"].empty();
+  }, 30s);
+  if (!ok) throw std::runtime_error("workload check after: " + check["errors"].dump());
+  // A port the drill took away (the old master's HCA, relinked) is back once
+  // the new master has swept it: wait for every port seen before, then
+  // count whatever is there (a port still missing counts as changed).
+  nlohmann::json tables;
+  smha::testing::wait_for([&] {
+    tables = run_client(f, "Hca3", {"tables"});
+    if (!tables["errors"].empty()) return false;
+    for (const auto& [guid, lid] : b.tables["lids"].items())
+      if (!tables["lids"].contains(guid)) return false;
+    return true;
+  }, 30s);
+  if (!tables["errors"].empty()) throw std::runtime_error("tables after: " + tables["errors"].dump());
+  g_workload_runs[{column, row}].push_back(workload_diff(b, tables, check));
+}
+
 // After a run's new MASTER: when the probe first had an answer from its SA.
 void note_sa_outage(IbsimFabric& f, int probe, int sa_lid, std::int64_t t0, const std::string& column, Drill drill);
 
@@ -202,6 +390,15 @@ std::optional<double> run_drill(const std::string& topology, const OsmHa& ha, Dr
     const int probe = spawn_probe(f, {h.lid2}, interval_ms, h.lid2);
     if (!wait_probe(f, probe, h.lid2, "STANDBY", 0, 10s))
       throw std::runtime_error("probe never saw the standby: " + f.process_stderr(probe));
+    std::optional<WorkloadBefore> work;
+    if (g_workload) work = workload_start(f, topology, h.lid1);
+    if (ha.sa_copy) {
+      // The master writes its dump at the end of the sweep after a change.
+      const std::string dump = f.opensm_dir(h.master) + "/opensm-sa.dump";
+      if (!smha::testing::wait_for([&] { return smha::testing::read_file(dump).find("mcm_port") != std::string::npos; }, 30s))
+        throw std::runtime_error("no opensm-sa.dump with members from the master");
+      std::filesystem::copy_file(dump, f.scratch_dir() + "/sa-copy.dump", std::filesystem::copy_options::overwrite_existing);
+    }
     const std::int64_t t0 = now_ns();
     switch (drill) {
       case Drill::Kill: f.signal_opensm(h.master, SIGKILL); break;
@@ -217,6 +414,7 @@ std::optional<double> run_drill(const std::string& topology, const OsmHa& ha, Dr
       return std::nullopt;
     }
     note_sa_outage(f, probe, h.lid2, t0, ha.name, drill);
+    if (work) workload_finish(f, *work, h.lid2, ha.name, std::string(drill_name(drill)) + " (" + g_row_fabric + ")");
     return static_cast<double>(*t1 - t0) / 1e6;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "  %s, %s: run failed: %s\n", ha.name.c_str(), drill_name(drill),
@@ -405,6 +603,8 @@ std::optional<double> run_smhad_drill(const std::string& topology, Drill drill, 
     const auto victims = opensm_children(f.process_pid(g.procs[0]));
     reaper.add(victims);
     if (victims.size() != 1) throw std::runtime_error("head01's OpenSM pid not found");
+    std::optional<WorkloadBefore> work;
+    if (g_workload && nheads == 2) work = workload_start(f, topology, g.lids[0]);
     const std::int64_t t0 = now_ns();
     switch (drill) {
       case Drill::Kill: ::kill(victims[0], SIGKILL); break;
@@ -413,6 +613,8 @@ std::optional<double> run_smhad_drill(const std::string& topology, Drill drill, 
     }
     const auto t1 = wait_probe(f, g.probe, g.lids[1], "MASTER", t0, 30s);
     if (t1) note_sa_outage(f, g.probe, g.lids[1], t0, what, drill);
+    if (t1 && work)
+      workload_finish(f, *work, g.lids[1], what, std::string(drill_name(drill)) + " (" + g_row_fabric + ")");
     for (int proc : g.procs) reaper.add(opensm_children(f.process_pid(proc)));
     if (drill == Drill::Unlink) f.console("ReLink \"Hca1\"[1]");
     for (int proc : g.procs) f.stop_process(proc);
@@ -691,16 +893,27 @@ int main(int argc, char** argv) {
       ->check([](const std::string& v) {
         return v.find(' ') == std::string::npos ? "expected \"key value\"" : "";
       });
+  app.add_flag("--workload", g_workload,
+               "also make a workload before each kill -9 / hung / link drill (two heads) and count what "
+               "the new master kept of it: LIDs, LFT/MFT entries, MLIDs, members, ServiceRecords, subscriptions");
+  app.add_flag("--sa-copy-by-hand", g_sa_copy_by_hand,
+               "a reference column: OpenSM 50x0 with the master's opensm-sa.dump copied by the bench into "
+               "the standby's sa_db_file before the fault");
+  app.add_option("--workload-groups", g_workload_groups, "multicast groups each workload node joins")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--workload-nodes", g_workload_nodes, "workload nodes on the --big fat tree (Hca3..)")
+      ->check(CLI::Range(1, 200));
   CLI11_PARSE(app, argc, argv);
   if (smhad_runs < 0) smhad_runs = runs;
   if (three_runs < 0) three_runs = smhad_runs;
 
   const std::string topo = smha::testing::topology_path("two-switch-4hca.net");
-  const std::vector<OsmHa> settings{
+  std::vector<OsmHa> settings{
       {"OpenSM 10000x4 (default)", 10000, 4, slow_runs},
       {"OpenSM 1000x2", 1000, 2, runs},
       {"OpenSM 50x0", 50, 0, runs},
   };
+  if (g_sa_copy_by_hand) settings.push_back({"OpenSM 50x0, SA dump copied by hand", 50, 0, runs, true});
   const std::vector<Drill> drills{Drill::Kill, Drill::Stop, Drill::Unlink};
 
   std::map<std::pair<int, int>, Cell> cells;
@@ -803,6 +1016,27 @@ int main(int argc, char** argv) {
                 fmt_cell(g_sa_outage[{"smhad, 3 heads", row}]).c_str());
     for (const auto& s : settings) std::printf(" %s |", fmt_cell(g_sa_outage[{s.name, row}]).c_str());
     std::printf("\n");
+  }
+
+  if (g_workload) {
+    std::printf("\nWorkload at the takeover: changed or lost / of, the worst of the runs (n); %d groups joined per "
+                "workload node (Hca3, Hca4 on 4 HCAs; Hca3..Hca%d on the fat tree), one ServiceRecord and "
+                "traps 64/65 subscribed each\n\n", g_workload_groups, 2 + g_workload_nodes);
+    std::printf("| setting | drill |");
+    for (const auto& r : kWorkloadRows) std::printf(" %s |", r.c_str());
+    std::printf(" SA outage ms |\n|---|---|");
+    for (std::size_t i = 0; i <= kWorkloadRows.size(); ++i) std::printf("---:|");
+    std::printf("\n");
+    for (const auto& [key, runs] : g_workload_runs) {
+      std::printf("| %s | %s |", key.first.c_str(), key.second.c_str());
+      for (std::size_t i = 0; i < kWorkloadRows.size(); ++i) {
+        Changed worst;
+        for (const auto& run : runs)
+          if (run[i].n > worst.n || (run[i].n == worst.n && run[i].of > worst.of)) worst = run[i];
+        std::printf(" %ld / %ld |", worst.n, worst.of);
+      }
+      std::printf(" %s |\n", fmt_cell(g_sa_outage[key]).c_str());
+    }
   }
 
   if (soak_minutes > 0) {
