@@ -22,6 +22,7 @@ struct YamlPeer {
   std::uint64_t guid = 0;
   int lid = 0;               // 0: no lid (found by discovery)
   std::string dr_path = {};  // e.g. "0,1,3,1"; empty: none
+  std::string address = {};  // continuity address HOST:PORT; empty: none
 };
 
 struct HeadYaml {
@@ -59,6 +60,7 @@ struct HeadYaml {
       y << "  - name: " << p.name << "\n    port_guid: " << hex(p.guid) << "\n";
       if (p.lid != 0) y << "    lid: " << p.lid << "\n";
       if (!p.dr_path.empty()) y << "    dr_path: \"" << p.dr_path << "\"\n";
+      if (!p.address.empty()) y << "    address: \"" << p.address << "\"\n";
     }
     if (sm_priority) y << "sm_priority: " << *sm_priority << "\n";
     if (poll_interval_ms || misses || !failback.empty() || preempt_holddown_s) {

@@ -258,11 +258,15 @@ class Loader {
   std::optional<std::string> name(const YAML::Node& n, const std::string& path);
   std::optional<std::string> absolute_path(const YAML::Node& n, const std::string& path);
   std::optional<Guid> guid(const YAML::Node& n, const std::string& path);
+  // HOST:PORT, an IPv6 address in brackets; `example` goes into the error.
+  std::optional<std::pair<std::string, int>> host_port(const YAML::Node& n, const std::string& path,
+                                                       const std::string& example);
   // A value that goes into opensm.conf verbatim: one line, no '#', not too long.
   bool conf_safe(const YAML::Node& n, const std::string& path, const std::string& value);
 
   void load_node(const Entry& e, Config& c);
   void load_peers(const Entry& e, Config& c);
+  void load_continuity(const Entry& e, Config& c);
   void load_failover(const Entry& e, Config& c);
   // sm_key / sm_key_file or sa_key / sa_key_file (`name` and name + "_file").
   void load_key(const CheckedMap& top, const std::string& name, std::uint64_t& ret_key, bool& ret_set);
@@ -499,7 +503,7 @@ void Loader::load_peers(const Entry& e, Config& c) {
   std::map<std::uint64_t, int> guids;
   for (std::size_t i = 0; i < seq.size(); ++i) {
     std::string path = "peers[" + std::to_string(i) + "]";
-    auto m = check_map(seq[i], path, {"name", "port_guid", "lid", "dr_path", "sm_priority"});
+    auto m = check_map(seq[i], path, {"name", "port_guid", "lid", "dr_path", "sm_priority", "address"});
     if (!m) continue;
     Peer p;
     bool good = true;
@@ -574,6 +578,14 @@ void Loader::load_peers(const Entry& e, Config& c) {
         p.sm_priority = static_cast<int>(*v);
       else
         good = false;
+    }
+    if (auto it = m->find("address"); it != m->end()) {
+      if (auto hp = host_port(it->second.value, path + ".address", "head02.mgmt:7390 or 10.0.0.2:7390")) {
+        p.address_host = hp->first;
+        p.address_port = hp->second;
+      } else {
+        good = false;
+      }
     }
     if (good) c.peers.push_back(p);
   }
@@ -999,38 +1011,87 @@ void Loader::load_health(const Entry& e, Config& c) {
   }
 }
 
+std::optional<std::pair<std::string, int>> Loader::host_port(const YAML::Node& v, const std::string& path,
+                                                             const std::string& example) {
+  auto s = text(v, path);
+  if (!s) return std::nullopt;
+  std::string addr, port_text;
+  const auto colon = s->rfind(':');
+  if (colon != std::string::npos) {
+    addr = s->substr(0, colon);
+    port_text = s->substr(colon + 1);
+  }
+  if (addr.size() >= 2 && addr.front() == '[' && addr.back() == ']') addr = addr.substr(1, addr.size() - 2);
+  int port = 0;
+  auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port, 10);
+  if (colon == std::string::npos || addr.empty() || port_text.empty() || ec != std::errc() ||
+      ptr != port_text.data() + port_text.size()) {
+    error(v, path, "must be ADDRESS:PORT, e.g. " + example + " (got \"" + *s + "\")");
+    return std::nullopt;
+  }
+  if (port < 1 || port > 65535) {
+    error(v, path, "port must be between 1 and 65535 (got " + port_text + ")");
+    return std::nullopt;
+  }
+  return std::make_pair(addr, port);
+}
+
+void Loader::load_continuity(const Entry& e, Config& c) {
+  auto m = check_map(e.value, "continuity",
+                     {"listen", "certificate", "private_key", "ca", "max_copy_age_s", "refresh_s", "max_copy_mib"});
+  if (!m) return;
+  auto& k = c.continuity;
+  k.enabled = true;
+  if (auto it = m->find("listen"); it != m->end()) {
+    if (auto hp = host_port(it->second.value, "continuity.listen", "0.0.0.0:7390 or [::]:7390")) {
+      in6_addr a6{};
+      in_addr a4{};
+      if (inet_pton(AF_INET, hp->first.c_str(), &a4) != 1 && inet_pton(AF_INET6, hp->first.c_str(), &a6) != 1)
+        error(it->second.value, "continuity.listen",
+              "the address must be an IP address to bind (0.0.0.0, ::, or one of this host's), got \"" + hp->first +
+                  "\"");
+      else
+        k.listen_address = hp->first, k.listen_port = hp->second;
+    }
+  } else {
+    error(e.key, "continuity", "missing required key 'listen' (ADDRESS:PORT where copies are received)");
+  }
+  for (auto [key, target] : {std::pair<const char*, std::string*>{"certificate", &k.certificate},
+                             {"private_key", &k.private_key},
+                             {"ca", &k.ca}}) {
+    if (auto it = m->find(key); it != m->end()) {
+      if (auto p = absolute_path(it->second.value, std::string("continuity.") + key)) *target = *p;
+    } else {
+      error(e.key, "continuity", std::string("missing required key '") + key + "'");
+    }
+  }
+  const std::array<std::pair<const char*, std::pair<int*, limits::IntRange>>, 3> ints{{
+      {"max_copy_age_s", {&k.max_copy_age_s, limits::kMaxCopyAgeS}},
+      {"refresh_s", {&k.refresh_s, limits::kCopyRefreshS}},
+      {"max_copy_mib", {&k.max_copy_mib, limits::kMaxCopyMiB}},
+  }};
+  for (const auto& [key, target] : ints)
+    if (auto it = m->find(key); it != m->end())
+      if (auto v = ranged(it->second.value, std::string("continuity.") + key, target.second))
+        *target.first = static_cast<int>(*v);
+}
+
 void Loader::load_metrics(const Entry& e, Config& c) {
   auto m = check_map(e.value, "metrics", {"listen", "textfile_dir", "textfile_interval_s"});
   if (!m) return;
   if (auto it = m->find("listen"); it != m->end()) {
     const YAML::Node& v = it->second.value;
-    if (auto s = text(v, "metrics.listen")) {
-      // ADDRESS:PORT, with an IPv6 address in brackets: 127.0.0.1:9464, [::1]:9464,
-      // localhost:9464 (= 127.0.0.1).
-      std::string addr, port_text;
-      const auto colon = s->rfind(':');
-      if (colon != std::string::npos) {
-        addr = s->substr(0, colon);
-        port_text = s->substr(colon + 1);
-      }
-      if (addr.size() >= 2 && addr.front() == '[' && addr.back() == ']') addr = addr.substr(1, addr.size() - 2);
-      if (addr == "localhost") addr = "127.0.0.1";
-      int port = 0;
-      auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port, 10);
-      if (colon == std::string::npos || addr.empty() || port_text.empty() || ec != std::errc() ||
-          ptr != port_text.data() + port_text.size()) {
-        error(v, "metrics.listen",
-              "must be ADDRESS:PORT, e.g. 127.0.0.1:9464 or [::1]:9464 (got \"" + *s + "\")");
-      } else if (port < 1 || port > 65535) {
-        error(v, "metrics.listen", "port must be between 1 and 65535 (got " + port_text + ")");
-      } else if (!is_loopback_address(addr)) {
+    if (auto hp = host_port(v, "metrics.listen", "127.0.0.1:9464 or [::1]:9464")) {
+      // localhost:9464 is 127.0.0.1.
+      const std::string addr = hp->first == "localhost" ? std::string("127.0.0.1") : hp->first;
+      if (!is_loopback_address(addr)) {
         error(v, "metrics.listen",
               "must be a loopback address (127.0.0.0/8, ::1 or localhost): smhad serves metrics "
               "on this host only; let node_exporter or a local proxy publish them (got \"" +
                   addr + "\")");
       } else {
         c.metrics.listen_address = addr;
-        c.metrics.listen_port = port;
+        c.metrics.listen_port = hp->second;
       }
     }
   }
@@ -1156,6 +1217,23 @@ void Loader::cross_checks(const CheckedMap& top, Config& c) {
                  " ms = poll_interval_ms * (misses_before_takeover + 1)); raise "
                  "opensm_polling_timeout_ms or opensm_polling_retries");
   }
+  // The peer channel (doc/continuity.md): every peer needs its address; the
+  // master's copies are its own sa_db_dump, and a standby's OpenSM reads the
+  // copy as its sa_db_file (default: state_dir/opensm-sa.copy).
+  if (c.continuity.enabled) {
+    auto it = top.find("continuity");
+    const Position pos = it != top.end() ? position_of(it->second.key) : Position{};
+    for (std::size_t i = 0; i < c.peers.size(); ++i)
+      if (c.peers[i].address_host.empty())
+        error_at(pos, "peers[" + std::to_string(i) + "].address",
+                 "peer " + c.peers[i].name +
+                     " has no address: with continuity set, every peer needs the ADDRESS:PORT its smhad listens on "
+                     "(its continuity.listen)");
+    if (!c.opensm.sa_db_dump)
+      error_at(pos, "opensm.sa_db_dump",
+               "is false, but continuity sends the master's SA dump: it must be true (the default)");
+    if (c.opensm.sa_db_file.empty()) c.opensm.sa_db_file = c.state_dir + "/opensm-sa.copy";
+  }
 }
 
 // Records where each document starts; the node content is read by YAML::Load.
@@ -1239,7 +1317,7 @@ ConfigResult Loader::load(std::string_view text) {
   auto top = check_map(root, "",
                        {"node", "peers", "sm_priority", "failover", "sm_key", "sm_key_file", "sa_key",
                         "sa_key_file", "opensm", "control", "metrics", "hooks", "hook_timeout_s", "state_dir",
-                        "drift_unknown_alarm_s", "fabric", "health"});
+                        "drift_unknown_alarm_s", "fabric", "health", "continuity"});
   if (!top) return ConfigResult(std::move(errors_));
 
   if (auto it = top->find("node"); it != top->end()) {
@@ -1259,6 +1337,7 @@ ConfigResult Loader::load(std::string_view text) {
   if (auto it = top->find("metrics"); it != top->end()) load_metrics(it->second, c);
   if (auto it = top->find("hooks"); it != top->end()) load_hooks(it->second, c);
   if (auto it = top->find("health"); it != top->end()) load_health(it->second, c);
+  if (auto it = top->find("continuity"); it != top->end()) load_continuity(it->second, c);
   if (auto it = top->find("drift_unknown_alarm_s"); it != top->end()) {
     if (auto v = ranged(it->second.value, "drift_unknown_alarm_s", limits::kDriftUnknownAlarmS))
       c.drift_unknown_alarm = std::chrono::seconds(*v);

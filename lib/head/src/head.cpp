@@ -617,4 +617,9 @@ HeadStatus Head::status(bool fabric) const {
   return h;
 }
 
+fabric::AlarmSink& Head::alarm_sink() {
+  if (tee_) return *tee_;
+  return *events_;
+}
+
 }  // namespace smha::head

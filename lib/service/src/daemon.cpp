@@ -89,6 +89,7 @@ bool Daemon::init() {
     err_ << "smhad: control socket: " << st.error().message << '\n';
     return false;
   }
+  if (!init_continuity()) return false;
   // Before the head starts: a metrics port that cannot be bound stops
   // start-up before OpenSM is touched.
   if (auto st = metrics_->start(); !st.ok()) {
@@ -160,6 +161,54 @@ bool Daemon::init_head() {
   head_ = std::make_unique<head::Head>(config_, std::move(planned).value(),
                                        head::HeadOptions{own_guid, options_.observe, std::move(caps), SMHA_SERVICE_VERSION},
                                        std::move(seams));
+  return true;
+}
+
+// The peer channel (doc/continuity.md), when configured: its TLS files and
+// listening address are checked here, before OpenSM is touched.
+bool Daemon::init_continuity() {
+  const auto& k = config_.continuity;
+  if (!k.enabled || options_.observe) return true;
+  peer::ContinuityConfig cc;
+  cc.fabric = config_.fabric;
+  cc.own_name = config_.node_name;
+  cc.own_guid = head_->own_guid();
+  cc.channel.listen_host = k.listen_address;
+  cc.channel.listen_port = static_cast<std::uint16_t>(k.listen_port);
+  cc.channel.certificate = k.certificate;
+  cc.channel.private_key = k.private_key;
+  cc.channel.ca = k.ca;
+  const std::size_t max_bytes = static_cast<std::size_t>(k.max_copy_mib) * 1024 * 1024;
+  cc.channel.max_bytes = max_bytes;
+  for (const auto& p : config_.peers) {
+    cc.channel.peers.push_back({p.name, p.port_guid, p.address_host, static_cast<std::uint16_t>(p.address_port)});
+    cc.store.peers[p.name] = p.port_guid;
+  }
+  cc.store.fabric = config_.fabric;
+  cc.store.own_name = config_.node_name;
+  cc.store.sa_path = config_.opensm.sa_db_file;
+  cc.store.guid2lid_path = config_.opensm.cache_dir + "/guid2lid";
+  cc.store.max_bytes = max_bytes;
+  std::string dumps = config_.opensm.dump_files_dir;
+  if (!dumps.empty() && dumps.back() != '/') dumps += '/';
+  cc.sender.sa_dump_path = dumps + "opensm-sa.dump";
+  cc.sender.guid2lid_path = cc.store.guid2lid_path;
+  cc.sender.max_bytes = max_bytes;
+  cc.sender.refresh = std::chrono::seconds(k.refresh_s);
+  cc.max_copy_age = std::chrono::seconds(k.max_copy_age_s);
+  continuity_ = std::make_unique<peer::Continuity>(
+      io_, std::move(cc), fs_, clock_, *sched_,
+      [this] {
+        const auto st = head_->agent().status();
+        return peer::InBandFacts{st.master, st.local_state};
+      },
+      head_->alarm_sink());
+  if (auto st = continuity_->start(); !st.ok()) {
+    err_ << "smhad: " << config_.source_path << ": " << st.error().message << '\n';
+    return false;
+  }
+  spdlog::info("continuity: listening on {}:{} for copies from {} peer(s)", k.listen_address, k.listen_port,
+               config_.peers.size());
   return true;
 }
 
@@ -253,6 +302,7 @@ void Daemon::wait_hup() {
 void Daemon::shutdown(const char* why) {
   platform::log_event(*platform::module_logger("svc"), platform::kSmhadStopping, {{"signal", why}});
   if (systemd_) systemd_->stopping(why);
+  if (continuity_) continuity_->stop();
   if (head_) head_->stop();
   if (server_) server_->stop();
   if (metrics_) metrics_->stop();

@@ -31,6 +31,7 @@
 #include "smha/core/text.hpp"
 #include "smha/opensm/probe.hpp"
 #include "smha/os/posix_file_system.hpp"
+#include "smha/peer/continuity.hpp"
 #include "smha/platform/logging.hpp"
 #include "smha/platform/notify.hpp"
 #include "smha/service/events_method.hpp"
@@ -65,6 +66,7 @@ class Daemon final {
  private:
   bool init_head();
   bool init_methods();
+  bool init_continuity();
   void register_methods();
   json status_json();
   json census_json(TimePoint now) const;      // "sms" and "census" (doc/census.md)
@@ -97,6 +99,7 @@ class Daemon final {
   std::unique_ptr<os::AsioScheduler> sched_;
   std::unique_ptr<HookDispatcher> hooks_;
   std::unique_ptr<head::Head> head_;  // after what it runs on, before what reads it
+  std::unique_ptr<peer::Continuity> continuity_;  // the peer channel (off: null)
   std::unique_ptr<SystemdReporter> systemd_;
   std::unique_ptr<control::ControlServer> server_;
   std::unique_ptr<boost::asio::signal_set> stop_signals_;

@@ -245,6 +245,7 @@ json Daemon::status_json() {
   j["lid_continuity"] = lid_continuity_json(now);
   j["drift"] = drift_json(now);
   j["health"] = head::health_json(head_->agent(), now, head::kMetricsWorstLinks, head::kMetricsWorstLinks);
+  j["continuity"] = continuity_ ? continuity_->status_json() : json{{"enabled", false}};
   const auto& pol = head_->agent().config().policy;
   j["policy"] = {{"poll_interval_ms", std::chrono::duration_cast<std::chrono::milliseconds>(pol.poll_interval).count()},
                  {"misses", pol.misses},

@@ -268,7 +268,7 @@ Cluster::Cluster(std::uint64_t seed, ClusterParams params)
     for (int j = 0; j < n; ++j) {
       if (j == i) continue;
       const NodeId o = heads_[j]->node;
-      config::Peer peer{fabric_.name(o), fabric_.guid(o), std::nullopt, std::nullopt, configured(j)};
+      config::Peer peer{fabric_.name(o), fabric_.guid(o), std::nullopt, std::nullopt, configured(j), {}, 0};
       // A wrong lid override (discovery still finds the peer by its GUID).
       if (params_.peer_addressing == PeerAddressing::GuidWrongLid)
         peer.lid = Lid{static_cast<std::uint16_t>(fabric_.lid(o).value + 50)};

@@ -43,6 +43,7 @@ std::string_view to_string(AlarmKind k) {
     case AlarmKind::ImpostorSm: return "impostor_sm";
     case AlarmKind::LinkDegraded: return "link_degraded";
     case AlarmKind::LinkErrors: return "link_errors";
+    case AlarmKind::SaCopyStale: return "sa_copy_stale";
   }
   return "unknown";
 }

@@ -163,7 +163,7 @@ void write_smhad_config(const SmhadHead& h, const std::vector<PeerCfg>& peers, c
   y.name = h.name;
   y.guid = h.guid;
   y.peers.clear();
-  for (const auto& p : peers) y.peers.push_back(test::YamlPeer{p.name, p.guid, p.lid, p.dr_path});
+  for (const auto& p : peers) y.peers.push_back(test::YamlPeer{p.name, p.guid, p.lid, p.dr_path, p.address});
   y.sm_priority = o.sm_priority;
   y.poll_interval_ms = o.poll_interval_ms;
   y.misses = o.misses;

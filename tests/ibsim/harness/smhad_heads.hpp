@@ -98,6 +98,7 @@ struct PeerCfg {
   std::uint64_t guid;
   int lid;                   // 0: no lid (the README quick start): found by discovery
   std::string dr_path = {};  // e.g. "0,1,3,1"; empty: none
+  std::string address = {};  // continuity address HOST:PORT; empty: none
 };
 
 // What varies between the tests' smha.yaml files.

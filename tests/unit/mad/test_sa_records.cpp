@@ -117,7 +117,7 @@ TEST_CASE("MCMemberRecord answers: the record round trips, a status is kErrMadSt
   CHECK(e.error().message.find("the record ends at 112") != std::string::npos);
 }
 
-TEST_CASE("InformInfo Set: traps 64/65 subscription at Table 123 offsets; refusals of fields that do not fit",
+TEST_CASE("InformInfo Set: traps 64/65 subscription at Table 123 offsets, refusals of fields that do not fit",
           "[sa_records]") {
   InformInfo info;
   info.trap_number = kTrapGidOutOfService;
@@ -150,7 +150,7 @@ TEST_CASE("InformInfo Set: traps 64/65 subscription at Table 123 offsets; refusa
   CHECK(e.error().message.find("Subscribe 2 at offset 79") != std::string::npos);
 }
 
-TEST_CASE("InformInfoRecord GetTable: by subscriber GID; three records in one MAD, no records is empty",
+TEST_CASE("InformInfoRecord GetTable: by subscriber GID, three records in one MAD, no records is empty",
           "[sa_records]") {
   const Gid sub{kDefaultSubnetPrefix, Guid{0x0002c90300000004ULL}};
   const auto q = encode_inform_info_record_get_table(5, sub);
@@ -180,7 +180,7 @@ TEST_CASE("InformInfoRecord GetTable: by subscriber GID; three records in one MA
   CHECK(cut->truncated);
 }
 
-TEST_CASE("Forwarding tables: LFT block, MFT block and position in the modifier; the answers' entries",
+TEST_CASE("Forwarding tables: LFT block, MFT block and position in the modifier, the answers' entries",
           "[smp][forwarding]") {
   auto lft = encode_lft_get(1, Target{Lid{3}}, 2, 0);
   REQUIRE(lft);

@@ -72,6 +72,10 @@ struct Peer {
   // Its sm_priority (0..15), when it differs from this head's (unset: the same).
   // Every head must list the same priorities (doc/configuration.md).
   std::optional<int> sm_priority;
+  // Where its smhad listens for copies (continuity.listen there): a host name
+  // or IP address and a port. Required for every peer when `continuity` is set.
+  std::string address_host;
+  int address_port = 0;
 };
 
 struct FailoverPolicy {
@@ -180,6 +184,21 @@ struct HealthSettings {
   std::map<std::string, int> error_thresholds;
 };
 
+// The peer channel (doc/continuity.md, `continuity`): off unless the section
+// is given. TLS 1.3 with X.509 certificates from the operator's CA, each
+// naming its head.
+struct ContinuitySettings {
+  bool enabled = false;
+  std::string listen_address;  // an IP address ("0.0.0.0", "::", "10.0.0.1")
+  int listen_port = 0;
+  std::string certificate;     // PEM, this head's (CN or DNS SAN = node.name)
+  std::string private_key;     // PEM, root-only
+  std::string ca;              // PEM, the CA that signs every head's certificate
+  int max_copy_age_s = 120;
+  int refresh_s = 30;
+  int max_copy_mib = 64;
+};
+
 struct Config {
   std::string source_path;  // the file (or name) it was loaded from
   // The fabric this instance serves (`fabric`, or smhad --fabric as the
@@ -206,6 +225,7 @@ struct Config {
   std::chrono::seconds hook_timeout{10};
   // A peer's drift verdict unknown this long raises drift_unknown (doc/drift.md).
   HealthSettings health;
+  ContinuitySettings continuity;
   std::chrono::seconds drift_unknown_alarm{300};
   std::string state_dir = "/var/lib/smha";
   // Where each key given in the YAML sits ("opensm.sharp" -> line/column of its

@@ -59,6 +59,12 @@ inline constexpr IntRange kCounterStartAfterS{0, 86400};
 inline constexpr IntRange kErrorWindowS{60, 604800};
 inline constexpr IntRange kLinkErrorsMinPorts{1, 100000};
 inline constexpr IntRange kErrorThreshold{1, 65535};
+// continuity.*: the peer channel (doc/continuity.md): how old the SA copy may
+// be before sa_copy_stale, how often the master re-sends an unchanged copy,
+// the largest copy taken (MiB).
+inline constexpr IntRange kMaxCopyAgeS{10, 86400};
+inline constexpr IntRange kCopyRefreshS{5, 3600};
+inline constexpr IntRange kMaxCopyMiB{1, 1024};
 
 // Every ranged key by its path in smha.yaml (doc/configuration.md lists each
 // with the same range; tests/unit/config checks it).
@@ -66,7 +72,7 @@ struct RangedKey {
   std::string_view path;
   IntRange range;
 };
-inline constexpr std::array<RangedKey, 25> kRangedKeys{{
+inline constexpr std::array<RangedKey, 28> kRangedKeys{{
     {"node.port", kHcaPort},
     {"sm_priority", kSmPriority},
     {"hook_timeout_s", kHookTimeoutS},
@@ -92,6 +98,9 @@ inline constexpr std::array<RangedKey, 25> kRangedKeys{{
     {"health.link_errors_min_ports", kLinkErrorsMinPorts},
     {"health.error_thresholds", kErrorThreshold},
     {"peers[].sm_priority", kSmPriority},
+    {"continuity.max_copy_age_s", kMaxCopyAgeS},
+    {"continuity.refresh_s", kCopyRefreshS},
+    {"continuity.max_copy_mib", kMaxCopyMiB},
 }};
 
 }  // namespace smha::limits

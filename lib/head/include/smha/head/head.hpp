@@ -147,6 +147,8 @@ class Head final : public DrillHost {
   const opensm::SupervisorStatus* opensm() const;
   const fabric::LidContinuity* lid_continuity() const { return lid_continuity_.get(); }
   LogEventSink& log() { return sink_; }
+  // Where an alarm raised beside the agent goes (status, events, hooks, metrics), as the agent's own.
+  fabric::AlarmSink& alarm_sink();
   const LogEventSink& log() const { return sink_; }
   const FailoverStats& failovers() const { return failovers_; }
   std::uint64_t suppressed_events() const { return events_->suppressed_total(); }

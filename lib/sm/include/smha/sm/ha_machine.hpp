@@ -143,6 +143,7 @@ enum class AlarmKind : std::uint8_t {
   ImpostorSm,        // an SM answers with a head's GUID from another port (fabric::Census)
   LinkDegraded,      // links run below their width or speed (fabric::LinkHealth)
   LinkErrors,        // ports' error counters rising (fabric::PortErrors)
+  SaCopyStale,       // the master's SA database copy here is missing or old (peer::Continuity)
 };
 std::string_view to_string(AlarmKind k);
 // `refresh`: the alarm is already active and only its detail changed (e.g.

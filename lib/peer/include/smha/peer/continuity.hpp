@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// Continuity: one head's part in keeping the SA database and guid2lid across
+// a takeover (doc/continuity.md). Every second it asks the head's own SMInfo
+// polling who is MASTER:
+//   - this head's OpenSM MASTER: outbound connections on; CopySender's due
+//     copies go to every peer;
+//   - otherwise: outbound off; copies that arrive are judged by CopyStore;
+//     the alarm sa_copy_stale is raised while some head is MASTER and the SA
+//     copy held here is missing or older than max_copy_age (after a start
+//     grace of the same length).
+// The channel never takes part in a decision: the agent's engine neither
+// reads nor waits for anything here.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <nlohmann/json.hpp>
+
+#include "smha/core/clock.hpp"
+#include "smha/core/scheduler.hpp"
+#include "smha/fabric/alarm_sink.hpp"
+#include "smha/os/file_system.hpp"
+#include "smha/peer/channel.hpp"
+#include "smha/peer/copy_store.hpp"
+
+namespace smha::peer {
+
+struct ContinuityConfig {
+  std::string fabric;
+  std::string own_name;
+  Guid own_guid;
+  ChannelConfig channel;
+  CopyStoreConfig store;
+  CopySenderConfig sender;
+  Duration tick = seconds(1);
+  Duration max_copy_age = seconds(120);
+};
+
+class Continuity {
+ public:
+  using Facts = std::function<InBandFacts()>;
+  Continuity(boost::asio::io_context& io, ContinuityConfig cfg, os::FileSystem& fs, const Clock& clock,
+             Scheduler& sched, Facts facts, fabric::AlarmSink& alarms);
+  ~Continuity();
+  Continuity(const Continuity&) = delete;
+  Continuity& operator=(const Continuity&) = delete;
+
+  // Reads what an earlier run left, loads the TLS files, listens. On an error
+  // (named: the file, the address) nothing runs.
+  Status start();
+  void stop();
+
+  // status.continuity (doc/control-protocol.md).
+  nlohmann::json status_json() const;
+  const CopyStore& store() const { return store_; }
+  const CopySender& sender() const { return sender_; }
+  const PeerChannel& channel() const { return *channel_; }
+  bool sending() const { return sending_; }
+  // Seconds since the master last confirmed the SA copy held; nullopt: none held.
+  std::optional<double> copy_age_s() const;
+
+ private:
+  void tick();
+  ContinuityConfig cfg_;
+  os::FileSystem& fs_;
+  const Clock& clock_;
+  Scheduler& sched_;
+  Facts facts_;
+  fabric::AlarmSink& alarms_;
+  CopyStore store_;
+  CopySender sender_;
+  std::unique_ptr<PeerChannel> channel_;
+  std::optional<Scheduler::TimerId> timer_;
+  TimePoint started_{};
+  bool sending_ = false;
+  std::string alarm_;  // the sa_copy_stale detail raised ("" none)
+};
+
+}  // namespace smha::peer

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+#include "smha/peer/frame.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+namespace smha::peer {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::uint8_t, 4> kMagic{'S', 'M', 'H', 'C'};
+constexpr std::size_t kMaxName = 64;
+
+std::uint32_t get32(std::span<const std::uint8_t> b, std::size_t off) {
+  return static_cast<std::uint32_t>(b[off]) << 24 | static_cast<std::uint32_t>(b[off + 1]) << 16 |
+         static_cast<std::uint32_t>(b[off + 2]) << 8 | b[off + 3];
+}
+
+void put32(std::vector<std::uint8_t>& b, std::uint32_t v) {
+  for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<std::uint8_t>(v >> s));
+}
+
+std::vector<std::uint8_t> frame(FrameKind kind, const std::string& meta, std::string_view body) {
+  std::vector<std::uint8_t> out(kMagic.begin(), kMagic.end());
+  out.push_back(kFrameVersion);
+  out.push_back(static_cast<std::uint8_t>(kind));
+  out.push_back(0);
+  out.push_back(0);
+  put32(out, static_cast<std::uint32_t>(meta.size()));
+  put32(out, static_cast<std::uint32_t>(body.size()));
+  out.insert(out.end(), meta.begin(), meta.end());
+  out.insert(out.end(), body.begin(), body.end());
+  return out;
+}
+
+Error protocol(std::string what) { return make_error(Errc::Protocol, std::move(what)); }
+
+Result<json> parse_meta(std::string_view text) {
+  if (text.size() > kMaxMetaBytes)
+    return make_error(Errc::FrameTooLarge, "meta is " + std::to_string(text.size()) + " bytes; at most 4096");
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return protocol("meta is not a JSON object");
+  return j;
+}
+
+Result<std::string> name_field(const json& j, const char* key, bool may_be_empty) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return protocol(std::string("meta \"") + key + "\" is missing or not a string");
+  auto s = it->get<std::string>();
+  if (s.size() > kMaxName) return protocol(std::string("meta \"") + key + "\" is longer than 64 bytes");
+  if (!may_be_empty && s.empty()) return protocol(std::string("meta \"") + key + "\" is empty");
+  for (unsigned char c : s)
+    if (c < 0x20 || c == 0x7f) return protocol(std::string("meta \"") + key + "\" has a control character");
+  return s;
+}
+
+Result<std::uint64_t> number_field(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_unsigned())
+    return protocol(std::string("meta \"") + key + "\" is missing or not an unsigned integer");
+  return it->get<std::uint64_t>();
+}
+
+}  // namespace
+
+std::string_view to_string(FrameKind k) {
+  switch (k) {
+    case FrameKind::SaDump: return "sa_dump";
+    case FrameKind::Guid2Lid: return "guid2lid";
+    case FrameKind::Answer: return "answer";
+  }
+  return "?";
+}
+
+Result<FrameHeader> decode_frame_header(std::span<const std::uint8_t> b, std::size_t max_body) {
+  if (b.size() != kFrameHeaderSize)
+    return protocol("frame header is " + std::to_string(b.size()) + " bytes; expected 16");
+  if (!std::equal(kMagic.begin(), kMagic.end(), b.begin()))
+    return protocol("frame magic at offset 0 is not \"SMHC\" (not an smha peer channel)");
+  if (b[4] != kFrameVersion) return protocol("frame version " + std::to_string(b[4]) + " at offset 4; expected 1");
+  if (b[5] < 1 || b[5] > 3) return protocol("frame kind " + std::to_string(b[5]) + " at offset 5 is unknown");
+  if (b[6] != 0 || b[7] != 0) return protocol("frame reserved bytes 6-7 are not zero");
+  FrameHeader h;
+  h.kind = static_cast<FrameKind>(b[5]);
+  h.meta_len = get32(b, 8);
+  h.body_len = get32(b, 12);
+  if (h.meta_len < 2) return protocol("frame meta length " + std::to_string(h.meta_len) + " at offset 8 is below 2");
+  if (h.meta_len > kMaxMetaBytes)
+    return make_error(Errc::FrameTooLarge,
+                      "frame meta length " + std::to_string(h.meta_len) + " at offset 8 is over 4096");
+  if (h.kind == FrameKind::Answer && h.body_len != 0)
+    return protocol("an answer frame has a body (" + std::to_string(h.body_len) + " bytes at offset 12)");
+  if (h.body_len > max_body)
+    return make_error(Errc::FrameTooLarge, "frame body length " + std::to_string(h.body_len) +
+                                               " at offset 12 is over the cap of " + std::to_string(max_body));
+  return h;
+}
+
+Result<CopyMeta> decode_copy_meta(std::string_view text) {
+  auto j = parse_meta(text);
+  if (!j) return j.error();
+  CopyMeta m;
+  auto fabric = name_field(*j, "fabric", true);
+  if (!fabric) return fabric.error();
+  auto from = name_field(*j, "from", false);
+  if (!from) return from.error();
+  auto guid_text = name_field(*j, "master_guid", false);
+  if (!guid_text) return guid_text.error();
+  auto guid = parse_guid(*guid_text);
+  if (!guid || guid_text->size() != 18 || guid->value == 0)
+    return protocol("meta \"master_guid\" is not a port GUID (0x and 16 hex digits, not 0)");
+  auto gen = number_field(*j, "generation");
+  if (!gen) return gen.error();
+  if (*gen == 0) return protocol("meta \"generation\" is 0");
+  auto age = number_field(*j, "age_ms");
+  if (!age) return age.error();
+  m.fabric = std::move(*fabric);
+  m.from = std::move(*from);
+  m.master_guid = *guid;
+  m.generation = *gen;
+  m.age_ms = *age;
+  return m;
+}
+
+Result<AnswerMeta> decode_answer_meta(std::string_view text) {
+  auto j = parse_meta(text);
+  if (!j) return j.error();
+  AnswerMeta m;
+  auto kind = name_field(*j, "kind", false);
+  if (!kind) return kind.error();
+  if (*kind == "sa_dump") m.kind = FrameKind::SaDump;
+  else if (*kind == "guid2lid") m.kind = FrameKind::Guid2Lid;
+  else return protocol("meta \"kind\" is not sa_dump or guid2lid");
+  auto gen = number_field(*j, "generation");
+  if (!gen) return gen.error();
+  m.generation = *gen;
+  auto it = j->find("applied");
+  if (it == j->end() || !it->is_boolean()) return protocol("meta \"applied\" is missing or not a boolean");
+  m.applied = it->get<bool>();
+  auto reason = name_field(*j, "reason", true);
+  if (!reason) return reason.error();
+  m.reason = std::move(*reason);
+  it = j->find("text");
+  if (it == j->end() || !it->is_string()) return protocol("meta \"text\" is missing or not a string");
+  m.text = it->get<std::string>().substr(0, 512);
+  return m;
+}
+
+std::vector<std::uint8_t> encode_copy_frame(FrameKind kind, const CopyMeta& m, std::string_view body) {
+  char guid[24];
+  std::snprintf(guid, sizeof guid, "0x%016llx", static_cast<unsigned long long>(m.master_guid.value));
+  const json j{{"fabric", m.fabric}, {"from", m.from}, {"master_guid", guid}, {"generation", m.generation},
+               {"age_ms", m.age_ms}};
+  return frame(kind, j.dump(-1, ' ', false, json::error_handler_t::replace), body);
+}
+
+std::vector<std::uint8_t> encode_answer_frame(const AnswerMeta& m) {
+  const json j{{"kind", std::string(to_string(m.kind))}, {"generation", m.generation}, {"applied", m.applied},
+               {"reason", m.reason}, {"text", m.text.substr(0, 512)}};
+  return frame(FrameKind::Answer, j.dump(-1, ' ', false, json::error_handler_t::replace), {});
+}
+
+}  // namespace smha::peer

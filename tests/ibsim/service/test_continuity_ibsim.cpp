@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// SA continuity over the peer channel on real OpenSM (doc/continuity.md):
+// two smhad on the lab fabric, each with a certificate from one test CA
+// (scripts/make-peer-certs), the channel over loopback TCP. A workload at
+// Hca3 and Hca4 (bench_workload_client: multicast joins, a ServiceRecord,
+// traps 64/65) through head01's SA; head02 must hold the master's SA dump and
+// guid2lid; kill -9 of head01's OpenSM; head02 takes over and its SA must
+// answer every membership with the same MLID, every ServiceRecord and
+// subscription, while no LID, LFT or MFT entry changed. The same with the
+// channel cut (today's behaviour: the groups are gone, the missing copy is
+// shown and alarmed). A TLS client with a certificate of another CA, and one
+// of the right CA naming a head that is not a peer, are refused and counted.
+//
+// Every process is stopped by PID, also on failure: smhad and ibsim by the
+// fabric, the OpenSMs smhad started by OsmGuard.
+#include <catch2/catch.hpp>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "ibsim_harness.hpp"
+#include "smhad_heads.hpp"
+
+using namespace smha;
+using namespace smha::testing;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kGroups = 4;
+
+// A TCP port on 127.0.0.1 nobody listens on now (the kernel's pick).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+struct Pair {
+  SmhadHead h1, h2;
+  int port1 = 0, port2 = 0;
+  std::string certs;
+};
+
+std::string continuity_yaml(const std::string& certs, const std::string& name, int port) {
+  return "continuity:\n  listen: \"127.0.0.1:" + std::to_string(port) + "\"\n  certificate: " + certs + "/" + name +
+         ".pem\n  private_key: " + certs + "/" + name + ".key\n  ca: " + certs +
+         "/ca.pem\n  max_copy_age_s: 10\n  refresh_s: 5\n";
+}
+
+// head01 (Hca1) MASTER and head02 (Hca2) STANDBY with the channel on;
+// `cut`: head01 sends to a port nobody listens on.
+void start_pair(IbsimFabric& fabric, OsmGuard& guard, Pair& p, bool cut) {
+  p.certs = fabric.scratch_dir() + "/certs";
+  const std::string mk = std::string(SMHA_SOURCE_DIR) + "/scripts/make-peer-certs " + p.certs +
+                         " head01 head02 head03 >/dev/null";
+  REQUIRE(std::system(mk.c_str()) == 0);
+  const auto hca1 = fabric.node_port("Hca1");
+  const auto hca2 = fabric.node_port("Hca2");
+  REQUIRE(hca1);
+  REQUIRE(hca2);
+  p.port1 = free_port();
+  p.port2 = free_port();
+  p.h1 = SmhadHead{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
+  p.h2 = SmhadHead{"head02", "Hca2", hca2->port_guid, fabric.scratch_dir() + "/head02"};
+  SmhadOptions o1, o2;
+  o1.extra = continuity_yaml(p.certs, "head01", p.port1);
+  o2.extra = continuity_yaml(p.certs, "head02", p.port2);
+  const int to_h2 = cut ? free_port() : p.port2;
+  write_smhad_config(p.h1, {{"head02", p.h2.guid, 0, "", "127.0.0.1:" + std::to_string(to_h2)}}, o1);
+  write_smhad_config(p.h2, {{"head01", p.h1.guid, 0, "", "127.0.0.1:" + std::to_string(p.port1)}}, o2);
+  json s1, s2;
+  const std::string failed = start_master_standby(fabric, guard, p.h1, p.h2, s1, s2, SMHA_SMHAD, true);
+  if (!failed.empty()) FAIL(failed);
+  // LIDs once the master has swept.
+  for (auto* h : {&p.h1, &p.h2}) {
+    const auto port = fabric.node_port(h->node);
+    REQUIRE(port);
+    h->lid = static_cast<int>(port->lid);
+    REQUIRE(h->lid != 0);
+  }
+}
+
+json client(IbsimFabric& f, const std::string& node, std::vector<std::string> args) {
+  args.insert(args.begin(), SMHA_WORKLOAD_CLIENT);
+  const auto r = f.run(node, args, 60s);
+  INFO(node << " " << args[1] << ": exit " << r.exit_code << ": " << r.out << r.err);
+  json j = json::parse(r.out, nullptr, false);
+  REQUIRE(j.is_object());
+  return j;
+}
+
+json check(IbsimFabric& f, int sa_lid, const std::vector<std::string>& members) {
+  std::vector<std::string> args{"check", "--sa-lid", std::to_string(sa_lid), "--groups", std::to_string(kGroups)};
+  for (const auto& m : members) args.insert(args.end(), {"--member", m});
+  return client(f, "Hca3", args);
+}
+
+struct Workload {
+  std::vector<std::string> members;
+  std::set<int> mlids;
+  json tables;
+  json check;
+};
+
+// The workload through `sa_lid`, then the fabric's tables once the master has
+// programmed every MLID, and what the SA holds of it.
+Workload make_workload(IbsimFabric& f, int sa_lid) {
+  Workload w;
+  for (const char* node : {"Hca3", "Hca4"}) {
+    const json j = client(f, node, {"join", "--sa-lid", std::to_string(sa_lid), "--groups", std::to_string(kGroups)});
+    INFO(j.dump());
+    REQUIRE(j["errors"].empty());
+    w.members.push_back(j["port_guid"]);
+    for (const auto& g : j["groups"]) w.mlids.insert(g["mlid"].get<int>());
+  }
+  REQUIRE(w.mlids.size() == kGroups);
+  REQUIRE(wait_for([&] {
+    w.tables = client(f, "Hca3", {"tables"});
+    std::set<int> seen;
+    for (const auto& [sw, entries] : w.tables["mft"].items())
+      for (const auto& [mlid, pos] : entries.items()) seen.insert(std::stoi(mlid));
+    return w.tables["errors"].empty() && seen == w.mlids;
+  }, 30s));
+  w.check = check(f, sa_lid, w.members);
+  REQUIRE(w.check["errors"].empty());
+  return w;
+}
+
+// head01's OpenSM killed; head02's smhad reports MASTER and its SA answers.
+void kill_master(IbsimFabric& f, OsmGuard& guard, Pair& p, json& s2) {
+  auto s1 = smhad_status(p.h1);
+  REQUIRE(s1);
+  const int victim = (*s1)["opensm"]["pid"];
+  REQUIRE(::kill(victim, SIGKILL) == 0);
+  REQUIRE(wait_status(f, p.h2, guard, local_master, 30s, &s2));
+}
+
+}  // namespace
+
+TEST_CASE("Continuity: after kill -9 of the master every group keeps its MLID and members, records and "
+          "subscriptions are on the new master, no LID, LFT or MFT entry changed",
+          "[ibsim][smhad][continuity]") {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;
+  Pair p;
+  start_pair(fabric, guard, p, false);
+  const Workload before = make_workload(fabric, p.h1.lid);
+
+  // head02 holds the master's dump with the whole workload, and its guid2lid.
+  json s2;
+  const bool copied = wait_for([&] {
+    auto s = smhad_status(p.h2);
+    if (!s) return false;
+    s2 = *s;
+    const auto& sa = s2["continuity"]["copies"]["sa_dump"];
+    const auto& g2l = s2["continuity"]["copies"]["guid2lid"];
+    return sa.is_object() && sa["groups"] == kGroups && sa["members"] == 2 * kGroups && sa["subscriptions"] == 4 &&
+           sa["services"].get<int>() >= 2 && g2l.is_object() && g2l["entries"] == 6;
+  }, 30s);
+  INFO(s2["continuity"].dump(2));
+  REQUIRE(copied);
+  CHECK(s2["continuity"]["role"] == "receiving");
+  CHECK(s2["continuity"]["copies"]["sa_dump"]["from"] == "head01");
+  CHECK(s2["continuity"]["received"]["refused"]["not_master"] == 0);
+  const auto s1 = smhad_status(p.h1);
+  REQUIRE(s1);
+  CHECK((*s1)["continuity"]["role"] == "sending");
+  CHECK((*s1)["continuity"]["peers"][0]["outbound"] == "up");
+  CHECK((*s1)["continuity"]["peers"][0]["answers"]["sa_dump"]["applied"] == true);
+  // The copy is what head02's OpenSM will read: its rendered sa_db_file.
+  CHECK(read_file(p.h2.dir + "/opensm.conf").find("sa_db_file " + p.h2.state_dir() + "/opensm-sa.copy") !=
+        std::string::npos);
+
+  kill_master(fabric, guard, p, s2);
+  // The new master's SA answers with the whole workload, at the same MLIDs.
+  json after;
+  REQUIRE(wait_for([&] {
+    after = check(fabric, p.h2.lid, before.members);
+    return after["errors"].empty();
+  }, 30s));
+  INFO("before: " << before.check.dump() << "\nafter: " << after.dump());
+  CHECK(after["groups"] == before.check["groups"]);
+  CHECK(after["services"] == before.check["services"]);
+  CHECK(after["informs"] == before.check["informs"]);
+  const json tables = client(fabric, "Hca3", {"tables"});
+  CHECK(tables["lids"] == before.tables["lids"]);
+  CHECK(tables["lft"] == before.tables["lft"]);
+  CHECK(tables["mft"] == before.tables["mft"]);
+}
+
+TEST_CASE("Continuity, channel cut: the takeover is today's (the groups are gone), the missing copy is shown and "
+          "alarmed",
+          "[ibsim][smhad][continuity]") {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;
+  Pair p;
+  start_pair(fabric, guard, p, true);
+  const Workload before = make_workload(fabric, p.h1.lid);
+  // head01 keeps trying; head02 holds nothing and, past max_copy_age_s (10),
+  // raises sa_copy_stale.
+  json s1, s2;
+  REQUIRE(wait_for([&] {
+    auto s = smhad_status(p.h1);
+    if (!s) return false;
+    s1 = *s;
+    return s1["continuity"]["peers"][0]["outbound"] == "retrying" &&
+           s1["continuity"]["peers"][0]["last_error"].get<std::string>().find("connect") != std::string::npos;
+  }, 30s));
+  REQUIRE(wait_for([&] {
+    auto s = smhad_status(p.h2);
+    if (!s) return false;
+    s2 = *s;
+    for (const auto& a : s2["alarms"])
+      if (a["kind"] == "sa_copy_stale") return true;
+    return false;
+  }, 40s));
+  INFO(s2.dump(2));
+  CHECK(s2["continuity"]["copies"]["sa_dump"].is_null());
+  kill_master(fabric, guard, p, s2);
+  json after;
+  REQUIRE(wait_for([&] {
+    after = check(fabric, p.h2.lid, before.members);
+    return after["errors"].empty();
+  }, 30s));
+  INFO(after.dump());
+  for (const auto& g : after["groups"])
+    for (const auto& [m, mlid] : g["members"].items()) CHECK(mlid.is_null());
+  const json tables = client(fabric, "Hca3", {"tables"});
+  CHECK(tables["lids"] == before.tables["lids"]);
+}
+
+TEST_CASE("Continuity: a peer with a certificate of another CA, and one naming a head that is not a peer, are "
+          "refused and counted",
+          "[ibsim][smhad][continuity]") {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;
+  Pair p;
+  start_pair(fabric, guard, p, false);
+  const std::string other = fabric.scratch_dir() + "/other-ca";
+  REQUIRE(std::system((std::string(SMHA_SOURCE_DIR) + "/scripts/make-peer-certs " + other + " head01 >/dev/null").c_str()) == 0);
+  auto s_client = [&](const std::string& dir, const std::string& name) {
+    const std::string cmd = "openssl s_client -connect 127.0.0.1:" + std::to_string(p.port2) + " -cert " + dir + "/" +
+                            name + ".pem -key " + dir + "/" + name + ".key -CAfile " + dir +
+                            "/ca.pem -tls1_3 </dev/null >/dev/null 2>&1";
+    return std::system(cmd.c_str());
+  };
+  // A forged head01: signed by another CA.
+  (void)s_client(other, "head01");
+  // A head of the right CA that is not head02's peer.
+  (void)s_client(p.certs, "head03");
+  json s2;
+  REQUIRE(wait_for([&] {
+    auto s = smhad_status(p.h2);
+    if (!s) return false;
+    s2 = *s;
+    const auto& c = s2["continuity"]["channel"];
+    return c["handshake_failed"].get<int>() >= 1 && c["unknown_identity"].get<int>() >= 1;
+  }, 20s));
+  INFO(s2["continuity"].dump(2));
+  CHECK(s2["continuity"]["channel"]["last_inbound_error"].get<std::string>().find("names no configured peer") !=
+        std::string::npos);
+  // The real head01 still gets through.
+  REQUIRE(wait_for([&] {
+    auto s = smhad_status(p.h2);
+    return s && (*s)["continuity"]["copies"]["guid2lid"].is_object();
+  }, 30s));
+}
