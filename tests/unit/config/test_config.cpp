@@ -861,3 +861,47 @@ TEST_CASE("health: the degraded-link alarm and the expected link rates, checked 
   CHECK(e[1].find("health.link_degraded_min_links") != std::string::npos);
   CHECK(e[2].find("health.expect_switch: unknown key; did you mean 'expect_switch_links'?") != std::string::npos);
 }
+
+TEST_CASE("continuity: off by default, its keys, every peer's address and the sa_db_file it implies, checked at load") {
+  Config c = load_ok(kNode);
+  CHECK_FALSE(c.continuity.enabled);
+  CHECK(c.opensm.sa_db_file.empty());
+  const std::string section =
+      "continuity:\n  listen: \"0.0.0.0:7390\"\n  certificate: /etc/smha/tls/head01.pem\n"
+      "  private_key: /etc/smha/tls/head01.key\n  ca: /etc/smha/tls/ca.pem\n";
+  const std::string peers = "peers:\n  - name: head02\n    port_guid: 0x20\n    address: \"[fd00::2]:7390\"\n";
+  c = load_ok(kNode + peers + section + "  max_copy_age_s: 300\n  refresh_s: 10\n  max_copy_mib: 8\n");
+  CHECK(c.continuity.enabled);
+  CHECK(c.continuity.listen_address == "0.0.0.0");
+  CHECK(c.continuity.listen_port == 7390);
+  CHECK(c.continuity.private_key == "/etc/smha/tls/head01.key");
+  CHECK(c.continuity.max_copy_age_s == 300);
+  CHECK(c.continuity.refresh_s == 10);
+  CHECK(c.continuity.max_copy_mib == 8);
+  REQUIRE(c.peers.size() == 1);
+  CHECK(c.peers[0].address_host == "fd00::2");
+  CHECK(c.peers[0].address_port == 7390);
+  CHECK(c.opensm.sa_db_file == c.state_dir + "/opensm-sa.copy");
+  // A peer without an address, a listen address that is a name, a relative
+  // key path, a range broken, sa_db_dump turned off.
+  auto e = errors_of(kNode + "peers:\n  - name: head02\n    port_guid: 0x20\n" +
+                     "continuity:\n  listen: \"head01:7390\"\n  certificate: /etc/smha/tls/head01.pem\n"
+                     "  private_key: tls/head01.key\n  ca: /etc/smha/tls/ca.pem\n  refresh_s: 1\n" +
+                     "opensm:\n  sa_db_dump: false\n");
+  std::string all;
+  for (const auto& m : e) all += m + "\n";
+  INFO(all);
+  CHECK(all.find("peers[0].address: peer head02 has no address") != std::string::npos);
+  CHECK(all.find("continuity.listen: the address must be an IP address") != std::string::npos);
+  CHECK(all.find("continuity.private_key") != std::string::npos);
+  CHECK(all.find("continuity.refresh_s") != std::string::npos);
+  CHECK(all.find("opensm.sa_db_dump: is false") != std::string::npos);
+  CHECK(e.size() == 5);
+  e = errors_of(kNode + "continuity:\n  listen: \"0.0.0.0:7390\"\n");
+  all.clear();
+  for (const auto& m : e) all += m + "\n";
+  INFO(all);
+  CHECK(all.find("missing required key 'certificate'") != std::string::npos);
+  CHECK(all.find("missing required key 'ca'") != std::string::npos);
+  CHECK(errors_of(kNode + peers.substr(0, peers.find("    address")) + "    address: \"head02\"\n").size() == 1);
+}
