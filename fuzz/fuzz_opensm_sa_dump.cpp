@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// libFuzzer target: the opensm-sa.dump checker a standby runs on every copy
+// before it is written where OpenSM reads it (doc/continuity.md), on any
+// bytes. Invariants checked: no crash/UB/leak; the size cap holds; what it
+// accepts has no line over OpenSM's 1022 bytes and no NUL; members are
+// counted once, per group and in all; every group's MLID is multicast.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "smha/opensm/sa_dump.hpp"
+
+using namespace smha::opensm;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  auto d = parse_sa_dump(text, 1 << 16);
+  if (!d.ok()) {
+    if (size <= (1 << 16) && d.error().code == smha::Errc::TooLarge) std::abort();
+    return 0;
+  }
+  if (size > (1 << 16)) std::abort();
+  if (text.find('\0') != std::string_view::npos) std::abort();
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto nl = text.find('\n', start);
+    const std::size_t end = nl == std::string_view::npos ? text.size() : nl + 1;
+    if (end - start > kMaxSaDumpLine) std::abort();
+    start = end;
+  }
+  std::size_t members = 0;
+  for (const auto& g : d->groups) {
+    if (g.mlid < 0xc000 || g.mlid == 0xffff) std::abort();
+    members += g.members;
+  }
+  if (members != d->members) std::abort();
+  return 0;
+}
