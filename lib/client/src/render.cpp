@@ -145,6 +145,41 @@ std::string render_status_text(const nlohmann::json& s) {
       o << "\n";
     }
   }
+  // The peer channel (doc/continuity.md): the copies held and each peer's link.
+  if (s.contains("continuity") && s["continuity"].is_object() && s["continuity"].value("enabled", false)) {
+    const auto& k = s["continuity"];
+    o << "Continuity: " << str(k, "role") << ", listening on " << str(k, "listen") << "\n";
+    const auto& copies = k.value("copies", nlohmann::json::object());
+    const auto& sa = copies.value("sa_dump", nlohmann::json());
+    if (sa.is_object())
+      o << "  SA copy: from " << str(sa, "from") << " generation " << str(sa, "generation") << ": "
+        << str(sa, "groups") << " groups (" << str(sa, "members") << " members), " << str(sa, "services")
+        << " ServiceRecords, " << str(sa, "subscriptions") << " subscriptions; confirmed " << age_text(sa, "age_s")
+        << " (bound " << str(k, "max_copy_age_s") << "s); " << str(k, "sa_db_file") << "\n";
+    else
+      o << "  SA copy: none held\n";
+    const auto& g = copies.value("guid2lid", nlohmann::json());
+    if (g.is_object())
+      o << " guid2lid copy: from " << str(g, "from") << " generation " << str(g, "generation") << ": "
+        << str(g, "entries") << " entries; confirmed " << age_text(g, "age_s") << "\n";
+    for (const auto& p : k.value("peers", nlohmann::json::array())) {
+      o << "           " << str(p, "name") << ": outbound " << str(p, "outbound");
+      if (!str(p, "last_error", "").empty()) o << " (" << str(p, "last_error") << ")";
+      const auto& answers = p.value("answers", nlohmann::json::object());
+      for (const char* kind : {"sa_dump", "guid2lid"}) {
+        const auto& a = answers.value(kind, nlohmann::json());
+        if (!a.is_object()) continue;
+        o << "; " << kind << " " << (a.value("applied", false) ? "applied" : "refused: " + str(a, "reason"))
+          << " " << age_text(a, "age_s");
+      }
+      o << "; inbound " << str(p, "inbound") << ", last copy " << age_text(p, "last_copy_age_s") << "\n";
+    }
+    const auto& r = k.value("received", nlohmann::json::object());
+    if (!str(r, "last_refusal", "").empty()) o << "           last refused: " << str(r, "last_refusal") << "\n";
+    const auto& sent = k.value("sent", nlohmann::json::object());
+    if (!str(sent, "sa_dump_problem", "").empty())
+      o << "           not sent: " << str(sent, "sa_dump_problem") << "\n";
+  }
   if (s.contains("policy")) {
     const auto& pol = s["policy"];
     o << "   Policy: poll " << str(pol, "poll_interval_ms") << "ms x " << str(pol, "misses")

@@ -266,6 +266,41 @@ std::string render_prometheus(const MetricsSnapshot& s) {
                {{"rank", std::to_string(i + 1)}, {"port", e.worst[i].port}, {"counter", e.worst[i].counter}},
                e.worst[i].rise);
   }
+  if (s.continuity) {
+    const auto& k = *s.continuity;
+    w.family("smha_continuity_sending", "gauge",
+             "1 while this head sends copies of its OpenSM's SA dump and guid2lid (its OpenSM is MASTER), else 0.");
+    w.sample("smha_continuity_sending", {}, k.sending ? 1.0 : 0.0);
+    w.family("smha_continuity_copy_age_seconds", "gauge",
+             "Seconds since the master last confirmed the copy held here, by file (absent: none held).");
+    if (k.sa_copy_age_s) w.sample("smha_continuity_copy_age_seconds", {{"file", "sa_dump"}}, *k.sa_copy_age_s);
+    if (k.guid2lid_copy_age_s)
+      w.sample("smha_continuity_copy_age_seconds", {{"file", "guid2lid"}}, *k.guid2lid_copy_age_s);
+    w.family("smha_continuity_sa_copy_records", "gauge",
+             "What the SA database copy held here restores at a takeover: groups, members, services, subscriptions.");
+    w.sample("smha_continuity_sa_copy_records", {{"kind", "groups"}}, k.sa_groups);
+    w.sample("smha_continuity_sa_copy_records", {{"kind", "members"}}, k.sa_members);
+    w.sample("smha_continuity_sa_copy_records", {{"kind", "services"}}, k.sa_services);
+    w.sample("smha_continuity_sa_copy_records", {{"kind", "subscriptions"}}, k.sa_subscriptions);
+    w.family("smha_continuity_copies_received_total", "counter", "Copies that arrived over the peer channel.");
+    w.sample("smha_continuity_copies_received_total", {}, k.received);
+    w.family("smha_continuity_copies_applied_total", "counter", "Copies written where this head's OpenSM reads them.");
+    w.sample("smha_continuity_copies_applied_total", {}, k.applied);
+    w.family("smha_continuity_copies_refused_total", "counter",
+             "Copies refused, by reason (identity, not_a_peer, wrong_fabric, not_master, local_master, older, "
+             "replayed, too_large, malformed, write_failed).");
+    for (const auto& [reason, n] : k.refused) w.sample("smha_continuity_copies_refused_total", {{"reason", reason}}, n);
+    w.family("smha_continuity_copies_sent_total", "counter", "Copies this head sent (each to every peer).");
+    w.sample("smha_continuity_copies_sent_total", {}, k.sent);
+    w.family("smha_continuity_connections_refused_total", "counter",
+             "Inbound connections refused: handshake (TLS failed: another CA, no certificate, timeout), identity "
+             "(a certificate naming no configured peer), protocol (bad frames, flooding, slow).");
+    w.sample("smha_continuity_connections_refused_total", {{"reason", "handshake"}}, k.handshake_failed);
+    w.sample("smha_continuity_connections_refused_total", {{"reason", "identity"}}, k.unknown_identity);
+    w.sample("smha_continuity_connections_refused_total", {{"reason", "protocol"}}, k.protocol_errors);
+    w.family("smha_continuity_peer_up", "gauge", "1 while this head's outbound link to the peer is up, else 0.");
+    for (const auto& [peer, up] : k.peer_up) w.sample("smha_continuity_peer_up", {{"peer", peer}}, up ? 1.0 : 0.0);
+  }
   if (s.start_time) {
     w.family("smha_start_time_seconds", "gauge", "When smhad started, Unix time in seconds.");
     w.sample("smha_start_time_seconds", {}, *s.start_time);

@@ -52,8 +52,8 @@ void Continuity::stop() {
   if (channel_) channel_->stop();
 }
 
-std::optional<double> Continuity::copy_age_s() const {
-  const auto& h = store_.held(FrameKind::SaDump);
+std::optional<double> Continuity::copy_age_s(FrameKind kind) const {
+  const auto& h = store_.held(kind);
   if (!h) return std::nullopt;
   return std::max(0.0, seconds_between(h->confirmed, clock_.wall_now()));
 }

@@ -216,8 +216,9 @@ bool Daemon::init_continuity() {
 bool Daemon::init_methods() {
   events_method_ = std::make_unique<EventsMethod>(io_, head_->log(), clock_);
   metrics_ = std::make_unique<MetricsService>(io_, config_.metrics, fs_, [this] {
-    return control::render_prometheus(metrics_snapshot(head_->status(true), head_->mad().poll_stats(),
-                                                       head_->failovers()));
+    auto snap = metrics_snapshot(head_->status(true), head_->mad().poll_stats(), head_->failovers());
+    if (continuity_) snap.continuity = continuity_metrics(*continuity_);
+    return control::render_prometheus(snap);
   });
   for (auto st : {events_method_->attach(*server_), head_->drill().attach(*server_), metrics_->attach(*server_)}) {
     if (!st.ok()) {

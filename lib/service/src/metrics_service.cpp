@@ -12,6 +12,30 @@ namespace smha::service {
 
 using nlohmann::json;
 
+control::ContinuityMetrics continuity_metrics(const peer::Continuity& c) {
+  control::ContinuityMetrics m;
+  m.sending = c.sending();
+  m.sa_copy_age_s = c.copy_age_s(peer::FrameKind::SaDump);
+  m.guid2lid_copy_age_s = c.copy_age_s(peer::FrameKind::Guid2Lid);
+  if (const auto& h = c.store().held(peer::FrameKind::SaDump)) {
+    m.sa_groups = h->sa.groups.size();
+    m.sa_members = h->sa.members;
+    m.sa_services = h->sa.services;
+    m.sa_subscriptions = h->sa.informs;
+  }
+  m.received = c.store().received();
+  m.applied = c.store().applied();
+  for (std::size_t i = 0; i < peer::kRefuseReasons; ++i)
+    m.refused[std::string(peer::to_string(static_cast<peer::RefuseReason>(i)))] = c.store().refused()[i];
+  m.sent = c.sender().sent();
+  const auto& k = c.channel().counters();
+  m.handshake_failed = k.handshake_failed;
+  m.unknown_identity = k.unknown_identity;
+  m.protocol_errors = k.protocol_errors;
+  for (const auto& l : c.channel().links()) m.peer_up[l.name] = l.outbound == "up";
+  return m;
+}
+
 control::MetricsSnapshot metrics_snapshot(const HeadStatus& s, const PollStats& polls, const FailoverStats& failovers) {
   control::MetricsSnapshot m;
   m.node = s.node;

@@ -184,6 +184,25 @@ TEST_CASE("Continuity: after kill -9 of the master every group keeps its MLID an
   CHECK((*s1)["continuity"]["role"] == "sending");
   CHECK((*s1)["continuity"]["peers"][0]["outbound"] == "up");
   CHECK((*s1)["continuity"]["peers"][0]["answers"]["sa_dump"]["applied"] == true);
+  // Shown: smctl status names the copy; the metrics count it.
+  {
+    const auto r = fabric.run("Hca4", {SMHA_SMCTL, "status", "--socket", p.h2.socket()}, 10s);
+    INFO(r.out << r.err);
+    CHECK(r.out.find("Continuity: receiving") != std::string::npos);
+    CHECK(r.out.find("SA copy: from head01") != std::string::npos);
+    CHECK(r.out.find(std::to_string(kGroups) + " groups (" + std::to_string(2 * kGroups) + " members)") !=
+          std::string::npos);
+    auto m = smhad_call(p.h2, "metrics", json::object());
+    REQUIRE(m);
+    const std::string text = m->data.value("text", "");
+    CHECK(text.find("smha_continuity_sending 0\n") != std::string::npos);
+    CHECK(text.find("smha_continuity_sa_copy_records{kind=\"groups\"} " + std::to_string(kGroups) + "\n") !=
+          std::string::npos);
+    CHECK(text.find("smha_continuity_copy_age_seconds{file=\"sa_dump\"} ") != std::string::npos);
+    auto m1 = smhad_call(p.h1, "metrics", json::object());
+    REQUIRE(m1);
+    CHECK(m1->data.value("text", "").find("smha_continuity_peer_up{peer=\"head02\"} 1\n") != std::string::npos);
+  }
   // The copy is what head02's OpenSM will read: its rendered sa_db_file.
   CHECK(read_file(p.h2.dir + "/opensm.conf").find("sa_db_file " + p.h2.state_dir() + "/opensm-sa.copy") !=
         std::string::npos);

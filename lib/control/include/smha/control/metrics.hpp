@@ -78,6 +78,26 @@ struct ErrorCounterMetrics {
   std::vector<Worst> worst;
 };
 
+// The peer channel (doc/continuity.md): the copies held here, what arrived
+// and was refused, and each peer's outbound link.
+struct ContinuityMetrics {
+  bool sending = false;                      // this head's OpenSM is MASTER: it sends
+  std::optional<double> sa_copy_age_s;       // since the master last confirmed the SA copy; none held: unset
+  std::optional<double> guid2lid_copy_age_s;
+  uint64_t sa_groups = 0;                    // in the SA copy held
+  uint64_t sa_members = 0;
+  uint64_t sa_services = 0;
+  uint64_t sa_subscriptions = 0;
+  uint64_t received = 0;
+  uint64_t applied = 0;
+  std::map<std::string, uint64_t> refused;   // by reason token, every reason
+  uint64_t sent = 0;
+  uint64_t handshake_failed = 0;
+  uint64_t unknown_identity = 0;
+  uint64_t protocol_errors = 0;
+  std::map<std::string, bool> peer_up;       // outbound link up, by peer name
+};
+
 struct MetricsSnapshot {
   std::string node;
   // The instance's fabric: a `fabric` label on every sample when set (several
@@ -131,6 +151,8 @@ struct MetricsSnapshot {
   std::optional<Health> health;
   // Error counters (doc/health.md); nullopt: off. Bounded like Health.
   std::optional<ErrorCounterMetrics> errors;
+  // The peer channel; nullopt: not configured.
+  std::optional<ContinuityMetrics> continuity;
 };
 
 // The config digest component smha_config_digest_info never carries: the

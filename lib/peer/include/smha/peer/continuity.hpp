@@ -60,8 +60,8 @@ class Continuity {
   const CopySender& sender() const { return sender_; }
   const PeerChannel& channel() const { return *channel_; }
   bool sending() const { return sending_; }
-  // Seconds since the master last confirmed the SA copy held; nullopt: none held.
-  std::optional<double> copy_age_s() const;
+  // Seconds since the master last confirmed the copy of `kind` held; nullopt: none held.
+  std::optional<double> copy_age_s(FrameKind kind = FrameKind::SaDump) const;
 
  private:
   void tick();

@@ -22,6 +22,7 @@
 #include "smha/control/metrics_http.hpp"
 #include "smha/control/server.hpp"
 #include "smha/os/file_system.hpp"
+#include "smha/peer/continuity.hpp"
 #include "smha/head/failover_stats.hpp"
 #include "smha/head/head_status.hpp"
 #include "smha/service/service.hpp"
@@ -30,6 +31,9 @@ namespace smha::service {
 
 // Builds the metrics snapshot from this head's status, the poller's
 // statistics and the failover counters. Pure.
+// The peer channel's part of the metrics (doc/continuity.md).
+control::ContinuityMetrics continuity_metrics(const peer::Continuity& c);
+
 control::MetricsSnapshot metrics_snapshot(const HeadStatus& status, const PollStats& polls,
                                           const FailoverStats& failovers);
 
