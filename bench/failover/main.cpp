@@ -19,7 +19,9 @@
 // probe's SubnAdmGetTable(SMInfoRecord) (an OpenSM answers no SA query until
 // its first master sweep ends; a compute node's rejoins and path queries wait
 // that long). See doc/performance.md ("## Failover").
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -474,7 +476,27 @@ struct SmhadHead {
   std::string node;
   smha::testing::NodePort port;
   std::string dir;
+  int channel_port = 0;  // continuity.listen on 127.0.0.1 (g_channel runs)
 };
+
+// The runs going on are "smhad, continuity": the peer channel between the
+// heads (doc/continuity.md), certificates from scripts/make-peer-certs.
+bool g_channel = false;
+
+// A TCP port on 127.0.0.1 nobody listens on now (the kernel's pick).
+int free_tcp_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket failed");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  ::close(fd);
+  if (!ok) throw std::runtime_error("no free TCP port on 127.0.0.1");
+  return ntohs(a.sin_port);
+}
 
 // The YAML smhad reads, written as the tests write it (tests/support/smha_yaml.hpp).
 std::string write_smhad_config(const SmhadHead& h, const std::vector<SmhadHead>& heads) {
@@ -484,7 +506,15 @@ std::string write_smhad_config(const SmhadHead& h, const std::vector<SmhadHead>&
   y.guid = h.port.port_guid;
   y.peers.clear();
   for (const auto& peer : heads)
-    if (peer.name != h.name) y.peers.push_back({peer.name, peer.port.port_guid, static_cast<int>(peer.port.lid)});
+    if (peer.name != h.name)
+      y.peers.push_back({peer.name, peer.port.port_guid, static_cast<int>(peer.port.lid), "",
+                         g_channel ? "127.0.0.1:" + std::to_string(peer.channel_port) : ""});
+  if (g_channel) {
+    const std::string certs = std::filesystem::path(h.dir).parent_path().string() + "/certs";
+    y.extra = "continuity:\n  listen: \"127.0.0.1:" + std::to_string(h.channel_port) + "\"\n  certificate: " +
+              certs + "/" + h.name + ".pem\n  private_key: " + certs + "/" + h.name + ".key\n  ca: " + certs +
+              "/ca.pem\n";
+  }
   y.sm_priority = 10;
   y.dump_files_dir = true;
   if (!g_osm_conf.empty()) {
@@ -519,7 +549,7 @@ SmhadGroup start_smhad_group(IbsimFabric& f, OsmReaper& reaper, int nheads, int 
   const int boot = f.start_opensm("Hca3", 0);
   if (!f.wait_subnet_up(boot, up_timeout)) throw std::runtime_error("boot OpenSM: no SUBNET UP");
   for (int i = 0; i < nheads; ++i) {
-    SmhadHead h{all[i].first, all[i].second, {}, f.scratch_dir() + "/" + all[i].first};
+    SmhadHead h{all[i].first, all[i].second, {}, f.scratch_dir() + "/" + all[i].first, free_tcp_port()};
     reaper.add_pidfile(h.dir + "/state/opensm.pid");
     const auto port = f.node_port(h.node);
     if (!port || !port->lid) throw std::runtime_error("no LID for " + h.node);
@@ -528,6 +558,11 @@ SmhadGroup start_smhad_group(IbsimFabric& f, OsmReaper& reaper, int nheads, int 
     g.lids.push_back(static_cast<int>(port->lid));
   }
   f.stop_opensm(boot);
+  if (g_channel) {
+    std::string cmd = std::string(SMHA_SOURCE_DIR) + "/scripts/make-peer-certs " + f.scratch_dir() + "/certs";
+    for (const auto& h : g.heads) cmd += " " + h.name;
+    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("make-peer-certs failed");
+  }
   const std::vector<std::pair<std::string, std::string>> env =
       loss_env.empty() ? std::vector<std::pair<std::string, std::string>>{
                              {"LD_PRELOAD", smha::testing::umad_timeout_shim_preload()}}
@@ -591,11 +626,34 @@ void keep_logs(IbsimFabric& f, const SmhadGroup& g) {
   std::fprintf(stderr, "  logs kept in %s\n", dst.c_str());
 }
 
+// With the channel: head02 holds the master's SA dump with the whole
+// workload (every group, every member) before the fault, as a deployed pair
+// does a few seconds after a change.
+void wait_copy_current(const SmhadGroup& g, const WorkloadBefore& w) {
+  std::size_t members = 0, groups = 0;
+  for (const auto& grp : w.check["groups"]) {
+    std::size_t n = 0;
+    for (const auto& [m, mlid] : grp["members"].items()) n += mlid.is_null() ? 0 : 1;
+    members += n;
+    groups += n > 0 ? 1 : 0;
+  }
+  smha::testing::SmhadHead th;
+  th.dir = g.heads[1].dir;
+  const bool ok = smha::testing::wait_for([&] {
+    auto s = smha::testing::smhad_status(th);
+    if (!s) return false;
+    const auto& sa = (*s)["continuity"]["copies"]["sa_dump"];
+    return sa.is_object() && sa["groups"].get<std::size_t>() >= groups && sa["members"].get<std::size_t>() >= members;
+  }, 60s);
+  if (!ok) throw std::runtime_error("head02 never held the master's SA dump with the workload");
+}
+
 // With three heads, head02 must take over (OpenSM's order at equal priority:
 // the lower port GUID, Hca2's); head03 answering MASTER first fails the run.
 std::optional<double> run_smhad_drill(const std::string& topology, Drill drill, int interval_ms,
                                       std::chrono::seconds up_timeout = 30s, int nheads = 2) {
-  const std::string what = nheads == 2 ? "smhad" : "smhad, " + std::to_string(nheads) + " heads";
+  const std::string what = nheads == 2 ? (g_channel ? "smhad, continuity" : "smhad")
+                                       : "smhad, " + std::to_string(nheads) + " heads";
   try {
     IbsimFabric f(topology);
     OsmReaper reaper;  // after the fabric: OpenSM goes before ibsim
@@ -605,6 +663,7 @@ std::optional<double> run_smhad_drill(const std::string& topology, Drill drill, 
     if (victims.size() != 1) throw std::runtime_error("head01's OpenSM pid not found");
     std::optional<WorkloadBefore> work;
     if (g_workload && nheads == 2) work = workload_start(f, topology, g.lids[0]);
+    if (work && g_channel) wait_copy_current(g, *work);
     const std::int64_t t0 = now_ns();
     switch (drill) {
       case Drill::Kill: ::kill(victims[0], SIGKILL); break;
@@ -613,10 +672,11 @@ std::optional<double> run_smhad_drill(const std::string& topology, Drill drill, 
     }
     const auto t1 = wait_probe(f, g.probe, g.lids[1], "MASTER", t0, 30s);
     if (t1) note_sa_outage(f, g.probe, g.lids[1], t0, what, drill);
-    if (t1 && work)
-      workload_finish(f, *work, g.lids[1], what, std::string(drill_name(drill)) + " (" + g_row_fabric + ")");
     for (int proc : g.procs) reaper.add(opensm_children(f.process_pid(proc)));
     if (drill == Drill::Unlink) f.console("ReLink \"Hca1\"[1]");
+    // After the relink, as in the OpenSM columns: the old master's port is back.
+    if (t1 && work)
+      workload_finish(f, *work, g.lids[1], what, std::string(drill_name(drill)) + " (" + g_row_fabric + ")");
     for (int proc : g.procs) f.stop_process(proc);
     keep_logs(f, g);
     if (!t1) {
@@ -858,6 +918,7 @@ int main(int argc, char** argv) {
   int big_hcas = 1000;
   int big_runs = 3;
   int smhad_runs = -1;
+  int channel_runs = -1;
   int three_runs = -1;
   bool smhad_only = false;
   app.add_option("--runs", runs, "runs per drill and setting (fast settings; 0: skip)")
@@ -899,6 +960,10 @@ int main(int argc, char** argv) {
   app.add_flag("--sa-copy-by-hand", g_sa_copy_by_hand,
                "a reference column: OpenSM 50x0 with the master's opensm-sa.dump copied by the bench into "
                "the standby's sa_db_file before the fault");
+  app.add_option("--channel-runs", channel_runs,
+                 "runs per drill (and per --big run) with two smhad and the peer channel (default: --smhad-runs "
+                 "with --workload, else 0)")
+      ->check(CLI::Range(0, 100));
   app.add_option("--workload-groups", g_workload_groups, "multicast groups each workload node joins")
       ->check(CLI::Range(1, 64));
   app.add_option("--workload-nodes", g_workload_nodes, "workload nodes on the --big fat tree (Hca3..)")
@@ -906,6 +971,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (smhad_runs < 0) smhad_runs = runs;
   if (three_runs < 0) three_runs = smhad_runs;
+  if (channel_runs < 0) channel_runs = g_workload ? smhad_runs : 0;
 
   const std::string topo = smha::testing::topology_path("two-switch-4hca.net");
   std::vector<OsmHa> settings{
@@ -945,6 +1011,17 @@ int main(int argc, char** argv) {
                      ms ? std::to_string(*ms).c_str() : "failed");
       }
 
+  // Two smhad with the peer channel (the workload table's "smhad,
+  // continuity" rows; its new-MASTER times are not in the first table).
+  for (std::size_t d = 0; d < drills.size(); ++d)
+    for (int i = 0; i < channel_runs; ++i) {
+      g_channel = true;
+      auto ms = run_smhad_drill(topo, drills[d], interval_ms, 30s, 2);
+      g_channel = false;
+      std::fprintf(stderr, "smhad, continuity | %s | run %d: %s\n", drill_name(drills[d]), i + 1,
+                   ms ? std::to_string(*ms).c_str() : "failed");
+    }
+
   std::string big_dir;
   std::map<int, Cell> big_cells;
   Cell big_smhad;
@@ -963,6 +1040,13 @@ int main(int argc, char** argv) {
       else ++big_smhad.failed;
       std::fprintf(stderr, "smhad | kill -9 @%d HCAs | run %d: %s\n", big_hcas, i + 1,
                    ms ? std::to_string(*ms).c_str() : "failed");
+      if (i < channel_runs) {
+        g_channel = true;
+        auto cms = run_smhad_drill(big_topo, Drill::Kill, interval_ms, 120s);
+        g_channel = false;
+        std::fprintf(stderr, "smhad, continuity | kill -9 @%d HCAs | run %d: %s\n", big_hcas, i + 1,
+                     cms ? std::to_string(*cms).c_str() : "failed");
+      }
     }
     for (std::size_t s = 0; s < (smhad_only ? 0 : settings.size()); ++s)
       for (int i = 0; i < (s == 0 ? slow_runs : big_runs); ++i) {
