@@ -68,6 +68,9 @@ install(FILES ${SMHA_PKG_DIR}/prometheus/smha-alerts.yml DESTINATION share/smha/
 # Grafana dashboard (doc/health.md, "Shown").
 install(FILES ${SMHA_PKG_DIR}/grafana/smha-dashboard.json DESTINATION share/smha/grafana)
 
+# The peer channel's certificates (doc/continuity.md): a CA and one per head, with openssl.
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/make-peer-certs DESTINATION share/smha)
+
 # Bash completion.
 install(FILES ${SMHA_PKG_DIR}/smctl.bash-completion
         DESTINATION share/bash-completion/completions RENAME smctl)

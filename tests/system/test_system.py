@@ -6,6 +6,8 @@ README's quick start says. Usage: test_system.py SCENARIO SMHA_DEB"""
 import json
 import os
 import re
+import shutil
+import subprocess
 import sys
 import time
 import urllib.request
@@ -13,6 +15,10 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from systest import (Container, Failure, Ibsim, check, install_deb, log, main,  # noqa: E402
                      opensm_pid, sim_dropin, unit_prop, wait_until)
+
+# The build's workload client (bench_workload_client), run on the host at a
+# compute node: the system tier's SA continuity scenario needs a workload.
+WORKLOAD_CLIENT = os.environ.get("SMHA_WORKLOAD_CLIENT", "")
 
 HOOK = """#!/bin/sh
 # smha notify hook (doc/hooks.md): one line per event, with what the sandbox
@@ -256,6 +262,102 @@ def failover(scratch, root, debs, started):
     tr = [e for e in j if e.get("SMHA_EVENT") == "SM_TRANSITION" and "MASTER" in e.get("MESSAGE", "")]
     check(tr and tr[-1].get("MESSAGE_ID") and tr[-1].get("SYSLOG_IDENTIFIER") == "smhad",
           f"journal SM_TRANSITION entries: {tr[-1:] or j[-3:]}")
+
+
+def continuity_yaml(name, guid, peer_name, peer_guid, listen_port, peer_port):
+    """smha.yaml with the peer channel as doc/continuity.md says: the peer's
+    address, the continuity section, the certificates under /etc/smha/tls."""
+    y = smha_yaml(name, guid, peer_name, peer_guid)
+    y = y.replace(f"    port_guid: {peer_guid}\n", f"    port_guid: {peer_guid}\n    address: \"127.0.0.1:{peer_port}\"\n")
+    return y + f"""continuity:
+  listen: "127.0.0.1:{listen_port}"
+  certificate: /etc/smha/tls/{name}.pem
+  private_key: /etc/smha/tls/{name}.key
+  ca: /etc/smha/tls/ca.pem
+"""
+
+
+def continuity(scratch, root, debs, started):
+    """Two containers with the peer channel configured (certificates made with
+    the packaged make-peer-certs on an admin machine, here the host): a
+    workload at Hca3 and Hca4 joins groups through head01's SA; head02 holds
+    the copy; kill -9 of head01's OpenSM; head02's SA has every membership at
+    the same MLID, and every ServiceRecord and subscription."""
+    if not WORKLOAD_CLIENT:
+        raise Failure("SMHA_WORKLOAD_CLIENT is not set (the build's bench_workload_client)")
+    ibsim = Ibsim(scratch)
+    started.append(ibsim)
+    guids = {n: ibsim.port_guid(n) for n in ("Hca1", "Hca2")}
+    h1 = Container(scratch, f"smha-c1-{os.getpid()}", root)
+    started.append(h1)
+    h2 = Container(scratch, f"smha-c2-{os.getpid()}", root)
+    started.append(h2)
+    h2.sh("i=0; while [ $i -lt 2000 ]; do /bin/true; i=$((i+1)); done")  # distinct PIDs (see failover)
+    for c in (h1, h2):
+        install_deb(c, debs[0])
+    # The packaged script, run where the CA key stays (the host).
+    certs = os.path.join(scratch, "certs")
+    script = os.path.join(scratch, "make-peer-certs")
+    shutil.copy(h1.root + "/usr/share/smha/make-peer-certs", script)
+    r = subprocess.run([script, certs, "head01", "head02"], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, f"make-peer-certs: {r.stdout}{r.stderr}")
+    ports = {"head01": free_port(), "head02": free_port()}
+    key = "0x00000000c0ffee05"
+    for c, name, node, peer, peer_node in ((h1, "head01", "Hca1", "head02", "Hca2"),
+                                           (h2, "head02", "Hca2", "head01", "Hca1")):
+        c.sh("mkdir -p /etc/smha/tls")
+        with open(os.path.join(certs, "ca.pem")) as f:
+            c.write("/etc/smha/tls/ca.pem", f.read())
+        with open(os.path.join(certs, name + ".pem")) as f:
+            c.write(f"/etc/smha/tls/{name}.pem", f.read())
+        with open(os.path.join(certs, name + ".key")) as f:
+            c.write(f"/etc/smha/tls/{name}.key", f.read(), 0o600)
+        configure_head(c, ibsim, node, continuity_yaml(name, guids[node], peer, guids[peer_node], ports[name],
+                                                       ports[peer]), key)
+        # doc/continuity.md: the unit's IP firewall allows the peer's address
+        # (here loopback, which it allows anyway; not enforced on legacy cgroups).
+        c.sh("mkdir -p /etc/systemd/system/smhad.service.d")
+        c.write("/etc/systemd/system/smhad.service.d/continuity.conf", "[Service]\nIPAddressAllow=127.0.0.1\n")
+        c.sh("systemctl daemon-reload")
+        r = c.sh("smhad --check-config -c /etc/smha/smha.yaml", check_rc=False)
+        check(r.returncode == 0, f"{name}: --check-config: {r.stdout}{r.stderr}")
+    enable_now(h1)
+    wait_until("head01 master", 30, lambda: role(h1) == "master")
+    enable_now(h2)
+    wait_until("head02 standby", 30, lambda: role(h2) == "standby")
+    lid1 = status_json(h1)["local"]["lid"]
+    lid2 = status_json(h2)["local"]["lid"]
+    members, before = [], None
+    for node in ("Hca3", "Hca4"):
+        rc, out, err = ibsim.run_at(node, WORKLOAD_CLIENT, "join", "--sa-lid", str(lid1), "--groups", "3", timeout=60)
+        check(rc == 0, f"workload join at {node}: {rc} {out}{err}")
+        members.append(json.loads(out)["port_guid"])
+
+    def sa_check(lid):
+        args = ["check", "--sa-lid", str(lid), "--groups", "3"]
+        for m in members:
+            args += ["--member", m]
+        rc, out, err = ibsim.run_at("Hca3", WORKLOAD_CLIENT, *args, timeout=60)
+        j = json.loads(out) if out.strip() else None
+        return j if j is not None and not j["errors"] else None
+    before = wait_until("the workload on head01's SA", 30, lambda: sa_check(lid1))
+
+    def copy_held():
+        s = status_json(h2)
+        sa = s and s["continuity"]["copies"]["sa_dump"]
+        return sa if sa and sa["groups"] == 3 and sa["members"] == 6 else None
+    sa = wait_until("head02 holds head01's SA dump", 60, copy_held)
+    log(f"head02's copy: {sa}")
+    r = h2.sh("smctl status", check_rc=False)
+    check("SA copy: from head01" in r.stdout, f"smctl status on head02: {r.stdout}")
+    h1.sh(f"kill -9 {opensm_pid(h1)}")
+    wait_until("head02 master", 30, lambda: role(h2) == "master", interval=0.05)
+    after = wait_until("head02's SA answers", 30, lambda: sa_check(lid2))
+    check(after["groups"] == before["groups"], f"groups before {before['groups']} after {after['groups']}")
+    check(after["services"] == before["services"] and after["informs"] == before["informs"],
+          f"records before {before} after {after}")
+    j = h2.sh("journalctl -u smhad -o cat --no-pager").stdout
+    check("continuity: sa_dump generation" in j, "no applied copy in head02's journal")
 
 
 def restarts(scratch, root, debs, started):
@@ -509,4 +611,4 @@ def access(scratch, root, debs, started):
 if __name__ == "__main__":
     sys.exit(main({"first_install": first_install, "failed_opensm": failed_opensm,
                    "failover": failover, "restarts": restarts, "upgrade_remove": upgrade_remove,
-                   "access": access, "two_fabrics": two_fabrics}))
+                   "access": access, "two_fabrics": two_fabrics, "continuity": continuity}))

@@ -174,6 +174,17 @@ std::string render_status_text(const nlohmann::json& s) {
       }
       o << "; inbound " << str(p, "inbound") << ", last copy " << age_text(p, "last_copy_age_s") << "\n";
     }
+    const auto& t = k.value("at_takeover", nlohmann::json());
+    if (t.is_object()) {
+      const auto& c = t.value("sa_copy", nlohmann::json());
+      if (c.is_object())
+        o << "  at takeover: SA copy from " << str(c, "from") << " generation " << str(c, "generation") << " ("
+          << str(c, "groups") << " groups, " << str(c, "members") << " members, " << str(c, "services")
+          << " ServiceRecords, " << str(c, "subscriptions") << " subscriptions), confirmed "
+          << human_duration(c.value("age_s", 0.0)) << " before\n";
+      else
+        o << "  at takeover: no SA copy (no group, ServiceRecord or subscription restored)\n";
+    }
     const auto& r = k.value("received", nlohmann::json::object());
     if (!str(r, "last_refusal", "").empty()) o << "           last refused: " << str(r, "last_refusal") << "\n";
     const auto& sent = k.value("sent", nlohmann::json::object());

@@ -45,26 +45,6 @@ Status check_file(const std::string& what, const std::string& path, bool secret)
   return Status::Ok();
 }
 
-Status setup_context(ssl::context& ctx, const ChannelConfig& cfg) {
-  for (auto st : {check_file("certificate", cfg.certificate, false), check_file("private_key", cfg.private_key, true),
-                  check_file("ca", cfg.ca, false)})
-    if (!st.ok()) return st;
-  SSL_CTX* c = ctx.native_handle();
-  SSL_CTX_set_min_proto_version(c, TLS1_3_VERSION);
-  error_code ec;
-  ctx.use_certificate_chain_file(cfg.certificate, ec);
-  if (ec) return make_error(Errc::Config, "continuity.certificate " + cfg.certificate + ": not a PEM certificate (" + ec.message() + ")");
-  ctx.use_private_key_file(cfg.private_key, ssl::context::pem, ec);
-  if (ec) return make_error(Errc::Config, "continuity.private_key " + cfg.private_key + ": not a PEM key (" + ec.message() + ")");
-  if (SSL_CTX_check_private_key(c) != 1)
-    return make_error(Errc::Config, "continuity.private_key " + cfg.private_key + " does not match continuity.certificate " +
-                                        cfg.certificate);
-  ctx.load_verify_file(cfg.ca, ec);
-  if (ec) return make_error(Errc::Config, "continuity.ca " + cfg.ca + ": not a PEM certificate (" + ec.message() + ")");
-  ctx.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
-  return Status::Ok();
-}
-
 std::string tls_error(const error_code& ec) {
   std::string s = ec.message();
   if (ec.category() == asio::error::get_ssl_category()) {
@@ -75,6 +55,30 @@ std::string tls_error(const error_code& ec) {
   }
   return s;
 }
+
+Status setup_context(ssl::context& ctx, const ChannelConfig& cfg) {
+  for (auto st : {check_file("certificate", cfg.certificate, false), check_file("private_key", cfg.private_key, true),
+                  check_file("ca", cfg.ca, false)})
+    if (!st.ok()) return st;
+  SSL_CTX* c = ctx.native_handle();
+  SSL_CTX_set_min_proto_version(c, TLS1_3_VERSION);
+  error_code ec;
+  ctx.use_certificate_chain_file(cfg.certificate, ec);
+  if (ec) return make_error(Errc::Config, "continuity.certificate " + cfg.certificate + ": not a PEM certificate (" + ec.message() + ")");
+  ctx.use_private_key_file(cfg.private_key, ssl::context::pem, ec);
+  if (ec)
+    return make_error(Errc::Config, "continuity.private_key " + cfg.private_key +
+                                        ": not a PEM key, or not the key of continuity.certificate " +
+                                        cfg.certificate + " (" + tls_error(ec) + ")");
+  if (SSL_CTX_check_private_key(c) != 1)
+    return make_error(Errc::Config, "continuity.private_key " + cfg.private_key + " does not match continuity.certificate " +
+                                        cfg.certificate);
+  ctx.load_verify_file(cfg.ca, ec);
+  if (ec) return make_error(Errc::Config, "continuity.ca " + cfg.ca + ": not a PEM certificate (" + ec.message() + ")");
+  ctx.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+  return Status::Ok();
+}
+
 
 }  // namespace
 
@@ -285,6 +289,10 @@ struct PeerChannel::Impl::Outbound : std::enable_shared_from_this<Outbound> {
   // lives until its last handler has run.
   std::shared_ptr<Stream> s;
   std::array<std::shared_ptr<std::vector<std::uint8_t>>, kCopyKinds> queued;
+  // The last frame of each kind written on a connection: sent again on the
+  // next one (a restarted peer gets the copies at once, not at the next
+  // refresh).
+  std::array<std::shared_ptr<std::vector<std::uint8_t>>, kCopyKinds> last;
   bool up = false;
   bool writing = false;
   bool stopped = false;
@@ -343,6 +351,8 @@ struct PeerChannel::Impl::Outbound : std::enable_shared_from_this<Outbound> {
       if (auto o = self->owner.lock()) self->backoff = o->cfg.reconnect_min;
       self->set_state("up");
       if (auto* l = self->link()) l->last_error.clear();
+      for (std::size_t i = 0; i < kCopyKinds; ++i)
+        if (!self->queued[i]) self->queued[i] = self->last[i];
       self->read_answer(a);
       self->flush();
     });
@@ -377,10 +387,12 @@ struct PeerChannel::Impl::Outbound : std::enable_shared_from_this<Outbound> {
 
   void flush() {
     if (!up || writing || stopped) return;
-    for (auto& q : queued) {
+    for (std::size_t i = 0; i < kCopyKinds; ++i) {
+      auto& q = queued[i];
       if (!q) continue;
       auto next = std::move(q);
       q.reset();
+      last[i] = next;
       writing = true;
       const std::uint64_t a = attempt;
       asio::async_write(*s, asio::buffer(*next), [self = shared_from_this(), next, a, st = s](const error_code& ec, std::size_t) {
@@ -520,5 +532,12 @@ void PeerChannel::send(FrameKind kind, const CopyMeta& meta, const std::string& 
 const std::vector<PeerLink>& PeerChannel::links() const { return impl_->links; }
 const ChannelCounters& PeerChannel::counters() const { return impl_->counters; }
 bool PeerChannel::listening() const { return impl_->acceptor != nullptr; }
+
+std::uint16_t PeerChannel::listening_port() const {
+  if (!impl_->acceptor) return 0;
+  error_code ec;
+  const auto ep = impl_->acceptor->local_endpoint(ec);
+  return ec ? 0 : ep.port();
+}
 
 }  // namespace smha::peer

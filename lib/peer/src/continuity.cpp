@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include <spdlog/spdlog.h>
+
 namespace smha::peer {
 
 namespace {
@@ -32,7 +34,16 @@ Continuity::Continuity(boost::asio::io_context& io, ContinuityConfig cfg, os::Fi
   channel_ = std::make_unique<PeerChannel>(
       io, cfg_.channel, clock,
       [this](FrameKind kind, const CopyMeta& meta, std::string_view body, const std::string& tls_peer) {
-        return store_.offer(kind, meta, body, tls_peer, facts_());
+        auto v = store_.offer(kind, meta, body, tls_peer, facts_());
+        // One line per change of what is refused (a master re-sends every
+        // refresh interval: the same refusal is counted, not logged again).
+        const std::string line = v.applied ? std::string() : std::string(to_string(v.reason)) + ": " + v.text;
+        if (!line.empty() && line != logged_refusal_)
+          spdlog::warn("continuity: copy from {} refused ({})", tls_peer, line);
+        else if (v.applied && !v.confirmed)
+          spdlog::info("continuity: {} from {}", v.text, tls_peer);
+        logged_refusal_ = line;
+        return v;
       });
 }
 
@@ -66,6 +77,9 @@ void Continuity::tick() {
     sending_ = master;
     channel_->set_outbound(master);
     if (!master) sender_.reset();
+    // What this head's OpenSM had to restore when it became MASTER: the
+    // copy in its sa_db_file then (OpenSM read it on that first master sweep).
+    if (master && clock_.now() - started_ > cfg_.tick * 2) note_takeover();
   }
   std::string detail;
   if (master) {
@@ -96,6 +110,28 @@ void Continuity::tick() {
     detail = buf;
   }
   fabric::set_alarm(alarms_, sm::AlarmKind::SaCopyStale, detail, alarm_, clock_.now());
+}
+
+void Continuity::note_takeover() {
+  json t{{"at", std::chrono::duration_cast<std::chrono::milliseconds>(clock_.wall_now().time_since_epoch()).count()}};
+  const auto& h = store_.held(FrameKind::SaDump);
+  if (!h) {
+    t["sa_copy"] = nullptr;
+    spdlog::warn("continuity: this head's OpenSM became MASTER with no SA database copy: no multicast group, "
+                 "ServiceRecord or subscription was restored");
+  } else {
+    const double age = std::max(0.0, seconds_between(h->confirmed, clock_.wall_now()));
+    t["sa_copy"] = {{"generation", h->generation}, {"from", h->from}, {"age_s", age},
+                    {"groups", h->sa.groups.size()}, {"members", h->sa.members}, {"services", h->sa.services},
+                    {"subscriptions", h->sa.informs}};
+    spdlog::info("continuity: this head's OpenSM became MASTER with the SA database copy from {} generation {} ({}), "
+                 "confirmed {:.0f} s before",
+                 h->from, h->generation, opensm::summary_text(h->sa), age);
+  }
+  const auto& g = store_.held(FrameKind::Guid2Lid);
+  t["guid2lid_copy"] = g ? json{{"generation", g->generation}, {"from", g->from}, {"entries", g->guid2lid_entries}}
+                         : json(nullptr);
+  at_takeover_ = std::move(t);
 }
 
 json Continuity::status_json() const {
@@ -165,6 +201,8 @@ json Continuity::status_json() const {
     peers.push_back(p);
   }
   j["peers"] = peers;
+  // The copies this head's OpenSM had when it last became MASTER (null: not since start).
+  j["at_takeover"] = at_takeover_;
   return j;
 }
 

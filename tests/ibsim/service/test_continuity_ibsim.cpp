@@ -208,6 +208,20 @@ TEST_CASE("Continuity: after kill -9 of the master every group keeps its MLID an
         std::string::npos);
 
   kill_master(fabric, guard, p, s2);
+  // head02 says what its OpenSM had to restore.
+  REQUIRE(wait_for([&] {
+    auto s = smhad_status(p.h2);
+    return s && (*s)["continuity"]["at_takeover"].is_object();
+  }, 10s));
+  {
+    const auto s = smhad_status(p.h2);
+    REQUIRE(s);
+    const auto& t = (*s)["continuity"]["at_takeover"]["sa_copy"];
+    INFO(t.dump());
+    CHECK(t["from"] == "head01");
+    CHECK(t["groups"] == kGroups);
+    CHECK(t["members"] == 2 * kGroups);
+  }
   // The new master's SA answers with the whole workload, at the same MLIDs.
   json after;
   REQUIRE(wait_for([&] {
@@ -253,6 +267,10 @@ TEST_CASE("Continuity, channel cut: the takeover is today's (the groups are gone
   INFO(s2.dump(2));
   CHECK(s2["continuity"]["copies"]["sa_dump"].is_null());
   kill_master(fabric, guard, p, s2);
+  REQUIRE(wait_for([&] {
+    auto s = smhad_status(p.h2);
+    return s && (*s)["continuity"]["at_takeover"].is_object() && (*s)["continuity"]["at_takeover"]["sa_copy"].is_null();
+  }, 10s));
   json after;
   REQUIRE(wait_for([&] {
     after = check(fabric, p.h2.lid, before.members);

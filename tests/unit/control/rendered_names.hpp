@@ -36,6 +36,12 @@ inline std::set<std::string> rendered_metric_names() {
   e.rising_by_counter = {{"symbol_errors", 1}};
   e.worst = {{"Switch2 0x1 port 2", "SymbolErrorCounter", 25}};
   m.errors = e;
+  ContinuityMetrics k;
+  k.sa_copy_age_s = 3;
+  k.guid2lid_copy_age_s = 3;
+  k.refused = {{"not_master", 1}};
+  k.peer_up = {{"head02", true}};
+  m.continuity = k;
   std::set<std::string> names;
   std::istringstream in(render_prometheus(m));
   for (std::string line; std::getline(in, line);) {

@@ -111,6 +111,8 @@ class PeerChannel {
   const std::vector<PeerLink>& links() const;
   const ChannelCounters& counters() const;
   bool listening() const;
+  // The port listened on (continuity.listen's, or the kernel's pick for 0); 0 when not listening.
+  std::uint16_t listening_port() const;
 
   struct Impl;
 

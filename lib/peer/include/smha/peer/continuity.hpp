@@ -65,6 +65,7 @@ class Continuity {
 
  private:
   void tick();
+  void note_takeover();
   ContinuityConfig cfg_;
   os::FileSystem& fs_;
   const Clock& clock_;
@@ -77,7 +78,9 @@ class Continuity {
   std::optional<Scheduler::TimerId> timer_;
   TimePoint started_{};
   bool sending_ = false;
-  std::string alarm_;  // the sa_copy_stale detail raised ("" none)
+  std::string alarm_;           // the sa_copy_stale detail raised ("" none)
+  std::string logged_refusal_;  // the last refusal logged
+  nlohmann::json at_takeover_;  // note_takeover()'s record; null until then
 };
 
 }  // namespace smha::peer
