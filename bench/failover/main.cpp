@@ -19,9 +19,7 @@
 // probe's SubnAdmGetTable(SMInfoRecord) (an OpenSM answers no SA query until
 // its first master sweep ends; a compute node's rejoins and path queries wait
 // that long). See doc/performance.md ("## Failover").
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -483,20 +481,6 @@ struct SmhadHead {
 // heads (doc/continuity.md), certificates from scripts/make-peer-certs.
 bool g_channel = false;
 
-// A TCP port on 127.0.0.1 nobody listens on now (the kernel's pick).
-int free_tcp_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("socket failed");
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
-  ::close(fd);
-  if (!ok) throw std::runtime_error("no free TCP port on 127.0.0.1");
-  return ntohs(a.sin_port);
-}
 
 // The YAML smhad reads, written as the tests write it (tests/support/smha_yaml.hpp).
 std::string write_smhad_config(const SmhadHead& h, const std::vector<SmhadHead>& heads) {
@@ -549,7 +533,7 @@ SmhadGroup start_smhad_group(IbsimFabric& f, OsmReaper& reaper, int nheads, int 
   const int boot = f.start_opensm("Hca3", 0);
   if (!f.wait_subnet_up(boot, up_timeout)) throw std::runtime_error("boot OpenSM: no SUBNET UP");
   for (int i = 0; i < nheads; ++i) {
-    SmhadHead h{all[i].first, all[i].second, {}, f.scratch_dir() + "/" + all[i].first, free_tcp_port()};
+    SmhadHead h{all[i].first, all[i].second, {}, f.scratch_dir() + "/" + all[i].first, smha::testing::free_loopback_port()};
     reaper.add_pidfile(h.dir + "/state/opensm.pid");
     const auto port = f.node_port(h.node);
     if (!port || !port->lid) throw std::runtime_error("no LID for " + h.node);

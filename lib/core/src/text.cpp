@@ -85,4 +85,15 @@ std::string printable(std::string_view text) { return escape(text, true); }
 
 std::string terminal_safe(std::string_view text) { return escape(text, false); }
 
+std::string hex_string(std::span<const std::uint8_t> bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (auto b : bytes) {
+    out += kDigits[b >> 4];
+    out += kDigits[b & 0xf];
+  }
+  return out;
+}
+
 }  // namespace smha

@@ -7,6 +7,7 @@
 #include <boost/uuid/name_generator_sha1.hpp>
 #include <boost/uuid/uuid.hpp>
 
+#include "smha/core/text.hpp"
 #include "smha/opensm/conf.hpp"
 
 namespace smha::fabric {
@@ -34,15 +35,7 @@ std::string_view to_string(PeerDriftState s) {
   return "unknown";
 }
 
-std::string to_hex(const Digest& d) {
-  std::string out;
-  char buf[3];
-  for (auto b : d) {
-    std::snprintf(buf, sizeof buf, "%02x", b);
-    out += buf;
-  }
-  return out;
-}
+std::string to_hex(const Digest& d) { return hex_string(d); }
 
 namespace {
 

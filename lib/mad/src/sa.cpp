@@ -18,7 +18,6 @@ constexpr std::size_t kOffRmppFlags = offsetof(SaHeaderWire, rmpp_time_flags);
 constexpr std::size_t kOffSegment = offsetof(SaHeaderWire, segment_number);
 constexpr std::size_t kOffPayloadLength = offsetof(SaHeaderWire, payload_length);
 constexpr std::size_t kOffAttrMod = offsetof(SaHeaderWire, attr_mod);
-constexpr std::size_t kOffCompMask = offsetof(SaHeaderWire, component_mask);
 
 constexpr std::size_t kOffRecLid = offsetof(SmInfoRecordWire, lid);
 constexpr std::size_t kOffRecGuid = offsetof(SmInfoRecordWire, guid);
@@ -31,12 +30,7 @@ constexpr std::uint16_t kMaxAttrOffsetWords = kSaDataSize / 8;
 
 void put_header(std::span<std::uint8_t> b, std::uint8_t method, std::uint64_t tid,
                 std::uint16_t attr = kAttrSmInfoRecord) {
-  b[kOffBaseVersion] = kBaseVersion;
-  b[kOffClass] = kClassSubnAdm;
-  b[kOffClassVersion] = kSaClassVersion;
-  b[kOffMethod] = method;
-  put_be(b, kOffTid, 8, tid);
-  put_be(b, kOffAttrId, 2, attr);
+  put_sa_header(b, method, tid, attr, 0);
 }
 
 // The records the table's PayloadLength says the whole transfer has, if it

@@ -11,19 +11,8 @@ namespace {
 
 using namespace wire;  // byte helpers and the SA header offsets
 
-constexpr std::size_t kOffMask = offsetof(SaHeaderWire, component_mask);
 constexpr std::size_t kRec = kSaHeaderSize;  // the record follows the SA header
 
-void put_header(std::span<std::uint8_t> b, std::uint8_t method, std::uint64_t tid, std::uint16_t attr,
-                std::uint64_t mask) {
-  b[kOffBaseVersion] = kBaseVersion;
-  b[kOffClass] = kClassSubnAdm;
-  b[kOffClassVersion] = kSaClassVersion;
-  b[kOffMethod] = method;
-  put_be(b, kOffTid, 8, tid);
-  put_be(b, kOffAttrId, 2, attr);
-  put_be(b, kOffMask, 8, mask);
-}
 
 void put_gid(std::span<std::uint8_t> b, std::size_t off, const Gid& g) {
   put_be(b, off, 8, g.prefix);
@@ -182,7 +171,7 @@ Result<MadBytes> encode_mcmember_join(std::uint64_t tid, const McMemberRecord& r
   if ((record.scope_state & 0x0f) == 0)
     return make_error(kErrInvalid, "JoinState 0 joins nothing (FullMember 0x1, NonMember 0x2, SendOnly 0x4)");
   MadBytes b{};
-  put_header(b, kMethodSet, tid, kAttrMcMemberRecord, kMcrMaskCreate | kMcrMaskScope);
+  put_sa_header(b, kMethodSet, tid, kAttrMcMemberRecord, kMcrMaskCreate | kMcrMaskScope);
   put_mcmember(b, record);
   return b;
 }
@@ -192,7 +181,7 @@ Result<MadBytes> encode_mcmember_leave(std::uint64_t tid, const McMemberRecord& 
   if ((record.scope_state & 0x0f) == 0)
     return make_error(kErrInvalid, "JoinState 0 leaves nothing (FullMember 0x1, NonMember 0x2, SendOnly 0x4)");
   MadBytes b{};
-  put_header(b, kMethodDelete, tid, kAttrMcMemberRecord, kMcrMaskMgid | kMcrMaskPortGid | kMcrMaskJoinState);
+  put_sa_header(b, kMethodDelete, tid, kAttrMcMemberRecord, kMcrMaskMgid | kMcrMaskPortGid | kMcrMaskJoinState);
   put_mcmember(b, record);
   return b;
 }
@@ -202,7 +191,7 @@ MadBytes encode_mcmember_get(std::uint64_t tid, const Gid& mgid, const Gid& port
   r.mgid = mgid;
   r.port_gid = port_gid;
   MadBytes b{};
-  put_header(b, kMethodGet, tid, kAttrMcMemberRecord, kMcrMaskMgid | kMcrMaskPortGid);
+  put_sa_header(b, kMethodGet, tid, kAttrMcMemberRecord, kMcrMaskMgid | kMcrMaskPortGid);
   put_mcmember(b, r);
   return b;
 }
@@ -227,7 +216,7 @@ Result<McMemberRequest> decode_mcmember_request(std::span<const std::uint8_t> ma
     return decode_error("method " + hex(req.method, 2) +
                         " at offset 3 is not Set (0x02), Get (0x01), GetTable (0x12) or Delete (0x15)");
   req.tid = get_be(mad, kOffTid, 8);
-  req.component_mask = get_be(mad, kOffMask, 8);
+  req.component_mask = get_be(mad, kOffCompMask, 8);
   req.record = get_mcmember(mad);
   return req;
 }
@@ -235,7 +224,7 @@ Result<McMemberRequest> decode_mcmember_request(std::span<const std::uint8_t> ma
 MadBytes encode_mcmember_response(std::uint64_t tid, std::uint8_t method, std::uint16_t status,
                                   const McMemberRecord* record) {
   MadBytes b{};
-  put_header(b, method, tid, kAttrMcMemberRecord, 0);
+  put_sa_header(b, method, tid, kAttrMcMemberRecord, 0);
   put_be(b, kOffStatus, 2, status);
   if (record) {
     put_be(b, kOffAttrOffset, 2, kMcMemberRecordOffsetWords);
@@ -253,7 +242,7 @@ Result<MadBytes> encode_inform_info_set(std::uint64_t tid, const InformInfo& inf
   if (info.producer_type > 0xffffffu)
     return make_error(kErrInvalid, "ProducerType " + hex(info.producer_type, 6) + " does not fit 24 bits");
   MadBytes b{};
-  put_header(b, kMethodSet, tid, kAttrInformInfo, 0);
+  put_sa_header(b, kMethodSet, tid, kAttrInformInfo, 0);
   put_inform(b, kRec, info);
   return b;
 }
@@ -275,7 +264,7 @@ Result<InformInfo> decode_inform_info_response(std::span<const std::uint8_t> mad
 
 MadBytes encode_inform_info_record_get_table(std::uint64_t tid, const Gid& subscriber) {
   MadBytes b{};
-  put_header(b, kMethodGetTable, tid, kAttrInformInfoRecord, kIirMaskSubscriberGid);
+  put_sa_header(b, kMethodGetTable, tid, kAttrInformInfoRecord, kIirMaskSubscriberGid);
   InformInfoRecord r;
   r.subscriber_gid = subscriber;
   r.info = InformInfo{Gid{}, 0, 0, false, false, 0, 0, 0, 0, 0};
@@ -318,7 +307,7 @@ Result<InformInfoRecordTable> decode_inform_info_record_table(std::span<const st
 
 MadBytes encode_inform_info_response(std::uint64_t tid, std::uint16_t status, const InformInfo& info) {
   MadBytes b{};
-  put_header(b, kMethodGetResp, tid, kAttrInformInfo, 0);
+  put_sa_header(b, kMethodGetResp, tid, kAttrInformInfo, 0);
   put_be(b, kOffStatus, 2, status);
   put_inform(b, kRec, info);
   return b;
@@ -327,7 +316,7 @@ MadBytes encode_inform_info_response(std::uint64_t tid, std::uint16_t status, co
 MadBytes encode_inform_info_record_table_response(std::uint64_t tid, std::uint16_t status,
                                                   const std::vector<InformInfoRecord>& records) {
   MadBytes b{};
-  put_header(b, kMethodGetTableResp, tid, kAttrInformInfoRecord, 0);
+  put_sa_header(b, kMethodGetTableResp, tid, kAttrInformInfoRecord, 0);
   put_be(b, kOffStatus, 2, status);
   if (!records.empty()) put_be(b, kOffAttrOffset, 2, kInformInfoRecordOffsetWords);
   std::size_t off = kRec;

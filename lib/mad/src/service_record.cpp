@@ -17,7 +17,7 @@ namespace {
 
 using namespace wire;  // byte helpers and the SA header offsets
 
-constexpr std::size_t kOffMask = offsetof(SaHeaderWire, component_mask);
+constexpr std::size_t kOffMask = kOffCompMask;
 
 constexpr std::size_t kRec = kSaHeaderSize;  // the record follows the SA header
 constexpr std::size_t kOffId = kRec + offsetof(ServiceRecordWire, service_id);
@@ -31,13 +31,7 @@ constexpr std::size_t kOffData = kRec + offsetof(ServiceRecordWire, data);
 static_assert(kRec + kServiceRecordSize <= kMadSize);
 
 void put_header(std::span<std::uint8_t> b, std::uint8_t method, std::uint64_t tid, std::uint64_t mask) {
-  b[kOffBaseVersion] = kBaseVersion;
-  b[kOffClass] = kClassSubnAdm;
-  b[kOffClassVersion] = kSaClassVersion;
-  b[kOffMethod] = method;
-  put_be(b, kOffTid, 8, tid);
-  put_be(b, kOffAttrId, 2, kAttrServiceRecord);
-  put_be(b, kOffMask, 8, mask);
+  put_sa_header(b, method, tid, kAttrServiceRecord, mask);
 }
 
 Status check_name(const std::string& name) {

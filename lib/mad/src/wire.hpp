@@ -46,5 +46,19 @@ inline constexpr std::size_t kOffStatus = offsetof(SaHeaderWire, status);
 inline constexpr std::size_t kOffTid = offsetof(SaHeaderWire, tid);
 inline constexpr std::size_t kOffAttrId = offsetof(SaHeaderWire, attr_id);
 inline constexpr std::size_t kOffAttrOffset = offsetof(SaHeaderWire, attribute_offset);
+inline constexpr std::size_t kOffCompMask = offsetof(SaHeaderWire, component_mask);
+
+// The common MAD header of an SA MAD (class 0x03 version 2) and its
+// ComponentMask; the rest of `b` is left as it is (zero in a fresh MadBytes).
+inline void put_sa_header(std::span<std::uint8_t> b, std::uint8_t method, std::uint64_t tid, std::uint16_t attr,
+                          std::uint64_t mask) {
+  b[kOffBaseVersion] = kBaseVersion;
+  b[kOffClass] = kClassSubnAdm;
+  b[kOffClassVersion] = kSaClassVersion;
+  b[kOffMethod] = method;
+  put_be(b, kOffTid, 8, tid);
+  put_be(b, kOffAttrId, 2, attr);
+  put_be(b, kOffCompMask, 8, mask);
+}
 
 }  // namespace smha::mad::wire

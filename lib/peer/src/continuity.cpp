@@ -13,11 +13,6 @@ using nlohmann::json;
 
 double seconds_between(WallTime a, WallTime b) { return std::chrono::duration<double>(b - a).count(); }
 
-std::string guid_text(Guid g) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%016llx", static_cast<unsigned long long>(g.value));
-  return b;
-}
 
 }  // namespace
 
@@ -99,7 +94,7 @@ void Continuity::tick() {
       std::snprintf(buf, sizeof buf,
                     "no SA database copy from the master (SM %s) has arrived: a takeover by this head now restores no "
                     "multicast group, ServiceRecord or subscription",
-                    guid_text(*f.master).c_str());
+                    to_string(*f.master).c_str());
     else if (*age > bound)
       std::snprintf(buf, sizeof buf,
                     "the SA database copy from %s was last confirmed %.0f s ago (bound %.0f s): a takeover by this head "
@@ -150,7 +145,7 @@ json Continuity::status_json() const {
     if (!h) return nullptr;
     json c{{"generation", h->generation},
            {"from", h->from},
-           {"master_guid", guid_text(h->master_guid)},
+           {"master_guid", to_string(h->master_guid)},
            {"bytes", h->bytes},
            {"age_s", std::max(0.0, seconds_between(h->confirmed, now))},
            {"written_age_s", std::max(0.0, seconds_between(h->received, now))}};

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "smha/core/text.hpp"
 #include "smha/opensm/guid2lid.hpp"
 
 namespace smha::peer {
@@ -16,15 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string hex_of(const std::array<std::uint8_t, 32>& h) {
-  std::string s;
-  char b[3];
-  for (auto c : h) {
-    std::snprintf(b, sizeof b, "%02x", c);
-    s += b;
-  }
-  return s;
-}
 
 std::int64_t unix_ms(WallTime t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
@@ -32,11 +24,6 @@ std::int64_t unix_ms(WallTime t) {
 
 WallTime from_unix_ms(std::int64_t ms) { return WallTime{std::chrono::milliseconds(ms)}; }
 
-std::string guid_text(Guid g) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%016llx", static_cast<unsigned long long>(g.value));
-  return b;
-}
 
 // Checks `body` as OpenSM reads the file of `kind`; fills the summary.
 Status validate(FrameKind kind, std::string_view body, std::size_t max_bytes, HeldCopy& into) {
@@ -108,7 +95,7 @@ void CopyStore::load() {
       h.received = from_unix_ms(j.at("received_unix_ms").get<std::int64_t>());
       h.confirmed = from_unix_ms(j.at("confirmed_unix_ms").get<std::int64_t>());
       h.sha256 = sha256(file->text);
-      if (j.at("sha256").get<std::string>() != hex_of(h.sha256)) continue;  // not the copy the record is of
+      if (j.at("sha256").get<std::string>() != hex_string(h.sha256)) continue;  // not the copy the record is of
     } catch (const json::exception&) {
       continue;
     }
@@ -147,8 +134,8 @@ Verdict CopyStore::offer(FrameKind kind, const CopyMeta& meta, std::string_view 
     return refuse(RefuseReason::NotAPeer, what + " from \"" + meta.from + "\", which is not a configured peer", tls_peer);
   if (peer->second != meta.master_guid)
     return refuse(RefuseReason::NotAPeer,
-                  what + " names SM port " + guid_text(meta.master_guid) + "; peer " + meta.from + " is " +
-                      guid_text(peer->second),
+                  what + " names SM port " + to_string(meta.master_guid) + "; peer " + meta.from + " is " +
+                      to_string(peer->second),
                   tls_peer);
   if (meta.fabric != cfg_.fabric)
     return refuse(RefuseReason::WrongFabric,
@@ -156,7 +143,7 @@ Verdict CopyStore::offer(FrameKind kind, const CopyMeta& meta, std::string_view 
   if (!facts.master || *facts.master != meta.master_guid)
     return refuse(RefuseReason::NotMaster,
                   what + ": " + meta.from + "'s SM is not MASTER in this head's own polling (" +
-                      (facts.master ? "MASTER is " + guid_text(*facts.master) : std::string("no MASTER seen")) + ")",
+                      (facts.master ? "MASTER is " + to_string(*facts.master) : std::string("no MASTER seen")) + ")",
                   tls_peer);
   if (!facts.local_state || (*facts.local_state != SmState::Standby && *facts.local_state != SmState::NotActive))
     return refuse(RefuseReason::LocalMaster,
@@ -197,10 +184,10 @@ Verdict CopyStore::offer(FrameKind kind, const CopyMeta& meta, std::string_view 
     return refuse(RefuseReason::WriteFailed, what + ": " + path(kind) + ": " + st.error().message, tls_peer);
   const json side{{"generation", h.generation},
                   {"from", h.from},
-                  {"master_guid", guid_text(h.master_guid)},
+                  {"master_guid", to_string(h.master_guid)},
                   {"received_unix_ms", unix_ms(h.received)},
                   {"confirmed_unix_ms", unix_ms(h.confirmed)},
-                  {"sha256", hex_of(h.sha256)}};
+                  {"sha256", hex_string(h.sha256)}};
   // The record follows the copy: a crash between the two leaves an older
   // record, which a later copy replaces (its generation is higher).
   (void)fs_.write_atomic(path(kind) + ".smha", side.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", 0600);

@@ -151,9 +151,7 @@ Result<AnswerMeta> decode_answer_meta(std::string_view text) {
 }
 
 std::vector<std::uint8_t> encode_copy_frame(FrameKind kind, const CopyMeta& m, std::string_view body) {
-  char guid[24];
-  std::snprintf(guid, sizeof guid, "0x%016llx", static_cast<unsigned long long>(m.master_guid.value));
-  const json j{{"fabric", m.fabric}, {"from", m.from}, {"master_guid", guid}, {"generation", m.generation},
+  const json j{{"fabric", m.fabric}, {"from", m.from}, {"master_guid", to_string(m.master_guid)}, {"generation", m.generation},
                {"age_ms", m.age_ms}};
   return frame(kind, j.dump(-1, ' ', false, json::error_handler_t::replace), body);
 }

@@ -1,6 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smhad_heads.hpp"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
 #include <signal.h>
 
 #include <algorithm>
@@ -156,6 +164,20 @@ CounterReport ibqueryerrors_ports(IbsimFabric& fabric, const std::string& node, 
 }
 
 std::string hex_guid(std::uint64_t v) { return test::HeadYaml::hex(v); }
+
+int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket: " + std::string(std::strerror(errno)));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  ::close(fd);
+  if (!ok) throw std::runtime_error("no free TCP port on 127.0.0.1");
+  return ntohs(a.sin_port);
+}
 
 void write_smhad_config(const SmhadHead& h, const std::vector<PeerCfg>& peers, const SmhadOptions& o) {
   test::HeadYaml y;

@@ -92,6 +92,9 @@ CounterReport ibqueryerrors_ports(IbsimFabric& fabric, const std::string& node,
 void free_ibsim_slot(IbsimFabric& fabric, int pid);
 
 std::string hex_guid(std::uint64_t v);
+// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and
+// closed again: the kernel's pick). Throws when no socket can be bound.
+int free_loopback_port();
 
 struct PeerCfg {
   std::string name;

@@ -15,10 +15,6 @@
 // fabric, the OpenSMs smhad started by OsmGuard.
 #include <catch2/catch.hpp>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <csignal>
 #include <cstdlib>
 #include <set>
@@ -38,19 +34,6 @@ namespace {
 
 constexpr int kGroups = 4;
 
-// A TCP port on 127.0.0.1 nobody listens on now (the kernel's pick).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 struct Pair {
   SmhadHead h1, h2;
@@ -75,14 +58,14 @@ void start_pair(IbsimFabric& fabric, OsmGuard& guard, Pair& p, bool cut) {
   const auto hca2 = fabric.node_port("Hca2");
   REQUIRE(hca1);
   REQUIRE(hca2);
-  p.port1 = free_port();
-  p.port2 = free_port();
+  p.port1 = free_loopback_port();
+  p.port2 = free_loopback_port();
   p.h1 = SmhadHead{"head01", "Hca1", hca1->port_guid, fabric.scratch_dir() + "/head01"};
   p.h2 = SmhadHead{"head02", "Hca2", hca2->port_guid, fabric.scratch_dir() + "/head02"};
   SmhadOptions o1, o2;
   o1.extra = continuity_yaml(p.certs, "head01", p.port1);
   o2.extra = continuity_yaml(p.certs, "head02", p.port2);
-  const int to_h2 = cut ? free_port() : p.port2;
+  const int to_h2 = cut ? free_loopback_port() : p.port2;
   write_smhad_config(p.h1, {{"head02", p.h2.guid, 0, "", "127.0.0.1:" + std::to_string(to_h2)}}, o1);
   write_smhad_config(p.h2, {{"head01", p.h1.guid, 0, "", "127.0.0.1:" + std::to_string(p.port1)}}, o2);
   json s1, s2;

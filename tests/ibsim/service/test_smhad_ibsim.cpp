@@ -578,19 +578,6 @@ TEST_CASE("Census: a third OpenSM at priority 0 on a compute node raises unknown
 
 namespace {
 
-// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, closed).
-int free_loopback_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // The body of GET /metrics from 127.0.0.1:port ("" if it cannot connect).
 std::string scrape(int port) {

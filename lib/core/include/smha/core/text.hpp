@@ -5,6 +5,8 @@
 // Prometheus label it goes through printable(): the one escaping function.
 #pragma once
 
+#include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -37,5 +39,8 @@ std::string printable(std::string_view text);
 // the daemon's "\\" is not doubled again) while still escaping any control or
 // invisible character, should one arrive unescaped. Idempotent.
 std::string terminal_safe(std::string_view text);
+
+// Lower-case hex of `bytes`, two digits each, nothing between (digests in JSON and files).
+std::string hex_string(std::span<const std::uint8_t> bytes);
 
 }  // namespace smha
