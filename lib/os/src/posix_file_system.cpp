@@ -125,6 +125,18 @@ Result<FileSystem::Tail> PosixFileSystem::read_tail(const std::string& path, std
   return t;
 }
 
+Result<FileSystem::Stamp> PosixFileSystem::stamp(const std::string& path) const {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return io_error("stat", path, errno);
+  if (!S_ISREG(st.st_mode))
+    return make_error(Errc::NotRegular, path + ": " + file_kind(st.st_mode) + ", not a regular file");
+  Stamp s;
+  s.size = static_cast<std::uint64_t>(st.st_size);
+  s.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  s.inode = static_cast<std::uint64_t>(st.st_ino);
+  return s;
+}
+
 Status PosixFileSystem::append(const std::string& path, std::string_view data, unsigned mode, std::size_t* written) {
   if (written) *written = 0;
   Fd file;

@@ -212,6 +212,16 @@ std::vector<Outgoing> CopySender::poll(std::uint64_t floor) {
   for (FrameKind kind : {FrameKind::SaDump, FrameKind::Guid2Lid}) {
     const std::size_t i = kind_index(kind);
     const std::string& path = kind == FrameKind::SaDump ? cfg_.sa_dump_path : cfg_.guid2lid_path;
+    auto& last = last_[i];
+    auto stamp = fs_.stamp(path);
+    if (stamp && last && last->stamp && *last->stamp == *stamp) {
+      // The file as last read: only a refresh is due, with what was read.
+      if (now - last->sent_at < cfg_.refresh) continue;
+      last->sent_at = now;
+      out.push_back(Outgoing{kind, last->generation, last->body, clock_.wall_now()});
+      ++sent_;
+      continue;
+    }
     auto file = fs_.read_tail(path, 0, cfg_.max_bytes);
     if (!file) {
       problem_[i] = path + ": " + file.error().message;
@@ -228,15 +238,20 @@ std::vector<Outgoing> CopySender::poll(std::uint64_t floor) {
     }
     problem_[i].clear();
     const auto sha = sha256(file->text);
-    auto& last = last_[i];
-    if (last && last->sha == sha && now - last->sent_at < cfg_.refresh) continue;
-    if (!last || last->sha != sha) {
+    const bool changed = !last || last->sha != sha;
+    if (!changed && now - last->sent_at < cfg_.refresh) {
+      last->stamp = stamp ? std::optional(*stamp) : std::nullopt;
+      continue;
+    }
+    if (changed) {
       const auto wall = static_cast<std::uint64_t>(std::max<std::int64_t>(0, unix_ms(clock_.wall_now())));
       last_generation_ = std::max({last_generation_ + 1, floor + 1, wall});
-      last = Last{sha, last_generation_, now};
+      last = Last{sha, last_generation_, now, std::nullopt, {}};
     } else {
       last->sent_at = now;
     }
+    last->stamp = stamp ? std::optional(*stamp) : std::nullopt;
+    last->body = file->text;
     out.push_back(Outgoing{kind, last->generation, std::move(file->text), clock_.wall_now()});
     ++sent_;
   }

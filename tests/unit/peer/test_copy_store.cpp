@@ -206,3 +206,70 @@ TEST_CASE("CopySender: new content gets a generation above everything seen and t
   REQUIRE(fresh.size() == 2);
   CHECK(fresh[0].generation > changed[0].generation);
 }
+
+namespace {
+
+// Files in memory with a stamp per file (bumped on every write) and a count
+// of the reads: what PosixFileSystem's stat gives CopySender.
+class StampedFs final : public os::FileSystem {
+ public:
+  Status write_atomic(const std::string& path, std::string_view content, unsigned) override {
+    files[path] = std::string(content);
+    ++stamps[path].mtime_ns;
+    stamps[path].size = content.size();
+    return Status::Ok();
+  }
+  Result<std::string> read(const std::string& path) const override {
+    ++reads;
+    auto it = files.find(path);
+    if (it == files.end()) return make_error(Errc::NotFound, path + ": no such file");
+    return it->second;
+  }
+  Result<Stamp> stamp(const std::string& path) const override {
+    auto it = stamps.find(path);
+    if (it == stamps.end()) return make_error(Errc::NotFound, path + ": no such file");
+    return it->second;
+  }
+  std::map<std::string, std::string> files;
+  std::map<std::string, Stamp> stamps;
+  mutable int reads = 0;
+};
+
+}  // namespace
+
+TEST_CASE("CopySender: a file whose stamp did not change is not read again, a refresh re-sends what was read",
+          "[peer][copy_store]") {
+  StampedFs fs;
+  ManualClock clock;
+  CopySenderConfig cfg;
+  cfg.sa_dump_path = "/var/log/opensm-sa.dump";
+  cfg.guid2lid_path = "/var/cache/opensm/guid2lid";
+  cfg.refresh = seconds(30);
+  CopySender sender(cfg, fs, clock);
+  REQUIRE(fs.write_atomic(cfg.sa_dump_path, real_dump(), 0600).ok());
+  REQUIRE(fs.write_atomic(cfg.guid2lid_path, kGuid2Lid, 0644).ok());
+  auto first = sender.poll(0);
+  REQUIRE(first.size() == 2);
+  const int reads = fs.reads;
+  for (int i = 0; i < 20; ++i) {
+    clock.advance(seconds(1));
+    CHECK(sender.poll(0).empty());
+  }
+  CHECK(fs.reads == reads);  // twenty polls, no read
+  clock.advance(seconds(15));
+  auto refresh = sender.poll(0);
+  REQUIRE(refresh.size() == 2);
+  CHECK(refresh[0].body == real_dump());
+  CHECK(refresh[0].generation == first[0].generation);
+  CHECK(fs.reads == reads);  // re-sent from what was read
+  // Rewritten with the same content (OpenSM's rename): read, same generation, not sent before its refresh.
+  REQUIRE(fs.write_atomic(cfg.guid2lid_path, kGuid2Lid, 0644).ok());
+  clock.advance(seconds(1));
+  CHECK(sender.poll(0).empty());
+  CHECK(fs.reads == reads + 1);
+  // Changed: read and sent with a new generation.
+  REQUIRE(fs.write_atomic(cfg.guid2lid_path, kGuid2Lid + "0x0000000000100007 0x0005 0x0005\n\n", 0644).ok());
+  auto changed = sender.poll(0);
+  REQUIRE(changed.size() == 1);
+  CHECK(changed[0].generation > first[1].generation);
+}

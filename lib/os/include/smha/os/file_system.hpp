@@ -49,6 +49,19 @@ class FileSystem {
     return t;
   }
 
+  // What tells one version of a file from the next without reading it: size,
+  // modification time and inode (a rename-into-place changes the inode).
+  // Default: error "unsupported" (in-memory implementations: callers read).
+  struct Stamp {
+    std::uint64_t size = 0;
+    std::int64_t mtime_ns = 0;
+    std::uint64_t inode = 0;
+    friend bool operator==(const Stamp&, const Stamp&) = default;
+  };
+  virtual Result<Stamp> stamp(const std::string& path) const {
+    return make_error(Errc::Unsupported, path + ": no file stamps here");
+  }
+
   // Appends `data` to `path`, creating it with permission bits `mode` if it is
   // missing: plain write()s without fsync (a crash may lose the last appends,
   // never earlier ones). Error "not_regular" for a FIFO, device etc. (never

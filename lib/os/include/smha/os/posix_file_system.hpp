@@ -20,6 +20,8 @@ class PosixFileSystem final : public FileSystem {
   // Errors: "not_found" if `path` does not exist, "io" otherwise.
   Result<std::string> read(const std::string& path) const override;
   Result<Tail> read_tail(const std::string& path, std::uint64_t from, std::size_t max) const override;
+  // stat(2); error "not_regular" for a FIFO, device etc.
+  Result<Stamp> stamp(const std::string& path) const override;
   // Opened with O_APPEND | O_NONBLOCK (a FIFO never blocks), written and closed.
   Status append(const std::string& path, std::string_view data, unsigned mode,
                 std::size_t* written = nullptr) override;

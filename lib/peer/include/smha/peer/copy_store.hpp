@@ -182,6 +182,10 @@ class CopySender {
     std::array<std::uint8_t, 32> sha{};
     std::uint64_t generation = 0;
     TimePoint sent_at{};
+    // The file's stamp when read, and what was read: an unchanged stamp is
+    // not read (or parsed) again; a refresh re-sends `body`.
+    std::optional<os::FileSystem::Stamp> stamp;
+    std::string body;
   };
   CopySenderConfig cfg_;
   os::FileSystem& fs_;
