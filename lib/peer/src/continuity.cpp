@@ -19,7 +19,6 @@ double seconds_between(WallTime a, WallTime b) { return std::chrono::duration<do
 Continuity::Continuity(boost::asio::io_context& io, ContinuityConfig cfg, os::FileSystem& fs, const Clock& clock,
                        Scheduler& sched, Facts facts, fabric::AlarmSink& alarms)
     : cfg_(std::move(cfg)),
-      fs_(fs),
       clock_(clock),
       sched_(sched),
       facts_(std::move(facts)),

@@ -67,7 +67,6 @@ class Continuity {
   void tick();
   void note_takeover();
   ContinuityConfig cfg_;
-  os::FileSystem& fs_;
   const Clock& clock_;
   Scheduler& sched_;
   Facts facts_;
