@@ -19,8 +19,8 @@ namespace smha::peer {
 
 namespace asio = boost::asio;
 namespace ssl = boost::asio::ssl;
-using tcp = boost::asio::ip::tcp;
-using Stream = ssl::stream<tcp::socket>;
+using Tcp = boost::asio::ip::tcp;
+using Stream = ssl::stream<Tcp::socket>;
 using boost::system::error_code;
 
 namespace {
@@ -101,7 +101,7 @@ struct PeerChannel::Impl : std::enable_shared_from_this<PeerChannel::Impl> {
   Offer offer;
   ssl::context server_ctx{ssl::context::tls_server};
   ssl::context client_ctx{ssl::context::tls_client};
-  std::unique_ptr<tcp::acceptor> acceptor;
+  std::unique_ptr<Tcp::acceptor> acceptor;
   std::vector<PeerLink> links;
   ChannelCounters counters;
   bool stopped = false;
@@ -123,7 +123,7 @@ struct PeerChannel::Impl : std::enable_shared_from_this<PeerChannel::Impl> {
 
 // One connection a peer opened to us.
 struct PeerChannel::Impl::Inbound : std::enable_shared_from_this<Inbound> {
-  Inbound(std::shared_ptr<Impl> owner, tcp::socket sock)
+  Inbound(std::shared_ptr<Impl> owner, Tcp::socket sock)
       : owner(owner), s(std::move(sock), owner->server_ctx), timer(owner->io) {}
 
   std::weak_ptr<Impl> owner;
@@ -270,7 +270,7 @@ struct PeerChannel::Impl::Inbound : std::enable_shared_from_this<Inbound> {
     }
     timer.cancel();
     error_code ignored;
-    s.lowest_layer().shutdown(tcp::socket::shutdown_both, ignored);
+    s.lowest_layer().shutdown(Tcp::socket::shutdown_both, ignored);
     s.lowest_layer().close(ignored);
   }
 };
@@ -282,7 +282,7 @@ struct PeerChannel::Impl::Outbound : std::enable_shared_from_this<Outbound> {
 
   std::weak_ptr<Impl> owner;
   ChannelPeer peer;
-  tcp::resolver resolver;
+  Tcp::resolver resolver;
   asio::steady_timer deadline;
   asio::steady_timer retry;
   // Handlers hold the stream they started on: a failed attempt's stream
@@ -325,12 +325,12 @@ struct PeerChannel::Impl::Outbound : std::enable_shared_from_this<Outbound> {
       if (auto self = weak.lock(); self && self->attempt == a && !self->up) self->fail("connect or handshake timed out");
     });
     resolver.async_resolve(peer.host, std::to_string(peer.port),
-                           [self = shared_from_this(), a](const error_code& ec, tcp::resolver::results_type results) {
+                           [self = shared_from_this(), a](const error_code& ec, Tcp::resolver::results_type results) {
                              if (self->stopped || self->attempt != a) return;
                              if (ec) return self->fail("resolve " + self->peer.host + ": " + ec.message());
                              auto st = self->s;
                              asio::async_connect(st->lowest_layer(), results,
-                                                 [self, a, st](const error_code& ec2, const tcp::endpoint&) {
+                                                 [self, a, st](const error_code& ec2, const Tcp::endpoint&) {
                                                    if (self->stopped || self->attempt != a) return;
                                                    if (ec2) return self->fail("connect: " + ec2.message());
                                                    self->handshake(a);
@@ -431,7 +431,7 @@ struct PeerChannel::Impl::Outbound : std::enable_shared_from_this<Outbound> {
     resolver.cancel();
     if (!s) return;
     error_code ignored;
-    s->lowest_layer().shutdown(tcp::socket::shutdown_both, ignored);
+    s->lowest_layer().shutdown(Tcp::socket::shutdown_both, ignored);
     s->lowest_layer().close(ignored);
   }
 
@@ -446,7 +446,7 @@ struct PeerChannel::Impl::Outbound : std::enable_shared_from_this<Outbound> {
 
 void PeerChannel::Impl::accept() {
   if (!acceptor || stopped) return;
-  acceptor->async_accept([self = shared_from_this()](const error_code& ec, tcp::socket sock) {
+  acceptor->async_accept([self = shared_from_this()](const error_code& ec, Tcp::socket sock) {
     if (self->stopped) return;
     if (!ec) {
       if (self->inbound_now >= self->cfg.max_inbound) {
@@ -491,10 +491,10 @@ Status PeerChannel::start() {
   error_code ec;
   const auto addr = asio::ip::make_address(impl_->cfg.listen_host, ec);
   if (ec) return make_error(Errc::Config, "continuity.listen: \"" + impl_->cfg.listen_host + "\" is not an IP address");
-  auto acc = std::make_unique<tcp::acceptor>(impl_->io);
-  const tcp::endpoint ep(addr, impl_->cfg.listen_port);
+  auto acc = std::make_unique<Tcp::acceptor>(impl_->io);
+  const Tcp::endpoint ep(addr, impl_->cfg.listen_port);
   acc->open(ep.protocol(), ec);
-  if (!ec) acc->set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acc->set_option(Tcp::acceptor::reuse_address(true), ec);
   if (!ec) acc->bind(ep, ec);
   if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
   if (ec)

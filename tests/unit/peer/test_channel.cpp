@@ -22,7 +22,7 @@ using namespace smha;
 using namespace smha::peer;
 namespace asio = boost::asio;
 namespace ssl = boost::asio::ssl;
-using tcp = asio::ip::tcp;
+using Tcp = asio::ip::tcp;
 
 namespace {
 
@@ -84,12 +84,12 @@ ssl::context client_context(const std::string& ca, const std::string& cert, cons
 struct Client {
   asio::io_context io;
   ssl::context ctx;
-  ssl::stream<tcp::socket> s;  // made after ctx has its certificate (SSL_new copies it)
+  ssl::stream<Tcp::socket> s;  // made after ctx has its certificate (SSL_new copies it)
   Client(const std::string& ca, const std::string& cert, const std::string& key)
       : ctx(client_context(ca, cert, key)), s(io, ctx) {}
   boost::system::error_code connect(std::uint16_t port) {
     boost::system::error_code ec;
-    s.lowest_layer().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+    s.lowest_layer().connect(Tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
     if (!ec) s.handshake(ssl::stream_base::client, ec);
     return ec;
   }
