@@ -23,31 +23,12 @@ Gid get_gid(std::span<const std::uint8_t> b, std::size_t off) {
   return Gid{get_be(b, off, 8), Guid{get_be(b, off + 8, 8)}};
 }
 
-// The header checks every answer and request here gets: size, versions,
-// class, attribute. `what` names the attribute for messages.
-Status check_header(std::span<const std::uint8_t> mad, std::uint16_t attr, const char* what) {
-  if (mad.size() < kSaHeaderSize)
-    return decode_error(std::string(what) + " MAD is " + std::to_string(mad.size()) +
-                        " bytes; the SA header alone is 56");
-  if (mad.size() > kMadSize)
-    return decode_error(std::string(what) + " MAD is " + std::to_string(mad.size()) + " bytes; one MAD is 256");
-  if (mad[kOffBaseVersion] != kBaseVersion)
-    return decode_error("base version " + std::to_string(mad[kOffBaseVersion]) + " at offset 0; expected 1");
-  if (mad[kOffClass] != kClassSubnAdm)
-    return decode_error("management class " + hex(mad[kOffClass], 2) + " at offset 1 is not SubnAdm (0x03)");
-  if (mad[kOffClassVersion] != kSaClassVersion)
-    return decode_error("class version " + std::to_string(mad[kOffClassVersion]) + " at offset 2; expected 2");
-  const auto got = static_cast<std::uint16_t>(get_be(mad, kOffAttrId, 2));
-  if (got != attr)
-    return decode_error("attribute " + hex(got, 4) + " at offset 16 is not " + what + " (" + hex(attr, 4) + ")");
-  return Status::Ok();
-}
 
 // An answer with `method` carrying one record of `words` 8-byte words:
 // header, method, status (kErrMadStatus), AttributeOffset, size.
 Status check_one_record_answer(std::span<const std::uint8_t> mad, std::uint16_t attr, const char* what,
                                std::uint8_t method, std::uint16_t words) {
-  if (auto st = check_header(mad, attr, what); !st.ok()) return st;
+  if (auto st = check_sa_header(mad, attr, what); !st.ok()) return st;
   if (mad[kOffMethod] != method)
     return decode_error("method " + hex(mad[kOffMethod], 2) + " at offset 3 is not " + hex(method, 2));
   const auto status = static_cast<std::uint16_t>(get_be(mad, kOffStatus, 2));
@@ -205,7 +186,7 @@ Result<McMemberRecord> decode_mcmember_response(std::span<const std::uint8_t> ma
 }
 
 Result<McMemberRequest> decode_mcmember_request(std::span<const std::uint8_t> mad) {
-  if (auto st = check_header(mad, kAttrMcMemberRecord, "MCMemberRecord"); !st.ok()) return st.error();
+  if (auto st = check_sa_header(mad, kAttrMcMemberRecord, "MCMemberRecord"); !st.ok()) return st.error();
   if (mad.size() < kRec + kMcMemberRecordSize)
     return decode_error("MCMemberRecord MAD is " + std::to_string(mad.size()) + " bytes; the record ends at " +
                         std::to_string(kRec + kMcMemberRecordSize));
@@ -251,7 +232,7 @@ Result<InformInfo> decode_inform_info_response(std::span<const std::uint8_t> mad
   // OpenSM answers a Set with the InformInfo and AttributeOffset 0 or the
   // record's size depending on its path; the record is what counts: the
   // AttributeOffset is not checked, the size is.
-  if (auto st = check_header(mad, kAttrInformInfo, "InformInfo"); !st.ok()) return st.error();
+  if (auto st = check_sa_header(mad, kAttrInformInfo, "InformInfo"); !st.ok()) return st.error();
   if (mad[kOffMethod] != kMethodGetResp)
     return decode_error("method " + hex(mad[kOffMethod], 2) + " at offset 3 is not GetResp (0x81)");
   const auto status = static_cast<std::uint16_t>(get_be(mad, kOffStatus, 2));
@@ -273,7 +254,7 @@ MadBytes encode_inform_info_record_get_table(std::uint64_t tid, const Gid& subsc
 }
 
 Result<InformInfoRecordTable> decode_inform_info_record_table(std::span<const std::uint8_t> mad) {
-  if (auto st = check_header(mad, kAttrInformInfoRecord, "InformInfoRecord"); !st.ok()) return st.error();
+  if (auto st = check_sa_header(mad, kAttrInformInfoRecord, "InformInfoRecord"); !st.ok()) return st.error();
   if (mad[kOffMethod] != kMethodGetTableResp)
     return decode_error("method " + hex(mad[kOffMethod], 2) + " at offset 3 is not GetTableResp (0x92)");
   const auto status = static_cast<std::uint16_t>(get_be(mad, kOffStatus, 2));

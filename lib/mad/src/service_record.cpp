@@ -78,18 +78,7 @@ Status check_common(std::span<const std::uint8_t> mad) {
   if (mad.size() < kRec + kServiceRecordSize)
     return decode_error("ServiceRecord MAD is " + std::to_string(mad.size()) + " bytes; at least " +
                         std::to_string(kRec + kServiceRecordSize) + " expected (header and one record)");
-  if (mad.size() > kMadSize)
-    return decode_error("ServiceRecord MAD is " + std::to_string(mad.size()) + " bytes; one MAD is 256");
-  if (mad[kOffBaseVersion] != kBaseVersion)
-    return decode_error("base version " + std::to_string(mad[kOffBaseVersion]) + " at offset 0; expected 1");
-  if (mad[kOffClass] != kClassSubnAdm)
-    return decode_error("management class " + hex(mad[kOffClass], 2) + " at offset 1 is not SubnAdm (0x03)");
-  if (mad[kOffClassVersion] != kSaClassVersion)
-    return decode_error("class version " + std::to_string(mad[kOffClassVersion]) + " at offset 2; expected 2");
-  const auto attr = static_cast<std::uint16_t>(get_be(mad, kOffAttrId, 2));
-  if (attr != kAttrServiceRecord)
-    return decode_error("attribute " + hex(attr, 4) + " at offset 16 is not ServiceRecord (0x0031)");
-  return Status::Ok();
+  return check_sa_header(mad, kAttrServiceRecord, "ServiceRecord");
 }
 
 }  // namespace

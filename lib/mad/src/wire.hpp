@@ -61,4 +61,25 @@ inline void put_sa_header(std::span<std::uint8_t> b, std::uint8_t method, std::u
   put_be(b, kOffCompMask, 8, mask);
 }
 
+// The checks every SA MAD a codec reads gets: at least the SA header and at
+// most one MAD, base version 1, class 0x03 version 2, attribute `attr`
+// (`what` names it in messages, with the offset of the field).
+inline Status check_sa_header(std::span<const std::uint8_t> mad, std::uint16_t attr, const char* what) {
+  if (mad.size() < kSaHeaderSize)
+    return decode_error(std::string(what) + " MAD is " + std::to_string(mad.size()) +
+                        " bytes; the SA header alone is 56");
+  if (mad.size() > kMadSize)
+    return decode_error(std::string(what) + " MAD is " + std::to_string(mad.size()) + " bytes; one MAD is 256");
+  if (mad[kOffBaseVersion] != kBaseVersion)
+    return decode_error("base version " + std::to_string(mad[kOffBaseVersion]) + " at offset 0; expected 1");
+  if (mad[kOffClass] != kClassSubnAdm)
+    return decode_error("management class " + hex(mad[kOffClass], 2) + " at offset 1 is not SubnAdm (0x03)");
+  if (mad[kOffClassVersion] != kSaClassVersion)
+    return decode_error("class version " + std::to_string(mad[kOffClassVersion]) + " at offset 2; expected 2");
+  const auto got = static_cast<std::uint16_t>(get_be(mad, kOffAttrId, 2));
+  if (got != attr)
+    return decode_error("attribute " + hex(got, 4) + " at offset 16 is not " + what + " (" + hex(attr, 4) + ")");
+  return Status::Ok();
+}
+
 }  // namespace smha::mad::wire
