@@ -114,7 +114,7 @@ void Continuity::note_takeover() {
     spdlog::warn("continuity: this head's OpenSM became MASTER with no SA database copy: no multicast group, "
                  "ServiceRecord or subscription was restored");
   } else {
-    const double age = std::max(0.0, seconds_between(h->confirmed, clock_.wall_now()));
+    const double age = *copy_age_s(FrameKind::SaDump);
     t["sa_copy"] = {{"generation", h->generation}, {"from", h->from}, {"age_s", age},
                     {"groups", h->sa.groups.size()}, {"members", h->sa.members}, {"services", h->sa.services},
                     {"subscriptions", h->sa.informs}};
@@ -146,7 +146,7 @@ json Continuity::status_json() const {
            {"from", h->from},
            {"master_guid", to_string(h->master_guid)},
            {"bytes", h->bytes},
-           {"age_s", std::max(0.0, seconds_between(h->confirmed, now))},
+           {"age_s", *copy_age_s(kind)},
            {"written_age_s", std::max(0.0, seconds_between(h->received, now))}};
     if (kind == FrameKind::SaDump) {
       c["groups"] = h->sa.groups.size();
