@@ -66,6 +66,17 @@ class FakeTransport final : public mad::MadTransport {
   void get_port_counters(Lid, std::uint8_t, const mad::RequestOptions&, mad::PortCountersCallback done) override {
     timeout(std::move(done));
   }
+  void get_lft_top(const mad::Target&, const mad::RequestOptions&, mad::LftTopCallback done) override {
+    timeout(std::move(done));
+  }
+  void get_lft_block(const mad::Target&, std::uint16_t, const mad::RequestOptions&,
+                     mad::LftBlockCallback done) override {
+    timeout(std::move(done));
+  }
+  void get_mcmember(Lid, const mad::Gid&, const mad::Gid&, const mad::RequestOptions&,
+                    mad::McMemberCallback done) override {
+    timeout(std::move(done));
+  }
 
   std::function<std::optional<SmInfo>(const mad::Target&)> answer;
   SmInfo info{Guid{0x20}, 0, 42, 5, SmState::Standby};

@@ -20,6 +20,7 @@
 
 #include "smha/mad/pma.hpp"
 #include "smha/mad/sa.hpp"
+#include "smha/mad/sa_records.hpp"
 #include "smha/mad/service_record.hpp"
 #include "smha/mad/smp.hpp"
 
@@ -692,6 +693,60 @@ void UmadTransport::raw_request(const Target& target, bool sa, RawBuild build, R
         done(RawReply{std::get<std::vector<std::uint8_t>>(std::move(r->payload)), r->rtt, r->attempts});
       },
       sa ? Core::Gsi::Sa : Core::Gsi::None);
+}
+
+// The takeover report's reads (forwarding tables, multicast members) go
+// through raw_request: each answer is checked by its decoder on arrival (a
+// stray MAD with the same TID is ignored) and decoded once more here.
+namespace {
+template <typename Decode>
+UmadTransport::RawAccept accept_by(Decode decode) {
+  return [decode](std::span<const std::uint8_t> mad) -> Status {
+    auto r = decode(mad);
+    if (!r) return r.error();
+    return {};
+  };
+}
+}  // namespace
+
+void UmadTransport::get_lft_top(const Target& target, const RequestOptions& opts, LftTopCallback done) {
+  const std::uint64_t m_key = opts.m_key;
+  raw_request(
+      target, false, [target, m_key](std::uint64_t tid) { return encode_switchinfo_get(tid, target, m_key); },
+      accept_by(decode_switchinfo_lft_top), opts, [done = std::move(done)](Result<RawReply> r) {
+        if (!r) return done(r.error());
+        auto top = decode_switchinfo_lft_top(r->mad);
+        if (!top) return done(top.error());
+        done(LftTopReply{*top, r->rtt, r->attempts});
+      });
+}
+
+void UmadTransport::get_lft_block(const Target& target, std::uint16_t block, const RequestOptions& opts,
+                                  LftBlockCallback done) {
+  const std::uint64_t m_key = opts.m_key;
+  raw_request(
+      target, false,
+      [target, block, m_key](std::uint64_t tid) { return encode_lft_get(tid, target, block, m_key); },
+      accept_by(decode_lft_response), opts, [done = std::move(done)](Result<RawReply> r) {
+        if (!r) return done(r.error());
+        auto ports = decode_lft_response(r->mad);
+        if (!ports) return done(ports.error());
+        done(LftBlockReply{*ports, r->rtt, r->attempts});
+      });
+}
+
+void UmadTransport::get_mcmember(Lid sa_lid, const Gid& mgid, const Gid& port_gid, const RequestOptions& opts,
+                                 McMemberCallback done) {
+  auto decode = [](std::span<const std::uint8_t> mad) { return decode_mcmember_response(mad, kMethodGetResp); };
+  raw_request(
+      Target{sa_lid}, true,
+      [mgid, port_gid](std::uint64_t tid) -> Result<MadBytes> { return encode_mcmember_get(tid, mgid, port_gid); },
+      accept_by(decode), opts, [done = std::move(done), decode](Result<RawReply> r) {
+        if (!r) return done(r.error());
+        auto rec = decode(r->mad);
+        if (!rec) return done(rec.error());
+        done(McMemberReply{Lid{rec->mlid}, r->rtt, r->attempts});
+      });
 }
 
 }  // namespace smha::mad

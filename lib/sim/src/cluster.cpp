@@ -171,6 +171,20 @@ class TapTransport final : public mad::MadTransport {
     count("PortCounters");
     inner_.get_port_counters(lid, port, opts, std::move(done));
   }
+  void get_lft_top(const mad::Target& target, const mad::RequestOptions& opts, mad::LftTopCallback done) override {
+    count("SwitchInfo");
+    inner_.get_lft_top(target, opts, std::move(done));
+  }
+  void get_lft_block(const mad::Target& target, std::uint16_t block, const mad::RequestOptions& opts,
+                     mad::LftBlockCallback done) override {
+    count("LinearForwardingTable");
+    inner_.get_lft_block(target, block, opts, std::move(done));
+  }
+  void get_mcmember(Lid sa_lid, const mad::Gid& mgid, const mad::Gid& port_gid, const mad::RequestOptions& opts,
+                    mad::McMemberCallback done) override {
+    count("MCMemberRecord");
+    inner_.get_mcmember(sa_lid, mgid, port_gid, opts, std::move(done));
+  }
 
  private:
   void count(const char* attribute) {

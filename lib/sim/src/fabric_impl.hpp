@@ -149,6 +149,30 @@ struct Fabric::Impl {
                            mad::PortCountersCallback done) override {
       f->q.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no PMA")); });
     }
+    // No routes either: a switch answers SwitchInfo with LinearFDBTop 0
+    // (nothing programmed), as TopologyTransport; anything else refuses it.
+    void get_lft_top(const mad::Target& t, const mad::RequestOptions& o, mad::LftTopCallback done) override {
+      f->send_node_read(self, t, o, [done = std::move(done)](Result<NodeAnswer> r) {
+        if (!r) return done(r.error());
+        const auto* ni = std::get_if<mad::NodeInfo>(&r->value);
+        if (!ni || ni->type != mad::NodeType::Switch) return done(mad::mad_status_error(0x000c, "SMA status 0x000c"));
+        done(mad::LftTopReply{0, r->rtt, r->attempts});
+      });
+    }
+    void get_lft_block(const mad::Target& t, std::uint16_t, const mad::RequestOptions& o,
+                       mad::LftBlockCallback done) override {
+      f->send_node_read(self, t, o, [done = std::move(done)](Result<NodeAnswer> r) {
+        if (!r) return done(r.error());
+        mad::LftBlockReply reply{{}, r->rtt, r->attempts};
+        reply.ports.fill(0xff);
+        done(reply);
+      });
+    }
+    // The simulated SA keeps no multicast groups: silence.
+    void get_mcmember(Lid, const mad::Gid&, const mad::Gid&, const mad::RequestOptions& o,
+                      mad::McMemberCallback done) override {
+      f->q.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA groups")); });
+    }
   };
   struct Runner final : os::ProcessRunner {
     Impl* f;

@@ -355,6 +355,29 @@ void TopologyTransport::delete_service_record(Lid, const mad::ServiceRecord&, co
   q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA")); });
 }
 
+void TopologyTransport::get_lft_top(const mad::Target& t, const mad::RequestOptions& o, mad::LftTopCallback done) {
+  answer<mad::LftTopReply>(t, o, std::move(done), [this](const Topology::End& e) -> Result<mad::LftTopReply> {
+    if (topo_.node(e.node).type != mad::NodeType::Switch) return mad::mad_status_error(0x000c, "SMA status 0x000c");
+    return mad::LftTopReply{0, {}, 1};
+  });
+}
+
+void TopologyTransport::get_lft_block(const mad::Target& t, std::uint16_t, const mad::RequestOptions& o,
+                                      mad::LftBlockCallback done) {
+  answer<mad::LftBlockReply>(t, o, std::move(done), [this](const Topology::End& e) -> Result<mad::LftBlockReply> {
+    if (topo_.node(e.node).type != mad::NodeType::Switch) return mad::mad_status_error(0x000c, "SMA status 0x000c");
+    mad::LftBlockReply r;
+    r.ports.fill(0xff);
+    return r;
+  });
+}
+
+void TopologyTransport::get_mcmember(Lid, const mad::Gid&, const mad::Gid&, const mad::RequestOptions& o,
+                                     mad::McMemberCallback done) {
+  mads_ += static_cast<std::uint64_t>(o.retries) + 1;
+  q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA")); });
+}
+
 void TopologyTransport::set_sminfo(const mad::Target& t, SmInfoModifier, const SmInfo&,
                                    const mad::RequestOptions& o, mad::SmInfoCallback done) {
   get_sminfo(t, o, std::move(done));

@@ -130,6 +130,16 @@ struct FakeTransport : mad::MadTransport {
     ++port_counter_requests;
     s.schedule_at(s.now() + o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "timeout")); });
   }
+  void get_lft_top(const mad::Target&, const mad::RequestOptions&, mad::LftTopCallback done) override {
+    s.schedule_at(s.now() + milliseconds(1), [done] { done(mad::LftTopReply{0, milliseconds(1), 1}); });
+  }
+  void get_lft_block(const mad::Target&, std::uint16_t, const mad::RequestOptions& o, mad::LftBlockCallback done) override {
+    s.schedule_at(s.now() + o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "timeout")); });
+  }
+  void get_mcmember(Lid, const mad::Gid&, const mad::Gid&, const mad::RequestOptions& o,
+                    mad::McMemberCallback done) override {
+    s.schedule_at(s.now() + o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "timeout")); });
+  }
   void silent_sr(const mad::RequestOptions& o, mad::ServiceRecordCallback done) {
     ++service_record_requests;
     s.schedule_at(s.now() + o.timeout * (o.retries + 1),

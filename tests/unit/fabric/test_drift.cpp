@@ -95,6 +95,9 @@ struct FakeSa : mad::MadTransport {
     later<mad::ServiceRecordReply>(done, mad::ServiceRecordReply{r, milliseconds(1), 1});
   }
   void get_port_counters(Lid, std::uint8_t, const mad::RequestOptions&, mad::PortCountersCallback) override {}
+  void get_lft_top(const mad::Target&, const mad::RequestOptions&, mad::LftTopCallback) override {}
+  void get_lft_block(const mad::Target&, std::uint16_t, const mad::RequestOptions&, mad::LftBlockCallback) override {}
+  void get_mcmember(Lid, const mad::Gid&, const mad::Gid&, const mad::RequestOptions&, mad::McMemberCallback) override {}
 };
 
 struct Alarms : AlarmSink {

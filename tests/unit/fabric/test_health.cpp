@@ -121,6 +121,14 @@ struct Names : mad::MadTransport {
     pc.errors = pma[{lid.value, port}];
     s.schedule_at(s.now() + milliseconds(1), [done, pc] { done(mad::PortCountersReply{pc, milliseconds(1), 1}); });
   }
+  // Forwarding tables: nothing programmed (LinearFDBTop 0).
+  void get_lft_top(const mad::Target&, const mad::RequestOptions&, mad::LftTopCallback done) override {
+    s.schedule_at(s.now() + milliseconds(1), [done] { done(mad::LftTopReply{0, milliseconds(1), 1}); });
+  }
+  void get_lft_block(const mad::Target&, std::uint16_t, const mad::RequestOptions&, mad::LftBlockCallback) override {
+    FAIL("no LFT block to read when LinearFDBTop is 0");
+  }
+  void get_mcmember(Lid, const mad::Gid&, const mad::Gid&, const mad::RequestOptions&, mad::McMemberCallback) override {}
 };
 
 }  // namespace

@@ -55,6 +55,15 @@ class ScriptedTransport : public MadTransport {
   void get_port_counters(Lid, std::uint8_t, const RequestOptions&, PortCountersCallback) override {
     FAIL("sminfo must never ask a PMA");
   }
+  void get_lft_top(const Target&, const RequestOptions&, LftTopCallback) override {
+    FAIL("sminfo must never read a forwarding table");
+  }
+  void get_lft_block(const Target&, std::uint16_t, const RequestOptions&, LftBlockCallback) override {
+    FAIL("sminfo must never read a forwarding table");
+  }
+  void get_mcmember(Lid, const Gid&, const Gid&, const RequestOptions&, McMemberCallback) override {
+    FAIL("sminfo must never ask for multicast members");
+  }
   std::vector<Target> targets;
   std::vector<RequestOptions> options;
 

@@ -132,6 +132,17 @@ class RecordingTransport final : public mad::MadTransport {
                          mad::PortCountersCallback done) override {
     inner_.get_port_counters(lid, port, opts, std::move(done));
   }
+  void get_lft_top(const mad::Target& target, const mad::RequestOptions& opts, mad::LftTopCallback done) override {
+    inner_.get_lft_top(target, opts, std::move(done));
+  }
+  void get_lft_block(const mad::Target& target, std::uint16_t block, const mad::RequestOptions& opts,
+                     mad::LftBlockCallback done) override {
+    inner_.get_lft_block(target, block, opts, std::move(done));
+  }
+  void get_mcmember(Lid sa_lid, const mad::Gid& mgid, const mad::Gid& port_gid, const mad::RequestOptions& opts,
+                    mad::McMemberCallback done) override {
+    inner_.get_mcmember(sa_lid, mgid, port_gid, opts, std::move(done));
+  }
   std::optional<SmSighting> last_seen(Guid guid) const;
   std::optional<TargetRecord> last_query(const mad::Target& target) const;
   const PollStats& poll_stats() const { return state_->stats; }

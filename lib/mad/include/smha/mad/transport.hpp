@@ -268,6 +268,27 @@ struct PortCountersReply {
   int attempts = 1;
 };
 
+// A switch's linear forwarding table as SwitchInfo and LinearForwardingTable
+// blocks give it (IBA 14.2.5.4, 14.2.5.10; codecs in smp.hpp): the takeover
+// report compares them before and after (doc/takeover-report.md).
+struct LftTopReply {
+  std::uint16_t top = 0;  // SwitchInfo LinearFDBTop: the highest LID the LFT holds
+  Duration rtt{};
+  int attempts = 1;
+};
+struct LftBlockReply {
+  std::array<std::uint8_t, 64> ports{};  // out port of LIDs 64*block .. 64*block+63 (255: none)
+  Duration rtt{};
+  int attempts = 1;
+};
+// The MLID the SA gives a group's member (SubnAdmGet MCMemberRecord by MGID
+// and PortGID).
+struct McMemberReply {
+  Lid mlid;
+  Duration rtt{};
+  int attempts = 1;
+};
+
 using SmInfoCallback = std::function<void(Result<SmInfoReply>)>;
 using SmInfoRecordsCallback = std::function<void(Result<SmInfoRecordsReply>)>;
 using PortInfoCallback = std::function<void(Result<PortInfoReply>)>;
@@ -276,6 +297,9 @@ using NodeInfoCallback = std::function<void(Result<NodeInfoReply>)>;
 using NodeDescriptionCallback = std::function<void(Result<NodeDescriptionReply>)>;
 using ServiceRecordCallback = std::function<void(Result<ServiceRecordReply>)>;
 using PortCountersCallback = std::function<void(Result<PortCountersReply>)>;
+using LftTopCallback = std::function<void(Result<LftTopReply>)>;
+using LftBlockCallback = std::function<void(Result<LftBlockReply>)>;
+using McMemberCallback = std::function<void(Result<McMemberReply>)>;
 
 class MadTransport {
  public:
@@ -340,6 +364,20 @@ class MadTransport {
   // used. Same callback contract; a PMA status is kErrMadStatus.
   virtual void get_port_counters(Lid lid, std::uint8_t port, const RequestOptions& opts,
                                  PortCountersCallback done) = 0;
+
+  // SubnGet(SwitchInfo) of the switch at `target`: its LinearFDBTop. Same
+  // contract as get_node_info.
+  virtual void get_lft_top(const Target& target, const RequestOptions& opts, LftTopCallback done) = 0;
+  // SubnGet(LinearForwardingTable) block `block` (0..767) of the switch at
+  // `target`. Same contract.
+  virtual void get_lft_block(const Target& target, std::uint16_t block, const RequestOptions& opts,
+                             LftBlockCallback done) = 0;
+  // SubnAdmGet(MCMemberRecord) of port `port_gid` in group `mgid` at the SA
+  // at `sa_lid`: the group's MLID. Status 0x0300 (kSaStatusNoRecords) when
+  // the port is no member or there is no such group. Same contract as
+  // get_service_record.
+  virtual void get_mcmember(Lid sa_lid, const Gid& mgid, const Gid& port_gid, const RequestOptions& opts,
+                            McMemberCallback done) = 0;
 };
 
 }  // namespace smha::mad

@@ -112,6 +112,11 @@ class UmadTransport final : public MadTransport {
                              ServiceRecordCallback done) override;
   void get_port_counters(Lid lid, std::uint8_t port, const RequestOptions& opts,
                          PortCountersCallback done) override;
+  void get_lft_top(const Target& target, const RequestOptions& opts, LftTopCallback done) override;
+  void get_lft_block(const Target& target, std::uint16_t block, const RequestOptions& opts,
+                     LftBlockCallback done) override;
+  void get_mcmember(Lid sa_lid, const Gid& mgid, const Gid& port_gid, const RequestOptions& opts,
+                    McMemberCallback done) override;
 
   // A request the methods above do not make (smha's workload tools: SA
   // MCMemberRecord and InformInfo, SMP forwarding tables; codecs in

@@ -131,6 +131,14 @@ class TopologyTransport final : public mad::MadTransport {
   // ports, a CA's for the port `lid` is on only (MAD status 0x001c else).
   void get_port_counters(Lid lid, std::uint8_t port, const mad::RequestOptions& o,
                          mad::PortCountersCallback done) override;
+  // A topology file has no routes: every switch answers SwitchInfo with
+  // LinearFDBTop 0 (nothing programmed) and LFT blocks with 255 (no port).
+  void get_lft_top(const mad::Target& t, const mad::RequestOptions& o, mad::LftTopCallback done) override;
+  void get_lft_block(const mad::Target& t, std::uint16_t block, const mad::RequestOptions& o,
+                     mad::LftBlockCallback done) override;
+  // No SA: a timeout, as get_service_record.
+  void get_mcmember(Lid sa_lid, const mad::Gid& mgid, const mad::Gid& port_gid, const mad::RequestOptions& o,
+                    mad::McMemberCallback done) override;
   std::uint64_t mads_sent() const { return mads_; }
   std::uint64_t pma_mads_sent() const { return pma_mads_; }
   // PortCounters answers from the PMA at `lid` name port `port` + 1 instead
