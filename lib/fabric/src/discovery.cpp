@@ -6,6 +6,8 @@
 #include <set>
 #include <variant>
 
+#include "smha/mad/smp.hpp"
+
 namespace smha::fabric {
 
 std::string searched_text(const DiscoveryResult& r) {
@@ -36,7 +38,15 @@ struct ReadTarget {     // PortInfo (LID) or NodeDescription of a found target
   Guid target;
   bool description;
 };
-using Work = std::variant<ReadNode, CheckPort, ReadTarget, ReadSmPort, ReadSmDesc>;
+struct ReadLftTop {     // survey: SwitchInfo of a switch, for its LinearFDBTop
+  Guid sw;
+  DrPath path;
+};
+struct ReadLftBlock {   // survey: one LinearForwardingTable block of a switch
+  Guid sw;
+  std::uint16_t block;
+};
+using Work = std::variant<ReadNode, CheckPort, ReadTarget, ReadSmPort, ReadSmDesc, ReadLftTop, ReadLftBlock>;
 
 }  // namespace
 
@@ -196,6 +206,30 @@ void Discovery::begin(bool survey, std::vector<Guid> targets, Done done, std::ve
                                        p.description = reply.text;
                                        p.description_known = true;
                                      }));
+      } else if (auto* lt = std::get_if<ReadLftTop>(&w)) {
+        const Guid sw = lt->sw;
+        DrPath path = lt->path;
+        d->mad_.get_lft_top(path, o, answered([sw, path](Run& r, const mad::LftTopReply& reply) {
+          // LinearFDBTop 0: nothing programmed (no unicast LID but 0).
+          if (reply.top == 0) return;
+          const std::uint16_t top = std::min<std::uint16_t>(reply.top, 0xbfff);
+          SwitchLft& lft = r.result.lfts[sw];
+          lft.path = path;
+          lft.ports.assign(static_cast<std::size_t>(top) + 1, 0xff);
+          lft.blocks = top / mad::kLftBlockSize + 1;
+          for (std::uint16_t b = 0; b <= top / mad::kLftBlockSize; ++b) r.queue.push_back(ReadLftBlock{sw, b});
+        }));
+      } else if (auto* lb = std::get_if<ReadLftBlock>(&w)) {
+        const Guid sw = lb->sw;
+        const std::uint16_t block = lb->block;
+        d->mad_.get_lft_block(r->result.lfts.at(sw).path, block, o,
+                              answered([sw, block](Run& r, const mad::LftBlockReply& reply) {
+                                SwitchLft& lft = r.result.lfts.at(sw);
+                                const std::size_t first = static_cast<std::size_t>(block) * mad::kLftBlockSize;
+                                for (std::size_t i = 0; i < reply.ports.size() && first + i < lft.ports.size(); ++i)
+                                  lft.ports[first + i] = reply.ports[i];
+                                ++lft.blocks_read;
+                              }));
       } else if (auto* cp = std::get_if<CheckPort>(&w)) {
         DrPath path = cp->path;
         const std::uint8_t port = cp->port;
@@ -274,6 +308,8 @@ void Discovery::begin(bool survey, std::vector<Guid> targets, Done done, std::ve
         return;
       }
       ++r.result.nodes;
+      if (r.survey && d->limits_.forwarding_tables && ni.type == mad::NodeType::Switch)
+        r.queue.push_back(ReadLftTop{ni.node_guid, path});
       const bool local = path.hops.empty();
       if (ni.type != mad::NodeType::Switch && !local) return;  // CAs and routers do not forward SMPs
       if (static_cast<int>(path.hops.size()) >= d->limits_.max_hops) {

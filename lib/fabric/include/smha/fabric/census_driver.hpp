@@ -49,7 +49,7 @@ struct CensusConfig {
   Duration walk_min_interval = seconds(60);
   Duration walk_max_interval = seconds(6 * 3600);
   double walk_mads_per_s = 0.5;
-  DiscoveryLimits walk{63, 20000, 4, mad::RequestOptions{milliseconds(100), 1, 0}};
+  DiscoveryLimits walk{63, 20000, 4, mad::RequestOptions{milliseconds(100), 1, 0}, true};
   // SubnAdmGetTable(SMInfoRecord) to the SA at our port's MasterSMLID every
   // sa_interval (three of OpenSM's default 10 s sweeps; 0: never), the first
   // sa_first_delay after start (our port's MasterSMLID is known by then).

@@ -38,6 +38,22 @@ struct DiscoveryLimits {
   std::uint64_t max_requests = 20000;  // SubnGet requests (each up to 1 + retries MADs)
   int in_flight = 16;                  // requests outstanding at once (>= 1)
   mad::RequestOptions request{milliseconds(100), 1, 0};
+  // survey(): also read every switch's linear forwarding table (SwitchInfo,
+  // then LinearForwardingTable blocks 0..LinearFDBTop/64): the takeover
+  // report's "LFT entries changed" (doc/takeover-report.md).
+  bool forwarding_tables = false;
+};
+
+// survey(): a switch's linear forwarding table: the out port of each LID
+// 0..LinearFDBTop (255: none). A block that did not answer reads 255 and
+// leaves the table incomplete.
+struct SwitchLft {
+  DrPath path;
+  std::vector<std::uint8_t> ports;
+  std::size_t blocks = 0;       // LinearFDBTop / 64 + 1
+  std::size_t blocks_read = 0;  // of them, answered
+  bool complete() const { return blocks_read == blocks; }
+  friend bool operator==(const SwitchLft&, const SwitchLft&) = default;
 };
 
 // What discovery learned about one port.
@@ -105,6 +121,7 @@ struct DiscoveryResult {
   std::vector<SmPort> probed;          // survey(): every port whose PortInfo answered (IsSM or not)
   std::vector<LinkEnd> link_ends;      // survey(): the link of every port whose PortInfo answered
   std::vector<Cable> cables;           // survey(): every cable crossed
+  std::map<Guid, SwitchLft> lfts;      // survey() with forwarding_tables: by switch node GUID
   std::vector<Guid> missing;           // the targets not found
   std::size_t nodes = 0;               // distinct nodes (node GUIDs) that answered NodeInfo
   std::size_t ports = 0;               // ports looked at: switch ports asked + CA ports reached
@@ -142,7 +159,8 @@ class Discovery {
   // plus PortInfo of every CA port reached and of every switch's port 0; the
   // ports with IsSM are read (NodeDescription) and returned in `sm_ports`.
   // Costs the full search plus one request per CA port and per switch, plus
-  // one per SM. Same callback contract as start().
+  // one per SM; with `forwarding_tables`, one per switch and one per 64
+  // LIDs of its LFT. Same callback contract as start().
   void survey(Done done);
   // Drops the running search: its answers are ignored, `done` is not called.
   void cancel();
