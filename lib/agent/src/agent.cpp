@@ -124,6 +124,8 @@ Agent::Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmCo
   reporter_.set_own(cfg_.policy.own_guid);
   reporter_.set_walks(cfg_.census.enabled);
   reporter_.set_log_followed(cfg_.opensm_log);
+  reporter_.set_sa_probe(cfg_.report_sa_probe);
+  if (cfg_.sa_copy) reporter_.set_sa_copy_source(cfg_.sa_copy);
   reporter_.set_emit([this](const fabric::TakeoverReport& r) { sink_.takeover_report(r, sched_.now()); });
   census_driver_.set_walk_handler([this](const fabric::DiscoveryResult& r) { on_walk(r); });
   for (const auto& p : cfg_.peers) {
@@ -169,6 +171,9 @@ void Agent::stop() {
   if (discovery_timer_) sched_.cancel(*discovery_timer_);
   if (report_timer_) sched_.cancel(*report_timer_);
   report_timer_.reset();
+  if (sa_probe_timer_) sched_.cancel(*sa_probe_timer_);
+  sa_probe_timer_.reset();
+  sa_probes_in_flight_ = 0;
   poll_timer_.reset();
   wake_timer_.reset();
   discovery_timer_.reset();
@@ -556,6 +561,8 @@ void Agent::serve_report() {
     reporter_.walk_started();
     census_driver_.start_walk();
   }
+  if (reporter_.wants_sa_answer() && !sa_probe_timer_ && sa_probes_in_flight_ == 0) probe_sa();
+  if (auto groups = reporter_.take_group_check(); !groups.empty()) check_groups(std::move(groups));
   const auto at = reporter_.next_wakeup();
   if (report_timer_) sched_.cancel(*report_timer_);
   report_timer_.reset();
@@ -566,6 +573,100 @@ void Agent::serve_report() {
     report_timer_.reset();
     serve_report();
   });
+}
+
+// The report's SA figures: our SA from MASTER on until it answers, as a
+// compute node would find it (OpenSM drops every SA query until its first
+// master sweep ends). SubnAdmGetTable(SMInfoRecord) to our own LID, a new one
+// every kSaProbeEvery while fewer than kSaProbeInFlight are outstanding, so an
+// answer slower than the interval still counts; the first answer ends it (an
+// SA error status too: the SA is answering).
+namespace {
+constexpr Duration kSaProbeEvery = milliseconds(10);
+constexpr Duration kSaProbeTimeout = milliseconds(250);
+constexpr int kSaProbeInFlight = 8;
+constexpr int kGroupChecksInFlight = 4;
+}  // namespace
+
+void Agent::probe_sa() {
+  sa_probe_timer_.reset();
+  if (!running_ || !reporter_.wants_sa_answer()) return;
+  const Lid own = last_local_pi_ ? last_local_pi_->lid : Lid{};
+  std::weak_ptr<int> alive = alive_;
+  if (own.value != 0 && sa_probes_in_flight_ < kSaProbeInFlight) {
+    ++sa_probes_in_flight_;
+    mad_.get_sminfo_records(own, mad::RequestOptions{kSaProbeTimeout, 0, 0},
+                            [this, alive](Result<mad::SmInfoRecordsReply> r) {
+                              if (alive.expired()) return;
+                              --sa_probes_in_flight_;
+                              if (r.ok() || r.error().code == mad::kErrMadStatus) {
+                                reporter_.on_sa_answer(sched_.now());
+                                serve_report();
+                              }
+                            });
+  }
+  sa_probe_timer_ = sched_.schedule_at(sched_.now() + kSaProbeEvery, [this, alive] {
+    if (alive.expired()) return;
+    probe_sa();
+  });
+}
+
+// The report's group check: each group of the SA copy our OpenSM was given,
+// asked of our SA by one of its full members (SubnAdmGet MCMemberRecord); the
+// copy's MLID back is a group kept.
+void Agent::check_groups(std::vector<fabric::SaCopyInfo::Group> groups) {
+  struct Check {
+    std::vector<fabric::SaCopyInfo::Group> groups;
+    std::size_t next = 0, done = 0, kept = 0;
+    int in_flight = 0;
+    std::vector<std::string> lost;
+  };
+  auto c = std::make_shared<Check>();
+  c->groups = std::move(groups);
+  const Lid own = last_local_pi_ ? last_local_pi_->lid : Lid{};
+  std::weak_ptr<int> alive = alive_;
+  auto pump = std::make_shared<std::function<void()>>();
+  *pump = [this, c, own, alive, weak_pump = std::weak_ptr<std::function<void()>>(pump)] {
+    while (c->in_flight < kGroupChecksInFlight && c->next < c->groups.size()) {
+      const auto g = c->groups[c->next++];
+      ++c->in_flight;
+      auto again = weak_pump.lock();
+      mad_.get_mcmember(own, g.mgid, g.member, mad::RequestOptions{milliseconds(200), 1, 0},
+                        [this, c, g, alive, again](Result<mad::McMemberReply> r) {
+                          if (alive.expired()) return;
+                          --c->in_flight;
+                          ++c->done;
+                          const std::string name = mad::to_string(g.mgid);
+                          if (r.ok() && r->mlid == g.mlid) {
+                            ++c->kept;
+                          } else if (c->lost.size() < fabric::kReportGroupsNamed) {
+                            char was[8];
+                            std::snprintf(was, sizeof was, "0x%04x", g.mlid.value);
+                            std::string why;
+                            if (r.ok()) {
+                              char now_mlid[8];
+                              std::snprintf(now_mlid, sizeof now_mlid, "0x%04x", r->mlid.value);
+                              why = std::string("MLID ") + now_mlid + ", was " + was;
+                            } else if (r.error().code == mad::kErrMadStatus &&
+                                       r.error().mad_status == mad::kSaStatusNoRecords) {
+                              why = std::string("not on the new master (was MLID ") + was + ")";
+                            } else {
+                              why = "not answered: " + r.error().message;
+                            }
+                            c->lost.push_back(name + ": " + why);
+                          }
+                          if (c->done == c->groups.size()) {
+                            reporter_.on_groups_checked(c->groups.size(), c->kept, std::move(c->lost));
+                            serve_report();
+                          } else if (again) {
+                            (*again)();
+                          }
+                        });
+    }
+  };
+  (*pump)();
+  // The callbacks hold the pump; it lives until the last answer.
+  (void)pump;
 }
 
 // SubnSet(SMInfo, DISCOVER) to a peer head's STANDBY SM (sm::DiscoverPeer): by

@@ -27,6 +27,23 @@ std::string ms_text(Duration d) {
 
 }  // namespace
 
+std::string sa_restore_text(const TakeoverReport& r) {
+  if (!r.sa_copy) return "SA database not restored (no copy from the master)";
+  const SaCopyInfo& c = *r.sa_copy;
+  // ERR 4C02: OpenSM could not open the file and restored nothing; any other
+  // load error stops the load at that line, after what came before it.
+  const bool none = r.sa_restore_error.starts_with("ERR 4C02");
+  std::string s = r.sa_restore_error.empty() ? "SA database restored"
+                  : none                     ? "SA database not restored"
+                                             : "SA database restored in part";
+  s += std::string(none ? ": OpenSM could not read" : " from") + " generation " + std::to_string(c.generation) + " of " + (c.sender.empty() ? "?" : c.sender);
+  if (c.age_s) s += " (" + std::to_string(static_cast<long long>(*c.age_s)) + " s old)";
+  if (!r.sa_restore_error.empty()) s += " (OpenSM: " + r.sa_restore_error + ")";
+  if (r.groups_checked)
+    s += ": groups kept their MLID " + std::to_string(r.groups_kept) + " of " + std::to_string(*r.groups_checked);
+  return s;
+}
+
 std::string summary(const TakeoverReport& r) {
   std::string s(to_string(r.kind));
   s += r.previous_master ? " from " + to_string(*r.previous_master) : std::string(" (no previous master seen)");
@@ -50,6 +67,14 @@ std::string summary(const TakeoverReport& r) {
   if (r.ports_sampled)
     s += "; " + std::to_string(r.ports_on_new_master) + " of " + std::to_string(*r.ports_sampled) +
          " active ports point at the new master";
+  if (r.lft_entries_compared)
+    s += "; LFT entries changed " + std::to_string(r.lft_entries_changed) + " of " +
+         std::to_string(*r.lft_entries_compared);
+  if (r.sa_after_master) {
+    s += "; SA answering " + ms_text(*r.sa_after_master) + " after MASTER";
+    if (r.sa_outage) s += " (" + ms_text(*r.sa_outage) + " after the old master's last answer)";
+  }
+  s += "; " + sa_restore_text(r);
   if (!r.incomplete.empty()) s += "; incomplete: " + r.incomplete;
   return s;
 }
@@ -107,11 +132,19 @@ void TakeoverReporter::on_event(const sm::RecordEvent& e, TimePoint now) {
                   "->MASTER without our DISCOVER";
       r.to_master = now - last_master_at_;
     }
+    groups_to_check_.clear();
+    if (sa_copy_source_) r.sa_copy = sa_copy_source_();
+    if (r.sa_copy) {
+      groups_to_check_ = std::move(r.sa_copy->checkable);
+      r.sa_copy->checkable.clear();
+    }
     pending_ = std::move(r);
     master_at_ = now;
     subnet_up_ = false;
     walk_started_ = false;
     walk_done_ = false;
+    group_check_started_ = false;
+    groups_done_ = groups_to_check_.empty();
     take_log();
     maybe_finish();
   } else if (e.to && e.to != SmState::Master && master_) {
@@ -152,6 +185,9 @@ void TakeoverReporter::on_opensm_log(const opensm::LoggedEvent& e, TimePoint now
     case K::RoutingDone:
       log_->engine = e.text;
       break;
+    case K::SaRestoreFailed:
+      if (log_->sa_restore_error.empty()) log_->sa_restore_error = e.text;
+      break;
     case K::SubnetUp: {
       log_->subnet_up = true;
       const auto up_us = opensm::stamp_us(e.stamp);
@@ -177,6 +213,7 @@ void TakeoverReporter::take_log() {
   pending_->master_to_subnet_up = log_->to_subnet_up;
   pending_->routing_engine = log_->engine;
   pending_->routing_failures = log_->failures;
+  pending_->sa_restore_error = log_->sa_restore_error;
   const std::string first = engines_.empty() ? std::string("minhop") : engines_.front();
   pending_->routing_fallback = !log_->failures.empty() || (!log_->engine.empty() && log_->engine != first);
 }
@@ -207,11 +244,55 @@ void TakeoverReporter::on_walk(const DiscoveryResult& r, TimePoint) {
     }
     if (!lids_.empty()) p.ports_compared = compared;
     if (p.master_lid.value != 0) p.ports_sampled = sampled;
+    // Every LID either table holds; one the shorter does not hold reads 255.
+    std::size_t entries = 0;
+    bool any = false;
+    for (const auto& [sw, lft] : r.lfts) {
+      const auto before = lfts_.find(sw);
+      if (!lft.complete() || before == lfts_.end()) continue;
+      any = true;
+      const auto& old = before->second;
+      const std::size_t n = std::max(old.size(), lft.ports.size());
+      std::size_t changed = 0;
+      for (std::size_t lid = 1; lid < n; ++lid) {
+        const std::uint8_t a = lid < old.size() ? old[lid] : 0xff, b = lid < lft.ports.size() ? lft.ports[lid] : 0xff;
+        ++entries;
+        if (a != b) ++changed;
+      }
+      p.lft_entries_changed += changed;
+      if (changed != 0 && p.lft_changed_switches.size() < kReportPortsNamed) p.lft_changed_switches.push_back(sw);
+    }
+    if (any) p.lft_entries_compared = entries;
     walk_done_ = true;
   }
   for (const auto& port : r.probed)
     if (port.lid.value != 0) lids_[port.port_guid] = port.lid;
+  for (const auto& [sw, lft] : r.lfts)
+    if (lft.complete()) lfts_[sw] = lft.ports;
   if (reporting) maybe_finish();
+}
+
+void TakeoverReporter::on_sa_answer(TimePoint at) {
+  if (!wants_sa_answer()) return;
+  pending_->sa_after_master = at >= master_at_ ? at - master_at_ : Duration{};
+  if (pending_->previous_master && at >= last_master_at_) pending_->sa_outage = at - last_master_at_;
+  maybe_finish();
+}
+
+std::vector<SaCopyInfo::Group> TakeoverReporter::take_group_check() {
+  if (!pending_ || group_check_started_ || groups_done_ || !pending_->sa_after_master) return {};
+  group_check_started_ = true;
+  return std::move(groups_to_check_);
+}
+
+void TakeoverReporter::on_groups_checked(std::size_t checked, std::size_t kept, std::vector<std::string> lost) {
+  if (!pending_ || !group_check_started_ || groups_done_) return;
+  groups_done_ = true;
+  pending_->groups_checked = checked;
+  pending_->groups_kept = kept;
+  if (lost.size() > kReportGroupsNamed) lost.resize(kReportGroupsNamed);
+  pending_->groups_lost = std::move(lost);
+  maybe_finish();
 }
 
 bool TakeoverReporter::wants_walk(TimePoint now) const {
@@ -232,12 +313,14 @@ void TakeoverReporter::tick(TimePoint now) {
   auto add = [&](const std::string& m) { missing += (missing.empty() ? "" : ", ") + m; };
   if (!subnet_up_) add(log_followed_ ? "SUBNET UP not logged" : "OpenSM's log not followed");
   if (walks_ && !walk_done_) add(walk_started_ ? "the census walk did not end" : "no census walk");
+  if (sa_probe_ && !pending_->sa_after_master) add("our SA did not answer");
+  else if (!groups_done_) add("the SA copy's groups were not all checked");
   finish(missing + " within " + std::to_string(std::chrono::duration_cast<seconds>(deadline_).count()) + " s");
 }
 
 void TakeoverReporter::maybe_finish() {
   if (!pending_) return;
-  const bool walked = !walks_ || walk_done_;
+  const bool walked = (!walks_ || walk_done_) && (!sa_probe_ || pending_->sa_after_master) && groups_done_;
   if (subnet_up_ && walked) {
     finish("");
   } else if (!log_followed_ && walked && walk_started_) {

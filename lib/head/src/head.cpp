@@ -197,6 +197,9 @@ void Head::start_agent(agent::AgentConfig cfg) {
   agent_cfg_ = cfg;
   // Our port's state comes from its own SMA every round (sysfs is static under umad2sim).
   cfg.local_port_num = seams_.local_port;
+  cfg.sa_copy = [this]() -> std::optional<fabric::SaCopyInfo> {
+    return sa_copy_source_ ? sa_copy_source_() : std::nullopt;
+  };
   agent_ = std::make_unique<agent::Agent>(std::move(cfg), seams_.sched, *mad_, *control_,
                                           tee_ ? *tee_ : static_cast<agent::EventSink&>(*events_));
   if (hold_.held) agent_->set_hold(true);  // a new engine keeps the hold

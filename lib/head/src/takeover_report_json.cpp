@@ -99,6 +99,29 @@ json takeover_report_json(const TakeoverReport& r) {
            {"sampled", r.ports_sampled ? json(*r.ports_sampled) : json(nullptr)},
            {"on_new_master", r.ports_sampled ? json(r.ports_on_new_master) : json(nullptr)},
            {"elsewhere", guids(r.ports_elsewhere)}};
+  json lfts{{"compared", r.lft_entries_compared ? json(*r.lft_entries_compared) : json(nullptr)},
+            {"changed", r.lft_entries_compared ? json(r.lft_entries_changed) : json(nullptr)},
+            {"changed_switches", guids(r.lft_changed_switches)}};
+  json copy = nullptr;
+  if (r.sa_copy) {
+    const auto& c = *r.sa_copy;
+    copy = json{{"generation", c.generation},
+                {"from", c.sender},
+                {"age_s", c.age_s ? json(std::round(*c.age_s * 10) / 10) : json(nullptr)},
+                {"groups", c.groups},
+                {"members", c.members},
+                {"service_records", c.services},
+                {"subscriptions", c.informs}};
+  }
+  json sa{{"after_master_ms", ms(r.sa_after_master)},
+          {"outage_ms", ms(r.sa_outage)},
+          {"copy", std::move(copy)},
+          {"restored", r.sa_copy.has_value()},
+          {"restore_error", r.sa_restore_error.empty() ? json(nullptr) : json(r.sa_restore_error)},
+          {"groups_checked", r.groups_checked ? json(*r.groups_checked) : json(nullptr)},
+          {"groups_kept", r.groups_checked ? json(r.groups_kept) : json(nullptr)},
+          {"groups_lost", r.groups_lost},
+          {"summary", fabric::sa_restore_text(r)}};
   return json{{"kind", std::string(fabric::to_string(r.kind))},
               {"previous_master", r.previous_master ? json(to_string(*r.previous_master)) : json(nullptr)},
               {"cause", r.cause},
@@ -109,6 +132,8 @@ json takeover_report_json(const TakeoverReport& r) {
               {"routing", std::move(routing)},
               {"lids", std::move(lids)},
               {"master_sm_lid", std::move(msl)},
+              {"lfts", std::move(lfts)},
+              {"sa", std::move(sa)},
               {"incomplete", r.incomplete},
               {"summary", fabric::summary(r)}};
 }
@@ -157,6 +182,41 @@ std::optional<TakeoverReport> takeover_report_from_json(const json& j) {
   r.ports_sampled = count_from(msl, "sampled", ok);
   r.ports_on_new_master = count_from(msl, "on_new_master", ok).value_or(0);
   r.ports_elsewhere = guids_from(msl, "elsewhere", ok);
+  const json& lfts = object_at(j, "lfts", ok);
+  r.lft_entries_compared = count_from(lfts, "compared", ok);
+  r.lft_entries_changed = count_from(lfts, "changed", ok).value_or(0);
+  r.lft_changed_switches = guids_from(lfts, "changed_switches", ok);
+  const json& sa = object_at(j, "sa", ok);
+  r.sa_after_master = ms_from(sa, "after_master_ms", ok);
+  r.sa_outage = ms_from(sa, "outage_ms", ok);
+  if (auto c = sa.find("copy"); c != sa.end() && !c->is_null()) {
+    const json& copy = object_at(sa, "copy", ok);
+    fabric::SaCopyInfo info;
+    if (auto g = copy.find("generation"); g != copy.end() && g->is_number_unsigned()) info.generation = g->get<std::uint64_t>();
+    else ok = false;
+    info.sender = text_from(copy, "from", ok);
+    if (auto a = copy.find("age_s"); a != copy.end() && !a->is_null()) {
+      if (a->is_number() && a->get<double>() >= 0) info.age_s = a->get<double>();
+      else ok = false;
+    }
+    info.groups = count_from(copy, "groups", ok).value_or(0);
+    info.members = count_from(copy, "members", ok).value_or(0);
+    info.services = count_from(copy, "service_records", ok).value_or(0);
+    info.informs = count_from(copy, "subscriptions", ok).value_or(0);
+    r.sa_copy = std::move(info);
+  }
+  r.sa_restore_error = text_from(sa, "restore_error", ok);
+  r.groups_checked = count_from(sa, "groups_checked", ok);
+  r.groups_kept = count_from(sa, "groups_kept", ok).value_or(0);
+  if (auto f = sa.find("groups_lost"); f != sa.end()) {
+    if (!f->is_array()) ok = false;
+    else
+      for (const auto& t : *f) {
+        if (!t.is_string()) ok = false;
+        else if (r.groups_lost.size() < fabric::kReportGroupsNamed)
+          r.groups_lost.push_back(t.get<std::string>().substr(0, kMaxText));
+      }
+  }
   r.incomplete = text_from(j, "incomplete", ok);
   if (!ok) return std::nullopt;
   return r;
@@ -183,6 +243,19 @@ std::vector<std::pair<std::string, std::string>> takeover_report_fields(const Ta
   if (r.ports_sampled) {
     f.emplace_back("ports_on_new_master", std::to_string(r.ports_on_new_master));
     f.emplace_back("ports_sampled", std::to_string(*r.ports_sampled));
+  }
+  if (r.lft_entries_compared) {
+    f.emplace_back("lft_entries_changed", std::to_string(r.lft_entries_changed));
+    f.emplace_back("lft_entries_compared", std::to_string(*r.lft_entries_compared));
+  }
+  add_ms("sa_after_master_ms", r.sa_after_master);
+  add_ms("sa_outage_ms", r.sa_outage);
+  f.emplace_back("sa_restored", r.sa_copy ? "yes" : "no");
+  if (r.sa_copy) f.emplace_back("sa_copy_generation", std::to_string(r.sa_copy->generation));
+  if (!r.sa_restore_error.empty()) f.emplace_back("sa_restore_error", r.sa_restore_error);
+  if (r.groups_checked) {
+    f.emplace_back("groups_kept", std::to_string(r.groups_kept));
+    f.emplace_back("groups_checked", std::to_string(*r.groups_checked));
   }
   if (!r.incomplete.empty()) f.emplace_back("incomplete", r.incomplete);
   return f;

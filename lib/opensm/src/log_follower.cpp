@@ -47,7 +47,9 @@ std::optional<LoggedSmState> parse_sm_state_line(std::string_view line) {
 // osm_state_mgr.c (SUBNET UP), osm_ucast_mgr.c ucast_mgr_route() ("%s: cannot
 // build lid matrices", "%s: cannot build fwd tables") and
 // osm_ucast_mgr_process() ("%s tables configured on all switches", "No routing
-// engine able to successfully configure  switch tables on current fabric").
+// engine able to successfully configure  switch tables on current fabric") and
+// osm_sa.c, loading sa_db_file ("ERR 4C02: Can't open sa db file", "PARSE
+// ERROR: ...", "cannot create MC group with mlid ...").
 std::optional<LoggedEvent> parse_log_event(std::string_view line) {
   const auto parts = split_line(line);
   const std::string_view stamp = parts.first;
@@ -62,6 +64,11 @@ std::optional<LoggedEvent> parse_log_event(std::string_view line) {
   if (msg.starts_with(kRoute) && msg.find(kCannot) != std::string_view::npos)
     return make(K::RoutingFailed, msg.substr(kRoute.size()));
   if (msg.find("No routing engine able") != std::string_view::npos) return make(K::RoutingFailed, "no routing engine could configure the switches");
+  // osm_sa.c osm_sa_db_file_load() and load_mcgroup() (OSM_LOG puts the
+  // function's name first).
+  for (std::string_view prefix : {"osm_sa_db_file_load: ERR 4C02: ", "osm_sa_db_file_load: PARSE ERROR: ",
+                                  "load_mcgroup: cannot create MC group with mlid "})
+    if (msg.starts_with(prefix)) return make(K::SaRestoreFailed, msg.substr(msg.find(": ") + 2));
   constexpr std::string_view kDone = " tables configured on all switches";
   if (msg.ends_with(kDone)) {
     msg.remove_suffix(kDone.size());

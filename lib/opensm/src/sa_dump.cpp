@@ -190,8 +190,14 @@ Result<SaDump> parse_sa_dump(std::string_view text, std::size_t max_bytes) {
         return make_error(Errc::Parse, "line " + std::to_string(lineno) + ": mcm_port before any MC Group");
       auto v = read_fields(line, p, kMemberFields, "mcm_port");
       if (!v) return line_error(lineno, v.error());
-      ++dump.groups[group].members;
+      SaDumpGroup& g = dump.groups[group];
+      ++g.members;
       ++dump.members;
+      // scope_state: Scope << 4 | JoinState; JoinState bit 0 is FullMember.
+      if (g.full_member_guid == 0 && ((*v)[2] & 0x1) != 0) {
+        g.full_member_prefix = (*v)[0];
+        g.full_member_guid = (*v)[1];
+      }
     } else if (rest.starts_with("Service Record:")) {
       auto v = read_fields(line, p, kServiceFields, "Service Record");
       if (!v) return line_error(lineno, v.error());

@@ -63,6 +63,26 @@ std::optional<double> Continuity::copy_age_s(FrameKind kind) const {
   return std::max(0.0, seconds_between(h->confirmed, clock_.wall_now()));
 }
 
+std::optional<fabric::SaCopyInfo> Continuity::sa_copy_info() const {
+  const auto& h = store_.held(FrameKind::SaDump);
+  if (!h) return std::nullopt;
+  fabric::SaCopyInfo c;
+  c.generation = h->generation;
+  c.sender = h->from;
+  c.age_s = copy_age_s();
+  c.groups = h->sa.groups.size();
+  c.members = h->sa.members;
+  c.services = h->sa.services;
+  c.informs = h->sa.informs;
+  for (const auto& g : h->sa.groups) {
+    if (c.checkable.size() >= fabric::kReportGroupsChecked) break;
+    if (g.full_member_guid == 0) continue;  // OpenSM keeps it only when well known; no member to ask by
+    c.checkable.push_back({mad::Gid{g.mgid_prefix, Guid{g.mgid_id}}, Lid{g.mlid},
+                           mad::Gid{g.full_member_prefix, Guid{g.full_member_guid}}});
+  }
+  return c;
+}
+
 void Continuity::tick() {
   timer_ = sched_.schedule_in(cfg_.tick, [this] { tick(); });
   const InBandFacts f = facts_();

@@ -207,6 +207,7 @@ bool Daemon::init_continuity() {
     err_ << "smhad: " << config_.source_path << ": " << st.error().message << '\n';
     return false;
   }
+  head_->set_sa_copy_source([this] { return continuity_->sa_copy_info(); });
   spdlog::info("continuity: listening on {}:{} for copies from {} peer(s)", k.listen_address, k.listen_port,
                config_.peers.size());
   return true;
@@ -303,6 +304,7 @@ void Daemon::wait_hup() {
 void Daemon::shutdown(const char* why) {
   platform::log_event(*platform::module_logger("svc"), platform::kSmhadStopping, {{"signal", why}});
   if (systemd_) systemd_->stopping(why);
+  if (head_) head_->set_sa_copy_source({});  // continuity goes first
   if (continuity_) continuity_->stop();
   if (head_) head_->stop();
   if (server_) server_->stop();

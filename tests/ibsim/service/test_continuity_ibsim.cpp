@@ -17,6 +17,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <iostream>
 #include <set>
 #include <string>
 
@@ -135,6 +136,21 @@ void kill_master(IbsimFabric& f, OsmGuard& guard, Pair& p, json& s2) {
   REQUIRE(wait_status(f, p.h2, guard, local_master, 30s, &s2));
 }
 
+// A head's takeover report, once made (status last_takeover).
+json takeover_report(const SmhadHead& h) {
+  json rep;
+  const bool made = wait_for([&] {
+    auto s = smhad_status(h);
+    if (!s || !(*s)["last_takeover"].is_object()) return false;
+    rep = (*s)["last_takeover"]["report"];
+    return true;
+  }, 40s);
+  INFO(rep.dump());
+  REQUIRE(made);
+  std::cout << "continuity: takeover report: " << rep["summary"].get<std::string>() << std::endl;
+  return rep;
+}
+
 }  // namespace
 
 TEST_CASE("Continuity: after kill -9 of the master every group keeps its MLID and members, records and "
@@ -219,6 +235,24 @@ TEST_CASE("Continuity: after kill -9 of the master every group keeps its MLID an
   CHECK(tables["lids"] == before.tables["lids"]);
   CHECK(tables["lft"] == before.tables["lft"]);
   CHECK(tables["mft"] == before.tables["mft"]);
+  // head02's takeover report says the same from its own in-band reads: the
+  // copy restored, every group asked of its SA at the copy's MLID, no LFT
+  // entry changed, and when its SA answered again.
+  const json rep = takeover_report(p.h2);
+  CHECK(rep["sa"]["restored"] == true);
+  CHECK(rep["sa"]["copy"]["from"] == "head01");
+  CHECK(rep["sa"]["copy"]["groups"] == kGroups);
+  CHECK(rep["sa"]["restore_error"].is_null());
+  CHECK(rep["sa"]["groups_checked"] == kGroups);
+  CHECK(rep["sa"]["groups_kept"] == kGroups);
+  CHECK(rep["sa"]["groups_lost"].empty());
+  REQUIRE(rep["sa"]["after_master_ms"].is_number());
+  REQUIRE(rep["sa"]["outage_ms"].is_number());
+  CHECK(rep["sa"]["outage_ms"].get<double>() >= rep["sa"]["after_master_ms"].get<double>());
+  REQUIRE(rep["lfts"]["compared"].is_number());
+  CHECK(rep["lfts"]["compared"].get<int>() >= 2 * 6);  // two switches, six LIDs
+  CHECK(rep["lfts"]["changed"] == 0);
+  CHECK(rep["incomplete"] == "");
 }
 
 TEST_CASE("Continuity, channel cut: the takeover is today's (the groups are gone), the missing copy is shown and "
@@ -264,6 +298,13 @@ TEST_CASE("Continuity, channel cut: the takeover is today's (the groups are gone
     for (const auto& [m, mlid] : g["members"].items()) CHECK(mlid.is_null());
   const json tables = client(fabric, "Hca3", {"tables"});
   CHECK(tables["lids"] == before.tables["lids"]);
+  const json rep = takeover_report(p.h2);
+  CHECK(rep["sa"]["restored"] == false);
+  CHECK(rep["sa"]["copy"].is_null());
+  CHECK(rep["sa"]["groups_checked"].is_null());
+  CHECK(rep["sa"]["summary"] == "SA database not restored (no copy from the master)");
+  CHECK(rep["sa"]["after_master_ms"].is_number());
+  CHECK(rep["incomplete"] == "");
 }
 
 TEST_CASE("Continuity: a peer with a certificate of another CA, and one naming a head that is not a peer, are "

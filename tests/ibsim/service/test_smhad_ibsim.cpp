@@ -388,6 +388,16 @@ TEST_CASE("HA drill: kill -9 of the master OpenSM under two smhad", "[ibsim][smh
   REQUIRE(rep["master_sm_lid"]["sampled"].is_number());
   CHECK(rep["master_sm_lid"]["sampled"].get<int>() >= 4);
   CHECK(rep["master_sm_lid"]["on_new_master"] == rep["master_sm_lid"]["sampled"]);
+  // head02 read both switches' LFTs before and after: minhop routes the same
+  // LIDs the same way. Its SA answered again (no SA copy without the peer
+  // channel: nothing restored).
+  REQUIRE(rep["lfts"]["compared"].is_number());
+  CHECK(rep["lfts"]["compared"].get<int>() >= 2 * 6);
+  CHECK(rep["lfts"]["changed"] == 0);
+  REQUIRE(rep["sa"]["after_master_ms"].is_number());
+  REQUIRE(rep["sa"]["outage_ms"].is_number());
+  CHECK(rep["sa"]["outage_ms"].get<double>() < 5000);
+  CHECK(rep["sa"]["restored"] == false);
   CHECK(rep["incomplete"] == "");
   {
     const auto r = fabric.run("Hca4", {SMHA_SMCTL, "status", "--socket", h2.socket()}, 10s);

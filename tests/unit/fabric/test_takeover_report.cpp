@@ -267,3 +267,160 @@ TEST_CASE("TakeoverReporter: without OpenSM's log the walk starts on its own", "
   CHECK(out[0].ports_sampled == 1u);
   CHECK(out[0].incomplete == "OpenSM's log not followed: no SUBNET UP or routing figures");
 }
+
+namespace {
+
+SwitchLft lft(std::vector<std::uint8_t> ports) {
+  SwitchLft t;
+  t.ports = std::move(ports);
+  t.blocks = 1;
+  t.blocks_read = 1;
+  return t;
+}
+
+SaCopyInfo copy_with_groups() {
+  SaCopyInfo c;
+  c.generation = 7;
+  c.sender = "head01";
+  c.age_s = 12.0;
+  c.groups = 3;
+  c.members = 5;
+  c.services = 2;
+  c.informs = 4;
+  const mad::Gid member{mad::kDefaultSubnetPrefix, kCompute};
+  c.checkable = {{mad::Gid{0xff12401bffff0000ULL, Guid{0xffffffff}}, Lid{0xc000}, member},
+                 {mad::Gid{0xff12601bffff0000ULL, Guid{0x1ff000001}}, Lid{0xc001}, member}};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("TakeoverReporter: LFT entries changed, from the last walk before against the walk at SUBNET UP",
+          "[agent][report]") {
+  Fixture f;
+  const Guid sw_a{0x0002c90300000100ULL}, sw_b{0x0002c90300000200ULL}, sw_c{0x0002c90300000300ULL};
+  DiscoveryResult before = walk({port(kOld, 1, 1), port(kOwn, 2, 1), port(kCompute, 3, 1)});
+  before.lfts[sw_a] = lft({255, 1, 2, 3});
+  before.lfts[sw_b] = lft({255, 4, 4, 4});
+  f.rep.on_walk(before, at_ms(500));
+  f.takeover();
+  f.sweep_logged();
+  f.rep.walk_started();
+  DiscoveryResult after = walk({port(kOwn, 2, 2), port(kCompute, 3, 2)});
+  after.lfts[sw_a] = lft({255, 1, 3, 3, 5});  // LID 2 moved to port 3; LID 4 new
+  after.lfts[sw_b] = lft({255, 4, 4, 4});
+  after.lfts[sw_c] = lft({255, 1, 1, 1});     // not in the walk before: not compared
+  SwitchLft partial = lft({255, 9, 9, 9});
+  partial.blocks = 2;                          // a block unanswered: not compared
+  after.lfts[sw_b] = partial;
+  f.rep.on_walk(after, at_ms(1200));
+  REQUIRE(f.out.size() == 1);
+  const TakeoverReport& r = f.out[0];
+  REQUIRE(r.lft_entries_compared == 4u);       // sw_a: LIDs 1..4
+  CHECK(r.lft_entries_changed == 2);
+  CHECK(r.lft_changed_switches == std::vector<Guid>{sw_a});
+  CHECK(summary(r).find("LFT entries changed 2 of 4") != std::string::npos);
+}
+
+TEST_CASE("TakeoverReporter: no switch read both times gives no LFT figure", "[agent][report]") {
+  Fixture f;
+  f.takeover();
+  f.sweep_logged();
+  f.rep.walk_started();
+  f.rep.on_walk(walk({port(kOwn, 2, 2), port(kCompute, 3, 2)}), at_ms(1200));
+  REQUIRE(f.out.size() == 1);
+  CHECK_FALSE(f.out[0].lft_entries_compared);
+  CHECK(summary(f.out[0]).find("LFT") == std::string::npos);
+}
+
+TEST_CASE("TakeoverReporter: the SA outage waits for our SA's first answer", "[agent][report]") {
+  Fixture f;
+  f.rep.set_sa_probe(true);
+  CHECK_FALSE(f.rep.wants_sa_answer());
+  f.takeover();
+  CHECK(f.rep.wants_sa_answer());
+  f.sweep_logged();
+  f.rep.walk_started();
+  f.rep.on_walk(walk({port(kOwn, 2, 2), port(kCompute, 3, 2)}), at_ms(1200));
+  CHECK(f.out.empty());  // everything but the SA
+  f.rep.on_sa_answer(at_ms(1534));
+  REQUIRE(f.out.size() == 1);
+  const TakeoverReport& r = f.out[0];
+  CHECK(r.sa_after_master == milliseconds(400));  // MASTER at 1134
+  CHECK(r.sa_outage == milliseconds(534));        // the old master's last answer at 1000
+  CHECK_FALSE(f.rep.wants_sa_answer());
+  const std::string s = summary(r);
+  CHECK(s.find("SA answering 400 ms after MASTER (534 ms after the old master's last answer)") != std::string::npos);
+  CHECK(s.find("SA database not restored (no copy from the master)") != std::string::npos);
+}
+
+TEST_CASE("TakeoverReporter: an SA that never answers is named at the deadline", "[agent][report]") {
+  Fixture f;
+  f.rep.set_sa_probe(true);
+  f.takeover();
+  f.sweep_logged();
+  f.rep.walk_started();
+  f.rep.on_walk(walk({port(kOwn, 2, 2), port(kCompute, 3, 2)}), at_ms(1200));
+  f.rep.tick(at_ms(1134) + seconds(30));
+  REQUIRE(f.out.size() == 1);
+  CHECK(f.out[0].incomplete == "our SA did not answer within 30 s");
+  CHECK_FALSE(f.out[0].sa_after_master);
+}
+
+TEST_CASE("TakeoverReporter: the SA copy restored, its groups checked against our SA", "[agent][report]") {
+  Fixture f;
+  f.rep.set_sa_probe(true);
+  int asked = 0;
+  f.rep.set_sa_copy_source([&] {
+    ++asked;
+    return std::optional<SaCopyInfo>(copy_with_groups());
+  });
+  f.takeover();
+  CHECK(asked == 1);  // at MASTER
+  CHECK(f.rep.take_group_check().empty());  // not before the SA answers
+  f.sweep_logged();
+  f.rep.walk_started();
+  f.rep.on_walk(walk({port(kOwn, 2, 2), port(kCompute, 3, 2)}), at_ms(1200));
+  f.rep.on_sa_answer(at_ms(1300));
+  CHECK(f.out.empty());  // the groups are still to be checked
+  const auto groups = f.rep.take_group_check();
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[1].mlid == Lid{0xc001});
+  CHECK(f.rep.take_group_check().empty());  // once
+  f.rep.on_groups_checked(2, 1, {"0xff12601bffff0000:0x00000001ff000001: MLID 0xc003, was 0xc001"});
+  REQUIRE(f.out.size() == 1);
+  const TakeoverReport& r = f.out[0];
+  REQUIRE(r.sa_copy);
+  CHECK(r.sa_copy->generation == 7);
+  CHECK(r.sa_copy->checkable.empty());  // the list is not kept in the report
+  CHECK(r.groups_checked == 2u);
+  CHECK(r.groups_kept == 1);
+  CHECK(r.groups_lost.size() == 1);
+  CHECK(r.incomplete.empty());
+  CHECK(sa_restore_text(r) ==
+        "SA database restored from generation 7 of head01 (12 s old): groups kept their MLID 1 of 2");
+}
+
+TEST_CASE("TakeoverReporter: OpenSM's log saying the SA file did not load", "[agent][report]") {
+  Fixture f;
+  f.rep.set_sa_copy_source([] {
+    SaCopyInfo c = copy_with_groups();
+    c.checkable.clear();
+    return std::optional<SaCopyInfo>(c);
+  });
+  f.takeover();
+  f.rep.on_opensm_log(logged(LoggedEvent::Kind::SaRestoreFailed, "ERR 4C02: Can't open sa db file '/x'. Skip restoring",
+                             "Dec 04 17:50:03 840000"),
+                      at_ms(1136));
+  f.sweep_logged();
+  f.rep.walk_started();
+  f.rep.on_walk(walk({port(kOwn, 2, 2), port(kCompute, 3, 2)}), at_ms(1200));
+  REQUIRE(f.out.size() == 1);
+  const TakeoverReport& r = f.out[0];
+  CHECK(r.sa_restore_error == "ERR 4C02: Can't open sa db file '/x'. Skip restoring");
+  CHECK_FALSE(r.groups_checked);
+  CHECK(sa_restore_text(r).starts_with("SA database not restored: OpenSM could not read generation 7 of head01"));
+  TakeoverReport partial = r;
+  partial.sa_restore_error = "PARSE ERROR: /x:3: cannot parse hex value after \"mlid=0x\"";
+  CHECK(sa_restore_text(partial).starts_with("SA database restored in part from generation 7 of head01"));
+}

@@ -116,6 +116,23 @@ TEST_CASE("parse_log_event: the lines of a master sweep the takeover report read
   CHECK(state->kind == LoggedEvent::Kind::SmState);
   CHECK(state->text == "MASTER");
 
+  // Loading sa_db_file (osm_sa.c): each way it fails, the function's name dropped.
+  auto no_file = parse_log_event(
+      "Dec 07 08:01:02 100000 [1] 0x01 -> osm_sa_db_file_load: ERR 4C02: Can't open sa db file "
+      "'/var/lib/smha/opensm-sa.copy'. Skip restoring");
+  REQUIRE(no_file);
+  CHECK(no_file->kind == LoggedEvent::Kind::SaRestoreFailed);
+  CHECK(no_file->text == "ERR 4C02: Can't open sa db file '/var/lib/smha/opensm-sa.copy'. Skip restoring");
+  auto parse = parse_log_event("Dec 07 08:01:02 100000 [1] 0x01 -> osm_sa_db_file_load: PARSE ERROR: /x:3: "
+                               "cannot find \"mlid=0x\" string");
+  REQUIRE(parse);
+  CHECK(parse->kind == LoggedEvent::Kind::SaRestoreFailed);
+  CHECK(parse->text.starts_with("PARSE ERROR: /x:3:"));
+  auto taken = parse_log_event("Dec 07 08:01:02 100000 [1] 0x01 -> load_mcgroup: cannot create MC group with mlid "
+                               "0xc001 and mgid 0xff12601bffff0000:0x00000001ff000001");
+  REQUIRE(taken);
+  CHECK(taken->kind == LoggedEvent::Kind::SaRestoreFailed);
+  CHECK_FALSE(parse_log_event("Dec 07 08:01:02 100000 [1] 0x01 -> other_function: ERR 4C02: Can't open sa db file"));
   CHECK_FALSE(parse_log_event("Dec 04 17:50:03 842245 [1] 0x01 -> construct_fabric: ERR AB2B: Found more than one root"));
   CHECK_FALSE(parse_log_event("Dec 04 17:50:03 842245 [1] 0x02 -> SUBNET UP again"));
   CHECK_FALSE(parse_log_event("Dec 04 17:50:03 842245 [1] 0x02 -> a b tables configured on all switches"));

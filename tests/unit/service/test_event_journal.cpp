@@ -215,6 +215,23 @@ fabric::TakeoverReport sample_report() {
   r.ports_on_new_master = 5;
   r.ports_elsewhere = {Guid{0x100009}};
   r.master_lid = Lid{4};
+  r.lft_entries_compared = 12;
+  r.lft_entries_changed = 2;
+  r.lft_changed_switches = {Guid{0x200001}};
+  r.sa_after_master = microseconds(30500);
+  r.sa_outage = microseconds(131500);
+  fabric::SaCopyInfo copy;
+  copy.generation = 1765090000123;
+  copy.sender = "head01";
+  copy.age_s = 12.5;
+  copy.groups = 4;
+  copy.members = 8;
+  copy.services = 2;
+  copy.informs = 4;
+  r.sa_copy = copy;
+  r.groups_checked = 4;
+  r.groups_kept = 3;
+  r.groups_lost = {"0xff12601bffff0000:0x00000001ff000002: not on the new master (was MLID 0xc002)"};
   return r;
 }
 
@@ -248,6 +265,9 @@ TEST_CASE("a takeover report survives a restart as status's last_takeover", "[se
   REQUIRE(sink.last_takeover());
   CHECK(sink.last_takeover()->seq == 1);
   CHECK(event_to_json(*sink.last_takeover())["report"]["lids"]["changed"] == 1);
+  CHECK(event_to_json(*sink.last_takeover())["report"]["lfts"]["changed"] == 2);
+  CHECK(event_to_json(*sink.last_takeover())["report"]["sa"]["groups_kept"] == 3);
+  CHECK(event_to_json(*sink.last_takeover())["report"]["sa"]["copy"]["from"] == "head01");
 }
 
 TEST_CASE("a journal's takeover report that does not parse is left out, the event kept", "[service][events][report]") {

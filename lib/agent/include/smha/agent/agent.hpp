@@ -129,6 +129,11 @@ struct AgentConfig {
   std::vector<std::string> routing_engines;
   bool opensm_log = false;
   Duration report_deadline = seconds(30);
+  // Whether the report asks our SA from MASTER on until it answers (off
+  // where no SA runs: the simulated fabric), and the SA copy our OpenSM
+  // holds (the daemon's continuity; unset: none).
+  bool report_sa_probe = true;
+  std::function<std::optional<fabric::SaCopyInfo>()> sa_copy;
 };
 // The query window an AgentConfig gets (see AgentConfig::query_window).
 Duration query_window_for(const AgentConfig& cfg);
@@ -219,6 +224,8 @@ class Agent {
   void report_handover(const sm::RecordEvent& e);
   void arm_wakeup(std::optional<TimePoint> t);
   void serve_report();
+  void probe_sa();
+  void check_groups(std::vector<fabric::SaCopyInfo::Group> groups);
   void update_error_reading();
 
   AgentConfig cfg_;
@@ -262,6 +269,8 @@ class Agent {
   std::optional<TimePoint> master_since_;  // our OpenSM MASTER and the engine Master since
   fabric::TakeoverReporter reporter_;
   std::optional<Scheduler::TimerId> report_timer_;
+  std::optional<Scheduler::TimerId> sa_probe_timer_;
+  int sa_probes_in_flight_ = 0;
 };
 
 }  // namespace smha::agent

@@ -23,6 +23,16 @@
 //                       their LID
 //   master_sm_lid       of the active ports that walk read, how many already
 //                       point at the new master (PortInfo MasterSMLID)
+//   lfts                every switch's linear forwarding table in the last
+//                       walk before against the walk at SUBNET UP: entries
+//                       changed
+//   sa                  when our SA answered again (the agent asks it from
+//                       MASTER on: OpenSM ignores SA queries until its first
+//                       master sweep ends), and what of the old master's SA
+//                       database our OpenSM was given (the copy the peer
+//                       channel left in sa_db_file, doc/continuity.md), whether
+//                       it loaded (OpenSM's log), and which of its multicast
+//                       groups our SA has at the same MLID
 //
 // A report is made when our SM becomes MASTER after a takeover started
 // (TakeoverStarted), or from STANDBY while another SM was seen MASTER (a
@@ -59,6 +69,29 @@ namespace smha::fabric {
 inline constexpr std::size_t kReportPortsNamed = 8;
 // Routing failures a report keeps (OpenSM logs one per engine tried).
 inline constexpr std::size_t kReportRoutingFailures = 4;
+// Multicast groups of the SA copy a report asks our SA about (one SubnAdmGet
+// each) and names when lost.
+inline constexpr std::size_t kReportGroupsChecked = 1024;
+inline constexpr std::size_t kReportGroupsNamed = 8;
+
+// The SA database copy in our OpenSM's sa_db_file when it became MASTER
+// (doc/continuity.md), as the daemon's continuity holds it.
+struct SaCopyInfo {
+  std::uint64_t generation = 0;
+  std::string sender;              // the head that sent it
+  std::optional<double> age_s;     // since the master last confirmed it
+  std::size_t groups = 0, members = 0, services = 0, informs = 0;
+  // A group OpenSM restores (one with a full member), and that member: our SA
+  // is asked for its MCMemberRecord.
+  struct Group {
+    mad::Gid mgid;
+    Lid mlid;
+    mad::Gid member;
+    friend bool operator==(const Group&, const Group&) = default;
+  };
+  std::vector<Group> checkable;    // the first kReportGroupsChecked
+  friend bool operator==(const SaCopyInfo&, const SaCopyInfo&) = default;
+};
 
 struct TakeoverReport {
   enum class Kind : std::uint8_t { Takeover, Handover };
@@ -79,6 +112,18 @@ struct TakeoverReport {
   std::size_t ports_on_new_master = 0;        // of them, MasterSMLID == our LID
   std::vector<Guid> ports_elsewhere;          // the first kReportPortsNamed that do not
   Lid master_lid;                             // our port's LID in that walk
+  // Forwarding tables: switches whose whole LFT both walks read.
+  std::optional<std::size_t> lft_entries_compared;
+  std::size_t lft_entries_changed = 0;
+  std::vector<Guid> lft_changed_switches;     // the first kReportPortsNamed
+  // The SA.
+  std::optional<Duration> sa_after_master;    // our SM seen MASTER -> our SA's first answer
+  std::optional<Duration> sa_outage;          // the old master's last MASTER answer -> our SA's first answer
+  std::optional<SaCopyInfo> sa_copy;          // the copy held at MASTER (checkable left out); none: nothing to restore
+  std::string sa_restore_error;               // OpenSM's log: the first line saying the file did not (all) load
+  std::optional<std::size_t> groups_checked;  // groups of the copy asked of our SA
+  std::size_t groups_kept = 0;                // of them, answered with the copy's MLID
+  std::vector<std::string> groups_lost;       // the first kReportGroupsNamed others: "MGID: why"
   std::string incomplete;                     // what did not arrive ("" = nothing missing)
   friend bool operator==(const TakeoverReport&, const TakeoverReport&) = default;
 };
@@ -88,6 +133,9 @@ std::optional<TakeoverReport::Kind> report_kind_named(std::string_view name);
 // 14 ms later, SUBNET UP 3 ms after; routing minhop (fell back: ...); LIDs
 // changed 0 of 6; 6 of 6 ports point at the new master".
 std::string summary(const TakeoverReport& r);
+// "SA database restored from generation 7 of head01 (12 s old): groups kept
+// their MLID 4 of 4", or "SA database not restored (no copy from the master)".
+std::string sa_restore_text(const TakeoverReport& r);
 
 class TakeoverReporter {
  public:
@@ -102,6 +150,11 @@ class TakeoverReporter {
   void set_configured_engines(std::vector<std::string> engines) { engines_ = std::move(engines); }
   // Whether census walks run (no LID or MasterSMLID figures without them).
   void set_walks(bool on) { walks_ = on; }
+  // Whether the agent asks our SA from MASTER on (sa_after_master, sa_outage).
+  void set_sa_probe(bool on) { sa_probe_ = on; }
+  // The SA copy our OpenSM holds, asked when it becomes MASTER (unset or
+  // nullopt: none).
+  void set_sa_copy_source(std::function<std::optional<SaCopyInfo>()> fn) { sa_copy_source_ = std::move(fn); }
   // Whether OpenSM's log reaches on_opensm_log(). Without it the report does
   // not wait for SUBNET UP: its walk starts `kWalkWithoutLog` after MASTER.
   void set_log_followed(bool on) { log_followed_ = on; }
@@ -122,6 +175,15 @@ class TakeoverReporter {
   // (then walk_started()).
   bool wants_walk(TimePoint now) const;
   void walk_started() { walk_started_ = true; }
+  // True while the report waits for our SA's first answer: the agent asks it.
+  bool wants_sa_answer() const { return pending_ && sa_probe_ && !pending_->sa_after_master; }
+  // Our SA answered (anything, an error status too) at `at`.
+  void on_sa_answer(TimePoint at);
+  // Once our SA answers: the groups of the copy to ask it about, once per
+  // report (empty: none to ask).
+  std::vector<SaCopyInfo::Group> take_group_check();
+  // The answers: `kept` with the copy's MLID; `lost` "MGID: why" for the others.
+  void on_groups_checked(std::size_t checked, std::size_t kept, std::vector<std::string> lost);
   // Emits a report whose deadline passed; the agent calls it at next_wakeup().
   void tick(TimePoint now);
   std::optional<TimePoint> next_wakeup() const;
@@ -138,6 +200,7 @@ class TakeoverReporter {
     std::optional<Duration> to_subnet_up;
     std::string engine;
     std::vector<std::string> failures;
+    std::string sa_restore_error;
     bool subnet_up = false;
   };
   void take_log();
@@ -150,11 +213,14 @@ class TakeoverReporter {
   Guid own_;
   bool walks_ = true;
   bool log_followed_ = true;
+  bool sa_probe_ = false;
+  std::function<std::optional<SaCopyInfo>()> sa_copy_source_;
   // Before a report: the last SM seen MASTER, and LIDs as the walks saw them.
   std::optional<Guid> last_master_;
   TimePoint last_master_at_{};
   TimePoint round_at_{};  // the current poll round's start
   std::map<Guid, Lid> lids_;
+  std::map<Guid, std::vector<std::uint8_t>> lfts_;  // whole LFTs the walks read, by switch
   std::optional<TimePoint> takeover_at_;  // TakeoverStarted while not MASTER
   std::string takeover_cause_;
   bool master_ = false;
@@ -168,6 +234,9 @@ class TakeoverReporter {
   bool subnet_up_ = false;
   bool walk_started_ = false;
   bool walk_done_ = false;
+  std::vector<SaCopyInfo::Group> groups_to_check_;
+  bool group_check_started_ = false;
+  bool groups_done_ = true;
   std::optional<TakeoverReport> last_;
 };
 

@@ -97,6 +97,9 @@ class Head final : public DrillHost {
   // The event history from state_dir/events.jsonl (restored, then appended
   // to), the directories OpenSM needs, the agent and OpenSM's log follower.
   void start();
+  // The SA copy our OpenSM holds, for the takeover report (the daemon's
+  // continuity; unset: none).
+  void set_sa_copy_source(std::function<std::optional<fabric::SaCopyInfo>()> fn) { sa_copy_source_ = std::move(fn); }
   // Polling stops and the head's timers are cancelled; OpenSM keeps running.
   void stop();
 
@@ -198,6 +201,7 @@ class Head final : public DrillHost {
   std::unique_ptr<fabric::LidContinuity> lid_continuity_;  // before agent_: its walks feed it
   unsigned lid_lmc_ = 0;
   std::unique_ptr<agent::Agent> agent_;
+  std::function<std::optional<fabric::SaCopyInfo>()> sa_copy_source_;
   agent::AgentConfig agent_cfg_;  // the file's mapping the agent was started with (reload compares it)
   HoldState hold_;
   std::optional<Scheduler::TimerId> hold_timer_;

@@ -37,6 +37,9 @@ struct LoggedEvent {
     RoutingFailed,  // "ucast_mgr_route: <engine>: cannot build ...", "No routing engine able ...":
                     // text is the failure ("ftree: cannot build lid matrices")
     RoutingDone,    // "<engine> tables configured on all switches": text is the engine
+    SaRestoreFailed,  // the SA database file (sa_db_file) did not load, or not all of it:
+                      // "ERR 4C02: Can't open sa db file ...", "PARSE ERROR: ...",
+                      // "cannot create MC group with mlid ...": text is the message
   };
   Kind kind;
   std::string text;

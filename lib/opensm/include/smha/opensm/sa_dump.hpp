@@ -45,6 +45,10 @@ struct SaDumpGroup {
   std::uint64_t mgid_id = 0;
   bool well_known = false;
   std::size_t members = 0;  // its mcm_port lines
+  // Its first full member (an mcm_port whose JoinState has FullMember):
+  // OpenSM closes a group without one unless it is well known. 0 when none.
+  std::uint64_t full_member_prefix = 0;
+  std::uint64_t full_member_guid = 0;
   friend bool operator==(const SaDumpGroup&, const SaDumpGroup&) = default;
 };
 

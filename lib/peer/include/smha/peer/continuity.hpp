@@ -23,6 +23,7 @@
 #include "smha/core/clock.hpp"
 #include "smha/core/scheduler.hpp"
 #include "smha/fabric/alarm_sink.hpp"
+#include "smha/fabric/takeover_report.hpp"
 #include "smha/os/file_system.hpp"
 #include "smha/peer/channel.hpp"
 #include "smha/peer/copy_store.hpp"
@@ -62,6 +63,8 @@ class Continuity {
   bool sending() const { return sending_; }
   // Seconds since the master last confirmed the copy of `kind` held; nullopt: none held.
   std::optional<double> copy_age_s(FrameKind kind = FrameKind::SaDump) const;
+  // The SA copy held, for the takeover report (nullopt: none).
+  std::optional<fabric::SaCopyInfo> sa_copy_info() const;
 
  private:
   void tick();
