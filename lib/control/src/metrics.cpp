@@ -162,6 +162,28 @@ std::string render_prometheus(const MetricsSnapshot& s) {
     w.sample("smha_last_takeover_duration_seconds", {}, *s.last_takeover_seconds);
   }
 
+  if (s.last_report) {
+    const auto& r = *s.last_report;
+    if (r.sa_outage_seconds) {
+      w.family("smha_last_takeover_sa_outage_seconds", "gauge",
+               "Last takeover report: the old master's last MASTER answer to the new master's SA answering again.");
+      w.sample("smha_last_takeover_sa_outage_seconds", {}, *r.sa_outage_seconds);
+    }
+    if (r.lft_entries_changed) {
+      w.family("smha_last_takeover_lft_entries_changed", "gauge",
+               "Last takeover report: switch LFT entries that differ from the last census walk before it.");
+      w.sample("smha_last_takeover_lft_entries_changed", {}, static_cast<double>(*r.lft_entries_changed));
+    }
+    w.family("smha_last_takeover_sa_restored", "gauge",
+             "Last takeover report: 1 when the new master had an SA database copy to restore, else 0.");
+    w.sample("smha_last_takeover_sa_restored", {}, r.sa_restored ? 1.0 : 0.0);
+    if (r.groups_lost) {
+      w.family("smha_last_takeover_groups_lost", "gauge",
+               "Last takeover report: multicast groups of the SA copy the new master's SA did not answer at their MLID.");
+      w.sample("smha_last_takeover_groups_lost", {}, static_cast<double>(*r.groups_lost));
+    }
+  }
+
   w.family("smha_poll_rtt_seconds", "histogram", "Round-trip time of SMInfo polls.");
   std::size_t n = std::min(s.poll_rtt.bounds.size(), s.poll_rtt.counts.size());
   for (std::size_t i = 0; i < n; ++i) {

@@ -219,6 +219,15 @@ bool Daemon::init_methods() {
   metrics_ = std::make_unique<MetricsService>(io_, config_.metrics, fs_, [this] {
     auto snap = metrics_snapshot(head_->status(true), head_->mad().poll_stats(), head_->failovers());
     if (continuity_) snap.continuity = continuity_metrics(*continuity_);
+    if (const auto& t = head_->log().last_takeover(); t && t->report) {
+      const auto& r = *t->report;
+      control::MetricsSnapshot::LastReport lr;
+      if (r.sa_outage) lr.sa_outage_seconds = std::chrono::duration<double>(*r.sa_outage).count();
+      if (r.lft_entries_compared) lr.lft_entries_changed = r.lft_entries_changed;
+      lr.sa_restored = r.sa_copy.has_value();
+      if (r.groups_checked) lr.groups_lost = *r.groups_checked - std::min(r.groups_kept, *r.groups_checked);
+      snap.last_report = lr;
+    }
     return control::render_prometheus(snap);
   });
   for (auto st : {events_method_->attach(*server_), head_->drill().attach(*server_), metrics_->attach(*server_)}) {

@@ -29,6 +29,7 @@ TEST_CASE("rendered metrics parse with a real exposition parser", "[control][met
            {"head-c", smha::Guid{0x0002c90300a1b2c5}, smha::SmState::NotActive, 0, false}};
   m.failovers_by_reason = {{"peer_lost", 2}, {"planned", 1}};
   m.last_takeover_seconds = 1.25;
+  m.last_report = MetricsSnapshot::LastReport{0.5, 0, true, 1};
   m.poll_rtt = Histogram{{0.0005, 0.001, 0.01}, {10, 90, 99}, 100, 0.07};
   m.missed_polls = 3;
   m.opensm_restarts = 1;
@@ -58,6 +59,12 @@ TEST_CASE("rendered metrics parse with a real exposition parser", "[control][met
   CHECK(sample_value(doc["smha_failovers"], "smha_failovers_total", {{"reason", "peer_lost"}}) == 2.0);
   CHECK(sample_value(doc["smha_last_takeover_duration_seconds"], "smha_last_takeover_duration_seconds",
                      json::object()) == 1.25);
+  CHECK(sample_value(doc["smha_last_takeover_sa_outage_seconds"], "smha_last_takeover_sa_outage_seconds",
+                     json::object()) == 0.5);
+  CHECK(sample_value(doc["smha_last_takeover_lft_entries_changed"], "smha_last_takeover_lft_entries_changed",
+                     json::object()) == 0.0);
+  CHECK(sample_value(doc["smha_last_takeover_sa_restored"], "smha_last_takeover_sa_restored", json::object()) == 1.0);
+  CHECK(sample_value(doc["smha_last_takeover_groups_lost"], "smha_last_takeover_groups_lost", json::object()) == 1.0);
   const auto& rtt = doc["smha_poll_rtt_seconds"];
   CHECK(rtt["type"] == "histogram");
   CHECK(sample_value(rtt, "smha_poll_rtt_seconds_bucket", {{"le", "0.001"}}) == 90.0);
@@ -197,6 +204,7 @@ TEST_CASE("an empty snapshot still renders valid exposition text", "[control][me
   auto doc = parse_with_prometheus_client(text);
   REQUIRE_FALSE(doc.contains("error"));
   CHECK_FALSE(doc.contains("smha_last_takeover_duration_seconds"));
+  CHECK_FALSE(doc.contains("smha_last_takeover_sa_restored"));
   CHECK(sample_value(doc["smha_role"], "smha_role", {{"node", ""}, {"role", "unusual-role"}}) == 1.0);
   CHECK(sample_value(doc["smha_poll_rtt_seconds"], "smha_poll_rtt_seconds_count", json::object()) == 0.0);
 }

@@ -120,6 +120,15 @@ struct MetricsSnapshot {
   std::optional<LidContinuity> lid_continuity;
   std::map<std::string, uint64_t> failovers_by_reason;
   std::optional<double> last_takeover_seconds;
+  // The last takeover report's workload figures (doc/takeover-report.md);
+  // each unset when the report has none.
+  struct LastReport {
+    std::optional<double> sa_outage_seconds;
+    std::optional<std::uint64_t> lft_entries_changed;
+    bool sa_restored = false;
+    std::optional<std::uint64_t> groups_lost;  // groups of the copy not at their MLID
+  };
+  std::optional<LastReport> last_report;
   Histogram poll_rtt;
   uint64_t missed_polls = 0;
   uint64_t opensm_restarts = 0;
