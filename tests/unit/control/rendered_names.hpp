@@ -24,6 +24,7 @@ inline std::set<std::string> rendered_metric_names() {
   m.start_time = 1.0;
   m.last_reload_success = 1.0;
   m.last_takeover_seconds = 0.1;
+  m.last_report = smha::control::MetricsSnapshot::LastReport{0.5, 0, true, 0};
   m.failovers_by_reason = {{"takeover", 1}};
   m.config_digests = {{"opensm_conf", "00112233445566"}, {"partitions", "66554433221100"}};
   m.drift_peers = {{"head02", "drift"}};
