@@ -782,7 +782,7 @@ void Loader::load_extra(const Entry& e, Config& c) {
 
 void Loader::load_opensm(const Entry& e, Config& c) {
   auto m = check_map(e.value, "opensm",
-                     {"binary", "flavor", "routing_engine", "sweep_interval", "adaptive_routing",
+                     {"binary", "flavor", "routing_engine", "sweep_interval", "max_wire_smps", "adaptive_routing",
                       "sharp", "downgrade_unsupported", "log_file", "dump_files_dir", "cache_dir",
                       "conf_path", "honor_guid2lid_file", "lid_continuity", "sa_db_dump", "sa_db_file", "extra",
                       "restart_backoff_initial_ms", "restart_backoff_max_s", "restart_stable_s",
@@ -848,6 +848,10 @@ void Loader::load_opensm(const Entry& e, Config& c) {
     if (auto v = ranged(it->second.value, "opensm.sweep_interval", limits::kSweepIntervalS))
       o.sweep_interval_s = static_cast<int>(*v);
   }
+  if (auto it = m->find("max_wire_smps"); it != m->end()) {
+    if (auto v = ranged(it->second.value, "opensm.max_wire_smps", limits::kMaxWireSmps))
+      o.max_wire_smps = static_cast<int>(*v);
+  }
   bool_key("adaptive_routing", o.adaptive_routing);
   bool_key("sharp", o.sharp);
   bool_key("downgrade_unsupported", o.downgrade_unsupported);
@@ -876,6 +880,13 @@ void Loader::load_opensm(const Entry& e, Config& c) {
     path_key("sa_db_file", o.sa_db_file);
   }
   if (auto it = m->find("extra"); it != m->end()) load_extra(it->second, c);
+  // max_wire_smps in opensm.extra (as before the key existed) is rendered as
+  // it stands; both at once would leave the reader guessing which one counts.
+  if (auto it = m->find("max_wire_smps"); it != m->end())
+    for (const auto& x : o.extra)
+      if (x.key == "max_wire_smps")
+        error(it->second.value, "opensm.max_wire_smps",
+              "also set as opensm.extra.max_wire_smps (line " + std::to_string(x.pos.line) + "): set one");
   load_restart_policy(*m, o);
 
   // AR engines (NVIDIA's ar_*) with adaptive_routing off contradict each other.

@@ -280,7 +280,9 @@ void TakeoverReporter::on_sa_answer(TimePoint at) {
 }
 
 std::vector<SaCopyInfo::Group> TakeoverReporter::take_group_check() {
-  if (!pending_ || group_check_started_ || groups_done_ || !pending_->sa_after_master) return {};
+  // After our SA answered (without the probe: after SUBNET UP).
+  const bool sa_up = sa_probe_ ? pending_ && pending_->sa_after_master.has_value() : subnet_up_;
+  if (!pending_ || group_check_started_ || groups_done_ || !sa_up) return {};
   group_check_started_ = true;
   return std::move(groups_to_check_);
 }

@@ -94,6 +94,9 @@ std::string render_opensm_conf(const config::Config& config, const RenderInputs&
   body << "routing_engine " << rendered_routing_engine(o.routing_engine, in.adaptive_routing)
        << '\n';
   body << "sweep_interval " << o.sweep_interval_s << '\n';
+  const bool wire_in_extra = std::any_of(o.extra.begin(), o.extra.end(),
+                                         [](const config::ExtraKey& e) { return e.key == "max_wire_smps"; });
+  if (!wire_in_extra) body << "max_wire_smps " << o.max_wire_smps << '\n';
   body << "sminfo_polling_timeout " << config.failover.opensm_polling_timeout.count() << '\n';
   body << "polling_retry_number " << config.failover.opensm_polling_retries << '\n';
   body << "log_file " << o.log_file << '\n';

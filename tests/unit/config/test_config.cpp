@@ -75,6 +75,7 @@ TEST_CASE("a minimal config gets every documented default") {
   CHECK(c.opensm.flavor == OpensmFlavor::Auto);
   CHECK(c.opensm.routing_engine == "ftree,updn");
   CHECK(c.opensm.sweep_interval_s == 10);
+  CHECK(c.opensm.max_wire_smps == 8);
   CHECK_FALSE(c.opensm.adaptive_routing);
   CHECK_FALSE(c.opensm.sharp);
   CHECK_FALSE(c.opensm.downgrade_unsupported);
@@ -431,6 +432,9 @@ TEST_CASE("validation errors: exact file:line:column, key path and message") {
       {kNode + "zzz: 3\n", "t.yaml:4:1: zzz: unknown key"},
       {kNode + "opensm:\n  sweep_intervall: 5\n",
        "t.yaml:5:3: opensm.sweep_intervall: unknown key; did you mean 'sweep_interval'?"},
+      {kNode + "opensm:\n  max_wire_smps: 0\n", "t.yaml:5:18: opensm.max_wire_smps: must be between 1 and 64 (got 0)"},
+      {kNode + "opensm:\n  max_wire_smps: 16\n  extra:\n    max_wire_smps: 32\n",
+       "t.yaml:5:18: opensm.max_wire_smps: also set as opensm.extra.max_wire_smps (line 7): set one"},
       {kNode + "sm_priority: 1\nsm_priority: 2\n",
        "t.yaml:5:1: sm_priority: duplicate key (first set at line 4)"},
       {kNode + "opensm: 3\n", "t.yaml:4:9: opensm: must be a map (got a scalar)"},

@@ -180,3 +180,27 @@ TEST_CASE("parse_opensm_conf reads like OpenSM") {
   CHECK(m.at("lonely").empty());
   CHECK(header_hash("sm_priority 1\n") == std::nullopt);
 }
+
+TEST_CASE("max_wire_smps: smha's default 8, the YAML's value, or opensm.extra's, rendered once") {
+  auto render = [](const std::string& yaml) {
+    auto r = config::load_config_from_string("node:\n  name: a\n  port_guid: 0x10\n" + yaml, "t.yaml");
+    REQUIRE(r.ok());
+    return render_opensm_conf(r.value(), RenderInputs{});
+  };
+  auto count = [](const std::string& text) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find("max_wire_smps "); at != std::string::npos; at = text.find("max_wire_smps ", at + 1))
+      if (at == 0 || text[at - 1] == '\n') ++n;
+    return n;
+  };
+  const std::string by_default = render("");
+  CHECK(count(by_default) == 1);
+  CHECK(parse_opensm_conf(by_default).at("max_wire_smps") == "8");
+  const std::string set = render("opensm:\n  max_wire_smps: 4\n");
+  CHECK(count(set) == 1);
+  CHECK(parse_opensm_conf(set).at("max_wire_smps") == "4");
+  // An smha.yaml from before the key: opensm.extra's line stands alone.
+  const std::string extra = render("opensm:\n  extra:\n    max_wire_smps: 16\n");
+  CHECK(count(extra) == 1);
+  CHECK(parse_opensm_conf(extra).at("max_wire_smps") == "16");
+}

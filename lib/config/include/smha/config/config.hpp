@@ -103,6 +103,11 @@ struct OpensmSettings {
   OpensmFlavor flavor = OpensmFlavor::Auto;
   std::string routing_engine = "ftree,updn";
   int sweep_interval_s = 10;
+  // SMPs OpenSM keeps on the wire at once (its max_wire_smps; OpenSM's own
+  // default is 4). A takeover's first master sweep, and with it the SA
+  // outage, is bound by it: doc/opensm-conf.md "max_wire_smps". Not rendered
+  // when opensm.extra sets max_wire_smps (an older smha.yaml's way).
+  int max_wire_smps = 8;
   bool adaptive_routing = false;
   bool sharp = false;
   bool downgrade_unsupported = false;

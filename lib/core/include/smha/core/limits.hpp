@@ -38,6 +38,8 @@ inline constexpr IntRange kOpensmPollingTimeoutMs{1, std::numeric_limits<int>::m
 inline constexpr IntRange kOpensmPollingRetries{0, 100};
 // opensm.sweep_interval (seconds; OpenSM's light sweep).
 inline constexpr IntRange kSweepIntervalS{1, 86400};
+// opensm.max_wire_smps: SMPs OpenSM keeps outstanding at once.
+inline constexpr IntRange kMaxWireSmps{1, 64};
 // opensm.restart_* and crash_loop_*: the supervisor's respawn policy.
 inline constexpr IntRange kRestartBackoffInitialMs{10, 600000};
 inline constexpr IntRange kRestartBackoffMaxS{1, 3600};
@@ -72,7 +74,7 @@ struct RangedKey {
   std::string_view path;
   IntRange range;
 };
-inline constexpr std::array<RangedKey, 28> kRangedKeys{{
+inline constexpr std::array<RangedKey, 29> kRangedKeys{{
     {"node.port", kHcaPort},
     {"sm_priority", kSmPriority},
     {"hook_timeout_s", kHookTimeoutS},
@@ -83,6 +85,7 @@ inline constexpr std::array<RangedKey, 28> kRangedKeys{{
     {"failover.opensm_polling_timeout_ms", kOpensmPollingTimeoutMs},
     {"failover.opensm_polling_retries", kOpensmPollingRetries},
     {"opensm.sweep_interval", kSweepIntervalS},
+    {"opensm.max_wire_smps", kMaxWireSmps},
     {"opensm.restart_backoff_initial_ms", kRestartBackoffInitialMs},
     {"opensm.restart_backoff_max_s", kRestartBackoffMaxS},
     {"opensm.restart_stable_s", kRestartStableS},

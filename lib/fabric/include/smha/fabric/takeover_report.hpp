@@ -179,8 +179,8 @@ class TakeoverReporter {
   bool wants_sa_answer() const { return pending_ && sa_probe_ && !pending_->sa_after_master; }
   // Our SA answered (anything, an error status too) at `at`.
   void on_sa_answer(TimePoint at);
-  // Once our SA answers: the groups of the copy to ask it about, once per
-  // report (empty: none to ask).
+  // Once our SA answers (without the probe: at SUBNET UP): the groups of the
+  // copy to ask it about, once per report (empty: none to ask).
   std::vector<SaCopyInfo::Group> take_group_check();
   // The answers: `kept` with the copy's MLID; `lost` "MGID: why" for the others.
   void on_groups_checked(std::size_t checked, std::size_t kept, std::vector<std::string> lost);
