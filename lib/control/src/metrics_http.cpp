@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/control/metrics_http.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -158,6 +160,17 @@ class MetricsHttpServer::Impl : public std::enable_shared_from_this<MetricsHttpS
     acceptor_.open(ep.protocol(), ec);
     if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
     if (!ec) acceptor_.bind(ep, ec);
+    // The kernel hands a connection over only once its first bytes arrived
+    // (or request_timeout passed): a scrape is accepted with its request
+    // already there and answered on the next turn of the loop, so a flood of
+    // connections reopened faster than that cannot make it the oldest
+    // unfinished one between its connect and its send.
+    if (!ec) {
+      const auto secs = std::chrono::ceil<std::chrono::seconds>(options_.request_timeout).count();
+      acceptor_.set_option(asio::detail::socket_option::integer<IPPROTO_TCP, TCP_DEFER_ACCEPT>(
+                               static_cast<int>(std::max<long long>(1, secs))),
+                           ec);
+    }
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
       error_code ignored;
