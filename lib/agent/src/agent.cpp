@@ -664,9 +664,7 @@ void Agent::check_groups(std::vector<fabric::SaCopyInfo::Group> groups) {
                         });
     }
   };
-  (*pump)();
-  // The callbacks hold the pump; it lives until the last answer.
-  (void)pump;
+  (*pump)();  // the answers' callbacks hold the pump from here until the last one
 }
 
 // SubnSet(SMInfo, DISCOVER) to a peer head's STANDBY SM (sm::DiscoverPeer): by
