@@ -7,6 +7,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -235,11 +236,22 @@ TEST_CASE("LID claim drill: a port claiming a reset node's LID is a conflict, th
     fabric.console("Baselid \"Hca4\"[1] " + std::to_string(p3.lid));
     last_claim = std::chrono::steady_clock::now();
   };
+  // LID continuity reads the census walks: the claim is seen by the first walk
+  // that reads Hca4 while it claims (the master's sweeps set Hca4 back every
+  // 10 s, so that may be the walk after next). Walks are the walk's MADs / 0.5
+  // per second apart, at least 60 s: the bound is taken from head02's own
+  // schedule, two walks and the walk's own time.
+  auto sms = smhad_call(h2, "sms", json::object());
+  REQUIRE(sms);
+  REQUIRE(sms->data["census"]["next_walk_in_s"].is_number());
+  const double next_walk_s = std::max(0.0, sms->data["census"]["next_walk_in_s"].get<double>());
+  const auto walk_bound = std::chrono::seconds(static_cast<long>(next_walk_s) + 2 * 60 + 30);
   if (!wait_status(fabric, h2, guard, [&](const json& j) {
         claim();
         return j["lid_continuity"].value("conflicts_total", 0) >= 1;
-      }, 60s, &s2))
-    FAIL("no conflict seen: " << s2["lid_continuity"].dump() << "\n" << read_file(file));
+      }, walk_bound, &s2))
+    FAIL("no conflict seen within " << walk_bound.count() << " s: " << s2["lid_continuity"].dump() << "\n"
+                                    << read_file(file));
   INFO(s2["lid_continuity"].dump());
   REQUIRE(s2["lid_continuity"]["conflict_details"].size() >= 1);
   CHECK(s2["lid_continuity"]["conflict_details"][0] ==
