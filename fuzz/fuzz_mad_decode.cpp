@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// libFuzzer: the SMP, SMInfo, PortInfo, NodeInfo, NodeDescription, SA
-// SMInfoRecord-table, SA ServiceRecord and PMA PortCounters decoders take any
-// bytes without UB or crash, and whatever decodes re-encodes to the same
-// fields.
+// libFuzzer: the SMP, SMInfo, PortInfo, NodeInfo, NodeDescription, forwarding
+// table (SwitchInfo, LFT and MFT blocks), SA SMInfoRecord-table, SA
+// ServiceRecord, MCMemberRecord, InformInfo and InformInfoRecord-table and PMA
+// PortCounters decoders take any bytes without UB or crash, and whatever
+// decodes re-encodes to the same fields where an encoder exists.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include "smha/core/text.hpp"
 #include "smha/mad/pma.hpp"
 #include "smha/mad/sa.hpp"
+#include "smha/mad/sa_records.hpp"
 #include "smha/mad/service_record.hpp"
 #include "smha/mad/smp.hpp"
 
@@ -131,6 +133,30 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (at(pc->errors, c) > counter_max(c)) std::abort();  // no counter wider than its field
     auto re = decode_port_counters_response(encode_port_counters_response(1, *pc));
     if (!re.ok() || !(*re == *pc)) std::abort();
+  }
+  // Forwarding tables (the census walk, the takeover report): SMPs, one
+  // attribute each.
+  auto top = decode_switchinfo_lft_top(bytes);
+  auto lft = decode_lft_response(bytes);
+  auto mft = decode_mft_response(bytes);
+  if ((top.ok() || lft.ok() || mft.ok()) && !smp.ok()) std::abort();
+  if (int(top.ok()) + int(lft.ok()) + int(mft.ok()) + int(info.ok()) + int(port.ok()) + int(node.ok()) > 1)
+    std::abort();
+  // MCMemberRecord (the takeover report's group check, the workload tools).
+  for (std::uint8_t method : {kMethodGetResp, kMethodDeleteResp}) {
+    auto mc = decode_mcmember_response(bytes, method);
+    if (!mc.ok()) continue;
+    if (smp.ok() || table.ok()) std::abort();  // another class or attribute
+    auto re = decode_mcmember_response(encode_mcmember_response(1, method, 0, &*mc), method);
+    if (!re.ok() || !(*re == *mc)) std::abort();
+  }
+  (void)decode_mcmember_request(bytes);
+  (void)decode_inform_info_response(bytes);
+  auto informs = decode_inform_info_record_table(bytes);
+  if (informs.ok()) {
+    if (smp.ok()) std::abort();
+    if (informs->records.size() > (size >= kSaHeaderSize ? (size - kSaHeaderSize) / kInformInfoRecordSize : 0))
+      std::abort();  // bounded by the bytes carried
   }
   (void)describe_sa_status(size >= 2 ? static_cast<std::uint16_t>(data[0] << 8 | data[1]) : 0);
   (void)describe_mad_status(size >= 2 ? static_cast<std::uint16_t>(data[0] << 8 | data[1]) : 0);
