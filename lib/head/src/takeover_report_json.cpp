@@ -75,6 +75,22 @@ std::string text_from(const json& j, const char* key, bool& ok) {
   return it->get<std::string>().substr(0, kMaxText);
 }
 
+// A list of texts, the first `keep` kept, each cut to kMaxText.
+std::vector<std::string> texts_from(const json& j, const char* key, std::size_t keep, bool& ok) {
+  std::vector<std::string> out;
+  auto it = j.find(key);
+  if (it == j.end()) return out;
+  if (!it->is_array()) {
+    ok = false;
+    return out;
+  }
+  for (const auto& t : *it) {
+    if (!t.is_string()) ok = false;
+    else if (out.size() < keep) out.push_back(t.get<std::string>().substr(0, kMaxText));
+  }
+  return out;
+}
+
 const json& object_at(const json& j, const char* key, bool& ok) {
   static const json kEmpty = json::object();
   auto it = j.find(key);
@@ -161,15 +177,7 @@ std::optional<TakeoverReport> takeover_report_from_json(const json& j) {
     if (f->is_boolean()) r.routing_fallback = f->get<bool>();
     else ok = false;
   }
-  if (auto f = routing.find("failures"); f != routing.end()) {
-    if (!f->is_array()) ok = false;
-    else
-      for (const auto& t : *f) {
-        if (!t.is_string()) ok = false;
-        else if (r.routing_failures.size() < fabric::kReportRoutingFailures)
-          r.routing_failures.push_back(t.get<std::string>().substr(0, kMaxText));
-      }
-  }
+  r.routing_failures = texts_from(routing, "failures", fabric::kReportRoutingFailures, ok);
   const json& lids = object_at(j, "lids", ok);
   r.ports_compared = count_from(lids, "compared", ok);
   r.lids_changed = count_from(lids, "changed", ok).value_or(0);
@@ -208,15 +216,7 @@ std::optional<TakeoverReport> takeover_report_from_json(const json& j) {
   r.sa_restore_error = text_from(sa, "restore_error", ok);
   r.groups_checked = count_from(sa, "groups_checked", ok);
   r.groups_kept = count_from(sa, "groups_kept", ok).value_or(0);
-  if (auto f = sa.find("groups_lost"); f != sa.end()) {
-    if (!f->is_array()) ok = false;
-    else
-      for (const auto& t : *f) {
-        if (!t.is_string()) ok = false;
-        else if (r.groups_lost.size() < fabric::kReportGroupsNamed)
-          r.groups_lost.push_back(t.get<std::string>().substr(0, kMaxText));
-      }
-  }
+  r.groups_lost = texts_from(sa, "groups_lost", fabric::kReportGroupsNamed, ok);
   r.incomplete = text_from(j, "incomplete", ok);
   if (!ok) return std::nullopt;
   return r;
