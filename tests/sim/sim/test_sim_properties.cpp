@@ -94,6 +94,7 @@ Outcome run_schedule(std::uint64_t seed) {
   int lossy = 0;
 
   std::vector<NodeId> masters_before;
+  std::vector<NodeId> dual_origin;  // the masters before the current dual master began
   std::optional<TimePoint> dual_since, none_since;
   bool started = false;
 
@@ -154,20 +155,34 @@ Outcome run_schedule(std::uint64_t seed) {
     // Invariants 3 and 4: a new MASTER appears only if the old one was faulted
     // (or a handover was asked for, or preempt failback is configured): no
     // takeover of a healthy master, and sticky never moves mastership back.
-    for (auto m : masters) {
-      if (std::find(masters_before.begin(), masters_before.end(), m) != masters_before.end()) continue;
-      for (auto old : masters_before) {
-        const int oi = c.head_of(c.fabric().guid(old));
-        const int ni = c.head_of(c.fabric().guid(m));
-        // A head that itself just had a fault may race the takeover through a
-        // concurrent discovery; the split-brain guard resolves that (invariant 1).
-        const bool old_faulted = now - last_fault[oi] < seconds(3) || now - last_fault[ni] < seconds(3);
-        const bool requested = now - last_handover_request < seconds(6);
-        const bool preempt = p.failback == sm::FailbackMode::Preempt;
-        if (!old_faulted && !requested && !preempt)
-          fail("mastership moved from healthy " + c.fabric().name(old) + " to " + c.fabric().name(m));
-      }
+    // A second MASTER beside a master that still answers MASTER is a dual
+    // master, bounded by invariant 1 (OpenSM's own election can make one: an
+    // OpenSM restarted during a loss burst that misses the master's answers
+    // becomes MASTER and hands over to a higher standby). Mastership has moved
+    // only when the old master is no longer MASTER; when a dual master
+    // resolves, the survivor must be one of the masters before it began.
+    auto moved = [&](NodeId old, NodeId m) {
+      const int oi = c.head_of(c.fabric().guid(old));
+      const int ni = c.head_of(c.fabric().guid(m));
+      // A head that itself just had a fault may race the takeover through a
+      // concurrent discovery; the split-brain guard resolves that (invariant 1).
+      const bool old_faulted = now - last_fault[oi] < seconds(3) || now - last_fault[ni] < seconds(3);
+      const bool requested = now - last_handover_request < seconds(6);
+      const bool preempt = p.failback == sm::FailbackMode::Preempt;
+      if (!old_faulted && !requested && !preempt)
+        fail("mastership moved from healthy " + c.fabric().name(old) + " to " + c.fabric().name(m));
+    };
+    auto still = [&](NodeId x) { return std::find(masters.begin(), masters.end(), x) != masters.end(); };
+    // (From no master straight to two: either may survive.)
+    if (masters.size() >= 2 && dual_origin.empty()) dual_origin = masters_before.empty() ? masters : masters_before;
+    if (masters.size() == 1 && !dual_origin.empty()) {
+      if (std::find(dual_origin.begin(), dual_origin.end(), masters[0]) == dual_origin.end())
+        for (auto old : dual_origin) moved(old, masters[0]);
+    } else if (masters.size() == 1) {
+      for (auto old : masters_before)
+        if (old != masters[0] && !still(old)) moved(old, masters[0]);
     }
+    if (masters.size() <= 1) dual_origin.clear();
     masters_before = masters;
     return !out.ok;
   };
