@@ -358,6 +358,21 @@ def continuity(scratch, root, debs, started):
           f"records before {before} after {after}")
     j = h2.sh("journalctl -u smhad -o cat --no-pager").stdout
     check("continuity: sa_dump generation" in j, "no applied copy in head02's journal")
+    # head02's takeover report (doc/takeover-report.md) says the same from its
+    # own in-band reads: the copy restored, every group at its MLID, no LFT
+    # entry changed, the SA answering again.
+    def report():
+        s = status_json(h2)
+        t = s and s.get("last_takeover")
+        return t["report"] if t and t.get("report") else None
+    rep = wait_until("head02's takeover report", 60, report)
+    log(f"head02's takeover report: {rep['summary']}")
+    sa = rep["sa"]
+    check(sa["restored"] and sa["copy"]["from"] == "head01", f"report's SA copy: {sa}")
+    check(sa["groups_checked"] == 3 and sa["groups_kept"] == 3, f"report's groups: {sa}")
+    check(isinstance(sa["outage_ms"], (int, float)), f"report's SA outage: {sa}")
+    check(rep["lfts"]["compared"] and rep["lfts"]["changed"] == 0, f"report's LFTs: {rep['lfts']}")
+    check(rep["incomplete"] == "", f"report incomplete: {rep['incomplete']}")
 
 
 def restarts(scratch, root, debs, started):
