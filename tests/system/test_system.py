@@ -346,7 +346,16 @@ def continuity(scratch, root, debs, started):
         s = status_json(h2)
         sa = s and s["continuity"]["copies"]["sa_dump"]
         return sa if sa and sa["groups"] == 3 and sa["members"] == 6 else None
-    sa = wait_until("head02 holds head01's SA dump", 60, copy_held)
+    try:
+        sa = wait_until("head02 holds head01's SA dump", 60, copy_held)
+    except Failure:
+        # What each side saw: the sender's files and links, the receiver's copies and refusals.
+        for c in (h1, h2):
+            s = status_json(c)
+            log(f"{c.name} continuity: {json.dumps(s and s.get('continuity'))}")
+        log(h1.sh("ls -l --time-style=full-iso /var/log/opensm-sa.dump; tail -n 5 /var/log/opensm-sa.dump",
+                  check_rc=False).stdout)
+        raise
     log(f"head02's copy: {sa}")
     r = h2.sh("smctl status", check_rc=False)
     check("SA copy: from head01" in r.stdout, f"smctl status on head02: {r.stdout}")
