@@ -233,16 +233,11 @@ json check(boost::asio::io_context& io, UmadTransport& t, const Args& a) {
     const std::string key = hex16(m.value);
     for (int g = 0; g < a.groups; ++g)
       pump.add([&, g, port, key](std::function<void()> next) {
-        const Gid mgid = group_mgid(g);
-        t.raw_request(
-            sa, true, [mgid, port](std::uint64_t tid) -> Result<MadBytes> { return encode_mcmember_get(tid, mgid, port); },
-            sa_answer(kMethodGetResp, kAttrMcMemberRecord), sa_opts(),
-            [&, g, key, next](Result<UmadTransport::RawReply> rep) {
+        t.get_mcmember(Lid{a.sa_lid}, group_mgid(g), port, sa_opts(),
+            [&, g, key, next](Result<McMemberReply> rep) {
               auto& slot = out["groups"][static_cast<std::size_t>(g)]["members"][key];
               if (rep) {
-                auto rec = decode_mcmember_response(rep->mad, kMethodGetResp);
-                if (rec) slot = rec->mlid;
-                else note("member " + key, rec.error());
+                slot = rep->mlid.value;
               } else if (rep.error().code == kErrMadStatus && rep.error().mad_status == kSaStatusNoRecords) {
                 slot = nullptr;
               } else {
@@ -292,7 +287,9 @@ json check(boost::asio::io_context& io, UmadTransport& t, const Args& a) {
 json tables(boost::asio::io_context& io, UmadTransport& t, const Args& a) {
   SteadyClock clock;
   os::AsioScheduler sched(io, clock);
-  fabric::Discovery d(sched, t);
+  fabric::DiscoveryLimits limits;
+  limits.forwarding_tables = true;  // every switch's LFT, as the census walk reads it
+  fabric::Discovery d(sched, t, limits);
   std::optional<fabric::DiscoveryResult> walk;
   d.survey([&](const fabric::DiscoveryResult& r) { walk = r; });
   io.run();
@@ -326,49 +323,14 @@ json tables(boost::asio::io_context& io, UmadTransport& t, const Args& a) {
     const Target at{sw.path};
     out["lft"][key] = json::array();
     out["mft"][key] = json::object();
-    // SwitchInfo first, then the LFT blocks up to LinearFDBTop.
-    pump.add([&, at, key](std::function<void()> next) {
-      t.raw_request(
-          at, false, [at](std::uint64_t tid) { return encode_switchinfo_get(tid, at, 0); },
-          [](std::span<const std::uint8_t> mad) -> Status {
-            auto r = decode_switchinfo_lft_top(mad);
-            return r ? Status::Ok() : Status(r.error());
-          },
-          smp_opts(), [&, at, key, next](Result<UmadTransport::RawReply> rep) {
-            if (!rep) {
-              note("SwitchInfo " + key, rep.error());
-              return next();
-            }
-            const std::uint16_t top = *decode_switchinfo_lft_top(rep->mad);
-            const int blocks = top / static_cast<int>(kLftBlockSize) + 1;
-            auto ports = std::make_shared<std::vector<int>>(static_cast<std::size_t>(blocks) * kLftBlockSize, 255);
-            auto left = std::make_shared<int>(blocks);
-            for (int b = 0; b < blocks; ++b)
-              pump.add([&, at, key, b, ports, left, top](std::function<void()> done) {
-                t.raw_request(
-                    at, false,
-                    [at, b](std::uint64_t tid) { return encode_lft_get(tid, at, static_cast<std::uint16_t>(b), 0); },
-                    [](std::span<const std::uint8_t> mad) -> Status {
-                      auto r = decode_lft_response(mad);
-                      return r ? Status::Ok() : Status(r.error());
-                    },
-                    smp_opts(), [&, key, b, ports, left, top, done](Result<UmadTransport::RawReply> r) {
-                      if (!r) note("LFT block " + std::to_string(b) + " of " + key, r.error());
-                      else {
-                        const auto block = *decode_lft_response(r->mad);
-                        for (std::size_t i = 0; i < kLftBlockSize; ++i)
-                          (*ports)[static_cast<std::size_t>(b) * kLftBlockSize + i] = block[i];
-                      }
-                      if (--*left == 0) {
-                        ports->resize(static_cast<std::size_t>(top) + 1);
-                        out["lft"][key] = *ports;
-                      }
-                      done();
-                    });
-              });
-            next();
-          });
-    });
+    // The LFT as the walk read it (up to LinearFDBTop).
+    if (auto l = walk->lfts.find(guid); l == walk->lfts.end())
+      out["errors"].push_back("LFT of " + key + ": LinearFDBTop not read or 0");
+    else if (!l->second.complete())
+      out["errors"].push_back("LFT of " + key + ": " + std::to_string(l->second.blocks - l->second.blocks_read) +
+                              " blocks unanswered");
+    else
+      out["lft"][key] = l->second.ports;
     for (int b = 0; b < a.mft_blocks; ++b)
       for (int pos = 0; pos <= sw.max_port / 16; ++pos)
         pump.add([&, at, key, b, pos](std::function<void()> next) {
