@@ -10,7 +10,8 @@ the host's network namespace, so ibsim (started here, its own IBSIM_SOCKNAME)
 is reachable through libumad2sim, which the cached root carries (libumad2sim0).
 
 The only change made to the shipped unit is a drop-in with the umad2sim
-environment and a WorkingDirectory=. Everything started here (ibsim, nspawn and
+environment (with the test bed's umad timeout shim, SMHA_UMAD_TIMEOUT_SHIM,
+copied into the container) and a WorkingDirectory=. Everything started here (ibsim, nspawn and
 the container's PID 1, host-side query tools) is stopped by PID, also on failure.
 """
 import contextlib
@@ -27,6 +28,14 @@ import time
 CACHE = os.environ.get("SMHA_SYSTEM_CACHE", "/var/cache/smha-system-test")
 MIRROR = os.environ.get("SMHA_SYSTEM_MIRROR", "http://deb.debian.org/debian")
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+# The build's umad timeout shim (tests/ibsim/shim/umad_timeout_shim.c): under
+# umad2sim an SMP nobody answers never completes, and OpenSM's sweeper waits
+# for it forever (a master that queried a standby's SMInfo while that SM was
+# starting then never swept, nor dumped its SA database, again). The kernel
+# times such a request out; the shim does what the kernel does. Preloaded
+# ahead of umad2sim into the unit, from here in the container:
+TIMEOUT_SHIM = os.environ.get("SMHA_UMAD_TIMEOUT_SHIM", "")
+TIMEOUT_SHIM_IN_ROOT = "/usr/local/lib/smha-test/libsmha_umad_timeout_shim.so"
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NET = os.path.join(TOP, "topologies", "two-switch-4hca.net")
 # What the cached root carries: systemd, perl (on every real head; minbase lacks
@@ -287,11 +296,16 @@ def install_deb(c, deb):
 
 
 def sim_dropin(c, ibsim, node, unit="smhad.service", cwd="/var/lib/smha"):
-    """The one change to the shipped unit: umad2sim's environment, a writable cwd."""
+    """The one change to the shipped unit: umad2sim's environment with the
+    timeout shim ahead of it (as the ibsim tier runs OpenSM), a writable cwd."""
+    if not TIMEOUT_SHIM or not os.path.isfile(TIMEOUT_SHIM):
+        raise Failure(f"SMHA_UMAD_TIMEOUT_SHIM is not the build's libsmha_umad_timeout_shim.so: {TIMEOUT_SHIM!r}")
+    os.makedirs(os.path.dirname(c.root + TIMEOUT_SHIM_IN_ROOT), exist_ok=True)
+    shutil.copy(TIMEOUT_SHIM, c.root + TIMEOUT_SHIM_IN_ROOT)
     os.makedirs(c.root + f"/etc/systemd/system/{unit}.d", exist_ok=True)
     c.write(f"/etc/systemd/system/{unit}.d/ibsim.conf",
             "[Service]\n"
-            f"Environment=LD_PRELOAD={UMAD2SIM} SIM_HOST={node} IBSIM_SOCKNAME={ibsim.sock}\n"
+            f"Environment=LD_PRELOAD={TIMEOUT_SHIM_IN_ROOT}:{UMAD2SIM} SIM_HOST={node} IBSIM_SOCKNAME={ibsim.sock}\n"
             f"WorkingDirectory={cwd}\n")
     c.sh(f"mkdir -p {cwd} && systemctl daemon-reload")
 

@@ -325,6 +325,11 @@ def continuity(scratch, root, debs, started):
     wait_until("head01 master", 30, lambda: role(h1) == "master")
     enable_now(h2)
     wait_until("head02 standby", 30, lambda: role(h2) == "standby")
+    # The test bed as systest.sim_dropin says: OpenSM with the timeout shim
+    # (without it, the master's sweeper could wait forever on head02's start).
+    for c in (h1, h2):
+        maps = c.sh(f"cat /proc/{opensm_pid(c)}/maps", check_rc=False).stdout
+        check("libsmha_umad_timeout_shim" in maps, f"{c.name}: OpenSM runs without the umad timeout shim")
     lid1 = status_json(h1)["local"]["lid"]
     lid2 = status_json(h2)["local"]["lid"]
     members, before = [], None
