@@ -45,15 +45,22 @@ std::optional<std::size_t> count_from(const json& j, const char* key, bool& ok) 
   return static_cast<std::size_t>(it->get<std::uint64_t>());
 }
 
-std::vector<Guid> guids_from(const json& j, const char* key, bool& ok) {
-  std::vector<Guid> out;
+// The array at `key`: nullptr when absent, and when not an array (then ok = false).
+const json* array_at(const json& j, const char* key, bool& ok) {
   auto it = j.find(key);
-  if (it == j.end()) return out;
+  if (it == j.end()) return nullptr;
   if (!it->is_array()) {
     ok = false;
-    return out;
+    return nullptr;
   }
-  for (const auto& g : *it) {
+  return &*it;
+}
+
+std::vector<Guid> guids_from(const json& j, const char* key, bool& ok) {
+  std::vector<Guid> out;
+  const json* list = array_at(j, key, ok);
+  if (!list) return out;
+  for (const auto& g : *list) {
     if (out.size() >= fabric::kReportPortsNamed) break;
     auto guid = g.is_string() ? parse_guid(g.get<std::string>()) : std::nullopt;
     if (!guid) {
@@ -78,13 +85,9 @@ std::string text_from(const json& j, const char* key, bool& ok) {
 // A list of texts, the first `keep` kept, each cut to kMaxText.
 std::vector<std::string> texts_from(const json& j, const char* key, std::size_t keep, bool& ok) {
   std::vector<std::string> out;
-  auto it = j.find(key);
-  if (it == j.end()) return out;
-  if (!it->is_array()) {
-    ok = false;
-    return out;
-  }
-  for (const auto& t : *it) {
+  const json* list = array_at(j, key, ok);
+  if (!list) return out;
+  for (const auto& t : *list) {
     if (!t.is_string()) ok = false;
     else if (out.size() < keep) out.push_back(t.get<std::string>().substr(0, kMaxText));
   }
