@@ -196,8 +196,8 @@ bool Daemon::init_continuity() {
   cc.sender.max_bytes = max_bytes;
   cc.sender.refresh = std::chrono::seconds(k.refresh_s);
   cc.max_copy_age = std::chrono::seconds(k.max_copy_age_s);
-  continuity_ = std::make_unique<peer::Continuity>(
-      io_, std::move(cc), fs_, clock_, *sched_,
+  continuity_ = std::make_unique<ContinuityThread>(
+      std::move(cc), fs_, clock_, *sched_, io_,
       [this] {
         const auto st = head_->agent().status();
         return peer::InBandFacts{st.master, st.local_state};
@@ -218,7 +218,7 @@ bool Daemon::init_methods() {
   events_method_ = std::make_unique<EventsMethod>(io_, head_->log(), clock_);
   metrics_ = std::make_unique<MetricsService>(io_, config_.metrics, fs_, [this] {
     auto snap = metrics_snapshot(head_->status(true), head_->mad().poll_stats(), head_->failovers());
-    if (continuity_) snap.continuity = continuity_metrics(*continuity_);
+    if (continuity_) snap.continuity = continuity_->metrics();
     if (const auto& t = head_->log().last_takeover(); t && t->report) {
       const auto& r = *t->report;
       control::MetricsSnapshot::LastReport lr;

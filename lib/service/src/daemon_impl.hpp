@@ -32,6 +32,7 @@
 #include "smha/opensm/probe.hpp"
 #include "smha/os/posix_file_system.hpp"
 #include "smha/peer/continuity.hpp"
+#include "smha/service/continuity_thread.hpp"
 #include "smha/platform/logging.hpp"
 #include "smha/platform/notify.hpp"
 #include "smha/service/events_method.hpp"
@@ -99,7 +100,7 @@ class Daemon final {
   std::unique_ptr<os::AsioScheduler> sched_;
   std::unique_ptr<HookDispatcher> hooks_;
   std::unique_ptr<head::Head> head_;  // after what it runs on, before what reads it
-  std::unique_ptr<peer::Continuity> continuity_;  // the peer channel (off: null)
+  std::unique_ptr<ContinuityThread> continuity_;  // the peer channel, on its own thread (off: null)
   std::unique_ptr<SystemdReporter> systemd_;
   std::unique_ptr<control::ControlServer> server_;
   std::unique_ptr<boost::asio::signal_set> stop_signals_;
