@@ -29,6 +29,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -40,6 +41,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "flood.hpp"
 #include "smha_yaml.hpp"
 #include "ibsim_harness.hpp"
 #include "smhad_heads.hpp"
@@ -480,6 +482,11 @@ struct SmhadHead {
 // The runs going on are "smhad, continuity": the peer channel between the
 // heads (doc/continuity.md), certificates from scripts/make-peer-certs.
 bool g_channel = false;
+// --flood-runs: these channel runs settle 2 s before the fault; with g_flood
+// a ChannelFlood (flood.hpp) hammers both heads' listeners from then until
+// the new MASTER answers.
+bool g_flood_compare = false;
+bool g_flood = false;
 
 
 // The YAML smhad reads, written as the tests write it (tests/support/smha_yaml.hpp).
@@ -648,6 +655,12 @@ std::optional<double> run_smhad_drill(const std::string& topology, Drill drill, 
     std::optional<WorkloadBefore> work;
     if (g_workload && nheads == 2) work = workload_start(f, topology, g.lids[0]);
     if (work && g_channel) wait_copy_current(g, *work);
+    std::unique_ptr<smha::bench::ChannelFlood> flood;
+    if (g_flood_compare) {
+      if (g_flood) flood = std::make_unique<smha::bench::ChannelFlood>(
+                       std::vector<int>{g.heads[0].channel_port, g.heads[1].channel_port}, 4, 10);
+      std::this_thread::sleep_for(2s);  // the flood in full swing (or the same wait without it)
+    }
     const std::int64_t t0 = now_ns();
     switch (drill) {
       case Drill::Kill: ::kill(victims[0], SIGKILL); break;
@@ -655,7 +668,13 @@ std::optional<double> run_smhad_drill(const std::string& topology, Drill drill, 
       case Drill::Unlink: f.console("Unlink \"Hca1\"[1]"); break;
     }
     const auto t1 = wait_probe(f, g.probe, g.lids[1], "MASTER", t0, 30s);
-    if (t1) note_sa_outage(f, g.probe, g.lids[1], t0, what, drill);
+    if (flood) {
+      const auto n = flood->counts();
+      flood.reset();
+      std::fprintf(stderr, "  flood: %llu ClientHellos, %llu idle connections\n",
+                   static_cast<unsigned long long>(n.handshakes), static_cast<unsigned long long>(n.holds));
+    }
+    if (t1 && !g_flood_compare) note_sa_outage(f, g.probe, g.lids[1], t0, what, drill);
     for (int proc : g.procs) reaper.add(opensm_children(f.process_pid(proc)));
     if (drill == Drill::Unlink) f.console("ReLink \"Hca1\"[1]");
     // After the relink, as in the OpenSM columns: the old master's port is back.
@@ -948,6 +967,11 @@ int main(int argc, char** argv) {
                  "runs per drill (and per --big run) with two smhad and the peer channel (default: --smhad-runs "
                  "with --workload, else 0)")
       ->check(CLI::Range(0, 100));
+  int flood_runs = 0;
+  app.add_option("--flood-runs", flood_runs,
+                 "runs of kill -9 and SIGSTOP with two smhad and the peer channel, each without and with a "
+                 "flood of ffdhe8192 ClientHellos and idle connections at both heads' listeners (own table)")
+      ->check(CLI::Range(0, 100));
   app.add_option("--workload-groups", g_workload_groups, "multicast groups each workload node joins")
       ->check(CLI::Range(1, 64));
   app.add_option("--workload-nodes", g_workload_nodes, "workload nodes on the --big fat tree (Hca3..)")
@@ -1005,6 +1029,24 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "smhad, continuity | %s | run %d: %s\n", drill_name(drills[d]), i + 1,
                    ms ? std::to_string(*ms).c_str() : "failed");
     }
+
+  // The peer channel under a flood, alternating run by run with the same
+  // runs without it (same machine, same moment).
+  std::map<std::pair<int, bool>, Cell> flood_cells;
+  const std::vector<Drill> flood_drills{Drill::Kill, Drill::Stop};
+  for (std::size_t d = 0; d < flood_drills.size(); ++d)
+    for (int i = 0; i < flood_runs; ++i)
+      for (bool flooded : {false, true}) {
+        g_channel = g_flood_compare = true;
+        g_flood = flooded;
+        auto ms = run_smhad_drill(topo, flood_drills[d], interval_ms, 30s, 2);
+        g_channel = g_flood_compare = g_flood = false;
+        auto& c = flood_cells[{static_cast<int>(d), flooded}];
+        if (ms) c.ms.push_back(*ms);
+        else ++c.failed;
+        std::fprintf(stderr, "smhad, continuity%s | %s | run %d: %s\n", flooded ? ", flood" : "",
+                     drill_name(flood_drills[d]), i + 1, ms ? std::to_string(*ms).c_str() : "failed");
+      }
 
   std::string big_dir;
   std::map<int, Cell> big_cells;
@@ -1144,6 +1186,16 @@ int main(int argc, char** argv) {
                   r.fresh_dual_master_ms, r.ended_dual ? "yes" : "no");
   } else {
     std::printf("\nMAD loss soak: not run (--soak-minutes M)\n");
+  }
+  if (flood_runs > 0) {
+    std::printf("\nThe peer channel under a flood (4 HCAs, two smhad with the channel): ms from fault to the new "
+                "MASTER, median / max (n runs); the flood: 4 threads per head sending ffdhe8192 ClientHellos "
+                "and 10 idle connections per head, re-opened when closed\n\n");
+    std::printf("| drill | smhad, continuity | smhad, continuity, under flood |\n|---|---|---|\n");
+    for (std::size_t d = 0; d < flood_drills.size(); ++d)
+      std::printf("| %s | %s | %s |\n", drill_name(flood_drills[d]),
+                  fmt_cell(flood_cells[{static_cast<int>(d), false}]).c_str(),
+                  fmt_cell(flood_cells[{static_cast<int>(d), true}]).c_str());
   }
   return 0;
 }
