@@ -81,8 +81,9 @@ void ContinuityThread::publish() {
 
 Status ContinuityThread::start() {
   if (running_) return Status::Ok();
-  // Facts first: the channel's first tick judges copies by them.
-  sample_facts();
+  // The first sample on the main loop's next turn (the engine it reads may
+  // not exist before the head starts), well before the channel's first tick.
+  facts_timer_ = main_sched_.schedule_in(Duration::zero(), [this] { sample_facts(); });
   if (auto st = continuity_->start(); !st.ok()) {
     if (facts_timer_) main_sched_.cancel(*facts_timer_);
     facts_timer_.reset();
