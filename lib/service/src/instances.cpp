@@ -71,12 +71,16 @@ std::string normal(const std::string& v) {
   return n;
 }
 
-bool wildcard(const std::string& host) { return host == "0.0.0.0" || host == "::" || host.empty(); }
+// Whether a bind of `a` and one of `b`, on the same port, exclude each other
+// (Linux, net.ipv6.bindv6only 0): the same address; :: against any address
+// (it takes IPv4 too); 0.0.0.0 against any IPv4 address.
+bool binds_overlap(const std::string& a, const std::string& b) {
+  const auto v4 = [](const std::string& h) { return h.find(':') == std::string::npos; };
+  return a == b || a == "::" || b == "::" || (a == "0.0.0.0" && v4(b)) || (b == "0.0.0.0" && v4(a));
+}
 
-// Whether one of the two cannot bind while the other holds its port: the same
-// port on the same address, or on any address when either binds all of them
-// (0.0.0.0 or ::; Linux refuses the second bind of a port an IPv4 or IPv6
-// wildcard holds, also across the two families by default).
+// Whether the two cannot both be had: the same port, the same file or
+// directory, or two listeners whose binds exclude each other.
 bool same(const Resource& a, const Resource& b) {
   if (a.kind != b.kind) return false;
   switch (a.kind) {
@@ -85,7 +89,7 @@ bool same(const Resource& a, const Resource& b) {
     case Kind::Path:
       return normal(a.value) == normal(b.value);
     case Kind::Listen:
-      return a.port == b.port && (a.host == b.host || wildcard(a.host) || wildcard(b.host));
+      return a.port == b.port && binds_overlap(a.host, b.host);
   }
   return false;
 }

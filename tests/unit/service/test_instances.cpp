@@ -157,9 +157,11 @@ TEST_CASE("instances: continuity.listen clashes with another's on the same port,
   const auto f1 = d.write("fab1.yaml", channel("0x20", "10.0.0.1:7390"));
   const auto f2 = d.write("fab2.yaml", channel("0x30", "10.0.0.1:7391", "metrics:\n  listen: 127.0.0.1:7390\n"));
   d.write("fab3.yaml", channel("0x40", "10.0.0.1:7392"));
+  d.write("fab4.yaml", channel("0x50", "\"[::1]:7390\""));  // IPv6 only: 0.0.0.0 does not take it
   d.enable("smhad@fab1.service");
   d.enable("smhad@fab2.service");
   d.enable("smhad@fab3.service");
+  d.enable("smhad@fab4.service");
   const auto got = instance_conflicts(load(f0, "fab0"), d.units());
   const std::vector<std::string> want = {
       "continuity.listen 0.0.0.0 port 7390 is also the continuity.listen 10.0.0.1 port 7390 of " + f1 +
