@@ -57,9 +57,12 @@ Result<gid_t> lookup_group(const std::string& name) {
   }
 }
 
-// Creates `dir` if missing, then checks and fixes its ownership and mode via
-// an O_NOFOLLOW descriptor so a swapped-in symlink cannot redirect the chmod.
-Status prepare_directory(const std::string& dir, mode_t mode, gid_t gid) {
+// Creates `dir` if missing, then checks it and sets its mode via an
+// O_NOFOLLOW descriptor so a swapped-in symlink cannot redirect the chmod.
+// Its group is left alone: the directory may hold the sockets of several
+// instances, each with a group of its own (smhad@NAME), so each socket
+// carries its group and the directory only has to let every one through.
+Status prepare_directory(const std::string& dir, mode_t mode) {
   if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) {
     return fail(Errc::Io, "cannot create socket directory " + dir + ": " + errno_text(errno));
   }
@@ -77,11 +80,7 @@ Status prepare_directory(const std::string& dir, mode_t mode, gid_t gid) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return fail(Errc::Io, "cannot open socket directory " + dir + ": " + errno_text(errno));
   Status status;
-  if (::fchown(fd, static_cast<uid_t>(-1), gid) != 0) {
-    status = fail(Errc::Io, "cannot set group of " + dir + ": " + errno_text(errno));
-  } else if (::fchmod(fd, mode) != 0) {
-    status = fail(Errc::Io, "cannot set mode of " + dir + ": " + errno_text(errno));
-  }
+  if (::fchmod(fd, mode) != 0) status = fail(Errc::Io, "cannot set mode of " + dir + ": " + errno_text(errno));
   ::close(fd);
   return status;
 }
@@ -527,7 +526,7 @@ Status ControlServer::Impl::start() {
   }
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
-  if (auto st = prepare_directory(dir, options_.dir_mode, gid_); !st) return st;
+  if (auto st = prepare_directory(dir, options_.dir_mode); !st) return st;
   if (auto st = remove_stale_socket(path); !st) return st;
 
   boost::system::error_code ec;

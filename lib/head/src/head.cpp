@@ -20,13 +20,19 @@ namespace {
 
 double seconds_since(TimePoint then, TimePoint now) { return std::chrono::duration<double>(now - then).count(); }
 
-// The HA policy and the peers' addresses the engine runs with: a change restarts it.
+// The HA policy (with the bounds derived from opensm's sweep and polling
+// keys), the peers' addresses and the takeover report's inputs the engine
+// runs with: a change restarts it.
 bool same_policy(const agent::AgentConfig& a, const agent::AgentConfig& b) {
   const auto& p = a.policy;
   const auto& q = b.policy;
   if (p.node_name != q.node_name || p.own_guid != q.own_guid || p.poll_interval != q.poll_interval ||
       p.misses != q.misses || p.failback != q.failback || p.preempt_hold_down != q.preempt_hold_down ||
       p.base_priority != q.base_priority || p.peers.size() != q.peers.size() || a.peers.size() != b.peers.size())
+    return false;
+  if (p.takeover_bound != q.takeover_bound || p.handover_bound != q.handover_bound ||
+      p.hang_timeout != q.hang_timeout || p.unresponsive_timeout != q.unresponsive_timeout ||
+      p.query_window != q.query_window || a.routing_engines != b.routing_engines || a.opensm_log != b.opensm_log)
     return false;
   for (std::size_t i = 0; i < p.peers.size(); ++i)
     if (p.peers[i].name != q.peers[i].name || p.peers[i].guid != q.peers[i].guid ||
@@ -522,19 +528,27 @@ Result<Head::Reloaded> Head::reload(config::Config next, agent::AgentConfig mapp
                            seams_.fs);
   if (!planned) return planned.error();
   const bool policy_changed = !same_policy(agent_cfg_, planned.value().agent);
-  data["engine_restarted"] = policy_changed;
+  // health.*: the link health and error counters are the engine's parts, made
+  // with it; a new engine is how they take new settings (their history and
+  // windows start afresh, as after any engine restart).
+  const bool health_changed = !(config_.health == next.health);
+  const bool restart = policy_changed || health_changed;
+  data["engine_restarted"] = restart;
   config_ = std::move(next);
   plan_ = std::move(planned).value();
-  if (policy_changed) {
+  if (restart) {
     start_agent(plan_.agent);
-    text += (text.empty() ? "" : "; ") + std::string("HA policy changed: engine restarted with the new policy");
+    const char* what = !health_changed ? "HA policy changed"
+                       : policy_changed ? "HA policy and health changed"
+                                        : "health changed";
+    text += (text.empty() ? "" : "; ") + std::string(what) + ": engine restarted with the new settings";
   } else {
     agent_->drift().set_unknown_alarm(plan_.agent.drift.unknown_alarm);
     start_lid_continuity();  // opensm.lid_continuity or the LMC may have changed
     text += (text.empty() ? "" : "; ") + std::string("HA policy unchanged");
   }
   config_loaded_wall_ = seams_.clock.wall_now();
-  if (!policy_changed) update_drift_digests();  // a new engine got them in start_agent()
+  if (!restart) update_drift_digests();  // a new engine got them in start_agent()
   if (!osm_log_timer_) follow_opensm_log();  // a log file named only now
   sink_.note("RELOAD", text);
   return out;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/peer/channel.hpp"
+#include "smha/peer/tls_files.hpp"
 
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -25,26 +26,6 @@ using boost::system::error_code;
 
 namespace {
 
-// A file a TLS context reads: present and regular, named in the error.
-Status check_file(const std::string& what, const std::string& path, bool secret) {
-  if (path.empty()) return make_error(Errc::Config, "continuity." + what + " is not set");
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    return make_error(Errc::NotFound, "continuity." + what + " " + path + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return make_error(Errc::NotRegular, "continuity." + what + " " + path + " is not a regular file");
-  if (secret && (st.st_mode & 077) != 0)
-    return make_error(Errc::Insecure, "continuity." + what + " " + path +
-                                          " can be read by others (mode " + std::to_string(st.st_mode & 0777) +
-                                          " octal " + [&] {
-                                            char b[8];
-                                            std::snprintf(b, sizeof b, "%03o", st.st_mode & 0777);
-                                            return std::string(b);
-                                          }() + "); make it 0600");
-  if (secret && st.st_uid != ::geteuid())
-    return make_error(Errc::Insecure, "continuity." + what + " " + path + " is not owned by smhad's user");
-  return Status::Ok();
-}
-
 std::string tls_error(const error_code& ec) {
   std::string s = ec.message();
   if (ec.category() == asio::error::get_ssl_category()) {
@@ -57,24 +38,8 @@ std::string tls_error(const error_code& ec) {
 }
 
 Status setup_context(ssl::context& ctx, const ChannelConfig& cfg) {
-  for (auto st : {check_file("certificate", cfg.certificate, false), check_file("private_key", cfg.private_key, true),
-                  check_file("ca", cfg.ca, false)})
-    if (!st.ok()) return st;
-  SSL_CTX* c = ctx.native_handle();
-  SSL_CTX_set_min_proto_version(c, TLS1_3_VERSION);
-  error_code ec;
-  ctx.use_certificate_chain_file(cfg.certificate, ec);
-  if (ec) return make_error(Errc::Config, "continuity.certificate " + cfg.certificate + ": not a PEM certificate (" + ec.message() + ")");
-  ctx.use_private_key_file(cfg.private_key, ssl::context::pem, ec);
-  if (ec)
-    return make_error(Errc::Config, "continuity.private_key " + cfg.private_key +
-                                        ": not a PEM key, or not the key of continuity.certificate " +
-                                        cfg.certificate + " (" + tls_error(ec) + ")");
-  if (SSL_CTX_check_private_key(c) != 1)
-    return make_error(Errc::Config, "continuity.private_key " + cfg.private_key + " does not match continuity.certificate " +
-                                        cfg.certificate);
-  ctx.load_verify_file(cfg.ca, ec);
-  if (ec) return make_error(Errc::Config, "continuity.ca " + cfg.ca + ": not a PEM certificate (" + ec.message() + ")");
+  if (auto st = load_tls_files(ctx, {cfg.certificate, cfg.private_key, cfg.ca}); !st.ok()) return st;
+  SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_3_VERSION);
   ctx.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
   return Status::Ok();
 }

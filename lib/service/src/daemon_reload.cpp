@@ -4,8 +4,71 @@
 // apply it (head::Head::reload); the old configuration stays on any error.
 
 #include "daemon_impl.hpp"
+#include "smha/service/reload.hpp"
 
 namespace smha::service {
+
+std::vector<std::string> restart_keys(const config::Config& cur, const config::Config& next) {
+  std::vector<std::string> keys;
+  auto differ = [&keys](bool changed, const char* key) {
+    if (changed) keys.emplace_back(key);
+  };
+  differ(next.fabric != cur.fabric, "fabric");
+  differ(next.node_name != cur.node_name, "node.name");
+  differ(next.port.ca != cur.port.ca || next.port.port != cur.port.port || next.port.port_guid != cur.port.port_guid,
+         "node.port");
+  // The peer channel's own copy of the peers (its connections, the names its
+  // certificates must carry): fixed at start.
+  const bool channel = cur.continuity.enabled && next.continuity.enabled;
+  if (channel && next.peers.size() != cur.peers.size()) {
+    keys.emplace_back("peers");
+  } else if (channel) {
+    for (std::size_t i = 0; i < cur.peers.size(); ++i) {
+      const auto& a = cur.peers[i];
+      const auto& b = next.peers[i];
+      const std::string at = "peers[" + std::to_string(i) + "]";
+      if (a.name != b.name) keys.push_back(at + ".name");
+      if (a.port_guid != b.port_guid) keys.push_back(at + ".port_guid");
+      if (a.address_host != b.address_host || a.address_port != b.address_port) keys.push_back(at + ".address");
+    }
+  }
+  const auto& o = cur.opensm;
+  const auto& n = next.opensm;
+  differ(n.restart_backoff_initial != o.restart_backoff_initial, "opensm.restart_backoff_initial_ms");
+  differ(n.restart_backoff_max != o.restart_backoff_max, "opensm.restart_backoff_max_s");
+  differ(n.restart_stable != o.restart_stable, "opensm.restart_stable_s");
+  differ(n.crash_loop_count != o.crash_loop_count, "opensm.crash_loop_count");
+  differ(n.crash_loop_window != o.crash_loop_window, "opensm.crash_loop_window_s");
+  differ(n.crash_loop_retry != o.crash_loop_retry, "opensm.crash_loop_retry_s");
+  differ(n.crash_loop_retry_no_master != o.crash_loop_retry_no_master, "opensm.crash_loop_retry_no_master_s");
+  differ(n.conf_path != o.conf_path, "opensm.conf_path");
+  // Where the channel writes a copy and reads the master's dump and guid2lid.
+  differ(channel && n.sa_db_file != o.sa_db_file, "opensm.sa_db_file");
+  differ(channel && n.dump_files_dir != o.dump_files_dir, "opensm.dump_files_dir");
+  differ(channel && n.cache_dir != o.cache_dir, "opensm.cache_dir");
+  differ(next.control.socket_path != cur.control.socket_path, "control.socket");
+  differ(next.control.group != cur.control.group, "control.group");
+  differ(next.metrics.listen_address != cur.metrics.listen_address ||
+             next.metrics.listen_port != cur.metrics.listen_port ||
+             next.metrics.textfile_dir != cur.metrics.textfile_dir ||
+             next.metrics.textfile_interval != cur.metrics.textfile_interval,
+         "metrics");
+  differ(next.state_dir != cur.state_dir, "state_dir");
+  const auto& k = cur.continuity;
+  const auto& m = next.continuity;
+  if (k.enabled != m.enabled) {
+    keys.emplace_back("continuity");
+  } else if (k.enabled) {
+    differ(m.listen_address != k.listen_address || m.listen_port != k.listen_port, "continuity.listen");
+    differ(m.certificate != k.certificate, "continuity.certificate");
+    differ(m.private_key != k.private_key, "continuity.private_key");
+    differ(m.ca != k.ca, "continuity.ca");
+    differ(m.max_copy_age_s != k.max_copy_age_s, "continuity.max_copy_age_s");
+    differ(m.refresh_s != k.refresh_s, "continuity.refresh_s");
+    differ(m.max_copy_mib != k.max_copy_mib, "continuity.max_copy_mib");
+  }
+  return keys;
+}
 
 namespace method = control::method;
 namespace param = control::param;
@@ -40,38 +103,13 @@ Reply Daemon::do_reload() {
     head_->log().note("RELOAD_REFUSED", "1 error(s)", st.error().message);
     return Reply::failure(ResultCode::Error, "invalid configuration, old one kept:\n" + st.error().message);
   }
-  std::vector<std::string> needs_restart;
-  if (next.node_name != cur.node_name) needs_restart.push_back("node.name");
-  if (next.port.ca != cur.port.ca || next.port.port != cur.port.port ||
-      next.port.port_guid != cur.port.port_guid)
-    needs_restart.push_back("node.port");
-  if (next.control.socket_path != cur.control.socket_path) needs_restart.push_back("control.socket");
-  if (next.control.group != cur.control.group) needs_restart.push_back("control.group");
-  if (next.opensm.restart_backoff_initial != cur.opensm.restart_backoff_initial)
-    needs_restart.push_back("opensm.restart_backoff_initial_ms");
-  if (next.opensm.restart_backoff_max != cur.opensm.restart_backoff_max)
-    needs_restart.push_back("opensm.restart_backoff_max_s");
-  if (next.opensm.restart_stable != cur.opensm.restart_stable) needs_restart.push_back("opensm.restart_stable_s");
-  if (next.opensm.crash_loop_count != cur.opensm.crash_loop_count)
-    needs_restart.push_back("opensm.crash_loop_count");
-  if (next.opensm.crash_loop_window != cur.opensm.crash_loop_window)
-    needs_restart.push_back("opensm.crash_loop_window_s");
-  if (next.opensm.crash_loop_retry != cur.opensm.crash_loop_retry)
-    needs_restart.push_back("opensm.crash_loop_retry_s");
-  if (next.opensm.crash_loop_retry_no_master != cur.opensm.crash_loop_retry_no_master)
-    needs_restart.push_back("opensm.crash_loop_retry_no_master_s");
-  if (next.opensm.conf_path != cur.opensm.conf_path) needs_restart.push_back("opensm.conf_path");
-  if (next.state_dir != cur.state_dir) needs_restart.push_back("state_dir");
-  if (next.metrics.listen_address != cur.metrics.listen_address ||
-      next.metrics.listen_port != cur.metrics.listen_port ||
-      next.metrics.textfile_dir != cur.metrics.textfile_dir ||
-      next.metrics.textfile_interval != cur.metrics.textfile_interval)
-    needs_restart.push_back("metrics");
+  const std::vector<std::string> needs_restart = restart_keys(cur, next);
   if (!needs_restart.empty()) {
     std::string keys;
     for (const auto& k : needs_restart) keys += (keys.empty() ? "" : ", ") + k;
     return Reply::failure(ResultCode::Conflict,
-                          "these keys take effect only when smhad restarts: " + keys + "; nothing changed",
+                          "these keys take effect only when smhad restarts: " + keys +
+                              "; nothing changed: restart smhad to apply them",
                           json{{"restart_keys", needs_restart}});
   }
   auto mapped = head::map_config(next, head_->own_guid());

@@ -23,22 +23,43 @@ std::string unit_of(const config::Config& c) {
   return c.fabric.empty() ? std::string("smhad.service") : "smhad@" + c.fabric;
 }
 
-// What two instances may not share, as (name, value) pairs: empty values are
-// not in use.
-std::vector<std::pair<std::string, std::string>> resources(const config::Config& c) {
-  std::vector<std::pair<std::string, std::string>> r;
-  if (c.port.port_guid) r.emplace_back("node.port_guid", to_string(*c.port.port_guid));
-  else if (!c.port.ca.empty()) r.emplace_back("node.ca/node.port", c.port.ca + " port " + std::to_string(c.port.port));
-  r.emplace_back("state_dir", c.state_dir);
-  r.emplace_back("control.socket", c.control.socket_path);
-  r.emplace_back("opensm.conf_path", c.opensm.conf_path);
-  r.emplace_back("opensm.cache_dir", c.opensm.cache_dir);
-  r.emplace_back("opensm.log_file", c.opensm.log_file);
-  r.emplace_back("opensm.dump_files_dir", c.opensm.dump_files_dir);
+// What one instance holds that no other may: its IB port, every file or
+// directory it writes (one namespace: a state_dir may not be another's
+// cache_dir either) and every TCP port it listens on (one namespace too: the
+// metrics endpoint and the peer channel bind the same kind of port).
+enum class Kind { Port, Path, Listen };
+struct Resource {
+  Kind kind;
+  std::string what;   // the key, as written in the YAML
+  std::string value;  // as shown
+  std::string host;   // Listen: the address bound
+  int port = 0;       // Listen: the TCP port
+};
+
+std::vector<Resource> resources(const config::Config& c) {
+  std::vector<Resource> r;
+  if (c.port.port_guid) r.push_back({Kind::Port, "node.port_guid", to_string(*c.port.port_guid), {}, 0});
+  else if (!c.port.ca.empty()) r.push_back({Kind::Port, "node.ca/node.port", c.port.ca + " port " + std::to_string(c.port.port), {}, 0});
+  auto path = [&r](const char* what, const std::string& value) {
+    if (!value.empty()) r.push_back({Kind::Path, what, value, {}, 0});
+  };
+  path("state_dir", c.state_dir);
+  path("control.socket", c.control.socket_path);
+  path("opensm.conf_path", c.opensm.conf_path);
+  path("opensm.cache_dir", c.opensm.cache_dir);
+  path("opensm.log_file", c.opensm.log_file);
+  path("opensm.dump_files_dir", c.opensm.dump_files_dir);
+  // OpenSM loads it at a takeover and, with continuity, smhad writes the
+  // peer's copy there: two instances' SA state in one file.
+  path("opensm.sa_db_file", c.opensm.sa_db_file);
+  if (!c.metrics.textfile_dir.empty()) path("metrics textfile", c.metrics.textfile_dir + "/" + c.metrics.textfile_name);
   if (!c.metrics.listen_address.empty())
-    r.emplace_back("metrics.listen", c.metrics.listen_address + " port " + std::to_string(c.metrics.listen_port));
-  if (!c.metrics.textfile_dir.empty())
-    r.emplace_back("metrics textfile", c.metrics.textfile_dir + "/" + c.metrics.textfile_name);
+    r.push_back({Kind::Listen, "metrics.listen", c.metrics.listen_address + " port " + std::to_string(c.metrics.listen_port),
+                 c.metrics.listen_address, c.metrics.listen_port});
+  if (c.continuity.enabled)
+    r.push_back({Kind::Listen, "continuity.listen",
+                 c.continuity.listen_address + " port " + std::to_string(c.continuity.listen_port),
+                 c.continuity.listen_address, c.continuity.listen_port});
   return r;
 }
 
@@ -48,6 +69,29 @@ std::string normal(const std::string& v) {
   std::string n = fs::path(v).lexically_normal().string();
   while (n.size() > 1 && n.back() == '/') n.pop_back();
   return n;
+}
+
+// Whether a bind of `a` and one of `b`, on the same port, exclude each other
+// (Linux, net.ipv6.bindv6only 0): the same address; :: against any address
+// (it takes IPv4 too); 0.0.0.0 against any IPv4 address.
+bool binds_overlap(const std::string& a, const std::string& b) {
+  const auto v4 = [](const std::string& h) { return h.find(':') == std::string::npos; };
+  return a == b || a == "::" || b == "::" || (a == "0.0.0.0" && v4(b)) || (b == "0.0.0.0" && v4(a));
+}
+
+// Whether the two cannot both be had: the same port, the same file or
+// directory, or two listeners whose binds exclude each other.
+bool same(const Resource& a, const Resource& b) {
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+    case Kind::Port:
+      return a.value == b.value;
+    case Kind::Path:
+      return normal(a.value) == normal(b.value);
+    case Kind::Listen:
+      return a.port == b.port && binds_overlap(a.host, b.host);
+  }
+  return false;
 }
 
 }  // namespace
@@ -90,14 +134,13 @@ std::vector<std::string> instance_conflicts(const config::Config& mine, const st
     std::error_code sec;
     const bool running = fs::is_socket(oc.control.socket_path, sec);
     if (!running && !instance_enabled(name, units_dir)) continue;
-    for (const auto& [what, value] : resources(oc)) {
-      const bool shared = std::any_of(own.begin(), own.end(), [&, &w = what, &v = value](const auto& m) {
-        return m.first == w && normal(m.second) == normal(v);
-      });
-      if (shared)
-        out.push_back(what + " " + value + " is also the " + what + " of " + f.string() + " (" + unit_of(oc) +
-                      "): two instances may not share it; give each its own");
-    }
+    const auto theirs = resources(oc);
+    for (const auto& m : own)
+      for (const auto& t : theirs)
+        if (same(m, t))
+          out.push_back(m.what + " " + m.value + " is also the " + t.what + " " +
+                        (t.value == m.value ? std::string() : t.value + " ") + "of " + f.string() + " (" +
+                        unit_of(oc) + "): two instances may not share it; give each its own");
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include "smha/mad/umad_transport.hpp"
 #include "smha/opensm/cli.hpp"
 #include "smha/os/posix_process_runner.hpp"
+#include "smha/peer/tls_files.hpp"
 #include "smha/platform/logging.hpp"
 #include "smha/service/service.hpp"
 
@@ -264,6 +265,12 @@ int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std:
   if (auto st = check_writable_dir(cfg.state_dir, false); !st.ok())
     errors.push_back(path + ": state_dir " + cfg.state_dir + " is not usable: " + st.error().message);
   for (const auto& m : instance_conflicts(cfg)) errors.push_back(path + ": " + m);
+  // The peer channel's certificate, key and CA: the check start-up makes
+  // before the channel listens (peer::load_tls_files), so a missing file or a
+  // key others can read fails here too, not only at the next start.
+  if (const auto& k = cfg.continuity; k.enabled)
+    if (auto st = peer::check_tls_files({k.certificate, k.private_key, k.ca}); !st.ok())
+      errors.push_back(path + ": " + st.error().message);
   // The HA policy start-up builds from the file (map_config, sm::validate).
   // Without node.port_guid start-up takes the GUID of the opened port; here a
   // stand-in that no peer uses.

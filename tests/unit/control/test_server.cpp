@@ -105,7 +105,7 @@ TEST_CASE("start fails clearly when the group does not exist", "[control][server
   CHECK_FALSE(std::filesystem::exists(opts.socket_path));
 }
 
-TEST_CASE("start creates a 0750 directory and a 0660 socket owned by the group", "[control][server]") {
+TEST_CASE("start creates a 0755 directory and a 0660 socket owned by the group", "[control][server]") {
   TempDir dir;
   LogCapture log;
   boost::asio::io_context io;
@@ -114,8 +114,8 @@ TEST_CASE("start creates a 0750 directory and a 0660 socket owned by the group",
   REQUIRE(server.start().ok());
   struct stat d {}, s {};
   REQUIRE(::lstat(dir.sub("run").c_str(), &d) == 0);
-  CHECK((d.st_mode & 07777) == 0750);
-  CHECK(d.st_gid == test_group_gid());
+  CHECK((d.st_mode & 07777) == 0755);
+  CHECK(d.st_gid == ::getegid());  // the directory keeps its group: the socket carries the server's
   REQUIRE(::lstat(opts.socket_path.c_str(), &s) == 0);
   CHECK(S_ISSOCK(s.st_mode));
   CHECK((s.st_mode & 07777) == 0660);
@@ -124,16 +124,18 @@ TEST_CASE("start creates a 0750 directory and a 0660 socket owned by the group",
   CHECK_FALSE(std::filesystem::exists(opts.socket_path));
 }
 
-TEST_CASE("start tightens an existing directory's mode", "[control][server]") {
+TEST_CASE("start sets an existing directory's mode, never its group", "[control][server]") {
   TempDir dir;
   LogCapture log;
-  REQUIRE(::mkdir(dir.sub("run").c_str(), 0755) == 0);
+  REQUIRE(::mkdir(dir.sub("run").c_str(), 0700) == 0);
+  REQUIRE(::chmod(dir.sub("run").c_str(), 0770) == 0);
   boost::asio::io_context io;
   ControlServer server(io, test_options(dir, log));
   REQUIRE(server.start().ok());
   struct stat d {};
   REQUIRE(::lstat(dir.sub("run").c_str(), &d) == 0);
-  CHECK((d.st_mode & 07777) == 0750);
+  CHECK((d.st_mode & 07777) == 0755);
+  CHECK(d.st_gid == ::getegid());
 }
 
 TEST_CASE("start refuses unsafe directories and paths, changing nothing", "[control][server]") {
@@ -641,7 +643,7 @@ TEST_CASE("SO_PEERCRED authorisation over the socket", "[control][auth]") {
   // Fork before the io thread starts: the children run only while we are single-threaded.
   NobodyChild member(path, users, {});              // primary gid = the socket group
   NobodyChild outsider(path, 65534, {users});       // can reach the socket, not a member by database
-  NobodyChild stranger(path, 65534, {});            // cannot even traverse the 0750 directory
+  NobodyChild stranger(path, 65534, {});            // cannot open the 0660 socket
   ts.run();
 
   CHECK(member.output() == "ro=ok rw=unauthorized");
@@ -661,6 +663,48 @@ TEST_CASE("SO_PEERCRED authorisation over the socket", "[control][auth]") {
   CHECK(log.contains("CTL_DENIED method=mutate access=mutating uid=65534 gid=" + std::to_string(users)));
   CHECK(log.contains("CTL_DENIED method=echo access=read-only uid=65534 gid=65534 pid=" +
                      std::to_string(outsider_pid)));
+}
+
+// Two instances (smhad@fab0 with group users, smhad@fab1 with nogroup) in
+// one socket directory: each group's users reach their own instance after the
+// other one started, and no other instance's.
+TEST_CASE("two servers with different groups in one directory: each socket keeps its own group's users",
+          "[control][auth]") {
+  REQUIRE(::geteuid() == 0);
+  TempDir dir;
+  LogCapture log;
+  auto fab0 = test_options(dir, log);
+  fab0.socket_path = dir.sub("run/fab0.sock");
+  auto fab1 = test_options(dir, log);
+  fab1.socket_path = dir.sub("run/fab1.sock");
+  fab1.group = "nogroup";
+  ThreadedServer first(fab0);
+  ThreadedServer second(fab1);
+  register_test_methods(first.server());
+  register_test_methods(second.server());
+  REQUIRE(first.server().start().ok());
+  REQUIRE(second.server().start().ok());  // started last: it must not take the directory for its group
+  const gid_t users = test_group_gid();
+  const gid_t nogroup = 65534;
+  struct stat d {}, s0 {}, s1 {};
+  REQUIRE(::lstat(dir.sub("run").c_str(), &d) == 0);
+  CHECK((d.st_mode & 07777) == 0755);
+  CHECK(d.st_gid == ::getegid());
+  REQUIRE(::lstat(fab0.socket_path.c_str(), &s0) == 0);
+  REQUIRE(::lstat(fab1.socket_path.c_str(), &s1) == 0);
+  CHECK(s0.st_gid == users);
+  CHECK(s1.st_gid == nogroup);
+  CHECK((s0.st_mode & 07777) == 0660);
+  CHECK((s1.st_mode & 07777) == 0660);
+
+  NobodyChild fab0_user(fab0.socket_path, users, {});
+  NobodyChild fab1_user(fab1.socket_path, nogroup, {});
+  NobodyChild fab0_user_at_fab1(fab1.socket_path, users, {});
+  first.run();
+  second.run();
+  CHECK(fab0_user.output() == "ro=ok rw=unauthorized");
+  CHECK(fab1_user.output() == "ro=ok rw=unauthorized");
+  CHECK(fab0_user_at_fab1.output() == "connect=permission");
 }
 
 // --- Load -------------------------------------------------------------------

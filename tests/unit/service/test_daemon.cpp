@@ -8,6 +8,9 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -419,6 +422,43 @@ TEST_CASE("smhad without a fabric: the bounds of hold and reload over the socket
     CHECK_THAT(r.value().text, !Catch::Contains("socket_path"));
   }
 
+  SECTION("a reload changing health.* applies it at once, with no other key changed") {
+    const auto before = client->call("health");
+    REQUIRE(before.ok());
+    CHECK(before.value().data["health"]["alarm"]["min_links"] == 1);
+    CHECK(before.value().data["health"]["errors"]["window_s"] == 3600);
+    std::ofstream(run.head.yaml(), std::ios::app)
+        << "health:\n  link_degraded_min_links: 4\n  error_window_s: 120\n  error_thresholds:\n"
+           "    symbol_errors: 7\n";
+    auto r = client->call("reload");
+    REQUIRE(r.ok());
+    INFO(r.value().text);
+    CHECK(r.value().result == control::ResultCode::Ok);
+    CHECK(r.value().data["engine_restarted"] == true);
+    CHECK_THAT(r.value().text, Catch::Contains("health changed"));
+    const auto after = client->call("health");
+    REQUIRE(after.ok());
+    const json& h = after.value().data["health"];
+    CHECK(h["alarm"]["min_links"] == 4);
+    CHECK(h["errors"]["window_s"] == 120);
+    CHECK(h["errors"]["thresholds"]["symbol_errors"] == 7);
+    CHECK(wait_status(*client, [](const json& j) { return j["role"] == "master"; })["role"] == "master");
+  }
+
+  SECTION("a reload adding the continuity section is refused naming it: restart smhad to apply") {
+    std::string y = read_file(run.head.yaml());
+    y.replace(y.find("    lid: 7\n"), 11, "    lid: 7\n    address: 127.0.0.1:7390\n");
+    y += "continuity:\n  listen: 127.0.0.1:7390\n  certificate: /etc/smha/head01.pem\n"
+         "  private_key: /etc/smha/head01.key\n  ca: /etc/smha/ca.pem\n";
+    std::ofstream(run.head.yaml()) << y;
+    auto r = client->call("reload");
+    REQUIRE(r.ok());
+    CHECK(r.value().result == control::ResultCode::Conflict);
+    CHECK(r.value().data["restart_keys"] == json::array({"continuity"}));
+    CHECK_THAT(r.value().text, Catch::Contains("smhad restarts: continuity;") &&
+                                   Catch::Contains("restart smhad to apply"));
+  }
+
   SECTION("a reload of a file with many errors answers their count and the first 20, and the events stay small") {
     std::string y = read_file(run.head.yaml());
     for (int i = 0; i < 500; ++i) y += "unknown_key_" + std::to_string(i) + ": 1\n";
@@ -463,4 +503,72 @@ TEST_CASE("smhad without a fabric: a port that cannot be opened fails start-up w
   CHECK_THAT(err.str(), Catch::Contains("cannot open the IB port: no umad port with GUID 0x5eed000000000010"));
   CHECK_FALSE(spawned);
   CHECK_FALSE(std::filesystem::exists(head.socket()));
+}
+
+namespace {
+
+// A TCP port nothing listens on now (the kernel's pick), for continuity.listen.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+}  // namespace
+
+TEST_CASE("smhad without a fabric, with the peer channel: a reload refuses what the channel took at start, "
+          "naming it, and applies the rest",
+          "[daemon]") {
+  DaemonRun run;
+  const std::string pki = run.head.dir + "/pki";
+  REQUIRE(std::system((std::string(SMHA_SOURCE_DIR) + "/scripts/make-peer-certs " + pki + " head01").c_str()) == 0);
+  test::HeadYaml spec = run.head.spec();
+  spec.peers[0].address = "127.0.0.1:" + std::to_string(free_port());
+  spec.extra = "continuity:\n  listen: 127.0.0.1:" + std::to_string(free_port()) + "\n  certificate: " + pki +
+               "/head01.pem\n  private_key: " + pki + "/head01.key\n  ca: " + pki + "/ca.pem\n";
+  spec.write(run.head.yaml());
+  auto client = run.start();
+  wait_status(*client, [](const json& j) { return j["role"] == "master" && j["continuity"]["enabled"] == true; });
+  auto reload = [&](const test::HeadYaml& y) {
+    y.write(run.head.yaml());
+    auto r = client->call("reload");
+    REQUIRE(r.ok());
+    return r.value();
+  };
+
+  SECTION("a continuity key") {
+    test::HeadYaml y = spec;
+    y.extra += "  max_copy_age_s: 300\n";
+    const auto r = reload(y);
+    CHECK(r.result == control::ResultCode::Conflict);
+    CHECK(r.data["restart_keys"] == json::array({"continuity.max_copy_age_s"}));
+    CHECK_THAT(r.text, Catch::Contains("continuity.max_copy_age_s") && Catch::Contains("restart smhad to apply"));
+  }
+  SECTION("a peer's address, and a peer more") {
+    test::HeadYaml y = spec;
+    y.peers[0].address = "127.0.0.2:7390";
+    auto r = reload(y);
+    CHECK(r.result == control::ResultCode::Conflict);
+    CHECK(r.data["restart_keys"] == json::array({"peers[0].address"}));
+    y = spec;
+    y.peers.push_back({"head03", 0x5eed000000000030, 0, "", "127.0.0.3:7390"});
+    r = reload(y);
+    CHECK(r.result == control::ResultCode::Conflict);
+    CHECK(r.data["restart_keys"] == json::array({"peers"}));
+  }
+  SECTION("a peer's lid is the engine's: applied") {
+    test::HeadYaml y = spec;
+    y.peers[0].lid = 9;
+    const auto r = reload(y);
+    INFO(r.text);
+    CHECK(r.result == control::ResultCode::Ok);
+    CHECK(r.data["engine_restarted"] == true);
+  }
 }

@@ -127,3 +127,52 @@ TEST_CASE("instances: a spare copy is not an instance until enabled or running")
   d.enable("smhad@fab0-old.service");
   CHECK(instance_conflicts(load(f0, "fab0"), d.units()).size() == 1);
 }
+
+TEST_CASE("instances: a shared sa_db_file is a clash, also when it is the other's file of another kind") {
+  Dir d;
+  const auto f0 = d.write("fab0.yaml", instance("0x10", "opensm:\n  sa_db_file: /var/lib/smha/sa.db\n"));
+  const auto f1 = d.write("fab1.yaml", instance("0x20", "opensm:\n  sa_db_file: /var/lib/smha/sa.db\n"));
+  const auto f2 = d.write("fab2.yaml", instance("0x30", "opensm:\n  conf_path: /var/lib/smha/sa.db\n"));
+  d.enable("smhad@fab1.service");
+  d.enable("smhad@fab2.service");
+  const auto got = instance_conflicts(load(f0, "fab0"), d.units());
+  const std::vector<std::string> want = {
+      "opensm.sa_db_file /var/lib/smha/sa.db is also the opensm.sa_db_file of " + f1 +
+          " (smhad@fab1): two instances may not share it; give each its own",
+      "opensm.sa_db_file /var/lib/smha/sa.db is also the opensm.conf_path of " + f2 +
+          " (smhad@fab2): two instances may not share it; give each its own"};
+  CHECK(got == want);
+}
+
+TEST_CASE("instances: continuity.listen clashes with another's on the same port, wildcard or metrics alike") {
+  const std::string certs = "  certificate: /etc/smha/head01.pem\n  private_key: /etc/smha/head01.key\n"
+                            "  ca: /etc/smha/ca.pem\n";
+  auto channel = [&](const std::string& guid, const std::string& listen, const std::string& extra = {}) {
+    return "node:\n  name: head01\n  port_guid: " + guid +
+           "\npeers:\n  - name: head02\n    port_guid: 0x99\n    address: 10.0.0.2:7390\n"
+           "continuity:\n  listen: " + listen + "\n" + certs + extra;
+  };
+  Dir d;
+  const auto f0 = d.write("fab0.yaml", channel("0x10", "0.0.0.0:7390"));
+  const auto f1 = d.write("fab1.yaml", channel("0x20", "10.0.0.1:7390"));
+  const auto f2 = d.write("fab2.yaml", channel("0x30", "10.0.0.1:7391", "metrics:\n  listen: 127.0.0.1:7390\n"));
+  d.write("fab3.yaml", channel("0x40", "10.0.0.1:7392"));
+  d.write("fab4.yaml", channel("0x50", "\"[::1]:7390\""));  // IPv6 only: 0.0.0.0 does not take it
+  d.enable("smhad@fab1.service");
+  d.enable("smhad@fab2.service");
+  d.enable("smhad@fab3.service");
+  d.enable("smhad@fab4.service");
+  const auto got = instance_conflicts(load(f0, "fab0"), d.units());
+  const std::vector<std::string> want = {
+      "continuity.listen 0.0.0.0 port 7390 is also the continuity.listen 10.0.0.1 port 7390 of " + f1 +
+          " (smhad@fab1): two instances may not share it; give each its own",
+      "continuity.listen 0.0.0.0 port 7390 is also the metrics.listen 127.0.0.1 port 7390 of " + f2 +
+          " (smhad@fab2): two instances may not share it; give each its own"};
+  CHECK(got == want);
+  // Seen from the instance on the one address.
+  d.enable("smhad@fab0.service");
+  const auto mine = instance_conflicts(load(f1, "fab1"), d.units());
+  REQUIRE(mine.size() == 1);
+  CHECK(mine[0] == "continuity.listen 10.0.0.1 port 7390 is also the continuity.listen 0.0.0.0 port 7390 of " + f0 +
+                       " (smhad@fab0): two instances may not share it; give each its own");
+}

@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -799,6 +800,65 @@ TEST_CASE("smhad --check-config refuses what start-up refuses: no peer") {
   CHECK(out.str().empty());
   CHECK(err.str() == "error: " + yaml + ": peers: HA policy: peers: at least one other head is needed\n" + yaml +
                          ": 1 error(s)\n");
+}
+
+namespace {
+
+// A head's files: its YAML, and certificates from scripts/make-peer-certs.
+struct TlsHead {
+  std::filesystem::path dir;
+  TlsHead() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "smha-tls-XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    dir = tmpl;
+    const std::string mk = std::string(SMHA_SOURCE_DIR) + "/scripts/make-peer-certs " + (dir / "pki").string();
+    REQUIRE(std::system((mk + " head01").c_str()) == 0);
+  }
+  ~TlsHead() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::string pki(const std::string& f) const { return (dir / "pki" / f).string(); }
+  std::string write(const std::string& certificate, const std::string& key) const {
+    const std::string path = (dir / "smha.yaml").string();
+    std::ofstream(path) << "node:\n  name: head01\n  port_guid: 0x10\nsm_key: 0x5\nsa_key: 0x6\n"
+                        << "peers:\n  - name: head02\n    port_guid: 0x20\n    address: 10.0.0.2:7390\n"
+                        << "state_dir: " << (dir / "state").string() << "\n"
+                        << "opensm:\n  conf_path: " << (dir / "opensm.conf").string() << "\n"
+                        << "continuity:\n  listen: 127.0.0.1:7390\n  certificate: " << certificate
+                        << "\n  private_key: " << key << "\n  ca: " << pki("ca.pem") << "\n";
+    return path;
+  }
+};
+
+int check_config(const std::string& path, std::string& err) {
+  opensm::ExecOpensmRunner runner;
+  std::ostringstream out, e;
+  const int rc = run_check_config(path, runner, out, e, {});
+  err = e.str();
+  return rc;
+}
+
+}  // namespace
+
+TEST_CASE("smhad --check-config refuses the TLS files start-up refuses: a missing certificate, a key others can read") {
+  TlsHead h;
+  std::string err;
+  const std::string good = h.write(h.pki("head01.pem"), h.pki("head01.key"));
+  const int rc = check_config(good, err);
+  INFO(err);
+  REQUIRE(rc == 0);
+
+  const std::string missing = h.write(h.pki("nope.pem"), h.pki("head01.key"));
+  CHECK(check_config(missing, err) == 1);
+  CHECK_THAT(err, Catch::Contains("error: " + missing + ": continuity.certificate " + h.pki("nope.pem") +
+                                  ": No such file or directory\n"));
+
+  REQUIRE(::chmod(h.pki("head01.key").c_str(), 0644) == 0);
+  const std::string readable = h.write(h.pki("head01.pem"), h.pki("head01.key"));
+  CHECK(check_config(readable, err) == 1);
+  CHECK_THAT(err, Catch::Contains("error: " + readable + ": continuity.private_key " + h.pki("head01.key") +
+                                  " can be read by others (mode 420 octal 644); make it 0600\n"));
 }
 
 TEST_CASE("route_warnings: a GUID on no port, a lid or dr_path discovery contradicts") {

@@ -187,6 +187,7 @@ struct HealthSettings {
   // By counter key (mad::counter_key: "symbol_errors", ...): the rise within
   // the window that counts; the ones not given keep their defaults.
   std::map<std::string, int> error_thresholds;
+  friend bool operator==(const HealthSettings&, const HealthSettings&) = default;
 };
 
 // The peer channel (doc/continuity.md, `continuity`): off unless the section
@@ -202,6 +203,7 @@ struct ContinuitySettings {
   int max_copy_age_s = 120;
   int refresh_s = 30;
   int max_copy_mib = 64;
+  friend bool operator==(const ContinuitySettings&, const ContinuitySettings&) = default;
 };
 
 struct Config {

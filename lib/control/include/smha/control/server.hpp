@@ -108,11 +108,15 @@ using AsyncHandler = std::function<void(const Call&, Responder)>;
 
 struct ServerOptions {
   std::string socket_path = kDefaultSocketPath;
-  // Group owning the socket and its directory; its members may call ReadOnly
-  // methods. Must exist (start() fails otherwise).
+  // Group owning the socket; its members may call ReadOnly methods. Must
+  // exist (start() fails otherwise).
   std::string group = kDefaultGroup;
+  // The socket's mode: who may connect at all. The directory's mode lets
+  // everyone through (0755, root's): it may hold the sockets of several
+  // instances with different groups (smhad@NAME), and `smctl status --all`
+  // lists it; each socket's group and mode decide who connects.
   mode_t socket_mode = 0660;
-  mode_t dir_mode = 0750;
+  mode_t dir_mode = 0755;
   // Close a connection that has not completed a request for this long.
   std::chrono::milliseconds idle_timeout{30'000};
   // Further connections are answered `error` and closed. The limit in force
@@ -152,8 +156,8 @@ class ControlServer {
                                std::vector<std::string> params = {});
 
   // Creates or checks the socket directory (must not be a symlink, must be
-  // owned by this euid and not world-writable; then set to dir_mode and
-  // group), removes a stale socket (refuses if a server answers on it or if
+  // owned by this euid and not world-writable; then set to dir_mode, its
+  // group left as it is), removes a stale socket (refuses if a server answers on it or if
   // the path is not a socket), binds, sets socket_mode and group, and starts
   // accepting. On failure nothing is listening and the error names the path
   // and the reason (codes "not_found" for an unknown group, "insecure" for an

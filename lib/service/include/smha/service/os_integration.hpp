@@ -148,7 +148,8 @@ std::vector<config::Diagnostic> route_warnings(const config::Config& config,
 
 // `smhad --check-config`: everything opensm::run_check_config checks, plus the
 // security check of every configured hook (HookDispatcher::check), the
-// state_dir and the HA policy (map_config), so a config smhad would refuse to
+// state_dir, the HA policy (map_config) and the peer channel's TLS files
+// (peer::check_tls_files), so a config smhad would refuse to
 // start with fails here too. Every check runs and every problem is printed in
 // one run (only a file that does not load stops at its own errors). Prints
 // like opensm::run_check_config: warnings, then "error: <file>: ..." lines,
