@@ -505,8 +505,8 @@ TEST_CASE("Peer channel: 8 frame headers announcing 64 MiB bodies hold one 64 Ki
   CHECK(rss_mib() - rss_before < 64);
 }
 
-TEST_CASE("Peer channel: a frame that would take all connections over the buffer budget closes its connection; "
-          "one within it arrives whole",
+TEST_CASE("Peer channel: a frame that would take all connections over the buffer budget closes its connection, "
+          "and one within it arrives whole",
           "[peer][channel]") {
   Budgeted r(80000, 160000);
   const std::string body(75000, 'x');
@@ -520,7 +520,9 @@ TEST_CASE("Peer channel: a frame that would take all connections over the buffer
   // Two frames of ~75 KB held; a third's first 64 KiB chunk would pass 160 000 bytes.
   const std::size_t held = frame.size() - kFrameHeaderSize;
   REQUIRE(eventually(r.io, [&] { return r.receiver->counters().buffered_bytes == 2 * held; }, std::chrono::seconds(5)));
-  asio::write(c3->s, asio::buffer(frame.data(), part));
+  // The server may close it before all of it is written (a broken pipe here).
+  boost::system::error_code ec;
+  asio::write(c3->s, asio::buffer(frame.data(), part), ec);
   CHECK(c3->closed_by_server(std::chrono::seconds(5)));
   auto c = r.counters();
   INFO(c.last_inbound_error);
