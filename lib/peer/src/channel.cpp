@@ -7,7 +7,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <deque>
+#include <map>
+#include <set>
+
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -26,6 +32,39 @@ using boost::system::error_code;
 
 namespace {
 
+// The TLS 1.3 key-exchange groups both ends offer: each costs well under a
+// millisecond of CPU.
+constexpr const char* kGroups = "X25519:P-256";
+// A body is read this much at a time; its buffer grows with what arrived.
+constexpr std::size_t kReadChunk = 64 * 1024;
+// Refusals are budgeted per window of this length (max_refusals_per_s / 10 each).
+constexpr Duration kRefusalWindow = std::chrono::milliseconds(100);
+// Refusals and failures of inbound connections are logged at most this often.
+constexpr Duration kLogEvery = seconds(10);
+
+// An address as the kernel gives it, IPv4-mapped IPv6 as IPv4.
+asio::ip::address plain(const asio::ip::address& a) {
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  return a;
+}
+
+// A token bucket: `rate` a second, at most `burst` at once.
+struct Bucket {
+  double tokens = -1;  // < 0: full
+  TimePoint at{};
+  bool take(TimePoint now, double rate, double burst) {
+    if (tokens < 0) tokens = burst;
+    else tokens = std::min(burst, tokens + std::chrono::duration<double>(now - at).count() * rate);
+    at = now;
+    if (tokens < 1) return false;
+    tokens -= 1;
+    return true;
+  }
+  bool full(TimePoint now, double rate, double burst) const {
+    return tokens < 0 || tokens + std::chrono::duration<double>(now - at).count() * rate >= burst;
+  }
+};
+
 std::string tls_error(const error_code& ec) {
   std::string s = ec.message();
   if (ec.category() == asio::error::get_ssl_category()) {
@@ -39,7 +78,12 @@ std::string tls_error(const error_code& ec) {
 
 Status setup_context(ssl::context& ctx, const ChannelConfig& cfg) {
   if (auto st = load_tls_files(ctx, {cfg.certificate, cfg.private_key, cfg.ca}); !st.ok()) return st;
-  SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_3_VERSION);
+  SSL_CTX* c = ctx.native_handle();
+  SSL_CTX_set_min_proto_version(c, TLS1_3_VERSION);
+  // OpenSSL 3 accepts ffdhe2048..8192 by default: a ClientHello offering
+  // only ffdhe8192 costs the server ~190 ms of CPU. Elliptic curves only.
+  if (SSL_CTX_set1_groups_list(c, kGroups) != 1)
+    return make_error(Errc::Config, std::string("continuity: this OpenSSL does not offer the key-exchange groups ") + kGroups);
   ctx.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
   return Status::Ok();
 }
@@ -49,12 +93,13 @@ Status setup_context(ssl::context& ctx, const ChannelConfig& cfg) {
 
 struct PeerChannel::Impl : std::enable_shared_from_this<PeerChannel::Impl> {
   Impl(asio::io_context& io, ChannelConfig cfg, const Clock& clock, Offer offer)
-      : io(io), cfg(std::move(cfg)), clock(clock), offer(std::move(offer)) {
+      : io(io), cfg(std::move(cfg)), clock(clock), offer(std::move(offer)), accept_timer(io), resolver(io) {
     for (const auto& p : this->cfg.peers) {
       PeerLink l;
       l.name = p.name;
       links.push_back(std::move(l));
     }
+    budget = this->cfg.max_buffered_bytes ? this->cfg.max_buffered_bytes : 2 * this->cfg.max_bytes + (1u << 20);
   }
 
   struct Inbound;
@@ -67,13 +112,29 @@ struct PeerChannel::Impl : std::enable_shared_from_this<PeerChannel::Impl> {
   ssl::context server_ctx{ssl::context::tls_server};
   ssl::context client_ctx{ssl::context::tls_client};
   std::unique_ptr<Tcp::acceptor> acceptor;
+  asio::steady_timer accept_timer;
+  Tcp::resolver resolver;
   std::vector<PeerLink> links;
   ChannelCounters counters;
   bool stopped = false;
   bool outbound_on = false;
-  int inbound_now = 0;
   std::vector<std::weak_ptr<Inbound>> inbound;
   std::vector<std::shared_ptr<Outbound>> outbound;
+
+  // Addresses of configured peers (continuity addresses, resolved, and
+  // those a peer authenticated from): their pending connections do not
+  // count against max_pending or max_handshakes_per_s.
+  std::set<asio::ip::address> peer_addresses;
+  std::map<asio::ip::address, int> pending_by_source;
+  int pending_strangers = 0;
+  std::map<asio::ip::address, Bucket> buckets;
+  Bucket strangers_bucket;
+  TimePoint refusal_window{};
+  int refusals_in_window = 0;
+  TimePoint logged_at{};
+  bool logged_once = false;
+  std::uint64_t unlogged = 0;
+  std::size_t budget = 0;
 
   PeerLink* link(const std::string& name) {
     for (auto& l : links)
@@ -81,28 +142,72 @@ struct PeerChannel::Impl : std::enable_shared_from_this<PeerChannel::Impl> {
     return nullptr;
   }
 
+  // One warning per kLogEvery at most; the next says how many were not logged.
+  void note(const std::string& line) {
+    const TimePoint now = clock.now();
+    if (logged_once && now - logged_at < kLogEvery) {
+      ++unlogged;
+      return;
+    }
+    if (unlogged) spdlog::warn("continuity: {} ({} more refused or closed since the last such line)", line, unlogged);
+    else spdlog::warn("continuity: {}", line);
+    logged_once = true;
+    logged_at = now;
+    unlogged = 0;
+  }
+
+  // Frame bytes held by inbound connections; false (nothing taken) over the budget.
+  bool take_buffer(std::size_t n) {
+    if (counters.buffered_bytes + n > budget) return false;
+    counters.buffered_bytes += n;
+    counters.buffered_peak = std::max(counters.buffered_peak, counters.buffered_bytes);
+    return true;
+  }
+  void give_buffer(std::size_t n) { counters.buffered_bytes -= std::min<std::uint64_t>(n, counters.buffered_bytes); }
+
+  // Why a connection from `from` is refused before TLS (why "" to take it),
+  // and the counter of that limit.
+  struct Refusal {
+    std::uint64_t* counter = nullptr;
+    std::string why;
+  };
+  Refusal admit(const asio::ip::address& from);
+  void on_accept(Tcp::socket sock);
   void accept();
+  void resolve_peers(std::size_t i);
   void open_outbound();
   void close_outbound();
 };
 
 // One connection a peer opened to us.
 struct PeerChannel::Impl::Inbound : std::enable_shared_from_this<Inbound> {
-  Inbound(std::shared_ptr<Impl> owner, Tcp::socket sock)
-      : owner(owner), s(std::move(sock), owner->server_ctx), timer(owner->io) {}
+  Inbound(std::shared_ptr<Impl> owner, Tcp::socket sock, asio::ip::address from, bool peer_address)
+      : owner(owner),
+        s(std::move(sock), owner->server_ctx),
+        timer(owner->io),
+        from(from),
+        peer_address(peer_address),
+        started(owner->clock.now()) {}
 
   std::weak_ptr<Impl> owner;
   Stream s;
   asio::steady_timer timer;
+  asio::ip::address from;
+  bool peer_address;  // counted among a peer's pending, not the strangers'
+  bool pending = true;
+  TimePoint started;
   std::string peer;  // the configured peer its certificate names
   std::array<std::uint8_t, kFrameHeaderSize> hdr{};
   FrameHeader header;
   std::vector<std::uint8_t> buf;
+  std::size_t held = 0;  // buf's capacity, counted in the owner's buffered_bytes
   std::deque<std::shared_ptr<std::vector<std::uint8_t>>> out;
   bool writing = false;
   bool closed = false;
   TimePoint window{};
   int frames_in_window = 0;
+
+  std::string who() const { return (peer.empty() ? std::string("unauthenticated peer") : peer) + " from " + from.to_string(); }
 
   void arm(Duration d, const char* what) {
     timer.expires_after(d);
@@ -112,9 +217,18 @@ struct PeerChannel::Impl::Inbound : std::enable_shared_from_this<Inbound> {
     });
   }
 
+  void leave_pending(Impl& o) {
+    if (!pending) return;
+    pending = false;
+    --o.counters.pending;
+    if (!peer_address) --o.pending_strangers;
+    if (auto it = o.pending_by_source.find(from); it != o.pending_by_source.end() && --it->second <= 0)
+      o.pending_by_source.erase(it);
+  }
+
   void start() {
     auto o = owner.lock();
-    arm(o->cfg.handshake_timeout, "TLS handshake timed out");
+    arm(o->cfg.handshake_timeout, "not authenticated within the pre-authentication deadline");
     s.async_handshake(ssl::stream_base::server, [self = shared_from_this()](const error_code& ec) {
       auto o = self->owner.lock();
       if (!o || self->closed) return;
@@ -133,9 +247,28 @@ struct PeerChannel::Impl::Inbound : std::enable_shared_from_this<Inbound> {
         ++o->counters.unknown_identity;
         return self->fail("its certificate names no configured peer", false);
       }
+      self->leave_pending(*o);
+      // Its address is a peer's from now on (bounded: a peer's addresses are few).
+      if (o->peer_addresses.size() < 4 * o->cfg.peers.size() + 16) o->peer_addresses.insert(self->from);
       if (auto* l = o->link(self->peer)) ++l->inbound;
+      self->make_room(*o);
       self->read_header();
     });
+  }
+
+  // At most max_inbound_per_peer connections of one peer: the oldest goes
+  // (a restarted peer's half-open one, most likely).
+  void make_room(Impl& o) {
+    std::vector<std::shared_ptr<Inbound>> mine;
+    for (auto& w : o.inbound)
+      if (auto in = w.lock(); in && !in->closed && !in->pending && in->peer == peer) mine.push_back(in);
+    std::sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) { return a->started < b->started; });
+    for (std::size_t i = 0; mine.size() - i > static_cast<std::size_t>(std::max(1, o.cfg.max_inbound_per_peer)); ++i) {
+      ++o.counters.replaced;
+      mine[i]->fail("replaced by a newer connection from the same peer (at most " +
+                        std::to_string(o.cfg.max_inbound_per_peer) + " per peer)",
+                    false);
+    }
   }
 
   void read_header() {
@@ -166,15 +299,49 @@ struct PeerChannel::Impl::Inbound : std::enable_shared_from_this<Inbound> {
         return self->fail("more than " + std::to_string(o->cfg.max_frames_per_s) + " frames a second (flooding)", false);
       }
       self->header = *h;
-      self->buf.resize(static_cast<std::size_t>(h->meta_len) + h->body_len);
       self->arm(o->cfg.frame_timeout, "a frame took longer than its timeout (slow peer)");
-      asio::async_read(self->s, asio::buffer(self->buf), [self](const error_code& ec2, std::size_t) {
-        auto o2 = self->owner.lock();
-        if (!o2 || self->closed) return;
-        if (ec2) return self->fail("read: " + tls_error(ec2), false);
-        self->on_frame();
-      });
+      self->read_body();
     });
+  }
+
+  // The meta and body, kReadChunk at a time: the buffer grows (doubling, up
+  // to the announced length) only as bytes arrive, within the owner's budget.
+  void read_body() {
+    auto o = owner.lock();
+    if (!o || closed) return;
+    const std::size_t need = static_cast<std::size_t>(header.meta_len) + header.body_len;
+    const std::size_t have = buf.size();
+    if (have == need) return on_frame();
+    const std::size_t chunk = std::min(kReadChunk, need - have);
+    if (have + chunk > held) {
+      const std::size_t cap = std::min(need, std::max(held * 2, have + chunk));
+      if (!o->take_buffer(cap - held)) {
+        ++o->counters.protocol_errors;
+        ++o->counters.rejected_memory;
+        return fail("its " + std::to_string(need) + "-byte frame would take the frames being received over " +
+                        std::to_string(o->budget) + " bytes buffered (" + std::to_string(o->counters.buffered_bytes) +
+                        " now, all connections)",
+                    false);
+      }
+      buf.reserve(cap);
+      held = cap;
+    }
+    buf.resize(have + chunk);
+    s.async_read_some(asio::buffer(buf.data() + have, chunk), [self = shared_from_this(), have](const error_code& ec,
+                                                                                               std::size_t n) {
+      auto o = self->owner.lock();
+      if (!o || self->closed) return;
+      if (ec) return self->fail("read: " + tls_error(ec), false);
+      self->buf.resize(have + n);
+      self->read_body();
+    });
+  }
+
+  void release_buffer() {
+    buf.clear();
+    buf.shrink_to_fit();
+    if (auto o = owner.lock()) o->give_buffer(held);
+    held = 0;
   }
 
   void on_frame() {
@@ -199,8 +366,7 @@ struct PeerChannel::Impl::Inbound : std::enable_shared_from_this<Inbound> {
     a.applied = v.applied;
     a.reason = v.applied ? std::string() : std::string(to_string(v.reason));
     a.text = v.text;
-    buf.clear();
-    buf.shrink_to_fit();
+    release_buffer();
     write(std::make_shared<std::vector<std::uint8_t>>(encode_answer_frame(a)));
     read_header();
   }
@@ -227,12 +393,21 @@ struct PeerChannel::Impl::Inbound : std::enable_shared_from_this<Inbound> {
     if (closed) return;
     closed = true;
     if (auto o = owner.lock()) {
-      --o->inbound_now;
-      if (timeout && peer.empty()) ++o->counters.handshake_failed;
-      else if (timeout) ++o->counters.protocol_errors;
-      o->counters.last_inbound_error = (peer.empty() ? std::string("unauthenticated peer") : peer) + ": " + why;
-      if (auto* l = peer.empty() ? nullptr : o->link(peer)) --l->inbound;
+      const bool was_pending = pending;
+      leave_pending(*o);
+      if (timeout && was_pending) {
+        ++o->counters.handshake_failed;
+        ++o->counters.preauth_timeouts;
+      } else if (timeout) {
+        ++o->counters.protocol_errors;
+      }
+      o->counters.last_inbound_error = who() + ": " + why;
+      if (!was_pending) {
+        if (auto* l = o->link(peer)) --l->inbound;
+      }
+      if (why != "closed by the peer" && why != "smhad stopping") o->note("connection from " + who() + " closed: " + why);
     }
+    release_buffer();
     timer.cancel();
     error_code ignored;
     s.lowest_layer().shutdown(Tcp::socket::shutdown_both, ignored);
@@ -409,26 +584,114 @@ struct PeerChannel::Impl::Outbound : std::enable_shared_from_this<Outbound> {
   }
 };
 
+PeerChannel::Impl::Refusal PeerChannel::Impl::admit(const asio::ip::address& from) {
+  const bool is_peer = peer_addresses.count(from) != 0;
+  if (const auto it = pending_by_source.find(from);
+      it != pending_by_source.end() && it->second >= cfg.max_pending_per_source)
+    return {&counters.rejected_source_limit,
+            fmt::format("{} connections from this address not yet authenticated (at most {})", it->second,
+                        cfg.max_pending_per_source)};
+  if (!is_peer && pending_strangers >= cfg.max_pending)
+    return {&counters.rejected_busy,
+            fmt::format("{} connections from addresses that are no peer's not yet authenticated (at most {})",
+                        pending_strangers, cfg.max_pending)};
+  const TimePoint now = clock.now();
+  // Forget the buckets that have refilled (a full bucket is as good as a new one).
+  if (buckets.size() > 1024)
+    std::erase_if(buckets, [&](const auto& kv) {
+      return kv.second.full(now, cfg.handshakes_per_s_per_source, cfg.handshake_burst);
+    });
+  // Still more addresses than that within seconds: the strangers' bucket holds them.
+  if (buckets.size() > 4096) buckets.clear();
+  if (!buckets[from].take(now, cfg.handshakes_per_s_per_source, cfg.handshake_burst))
+    return {&counters.rejected_rate, fmt::format("more than {} handshakes from this address at once, or {:g} a second",
+                                                 cfg.handshake_burst, cfg.handshakes_per_s_per_source)};
+  if (!is_peer && !strangers_bucket.take(now, cfg.max_handshakes_per_s, cfg.max_handshakes_per_s))
+    return {&counters.rejected_rate,
+            fmt::format("more than {} handshakes a second from addresses that are no peer's", cfg.max_handshakes_per_s)};
+  return {};
+}
+
+void PeerChannel::Impl::on_accept(Tcp::socket sock) {
+  auto refused = [this] {
+    const TimePoint now = clock.now();
+    if (now - refusal_window >= kRefusalWindow) {
+      refusal_window = now;
+      refusals_in_window = 0;
+    }
+    ++refusals_in_window;
+  };
+  error_code ec;
+  const auto ep = sock.remote_endpoint(ec);
+  if (ec) return refused();  // reset before we got to it: paced like a refusal
+  const auto from = plain(ep.address());
+  if (const auto refusal = admit(from); refusal.counter) {
+    ++*refusal.counter;
+    note("refused a connection from " + from.to_string() + ": " + refusal.why);
+    sock.close(ec);
+    return refused();
+  }
+  ++counters.accepted;
+  ++counters.pending;
+  ++pending_by_source[from];
+  const bool is_peer = peer_addresses.count(from) != 0;
+  if (!is_peer) ++pending_strangers;
+  auto in = std::make_shared<Inbound>(shared_from_this(), std::move(sock), from, is_peer);
+  std::erase_if(inbound, [](const std::weak_ptr<Inbound>& w) { return w.expired(); });
+  inbound.push_back(in);
+  in->start();
+}
+
 void PeerChannel::Impl::accept() {
   if (!acceptor || stopped) return;
   acceptor->async_accept([self = shared_from_this()](const error_code& ec, Tcp::socket sock) {
     if (self->stopped) return;
+    Duration pause{};
     if (!ec) {
-      if (self->inbound_now >= self->cfg.max_inbound) {
-        ++self->counters.rejected_busy;
-        error_code ignored;
-        sock.close(ignored);
-      } else {
-        ++self->counters.accepted;
-        ++self->inbound_now;
-        auto in = std::make_shared<Inbound>(self, std::move(sock));
-        self->inbound.push_back(in);
-        std::erase_if(self->inbound, [](const std::weak_ptr<Inbound>& w) { return w.expired(); });
-        in->start();
+      self->on_accept(std::move(sock));
+      // Refusing at the pace of a client that reconnects in a loop would
+      // cost a core: after a tenth of max_refusals_per_s within a tenth of
+      // a second, wait out that tenth (a peer's connection waits in the
+      // backlog that long at most).
+      if (self->refusals_in_window >= std::max(1, self->cfg.max_refusals_per_s / 10)) {
+        pause = kRefusalWindow - (self->clock.now() - self->refusal_window);
+        self->refusals_in_window = 0;
+        self->refusal_window += kRefusalWindow;
+        ++self->counters.accept_pauses;
       }
+    } else if (ec != asio::error::operation_aborted) {
+      // Out of descriptors (EMFILE, ENFILE) or memory: retrying at once would spin.
+      self->note("accept: " + ec.message() + "; accepting again in 100 ms");
+      pause = std::chrono::milliseconds(100);
     }
-    self->accept();
+    if (pause <= Duration::zero()) return self->accept();
+    self->accept_timer.expires_after(pause);
+    self->accept_timer.async_wait([self](const error_code& ec2) {
+      if (!ec2) self->accept();
+    });
   });
+}
+
+// A configured peer's continuity address is a peer's address (a host name
+// resolved once, in the background; a connection it authenticates from is
+// added then).
+void PeerChannel::Impl::resolve_peers(std::size_t i) {
+  for (; i < cfg.peers.size(); ++i) {
+    error_code ec;
+    const auto a = asio::ip::make_address(cfg.peers[i].host, ec);
+    if (!ec) {
+      peer_addresses.insert(plain(a));
+      continue;
+    }
+    resolver.async_resolve(cfg.peers[i].host, "0",
+                           [self = shared_from_this(), i](const error_code& ec2, Tcp::resolver::results_type r) {
+                             if (self->stopped) return;
+                             if (!ec2)
+                               for (const auto& e : r) self->peer_addresses.insert(plain(e.endpoint().address()));
+                             self->resolve_peers(i + 1);
+                           });
+    return;
+  }
 }
 
 void PeerChannel::Impl::open_outbound() {
@@ -461,12 +724,13 @@ Status PeerChannel::start() {
   acc->open(ep.protocol(), ec);
   if (!ec) acc->set_option(Tcp::acceptor::reuse_address(true), ec);
   if (!ec) acc->bind(ep, ec);
-  if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) acc->listen(std::max(1, impl_->cfg.listen_backlog), ec);
   if (ec)
     return make_error(ec == asio::error::address_in_use ? Errc::Busy : Errc::Io,
                       "continuity.listen " + impl_->cfg.listen_host + " port " + std::to_string(impl_->cfg.listen_port) +
                           ": " + ec.message());
   impl_->acceptor = std::move(acc);
+  impl_->resolve_peers(0);
   impl_->accept();
   return Status::Ok();
 }
@@ -477,6 +741,8 @@ void PeerChannel::stop() {
   impl_->close_outbound();
   error_code ignored;
   if (impl_->acceptor) impl_->acceptor->close(ignored);
+  impl_->accept_timer.cancel();
+  impl_->resolver.cancel();
   for (auto& w : impl_->inbound)
     if (auto in = w.lock()) in->fail("smhad stopping", false);
 }

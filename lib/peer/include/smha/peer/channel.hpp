@@ -11,11 +11,33 @@
 // the channel only carries files, and a head with no channel behaves as one
 // whose channel is down.
 //
-// Bounds: a handshake gets handshake_timeout, a frame frame_timeout once its
-// header arrived (a slow peer is cut off); at most max_inbound connections
-// at once (more are closed at accept); a connection sending more than
-// max_frames_per_s frames a second is closed (flooding); frames are at most
-// max_bytes; the outgoing queue holds the latest copy of each kind only.
+// Bounds (doc/continuity.md, "Bounds and the event loop"):
+//   - TLS 1.3 with the X25519 and P-256 key-exchange groups only: no client
+//     can make the handshake cost more than an elliptic-curve one.
+//   - Before authentication (TCP accepted, TLS handshake and identity not
+//     yet done), a connection is "pending": it must authenticate within
+//     handshake_timeout or is closed; at most max_pending_per_source pending
+//     from one address; at most max_pending pending from addresses that are
+//     no peer's, while a configured peer's address (continuity address, or
+//     one it authenticated from before) has slots of its own, so strangers
+//     never hold the slots a peer needs; handshakes from one address are
+//     rate-limited (a token bucket, handshakes_per_s_per_source with a burst
+//     of handshake_burst) and from strangers together (max_handshakes_per_s).
+//   - After: at most max_inbound_per_peer connections per peer (a further
+//     one closes that peer's oldest).
+//   - A connection refused for a limit is closed at once, counted and logged
+//     (rate-limited, naming the address and the limit); after a tenth of
+//     max_refusals_per_s refusals within 100 ms, accepting pauses for the
+//     rest of those 100 ms (the kernel's backlog, listen_backlog, holds or
+//     drops the rest), so refusing costs a bounded number of accepts.
+//   - A frame gets frame_timeout once its header arrived (a slow peer is cut
+//     off); more than max_frames_per_s frames a second closes the connection
+//     (flooding); frames are at most max_bytes; the body is read in 64 KiB
+//     chunks and its buffer grows with the bytes received, never to the
+//     announced length up front; all connections together buffer at most
+//     max_buffered_bytes (a frame that would take them over closes its
+//     connection).
+//   - The outgoing queue holds the latest copy of each kind only.
 // Everything runs on the owner's io_context; nothing blocks it.
 #pragma once
 
@@ -51,12 +73,22 @@ struct ChannelConfig {
   std::string ca;           // PEM of the CA that signs every head's certificate
   std::vector<ChannelPeer> peers;
   std::size_t max_bytes = opensm::kMaxSaDumpBytes;
-  Duration handshake_timeout = seconds(10);
+  // From TCP accept to identity checked (a TLS 1.3 handshake on a LAN takes
+  // milliseconds); also the outbound connect-and-handshake deadline.
+  Duration handshake_timeout = seconds(3);
   Duration frame_timeout = seconds(30);
   Duration reconnect_min = seconds(1);
   Duration reconnect_max = seconds(30);
-  int max_inbound = 8;
+  int max_pending = 8;             // pending from addresses that are no peer's, together
+  int max_pending_per_source = 2;  // pending from one address
+  double handshakes_per_s_per_source = 1;
+  int handshake_burst = 4;
+  int max_handshakes_per_s = 20;   // from addresses that are no peer's, together
+  int max_inbound_per_peer = 2;    // authenticated, per configured peer
+  int max_refusals_per_s = 20;     // then accepting pauses (in 100 ms steps)
+  int listen_backlog = 16;
   int max_frames_per_s = 20;
+  std::size_t max_buffered_bytes = 0;  // all inbound frames together; 0: 2 x max_bytes + 1 MiB
 };
 
 // What the channel says of one peer.
@@ -78,12 +110,21 @@ struct PeerLink {
 
 struct ChannelCounters {
   std::uint64_t accepted = 0;
-  std::uint64_t rejected_busy = 0;        // over max_inbound
-  std::uint64_t handshake_failed = 0;     // TLS refused (wrong CA, no certificate, TLS < 1.3, timeout)
-  std::uint64_t unknown_identity = 0;     // a valid certificate naming no configured peer
-  std::uint64_t protocol_errors = 0;      // frames that break the protocol, too large, flooding, slow
+  std::uint64_t rejected_busy = 0;          // max_pending strangers already pending
+  std::uint64_t rejected_source_limit = 0;  // max_pending_per_source already pending from its address
+  std::uint64_t rejected_rate = 0;          // over its address's or the strangers' handshake rate
+  std::uint64_t accept_pauses = 0;          // max_refusals_per_s reached: accepting paused
+  std::uint64_t handshake_failed = 0;       // TLS refused (wrong CA, no certificate, TLS < 1.3, no common group, timeout)
+  std::uint64_t preauth_timeouts = 0;       // of those, not authenticated within handshake_timeout
+  std::uint64_t unknown_identity = 0;       // a valid certificate naming no configured peer
+  std::uint64_t replaced = 0;               // a peer's oldest connection, closed for its newest (max_inbound_per_peer)
+  std::uint64_t protocol_errors = 0;        // frames that break the protocol, too large, flooding, slow, over budget
+  std::uint64_t rejected_memory = 0;        // of those, frames over max_buffered_bytes
   std::uint64_t frames_in = 0;
   std::uint64_t frames_out = 0;
+  std::uint64_t buffered_bytes = 0;         // frame bytes buffered now, all inbound connections
+  std::uint64_t buffered_peak = 0;          // the most ever buffered at once
+  int pending = 0;                          // connections not yet authenticated, now
   std::string last_inbound_error;
 };
 
