@@ -14,6 +14,9 @@
 //   services  N ServiceRecords registered by one port (distinct service IDs)
 //   informs   N InformInfo subscriptions of one port (distinct subscriber_enum)
 //   groups    N multicast groups, each with the fabric's 4 CA ports as full members
+//   defaults  a copy at every default bound (opensm::SaDumpBounds) at once:
+//             ServiceRecords and subscriptions from ports of 64 records each,
+//             and the groups as above (N is ignored)
 //
 // The dump is also checked with smha's parser (opensm::parse_sa_dump) and
 // its trimmer at the default bounds, so the table shows what a copy carries.
@@ -100,6 +103,7 @@ std::optional<long long> first_stamp(const std::string& log, const std::string& 
 struct Run {
   double outage_ms = 0;  // MASTER -> SUBNET UP
   std::size_t bytes = 0;
+  std::size_t records = 0;
   std::size_t kept = 0;  // records a copy carries at the default bounds
   bool parse_errors = false;
 };
@@ -113,18 +117,30 @@ Run run_one(const std::string& kind, std::size_t n) {
     ports.push_back(p->port_guid);
   }
   std::string text;
-  for (std::size_t i = 0; i < n; ++i) {
+  if (kind == "defaults") {
+    const smha::opensm::SaDumpBounds b;
+    for (std::size_t i = 0; i < b.groups; ++i) text += group(static_cast<unsigned>(i), ports);
+    for (std::size_t i = 0; i < b.informs; ++i)
+      text += inform(0x0002c90300100000ULL + i / b.informs_per_port, static_cast<unsigned>(i));
+    for (std::size_t i = 0; i < b.services; ++i) text += service(0x0002c90300100000ULL + i / b.services_per_port, i);
+    n = b.groups + b.informs + b.services;
+  }
+  for (std::size_t i = 0; kind != "defaults" && i < n; ++i) {
     if (kind == "services") text += service(ports[2], i);
     else if (kind == "informs") text += inform(ports[2], static_cast<unsigned>(i));
     else text += group(static_cast<unsigned>(i), ports);
   }
   Run r;
   r.bytes = text.size();
+  r.records = n;
   auto parsed = smha::opensm::parse_sa_dump(text);
   if (!parsed) throw std::runtime_error("the synthetic dump does not parse: " + parsed.error().message);
   const auto t = smha::opensm::trim_sa_dump(text, smha::opensm::SaDumpBounds{});
   auto left = smha::opensm::parse_sa_dump(t.text);
-  r.kept = kind == "services" ? left->services : kind == "informs" ? left->informs : left->groups.size();
+  r.kept = kind == "services"  ? left->services
+           : kind == "informs" ? left->informs
+           : kind == "groups"  ? left->groups.size()
+                               : left->services + left->informs + left->groups.size();
   const std::string path = f.scratch_dir() + "/sa-db.dump";
   std::ofstream(path) << text;
   OpensmSpec spec;
@@ -164,7 +180,7 @@ int main(int argc, char** argv) {
   std::printf("|---|---:|---:|---:|---:|---|\n");
   std::stringstream ks(kinds);
   for (std::string kind; std::getline(ks, kind, ',');) {
-    if (kind != "services" && kind != "informs" && kind != "groups") {
+    if (kind != "services" && kind != "informs" && kind != "groups" && kind != "defaults") {
       std::fprintf(stderr, "unknown kind %s\n", kind.c_str());
       return 2;
     }
@@ -182,7 +198,7 @@ int main(int argc, char** argv) {
         continue;
       }
       std::sort(ms.begin(), ms.end());
-      std::printf("| %s | %zu | %.1f MB | %.0f ms | %zu | %s |\n", kind.c_str(), n, last.bytes / 1e6,
+      std::printf("| %s | %zu | %.1f MB | %.0f ms | %zu | %s |\n", kind.c_str(), last.records, last.bytes / 1e6,
                   ms[ms.size() / 2], last.kept, last.parse_errors ? "PARSE ERROR" : "ok");
       std::fflush(stdout);
     }

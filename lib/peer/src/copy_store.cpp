@@ -165,6 +165,7 @@ Verdict CopyStore::offer(FrameKind kind, const CopyMeta& meta, std::string_view 
     if (digest != held->sha256)
       return refuse(RefuseReason::Replayed, what + " is the generation held, with other content", tls_peer);
     held->confirmed = clock_.wall_now();
+    held->trimmed = meta.trimmed;  // the same copy may have been cut from a dump grown since
     ++confirmed_;
     Verdict v;
     v.applied = true;

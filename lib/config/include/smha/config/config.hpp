@@ -208,7 +208,7 @@ struct ContinuitySettings {
   int max_services = 4096;
   int max_subscriptions_per_port = 64;
   int max_subscriptions = 4096;
-  int max_groups = 16384;
+  int max_groups = 8192;
 };
 
 struct Config {

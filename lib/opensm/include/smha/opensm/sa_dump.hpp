@@ -78,7 +78,7 @@ struct SaDumpBounds {
   std::size_t services = 4096;
   std::size_t informs_per_port = 64;
   std::size_t informs = 4096;
-  std::size_t groups = 16384;
+  std::size_t groups = 8192;
 };
 
 // The records trim_sa_dump() left out that one port GID registered (the
