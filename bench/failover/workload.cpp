@@ -6,6 +6,7 @@
 //   bench_workload_client join   --sa-lid L [--groups G]
 //   bench_workload_client check  --sa-lid L [--groups G] --member GUID ...
 //   bench_workload_client tables [--mft-blocks B]
+//   bench_workload_client services --sa-lid L --count N [--name NAME]
 //
 // join:   from this node's port, through the SA at LID L: G multicast joins
 //         (SubnAdmSet(MCMemberRecord), FullMember; group 0 is IPoIB's
@@ -23,6 +24,11 @@
 //         LinearForwardingTable up to its LinearFDBTop and the first B
 //         blocks (32 MLIDs each) of its MulticastForwardingTable at every
 //         position. Prints one JSON object.
+// services: registers N ServiceRecords from this node's port (SubnAdmSet,
+//         infinite lease, service IDs kServiceBulkId + 0..N-1, 8 in flight)
+//         named NAME ("\n" in it becomes a newline: a name OpenSM's dump
+//         splits; default "smha-bulk"), as a node flooding its SA would.
+//         Prints one JSON object: how many took, the first errors.
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -52,6 +58,7 @@ namespace {
 
 constexpr std::uint64_t kServiceId = 0x10000ce100000001ULL;
 constexpr const char* kServiceName = "smha-workload";
+constexpr std::uint64_t kServiceBulkId = 0x10000ce300000000ULL;
 
 // Group g's MGID: 0 is IPoIB's IPv4 broadcast group for P_Key 0xffff
 // (ff12:401b:ffff::ffff:ffff); the others are IPv6 solicited-node style
@@ -124,6 +131,8 @@ struct Args {
   std::uint16_t sa_lid = 0;
   int groups = 4;
   int mft_blocks = 1;
+  long count = 1;
+  std::string name = "smha-bulk";
   std::vector<Guid> members;
 };
 
@@ -131,7 +140,8 @@ int usage() {
   std::fprintf(stderr,
                "usage: bench_workload_client join --sa-lid L [--groups G]\n"
                "       bench_workload_client check --sa-lid L [--groups G] --member GUID ...\n"
-               "       bench_workload_client tables [--mft-blocks B]\n");
+               "       bench_workload_client tables [--mft-blocks B]\n"
+               "       bench_workload_client services --sa-lid L --count N [--name NAME]\n");
   return 2;
 }
 
@@ -143,6 +153,15 @@ bool parse(int argc, char** argv, Args& a) {
     const std::string v = argv[i + 1];
     char* end = nullptr;
     const long n = std::strtol(v.c_str(), &end, 10);
+    if (k == "--name") {
+      a.name.clear();
+      for (std::size_t j = 0; j < v.size(); ++j) {
+        if (v.compare(j, 2, "\\n") == 0) a.name += '\n', ++j;
+        else a.name += v[j];
+      }
+      if (a.name.size() > kServiceNameSize) return false;
+      continue;
+    }
     if (k == "--member") {
       auto g = parse_guid(v);
       if (!g) return false;
@@ -153,10 +172,12 @@ bool parse(int argc, char** argv, Args& a) {
     if (k == "--sa-lid" && n > 0 && n < 0xc000) a.sa_lid = static_cast<std::uint16_t>(n);
     else if (k == "--groups" && n >= 1 && n <= 64) a.groups = static_cast<int>(n);
     else if (k == "--mft-blocks" && n >= 1 && n <= 512) a.mft_blocks = static_cast<int>(n);
+    else if (k == "--count" && n >= 1 && n <= 1000000) a.count = n;
     else return false;
   }
   if ((argc - 2) % 2 != 0) return false;
   if (a.cmd == "join" || a.cmd == "check") return a.sa_lid != 0 && (a.cmd == "join" || !a.members.empty());
+  if (a.cmd == "services") return a.sa_lid != 0;
   return a.cmd == "tables";
 }
 
@@ -284,6 +305,31 @@ json check(boost::asio::io_context& io, UmadTransport& t, const Args& a) {
   return out;
 }
 
+json services(boost::asio::io_context& io, UmadTransport& t, const Args& a) {
+  const Gid me{kDefaultSubnetPrefix, t.local_port().port_guid};
+  json out{{"port_guid", hex16(me.guid.value)}, {"registered", 0}, {"errors", json::array()}};
+  long registered = 0, failed = 0;
+  Pump pump(8);
+  for (long i = 0; i < a.count; ++i)
+    pump.add([&, i](std::function<void()> next) {
+      ServiceRecord s;
+      s.id = kServiceBulkId + static_cast<std::uint64_t>(i);
+      s.gid = me;
+      s.pkey = 0xffff;
+      s.lease = 0xffffffffu;
+      s.name = a.name;
+      t.set_service_record(Lid{a.sa_lid}, s, sa_opts(), [&, i, next](Result<ServiceRecordReply> r) {
+        if (r) ++registered;
+        else if (++failed <= 5) out["errors"].push_back("ServiceRecord " + std::to_string(i) + ": " + r.error().message);
+        next();
+      });
+    });
+  io.run();
+  out["registered"] = registered;
+  out["failed"] = failed;
+  return out;
+}
+
 json tables(boost::asio::io_context& io, UmadTransport& t, const Args& a) {
   SteadyClock clock;
   os::AsioScheduler sched(io, clock);
@@ -379,6 +425,7 @@ int main(int argc, char** argv) {
   json out;
   if (a.cmd == "join") out = join(io, **opened, a);
   else if (a.cmd == "check") out = check(io, **opened, a);
+  else if (a.cmd == "services") out = services(io, **opened, a);
   else out = tables(io, **opened, a);
   std::printf("%s\n", out.dump().c_str());
   return out["errors"].empty() ? 0 : 1;

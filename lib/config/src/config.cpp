@@ -1049,7 +1049,9 @@ std::optional<std::pair<std::string, int>> Loader::host_port(const YAML::Node& v
 
 void Loader::load_continuity(const Entry& e, Config& c) {
   auto m = check_map(e.value, "continuity",
-                     {"listen", "certificate", "private_key", "ca", "max_copy_age_s", "refresh_s", "max_copy_mib"});
+                     {"listen", "certificate", "private_key", "ca", "max_copy_age_s", "refresh_s", "max_copy_mib",
+                      "max_services_per_port", "max_services", "max_subscriptions_per_port", "max_subscriptions",
+                      "max_groups"});
   if (!m) return;
   auto& k = c.continuity;
   k.enabled = true;
@@ -1076,10 +1078,15 @@ void Loader::load_continuity(const Entry& e, Config& c) {
       error(e.key, "continuity", std::string("missing required key '") + key + "'");
     }
   }
-  const std::array<std::pair<const char*, std::pair<int*, limits::IntRange>>, 3> ints{{
+  const std::array<std::pair<const char*, std::pair<int*, limits::IntRange>>, 8> ints{{
       {"max_copy_age_s", {&k.max_copy_age_s, limits::kMaxCopyAgeS}},
       {"refresh_s", {&k.refresh_s, limits::kCopyRefreshS}},
       {"max_copy_mib", {&k.max_copy_mib, limits::kMaxCopyMiB}},
+      {"max_services_per_port", {&k.max_services_per_port, limits::kCopyRecords}},
+      {"max_services", {&k.max_services, limits::kCopyRecords}},
+      {"max_subscriptions_per_port", {&k.max_subscriptions_per_port, limits::kCopyRecords}},
+      {"max_subscriptions", {&k.max_subscriptions, limits::kCopyRecords}},
+      {"max_groups", {&k.max_groups, limits::kCopyRecords}},
   }};
   for (const auto& [key, target] : ints)
     if (auto it = m->find(key); it != m->end())

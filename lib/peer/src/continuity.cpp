@@ -103,6 +103,7 @@ void Continuity::tick() {
       m.from = cfg_.own_name;
       m.master_guid = cfg_.own_guid;
       m.generation = out.generation;
+      if (out.kind == FrameKind::SaDump) m.trimmed = sender_.trimmed();
       channel_->send(out.kind, m, out.body);
     }
   } else if (f.master && clock_.now() - started_ >= cfg_.max_copy_age) {
@@ -124,6 +125,13 @@ void Continuity::tick() {
     detail = buf;
   }
   fabric::set_alarm(alarms_, sm::AlarmKind::SaCopyStale, detail, alarm_, clock_.now());
+  // What the master leaves out of the SA copy: on the master as it trims, on
+  // a standby as the copy it holds says.
+  const auto& held = store_.held(FrameKind::SaDump);
+  const std::string trimmed =
+      master ? (sender_.trimmed().empty() ? "" : "the SA copy sent to the standbys leaves out " + sender_.trimmed())
+             : (held && !held->trimmed.empty() ? "the SA copy from " + held->from + " leaves out " + held->trimmed : "");
+  fabric::set_alarm(alarms_, sm::AlarmKind::SaCopyTrimmed, trimmed, trim_alarm_, clock_.now());
 }
 
 void Continuity::note_takeover() {
@@ -173,6 +181,7 @@ json Continuity::status_json() const {
       c["members"] = h->sa.members;
       c["services"] = h->sa.services;
       c["subscriptions"] = h->sa.informs;
+      c["trimmed"] = h->trimmed;
     } else {
       c["entries"] = h->guid2lid_entries;
     }
@@ -190,6 +199,7 @@ json Continuity::status_json() const {
   j["sent"] = {{"copies", sender_.sent()},
                {"generation", sender_.generation()},
                {"sa_dump_problem", sender_.problem(FrameKind::SaDump)},
+               {"sa_dump_trimmed", sender_.trimmed()},
                {"guid2lid_problem", sender_.problem(FrameKind::Guid2Lid)}};
   const auto& c = channel_->counters();
   j["channel"] = {{"accepted", c.accepted},

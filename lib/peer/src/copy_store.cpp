@@ -94,6 +94,7 @@ void CopyStore::load() {
       h.master_guid = *g;
       h.received = from_unix_ms(j.at("received_unix_ms").get<std::int64_t>());
       h.confirmed = from_unix_ms(j.at("confirmed_unix_ms").get<std::int64_t>());
+      h.trimmed = j.value("trimmed", std::string());
       h.sha256 = sha256(file->text);
       if (j.at("sha256").get<std::string>() != hex_string(h.sha256)) continue;  // not the copy the record is of
     } catch (const json::exception&) {
@@ -164,6 +165,7 @@ Verdict CopyStore::offer(FrameKind kind, const CopyMeta& meta, std::string_view 
     if (digest != held->sha256)
       return refuse(RefuseReason::Replayed, what + " is the generation held, with other content", tls_peer);
     held->confirmed = clock_.wall_now();
+    held->trimmed = meta.trimmed;  // the same copy may have been cut from a dump grown since
     ++confirmed_;
     Verdict v;
     v.applied = true;
@@ -176,6 +178,7 @@ Verdict CopyStore::offer(FrameKind kind, const CopyMeta& meta, std::string_view 
     return refuse(RefuseReason::Malformed, what + ": " + st.error().message, tls_peer);
   h.generation = meta.generation;
   h.from = meta.from;
+  h.trimmed = meta.trimmed;
   h.master_guid = meta.master_guid;
   h.received = h.confirmed = clock_.wall_now();
   h.bytes = body.size();
@@ -187,7 +190,8 @@ Verdict CopyStore::offer(FrameKind kind, const CopyMeta& meta, std::string_view 
                   {"master_guid", to_string(h.master_guid)},
                   {"received_unix_ms", unix_ms(h.received)},
                   {"confirmed_unix_ms", unix_ms(h.confirmed)},
-                  {"sha256", hex_string(h.sha256)}};
+                  {"sha256", hex_string(h.sha256)},
+                  {"trimmed", h.trimmed}};
   // The record follows the copy: a crash between the two leaves an older
   // record, which a later copy replaces (its generation is higher).
   (void)fs_.write_atomic(path(kind) + ".smha", side.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", 0600);
@@ -204,6 +208,7 @@ CopySender::CopySender(CopySenderConfig cfg, os::FileSystem& fs, const Clock& cl
 
 void CopySender::reset() {
   for (auto& l : last_) l.reset();
+  trimmed_.clear();
 }
 
 std::vector<Outgoing> CopySender::poll(std::uint64_t floor) {
@@ -230,6 +235,13 @@ std::vector<Outgoing> CopySender::poll(std::uint64_t floor) {
     if (file->size > cfg_.max_bytes) {
       problem_[i] = path + " is " + std::to_string(file->size) + " bytes; the cap is " + std::to_string(cfg_.max_bytes);
       continue;
+    }
+    if (kind == FrameKind::SaDump) {
+      // What OpenSM could not load back, or would take too long to, stays
+      // out of the copy; the rest flows (doc/continuity.md).
+      auto t = opensm::trim_sa_dump(file->text, cfg_.bounds);
+      trimmed_ = opensm::trim_summary(t, cfg_.bounds);
+      if (t.any()) file->text = std::move(t.text);
     }
     HeldCopy scratch;
     if (auto st = validate(kind, file->text, cfg_.max_bytes, scratch); !st.ok()) {

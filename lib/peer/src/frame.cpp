@@ -123,6 +123,15 @@ Result<CopyMeta> decode_copy_meta(std::string_view text) {
   m.master_guid = *guid;
   m.generation = *gen;
   m.age_ms = *age;
+  if (auto it = j->find("trimmed"); it != j->end()) {
+    if (!it->is_string()) return protocol("meta \"trimmed\" is not a string");
+    const auto& t = it->get_ref<const std::string&>();
+    if (t.size() > kMaxTrimmedText)
+      return protocol("meta \"trimmed\" is longer than " + std::to_string(kMaxTrimmedText) + " bytes");
+    for (unsigned char c : t)
+      if (c < 0x20 || c == 0x7f) return protocol("meta \"trimmed\" has a control character");
+    m.trimmed = t;
+  }
   return m;
 }
 
@@ -151,8 +160,9 @@ Result<AnswerMeta> decode_answer_meta(std::string_view text) {
 }
 
 std::vector<std::uint8_t> encode_copy_frame(FrameKind kind, const CopyMeta& m, std::string_view body) {
-  const json j{{"fabric", m.fabric}, {"from", m.from}, {"master_guid", to_string(m.master_guid)}, {"generation", m.generation},
+  json j{{"fabric", m.fabric}, {"from", m.from}, {"master_guid", to_string(m.master_guid)}, {"generation", m.generation},
                {"age_ms", m.age_ms}};
+  if (!m.trimmed.empty()) j["trimmed"] = m.trimmed.substr(0, kMaxTrimmedText);
   return frame(kind, j.dump(-1, ' ', false, json::error_handler_t::replace), body);
 }
 

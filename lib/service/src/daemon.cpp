@@ -195,6 +195,9 @@ bool Daemon::init_continuity() {
   cc.sender.guid2lid_path = cc.store.guid2lid_path;
   cc.sender.max_bytes = max_bytes;
   cc.sender.refresh = std::chrono::seconds(k.refresh_s);
+  cc.sender.bounds = {static_cast<std::size_t>(k.max_services_per_port), static_cast<std::size_t>(k.max_services),
+                      static_cast<std::size_t>(k.max_subscriptions_per_port),
+                      static_cast<std::size_t>(k.max_subscriptions), static_cast<std::size_t>(k.max_groups)};
   cc.max_copy_age = std::chrono::seconds(k.max_copy_age_s);
   continuity_ = std::make_unique<ContinuityThread>(
       std::move(cc), fs_, clock_, *sched_, io_,

@@ -44,6 +44,7 @@ std::string_view to_string(AlarmKind k) {
     case AlarmKind::LinkDegraded: return "link_degraded";
     case AlarmKind::LinkErrors: return "link_errors";
     case AlarmKind::SaCopyStale: return "sa_copy_stale";
+    case AlarmKind::SaCopyTrimmed: return "sa_copy_trimmed";
   }
   return "unknown";
 }

@@ -882,6 +882,25 @@ TEST_CASE("continuity: off by default, its keys, every peer's address and the sa
   CHECK(c.continuity.max_copy_age_s == 300);
   CHECK(c.continuity.refresh_s == 10);
   CHECK(c.continuity.max_copy_mib == 8);
+  // What an SA copy may carry: the defaults, then each key (0: no bound).
+  CHECK(c.continuity.max_services_per_port == 64);
+  CHECK(c.continuity.max_services == 4096);
+  CHECK(c.continuity.max_subscriptions_per_port == 64);
+  CHECK(c.continuity.max_subscriptions == 4096);
+  CHECK(c.continuity.max_groups == 8192);
+  {
+    const Config b = load_ok(kNode + peers + section +
+                             "  max_services_per_port: 8\n  max_services: 0\n  max_subscriptions_per_port: 2\n"
+                             "  max_subscriptions: 100\n  max_groups: 1000\n");
+    CHECK(b.continuity.max_services_per_port == 8);
+    CHECK(b.continuity.max_services == 0);
+    CHECK(b.continuity.max_subscriptions_per_port == 2);
+    CHECK(b.continuity.max_subscriptions == 100);
+    CHECK(b.continuity.max_groups == 1000);
+    const auto bad = errors_of(kNode + peers + section + "  max_services: -1\n");
+    REQUIRE(bad.size() == 1);
+    CHECK(bad[0].find("continuity.max_services") != std::string::npos);
+  }
   REQUIRE(c.peers.size() == 1);
   CHECK(c.peers[0].address_host == "fd00::2");
   CHECK(c.peers[0].address_port == 7390);

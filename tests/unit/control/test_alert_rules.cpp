@@ -55,6 +55,6 @@ TEST_CASE("alert rules: every rule is complete and names metrics that exist", "[
   // The textfile rule matches an instance's file too.
   CHECK(std::regex_search("/var/lib/prometheus/node-exporter/smha-rail1.prom", std::regex(".*smha(-[A-Za-z0-9_-]+)?\\.prom")));
   CHECK(alerts == std::set<std::string>{"SmhaTwoMasters", "SmhaNoMaster", "SmhaConfigDrift", "SmhaLinkDegraded",
-                                        "SmhaLinkErrors", "SmhaSaCopyStale", "SmhaTakeoverLostGroups",
+                                        "SmhaLinkErrors", "SmhaSaCopyStale", "SmhaSaCopyTrimmed", "SmhaTakeoverLostGroups",
                                         "SmhaMetricsTextfileStale"});
 }

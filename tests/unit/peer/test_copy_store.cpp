@@ -89,6 +89,26 @@ TEST_CASE("CopyStore: a copy from the peer that is MASTER is written where OpenS
   CHECK_FALSE(third.held(FrameKind::Guid2Lid));
 }
 
+TEST_CASE("CopyStore: what the master left out of a copy is held with it, updated on a confirmation and kept "
+          "across a restart",
+          "[peer][copy_store]") {
+  MemoryFileSystem fs;
+  ManualClock clock;
+  CopyStore store(store_config(), fs, clock);
+  CopyMeta m = from_head01(100);
+  m.trimmed = "1 record OpenSM could not load back: 1 registered by port GID 0xfe80000000000000:0x00000000001000ff";
+  REQUIRE(store.offer(FrameKind::SaDump, m, real_dump(), "head01", kStandbyUnderHead01).applied);
+  CHECK(store.held(FrameKind::SaDump)->trimmed == m.trimmed);
+  CopyStore again(store_config(), fs, clock);
+  again.load();
+  REQUIRE(again.held(FrameKind::SaDump));
+  CHECK(again.held(FrameKind::SaDump)->trimmed == m.trimmed);
+  m.trimmed += ", and more";
+  const auto v = store.offer(FrameKind::SaDump, m, real_dump(), "head01", kStandbyUnderHead01);
+  CHECK(v.confirmed);
+  CHECK(store.held(FrameKind::SaDump)->trimmed == m.trimmed);
+}
+
 TEST_CASE("CopyStore: every check refuses in its order, counted, and nothing is written", "[peer][copy_store]") {
   MemoryFileSystem fs;
   ManualClock clock;
@@ -192,13 +212,37 @@ TEST_CASE("CopySender: new content gets a generation above everything seen and t
   REQUIRE(changed.size() == 1);
   CHECK(changed[0].kind == FrameKind::Guid2Lid);
   CHECK(changed[0].generation == floor + 1);
-  // Our own OpenSM's dump that would not load is not sent, and says why.
-  fs.files[cfg.sa_dump_path] = "Service Record: id=0x1\n";
+  // A record our own OpenSM could not load back is left out; the rest flows
+  // with a new generation, and trimmed() names it.
+  const std::string dump = real_dump();
+  const std::string split = dump.substr(0, dump.find("name='smha-workload'")) + "name='smha\nworkload'" +
+                            dump.substr(dump.find("name='smha-workload'") + 20);
+  fs.files[cfg.sa_dump_path] = split;
   clock.advance(seconds(60));
   auto bad = sender.poll(0);
-  REQUIRE(bad.size() == 1);
-  CHECK(bad[0].kind == FrameKind::Guid2Lid);
-  CHECK(sender.problem(FrameKind::SaDump).find("line 1") != std::string::npos);
+  REQUIRE(bad.size() == 2);
+  CHECK(bad[0].kind == FrameKind::SaDump);
+  CHECK(bad[0].generation > changed[0].generation);
+  CHECK(sender.problem(FrameKind::SaDump).empty());
+  auto left = opensm::parse_sa_dump(bad[0].body);
+  REQUIRE(left);
+  CHECK(left->services == 3);
+  CHECK(left->groups.size() == 3);
+  CHECK(sender.trimmed() ==
+        "1 record OpenSM could not load back: 1 registered by port GID 0xfe80000000000000:0x000000000010000a");
+  // Over the bounds: the same, named as such.
+  cfg.bounds.services_per_port = 1;
+  CopySender bounded(cfg, fs, clock);
+  fs.files[cfg.sa_dump_path] = dump;
+  auto b = bounded.poll(0);
+  REQUIRE(b.size() == 2);
+  CHECK(opensm::parse_sa_dump(b[0].body)->services == 4);  // one a port
+  // Each port registers its record again: what is left is the copy already
+  // sent, so nothing new goes out, and trimmed() says what was left out.
+  fs.files[cfg.sa_dump_path] = dump + dump.substr(dump.find("Service Record:"));
+  clock.advance(seconds(1));
+  CHECK(bounded.poll(0).empty());
+  CHECK(bounded.trimmed().find("4 ServiceRecords over the bounds (1 a port, 4096 in all): 1 registered by port GID") == 0);
   // No longer MASTER, then MASTER again: everything goes out with new generations.
   sender.reset();
   fs.files[cfg.sa_dump_path] = real_dump();

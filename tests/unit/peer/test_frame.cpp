@@ -106,4 +106,21 @@ TEST_CASE("Frames: copy meta with a field missing, of the wrong type, too long o
   CHECK(err("{\"fabric\":\"\",\"from\":\"he\\u0001\",\"master_guid\":\"0x0000000000000001\",\"generation\":1,\"age_ms\":0}")
             .find("control character") != std::string::npos);
   CHECK(decode_copy_meta(std::string(5000, ' ')).error().code == Errc::FrameTooLarge);
+  const std::string base = "{\"fabric\":\"\",\"from\":\"head01\",\"master_guid\":\"0x0000000000000001\",\"generation\":1,"
+                           "\"age_ms\":0,\"trimmed\":";
+  CHECK(err(base + "1}").find("\"trimmed\" is not a string") != std::string::npos);
+  CHECK(err(base + "\"" + std::string(1025, 'x') + "\"}").find("longer than 1024") != std::string::npos);
+  CHECK(err(base + "\"a\\nb\"}").find("control character") != std::string::npos);
+}
+
+TEST_CASE("Frames: what the master left out of its SA dump travels in the meta, bounded", "[peer][frame]") {
+  CopyMeta m = meta();
+  m.trimmed = "1 record OpenSM could not load back: 1 registered by port GID 0xfe80000000000000:0x00000000001000ff";
+  auto back = decode_copy_meta(meta_text(encode_copy_frame(FrameKind::SaDump, m, "")));
+  REQUIRE(back);
+  CHECK(*back == m);
+  // An older sender says nothing: nothing was left out.
+  CHECK(decode_copy_meta(meta_text(encode_copy_frame(FrameKind::SaDump, meta(), "")))->trimmed.empty());
+  m.trimmed = std::string(2000, 'x');
+  CHECK(decode_copy_meta(meta_text(encode_copy_frame(FrameKind::SaDump, m, "")))->trimmed.size() == kMaxTrimmedText);
 }

@@ -203,6 +203,13 @@ struct ContinuitySettings {
   int max_copy_age_s = 120;
   int refresh_s = 30;
   int max_copy_mib = 64;
+  // What the master's SA copy may carry (opensm::SaDumpBounds; 0: no bound):
+  // the records over them are left out and sa_copy_trimmed names their ports.
+  int max_services_per_port = 64;
+  int max_services = 4096;
+  int max_subscriptions_per_port = 64;
+  int max_subscriptions = 4096;
+  int max_groups = 8192;
   friend bool operator==(const ContinuitySettings&, const ContinuitySettings&) = default;
 };
 

@@ -67,6 +67,9 @@ inline constexpr IntRange kErrorThreshold{1, 65535};
 inline constexpr IntRange kMaxCopyAgeS{10, 86400};
 inline constexpr IntRange kCopyRefreshS{5, 3600};
 inline constexpr IntRange kMaxCopyMiB{1, 1024};
+// continuity.max_services*, max_subscriptions*, max_groups: records an SA
+// copy may carry (0: no bound).
+inline constexpr IntRange kCopyRecords{0, 1000000};
 
 // Every ranged key by its path in smha.yaml (doc/configuration.md lists each
 // with the same range; tests/unit/config checks it).
@@ -74,7 +77,7 @@ struct RangedKey {
   std::string_view path;
   IntRange range;
 };
-inline constexpr std::array<RangedKey, 29> kRangedKeys{{
+inline constexpr std::array<RangedKey, 34> kRangedKeys{{
     {"node.port", kHcaPort},
     {"sm_priority", kSmPriority},
     {"hook_timeout_s", kHookTimeoutS},
@@ -104,6 +107,11 @@ inline constexpr std::array<RangedKey, 29> kRangedKeys{{
     {"continuity.max_copy_age_s", kMaxCopyAgeS},
     {"continuity.refresh_s", kCopyRefreshS},
     {"continuity.max_copy_mib", kMaxCopyMiB},
+    {"continuity.max_services_per_port", kCopyRecords},
+    {"continuity.max_services", kCopyRecords},
+    {"continuity.max_subscriptions_per_port", kCopyRecords},
+    {"continuity.max_subscriptions", kCopyRecords},
+    {"continuity.max_groups", kCopyRecords},
 }};
 
 }  // namespace smha::limits

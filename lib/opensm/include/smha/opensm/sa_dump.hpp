@@ -68,6 +68,64 @@ struct SaDump {
 // text; memory is bounded by the number of groups.
 Result<SaDump> parse_sa_dump(std::string_view text, std::size_t max_bytes = kMaxSaDumpBytes);
 
+// What a copy of the SA dump may carry (continuity.max_*; doc/continuity.md).
+// OpenSM's loader looks every ServiceRecord and InformInfo up in a list of
+// those loaded before (osm_svcr_get_by_rid, osm_infr_get_by_rec): its time
+// grows with their square, and it runs before the new master's SA answers.
+// Groups are looked up in a map. 0: no bound.
+struct SaDumpBounds {
+  std::size_t services_per_port = 64;
+  std::size_t services = 4096;
+  std::size_t informs_per_port = 64;
+  std::size_t informs = 4096;
+  std::size_t groups = 8192;
+};
+
+// The records trim_sa_dump() left out that one port GID registered (the
+// dump's gid= of a ServiceRecord, subscriber_gid= of an InformInfo: a claim
+// of the registering node, not a proof). 0:0 when no GID could be read.
+struct TrimmedPort {
+  std::uint64_t gid_prefix = 0;
+  std::uint64_t gid_guid = 0;
+  std::size_t unloadable = 0;  // records OpenSM could not load back
+  std::size_t services = 0;    // ServiceRecords over a bound
+  std::size_t informs = 0;     // InformInfo records over a bound
+  friend bool operator==(const TrimmedPort&, const TrimmedPort&) = default;
+};
+
+struct SaDumpTrim {
+  std::string text;                 // the dump without what was left out
+  std::vector<TrimmedPort> ports;   // most records left out first
+  std::size_t unloadable = 0;       // records left out because OpenSM could not load them back
+  std::size_t services = 0;         // ServiceRecords left out over a bound
+  std::size_t informs = 0;          // InformInfo records left out over a bound
+  std::size_t groups = 0;           // MC Groups (with their members) left out over groups
+  std::size_t lines = 0;            // lines left out, all reasons
+  bool any() const { return lines != 0; }
+};
+
+// The dump `text` as a copy may carry it: what parse_sa_dump() takes, so
+// that one record cannot stop the copy of every other.
+//   - A record OpenSM could not load back is left out whole: its line and
+//     every line after it up to the next record (a ServiceName holding a
+//     newline splits OpenSM's own line; the loader would stop at the first
+//     part and drop everything after it). A group left out takes its
+//     mcm_port lines with it; an mcm_port with no group before it is left out.
+//   - ServiceRecords and InformInfo records over `bounds`: each port keeps
+//     its first ones in file order up to the per-port bound; if the ports
+//     together still hold more than the total, every port is cut to the
+//     same share (the ports with the most lose first).
+//   - MC Groups past `bounds.groups`, in file order, with their members.
+// Everything else is kept byte for byte, in order. Never fails; linear in
+// the text.
+SaDumpTrim trim_sa_dump(std::string_view text, const SaDumpBounds& bounds);
+
+// What was left out, for an alarm and status, naming at most `max_ports`
+// ports ("" when nothing was): "1 record OpenSM could not load back, 19936
+// ServiceRecords over the bounds (64 a port, 4096 in all): 19937 registered
+// by port GID 0xfe80000000000000:0x0002c90300000003".
+std::string trim_summary(const SaDumpTrim& trim, const SaDumpBounds& bounds, std::size_t max_ports = 4);
+
 // "3 groups (7 members), 2 ServiceRecords, 4 subscriptions" for status and logs.
 std::string summary_text(const SaDump& dump);
 

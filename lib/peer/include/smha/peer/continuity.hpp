@@ -8,6 +8,9 @@
 //     the alarm sa_copy_stale is raised while some head is MASTER and the SA
 //     copy held here is missing or older than max_copy_age (after a start
 //     grace of the same length).
+// sa_copy_trimmed is raised on the master while its SA copy leaves records
+// out (CopySender::trimmed()), and on a standby while the copy it holds says
+// so (HeldCopy::trimmed).
 // The channel never takes part in a decision: the agent's engine neither
 // reads nor waits for anything here.
 #pragma once
@@ -81,6 +84,7 @@ class Continuity {
   TimePoint started_{};
   bool sending_ = false;
   std::string alarm_;           // the sa_copy_stale detail raised ("" none)
+  std::string trim_alarm_;      // the sa_copy_trimmed detail raised ("" none)
   std::string logged_refusal_;  // the last refusal logged
   nlohmann::json at_takeover_;  // note_takeover()'s record; null until then
 };

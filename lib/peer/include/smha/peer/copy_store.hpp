@@ -31,8 +31,10 @@
 // above every generation this head has sent or received and at least the
 // wall clock in milliseconds (so it grows across takeovers even when the
 // channel was down); unchanged content is re-sent with its generation every
-// refresh interval. A file of its own OpenSM that does not parse is not sent
-// (and shown).
+// refresh interval. From the SA dump it first leaves out the records OpenSM
+// could not load back and those over `bounds` (opensm::trim_sa_dump; shown
+// by trimmed()); a file of its own OpenSM that still does not parse is not
+// sent (and shown).
 #pragma once
 
 #include <array>
@@ -94,6 +96,7 @@ struct HeldCopy {
   std::size_t bytes = 0;
   std::array<std::uint8_t, 32> sha256{};
   opensm::SaDump sa;           // SaDump: what it holds
+  std::string trimmed;         // SaDump: what the master left out of it (CopyMeta::trimmed)
   std::size_t guid2lid_entries = 0;  // Guid2Lid: its entries
 };
 
@@ -159,6 +162,7 @@ struct CopySenderConfig {
   std::string guid2lid_path;  // <cache_dir>/guid2lid
   std::size_t max_bytes = opensm::kMaxSaDumpBytes;
   Duration refresh = seconds(30);
+  opensm::SaDumpBounds bounds;  // what an SA copy may carry (opensm::trim_sa_dump)
 };
 
 class CopySender {
@@ -174,6 +178,8 @@ class CopySender {
   void reset();
   // What the last poll said of `kind`: "" when it is sendable.
   const std::string& problem(FrameKind kind) const { return problem_[kind_index(kind)]; }
+  // What the SA copy last read leaves out of OpenSM's dump (opensm::trim_summary; "" nothing).
+  const std::string& trimmed() const { return trimmed_; }
   std::uint64_t generation() const { return last_generation_; }
   std::uint64_t sent() const { return sent_; }
 
@@ -192,6 +198,7 @@ class CopySender {
   const Clock& clock_;
   std::array<std::optional<Last>, kCopyKinds> last_;
   std::array<std::string, kCopyKinds> problem_;
+  std::string trimmed_;
   std::uint64_t last_generation_ = 0;
   std::uint64_t sent_ = 0;
 };

@@ -14,8 +14,10 @@
 // in the meta, who sends it and from which master: {"fabric", "from" (the
 // sending head's name), "master_guid" (its SM port GUID, "0x..."),
 // "generation" (grows with every copy, across takeovers), "age_ms" (how old
-// the file was when sent)}. An answer (kind 3, no body) tells the sender what
-// became of a copy: {"kind", "generation", "applied" (bool), "reason", "text"}.
+// the file was when sent), and optionally "trimmed" (what the master left out
+// of its SA dump, opensm::trim_summary; at most kMaxTrimmedText bytes)}. An
+// answer (kind 3, no body) tells the sender what became of a copy: {"kind",
+// "generation", "applied" (bool), "reason", "text"}.
 // Pure functions over bytes; the decoders accept any input and bound what
 // they read.
 #pragma once
@@ -36,6 +38,7 @@ namespace smha::peer {
 inline constexpr std::size_t kFrameHeaderSize = 16;
 inline constexpr std::uint8_t kFrameVersion = 1;
 inline constexpr std::size_t kMaxMetaBytes = 4096;
+inline constexpr std::size_t kMaxTrimmedText = 1024;
 
 enum class FrameKind : std::uint8_t { SaDump = 1, Guid2Lid = 2, Answer = 3 };
 // "sa_dump", "guid2lid", "answer"
@@ -59,6 +62,7 @@ struct CopyMeta {
   Guid master_guid;
   std::uint64_t generation = 0;
   std::uint64_t age_ms = 0;
+  std::string trimmed;  // "" when nothing was left out (or an older sender)
   friend bool operator==(const CopyMeta&, const CopyMeta&) = default;
 };
 

@@ -144,6 +144,7 @@ enum class AlarmKind : std::uint8_t {
   LinkDegraded,      // links run below their width or speed (fabric::LinkHealth)
   LinkErrors,        // ports' error counters rising (fabric::PortErrors)
   SaCopyStale,       // the master's SA database copy here is missing or old (peer::Continuity)
+  SaCopyTrimmed,     // the SA copy leaves out records nodes registered (peer::Continuity, opensm::trim_sa_dump)
 };
 std::string_view to_string(AlarmKind k);
 // `refresh`: the alarm is already active and only its detail changed (e.g.
