@@ -168,8 +168,8 @@ struct Pair {
 
 }  // namespace
 
-TEST_CASE("Continuity: a dump from before this mastership is never sent and the standby is told at once; a dump "
-          "that does not load is said with its counts; the takeover report's copy says it was stale",
+TEST_CASE("Continuity: a dump from before this mastership is never sent and the standby is told at once, and a dump "
+          "that does not load is said with its counts, and the takeover report's copy says it was stale",
           "[peer][continuity]") {
   Pair p;
   p.master(p.h1);
@@ -241,7 +241,7 @@ TEST_CASE("Continuity: a dump from before this mastership is never sent and the 
 }
 
 TEST_CASE("Continuity: a master whose clock stepped back (and smhad restarted) gets its copies through above "
-          "the generation held; one a day ahead is refused as future and alarmed at once",
+          "the generation held, and one a day ahead is refused as future and alarmed at once",
           "[peer][continuity]") {
   Pair p;
   p.master(p.h1);

@@ -329,7 +329,7 @@ const Outgoing* find(const std::vector<Outgoing>& out, FrameKind kind) {
 
 }  // namespace
 
-TEST_CASE("CopySender: a dump written before this head's OpenSM became MASTER is never sent, a notice says so; "
+TEST_CASE("CopySender: a dump written before this head's OpenSM became MASTER is never sent, a notice says so, and "
           "this mastership's first dump goes out at once with its age",
           "[peer][copy_store]") {
   ManualClock clock;
@@ -431,7 +431,7 @@ TEST_CASE("CopySender: a dump that does not parse is read once per change, and s
   CHECK_FALSE(find(fixed, FrameKind::SaDump)->notice);
 }
 
-TEST_CASE("CopyStore: a copy knows its content's age apart from its confirmation; the master's notice marks it "
+TEST_CASE("CopyStore: a copy knows its content's age apart from its confirmation, and the master's notice marks it "
           "moved on until the next copy",
           "[peer][copy_store]") {
   MemoryFileSystem fs;
@@ -477,7 +477,7 @@ TEST_CASE("CopyStore: a copy knows its content's age apart from its confirmation
   CHECK_FALSE(store.notice(FrameKind::SaDump));
 }
 
-TEST_CASE("CopyStore: a generation more than a day ahead is refused as future; an implausible generation held "
+TEST_CASE("CopyStore: a generation more than a day ahead is refused as future, and an implausible generation held "
           "(2^64-1, after a restart) blocks no real copy",
           "[peer][copy_store]") {
   MemoryFileSystem fs;
@@ -514,7 +514,7 @@ TEST_CASE("CopyStore: a generation more than a day ahead is refused as future; a
   CHECK(v.held == now_ms + 5);
 }
 
-TEST_CASE("CopySender and CopyStore: a master whose clock stepped back still gets its copies through; "
+TEST_CASE("CopySender and CopyStore: a master whose clock stepped back still gets its copies through, and "
           "generations never overflow",
           "[peer][copy_store]") {
   SteppedClock master_clock, standby_clock;

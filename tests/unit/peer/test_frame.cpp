@@ -108,7 +108,7 @@ TEST_CASE("Frames: copy meta with a field missing, of the wrong type, too long o
   CHECK(decode_copy_meta(std::string(5000, ' ')).error().code == Errc::FrameTooLarge);
 }
 
-TEST_CASE("Frames: a notice (the master's current file not sent, and why) round trips; an answer carries the "
+TEST_CASE("Frames: a notice (the master's current file not sent, and why) round trips, and an answer carries the "
           "generation held",
           "[peer][frame]") {
   NoticeMeta n;
