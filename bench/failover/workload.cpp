@@ -7,6 +7,7 @@
 //   bench_workload_client check  --sa-lid L [--groups G] --member GUID ...
 //   bench_workload_client tables [--mft-blocks B]
 //   bench_workload_client services --sa-lid L --count N [--name NAME]
+//   bench_workload_client unregister --sa-lid L
 //
 // join:   from this node's port, through the SA at LID L: G multicast joins
 //         (SubnAdmSet(MCMemberRecord), FullMember; group 0 is IPoIB's
@@ -19,6 +20,8 @@
 //         MLID or absent), its ServiceRecord (present or not), its
 //         subscriptions (SubnAdmGetTable(InformInfoRecord): how many).
 //         Prints one JSON object.
+// unregister: deletes this node's ServiceRecord (SubnAdmDelete) through the
+//         SA at L: a workload that went away.
 // tables: walks the fabric by directed route from this node (smha's own
 //         discovery) and reads, by SMP, every port's LID, every switch's
 //         LinearForwardingTable up to its LinearFDBTop and the first B
@@ -141,7 +144,9 @@ int usage() {
                "usage: bench_workload_client join --sa-lid L [--groups G]\n"
                "       bench_workload_client check --sa-lid L [--groups G] --member GUID ...\n"
                "       bench_workload_client tables [--mft-blocks B]\n"
-               "       bench_workload_client services --sa-lid L --count N [--name NAME]\n");
+               "       bench_workload_client services --sa-lid L --count N [--name NAME]\n"
+
+               "       bench_workload_client unregister --sa-lid L\n");
   return 2;
 }
 
@@ -178,6 +183,7 @@ bool parse(int argc, char** argv, Args& a) {
   if ((argc - 2) % 2 != 0) return false;
   if (a.cmd == "join" || a.cmd == "check") return a.sa_lid != 0 && (a.cmd == "join" || !a.members.empty());
   if (a.cmd == "services") return a.sa_lid != 0;
+  if (a.cmd == "unregister") return a.sa_lid != 0;
   return a.cmd == "tables";
 }
 
@@ -237,6 +243,23 @@ json join(boost::asio::io_context& io, UmadTransport& t, const Args& a) {
             next();
           });
     });
+  io.run();
+  return out;
+}
+
+json unregister(boost::asio::io_context& io, UmadTransport& t, const Args& a) {
+  const Gid me{kDefaultSubnetPrefix, t.local_port().port_guid};
+  json out{{"port_guid", hex16(me.guid.value)}, {"errors", json::array()}};
+  ServiceRecord s;
+  s.id = kServiceId;
+  s.gid = me;
+  s.pkey = 0xffff;
+  s.lease = 0xffffffffu;
+  s.name = kServiceName;
+  t.delete_service_record(Lid{a.sa_lid}, s, sa_opts(), [&](Result<ServiceRecordReply> r) {
+    out["deleted"] = static_cast<bool>(r);
+    if (!r) out["errors"].push_back("ServiceRecord: " + r.error().message);
+  });
   io.run();
   return out;
 }
@@ -426,6 +449,7 @@ int main(int argc, char** argv) {
   if (a.cmd == "join") out = join(io, **opened, a);
   else if (a.cmd == "check") out = check(io, **opened, a);
   else if (a.cmd == "services") out = services(io, **opened, a);
+  else if (a.cmd == "unregister") out = unregister(io, **opened, a);
   else out = tables(io, **opened, a);
   std::printf("%s\n", out.dump().c_str());
   return out["errors"].empty() ? 0 : 1;

@@ -155,9 +155,15 @@ std::string render_status_text(const nlohmann::json& s) {
       o << "  SA copy: from " << str(sa, "from") << " generation " << str(sa, "generation") << ": "
         << str(sa, "groups") << " groups (" << str(sa, "members") << " members), " << str(sa, "services")
         << " ServiceRecords, " << str(sa, "subscriptions") << " subscriptions; confirmed " << age_text(sa, "age_s")
-        << " (bound " << str(k, "max_copy_age_s") << "s); " << str(k, "sa_db_file") << "\n";
+        << " (bound " << str(k, "max_copy_age_s") << "s)"
+        << (sa.contains("content_age_s") ? ", content written " + age_text(sa, "content_age_s") : std::string()) << "; "
+        << str(k, "sa_db_file") << "\n";
     else
       o << "  SA copy: none held\n";
+    if (sa.is_object() && !str(sa, "stale", "").empty()) o << "           stale: " << str(sa, "stale") << "\n";
+    const auto& ns = k.value("not_sent", nlohmann::json::object()).value("sa_dump", nlohmann::json());
+    if (ns.is_object())
+      o << "           master " << str(ns, "from") << " did not send its SA: " << str(ns, "problem") << "\n";
     const auto& g = copies.value("guid2lid", nlohmann::json());
     if (g.is_object())
       o << " guid2lid copy: from " << str(g, "from") << " generation " << str(g, "generation") << ": "

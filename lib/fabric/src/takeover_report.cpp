@@ -33,16 +33,32 @@ std::string sa_restore_text(const TakeoverReport& r) {
   // ERR 4C02: OpenSM could not open the file and restored nothing; any other
   // load error stops the load at that line, after what came before it.
   const bool none = r.sa_restore_error.starts_with("ERR 4C02");
-  std::string s = r.sa_restore_error.empty() ? "SA database restored"
-                  : none                     ? "SA database not restored"
-                                             : "SA database restored in part";
-  s += std::string(none ? ": OpenSM could not read" : " from") + " generation " + std::to_string(c.generation) + " of " + (c.sender.empty() ? "?" : c.sender);
-  if (c.age_s) s += " (" + std::to_string(static_cast<long long>(*c.age_s)) + " s old)";
+  std::string s = none                         ? "SA database not restored"
+                  : !c.current                 ? "SA database restored from a stale copy"
+                  : r.sa_restore_error.empty() ? "SA database restored"
+                                               : "SA database restored in part";
+  s += std::string(none ? ": OpenSM could not read" : !c.current ? ":" : " from") + " generation " + std::to_string(c.generation) + " of " + (c.sender.empty() ? "?" : c.sender);
+  auto secs = [](double d) { return std::to_string(static_cast<long long>(d)) + " s"; };
+  if (c.content_age_s && c.age_s)
+    s += " (content " + secs(*c.content_age_s) + " old, last confirmed " + secs(*c.age_s) + " before)";
+  else if (c.age_s)
+    s += " (" + secs(*c.age_s) + " old)";
+  if (!c.current) {
+    s += " (" + c.stale;
+    if (c.missed_s) s += "; the old master's SA changed " + secs(*c.missed_s) + " after the copy's content";
+    if (c.lost)
+      s += "; lost at least " + std::to_string(c.lost->groups) + " groups, " + std::to_string(c.lost->members) +
+           " members, " + std::to_string(c.lost->services) + " ServiceRecords, " + std::to_string(c.lost->informs) +
+           " subscriptions";
+    s += ")";
+  }
   if (!r.sa_restore_error.empty()) s += " (OpenSM: " + r.sa_restore_error + ")";
   if (r.groups_checked)
     s += ": groups kept their MLID " + std::to_string(r.groups_kept) + " of " + std::to_string(*r.groups_checked);
   return s;
 }
+
+bool sa_restored(const TakeoverReport& r) { return r.sa_copy && r.sa_copy->current && r.sa_restore_error.empty(); }
 
 std::string summary(const TakeoverReport& r) {
   std::string s(to_string(r.kind));

@@ -130,12 +130,21 @@ json takeover_report_json(const TakeoverReport& r) {
                 {"groups", c.groups},
                 {"members", c.members},
                 {"service_records", c.services},
-                {"subscriptions", c.informs}};
+                {"subscriptions", c.informs},
+                {"content_age_s", c.content_age_s ? json(std::round(*c.content_age_s * 10) / 10) : json(nullptr)},
+                {"current", c.current},
+                {"stale", c.stale.empty() ? json(nullptr) : json(c.stale)},
+                {"missed_s", c.missed_s ? json(std::round(*c.missed_s * 10) / 10) : json(nullptr)},
+                {"lost", c.lost ? json{{"groups", c.lost->groups},
+                                       {"members", c.lost->members},
+                                       {"service_records", c.lost->services},
+                                       {"subscriptions", c.lost->informs}}
+                                : json(nullptr)}};
   }
   json sa{{"after_master_ms", ms(r.sa_after_master)},
           {"outage_ms", ms(r.sa_outage)},
           {"copy", std::move(copy)},
-          {"restored", r.sa_copy.has_value()},
+          {"restored", fabric::sa_restored(r)},
           {"restore_error", r.sa_restore_error.empty() ? json(nullptr) : json(r.sa_restore_error)},
           {"groups_checked", r.groups_checked ? json(*r.groups_checked) : json(nullptr)},
           {"groups_kept", r.groups_checked ? json(r.groups_kept) : json(nullptr)},
@@ -214,6 +223,28 @@ std::optional<TakeoverReport> takeover_report_from_json(const json& j) {
     info.members = count_from(copy, "members", ok).value_or(0);
     info.services = count_from(copy, "service_records", ok).value_or(0);
     info.informs = count_from(copy, "subscriptions", ok).value_or(0);
+    // Reports from before these fields: a copy held was taken as current.
+    auto seconds_at = [&](const char* key) -> std::optional<double> {
+      auto a = copy.find(key);
+      if (a == copy.end() || a->is_null()) return std::nullopt;
+      if (a->is_number() && a->get<double>() >= 0) return a->get<double>();
+      ok = false;
+      return std::nullopt;
+    };
+    info.content_age_s = seconds_at("content_age_s");
+    info.missed_s = seconds_at("missed_s");
+    if (auto cur = copy.find("current"); cur != copy.end()) {
+      if (cur->is_boolean()) info.current = cur->get<bool>();
+      else ok = false;
+    }
+    info.stale = text_from(copy, "stale", ok);
+    if (auto l = copy.find("lost"); l != copy.end() && !l->is_null()) {
+      const json& lost = object_at(copy, "lost", ok);
+      info.lost = fabric::SaCopyInfo::Counts{count_from(lost, "groups", ok).value_or(0),
+                                             count_from(lost, "members", ok).value_or(0),
+                                             count_from(lost, "service_records", ok).value_or(0),
+                                             count_from(lost, "subscriptions", ok).value_or(0)};
+    }
     r.sa_copy = std::move(info);
   }
   r.sa_restore_error = text_from(sa, "restore_error", ok);
@@ -253,7 +284,7 @@ std::vector<std::pair<std::string, std::string>> takeover_report_fields(const Ta
   }
   add_ms("sa_after_master_ms", r.sa_after_master);
   add_ms("sa_outage_ms", r.sa_outage);
-  f.emplace_back("sa_restored", r.sa_copy ? "yes" : "no");
+  f.emplace_back("sa_restored", fabric::sa_restored(r) ? "yes" : r.sa_copy ? "stale" : "no");
   if (r.sa_copy) f.emplace_back("sa_copy_generation", std::to_string(r.sa_copy->generation));
   if (!r.sa_restore_error.empty()) f.emplace_back("sa_restore_error", r.sa_restore_error);
   if (r.groups_checked) {

@@ -109,6 +109,7 @@ struct PeerChannel::Impl : std::enable_shared_from_this<PeerChannel::Impl> {
   ChannelConfig cfg;
   const Clock& clock;
   Offer offer;
+  Notice notice;
   ssl::context server_ctx{ssl::context::tls_server};
   ssl::context client_ctx{ssl::context::tls_client};
   std::unique_ptr<Tcp::acceptor> acceptor;
@@ -352,6 +353,17 @@ struct PeerChannel::Impl::Inbound : std::enable_shared_from_this<Inbound> {
       ++o->counters.protocol_errors;
       return fail("sent an answer frame where copies are expected", false);
     }
+    if (header.kind == FrameKind::Notice) {
+      auto n = decode_notice_meta(meta_text);
+      if (!n) {
+        ++o->counters.protocol_errors;
+        return fail(n.error().message, false);
+      }
+      if (o->notice) o->notice(*n, peer);
+      if (auto* l = o->link(peer)) l->last_copy_at = o->clock.wall_now();
+      buf.clear();
+      return read_header();
+    }
     auto meta = decode_copy_meta(meta_text);
     if (!meta) {
       ++o->counters.protocol_errors;
@@ -366,6 +378,7 @@ struct PeerChannel::Impl::Inbound : std::enable_shared_from_this<Inbound> {
     a.applied = v.applied;
     a.reason = v.applied ? std::string() : std::string(to_string(v.reason));
     a.text = v.text;
+    a.held = v.held;
     release_buffer();
     write(std::make_shared<std::vector<std::uint8_t>>(encode_answer_frame(a)));
     read_header();
@@ -758,6 +771,14 @@ void PeerChannel::send(FrameKind kind, const CopyMeta& meta, const std::string& 
   if (!impl_->outbound_on) return;
   auto frame = std::make_shared<std::vector<std::uint8_t>>(encode_copy_frame(kind, meta, body));
   for (auto& o : impl_->outbound) o->enqueue(kind, frame);
+}
+
+void PeerChannel::on_notice(Notice notice) { impl_->notice = std::move(notice); }
+
+void PeerChannel::send_notice(const NoticeMeta& meta) {
+  if (!impl_->outbound_on) return;
+  auto frame = std::make_shared<std::vector<std::uint8_t>>(encode_notice_frame(meta));
+  for (auto& o : impl_->outbound) o->enqueue(meta.kind, frame);
 }
 
 const std::vector<PeerLink>& PeerChannel::links() const { return impl_->links; }

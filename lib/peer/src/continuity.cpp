@@ -13,6 +13,14 @@ using nlohmann::json;
 
 double seconds_between(WallTime a, WallTime b) { return std::chrono::duration<double>(b - a).count(); }
 
+std::string secs(double s) { return std::to_string(static_cast<long long>(std::max(0.0, s))) + " s"; }
+
+// Refusals that say the master's current content cannot be held here: raised at once.
+bool refused_content(RefuseReason r) {
+  return r == RefuseReason::Older || r == RefuseReason::Future || r == RefuseReason::Replayed ||
+         r == RefuseReason::TooLarge || r == RefuseReason::Malformed || r == RefuseReason::WriteFailed;
+}
+
 
 }  // namespace
 
@@ -39,6 +47,12 @@ Continuity::Continuity(boost::asio::io_context& io, ContinuityConfig cfg, os::Fi
         logged_refusal_ = line;
         return v;
       });
+  channel_->on_notice([this](const NoticeMeta& n, const std::string& tls_peer) {
+    const auto v = store_.notice(n, tls_peer, facts_());
+    const std::string line = v.applied ? v.text : std::string(to_string(v.reason)) + ": " + v.text;
+    if (line != logged_notice_) spdlog::warn("continuity: {}", v.applied ? line : "notice refused (" + line + ")");
+    logged_notice_ = line;
+  });
 }
 
 Continuity::~Continuity() { stop(); }
@@ -47,6 +61,7 @@ Status Continuity::start() {
   store_.load();
   if (auto st = channel_->start(); !st.ok()) return st;
   started_ = clock_.now();
+  not_master_at_ = clock_.wall_now();
   timer_ = sched_.schedule_in(cfg_.tick, [this] { tick(); });
   return Status::Ok();
 }
@@ -63,6 +78,24 @@ std::optional<double> Continuity::copy_age_s(FrameKind kind) const {
   return std::max(0.0, seconds_between(h->confirmed, clock_.wall_now()));
 }
 
+std::optional<double> Continuity::content_age_s(FrameKind kind) const {
+  const auto& h = store_.held(kind);
+  if (!h) return std::nullopt;
+  return std::max(0.0, seconds_between(h->written, clock_.wall_now()));
+}
+
+bool Continuity::sa_copy_current(std::string* ret_why) const {
+  const auto& h = store_.held(FrameKind::SaDump);
+  const auto& n = store_.notice(FrameKind::SaDump);
+  std::string why;
+  if (!h) why = "no copy";
+  else if (n && n->received >= h->confirmed) why = "not sent: " + n->problem;
+  else if (const double bound = std::chrono::duration<double>(cfg_.max_copy_age).count(); *copy_age_s() > bound)
+    why = "last confirmed " + secs(*copy_age_s()) + " before (bound " + secs(bound) + ")";
+  if (ret_why) *ret_why = why;
+  return why.empty();
+}
+
 std::optional<fabric::SaCopyInfo> Continuity::sa_copy_info() const {
   const auto& h = store_.held(FrameKind::SaDump);
   if (!h) return std::nullopt;
@@ -70,10 +103,22 @@ std::optional<fabric::SaCopyInfo> Continuity::sa_copy_info() const {
   c.generation = h->generation;
   c.sender = h->from;
   c.age_s = copy_age_s();
+  c.content_age_s = content_age_s();
   c.groups = h->sa.groups.size();
   c.members = h->sa.members;
   c.services = h->sa.services;
   c.informs = h->sa.informs;
+  c.current = sa_copy_current(&c.stale);
+  // What the copy missed, where the old master's notice says it.
+  if (const auto& n = store_.notice(FrameKind::SaDump); !c.current && n && n->received >= h->confirmed) {
+    c.missed_s = std::max(0.0, seconds_between(h->written, n->since));
+    if (n->counts) {
+      auto more = [](std::uint64_t unsent, std::size_t copy) { return unsent > copy ? std::size_t(unsent - copy) : 0; };
+      c.lost = fabric::SaCopyInfo::Counts{more(n->counts->groups, c.groups), more(n->counts->members, c.members),
+                                          more(n->counts->services, c.services),
+                                          more(n->counts->subscriptions, c.informs)};
+    }
+  }
   for (const auto& g : h->sa.groups) {
     if (c.checkable.size() >= fabric::kReportGroupsChecked) break;
     if (g.full_member_guid == 0) continue;  // OpenSM keeps it only when well known; no member to ask by
@@ -91,40 +136,38 @@ void Continuity::tick() {
     sending_ = master;
     channel_->set_outbound(master);
     if (!master) sender_.reset();
+    // A dump from before this moment is not this mastership's (it may be
+    // later than OpenSM's own MASTER: the cost is a dump held back, never a
+    // stale one sent).
+    else sender_.set_master_since(not_master_at_);
     // What this head's OpenSM had to restore when it became MASTER: the
     // copy in its sa_db_file then (OpenSM read it on that first master sweep).
     if (master && clock_.now() - started_ > cfg_.tick * 2) note_takeover();
   }
-  std::string detail;
+  if (!master) not_master_at_ = clock_.wall_now();
   if (master) {
+    follow_answers();
     for (auto& out : sender_.poll(store_.highest_generation())) {
+      if (out.notice) {
+        NoticeMeta n{out.kind, cfg_.fabric, cfg_.own_name, cfg_.own_guid, out.age_ms, out.problem, out.counts};
+        const std::string line = std::string(to_string(out.kind)) + " not sent: " + out.problem;
+        if (line != logged_notice_) spdlog::warn("continuity: {}", line);
+        logged_notice_ = line;
+        channel_->send_notice(n);
+        continue;
+      }
       CopyMeta m;
       m.fabric = cfg_.fabric;
       m.from = cfg_.own_name;
       m.master_guid = cfg_.own_guid;
       m.generation = out.generation;
       if (out.kind == FrameKind::SaDump) m.trimmed = sender_.trimmed();
+      m.age_ms = out.age_ms;
       channel_->send(out.kind, m, out.body);
     }
-  } else if (f.master && clock_.now() - started_ >= cfg_.max_copy_age) {
-    const auto age = copy_age_s();
-    const double bound = std::chrono::duration<double>(cfg_.max_copy_age).count();
-    char buf[256];
-    if (!age)
-      std::snprintf(buf, sizeof buf,
-                    "no SA database copy from the master (SM %s) has arrived: a takeover by this head now restores no "
-                    "multicast group, ServiceRecord or subscription",
-                    to_string(*f.master).c_str());
-    else if (*age > bound)
-      std::snprintf(buf, sizeof buf,
-                    "the SA database copy from %s was last confirmed %.0f s ago (bound %.0f s): a takeover by this head "
-                    "now restores it as it was then",
-                    store_.held(FrameKind::SaDump)->from.c_str(), *age, bound);
-    else
-      buf[0] = '\0';
-    detail = buf;
   }
-  fabric::set_alarm(alarms_, sm::AlarmKind::SaCopyStale, detail, alarm_, clock_.now());
+  fabric::set_alarm(alarms_, sm::AlarmKind::SaCopyStale, master ? std::string() : stale_detail(f), alarm_,
+                    clock_.now());
   // What the master leaves out of the SA copy: on the master as it trims, on
   // a standby as the copy it holds says.
   const auto& held = store_.held(FrameKind::SaDump);
@@ -132,6 +175,54 @@ void Continuity::tick() {
       master ? (sender_.trimmed().empty() ? "" : "the SA copy sent to the standbys leaves out " + sender_.trimmed())
              : (held && !held->trimmed.empty() ? "the SA copy from " + held->from + " leaves out " + held->trimmed : "");
   fabric::set_alarm(alarms_, sm::AlarmKind::SaCopyTrimmed, trimmed, trim_alarm_, clock_.now());
+}
+
+void Continuity::follow_answers() {
+  for (const auto& l : channel_->links())
+    for (FrameKind kind : {FrameKind::SaDump, FrameKind::Guid2Lid}) {
+      const auto& a = l.answers[kind_index(kind)];
+      if (!a || a->applied || a->reason != to_string(RefuseReason::Older) || a->generation != sender_.generation(kind))
+        continue;
+      if (sender_.continue_above(kind, a->held))
+        spdlog::warn("continuity: {} holds {} generation {}, above ours ({}): this head's clock stepped back; "
+                     "sending it again above that",
+                     l.name, to_string(kind), a->held, a->generation);
+    }
+}
+
+std::string Continuity::stale_detail(const InBandFacts& f) {
+  const TimePoint now = clock_.now();
+  const WallTime wall = clock_.wall_now();
+  if (f.master) no_master_since_.reset();
+  else if (!no_master_since_) no_master_since_ = now;
+  const bool grace_over = now - started_ >= cfg_.max_copy_age;
+  const double bound = std::chrono::duration<double>(cfg_.max_copy_age).count();
+  const auto& h = store_.held(FrameKind::SaDump);
+  const auto& n = store_.notice(FrameKind::SaDump);
+  const auto& r = store_.refusal(FrameKind::SaDump);
+  const std::string refused =
+      r ? "copies from " + r->from + " refused as " + std::string(to_string(r->reason)) + ": " + r->text : "";
+  std::string why;
+  if (n && (h ? n->received >= h->confirmed : grace_over))
+    why = "not sent: " + n->problem + " (" + n->from + "'s SA moved on from the last copy " +
+          secs(seconds_between(n->since, wall)) + " ago)";
+  else if (r && refused_content(r->reason))
+    why = refused;
+  else if (!f.master) {
+    if (grace_over && no_master_since_ && now - *no_master_since_ >= cfg_.max_copy_age &&
+        (!h || *copy_age_s() > bound))
+      why = "no MASTER seen in this head's polling for " +
+            secs(std::chrono::duration<double>(now - *no_master_since_).count());
+  } else if (grace_over && !h)
+    why = "no copy yet from the master (SM " + to_string(*f.master) + ")" + (r ? "; " + refused : "");
+  else if (grace_over && *copy_age_s() > bound)
+    why = "no copy or confirmation from the master for " + secs(*copy_age_s()) + " (bound " + secs(bound) + ")" +
+          (r ? "; " + refused : "");
+  if (why.empty()) return why;
+  if (!h) return why + ": a takeover by this head now restores no multicast group, ServiceRecord or subscription";
+  return why + ": a takeover by this head now restores the SA copy from " + h->from + " generation " +
+         std::to_string(h->generation) + ", its content written " + secs(*content_age_s()) + " ago (" +
+         opensm::summary_text(h->sa) + ")";
 }
 
 void Continuity::note_takeover() {
@@ -143,12 +234,21 @@ void Continuity::note_takeover() {
                  "ServiceRecord or subscription was restored");
   } else {
     const double age = *copy_age_s(FrameKind::SaDump);
+    std::string stale;
+    const bool current = sa_copy_current(&stale);
     t["sa_copy"] = {{"generation", h->generation}, {"from", h->from}, {"age_s", age},
+                    {"content_age_s", *content_age_s()}, {"current", current},
+                    {"stale", current ? json(nullptr) : json(stale)},
                     {"groups", h->sa.groups.size()}, {"members", h->sa.members}, {"services", h->sa.services},
                     {"subscriptions", h->sa.informs}};
-    spdlog::info("continuity: this head's OpenSM became MASTER with the SA database copy from {} generation {} ({}), "
-                 "confirmed {:.0f} s before",
-                 h->from, h->generation, opensm::summary_text(h->sa), age);
+    if (current)
+      spdlog::info("continuity: this head's OpenSM became MASTER with the SA database copy from {} generation {} ({}), "
+                   "its content written {:.0f} s before, confirmed {:.0f} s before",
+                   h->from, h->generation, opensm::summary_text(h->sa), *content_age_s(), age);
+    else
+      spdlog::warn("continuity: this head's OpenSM became MASTER with a stale SA database copy from {} generation {} "
+                   "({}), its content written {:.0f} s before: {}",
+                   h->from, h->generation, opensm::summary_text(h->sa), *content_age_s(), stale);
   }
   const auto& g = store_.held(FrameKind::Guid2Lid);
   t["guid2lid_copy"] = g ? json{{"generation", g->generation}, {"from", g->from}, {"entries", g->guid2lid_entries}}
@@ -175,8 +275,13 @@ json Continuity::status_json() const {
            {"master_guid", to_string(h->master_guid)},
            {"bytes", h->bytes},
            {"age_s", *copy_age_s(kind)},
+           {"confirmed_age_s", *copy_age_s(kind)},
+           {"content_age_s", *content_age_s(kind)},
            {"written_age_s", std::max(0.0, seconds_between(h->received, now))}};
     if (kind == FrameKind::SaDump) {
+      std::string why;
+      c["current"] = sa_copy_current(&why);
+      c["stale"] = why.empty() ? json(nullptr) : json(why);
       c["groups"] = h->sa.groups.size();
       c["members"] = h->sa.members;
       c["services"] = h->sa.services;
@@ -188,6 +293,22 @@ json Continuity::status_json() const {
     return c;
   };
   j["copies"] = {{"sa_dump", held(FrameKind::SaDump)}, {"guid2lid", held(FrameKind::Guid2Lid)}};
+  // The master's last word that its current file was not sent (null: none since the last copy).
+  auto notice = [&](FrameKind kind) -> json {
+    const auto& n = store_.notice(kind);
+    if (!n) return nullptr;
+    json o{{"from", n->from},
+           {"problem", n->problem},
+           {"age_s", std::max(0.0, seconds_between(n->received, now))},
+           {"moved_on_age_s", std::max(0.0, seconds_between(n->since, now))},
+           {"counts", nullptr}};
+    if (n->counts)
+      o["counts"] = {{"groups", n->counts->groups}, {"members", n->counts->members},
+                     {"services", n->counts->services}, {"subscriptions", n->counts->subscriptions}};
+    return o;
+  };
+  j["not_sent"] = {{"sa_dump", notice(FrameKind::SaDump)}, {"guid2lid", notice(FrameKind::Guid2Lid)}};
+  j["stale"] = alarm_.empty() ? json(nullptr) : json(alarm_);
   json refused = json::object();
   for (std::size_t i = 0; i < kRefuseReasons; ++i)
     refused[std::string(to_string(static_cast<RefuseReason>(i)))] = store_.refused()[i];

@@ -72,6 +72,7 @@ std::string_view to_string(FrameKind k) {
     case FrameKind::SaDump: return "sa_dump";
     case FrameKind::Guid2Lid: return "guid2lid";
     case FrameKind::Answer: return "answer";
+    case FrameKind::Notice: return "notice";
   }
   return "?";
 }
@@ -82,7 +83,7 @@ Result<FrameHeader> decode_frame_header(std::span<const std::uint8_t> b, std::si
   if (!std::equal(kMagic.begin(), kMagic.end(), b.begin()))
     return protocol("frame magic at offset 0 is not \"SMHC\" (not an smha peer channel)");
   if (b[4] != kFrameVersion) return protocol("frame version " + std::to_string(b[4]) + " at offset 4; expected 1");
-  if (b[5] < 1 || b[5] > 3) return protocol("frame kind " + std::to_string(b[5]) + " at offset 5 is unknown");
+  if (b[5] < 1 || b[5] > 4) return protocol("frame kind " + std::to_string(b[5]) + " at offset 5 is unknown");
   if (b[6] != 0 || b[7] != 0) return protocol("frame reserved bytes 6-7 are not zero");
   FrameHeader h;
   h.kind = static_cast<FrameKind>(b[5]);
@@ -92,35 +93,69 @@ Result<FrameHeader> decode_frame_header(std::span<const std::uint8_t> b, std::si
   if (h.meta_len > kMaxMetaBytes)
     return make_error(Errc::FrameTooLarge,
                       "frame meta length " + std::to_string(h.meta_len) + " at offset 8 is over 4096");
-  if (h.kind == FrameKind::Answer && h.body_len != 0)
-    return protocol("an answer frame has a body (" + std::to_string(h.body_len) + " bytes at offset 12)");
+  if ((h.kind == FrameKind::Answer || h.kind == FrameKind::Notice) && h.body_len != 0)
+    return protocol(std::string(h.kind == FrameKind::Answer ? "an answer" : "a notice") + " frame has a body (" +
+                    std::to_string(h.body_len) + " bytes at offset 12)");
   if (h.body_len > max_body)
     return make_error(Errc::FrameTooLarge, "frame body length " + std::to_string(h.body_len) +
                                                " at offset 12 is over the cap of " + std::to_string(max_body));
   return h;
 }
 
-Result<CopyMeta> decode_copy_meta(std::string_view text) {
-  auto j = parse_meta(text);
-  if (!j) return j.error();
-  CopyMeta m;
-  auto fabric = name_field(*j, "fabric", true);
+namespace {
+
+// `s` cut to at most `n` bytes, not inside a UTF-8 sequence (the JSON encoder
+// would replace a cut one, and the text would not read back the same).
+std::string cut_utf8(std::string s, std::size_t n) {
+  if (s.size() <= n) return s;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  s.resize(n);
+  return s;
+}
+
+Result<FrameKind> file_kind_field(const json& j) {
+  auto kind = name_field(j, "kind", false);
+  if (!kind) return kind.error();
+  if (*kind == "sa_dump") return FrameKind::SaDump;
+  if (*kind == "guid2lid") return FrameKind::Guid2Lid;
+  return protocol("meta \"kind\" is not sa_dump or guid2lid");
+}
+
+// "fabric", "from" and "master_guid": who sends, of which fabric and master.
+struct Identity {
+  std::string fabric, from;
+  Guid master_guid;
+};
+
+Result<Identity> identity_fields(const json& j) {
+  auto fabric = name_field(j, "fabric", true);
   if (!fabric) return fabric.error();
-  auto from = name_field(*j, "from", false);
+  auto from = name_field(j, "from", false);
   if (!from) return from.error();
-  auto guid_text = name_field(*j, "master_guid", false);
+  auto guid_text = name_field(j, "master_guid", false);
   if (!guid_text) return guid_text.error();
   auto guid = parse_guid(*guid_text);
   if (!guid || guid_text->size() != 18 || guid->value == 0)
     return protocol("meta \"master_guid\" is not a port GUID (0x and 16 hex digits, not 0)");
+  return Identity{std::move(*fabric), std::move(*from), *guid};
+}
+
+}  // namespace
+
+Result<CopyMeta> decode_copy_meta(std::string_view text) {
+  auto j = parse_meta(text);
+  if (!j) return j.error();
+  CopyMeta m;
+  auto id = identity_fields(*j);
+  if (!id) return id.error();
   auto gen = number_field(*j, "generation");
   if (!gen) return gen.error();
   if (*gen == 0) return protocol("meta \"generation\" is 0");
   auto age = number_field(*j, "age_ms");
   if (!age) return age.error();
-  m.fabric = std::move(*fabric);
-  m.from = std::move(*from);
-  m.master_guid = *guid;
+  m.fabric = std::move(id->fabric);
+  m.from = std::move(id->from);
+  m.master_guid = id->master_guid;
   m.generation = *gen;
   m.age_ms = *age;
   if (auto it = j->find("trimmed"); it != j->end()) {
@@ -139,11 +174,9 @@ Result<AnswerMeta> decode_answer_meta(std::string_view text) {
   auto j = parse_meta(text);
   if (!j) return j.error();
   AnswerMeta m;
-  auto kind = name_field(*j, "kind", false);
+  auto kind = file_kind_field(*j);
   if (!kind) return kind.error();
-  if (*kind == "sa_dump") m.kind = FrameKind::SaDump;
-  else if (*kind == "guid2lid") m.kind = FrameKind::Guid2Lid;
-  else return protocol("meta \"kind\" is not sa_dump or guid2lid");
+  m.kind = *kind;
   auto gen = number_field(*j, "generation");
   if (!gen) return gen.error();
   m.generation = *gen;
@@ -155,7 +188,45 @@ Result<AnswerMeta> decode_answer_meta(std::string_view text) {
   m.reason = std::move(*reason);
   it = j->find("text");
   if (it == j->end() || !it->is_string()) return protocol("meta \"text\" is missing or not a string");
-  m.text = it->get<std::string>().substr(0, 512);
+  m.text = cut_utf8(it->get<std::string>(), 512);
+  if (j->contains("held")) {
+    auto held = number_field(*j, "held");
+    if (!held) return held.error();
+    m.held = *held;
+  }
+  return m;
+}
+
+Result<NoticeMeta> decode_notice_meta(std::string_view text) {
+  auto j = parse_meta(text);
+  if (!j) return j.error();
+  NoticeMeta m;
+  auto kind = file_kind_field(*j);
+  if (!kind) return kind.error();
+  auto id = identity_fields(*j);
+  if (!id) return id.error();
+  auto age = number_field(*j, "age_ms");
+  if (!age) return age.error();
+  auto it = j->find("problem");
+  if (it == j->end() || !it->is_string()) return protocol("meta \"problem\" is missing or not a string");
+  m.kind = *kind;
+  m.fabric = std::move(id->fabric);
+  m.from = std::move(id->from);
+  m.master_guid = id->master_guid;
+  m.age_ms = *age;
+  m.problem = cut_utf8(it->get<std::string>(), 512);
+  it = j->find("counts");
+  if (it != j->end() && !it->is_null()) {
+    if (!it->is_object()) return protocol("meta \"counts\" is not an object");
+    SaCounts c;
+    for (auto [key, field] : {std::pair{"groups", &c.groups}, std::pair{"members", &c.members},
+                              std::pair{"services", &c.services}, std::pair{"subscriptions", &c.subscriptions}}) {
+      auto n = number_field(*it, key);
+      if (!n) return make_error(Errc::Protocol, "meta \"counts\": " + n.error().message.substr(5));
+      *field = *n;
+    }
+    m.counts = c;
+  }
   return m;
 }
 
@@ -168,8 +239,18 @@ std::vector<std::uint8_t> encode_copy_frame(FrameKind kind, const CopyMeta& m, s
 
 std::vector<std::uint8_t> encode_answer_frame(const AnswerMeta& m) {
   const json j{{"kind", std::string(to_string(m.kind))}, {"generation", m.generation}, {"applied", m.applied},
-               {"reason", m.reason}, {"text", m.text.substr(0, 512)}};
+               {"reason", m.reason}, {"text", cut_utf8(m.text, 512)}, {"held", m.held}};
   return frame(FrameKind::Answer, j.dump(-1, ' ', false, json::error_handler_t::replace), {});
+}
+
+std::vector<std::uint8_t> encode_notice_frame(const NoticeMeta& m) {
+  json j{{"kind", std::string(to_string(m.kind))}, {"fabric", m.fabric}, {"from", m.from},
+         {"master_guid", to_string(m.master_guid)}, {"age_ms", m.age_ms}, {"problem", cut_utf8(m.problem, 512)},
+         {"counts", nullptr}};
+  if (m.counts)
+    j["counts"] = {{"groups", m.counts->groups}, {"members", m.counts->members}, {"services", m.counts->services},
+                   {"subscriptions", m.counts->subscriptions}};
+  return frame(FrameKind::Notice, j.dump(-1, ' ', false, json::error_handler_t::replace), {});
 }
 
 }  // namespace smha::peer

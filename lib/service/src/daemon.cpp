@@ -227,8 +227,10 @@ bool Daemon::init_methods() {
       control::MetricsSnapshot::LastReport lr;
       if (r.sa_outage) lr.sa_outage_seconds = std::chrono::duration<double>(*r.sa_outage).count();
       if (r.lft_entries_compared) lr.lft_entries_changed = r.lft_entries_changed;
-      lr.sa_restored = r.sa_copy.has_value();
+      lr.sa_restored = fabric::sa_restored(r);
       if (r.groups_checked) lr.groups_lost = *r.groups_checked - std::min(r.groups_kept, *r.groups_checked);
+      // Groups the copy missed (a notice counted the master's unsent dump).
+      if (r.sa_copy && r.sa_copy->lost) lr.groups_lost = lr.groups_lost.value_or(0) + r.sa_copy->lost->groups;
       snap.last_report = lr;
     }
     return control::render_prometheus(snap);

@@ -499,3 +499,140 @@ TEST_CASE("Continuity: a node that registers 20 000 ServiceRecords is cut to the
   }, 30s));
   CHECK(after["groups"] == before.check["groups"]);
 }
+
+namespace {
+
+// `victim`'s OpenSM killed; `heir`'s smhad reports MASTER; the victim's
+// smhad restarts its OpenSM, which stays STANDBY (sticky).
+void kill_opensm(IbsimFabric& f, OsmGuard& guard, const SmhadHead& victim, const SmhadHead& heir) {
+  auto s = smhad_status(victim);
+  REQUIRE(s);
+  const int pid = (*s)["opensm"]["pid"];
+  REQUIRE(::kill(pid, SIGKILL) == 0);
+  json st;
+  REQUIRE(wait_status(f, heir, guard, local_master, 30s, &st));
+  REQUIRE(wait_status(f, victim, guard, [&](const json& j) {
+    return j["opensm"]["pid"] != pid && j["local"]["state"] == "STANDBY";
+  }, 30s, &st));
+  free_ibsim_slot(f, pid);
+}
+
+json sa_copy(const SmhadHead& h) {
+  auto s = smhad_status(h);
+  return s ? (*s)["continuity"]["copies"]["sa_dump"] : json(nullptr);
+}
+
+}  // namespace
+
+TEST_CASE("Continuity, two takeovers: the new master never sends the dump left from its earlier mastership, and "
+          "the next takeover does not restore a ServiceRecord deleted in between",
+          "[ibsim][smhad][continuity]") {
+  IbsimFabric fabric(topology_path("two-switch-4hca.net"));
+  OsmGuard guard;
+  Pair p;
+  start_pair(fabric, guard, p, false);
+  const Workload before = make_workload(fabric, p.h1.lid);
+  const std::string hca3 = before.members[0], hca4 = before.members[1];
+  REQUIRE(before.check["services"][hca3] == true);
+  // head02 holds head01's dump with the whole workload (both ServiceRecords).
+  std::uint64_t g1 = 0;
+  REQUIRE(wait_for([&] {
+    const json sa = sa_copy(p.h2);
+    if (!sa.is_object() || sa["members"] != 2 * kGroups || sa["subscriptions"] != 4 || sa["services"].get<int>() < 2)
+      return false;
+    g1 = sa["generation"];
+    return true;
+  }, 30s));
+
+  // Takeover 1: head02 MASTER; head01's dump directory keeps the dump of its
+  // mastership, with Hca3's ServiceRecord.
+  kill_opensm(fabric, guard, p.h1, p.h2);
+  // Hca3's ServiceRecord goes away under head02; head02's OpenSM dumps and
+  // head01 holds that.
+  const json gone = client(fabric, "Hca3", {"unregister", "--sa-lid", std::to_string(p.h2.lid)});
+  REQUIRE(gone["errors"].empty());
+  REQUIRE(wait_for([&] {
+    const json sa = sa_copy(p.h1);
+    return sa.is_object() && sa["from"] == "head02";
+  }, 40s));
+
+  // Takeover 2: head01 MASTER again. Its OpenSM restored head02's copy and
+  // has not dumped since (loading clears its SA's dirty flag): the dump in
+  // its directory is its earlier mastership's. It is not sent; head02 is
+  // told why, holds on to what it had and raises sa_copy_stale at once.
+  kill_opensm(fabric, guard, p.h2, p.h1);
+  const auto master_at = std::chrono::steady_clock::now();
+  json s2;
+  REQUIRE(wait_for([&] {
+    auto s = smhad_status(p.h2);
+    if (!s) return false;
+    s2 = *s;
+    const json& sa = s2["continuity"]["copies"]["sa_dump"];
+    return s2["continuity"]["not_sent"]["sa_dump"].is_object() ||
+           (sa.is_object() && sa["generation"].get<std::uint64_t>() > g1);
+  }, 40s));
+  {
+    INFO(s2["continuity"].dump(2));
+    REQUIRE(s2["continuity"]["not_sent"]["sa_dump"].is_object());
+    CHECK(s2["continuity"]["not_sent"]["sa_dump"]["from"] == "head01");
+    CHECK(s2["continuity"]["not_sent"]["sa_dump"]["problem"].get<std::string>().find(
+              "waiting for this master's first dump") != std::string::npos);
+    CHECK(s2["continuity"]["copies"]["sa_dump"]["generation"] == g1);
+    CHECK(s2["continuity"]["copies"]["sa_dump"]["current"] == false);
+    // Raised on head02's next tick after the notice.
+    std::string detail;
+    CHECK(wait_for([&] {
+      auto s = smhad_status(p.h2);
+      if (!s) return false;
+      for (const auto& a : (*s)["alarms"])
+        if (a["kind"] == "sa_copy_stale") detail = a["detail"];
+      return detail.rfind("not sent: waiting for this master's first dump", 0) == 0;
+    }, 5s));
+    INFO(detail);
+    const auto s1 = smhad_status(p.h1);
+    REQUIRE(s1);
+    CHECK((*s1)["continuity"]["sent"]["sa_dump_problem"].get<std::string>().find(
+              "waiting for this master's first dump") != std::string::npos);
+  }
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - master_at).count();
+  // Nothing changes the SA under ibsim by itself (its HCAs do not advertise
+  // ClientReregister, so no host rejoins): Hca4 rejoins, as every host does
+  // after a takeover on a real fabric. OpenSM dumps; head02 holds that.
+  const auto rejoin_at = std::chrono::steady_clock::now();
+  const json rejoined =
+      client(fabric, "Hca4", {"join", "--sa-lid", std::to_string(p.h1.lid), "--groups", std::to_string(kGroups)});
+  REQUIRE(rejoined["errors"].empty());
+  REQUIRE(wait_for([&] {
+    const json sa = sa_copy(p.h2);
+    return sa.is_object() && sa["from"] == "head01" && sa["generation"].get<std::uint64_t>() > g1 &&
+           sa["current"] == true;
+  }, 40s));
+  std::cout << "continuity: after takeover 2 no dump in " << static_cast<int>(waited)
+            << " s without an SA change; the first dump after a rejoin held by head02 after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - rejoin_at).count()
+            << " ms" << std::endl;
+  REQUIRE(wait_for([&] {
+    auto s = smhad_status(p.h2);
+    if (!s) return false;
+    for (const auto& a : (*s)["alarms"])
+      if (a["kind"] == "sa_copy_stale") return false;
+    return true;
+  }, 10s));
+
+  // Takeover 3: head02 restores head01's current SA: Hca3's ServiceRecord
+  // stays deleted, Hca4's is there, every group at its MLID.
+  kill_opensm(fabric, guard, p.h1, p.h2);
+  json after;
+  REQUIRE(wait_for([&] {
+    after = check(fabric, p.h2.lid, before.members);
+    return after["errors"].empty();
+  }, 30s));
+  INFO(after.dump());
+  CHECK(after["services"][hca3] == false);
+  CHECK(after["services"][hca4] == true);
+  CHECK(after["groups"] == before.check["groups"]);
+  const json rep = takeover_report(p.h2);
+  CHECK(rep["sa"]["restored"] == true);
+  CHECK(rep["sa"]["copy"]["from"] == "head01");
+  CHECK(rep["sa"]["copy"]["current"] == true);
+}

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "smha/peer/copy_store.hpp"
 #include "test_support.hpp"
 
@@ -186,7 +188,11 @@ TEST_CASE("CopySender: new content gets a generation above everything seen and t
   cfg.guid2lid_path = "/var/cache/opensm/guid2lid";
   cfg.refresh = seconds(30);
   CopySender sender(cfg, fs, clock);
-  CHECK(sender.poll(0).empty());
+  // Nothing to send: said, not sent.
+  for (const auto& o : sender.poll(0)) {
+    CHECK(o.notice);
+    CHECK(o.body.empty());
+  }
   CHECK(sender.problem(FrameKind::SaDump).find("no such file") != std::string::npos);
   fs.files[cfg.sa_dump_path] = real_dump();
   fs.files[cfg.guid2lid_path] = kGuid2Lid;
@@ -253,13 +259,17 @@ TEST_CASE("CopySender: new content gets a generation above everything seen and t
 
 namespace {
 
-// Files in memory with a stamp per file (bumped on every write) and a count
-// of the reads: what PosixFileSystem's stat gives CopySender.
+// Files in memory with a stamp per file (its mtime the clock's wall time at
+// the write, its inode bumped on every write) and a count of the reads: what
+// PosixFileSystem's stat gives CopySender.
 class StampedFs final : public os::FileSystem {
  public:
+  explicit StampedFs(const Clock& clock) : clock_(clock) {}
   Status write_atomic(const std::string& path, std::string_view content, unsigned) override {
     files[path] = std::string(content);
-    ++stamps[path].mtime_ns;
+    stamps[path].mtime_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(clock_.wall_now().time_since_epoch()).count();
+    ++stamps[path].inode;
     stamps[path].size = content.size();
     return Status::Ok();
   }
@@ -277,14 +287,17 @@ class StampedFs final : public os::FileSystem {
   std::map<std::string, std::string> files;
   std::map<std::string, Stamp> stamps;
   mutable int reads = 0;
+
+ private:
+  const Clock& clock_;
 };
 
 }  // namespace
 
 TEST_CASE("CopySender: a file whose stamp did not change is not read again, a refresh re-sends what was read",
           "[peer][copy_store]") {
-  StampedFs fs;
   ManualClock clock;
+  StampedFs fs(clock);
   CopySenderConfig cfg;
   cfg.sa_dump_path = "/var/log/opensm-sa.dump";
   cfg.guid2lid_path = "/var/cache/opensm/guid2lid";
@@ -316,4 +329,281 @@ TEST_CASE("CopySender: a file whose stamp did not change is not read again, a re
   auto changed = sender.poll(0);
   REQUIRE(changed.size() == 1);
   CHECK(changed[0].generation > first[1].generation);
+}
+
+namespace {
+
+// A clock whose wall time can step (NTP, an operator): now() only grows.
+class SteppedClock final : public Clock {
+ public:
+  TimePoint now() const override { return now_; }
+  WallTime wall_now() const override { return wall_; }
+  void advance(Duration d) {
+    now_ += d;
+    wall_ += std::chrono::duration_cast<WallTime::duration>(d);
+  }
+  void step_wall(Duration d) { wall_ += std::chrono::duration_cast<WallTime::duration>(d); }
+
+ private:
+  TimePoint now_{};
+  WallTime wall_ = kVirtualEpoch;
+};
+
+std::uint64_t ms_of(WallTime t) {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count());
+}
+
+CopySenderConfig sender_config() {
+  CopySenderConfig cfg;
+  cfg.sa_dump_path = "/var/log/opensm-sa.dump";
+  cfg.guid2lid_path = "/var/cache/opensm/guid2lid";
+  cfg.refresh = seconds(30);
+  return cfg;
+}
+
+const Outgoing* find(const std::vector<Outgoing>& out, FrameKind kind) {
+  for (const auto& o : out)
+    if (o.kind == kind) return &o;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("CopySender: a dump written before this head's OpenSM became MASTER is never sent, a notice says so, and "
+          "this mastership's first dump goes out at once with its age",
+          "[peer][copy_store]") {
+  ManualClock clock;
+  StampedFs fs(clock);
+  const auto cfg = sender_config();
+  // Left from this head's earlier mastership.
+  REQUIRE(fs.write_atomic(cfg.sa_dump_path, real_dump(), 0600).ok());
+  REQUIRE(fs.write_atomic(cfg.guid2lid_path, kGuid2Lid, 0644).ok());
+  clock.advance(seconds(600));
+  const WallTime became_master = clock.wall_now();
+  clock.advance(seconds(2));
+  CopySender sender(cfg, fs, clock);
+  sender.set_master_since(became_master);
+  auto out = sender.poll(0);
+  const auto* sa = find(out, FrameKind::SaDump);
+  REQUIRE(sa);
+  CHECK(sa->notice);
+  CHECK(sa->body.empty());
+  CHECK(sa->problem.find("waiting for this master's first dump") != std::string::npos);
+  CHECK(sa->problem.find("written 600 s before this head's OpenSM became MASTER") != std::string::npos);
+  CHECK(sa->age_ms == 2000);  // this master's SA has been its own for 2 s
+  CHECK(sender.problem(FrameKind::SaDump).find("waiting for this master's first dump") != std::string::npos);
+  // guid2lid is not the SA: it goes.
+  REQUIRE(find(out, FrameKind::Guid2Lid));
+  CHECK_FALSE(find(out, FrameKind::Guid2Lid)->notice);
+  // The notice is not repeated before its refresh; the stale dump is never sent.
+  for (int i = 0; i < 20; ++i) {
+    clock.advance(seconds(1));
+    for (const auto& o : sender.poll(0)) CHECK(o.kind != FrameKind::SaDump);
+  }
+  clock.advance(seconds(10));
+  auto again = sender.poll(0);
+  REQUIRE(find(again, FrameKind::SaDump));
+  CHECK(find(again, FrameKind::SaDump)->notice);
+  // OpenSM dumps (its SA changed): sent at once, its age with it.
+  REQUIRE(fs.write_atomic(cfg.sa_dump_path, real_dump(), 0600).ok());
+  clock.advance(milliseconds(1500));
+  auto fresh = sender.poll(0);
+  const auto* copy = find(fresh, FrameKind::SaDump);
+  REQUIRE(copy);
+  CHECK_FALSE(copy->notice);
+  CHECK(copy->body == real_dump());
+  CHECK(copy->age_ms == 1500);
+  CHECK(sender.problem(FrameKind::SaDump).empty());
+
+  // A file whose mtime cannot be read is not this master's either.
+  MemoryFileSystem plain;
+  plain.files[cfg.sa_dump_path] = real_dump();
+  CopySender blind(cfg, plain, clock);
+  blind.set_master_since(became_master);
+  auto none = blind.poll(0);
+  REQUIRE(find(none, FrameKind::SaDump));
+  CHECK(find(none, FrameKind::SaDump)->notice);
+}
+
+TEST_CASE("CopySender: a dump that does not parse is read once per change, and said at once and each refresh "
+          "with its counts",
+          "[peer][copy_store]") {
+  ManualClock clock;
+  StampedFs fs(clock);
+  const auto cfg = sender_config();
+  CopySender sender(cfg, fs, clock);
+  sender.set_master_since(clock.wall_now());
+  clock.advance(seconds(1));
+  REQUIRE(fs.write_atomic(cfg.guid2lid_path, kGuid2Lid, 0644).ok());
+  REQUIRE(fs.write_atomic(cfg.sa_dump_path, real_dump(), 0600).ok());
+  clock.advance(seconds(1));
+  REQUIRE(find(sender.poll(0), FrameKind::SaDump));
+  // A ServiceName with a newline splits OpenSM's own line.
+  std::string bad = real_dump();
+  bad.insert(bad.find("name='") + 7, "\nx");
+  REQUIRE(fs.write_atomic(cfg.sa_dump_path, bad, 0600).ok());
+  clock.advance(seconds(3));
+  const int reads = fs.reads;
+  auto out = sender.poll(0);
+  const auto* n = find(out, FrameKind::SaDump);
+  REQUIRE(n);
+  CHECK(n->notice);
+  CHECK(n->age_ms == 3000);
+  REQUIRE(n->counts);
+  CHECK(n->counts->groups == 3);
+  CHECK(n->counts->members == 6);
+  CHECK(fs.reads == reads + 1);
+  for (int i = 0; i < 25; ++i) {
+    clock.advance(seconds(1));
+    CHECK_FALSE(find(sender.poll(0), FrameKind::SaDump));
+  }
+  CHECK(fs.reads == reads + 1);  // parsed once, not every second
+  clock.advance(seconds(5));
+  auto refresh = sender.poll(0);
+  REQUIRE(find(refresh, FrameKind::SaDump));
+  CHECK(find(refresh, FrameKind::SaDump)->notice);
+  CHECK(find(refresh, FrameKind::SaDump)->age_ms == 33000);
+  CHECK(fs.reads == reads + 1);
+  // Fixed, with the content sent before: sent again at once (the standby was told it moved on).
+  REQUIRE(fs.write_atomic(cfg.sa_dump_path, real_dump(), 0600).ok());
+  auto fixed = sender.poll(0);
+  REQUIRE(find(fixed, FrameKind::SaDump));
+  CHECK_FALSE(find(fixed, FrameKind::SaDump)->notice);
+}
+
+TEST_CASE("CopyStore: a copy knows its content's age apart from its confirmation, and the master's notice marks it "
+          "moved on until the next copy",
+          "[peer][copy_store]") {
+  MemoryFileSystem fs;
+  ManualClock clock;
+  CopyStore store(store_config(), fs, clock);
+  auto m = from_head01(ms_of(clock.wall_now()));
+  m.age_ms = 90000;
+  REQUIRE(store.offer(FrameKind::SaDump, m, real_dump(), "head01", kStandbyUnderHead01).applied);
+  CHECK(store.held(FrameKind::SaDump)->written == clock.wall_now() - seconds(90));
+  clock.advance(seconds(30));
+  m.age_ms = 120000;
+  REQUIRE(store.offer(FrameKind::SaDump, m, real_dump(), "head01", kStandbyUnderHead01).confirmed);
+  CHECK(store.held(FrameKind::SaDump)->confirmed == clock.wall_now());
+  CHECK(store.held(FrameKind::SaDump)->written == clock.wall_now() - seconds(120));
+  // The record keeps it across a restart.
+  CopyStore again(store_config(), fs, clock);
+  again.load();
+  REQUIRE(again.held(FrameKind::SaDump));
+  CHECK(again.held(FrameKind::SaDump)->written == clock.wall_now() - seconds(120));
+
+  NoticeMeta n;
+  n.kind = FrameKind::SaDump;
+  n.from = "head01";
+  n.master_guid = kHead01;
+  n.age_ms = 4000;
+  n.problem = "/var/log/opensm-sa.dump: line 9: ...";
+  n.counts = SaCounts{5, 9, 3, 4};
+  // Checked as a copy's sender is.
+  CHECK(store.notice(n, "head03", kStandbyUnderHead01).reason == RefuseReason::Identity);
+  CHECK(store.notice(n, "head01", {kHead02, SmState::Standby}).reason == RefuseReason::NotMaster);
+  CHECK_FALSE(store.notice(FrameKind::SaDump));
+  clock.advance(seconds(5));
+  REQUIRE(store.notice(n, "head01", kStandbyUnderHead01).applied);
+  const auto& got = store.notice(FrameKind::SaDump);
+  REQUIRE(got);
+  CHECK(got->since == clock.wall_now() - seconds(4));
+  CHECK(got->problem == n.problem);
+  CHECK(got->counts == n.counts);
+  CHECK(store.held(FrameKind::SaDump)->generation == m.generation);  // nothing written
+  // The next copy of the master's current SA ends it.
+  m.generation += 1;
+  REQUIRE(store.offer(FrameKind::SaDump, m, real_dump(), "head01", kStandbyUnderHead01).applied);
+  CHECK_FALSE(store.notice(FrameKind::SaDump));
+}
+
+TEST_CASE("CopyStore: a generation more than a day ahead is refused as future, and an implausible generation held "
+          "(2^64-1, after a restart) blocks no real copy",
+          "[peer][copy_store]") {
+  MemoryFileSystem fs;
+  ManualClock clock;
+  CopyStore store(store_config(), fs, clock);
+  const std::uint64_t now_ms = ms_of(clock.wall_now());
+  for (std::uint64_t g : {UINT64_MAX, now_ms + kMaxGenerationAheadMs + 1}) {
+    const auto v = store.offer(FrameKind::SaDump, from_head01(g), real_dump(), "head01", kStandbyUnderHead01);
+    INFO(v.text);
+    CHECK_FALSE(v.applied);
+    CHECK(v.reason == RefuseReason::Future);
+    CHECK(to_string(v.reason) == "future");
+  }
+  CHECK(store.refused()[static_cast<std::size_t>(RefuseReason::Future)] == 2);
+  CHECK(fs.writes.empty());
+  CHECK(store.offer(FrameKind::SaDump, from_head01(now_ms + kMaxGenerationAheadMs), real_dump(), "head01",
+                    kStandbyUnderHead01)
+            .applied);
+
+  // An earlier smhad (an older version, or a forger with a head's key) left 2^64-1 in the record.
+  const std::string record = fs.files.at("/var/lib/smha/opensm-sa.copy.smha");
+  auto j = nlohmann::json::parse(record);
+  j["generation"] = UINT64_MAX;
+  fs.files["/var/lib/smha/opensm-sa.copy.smha"] = j.dump();
+  CopyStore restarted(store_config(), fs, clock);
+  restarted.load();
+  REQUIRE(restarted.held(FrameKind::SaDump));
+  CHECK(restarted.held(FrameKind::SaDump)->generation == UINT64_MAX);
+  const auto v = restarted.offer(FrameKind::SaDump, from_head01(now_ms + 5), real_dump(), "head01",
+                                 kStandbyUnderHead01);
+  INFO(v.text);
+  CHECK(v.applied);
+  CHECK(restarted.held(FrameKind::SaDump)->generation == now_ms + 5);
+  CHECK(v.held == now_ms + 5);
+}
+
+TEST_CASE("CopySender and CopyStore: a master whose clock stepped back still gets its copies through, and "
+          "generations never overflow",
+          "[peer][copy_store]") {
+  SteppedClock master_clock, standby_clock;
+  StampedFs fs(master_clock);
+  MemoryFileSystem standby_fs;
+  const auto cfg = sender_config();
+  CopySender sender(cfg, fs, master_clock);
+  CopyStore store(store_config(), standby_fs, standby_clock);
+  REQUIRE(fs.write_atomic(cfg.sa_dump_path, real_dump(), 0600).ok());
+  REQUIRE(fs.write_atomic(cfg.guid2lid_path, kGuid2Lid, 0644).ok());
+  auto deliver = [&](const Outgoing& o) {
+    CopyMeta m = from_head01(o.generation);
+    m.age_ms = o.age_ms;
+    return store.offer(o.kind, m, o.body, "head01", kStandbyUnderHead01);
+  };
+  auto first = sender.poll(0);
+  REQUIRE(first.size() == 2);
+  REQUIRE(deliver(first[0]).applied);
+  const std::uint64_t held = first[0].generation;
+  // The master's clock steps back an hour, smhad restarts, OpenSM dumps again.
+  master_clock.step_wall(-std::chrono::hours(1));
+  CopySender restarted(cfg, fs, master_clock);
+  master_clock.advance(seconds(1));
+  standby_clock.advance(seconds(1));
+  std::string changed = real_dump();
+  changed += "\n";
+  REQUIRE(fs.write_atomic(cfg.sa_dump_path, changed, 0600).ok());
+  auto out = restarted.poll(0);
+  REQUIRE(find(out, FrameKind::SaDump));
+  const auto refused = deliver(*find(out, FrameKind::SaDump));
+  CHECK_FALSE(refused.applied);
+  CHECK(refused.reason == RefuseReason::Older);
+  CHECK(refused.held == held);
+  // The answer tells the sender what is held: it continues above.
+  CHECK(restarted.continue_above(FrameKind::SaDump, refused.held));
+  master_clock.advance(seconds(1));
+  auto retry = restarted.poll(0);
+  const auto* again = find(retry, FrameKind::SaDump);
+  REQUIRE(again);
+  CHECK(again->generation == held + 1);
+  CHECK(again->body == changed);
+  CHECK(deliver(*again).applied);
+  // Nothing to continue above: what is held is not above, or is implausible.
+  CHECK_FALSE(restarted.continue_above(FrameKind::SaDump, held));
+  CHECK_FALSE(restarted.continue_above(FrameKind::SaDump, UINT64_MAX));
+  // A floor of 2^64-1 (a copy held here from a forger) is ignored, never wrapped to 0.
+  REQUIRE(fs.write_atomic(cfg.guid2lid_path, kGuid2Lid + "0x0000000000100007 0x0005 0x0005\n\n", 0644).ok());
+  auto top = restarted.poll(UINT64_MAX);
+  REQUIRE(find(top, FrameKind::Guid2Lid));
+  CHECK(find(top, FrameKind::Guid2Lid)->generation > held + 1);
+  CHECK(find(top, FrameKind::Guid2Lid)->generation < UINT64_MAX);
 }

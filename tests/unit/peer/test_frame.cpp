@@ -124,3 +124,70 @@ TEST_CASE("Frames: what the master left out of its SA dump travels in the meta, 
   m.trimmed = std::string(2000, 'x');
   CHECK(decode_copy_meta(meta_text(encode_copy_frame(FrameKind::SaDump, m, "")))->trimmed.size() == kMaxTrimmedText);
 }
+
+TEST_CASE("Frames: a notice (the master's current file not sent, and why) round trips, and an answer carries the "
+          "generation held",
+          "[peer][frame]") {
+  NoticeMeta n;
+  n.kind = FrameKind::SaDump;
+  n.fabric = "rail1";
+  n.from = "head01";
+  n.master_guid = Guid{0x0002c90300000001ULL};
+  n.age_ms = 4200;
+  n.problem = "/var/log/opensm-sa.dump: line 9: Service Record: name ...";
+  n.counts = SaCounts{4, 9, 3, 2};
+  const auto f = encode_notice_frame(n);
+  CHECK(f[5] == 4);
+  auto h = decode_frame_header(std::span(f).first(kFrameHeaderSize), 0);
+  REQUIRE(h);
+  CHECK(h->kind == FrameKind::Notice);
+  CHECK(to_string(h->kind) == "notice");
+  auto m = decode_notice_meta(meta_text(f));
+  REQUIRE(m);
+  CHECK(*m == n);
+  n.counts.reset();
+  auto none = decode_notice_meta(meta_text(encode_notice_frame(n)));
+  REQUIRE(none);
+  CHECK(*none == n);
+  // A problem cut at 512 bytes is cut between UTF-8 characters, so it reads back the same.
+  n.problem = std::string(511, 'x') + "\xc3\xa9";
+  auto cut = decode_notice_meta(meta_text(encode_notice_frame(n)));
+  REQUIRE(cut);
+  CHECK(cut->problem == std::string(511, 'x'));
+
+  // A notice has no body.
+  auto body = f;
+  body[15] = 1;
+  auto hb = decode_frame_header(std::span(body).first(kFrameHeaderSize), 1024);
+  REQUIRE_FALSE(hb);
+  CHECK(hb.error().message.find("notice frame has a body") != std::string::npos);
+  auto err = [](const std::string& text) {
+    auto r = decode_notice_meta(text);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == Errc::Protocol);
+    return r.error().message;
+  };
+  const std::string id = R"("fabric":"","from":"head01","master_guid":"0x0002c90300000001")";
+  CHECK(err(R"({"kind":"answer",)" + id + R"(,"age_ms":1,"problem":"x"})").find("\"kind\"") != std::string::npos);
+  CHECK(err(R"({"kind":"sa_dump",)" + id + R"(,"problem":"x"})").find("\"age_ms\"") != std::string::npos);
+  CHECK(err(R"({"kind":"sa_dump",)" + id + R"(,"age_ms":1})").find("\"problem\"") != std::string::npos);
+  CHECK(err(R"({"kind":"sa_dump",)" + id + R"(,"age_ms":1,"problem":"x","counts":[1]})").find("\"counts\"") !=
+        std::string::npos);
+  CHECK(err(R"({"kind":"sa_dump",)" + id +
+            R"(,"age_ms":1,"problem":"x","counts":{"groups":1,"members":-1,"services":0,"subscriptions":0}})")
+            .find("\"members\"") != std::string::npos);
+
+  // The answer says what the receiver holds; an older peer's answer, without it, reads as 0.
+  AnswerMeta a;
+  a.kind = FrameKind::SaDump;
+  a.generation = 7;
+  a.reason = "older";
+  a.text = "older";
+  a.held = 18446744073709551615ULL;
+  auto back = decode_answer_meta(meta_text(encode_answer_frame(a)));
+  REQUIRE(back);
+  CHECK(back->held == a.held);
+  auto old = decode_answer_meta(R"({"kind":"sa_dump","generation":7,"applied":true,"reason":"","text":""})");
+  REQUIRE(old);
+  CHECK(old->held == 0);
+}

@@ -80,7 +80,23 @@ struct SaCopyInfo {
   std::uint64_t generation = 0;
   std::string sender;              // the head that sent it
   std::optional<double> age_s;     // since the master last confirmed it
+  std::optional<double> content_age_s;  // since the master's OpenSM wrote its content
   std::size_t groups = 0, members = 0, services = 0, informs = 0;
+  // Current (doc/continuity.md): the old master's SA as last known here, i.e.
+  // confirmed within max_copy_age and no notice since that the master's SA
+  // moved on. Otherwise `stale` says why ("not sent: <the master's problem>",
+  // "last confirmed N s before (bound B s)").
+  bool current = true;
+  std::string stale;
+  // A notice's: the old master's SA changed this long after the copy's content.
+  std::optional<double> missed_s;
+  // What the copy lacks against the master's unsent dump (its counts minus
+  // the copy's, where more), when a notice counted it.
+  struct Counts {
+    std::size_t groups = 0, members = 0, services = 0, informs = 0;
+    friend bool operator==(const Counts&, const Counts&) = default;
+  };
+  std::optional<Counts> lost;
   // A group OpenSM restores (one with a full member), and that member: our SA
   // is asked for its MCMemberRecord.
   struct Group {
@@ -136,6 +152,9 @@ std::string summary(const TakeoverReport& r);
 // "SA database restored from generation 7 of head01 (12 s old): groups kept
 // their MLID 4 of 4", or "SA database not restored (no copy from the master)".
 std::string sa_restore_text(const TakeoverReport& r);
+// A current copy restored with no OpenSM load error: what
+// smha_last_takeover_sa_restored says.
+bool sa_restored(const TakeoverReport& r);
 
 class TakeoverReporter {
  public:

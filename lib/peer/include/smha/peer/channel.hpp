@@ -133,6 +133,9 @@ class PeerChannel {
   // `offer` judges a copy from `tls_peer` (CopyStore::offer with the in-band facts).
   using Offer = std::function<Verdict(FrameKind, const CopyMeta&, std::string_view body, const std::string& tls_peer)>;
   PeerChannel(boost::asio::io_context& io, ChannelConfig cfg, const Clock& clock, Offer offer);
+  // `notice` takes a master's notice from `tls_peer` (CopyStore::notice); none: notices are dropped.
+  using Notice = std::function<void(const NoticeMeta&, const std::string& tls_peer)>;
+  void on_notice(Notice notice);
   ~PeerChannel();
   PeerChannel(const PeerChannel&) = delete;
   PeerChannel& operator=(const PeerChannel&) = delete;
@@ -148,6 +151,9 @@ class PeerChannel {
   // Queues a copy to every peer (replacing a queued one of the same kind);
   // sent when its connection is up.
   void send(FrameKind kind, const CopyMeta& meta, const std::string& body);
+  // Queues a notice to every peer in the place of a copy of its kind: the
+  // latest word on that file, sent again on a new connection as a copy is.
+  void send_notice(const NoticeMeta& meta);
 
   const std::vector<PeerLink>& links() const;
   const ChannelCounters& counters() const;

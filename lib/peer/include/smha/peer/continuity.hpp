@@ -4,10 +4,14 @@
 // polling who is MASTER:
 //   - this head's OpenSM MASTER: outbound connections on; CopySender's due
 //     copies go to every peer;
-//   - otherwise: outbound off; copies that arrive are judged by CopyStore;
-//     the alarm sa_copy_stale is raised while some head is MASTER and the SA
-//     copy held here is missing or older than max_copy_age (after a start
-//     grace of the same length).
+//   - otherwise: outbound off; copies and notices that arrive are judged by
+//     CopyStore; the alarm sa_copy_stale names why the SA copy held here is
+//     not the master's current SA: the master's notice ("not sent: ..."), a
+//     copy refused as older/future/replayed/malformed/too_large/write_failed
+//     (both at once), no MASTER seen, no copy yet, or no confirmation within
+//     max_copy_age (these after a start grace of the same length).
+// An SA dump written before this head's OpenSM became MASTER (the last tick
+// that saw it not MASTER, or smhad's start) is never sent.
 // sa_copy_trimmed is raised on the master while its SA copy leaves records
 // out (CopySender::trimmed()), and on a standby while the copy it holds says
 // so (HeldCopy::trimmed).
@@ -66,12 +70,21 @@ class Continuity {
   bool sending() const { return sending_; }
   // Seconds since the master last confirmed the copy of `kind` held; nullopt: none held.
   std::optional<double> copy_age_s(FrameKind kind = FrameKind::SaDump) const;
+  // Seconds since the master's OpenSM wrote the content of the copy held; nullopt: none held.
+  std::optional<double> content_age_s(FrameKind kind = FrameKind::SaDump) const;
+  // Whether the SA copy held is current (doc/continuity.md): confirmed within
+  // max_copy_age and no notice since. Otherwise `ret_why` says why.
+  bool sa_copy_current(std::string* ret_why = nullptr) const;
   // The SA copy held, for the takeover report (nullopt: none).
   std::optional<fabric::SaCopyInfo> sa_copy_info() const;
 
  private:
   void tick();
   void note_takeover();
+  // Answers `older` holding a generation above ours: continue above it.
+  void follow_answers();
+  // sa_copy_stale's detail now ("" not raised).
+  std::string stale_detail(const InBandFacts& f);
   ContinuityConfig cfg_;
   const Clock& clock_;
   Scheduler& sched_;
@@ -86,6 +99,11 @@ class Continuity {
   std::string alarm_;           // the sa_copy_stale detail raised ("" none)
   std::string trim_alarm_;      // the sa_copy_trimmed detail raised ("" none)
   std::string logged_refusal_;  // the last refusal logged
+  std::string logged_notice_;   // the last notice logged (sent or received)
+  // The last time this head was seen not MASTER (smhad's start at first): a
+  // dump older than that is not this mastership's.
+  std::optional<WallTime> not_master_at_;
+  std::optional<TimePoint> no_master_since_;  // this head's polling sees no MASTER
   nlohmann::json at_takeover_;  // note_takeover()'s record; null until then
 };
 
