@@ -316,10 +316,16 @@ std::string render_prometheus(const MetricsSnapshot& s) {
     w.sample("smha_continuity_copies_sent_total", {}, k.sent);
     w.family("smha_continuity_connections_refused_total", "counter",
              "Inbound connections refused: handshake (TLS failed: another CA, no certificate, timeout), identity "
-             "(a certificate naming no configured peer), protocol (bad frames, flooding, slow).");
+             "(a certificate naming no configured peer), protocol (bad frames, flooding, slow), source_limit (too many "
+             "unauthenticated from one address), rate (over the handshake rate), memory (over the buffered-bytes budget), "
+             "preauth_timeout (not authenticated in time).");
     w.sample("smha_continuity_connections_refused_total", {{"reason", "handshake"}}, k.handshake_failed);
     w.sample("smha_continuity_connections_refused_total", {{"reason", "identity"}}, k.unknown_identity);
     w.sample("smha_continuity_connections_refused_total", {{"reason", "protocol"}}, k.protocol_errors);
+    w.sample("smha_continuity_connections_refused_total", {{"reason", "source_limit"}}, k.rejected_source_limit);
+    w.sample("smha_continuity_connections_refused_total", {{"reason", "rate"}}, k.rejected_rate);
+    w.sample("smha_continuity_connections_refused_total", {{"reason", "memory"}}, k.rejected_memory);
+    w.sample("smha_continuity_connections_refused_total", {{"reason", "preauth_timeout"}}, k.preauth_timeouts);
     w.family("smha_continuity_peer_up", "gauge", "1 while this head's outbound link to the peer is up, else 0.");
     for (const auto& [peer, up] : k.peer_up) w.sample("smha_continuity_peer_up", {{"peer", peer}}, up ? 1.0 : 0.0);
   }

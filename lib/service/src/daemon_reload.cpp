@@ -3,6 +3,8 @@
 // file, refuse keys that need a restart, map the policy, and let the head
 // apply it (head::Head::reload); the old configuration stays on any error.
 
+#include <algorithm>
+
 #include "daemon_impl.hpp"
 #include "smha/service/reload.hpp"
 
@@ -66,6 +68,16 @@ std::vector<std::string> restart_keys(const config::Config& cur, const config::C
     differ(m.max_copy_age_s != k.max_copy_age_s, "continuity.max_copy_age_s");
     differ(m.refresh_s != k.refresh_s, "continuity.refresh_s");
     differ(m.max_copy_mib != k.max_copy_mib, "continuity.max_copy_mib");
+    differ(m.max_services_per_port != k.max_services_per_port, "continuity.max_services_per_port");
+    differ(m.max_services != k.max_services, "continuity.max_services");
+    differ(m.max_subscriptions_per_port != k.max_subscriptions_per_port, "continuity.max_subscriptions_per_port");
+    differ(m.max_subscriptions != k.max_subscriptions, "continuity.max_subscriptions");
+    differ(m.max_groups != k.max_groups, "continuity.max_groups");
+    // A key added to the section later and not named above still refuses.
+    if (!(m == k) && std::none_of(keys.begin(), keys.end(), [](const std::string& key) {
+          return key.rfind("continuity", 0) == 0;
+        }))
+      keys.emplace_back("continuity");
   }
   return keys;
 }

@@ -32,6 +32,10 @@ control::ContinuityMetrics continuity_metrics(const peer::Continuity& c) {
   m.handshake_failed = k.handshake_failed;
   m.unknown_identity = k.unknown_identity;
   m.protocol_errors = k.protocol_errors;
+  m.rejected_source_limit = k.rejected_source_limit;
+  m.rejected_rate = k.rejected_rate;
+  m.rejected_memory = k.rejected_memory;
+  m.preauth_timeouts = k.preauth_timeouts;
   for (const auto& l : c.channel().links()) m.peer_up[l.name] = l.outbound == "up";
   return m;
 }

@@ -373,7 +373,7 @@ TEST_CASE("Continuity: a peer with a certificate of another CA, and one naming a
   }, 30s));
 }
 
-TEST_CASE("Continuity: a ServiceRecord whose name holds a newline is left out of the copy, named on both heads; "
+TEST_CASE("Continuity: a ServiceRecord whose name holds a newline is left out of the copy, named on both heads, and "
           "what was joined after it survives a kill -9",
           "[ibsim][smhad][continuity]") {
   IbsimFabric fabric(topology_path("two-switch-4hca.net"));

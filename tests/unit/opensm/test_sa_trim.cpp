@@ -106,7 +106,7 @@ TEST_CASE("SA trim: a ServiceRecord whose name holds a newline is left out with 
         "1 record OpenSM could not load back: 1 registered by port GID 0xfe80000000000000:0x00000000001000ff");
 }
 
-TEST_CASE("SA trim: a group OpenSM could not load goes with its members; members with no group, lines OpenSM "
+TEST_CASE("SA trim: a group OpenSM could not load goes with its members, and members with no group, lines OpenSM "
           "would cut and text before any record are left out",
           "[sa_dump][sa_trim]") {
   std::string bad_group = group(0xc001, {0x100007, 0x10000a});

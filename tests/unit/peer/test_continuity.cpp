@@ -131,6 +131,7 @@ struct Head {
     cc.sender.sa_dump_path = dump();
     cc.sender.guid2lid_path = dir() + "/guid2lid";
     cc.sender.refresh = seconds(30);
+    cc.sender.max_bytes = 64 * 1024;  // a dump it cannot send: one over this
     cc.max_copy_age = seconds(120);
     c = std::make_unique<Continuity>(io, cc, fs, clock, sched, [this] { return facts; }, alarms);
     REQUIRE(c->start().ok());
@@ -169,7 +170,7 @@ struct Pair {
 }  // namespace
 
 TEST_CASE("Continuity: a dump from before this mastership is never sent and the standby is told at once, and a dump "
-          "that does not load is said with its counts, and the takeover report's copy says it was stale",
+          "it cannot send is said at once, and the takeover report's copy says it was stale",
           "[peer][continuity]") {
   Pair p;
   p.master(p.h1);
@@ -211,33 +212,27 @@ TEST_CASE("Continuity: a dump from before this mastership is never sent and the 
   CHECK(s["copies"]["sa_dump"]["current"] == true);
   CHECK(s["not_sent"]["sa_dump"].is_null());
 
-  // A ServiceName with a newline: the dump does not load, is not sent, and
-  // head02 is told at once what it lacks (one ServiceRecord more).
+  // A dump it cannot send (what OpenSM could not load back is trimmed, not
+  // refused: over the cap is what is left): not sent, and head02 is told at once.
   std::string bad = real_dump();
   const std::string sr = bad.substr(bad.find("Service Record:"), bad.find('\n', bad.find("Service Record:")) -
                                                                       bad.find("Service Record:"));
-  std::string evil = sr;
-  evil.replace(evil.find("name='") + 6, 13, "a\nb-workload");
-  bad += "\n" + evil + "\n";
+  while (bad.size() <= 64 * 1024) bad += "\n" + sr + "\n";
   p.sched.run_for(seconds(20));
   REQUIRE(p.h1.fs.write_atomic(p.h1.dump(), bad, 0600).ok());
   REQUIRE(p.until([&] { return !p.h2.alarms.stale.empty(); }, 5));
   INFO(p.h2.alarms.stale);
-  CHECK(p.h2.alarms.stale.rfind("not sent: " + p.h1.dump() + ": line", 0) == 0);
+  CHECK(p.h2.alarms.stale.rfind("not sent: " + p.h1.dump() + " is ", 0) == 0);
   const auto info = p.h2.c->sa_copy_info();
   REQUIRE(info);
   CHECK_FALSE(info->current);
   CHECK(info->stale.rfind("not sent: ", 0) == 0);
-  REQUIRE(info->lost);
-  CHECK(info->lost->services == 1);
-  CHECK(info->lost->groups == 0);
   REQUIRE(info->missed_s);
   CHECK(*info->missed_s >= 19);
   fabric::TakeoverReport r;
   r.sa_copy = info;
   CHECK_FALSE(fabric::sa_restored(r));
   CHECK(fabric::sa_restore_text(r).rfind("SA database restored from a stale copy: generation", 0) == 0);
-  CHECK(fabric::sa_restore_text(r).find("1 ServiceRecords") != std::string::npos);
 }
 
 TEST_CASE("Continuity: a master whose clock stepped back (and smhad restarted) gets its copies through above "

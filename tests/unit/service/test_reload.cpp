@@ -39,13 +39,17 @@ TEST_CASE("reload: every continuity key that changes is named, and so is the sec
   CHECK(restart_keys(on, load(yaml(""))) == Keys{"continuity"});
   const auto changed = load(yaml(
       "continuity:\n  listen: 10.0.0.1:7391\n  certificate: /etc/smha/new.pem\n  private_key: /etc/smha/new.key\n"
-      "  ca: /etc/smha/ca2.pem\n  max_copy_age_s: 300\n  refresh_s: 10\n  max_copy_mib: 128\n"));
+      "  ca: /etc/smha/ca2.pem\n  max_copy_age_s: 300\n  refresh_s: 10\n  max_copy_mib: 128\n"
+      "  max_services_per_port: 8\n  max_services: 100\n  max_subscriptions_per_port: 8\n  max_subscriptions: 100\n"
+      "  max_groups: 100\n"));
   CHECK(restart_keys(on, changed) ==
         Keys{"continuity.listen", "continuity.certificate", "continuity.private_key", "continuity.ca",
-             "continuity.max_copy_age_s", "continuity.refresh_s", "continuity.max_copy_mib"});
+             "continuity.max_copy_age_s", "continuity.refresh_s", "continuity.max_copy_mib",
+             "continuity.max_services_per_port", "continuity.max_services", "continuity.max_subscriptions_per_port",
+             "continuity.max_subscriptions", "continuity.max_groups"});
 }
 
-TEST_CASE("reload: with continuity on, the channel's peers and files need a restart; the engine's do not") {
+TEST_CASE("reload: with continuity on, the channel's peers and files need a restart, the engine's do not") {
   const auto on = load(yaml(kContinuity));
   // A peer's address, name or GUID is the channel's.
   CHECK(restart_keys(on, load(yaml(kContinuity, "    lid: 7\n    address: 10.0.0.9:7390\n"))) ==

@@ -95,6 +95,10 @@ struct ContinuityMetrics {
   uint64_t handshake_failed = 0;
   uint64_t unknown_identity = 0;
   uint64_t protocol_errors = 0;
+  uint64_t rejected_source_limit = 0;
+  uint64_t rejected_rate = 0;
+  uint64_t rejected_memory = 0;
+  uint64_t preauth_timeouts = 0;
   std::map<std::string, bool> peer_up;       // outbound link up, by peer name
 };
 
