@@ -490,7 +490,7 @@ TEST_CASE("Continuity: a node that registers 20 000 ServiceRecords is cut to the
   REQUIRE(master >= 0);
   REQUIRE(up >= master);
   std::cout << "continuity: " << kBulk << " ServiceRecords registered, the takeover's MASTER -> SUBNET UP "
-            << (up - master) / 1000.0 << " ms" << std::endl;
+            << static_cast<double>(up - master) / 1000.0 << " ms" << std::endl;
   CHECK(up - master < 500000);
   json after;
   REQUIRE(wait_for([&] {
