@@ -198,7 +198,8 @@ int main(int argc, char** argv) {
         continue;
       }
       std::sort(ms.begin(), ms.end());
-      std::printf("| %s | %zu | %.1f MB | %.0f ms | %zu | %s |\n", kind.c_str(), last.records, last.bytes / 1e6,
+      std::printf("| %s | %zu | %.1f MB | %.0f ms | %zu | %s |\n", kind.c_str(), last.records,
+                  static_cast<double>(last.bytes) / 1e6,
                   ms[ms.size() / 2], last.kept, last.parse_errors ? "PARSE ERROR" : "ok");
       std::fflush(stdout);
     }
