@@ -187,6 +187,17 @@ bool parse(int argc, char** argv, Args& a) {
   return a.cmd == "tables";
 }
 
+// The ServiceRecord a workload node registers (and unregister deletes).
+ServiceRecord workload_service(const Gid& me) {
+  ServiceRecord s;
+  s.id = kServiceId;
+  s.gid = me;
+  s.pkey = 0xffff;
+  s.lease = 0xffffffffu;
+  s.name = kServiceName;
+  return s;
+}
+
 json join(boost::asio::io_context& io, UmadTransport& t, const Args& a) {
   const Gid me{kDefaultSubnetPrefix, t.local_port().port_guid};
   json out{{"port_guid", hex16(me.guid.value)}, {"groups", json::array()}, {"errors", json::array()}};
@@ -216,12 +227,7 @@ json join(boost::asio::io_context& io, UmadTransport& t, const Args& a) {
           });
     });
   pump.add([&](std::function<void()> next) {
-    ServiceRecord s;
-    s.id = kServiceId;
-    s.gid = me;
-    s.pkey = 0xffff;
-    s.lease = 0xffffffffu;
-    s.name = kServiceName;
+    const ServiceRecord s = workload_service(me);
     t.set_service_record(Lid{a.sa_lid}, s, sa_opts(), [&, next](Result<ServiceRecordReply> r) {
       out["service"] = static_cast<bool>(r);
       if (!r) out["errors"].push_back("ServiceRecord: " + r.error().message);
@@ -250,12 +256,7 @@ json join(boost::asio::io_context& io, UmadTransport& t, const Args& a) {
 json unregister(boost::asio::io_context& io, UmadTransport& t, const Args& a) {
   const Gid me{kDefaultSubnetPrefix, t.local_port().port_guid};
   json out{{"port_guid", hex16(me.guid.value)}, {"errors", json::array()}};
-  ServiceRecord s;
-  s.id = kServiceId;
-  s.gid = me;
-  s.pkey = 0xffff;
-  s.lease = 0xffffffffu;
-  s.name = kServiceName;
+  const ServiceRecord s = workload_service(me);
   t.delete_service_record(Lid{a.sa_lid}, s, sa_opts(), [&](Result<ServiceRecordReply> r) {
     out["deleted"] = static_cast<bool>(r);
     if (!r) out["errors"].push_back("ServiceRecord: " + r.error().message);
