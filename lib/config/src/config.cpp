@@ -1398,7 +1398,7 @@ ConfigResult load_config(const std::string& path, const LoadOptions& options) {
 InstancePaths instance_defaults(const std::string& name) {
   InstancePaths p;
   p.state_dir = "/var/lib/smha/" + name;
-  p.socket_path = "/run/smha/" + name + ".sock";
+  p.socket_path = instance_socket_path(name);
   p.conf_path = p.state_dir + "/opensm.conf";
   p.cache_dir = "/var/cache/opensm/" + name;
   p.log_file = "/var/log/opensm-" + name + ".log";
