@@ -37,7 +37,9 @@
 #include "smha/platform/notify.hpp"
 #include "smha/service/events_method.hpp"
 #include "smha/service/metrics_service.hpp"
-#include "smha/service/os_integration.hpp"
+#include "smha/service/check_config.hpp"
+#include "smha/service/hook_dispatcher.hpp"
+#include "smha/service/systemd_reporter.hpp"
 #include "smha/service/service.hpp"
 
 namespace smha::service {
