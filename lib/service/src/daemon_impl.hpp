@@ -32,6 +32,7 @@
 #include "smha/opensm/probe.hpp"
 #include "smha/os/posix_file_system.hpp"
 #include "smha/peer/continuity.hpp"
+#include "smha/service/continuity_plan.hpp"
 #include "smha/service/continuity_thread.hpp"
 #include "smha/platform/logging.hpp"
 #include "smha/platform/notify.hpp"
