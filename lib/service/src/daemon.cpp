@@ -138,7 +138,8 @@ bool Daemon::init_head() {
     caps = std::move(probed).value();
   }
   auto planned =
-      head::make_plan(config_, std::move(mapped).value(), head::PlanInputs{own_guid, options_.observe, caps}, fs_);
+      head::make_plan(config_, std::move(mapped).value(),
+                      head::PlanInputs{own_guid, options_.observe, caps, adapters_.prepare_opensm_conf}, fs_);
   if (!planned) {
     err_ << "smhad: " << planned.error().message << '\n';
     return false;
