@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <ostream>
 
+#include "smha/config/keys.hpp"
 #include "smha/core/state_dir.hpp"
 #include "smha/head/plan.hpp"
 #include "smha/mad/umad_transport.hpp"
@@ -84,6 +85,13 @@ int run_check_config(const std::string& path, opensm::OpensmRunner& runner, std:
   if (auto st = check_writable_dir(cfg.state_dir, false); !st.ok())
     errors.push_back(path + ": state_dir " + cfg.state_dir + " is not usable: " + st.error().message);
   for (const auto& m : instance_conflicts(cfg)) errors.push_back(path + ": " + m);
+  // Every key the file sets is one of the key table's (config::key_table):
+  // how a reload applies it is known. The loader takes its keys from the
+  // table, so this holds unless the two part.
+  for (const auto& [written, pos] : cfg.positions)
+    if (config::find_key(config::table_path(written)) == nullptr)
+      errors.push_back(config::Diagnostic{path, pos, written, "not in smhad's key table: a reload would not know it"}
+                           .to_string());
   // The peer channel's certificate, key and CA: the check start-up makes
   // before the channel listens (peer::load_tls_files), so a missing file or a
   // key others can read fails here too, not only at the next start.

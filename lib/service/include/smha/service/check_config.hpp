@@ -28,6 +28,7 @@ std::vector<config::Diagnostic> route_warnings(const config::Config& config,
                                                const fabric::DiscoveryResult& found);
 
 // `smhad --check-config`: everything opensm::run_check_config checks, plus the
+// key table (every key the file sets is one of config::key_table()'s), the
 // security check of every configured hook (HookDispatcher::check), the
 // state_dir, the HA policy (map_config) and the peer channel's TLS files
 // (peer::check_tls_files), so a config smhad would refuse to
