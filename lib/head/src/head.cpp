@@ -464,8 +464,13 @@ Result<Head::Reloaded> Head::reload(config::Config next, Plan plan, const std::v
     const std::string failed_reason = supervised_->supervisor_status().state == opensm::SupervisorState::Failed
                                           ? supervised_->supervisor_status().reason
                                           : std::string();
+    // A new opensm.log_file restarts OpenSM: its next run's failures are read from there.
+    supervised_->set_log_file(plan.opensm->supervisor.log_file);
     auto r = supervised_->reload(plan.opensm->render, decision);
-    if (!r) return make_error(r.error().code, "reload refused, old configuration kept: " + r.error().message);
+    if (!r) {
+      supervised_->set_log_file(plan_.opensm->supervisor.log_file);
+      return make_error(r.error().code, "reload refused, old configuration kept: " + r.error().message);
+    }
     data["opensm_action"] = std::string(opensm::to_string(r.value()));
     data["opensm_change"] = std::string(opensm::to_string(decision.kind));
     data["changed_keys"] = decision.changed;
