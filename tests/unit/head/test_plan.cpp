@@ -170,10 +170,11 @@ TEST_CASE("make_plan: OpenSM's command line, environment, supervision and direct
   REQUIRE(counted.ok());
   CHECK(renders == 1);
   const auto& co = *counted->opensm;
-  for (std::uint8_t p : {0, 11, 14, 15}) {
-    auto at = co.render(p);
+  for (int p : {0, 11, 14, 15}) {
+    const auto prio = static_cast<std::uint8_t>(p);
+    auto at = co.render(prio);
     REQUIRE(at.ok());
-    CHECK(at.value() == opensm::prepare_opensm_conf(c, caps, p, Guid{0x10}, &fs).rendered);
+    CHECK(at.value() == opensm::prepare_opensm_conf(c, caps, prio, Guid{0x10}, &fs).rendered);
   }
   CHECK(renders == 1);
   CHECK(co.drift.rendered_conf == opensm::prepare_opensm_conf(c, caps, 15, Guid{0x10}, &fs).rendered);
