@@ -11,7 +11,9 @@
 #include "smha/opensm/probe.hpp"
 #include "smha/platform/logging.hpp"
 #include "smha/service/daemon.hpp"
-#include "smha/service/os_integration.hpp"
+#include "smha/service/check_config.hpp"
+#include "smha/service/hook_dispatcher.hpp"
+#include "smha/service/systemd_reporter.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"smhad - InfiniBand subnet manager high availability daemon"};

@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 std::string instance_socket(const std::string& fabric, const std::string& run_dir) {
-  return run_dir + "/" + (fabric.empty() ? std::string("smhad") : fabric) + ".sock";
+  return instance_socket_path(fabric, run_dir);
 }
 
 std::vector<std::pair<std::string, std::string>> list_instances(const std::string& run_dir) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/config/config.hpp"
+#include "smha/config/keys.hpp"
 
 #include "smha/core/fabric_name.hpp"
 #include "smha/core/limits.hpp"
@@ -457,7 +458,7 @@ bool Loader::conf_safe(const YAML::Node& n, const std::string& path, const std::
 }
 
 void Loader::load_node(const Entry& e, Config& c) {
-  auto m = check_map(e.value, "node", {"name", "ca", "port", "port_guid"});
+  auto m = check_map(e.value, "node", key_names("node"));
   if (!m) return;
   if (auto it = m->find("name"); it != m->end()) {
     if (auto s = name(it->second.value, "node.name")) c.node_name = *s;
@@ -503,7 +504,7 @@ void Loader::load_peers(const Entry& e, Config& c) {
   std::map<std::uint64_t, int> guids;
   for (std::size_t i = 0; i < seq.size(); ++i) {
     std::string path = "peers[" + std::to_string(i) + "]";
-    auto m = check_map(seq[i], path, {"name", "port_guid", "lid", "dr_path", "sm_priority", "address"});
+    auto m = check_map(seq[i], path, key_names("peers[]"));
     if (!m) continue;
     Peer p;
     bool good = true;
@@ -592,10 +593,7 @@ void Loader::load_peers(const Entry& e, Config& c) {
 }
 
 void Loader::load_failover(const Entry& e, Config& c) {
-  auto m = check_map(e.value, "failover",
-                     {"poll_interval_ms", "misses_before_takeover", "failback",
-                      "preempt_holddown_s", "opensm_polling_timeout_ms",
-                      "opensm_polling_retries"});
+  auto m = check_map(e.value, "failover", key_names("failover"));
   if (!m) return;
   auto& f = c.failover;
   if (auto it = m->find("poll_interval_ms"); it != m->end()) {
@@ -781,13 +779,7 @@ void Loader::load_extra(const Entry& e, Config& c) {
 }
 
 void Loader::load_opensm(const Entry& e, Config& c) {
-  auto m = check_map(e.value, "opensm",
-                     {"binary", "flavor", "routing_engine", "sweep_interval", "max_wire_smps", "adaptive_routing",
-                      "sharp", "downgrade_unsupported", "log_file", "dump_files_dir", "cache_dir",
-                      "conf_path", "honor_guid2lid_file", "lid_continuity", "sa_db_dump", "sa_db_file", "extra",
-                      "restart_backoff_initial_ms", "restart_backoff_max_s", "restart_stable_s",
-                      "crash_loop_count", "crash_loop_window_s", "crash_loop_retry_s",
-                      "crash_loop_retry_no_master_s"});
+  auto m = check_map(e.value, "opensm", key_names("opensm"));
   if (!m) return;
   auto& o = c.opensm;
   auto path_key = [&](const char* key, std::string& out) {
@@ -953,7 +945,7 @@ void Loader::load_restart_policy(const CheckedMap& m, OpensmSettings& o) {
 }
 
 void Loader::load_control(const Entry& e, Config& c) {
-  auto m = check_map(e.value, "control", {"socket", "group"});
+  auto m = check_map(e.value, "control", key_names("control"));
   if (!m) return;
   if (auto it = m->find("socket"); it != m->end()) {
     if (auto s = absolute_path(it->second.value, "control.socket")) {
@@ -973,10 +965,7 @@ void Loader::load_control(const Entry& e, Config& c) {
 }
 
 void Loader::load_health(const Entry& e, Config& c) {
-  auto m = check_map(e.value, "health",
-                     {"link_degraded_alarm", "link_degraded_min_links", "expect_switch_links", "expect_ca_links",
-                      "counter_reads_per_second", "counter_start_after_s", "error_window_s", "link_errors_alarm",
-                      "link_errors_min_ports", "error_thresholds"});
+  auto m = check_map(e.value, "health", key_names("health"));
   if (!m) return;
   if (auto it = m->find("link_errors_alarm"); it != m->end()) {
     if (auto b = boolean(it->second.value, "health.link_errors_alarm")) c.health.link_errors_alarm = *b;
@@ -1048,10 +1037,7 @@ std::optional<std::pair<std::string, int>> Loader::host_port(const YAML::Node& v
 }
 
 void Loader::load_continuity(const Entry& e, Config& c) {
-  auto m = check_map(e.value, "continuity",
-                     {"listen", "certificate", "private_key", "ca", "max_copy_age_s", "refresh_s", "max_copy_mib",
-                      "max_services_per_port", "max_services", "max_subscriptions_per_port", "max_subscriptions",
-                      "max_groups"});
+  auto m = check_map(e.value, "continuity", key_names("continuity"));
   if (!m) return;
   auto& k = c.continuity;
   k.enabled = true;
@@ -1095,7 +1081,7 @@ void Loader::load_continuity(const Entry& e, Config& c) {
 }
 
 void Loader::load_metrics(const Entry& e, Config& c) {
-  auto m = check_map(e.value, "metrics", {"listen", "textfile_dir", "textfile_interval_s"});
+  auto m = check_map(e.value, "metrics", key_names("metrics"));
   if (!m) return;
   if (auto it = m->find("listen"); it != m->end()) {
     const YAML::Node& v = it->second.value;
@@ -1332,10 +1318,8 @@ ConfigResult Loader::load(std::string_view text) {
   }
   Config c;
   c.source_path = file_;
-  auto top = check_map(root, "",
-                       {"node", "peers", "sm_priority", "failover", "sm_key", "sm_key_file", "sa_key",
-                        "sa_key_file", "opensm", "control", "metrics", "hooks", "hook_timeout_s", "state_dir",
-                        "drift_unknown_alarm_s", "fabric", "health", "continuity"});
+  // Every key the loader accepts is one of config::key_table() (keys.hpp).
+  auto top = check_map(root, "", key_names(""));
   if (!top) return ConfigResult(std::move(errors_));
 
   if (auto it = top->find("node"); it != top->end()) {
@@ -1398,7 +1382,7 @@ ConfigResult load_config(const std::string& path, const LoadOptions& options) {
 InstancePaths instance_defaults(const std::string& name) {
   InstancePaths p;
   p.state_dir = "/var/lib/smha/" + name;
-  p.socket_path = "/run/smha/" + name + ".sock";
+  p.socket_path = instance_socket_path(name);
   p.conf_path = p.state_dir + "/opensm.conf";
   p.cache_dir = "/var/cache/opensm/" + name;
   p.log_file = "/var/log/opensm-" + name + ".log";

@@ -82,32 +82,4 @@ Result<std::string> read_regular_file(const std::string& path, std::size_t max_b
   return out;
 }
 
-Result<std::string> read_regular_file_tail(const std::string& path, std::size_t max_bytes, bool* ret_cut) {
-  if (ret_cut != nullptr) *ret_cut = false;
-  Fd file;
-  auto opened = open_regular(path, file);
-  if (!opened) return opened.error();
-  const int fd = file.fd;
-  const struct stat st = opened.value();
-  const auto size = static_cast<std::size_t>(st.st_size);
-  off_t at = 0;
-  if (size > max_bytes) {
-    at = static_cast<off_t>(size - max_bytes);
-    if (ret_cut != nullptr) *ret_cut = true;
-  }
-  std::string out(std::min(size, max_bytes), '\0');
-  std::size_t got = 0;
-  while (got < out.size()) {
-    ssize_t n = ::pread(fd, out.data() + got, out.size() - got, at + static_cast<off_t>(got));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return make_error(Errc::Io, std::string("read: ") + std::strerror(errno));
-    }
-    if (n == 0) break;  // it shrank while we read
-    got += static_cast<std::size_t>(n);
-  }
-  out.resize(got);
-  return out;
-}
-
 }  // namespace smha

@@ -20,30 +20,6 @@ namespace {
 
 double seconds_since(TimePoint then, TimePoint now) { return std::chrono::duration<double>(now - then).count(); }
 
-// The HA policy (with the bounds derived from opensm's sweep and polling
-// keys), the peers' addresses and the takeover report's inputs the engine
-// runs with: a change restarts it.
-bool same_policy(const agent::AgentConfig& a, const agent::AgentConfig& b) {
-  const auto& p = a.policy;
-  const auto& q = b.policy;
-  if (p.node_name != q.node_name || p.own_guid != q.own_guid || p.poll_interval != q.poll_interval ||
-      p.misses != q.misses || p.failback != q.failback || p.preempt_hold_down != q.preempt_hold_down ||
-      p.base_priority != q.base_priority || p.peers.size() != q.peers.size() || a.peers.size() != b.peers.size())
-    return false;
-  if (p.takeover_bound != q.takeover_bound || p.handover_bound != q.handover_bound ||
-      p.hang_timeout != q.hang_timeout || p.unresponsive_timeout != q.unresponsive_timeout ||
-      p.query_window != q.query_window || a.routing_engines != b.routing_engines || a.opensm_log != b.opensm_log)
-    return false;
-  for (std::size_t i = 0; i < p.peers.size(); ++i)
-    if (p.peers[i].name != q.peers[i].name || p.peers[i].guid != q.peers[i].guid ||
-        p.peers[i].priority != q.peers[i].priority)
-      return false;
-  for (std::size_t i = 0; i < a.peers.size(); ++i)
-    if (a.peers[i].guid != b.peers[i].guid || a.peers[i].lid != b.peers[i].lid || a.peers[i].dr != b.peers[i].dr)
-      return false;
-  return true;
-}
-
 // The engine's outputs to the head's sink and to its host's tap.
 class TeeSink final : public agent::EventSink {
  public:
@@ -160,7 +136,7 @@ void Head::start() {
     if (handover_) handover_->event(e);
   });
   if (supervised_) {
-    render_warnings(config_);
+    for (const auto& w : plan_.opensm->warnings) spdlog::warn("{}", w);
     // Where OpenSM runs and keeps its cache; if they cannot be made, OpenSM's
     // start says why (the supervisor's error, event and alarm).
     for (const std::string& dir : plan_.opensm->dirs)
@@ -180,15 +156,6 @@ void Head::stop() {
   }
 }
 
-std::vector<std::string> Head::render_warnings(const config::Config& c) const {
-  std::vector<std::string> out;
-  for (const auto& w : opensm::plan_render(c, options_.caps, 0, std::nullopt).warnings) {
-    out.push_back(w.to_string());
-    spdlog::warn("{}", out.back());
-  }
-  return out;
-}
-
 const opensm::SupervisorStatus* Head::opensm() const {
   return supervised_ ? &supervised_->supervisor_status() : nullptr;
 }
@@ -198,9 +165,6 @@ void Head::start_agent(agent::AgentConfig cfg) {
     agent_->stop();
     agent_.reset();
   }
-  // What the file mapped to, for the next reload to compare with: the agent's
-  // own copy takes on the routes discovery finds (a GUID-only peer's LID).
-  agent_cfg_ = cfg;
   // Our port's state comes from its own SMA every round (sysfs is static under umad2sim).
   cfg.local_port_num = seams_.local_port;
   cfg.sa_copy = [this]() -> std::optional<fabric::SaCopyInfo> {
@@ -219,10 +183,8 @@ void Head::start_agent(agent::AgentConfig cfg) {
 
 void Head::update_drift_digests() {
   if (!supervised_ || !agent_ || !plan_.opensm || !options_.drift) return;  // observing: no OpenSM of ours to compare
-  // Again from the files: the digests follow an edit of a policy file.
-  auto in = drift_inputs(config_, options_.caps, options_.own_guid, seams_.fs);
-  if (!in) return;
-  agent_->drift().set_own(fabric::compute_digests(in.value()));
+  // The plan's (a reload's new plan read the policy files again): the digests follow their edits.
+  agent_->drift().set_own(fabric::compute_digests(plan_.opensm->drift));
 }
 
 // LID continuity (doc/lid-continuity.md): fed by the census walks, writes
@@ -491,18 +453,24 @@ void Head::handover(const std::optional<std::string>& to, uid_t by_uid, std::fun
 
 // ---- reload ----------------------------------------------------------------
 
-Result<Head::Reloaded> Head::reload(config::Config next, agent::AgentConfig mapped) {
+Result<Head::Reloaded> Head::reload(config::Config next, Plan plan, const std::vector<config::KeyChange>& changes) {
   Reloaded out;
   nlohmann::json& data = out.data;
   std::string& text = out.text;
   if (supervised_) {
+    if (!plan.opensm) return make_error(Errc::Invalid, "reload refused, old configuration kept: a plan without OpenSM");
+    // The plan's rendering, at the priority OpenSM runs at: nothing is rendered again.
     opensm::ReloadDecision decision;
-    auto render = make_renderer(next, options_.caps, options_.own_guid, seams_.fs);
     const std::string failed_reason = supervised_->supervisor_status().state == opensm::SupervisorState::Failed
                                           ? supervised_->supervisor_status().reason
                                           : std::string();
-    auto r = supervised_->reload(std::move(render), decision);
-    if (!r) return make_error(r.error().code, "reload refused, old configuration kept: " + r.error().message);
+    // A new opensm.log_file restarts OpenSM: its next run's failures are read from there.
+    supervised_->set_log_file(plan.opensm->supervisor.log_file);
+    auto r = supervised_->reload(plan.opensm->render, decision);
+    if (!r) {
+      supervised_->set_log_file(plan_.opensm->supervisor.log_file);
+      return make_error(r.error().code, "reload refused, old configuration kept: " + r.error().message);
+    }
     data["opensm_action"] = std::string(opensm::to_string(r.value()));
     data["opensm_change"] = std::string(opensm::to_string(decision.kind));
     data["changed_keys"] = decision.changed;
@@ -519,33 +487,48 @@ Result<Head::Reloaded> Head::reload(config::Config next, agent::AgentConfig mapp
       for (const auto& k : decision.changed) text += " " + k;
       text += ")";
     }
-    const auto warnings = render_warnings(next);
-    data["warnings"] = warnings;
-    for (const auto& w : warnings) text += "; warning: " + w;
+    data["warnings"] = plan.opensm->warnings;
+    for (const auto& w : plan.opensm->warnings) {
+      spdlog::warn("{}", w);
+      text += "; warning: " + w;
+    }
   }
-  // opensm.conf rendered above: the plan cannot fail on it any more.
-  auto planned = make_plan(next, std::move(mapped), PlanInputs{options_.own_guid, options_.observe, options_.caps},
-                           seams_.fs);
-  if (!planned) return planned.error();
-  const bool policy_changed = !same_policy(agent_cfg_, planned.value().agent);
-  // health.*: the link health and error counters are the engine's parts, made
-  // with it; a new engine is how they take new settings (their history and
-  // windows start afresh, as after any engine restart).
-  const bool health_changed = !(config_.health == next.health);
-  const bool restart = policy_changed || health_changed;
+  // What the table says of each changed key (config::key_table): the HA
+  // policy, the peers and health are the engine's (a new engine takes them);
+  // the rest is applied below or by the OpenSM side above.
+  std::vector<std::string> keys, engine_keys;
+  bool policy_changed = false;
+  bool health_changed = false;
+  for (const auto& c : changes) {
+    keys.push_back(c.key);
+    if (!c.info->engine) continue;
+    engine_keys.push_back(c.key);
+    (c.key.rfind("health", 0) == 0 ? health_changed : policy_changed) = true;
+  }
+  const bool restart = !engine_keys.empty();
   data["engine_restarted"] = restart;
+  data["config_keys"] = keys;
   config_ = std::move(next);
-  plan_ = std::move(planned).value();
+  plan_ = std::move(plan);
   if (restart) {
     start_agent(plan_.agent);
     const char* what = !health_changed ? "HA policy changed"
                        : policy_changed ? "HA policy and health changed"
                                         : "health changed";
-    text += (text.empty() ? "" : "; ") + std::string(what) + ": engine restarted with the new settings";
+    std::string named;
+    for (const auto& k : engine_keys) named += (named.empty() ? "" : ", ") + k;
+    text += (text.empty() ? "" : "; ") + std::string(what) + " (" + named +
+            "): engine restarted with the new settings";
   } else {
     agent_->drift().set_unknown_alarm(plan_.agent.drift.unknown_alarm);
     start_lid_continuity();  // opensm.lid_continuity or the LMC may have changed
     text += (text.empty() ? "" : "; ") + std::string("HA policy unchanged");
+  }
+  if (!keys.empty()) {
+    text += "; configuration keys changed:";
+    for (const auto& k : keys) text += " " + k;
+  } else {
+    text += "; no configuration key changed";
   }
   config_loaded_wall_ = seams_.clock.wall_now();
   if (!restart) update_drift_digests();  // a new engine got them in start_agent()

@@ -94,23 +94,16 @@ Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid) {
   return a;
 }
 
-agent::PriorityRenderer make_renderer(const config::Config& c, const opensm::Capabilities& caps, Guid own_guid,
-                                      const os::FileSystem& fs) {
-  const os::FileSystem* files = &fs;
-  return [c, caps, own_guid, files](std::uint8_t prio) -> Result<std::string> {
-    auto prep = opensm::prepare_opensm_conf(c, caps, prio, own_guid, files);
-    if (!prep.ok()) return make_error(Errc::Config, join_errors(prep.errors));
-    return std::move(prep.rendered);
+agent::PriorityRenderer priority_renderer(std::string rendered) {
+  return [text = std::move(rendered)](std::uint8_t prio) -> Result<std::string> {
+    return opensm::set_sm_priority(text, prio);
   };
 }
 
-Result<fabric::DigestInputs> drift_inputs(const config::Config& c, const opensm::Capabilities& caps, Guid own_guid,
-                                          const os::FileSystem& fs) {
-  auto rendered = make_renderer(c, caps, own_guid, fs)(static_cast<std::uint8_t>(c.sm_priority));
-  if (!rendered) return rendered.error();
+fabric::DigestInputs drift_inputs(const config::Config& c, const opensm::Capabilities& caps, std::string rendered) {
   const auto& f = c.failover;
   fabric::DigestInputs in;
-  in.rendered_conf = std::move(rendered).value();
+  in.rendered_conf = std::move(rendered);
   in.ha_policy = "poll_interval_ms " + std::to_string(f.poll_interval.count()) + "\nmisses_before_takeover " +
                  std::to_string(f.misses_before_takeover) + "\nfailback " + std::string(config::to_string(f.failback)) +
                  "\npreempt_holddown_s " + std::to_string(f.preempt_holddown.count()) + "\nopensm_polling_timeout_ms " +
@@ -160,11 +153,15 @@ Result<Plan> make_plan(const config::Config& c, agent::AgentConfig mapped, const
   plan.agent.opensm_log = !c.opensm.log_file.empty();
 
   Plan::Opensm o;
-  o.render = make_renderer(c, in.caps, in.own_guid, fs);
-  // A bad config for this OpenSM is refused before anything starts.
-  auto drift = drift_inputs(c, in.caps, in.own_guid, fs);
-  if (!drift) return drift.error();
-  o.drift = std::move(drift).value();
+  // The one rendering of this configuration: a bad config for this OpenSM is
+  // refused before anything starts.
+  const auto prio = static_cast<std::uint8_t>(c.sm_priority);
+  auto prep = in.prepare ? in.prepare(c, in.caps, prio, in.own_guid, &fs)
+                         : opensm::prepare_opensm_conf(c, in.caps, prio, in.own_guid, &fs);
+  if (!prep.ok()) return make_error(Errc::Config, join_errors(prep.errors));
+  for (const auto& w : prep.warnings) o.warnings.push_back(w.to_string());
+  o.render = priority_renderer(prep.rendered);
+  o.drift = drift_inputs(c, in.caps, std::move(prep.rendered));
 
   o.spec = opensm_spec(c, in.own_guid);
   o.supervisor = supervisor_options(c);

@@ -128,6 +128,22 @@ std::string render_opensm_conf(const config::Config& config, const RenderInputs&
   return out;
 }
 
+std::string set_sm_priority(std::string_view conf_text, std::uint8_t priority) {
+  const std::size_t header_end = conf_text.find("\n\n");
+  if (header_end == std::string_view::npos) return std::string(conf_text);
+  std::string header(conf_text.substr(0, header_end + 1));
+  std::string body(conf_text.substr(header_end + 2));
+  constexpr std::string_view kKey = "\nsm_priority ";
+  const std::size_t at = body.find(kKey);
+  const std::size_t hash_at = header.find(kHashTag);
+  if (at == std::string::npos || hash_at == std::string::npos) return std::string(conf_text);
+  const std::size_t from = at + kKey.size();
+  body.replace(from, body.find('\n', from) - from, std::to_string(static_cast<unsigned>(priority)));
+  const std::size_t hex_at = hash_at + kHashTag.size();
+  header.replace(hex_at, header.find('\n', hex_at) - hex_at, hex64(fnv1a64(body)));
+  return header + "\n" + body;
+}
+
 std::optional<std::string> header_hash(std::string_view conf_text) {
   for (auto line : split_lines(conf_text)) {
     if (line.empty()) break;  // the header ends at the first blank line

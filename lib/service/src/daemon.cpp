@@ -138,7 +138,8 @@ bool Daemon::init_head() {
     caps = std::move(probed).value();
   }
   auto planned =
-      head::make_plan(config_, std::move(mapped).value(), head::PlanInputs{own_guid, options_.observe, caps}, fs_);
+      head::make_plan(config_, std::move(mapped).value(),
+                      head::PlanInputs{own_guid, options_.observe, caps, adapters_.prepare_opensm_conf}, fs_);
   if (!planned) {
     err_ << "smhad: " << planned.error().message << '\n';
     return false;
@@ -169,36 +170,7 @@ bool Daemon::init_head() {
 bool Daemon::init_continuity() {
   const auto& k = config_.continuity;
   if (!k.enabled || options_.observe) return true;
-  peer::ContinuityConfig cc;
-  cc.fabric = config_.fabric;
-  cc.own_name = config_.node_name;
-  cc.own_guid = head_->own_guid();
-  cc.channel.listen_host = k.listen_address;
-  cc.channel.listen_port = static_cast<std::uint16_t>(k.listen_port);
-  cc.channel.certificate = k.certificate;
-  cc.channel.private_key = k.private_key;
-  cc.channel.ca = k.ca;
-  const std::size_t max_bytes = static_cast<std::size_t>(k.max_copy_mib) * 1024 * 1024;
-  cc.channel.max_bytes = max_bytes;
-  for (const auto& p : config_.peers) {
-    cc.channel.peers.push_back({p.name, p.port_guid, p.address_host, static_cast<std::uint16_t>(p.address_port)});
-    cc.store.peers[p.name] = p.port_guid;
-  }
-  cc.store.fabric = config_.fabric;
-  cc.store.own_name = config_.node_name;
-  cc.store.sa_path = config_.opensm.sa_db_file;
-  cc.store.guid2lid_path = config_.opensm.cache_dir + "/guid2lid";
-  cc.store.max_bytes = max_bytes;
-  std::string dumps = config_.opensm.dump_files_dir;
-  if (!dumps.empty() && dumps.back() != '/') dumps += '/';
-  cc.sender.sa_dump_path = dumps + "opensm-sa.dump";
-  cc.sender.guid2lid_path = cc.store.guid2lid_path;
-  cc.sender.max_bytes = max_bytes;
-  cc.sender.refresh = std::chrono::seconds(k.refresh_s);
-  cc.sender.bounds = {static_cast<std::size_t>(k.max_services_per_port), static_cast<std::size_t>(k.max_services),
-                      static_cast<std::size_t>(k.max_subscriptions_per_port),
-                      static_cast<std::size_t>(k.max_subscriptions), static_cast<std::size_t>(k.max_groups)};
-  cc.max_copy_age = std::chrono::seconds(k.max_copy_age_s);
+  peer::ContinuityConfig cc = continuity_config(config_, head_->own_guid());
   continuity_ = std::make_unique<ContinuityThread>(
       std::move(cc), fs_, clock_, *sched_, io_,
       [this] {

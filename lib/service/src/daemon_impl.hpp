@@ -32,12 +32,15 @@
 #include "smha/opensm/probe.hpp"
 #include "smha/os/posix_file_system.hpp"
 #include "smha/peer/continuity.hpp"
+#include "smha/service/continuity_plan.hpp"
 #include "smha/service/continuity_thread.hpp"
 #include "smha/platform/logging.hpp"
 #include "smha/platform/notify.hpp"
 #include "smha/service/events_method.hpp"
 #include "smha/service/metrics_service.hpp"
-#include "smha/service/os_integration.hpp"
+#include "smha/service/check_config.hpp"
+#include "smha/service/hook_dispatcher.hpp"
+#include "smha/service/systemd_reporter.hpp"
 #include "smha/service/service.hpp"
 
 namespace smha::service {

@@ -9,6 +9,8 @@ namespace smha::service {
 namespace method = control::method;
 namespace param = control::param;
 using control::ResultCode;
+using head::format_utc;
+using head::HeadStatus;
 
 json Daemon::drift_json(TimePoint now) const {
   const auto& d = head_->agent().drift();

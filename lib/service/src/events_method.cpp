@@ -10,6 +10,13 @@
 
 namespace smha::service {
 
+using head::add_event_state_fields;
+using head::event_nodes_json;
+using head::EventRecord;
+using head::format_utc;
+using head::LogEventSink;
+using head::takeover_report_json;
+
 using control::Reply;
 using control::ResultCode;
 using nlohmann::json;

@@ -10,6 +10,12 @@
 
 namespace smha::service {
 
+using head::FailoverStats;
+using head::HeadStatus;
+using head::PollStats;
+using head::SmView;
+using head::kDaemonAlarms;
+
 using nlohmann::json;
 
 control::ContinuityMetrics continuity_metrics(const peer::Continuity& c) {

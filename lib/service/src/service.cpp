@@ -17,7 +17,7 @@ bool process_stopped(int pid) {
   return state == 'T' || state == 't';
 }
 
-control::Reply guard_reload(const char* via, LogEventSink& sink, const std::function<control::Reply()>& body) {
+control::Reply guard_reload(const char* via, head::LogEventSink& sink, const std::function<control::Reply()>& body) {
   std::string what;
   try {
     return body();

@@ -231,7 +231,7 @@ TEST_CASE("smhad runs OpenSM: MASTER, restart after kill -9, adoption across a s
     REQUIRE(r);
     INFO(r.value().text);
     CHECK(r.value().result == control::ResultCode::Conflict);
-    // In restart_keys()'s order: the node, the peers, opensm, control, ...
+    // In the key table's order (config::key_table): the node, the peers, opensm, control, ...
     const json want = json::array({"opensm.restart_backoff_initial_ms", "opensm.restart_backoff_max_s",
                                    "opensm.crash_loop_count", "opensm.crash_loop_window_s", "control.group"});
     CHECK(r.value().data["restart_keys"] == want);

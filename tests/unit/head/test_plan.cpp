@@ -157,6 +157,29 @@ TEST_CASE("make_plan: OpenSM's command line, environment, supervision and direct
   REQUIRE(observe.ok());
   CHECK_FALSE(observe->opensm);
   CHECK(observe->agent.policy.observe);
+
+  // One rendering per plan: the drift input and every priority come from it.
+  int renders = 0;
+  ConfPreparer counting = [&renders](const config::Config& cc, const opensm::Capabilities& k, std::uint8_t p,
+                                     std::optional<Guid> g, const os::FileSystem* f) {
+    ++renders;
+    return opensm::prepare_opensm_conf(cc, k, p, g, f);
+  };
+  c.opensm.extra.push_back({"no_clients_rereg", "TRUE", {}});
+  auto counted = make_plan(c, mapped.value(), PlanInputs{Guid{0x10}, false, caps, counting}, fs);
+  REQUIRE(counted.ok());
+  CHECK(renders == 1);
+  const auto& co = *counted->opensm;
+  for (int p : {0, 11, 14, 15}) {
+    const auto prio = static_cast<std::uint8_t>(p);
+    auto at = co.render(prio);
+    REQUIRE(at.ok());
+    CHECK(at.value() == opensm::prepare_opensm_conf(c, caps, prio, Guid{0x10}, &fs).rendered);
+  }
+  CHECK(renders == 1);
+  CHECK(co.drift.rendered_conf == opensm::prepare_opensm_conf(c, caps, 15, Guid{0x10}, &fs).rendered);
+  REQUIRE(co.warnings.size() == 1);
+  CHECK_THAT(co.warnings[0], Catch::Contains("no_clients_rereg: is TRUE"));
 }
 
 TEST_CASE("map_config: the error counters' settings reach the agent, thresholds by counter key") {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "smha/config/keys.hpp"
 #include "smha/opensm/conf.hpp"
 #include "test_support.hpp"
 
@@ -203,4 +204,39 @@ TEST_CASE("max_wire_smps: smha's default 8, the YAML's value, or opensm.extra's,
   const std::string extra = render("opensm:\n  extra:\n    max_wire_smps: 16\n");
   CHECK(count(extra) == 1);
   CHECK(parse_opensm_conf(extra).at("max_wire_smps") == "16");
+}
+
+TEST_CASE("set_sm_priority: the bytes render_opensm_conf gives at that priority, rendered once") {
+  for (const auto& g : golden_cases()) {
+    INFO(g.name);
+    const auto cfg = load_data_config(g.name);
+    const std::string once = render_opensm_conf(cfg, g.inputs);
+    for (unsigned p = 0; p <= 15; ++p) {
+      RenderInputs at = g.inputs;
+      at.sm_priority = static_cast<std::uint8_t>(p);
+      CHECK(set_sm_priority(once, static_cast<std::uint8_t>(p)) == render_opensm_conf(cfg, at));
+    }
+  }
+  // Not smha's file: left as it is.
+  CHECK(set_sm_priority("sm_priority 3\n", 9) == "sm_priority 3\n");
+}
+
+TEST_CASE("every opensm.conf key smha manages has the Reload effect OpenSM's table gives it") {
+  // config::key_table's effect of the YAML key that sets it: SIGHUP where
+  // OpenSM can re-apply the key (opt_tbl can_update), else a restart.
+  for (const auto& [osm_key, managed] : config::managed_opensm_keys()) {
+    const auto* info = find_opensm_key(osm_key);
+    const auto* key = config::find_key(managed.path);
+    INFO(osm_key << " <- " << managed.path);
+    REQUIRE(info != nullptr);
+    REQUIRE(key != nullptr);
+    if (osm_key == "guid" || osm_key == "log_file" || osm_key == "dump_files_dir" || osm_key == "sa_db_file" ||
+        osm_key == "routing_engine" || osm_key == "sharp_enabled") {
+      CHECK_FALSE(info->reloadable);
+      CHECK(key->effect != config::ReloadEffect::Sighup);
+    } else {
+      CHECK(info->reloadable);
+      CHECK(key->effect != config::ReloadEffect::OpensmRestart);
+    }
+  }
 }

@@ -25,6 +25,7 @@
 #include <algorithm>
 
 #include "smha/control/client.hpp"
+#include "smha/opensm/check.hpp"
 #include "smha/opensm/process_identity.hpp"
 #include "smha/os/posix_process_runner.hpp"
 #include "smha/service/daemon.hpp"
@@ -178,6 +179,7 @@ struct DaemonRun {
   Head head;
   Asked osm;
   std::atomic<int> hook_runners{0};  // runners the daemon asked the adapters for, for its hooks
+  std::atomic<int> renders{0};       // opensm.conf renderings (head::make_plan's)
   std::optional<Guid> asked_guid;  // the port the daemon opened (checked on the test's thread)
   std::function<void()> on_open_port = [] {};
   std::promise<std::function<void()>> running;
@@ -221,6 +223,11 @@ struct DaemonRun {
     a.hook_runner = [this](boost::asio::io_context& io) -> std::unique_ptr<os::ProcessRunner> {
       ++hook_runners;
       return std::make_unique<os::PosixProcessRunner>(io);
+    };
+    a.prepare_opensm_conf = [this](const config::Config& c, const opensm::Capabilities& caps, std::uint8_t prio,
+                                   std::optional<Guid> guid, const os::FileSystem* fs) {
+      ++renders;
+      return opensm::prepare_opensm_conf(c, caps, prio, guid, fs);
     };
     a.running = [this](std::function<void()> s) { running.set_value(std::move(s)); };
     return a;
@@ -476,6 +483,57 @@ TEST_CASE("smhad without a fabric: the bounds of hold and reload over the socket
     // The old configuration stays: still MASTER, still polling.
     CHECK(wait_status(*client, [](const json&) { return true; })["role"] == "master");
   }
+}
+
+TEST_CASE("smhad without a fabric: a reload renders opensm.conf once, applies a peer's key and says which keys changed",
+          "[daemon]") {
+  DaemonRun run;
+  auto client = run.start();
+  const json master = wait_status(*client, [](const json& j) {
+    return j["role"] == "master" && j["local"]["priority"] == j["local"]["rendered_priority"];
+  });
+  CHECK(run.renders == 1);  // at start, for the plan
+  REQUIRE(master["peers"].size() == 1);
+  CHECK(master["peers"][0]["configured_lid"] == 7);
+  const int before = run.renders;
+  // A peer's lid, an opensm.conf key (SIGHUP) and a health key.
+  test::HeadYaml y = run.head.spec();
+  y.peers[0].lid = 9;
+  y.opensm_extra = "  sweep_interval: 20\n";
+  y.extra = "health:\n  error_window_s: 120\n";
+  y.write(run.head.yaml());
+  auto r = client->call("reload");
+  REQUIRE(r.ok());
+  INFO(r.value().text);
+  CHECK(r.value().result == control::ResultCode::Ok);
+  CHECK(run.renders - before == 1);
+  CHECK(r.value().data["engine_restarted"] == true);
+  CHECK(r.value().data["opensm_change"] == "sighup");
+  CHECK(r.value().data["config_keys"] ==
+        json::array({"peers[0].lid", "opensm.sweep_interval", "health.error_window_s"}));
+  CHECK_THAT(r.value().text, Catch::Contains("HA policy and health changed (peers[0].lid, opensm.sweep_interval, "
+                                             "health.error_window_s): engine restarted with the new settings"));
+  // OpenSM's file: the new key, at the priority OpenSM runs at (set in the one rendering, not rendered again).
+  const std::string conf = read_file(run.head.conf());
+  CHECK(conf.find("\nsweep_interval 20\n") != std::string::npos);
+  CHECK(conf_priority(run.head.conf()) == master["local"]["rendered_priority"].get<int>());
+  // Applied: the peer's lid and the health window are the new ones.
+  const json after = wait_status(*client, [](const json& j) {
+    return j["role"] == "master" && j["peers"].size() == 1 && j["peers"][0]["configured_lid"] == 9;
+  });
+  CHECK(after["peers"][0]["configured_lid"] == 9);
+  const auto health = client->call("health");
+  REQUIRE(health.ok());
+  CHECK(health.value().data["health"]["errors"]["window_s"] == 120);
+  // The same file again: nothing changed, said so; one rendering again.
+  const int again = run.renders;
+  r = client->call("reload");
+  REQUIRE(r.ok());
+  CHECK(r.value().result == control::ResultCode::Ok);
+  CHECK(run.renders - again == 1);
+  CHECK(r.value().data["engine_restarted"] == false);
+  CHECK(r.value().data["config_keys"] == json::array());
+  CHECK_THAT(r.value().text, Catch::Contains("HA policy unchanged; no configuration key changed"));
 }
 
 TEST_CASE("smhad without a fabric: a port that cannot be opened fails start-up with the reason, nothing started",

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// What a reload cannot apply (restart_keys).
+// What a reload cannot apply (restart_keys, from config::key_table).
 #include <catch2/catch.hpp>
 
 #include "smha/service/reload.hpp"
@@ -65,7 +65,7 @@ TEST_CASE("reload: with continuity on, the channel's peers and files need a rest
   // The files the channel writes and reads.
   CHECK(restart_keys(on, load(yaml(kContinuity + "opensm:\n  sa_db_file: /var/lib/smha/sa.copy\n  dump_files_dir: "
                                                  "/var/log/osm/\n  cache_dir: /var/cache/osm\n"))) ==
-        Keys{"opensm.sa_db_file", "opensm.dump_files_dir", "opensm.cache_dir"});
+        Keys{"opensm.dump_files_dir", "opensm.cache_dir", "opensm.sa_db_file"});
   // A peer's lid is the HA engine's: the reload applies it.
   CHECK(restart_keys(on, load(yaml(kContinuity, "    lid: 9\n    address: 10.0.0.2:7390\n"))).empty());
 }
@@ -75,4 +75,13 @@ TEST_CASE("reload: without continuity, peers and health are applied by the reloa
   CHECK(restart_keys(off, load(yaml("", "    lid: 9\n    address: 10.0.0.9:7390\n"))).empty());
   CHECK(restart_keys(off, load(yaml("health:\n  error_window_s: 120\n  link_degraded_min_links: 4\n"))).empty());
   CHECK(restart_keys(off, load(yaml("opensm:\n  sa_db_file: /var/lib/smha/sa.copy\n"))).empty());
+}
+
+TEST_CASE("reload: OpenSM's binary and cache_dir are fixed at start (its command line and environment)") {
+  const auto off = load(yaml(""));
+  CHECK(restart_keys(off, load(yaml("opensm:\n  binary: /opt/osm/sbin/opensm\n  cache_dir: /var/cache/osm\n"))) ==
+        Keys{"opensm.binary", "opensm.cache_dir"});
+  // The metrics outputs, each named.
+  CHECK(restart_keys(off, load(yaml("metrics:\n  textfile_dir: /tmp\n  textfile_interval_s: 30\n"))) ==
+        Keys{"metrics.textfile_dir", "metrics.textfile_interval_s"});
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // lib/service pieces without a fabric: AsioScheduler, LogEventSink,
-// RecordingTransport's hold, the human status layout, and os_integration (the
+// RecordingTransport's hold, the human status layout, and the OS side (the
 // STATUS line, SystemdReporter on a real datagram socket, HookDispatcher
 // running real scripts).
 #include <catch2/catch.hpp>
@@ -26,7 +26,9 @@
 #include "smha/core/limits.hpp"
 #include "smha/head/event_journal.hpp"
 #include "smha/head/head_status.hpp"
-#include "smha/service/os_integration.hpp"
+#include "smha/service/check_config.hpp"
+#include "smha/service/hook_dispatcher.hpp"
+#include "smha/service/systemd_reporter.hpp"
 #include "smha/service/service.hpp"
 
 #include "fake_transport.hpp"

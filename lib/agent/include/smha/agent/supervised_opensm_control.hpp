@@ -56,6 +56,8 @@ class SupervisedOpensmControl final : public OpensmControl {
   Result<opensm::ReloadAction> reload(PriorityRenderer render, opensm::ReloadDecision& decision);
 
   const opensm::SupervisorStatus& supervisor_status() const { return sup_->status(); }
+  // opensm.log_file of a reload, before reload() restarts OpenSM with it.
+  void set_log_file(std::string path) { sup_->set_log_file(std::move(path)); }
   std::uint8_t priority() const { return priority_; }
   bool adopted_at_start() const { return adopted_; }
 

@@ -17,10 +17,10 @@
 
 namespace smha::client {
 
-inline constexpr const char* kRunDir = "/run/smha";
+using smha::kRunDir;
 
 // The control socket of instance `fabric` in `run_dir`: NAME.sock; the
-// one-fabric smhad's (smhad.sock) for "".
+// one-fabric smhad's (smhad.sock) for "" (smha::instance_socket_path).
 std::string instance_socket(const std::string& fabric, const std::string& run_dir = kRunDir);
 
 // Every instance socket in `run_dir`, as (fabric, socket path): smhad.sock is

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "smha/core/fabric_name.hpp"
 #include "smha/core/types.hpp"
 
 namespace smha::config {
@@ -141,7 +142,7 @@ struct OpensmSettings {
 };
 
 struct ControlSettings {
-  std::string socket_path = "/run/smha/smhad.sock";
+  std::string socket_path = instance_socket_path("");  // /run/smha/smhad.sock
   std::string group = "smha";
 };
 

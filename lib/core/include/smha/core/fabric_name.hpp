@@ -25,4 +25,15 @@ inline std::optional<std::string> fabric_name_problem(std::string_view name) {
   return std::nullopt;
 }
 
+// Where smhad's control sockets are (systemd's RuntimeDirectory=smha).
+inline constexpr const char* kRunDir = "/run/smha";
+
+// The control socket of instance `name` in `run_dir`: NAME.sock; the
+// one-fabric smhad's, smhad.sock, for "". The one derivation: smha.yaml's
+// control.socket defaults to it (lib/config) and `smctl -f NAME` connects to
+// it (lib/client).
+inline std::string instance_socket_path(std::string_view name, std::string_view run_dir = kRunDir) {
+  return std::string(run_dir) + "/" + (name.empty() ? std::string("smhad") : std::string(name)) + ".sock";
+}
+
 }  // namespace smha

@@ -24,12 +24,6 @@ inline constexpr std::size_t kMaxKeyFileBytes = 4096;            // sm_key_file
 //   "io"           open/fstat/read failed otherwise
 Result<std::string> read_regular_file(const std::string& path, std::size_t max_bytes, unsigned* mode = nullptr);
 
-// The last `max_bytes` of `path` (all of it if it is smaller), with the same
-// open and file-type checks and errors as read_regular_file except that a
-// larger file is not an error: `ret_cut` (if given) says whether the start was
-// left out. Never reads more than max_bytes.
-Result<std::string> read_regular_file_tail(const std::string& path, std::size_t max_bytes, bool* ret_cut = nullptr);
-
 // "a FIFO", "a directory", "a character device", ... for a st_mode.
 std::string file_kind(unsigned mode);
 

@@ -32,6 +32,7 @@
 #include "smha/agent/agent.hpp"
 #include "smha/agent/supervised_opensm_control.hpp"
 #include "smha/config/config.hpp"
+#include "smha/config/keys.hpp"
 #include "smha/control/protocol.hpp"
 #include "smha/core/clock.hpp"
 #include "smha/core/result.hpp"
@@ -122,15 +123,20 @@ class Head final : public DrillHost {
   void handover(const std::optional<std::string>& to, uid_t by_uid, std::function<void(control::Reply)> reply);
   DrillRunner& drill() { return *drill_; }
 
-  // A reloaded configuration, already checked: `mapped` is map_config's
-  // result for it. OpenSM's conf is rendered again (a key that needs OpenSM's
-  // restart restarts it), the plan made again, and the engine restarted only
-  // when the HA policy changed. The error leaves everything as it was.
+  // A reloaded configuration, already checked: `plan` is make_plan's for it
+  // (opensm.conf rendered there, once), `changes` config::changed_keys(config(),
+  // next) with no key that needs a smhad restart. The plan's opensm.conf, at
+  // the priority OpenSM runs at, is applied (a key that needs OpenSM's
+  // restart restarts it; nothing is rendered again), and the engine is
+  // re-created when a changed key is the engine's (KeyInfo::engine). The
+  // error leaves everything as it was.
   struct Reloaded {
-    nlohmann::json data;  // opensm_action, opensm_change, changed_keys, warnings, engine_restarted ...
+    // opensm_action, opensm_change, changed_keys (opensm.conf's), warnings,
+    // engine_restarted, config_keys (the YAML's, as written) ...
+    nlohmann::json data;
     std::string text;     // the reply's and the RELOAD event's text
   };
-  Result<Reloaded> reload(config::Config next, agent::AgentConfig mapped);
+  Result<Reloaded> reload(config::Config next, Plan plan, const std::vector<config::KeyChange>& changes);
 
   // `fabric` false: without the census, OpenSM, LID continuity and drift
   // parts only the metrics use.
@@ -160,9 +166,6 @@ class Head final : public DrillHost {
   std::string head_name(Guid guid) const;
   // The local state and rendered priority for the hooks, and the peer they name.
   HeadEventSink::Snapshot snapshot() const;
-  // What OpenSM's conf rendering warns about in `c` (no_clients_rereg TRUE,
-  // an AR/SHARP downgrade), each logged at warning level.
-  std::vector<std::string> render_warnings(const config::Config& c) const;
 
   // DrillHost
   HeadStatus status() override { return status(false); }
@@ -202,7 +205,6 @@ class Head final : public DrillHost {
   unsigned lid_lmc_ = 0;
   std::unique_ptr<agent::Agent> agent_;
   std::function<std::optional<fabric::SaCopyInfo>()> sa_copy_source_;
-  agent::AgentConfig agent_cfg_;  // the file's mapping the agent was started with (reload compares it)
   HoldState hold_;
   std::optional<Scheduler::TimerId> hold_timer_;
   TimePoint started_at_{};

@@ -7,6 +7,7 @@
 // it; a change of mapping is made here once.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "smha/core/types.hpp"
 #include "smha/fabric/drift.hpp"
 #include "smha/fabric/lid_continuity.hpp"
+#include "smha/opensm/check.hpp"
 #include "smha/opensm/probe.hpp"
 #include "smha/opensm/supervisor.hpp"
 #include "smha/os/file_system.hpp"
@@ -33,18 +35,25 @@ namespace smha::head {
 // refuses is an error naming the YAML key that set it and its position.
 Result<agent::AgentConfig> map_config(const config::Config& config, Guid own_guid);
 
-// opensm.conf for a priority, rendered from `config` for this OpenSM. Each
-// rendering hashes the policy files again through `fs` (which must outlive the
-// renderer), so a reload after an edit of e.g. the partitions file SIGHUPs
-// OpenSM (opensm::classify_change). Errors: code "config", every problem.
-agent::PriorityRenderer make_renderer(const config::Config& config, const opensm::Capabilities& caps, Guid own_guid,
-                                      const os::FileSystem& fs);
+// How opensm.conf is rendered and checked for this OpenSM
+// (opensm::prepare_opensm_conf, which tests replace to count its calls): a
+// plan calls it once, at the configured priority, with the policy files read
+// through `policy_fs`.
+using ConfPreparer = std::function<opensm::PreparedConf(const config::Config&, const opensm::Capabilities&,
+                                                        std::uint8_t sm_priority, std::optional<Guid> port_guid,
+                                                        const os::FileSystem* policy_fs)>;
 
-// The inputs of this head's configuration digests (doc/drift.md): opensm.conf
-// rendered at the configured priority, the failover keys, OpenSM's version and
-// flavor, the keys.
-Result<fabric::DigestInputs> drift_inputs(const config::Config& config, const opensm::Capabilities& caps,
-                                          Guid own_guid, const os::FileSystem& fs);
+// opensm.conf for a priority, from `rendered` (opensm.conf rendered once for
+// the configuration): its sm_priority set (opensm::set_sm_priority), nothing
+// rendered again. The policy files' hashes are those of that rendering, so a
+// reload after an edit of e.g. the partitions file (a new plan, a new
+// rendering) SIGHUPs OpenSM (opensm::classify_change). Never fails.
+agent::PriorityRenderer priority_renderer(std::string rendered);
+
+// The inputs of this head's configuration digests (doc/drift.md): `rendered`
+// (opensm.conf at the configured priority), the failover keys, OpenSM's
+// version and flavor, the keys.
+fabric::DigestInputs drift_inputs(const config::Config& config, const opensm::Capabilities& caps, std::string rendered);
 
 // How OpenSM is started: opensm -F <conf_path> -g <GUID>, OSM_CACHE_DIR and
 // OSM_TMP_DIR = cache_dir, cwd state_dir, no parent-death signal (the next
@@ -61,6 +70,7 @@ struct PlanInputs {
   Guid own_guid;
   bool observe = false;        // poll and report only: no OpenSM of ours
   opensm::Capabilities caps;   // the OpenSM binary's (unused when observing)
+  ConfPreparer prepare = nullptr;  // empty: opensm::prepare_opensm_conf
 };
 
 struct Plan {
@@ -73,8 +83,12 @@ struct Plan {
   struct Opensm {
     os::ProcessSpec spec;                    // opensm_spec
     opensm::SupervisorOptions supervisor;    // supervisor_options
+    // From the plan's one rendering of opensm.conf (priority_renderer).
     agent::PriorityRenderer render;
-    fabric::DigestInputs drift;
+    fabric::DigestInputs drift;  // its rendered_conf: opensm.conf at the configured priority
+    // What that rendering warns about (no_clients_rereg TRUE, an AR/SHARP
+    // downgrade), as "file:line:column: key: text".
+    std::vector<std::string> warnings;
     // Unset with opensm.lid_continuity false or without the census.
     std::optional<fabric::LidContinuityConfig> lid_continuity;
     // Made before OpenSM starts: state_dir (its cwd, the pidfile) and cache_dir.
@@ -84,9 +98,10 @@ struct Plan {
 };
 
 // `mapped`: map_config(config, in.own_guid), which callers run first so that
-// the policy's errors come before OpenSM is probed. Errors: unless observing,
-// opensm.conf that does not render for this OpenSM -- refused before anything
-// starts.
+// the policy's errors come before OpenSM is probed. Unless observing,
+// opensm.conf is rendered here, once (in.prepare). Errors: opensm.conf that
+// does not render for this OpenSM (code "config", every problem) -- refused
+// before anything starts or a reload changes anything.
 Result<Plan> make_plan(const config::Config& config, agent::AgentConfig mapped, const PlanInputs& in,
                        const os::FileSystem& fs);
 

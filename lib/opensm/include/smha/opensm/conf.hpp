@@ -82,6 +82,13 @@ std::string rendered_routing_engine(std::string_view config_value, bool adaptive
 // opensm.extra sorted by key.
 std::string render_opensm_conf(const config::Config& config, const RenderInputs& inputs);
 
+// `conf_text` (render_opensm_conf's) at another effective priority: its
+// sm_priority line and body hash set, the bytes render_opensm_conf gives with
+// inputs.sm_priority = `priority`. So a file is rendered once per
+// configuration and the HA engine's priority changes re-render nothing. Text
+// without smha's header or an sm_priority line is returned as it is.
+std::string set_sm_priority(std::string_view conf_text, std::uint8_t priority);
+
 // The body hash recorded in a rendered file's header, if any.
 std::optional<std::string> header_hash(std::string_view conf_text);
 

@@ -223,6 +223,10 @@ class OpensmSupervisor {
   // pending retry is brought forward when the fabric loses its master.
   void set_no_master(bool no_master);
 
+  // The log file a failed run's reason is read from (opensm.log_file, as a
+  // reload changes it): used from OpenSM's next start on.
+  void set_log_file(std::string path) { options_.log_file = std::move(path); }
+
   // Applies a new opensm.conf: writes it (atomically, conf_mode) only if it differs
   // from the file on disk, then per `change`: Sighup -> SIGHUP to OpenSM; Restart ->
   // restart (logging the key); None -> nothing. While Failed, the failure is

@@ -14,6 +14,7 @@
 
 #include "smha/core/clock.hpp"
 #include "smha/core/result.hpp"
+#include "smha/head/plan.hpp"
 #include "smha/mad/umad_transport.hpp"
 #include "smha/opensm/probe.hpp"
 #include "smha/os/process_runner.hpp"
@@ -49,6 +50,9 @@ struct DaemonAdapters {
   std::function<std::unique_ptr<os::ProcessRunner>(boost::asio::io_context&)> process_runner;
   // The runner the notify hooks run through (on the daemon's loop).
   std::function<std::unique_ptr<os::ProcessRunner>(boost::asio::io_context&)> hook_runner;
+  // How opensm.conf is rendered and checked (empty: opensm::prepare_opensm_conf):
+  // once at start and once per reload (head::make_plan); tests count its calls.
+  head::ConfPreparer prepare_opensm_conf;
   // Called once start-up is done and the loop runs, with a function that stops
   // the daemon as SIGTERM does; it may be called from any thread, also after
   // the daemon has ended (it then does nothing).

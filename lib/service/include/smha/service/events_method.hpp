@@ -30,12 +30,12 @@ inline constexpr double kMaxEventsWaitSeconds = 300;
 
 // {"seq","time","kind","reason","evidence"} of one event, and "from", "to",
 // "preempt" and "nodes" where set.
-nlohmann::json event_to_json(const EventRecord& e);
+nlohmann::json event_to_json(const head::EventRecord& e);
 
 class EventsMethod {
  public:
   // `sink` and `clock` must outlive this object.
-  EventsMethod(boost::asio::io_context& io, LogEventSink& sink, const Clock& clock);
+  EventsMethod(boost::asio::io_context& io, head::LogEventSink& sink, const Clock& clock);
   ~EventsMethod();
   EventsMethod(const EventsMethod&) = delete;
   EventsMethod& operator=(const EventsMethod&) = delete;
@@ -59,7 +59,7 @@ class EventsMethod {
   void finish(const std::shared_ptr<Waiter>& w);
 
   boost::asio::io_context& io_;
-  LogEventSink& sink_;
+  head::LogEventSink& sink_;
   const Clock& clock_;
   std::list<std::shared_ptr<Waiter>> waiters_;
   bool wake_posted_ = false;

@@ -34,8 +34,8 @@ namespace smha::service {
 // The peer channel's part of the metrics (doc/continuity.md).
 control::ContinuityMetrics continuity_metrics(const peer::Continuity& c);
 
-control::MetricsSnapshot metrics_snapshot(const HeadStatus& status, const PollStats& polls,
-                                          const FailoverStats& failovers);
+control::MetricsSnapshot metrics_snapshot(const head::HeadStatus& status, const head::PollStats& polls,
+                                          const head::FailoverStats& failovers);
 
 class MetricsService {
  public:

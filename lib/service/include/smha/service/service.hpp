@@ -4,7 +4,6 @@
 // runs on one io_context thread; nothing here locks.
 //   process_stopped()        the kernel's view of OpenSM's process (a hung OpenSM)
 //   guard_reload()           every reload path's exception guard
-// The head's own types are used here by their names.
 #pragma once
 
 #include <cstdint>
@@ -39,8 +38,6 @@
 
 namespace smha::service {
 
-using namespace head;  // a head's types and functions by their names: smhad hosts one
-
 // The kernel shows process `pid` stopped (/proc/<pid>/stat state T or t:
 // SIGSTOP or a tracer). False when it cannot be read.
 bool process_stopped(int pid);
@@ -50,6 +47,6 @@ bool process_stopped(int pid);
 // a refused reload ("reload failed, old configuration kept: ..."), recorded as a
 // RELOAD_REFUSED note with `via` as evidence; smhad keeps running on the old
 // configuration.
-control::Reply guard_reload(const char* via, LogEventSink& sink, const std::function<control::Reply()>& body);
+control::Reply guard_reload(const char* via, head::LogEventSink& sink, const std::function<control::Reply()>& body);
 
 }  // namespace smha::service
