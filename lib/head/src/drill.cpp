@@ -21,7 +21,7 @@ std::optional<DrillRefusal> check_drill(const HeadStatus& s, const std::optional
   if (busy) return refuse(ResultCode::Conflict, "busy", "a handover or another drill is in progress");
   if (!s.alarms.empty()) {
     std::string kinds;
-    for (const auto& a : s.alarms) kinds += (kinds.empty() ? "" : ", ") + a.first;
+    for (const auto& a : s.alarms) kinds += (kinds.empty() ? "" : ", ") + std::string(to_string(a.kind));
     return refuse(ResultCode::Conflict, "alarms", "alarms are active: " + kinds);
   }
   if (s.role != sm::Role::Master || s.local.state() != SmState::Master) {

@@ -253,7 +253,7 @@ json Daemon::status_json() {
                  {"failback", std::string(sm::to_string(pol.failback))},
                  {"base_priority", pol.base_priority}};
   json alarms = json::array();
-  for (const auto& [kind, detail] : h.alarms) alarms.push_back({{"kind", kind}, {"detail", detail}});
+  for (const auto& a : h.alarms) alarms.push_back({{"kind", std::string(to_string(a.kind))}, {"detail", a.detail}});
   j["alarms"] = alarms;
   j["last_transition"] = head_->log().last_transition() ? event_to_json(*head_->log().last_transition()) : json(nullptr);
   j["last_takeover"] = head_->log().last_takeover() ? event_to_json(*head_->log().last_takeover()) : json(nullptr);

@@ -17,6 +17,7 @@
 
 #include "smha/agent/agent.hpp"
 #include "smha/config/config.hpp"
+#include "smha/core/alarm.hpp"
 #include "smha/control/metrics.hpp"
 #include "smha/core/clock.hpp"
 #include "smha/core/sminfo.hpp"
@@ -69,7 +70,11 @@ struct HeadStatus {
   SmView local;
   bool local_answered = false;  // our SM answered a poll (local.answer beyond the engine's state)
   std::vector<SmView> peers;  // in the configuration's order
-  std::vector<std::pair<std::string, std::string>> alarms;  // active: kind, detail (engine's and smhad's)
+  struct Alarm {
+    AlarmKind kind = AlarmKind::TwoMasters;
+    std::string detail;
+  };
+  std::vector<Alarm> alarms;  // the active ones, by name (as the status reply lists them)
   bool held = false;
   std::string hold_reason;
   std::optional<double> hold_expires_in_s;

@@ -27,9 +27,9 @@
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
+#include "smha/core/alarm.hpp"
 #include "smha/core/clock.hpp"
 #include "smha/core/scheduler.hpp"
-#include "smha/fabric/alarm_sink.hpp"
 #include "smha/fabric/takeover_report.hpp"
 #include "smha/os/file_system.hpp"
 #include "smha/peer/channel.hpp"
@@ -52,7 +52,7 @@ class Continuity {
  public:
   using Facts = std::function<InBandFacts()>;
   Continuity(boost::asio::io_context& io, ContinuityConfig cfg, os::FileSystem& fs, const Clock& clock,
-             Scheduler& sched, Facts facts, fabric::AlarmSink& alarms);
+             Scheduler& sched, Facts facts, AlarmSink& alarms);
   ~Continuity();
   Continuity(const Continuity&) = delete;
   Continuity& operator=(const Continuity&) = delete;
@@ -89,7 +89,7 @@ class Continuity {
   const Clock& clock_;
   Scheduler& sched_;
   Facts facts_;
-  fabric::AlarmSink& alarms_;
+  AlarmSink& alarms_;
   CopyStore store_;
   CopySender sender_;
   std::unique_ptr<PeerChannel> channel_;
