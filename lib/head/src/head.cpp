@@ -598,7 +598,7 @@ HeadStatus Head::status(bool fabric) const {
   if (es.local_state) {
     if (!h.local.answer) h.local.answer = SmView::Answer{};
     h.local.answer->state = *es.local_state;
-    h.local.shown = std::string(to_string(*es.local_state));
+    h.local.seen = SmSeen::Answered;
   }
   const std::vector<agent::PeerRoute>& routes = agent_->routes();
   for (std::size_t pi = 0; pi < config_.peers.size(); ++pi) {

@@ -255,6 +255,8 @@ void Continuity::note_takeover() {
   at_takeover_ = std::move(t);
 }
 
+json continuity_off_json() { return json{{"enabled", false}}; }
+
 json Continuity::status_json() const {
   json j;
   j["enabled"] = true;
@@ -341,8 +343,8 @@ json Continuity::status_json() const {
                   {"last_inbound_error", c.last_inbound_error}};
   json peers = json::array();
   for (const auto& l : channel_->links()) {
-    json p{{"name", l.name}, {"outbound", l.outbound}, {"last_error", l.last_error}, {"inbound", l.inbound},
-           {"connects", l.connects}, {"failures", l.failures}};
+    json p{{"name", l.name}, {"outbound", std::string(to_string(l.outbound))}, {"last_error", l.last_error},
+           {"inbound", l.inbound}, {"connects", l.connects}, {"failures", l.failures}};
     p["last_copy_age_s"] = l.last_copy_at ? json(std::max(0.0, seconds_between(*l.last_copy_at, now))) : json(nullptr);
     for (FrameKind kind : {FrameKind::SaDump, FrameKind::Guid2Lid}) {
       const auto& a = l.answers[kind_index(kind)];

@@ -36,7 +36,7 @@ control::ContinuityMetrics continuity_metrics(const peer::Continuity& c) {
   m.rejected_rate = k.rejected_rate;
   m.rejected_memory = k.rejected_memory;
   m.preauth_timeouts = k.preauth_timeouts;
-  for (const auto& l : c.channel().links()) m.peer_up[l.name] = l.outbound == "up";
+  for (const auto& l : c.channel().links()) m.peer_up[l.name] = l.outbound == peer::LinkState::Up;
   return m;
 }
 

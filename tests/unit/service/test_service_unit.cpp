@@ -499,7 +499,7 @@ TEST_CASE("systemd_status_line and peer_view: local state and every peer and hol
     HeadStatus h;
     if (local) {
       h.local.answer = SmView::Answer{*local};
-      h.local.shown = std::string(to_string(*local));
+      h.local.seen = head::SmSeen::Answered;
     }
     for (std::size_t i = 0; i < c.peers.size(); ++i)
       h.peers.push_back(peer_view(c.peers[i], routes ? &(*routes)[i] : nullptr, t, clock.now()));
@@ -547,7 +547,7 @@ TEST_CASE("systemd_status_line and peer_view: local state and every peer and hol
   io.restart();
   io.run();
   h = status(SmState::Master, &routes);
-  CHECK(h.peers[1].shown == "unreachable");
+  CHECK(h.peers[1].shown() == "unreachable");
   CHECK_FALSE(h.peers[1].last_poll_answered);  // by LID only: no live standby without a LID
   CHECK(systemd_status_line(h, nullptr) == "MASTER; peer head02 STANDBY prio 5, peer head03 unreachable");
 }

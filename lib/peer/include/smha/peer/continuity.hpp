@@ -48,6 +48,9 @@ struct ContinuityConfig {
   Duration max_copy_age = seconds(120);
 };
 
+// status.continuity when no channel runs (no `continuity` configured).
+nlohmann::json continuity_off_json();
+
 class Continuity {
  public:
   using Facts = std::function<InBandFacts()>;
@@ -62,7 +65,10 @@ class Continuity {
   Status start();
   void stop();
 
-  // status.continuity (doc/control-protocol.md).
+  // status.continuity (doc/control-protocol.md): the one renderer of this
+  // block, from the typed state here (the store, the sender, the channel's
+  // links and counters). Runs on the peer thread (ContinuityThread publishes
+  // its result); continuity_off_json() is the block without a channel.
   nlohmann::json status_json() const;
   const CopyStore& store() const { return store_; }
   const CopySender& sender() const { return sender_; }
