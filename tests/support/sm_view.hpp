@@ -18,9 +18,15 @@ inline head::SmView sm_view(const std::string& name, std::uint64_t guid, std::op
   v.guid = Guid{guid};
   if (state) {
     v.answer = head::SmView::Answer{*state, priority};
-    v.shown = std::string(to_string(*state));
+    v.seen = head::SmSeen::Answered;
   } else {
-    v.shown = shown;
+    using head::SmSeen;
+    v.seen = shown == "unreachable"   ? SmSeen::Unreachable
+             : shown == "resolving"   ? SmSeen::Resolving
+             : shown == "unaddressed" ? SmSeen::Unaddressed
+             : shown.rfind("not found (", 0) == 0 ? SmSeen::NotFound
+                                                 : SmSeen::Unknown;
+    if (v.seen == SmSeen::NotFound) v.searched = shown.substr(11, shown.size() - 12);
   }
   return v;
 }

@@ -517,9 +517,9 @@ void Agent::apply(const sm::Decision& d) {
       st = opensm_.restart(s->priority, s->force);
     } else if (const auto* s = std::get_if<sm::SetPriority>(&a)) {
       st = opensm_.set_priority(s->priority);
-    } else if (const auto* s = std::get_if<sm::RaiseAlarm>(&a)) {
+    } else if (const auto* s = std::get_if<RaiseAlarm>(&a)) {
       sink_.alarm(*s, now);
-    } else if (const auto* s = std::get_if<sm::ClearAlarm>(&a)) {
+    } else if (const auto* s = std::get_if<ClearAlarm>(&a)) {
       sink_.clear(*s, now);
     } else if (const auto* s = std::get_if<sm::RecordEvent>(&a)) {
       if (s->kind == sm::EventKind::StateChanged) {

@@ -168,8 +168,8 @@ void CensusDriver::update_impostor_alarm() {
   const bool grew = std::any_of(ports.begin(), ports.end(), [&](Guid p) { return !impostor_ports_.count(p); });
   impostor_alarm_ = text;
   impostor_ports_ = std::move(ports);
-  if (text.empty()) sink_.clear(sm::ClearAlarm{sm::AlarmKind::ImpostorSm}, now);
-  else sink_.alarm(sm::RaiseAlarm{sm::AlarmKind::ImpostorSm, text, !grew}, now);
+  if (text.empty()) sink_.clear(ClearAlarm{AlarmKind::ImpostorSm}, now);
+  else sink_.alarm(RaiseAlarm{AlarmKind::ImpostorSm, text, !grew}, now);
 }
 
 // PortInfo of the next few ports the last walk read: IsSM appearing or gone

@@ -206,7 +206,7 @@ void DriftMonitor::stop() {
   // a sink that outlives it (an engine restarted by a reload).
   if (!alarm_.empty()) {
     alarm_.clear();
-    sink_.clear(sm::ClearAlarm{sm::AlarmKind::ConfigDrift}, sched_.now());
+    sink_.clear(ClearAlarm{AlarmKind::ConfigDrift}, sched_.now());
   }
 }
 
@@ -380,8 +380,8 @@ void DriftMonitor::update_unknown_alarm() {
   // Raised once per episode; the detail is not re-raised as its age grows.
   if (text.empty() == unknown_alarm_.empty()) return;
   unknown_alarm_ = text;
-  if (text.empty()) sink_.clear(sm::ClearAlarm{sm::AlarmKind::DriftUnknown}, now);
-  else sink_.alarm(sm::RaiseAlarm{sm::AlarmKind::DriftUnknown, text}, now);
+  if (text.empty()) sink_.clear(ClearAlarm{AlarmKind::DriftUnknown}, now);
+  else sink_.alarm(RaiseAlarm{AlarmKind::DriftUnknown, text}, now);
 }
 
 void DriftMonitor::update_alarm() {
@@ -394,8 +394,8 @@ void DriftMonitor::update_alarm() {
   if (text == alarm_) return;
   alarm_ = text;
   const TimePoint now = sched_.now();
-  if (text.empty()) sink_.clear(sm::ClearAlarm{sm::AlarmKind::ConfigDrift}, now);
-  else sink_.alarm(sm::RaiseAlarm{sm::AlarmKind::ConfigDrift, text}, now);
+  if (text.empty()) sink_.clear(ClearAlarm{AlarmKind::ConfigDrift}, now);
+  else sink_.alarm(RaiseAlarm{AlarmKind::ConfigDrift, text}, now);
 }
 
 }  // namespace smha::fabric

@@ -267,7 +267,7 @@ LinkHealth::~LinkHealth() { pending_.reset(); }
 
 void LinkHealth::stop() {
   pending_.reset();
-  set_alarm(sink_, sm::AlarmKind::LinkDegraded, "", alarm_detail_, sched_.now());
+  set_alarm(sink_, AlarmKind::LinkDegraded, "", alarm_detail_, sched_.now());
 }
 
 void LinkHealth::on_walk(const DiscoveryResult& walk) {
@@ -346,7 +346,7 @@ void LinkHealth::update_alarm() {
              "; worst: " + end_text(w.a) + " <-> " + end_text(w.b) + " runs at " + to_string(w.active) +
              ", should run at " + to_string(w.should) + " (" + std::string(to_string(w.why)) + ": " + w.detail + ")";
   }
-  set_alarm(sink_, sm::AlarmKind::LinkDegraded, detail, alarm_detail_, sched_.now());
+  set_alarm(sink_, AlarmKind::LinkDegraded, detail, alarm_detail_, sched_.now());
 }
 
 }  // namespace smha::fabric

@@ -105,7 +105,7 @@ void PortErrors::set_reading(bool on, const std::string& why_not) {
   if (timer_) sched_.cancel(*timer_);
   timer_.reset();
   over_.clear();
-  set_alarm(sink_, sm::AlarmKind::LinkErrors, "", alarm_detail_, sched_.now());
+  set_alarm(sink_, AlarmKind::LinkErrors, "", alarm_detail_, sched_.now());
 }
 
 void PortErrors::on_walk(const DiscoveryResult& walk) {
@@ -383,7 +383,7 @@ void PortErrors::update_alarm() {
                end_text(w.where) + ": " + rises + " within " + window_text(cfg_.window);
     }
   }
-  set_alarm(sink_, sm::AlarmKind::LinkErrors, detail, alarm_detail_, sched_.now());
+  set_alarm(sink_, AlarmKind::LinkErrors, detail, alarm_detail_, sched_.now());
 }
 
 }  // namespace smha::fabric

@@ -21,7 +21,7 @@ std::optional<DrillRefusal> check_drill(const HeadStatus& s, const std::optional
   if (busy) return refuse(ResultCode::Conflict, "busy", "a handover or another drill is in progress");
   if (!s.alarms.empty()) {
     std::string kinds;
-    for (const auto& a : s.alarms) kinds += (kinds.empty() ? "" : ", ") + a.first;
+    for (const auto& a : s.alarms) kinds += (kinds.empty() ? "" : ", ") + std::string(to_string(a.kind));
     return refuse(ResultCode::Conflict, "alarms", "alarms are active: " + kinds);
   }
   if (s.role != sm::Role::Master || s.local.state() != SmState::Master) {
@@ -35,7 +35,7 @@ std::optional<DrillRefusal> check_drill(const HeadStatus& s, const std::optional
     for (const auto& p : s.peers) {
       if (p.name != *to) continue;
       if (!p.live_standby())
-        return refuse(ResultCode::Conflict, "no_standby", *to + " is not a live standby (state " + p.shown + ")");
+        return refuse(ResultCode::Conflict, "no_standby", *to + " is not a live standby (state " + p.shown() + ")");
       return std::nullopt;
     }
     return refuse(ResultCode::NotFound, "not_found", "no peer named " + *to);
@@ -194,10 +194,10 @@ void DrillRunner::step() {
     case Run::Phase::Stable: {
       const HeadStatus s = host_.status();
       int masters = s.local.state() == SmState::Master ? 1 : 0;
-      std::string peer_state;
+      const SmView* peer = nullptr;
       for (const auto& p : s.peers) {
         masters += p.state() == SmState::Master;
-        if (r.new_master && p.guid == *r.new_master) peer_state = p.shown;
+        if (r.new_master && p.guid == *r.new_master) peer = &p;
       }
       // A peer whose latest poll went unanswered (one lost round while
       // OpenSM sweeps) has not changed role; any answer but STANDBY has. The
@@ -207,10 +207,11 @@ void DrillRunner::step() {
       // answering MASTER is a move.
       const bool ours = es.master ? *es.master == own : es.local_state == SmState::Master;
       const bool still = ours && es.role == sm::Role::Master && masters == 1 &&
-                         (peer_state == "STANDBY" || peer_state == "unreachable");
+                         peer && (peer->state() == SmState::Standby || peer->seen == SmSeen::Unreachable);
       if (!still)
         return finish(false, "not stable after the failback: " + std::to_string(masters) + " MASTER(s), role " +
-                                 std::string(sm::to_string(es.role)) + ", peer " + peer_state + " after " +
+                                 std::string(sm::to_string(es.role)) + ", peer " +
+                                 (peer ? peer->shown() : std::string()) + " after " +
                                  std::to_string(static_cast<long long>(elapsed)) + " ms");
       if (std::chrono::milliseconds(static_cast<long long>(elapsed)) >= options_.stable) {
         r.legs.back()["stable_ms"] = elapsed;

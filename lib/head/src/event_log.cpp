@@ -112,24 +112,24 @@ void LogEventSink::takeover_report(const fabric::TakeoverReport& r, TimePoint at
   last_takeover_ = events_.back();
 }
 
-void LogEventSink::alarm(const sm::RaiseAlarm& a, TimePoint) {
-  const std::string kind(sm::to_string(a.kind));
-  if (a.refresh && alarms_.count(kind) != 0) {  // the active alarm's new detail: no new event
-    alarms_[kind] = a.detail;
+void LogEventSink::alarm(const RaiseAlarm& a, TimePoint) {
+  const std::string kind(to_string(a.kind));
+  if (a.refresh && alarms_.count(a.kind) != 0) {  // the active alarm's new detail: no new event
+    alarms_[a.kind] = a.detail;
     return;
   }
   platform::log_event(*sm_log(), platform::kSmAlarm, {{"kind", kind}, {"detail", a.detail}},
                       spdlog::level::warn);
-  alarms_[kind] = a.detail;
+  alarms_[a.kind] = a.detail;
   EventRecord r{0, {}, "alarm", kind, a.detail};
   r.type = EventType::Alarm;
   r.alarm = a.kind;
   push(std::move(r));
 }
 
-void LogEventSink::clear(const sm::ClearAlarm& a, TimePoint) {
-  const std::string kind(sm::to_string(a.kind));
-  if (alarms_.erase(kind) == 0) return;
+void LogEventSink::clear(const ClearAlarm& a, TimePoint) {
+  const std::string kind(to_string(a.kind));
+  if (alarms_.erase(a.kind) == 0) return;
   platform::log_event(*sm_log(), platform::kSmAlarmCleared, {{"kind", kind}});
   EventRecord r{0, {}, "alarm_cleared", kind, {}};
   r.type = EventType::AlarmCleared;
@@ -184,7 +184,7 @@ void set_type_from_kind(EventRecord& e) {
     e.type = EventType::Transition;
   } else if (e.kind == "alarm" || e.kind == "alarm_cleared") {
     e.type = e.kind == "alarm" ? EventType::Alarm : EventType::AlarmCleared;
-    e.alarm = enum_named<sm::AlarmKind>(e.reason);
+    e.alarm = alarm_kind_named(e.reason);
   } else if (e.kind == "error") {
     e.type = EventType::Error;
   } else if (e.kind == "opensm_state") {
@@ -237,34 +237,6 @@ void LogEventSink::log_note(const std::string& kind, const std::string& reason, 
     fields.insert(fields.begin(), {"kind", kind});
     platform::log_event(*sm_log(), platform::MessageId{name, platform::kSmhadNote.id}, fields);
   }
-}
-
-std::string_view to_string(DaemonAlarm kind) {
-  switch (kind) {
-    case DaemonAlarm::OpensmFailed: return "opensm_failed";
-  }
-  return "unknown";
-}
-
-void LogEventSink::raise_daemon_alarm(DaemonAlarm alarm, const std::string& detail) {
-  const std::string kind(to_string(alarm));
-  const bool fresh = alarms_.count(kind) == 0;
-  alarms_[kind] = detail;
-  if (!fresh) return;
-  platform::log_event(*sm_log(), platform::kSmAlarm, {{"kind", kind}, {"detail", detail}},
-                      spdlog::level::warn);
-  EventRecord r{0, {}, "alarm", kind, detail};
-  r.type = EventType::Alarm;
-  push(std::move(r));
-}
-
-void LogEventSink::clear_daemon_alarm(DaemonAlarm alarm) {
-  const std::string kind(to_string(alarm));
-  if (alarms_.erase(kind) == 0) return;
-  platform::log_event(*sm_log(), platform::kSmAlarmCleared, {{"kind", kind}});
-  EventRecord r{0, {}, "alarm_cleared", kind, {}};
-  r.type = EventType::AlarmCleared;
-  push(std::move(r));
 }
 
 }  // namespace smha::head

@@ -28,11 +28,11 @@ class TeeSink final : public agent::EventSink {
     b_.event(e, at);
     a_.event(e, at);
   }
-  void alarm(const sm::RaiseAlarm& x, TimePoint at) override {
+  void alarm(const RaiseAlarm& x, TimePoint at) override {
     b_.alarm(x, at);
     a_.alarm(x, at);
   }
-  void clear(const sm::ClearAlarm& x, TimePoint at) override {
+  void clear(const ClearAlarm& x, TimePoint at) override {
     b_.clear(x, at);
     a_.clear(x, at);
   }
@@ -60,6 +60,24 @@ class TeeSink final : public agent::EventSink {
 
 }  // namespace
 
+// An alarm to the head's log and to its host's tap.
+class Head::AlarmTee final : public AlarmSink {
+ public:
+  AlarmTee(AlarmSink& a, AlarmSink& b) : a_(a), b_(b) {}
+  void alarm(const RaiseAlarm& x, TimePoint at) override {
+    b_.alarm(x, at);
+    a_.alarm(x, at);
+  }
+  void clear(const ClearAlarm& x, TimePoint at) override {
+    b_.clear(x, at);
+    a_.clear(x, at);
+  }
+
+ private:
+  AlarmSink& a_;
+  AlarmSink& b_;
+};
+
 Head::Head(config::Config config, Plan plan, HeadOptions options, HeadSeams seams)
     : config_(std::move(config)),
       plan_(std::move(plan)),
@@ -81,7 +99,12 @@ Head::Head(config::Config config, Plan plan, HeadOptions options, HeadSeams seam
       });
   events_ = std::make_unique<HeadEventSink>(sink_, seams_.hooks, [this] { return snapshot(); }, seams_.changed);
   if (seams_.tap) tee_ = std::make_unique<TeeSink>(*events_, *seams_.tap);
-  osm_watch_ = std::make_unique<OpensmWatch>(sink_, seams_.hooks, [this] { return snapshot(); }, seams_.changed);
+  // opensm_failed goes where the engine's alarms go, but not through
+  // HeadEventSink: its hooks are the opensm_restart ones (OpensmWatch).
+  if (seams_.tap) watch_alarms_ = std::make_unique<AlarmTee>(sink_, *seams_.tap);
+  osm_watch_ = std::make_unique<OpensmWatch>(
+      sink_, watch_alarms_ ? static_cast<AlarmSink&>(*watch_alarms_) : sink_, seams_.clock, seams_.hooks,
+      [this] { return snapshot(); }, seams_.changed);
   if (plan_.opensm && seams_.opensm) {
     opensm::SupervisorOptions so = plan_.opensm->supervisor;
     so.on_change = [this](const opensm::SupervisorStatus& st) {
@@ -558,7 +581,7 @@ HeadStatus Head::status(bool fabric) const {
   if (es.local_state) {
     if (!h.local.answer) h.local.answer = SmView::Answer{};
     h.local.answer->state = *es.local_state;
-    h.local.shown = std::string(to_string(*es.local_state));
+    h.local.seen = SmSeen::Answered;
   }
   const std::vector<agent::PeerRoute>& routes = agent_->routes();
   for (std::size_t pi = 0; pi < config_.peers.size(); ++pi) {
@@ -566,7 +589,9 @@ HeadStatus Head::status(bool fabric) const {
     const agent::PeerRoute* route = pi < routes.size() && routes[pi].guid == peer.port_guid ? &routes[pi] : nullptr;
     h.peers.push_back(peer_view(peer, route, *mad_, now));
   }
-  for (const auto& [kind, detail] : sink_.alarms()) h.alarms.emplace_back(kind, detail);
+  for (const auto& [kind, detail] : sink_.alarms()) h.alarms.push_back({kind, detail});
+  std::sort(h.alarms.begin(), h.alarms.end(),
+            [](const auto& a, const auto& b) { return to_string(a.kind) < to_string(b.kind); });
   h.held = hold_.held;
   if (hold_.held) {
     h.hold_reason = hold_.reason;
@@ -617,7 +642,7 @@ HeadStatus Head::status(bool fabric) const {
   return h;
 }
 
-fabric::AlarmSink& Head::alarm_sink() {
+AlarmSink& Head::alarm_sink() {
   if (tee_) return *tee_;
   return *events_;
 }

@@ -62,19 +62,19 @@ void HeadEventSink::takeover_report(const fabric::TakeoverReport& r, TimePoint a
   changed_();
 }
 
-void HeadEventSink::alarm(const sm::RaiseAlarm& a, TimePoint at) {
-  const bool already = log_.alarms().count(std::string(sm::to_string(a.kind))) != 0;
+void HeadEventSink::alarm(const RaiseAlarm& a, TimePoint at) {
+  const bool already = log_.alarm_active(a.kind);
   log_.alarm(a, at);
   if (!already) {
     const Snapshot s = snapshot_();
-    hooks_.alarm(s.state, s.priority, std::string(sm::to_string(a.kind)) + ": " + a.detail);
-    if (a.kind == sm::AlarmKind::UnknownSm)
-      hooks_.unknown_sm(s.state, s.priority, std::string(sm::to_string(a.kind)) + ": " + a.detail);
+    hooks_.alarm(s.state, s.priority, std::string(to_string(a.kind)) + ": " + a.detail);
+    if (a.kind == AlarmKind::UnknownSm)
+      hooks_.unknown_sm(s.state, s.priority, std::string(to_string(a.kind)) + ": " + a.detail);
   }
   changed_();
 }
 
-void HeadEventSink::clear(const sm::ClearAlarm& a, TimePoint at) {
+void HeadEventSink::clear(const ClearAlarm& a, TimePoint at) {
   log_.clear(a, at);
   changed_();
 }
@@ -97,10 +97,21 @@ void HeadEventSink::error(const Error& e, TimePoint at) {
 
 // ---- OpensmWatch -----------------------------------------------------------
 
-OpensmWatch::OpensmWatch(LogEventSink& log, Hooks& hooks,
+OpensmWatch::OpensmWatch(LogEventSink& log, AlarmSink& alarms, const Clock& clock, Hooks& hooks,
                          std::function<HeadEventSink::Snapshot()> snapshot,
                          std::function<void()> changed)
-    : log_(log), hooks_(hooks), snapshot_(std::move(snapshot)), changed_(std::move(changed)) {}
+    : log_(log),
+      alarms_(alarms),
+      clock_(clock),
+      hooks_(hooks),
+      snapshot_(std::move(snapshot)),
+      changed_(std::move(changed)) {}
+
+void OpensmWatch::raise(const std::string& detail) {
+  if (alarm_ == detail) return;
+  alarms_.alarm(RaiseAlarm{AlarmKind::OpensmFailed, detail, alarm_.has_value()}, clock_.now());
+  alarm_ = detail;
+}
 
 void OpensmWatch::on_change(const opensm::SupervisorStatus& st) {
   using S = opensm::SupervisorState;
@@ -116,17 +127,18 @@ void OpensmWatch::on_change(const opensm::SupervisorStatus& st) {
     if (was_retrying)
       log_.note("opensm_retry_failed", "crash loop: retry " + std::to_string(st.crash_loop_retries) + " failed",
                 st.reason);
-    log_.raise_daemon_alarm(DaemonAlarm::OpensmFailed, st.reason);
+    raise(st.reason);
     const auto s = snapshot_();
     hooks_.opensm_restart(s.state, s.priority, "failed: " + st.reason);
   } else if (st.state == S::Failed) {
-    log_.raise_daemon_alarm(DaemonAlarm::OpensmFailed, st.reason);  // a new retry time: the detail only
-  } else if (!st.retrying && log_.daemon_alarm_active(DaemonAlarm::OpensmFailed)) {
+    raise(st.reason);  // a new retry time: the detail only
+  } else if (!st.retrying && alarm_) {
     if (was_retrying)
       log_.note("opensm_retry_ok",
                 "crash loop over: OpenSM pid " + std::to_string(st.pid) + " runs since retry " +
                     std::to_string(st.crash_loop_retries));
-    log_.clear_daemon_alarm(DaemonAlarm::OpensmFailed);
+    alarms_.clear(ClearAlarm{AlarmKind::OpensmFailed}, clock_.now());
+    alarm_.reset();
   }
   if (st.state == S::Running && st.spawns > spawns_before && st.crashes > 0 && before != S::Failed) {
     const auto s = snapshot_();

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 #include "smha/head/head_status.hpp"
 
+#include <algorithm>
+
 #include "smha/core/text.hpp"
 #include "smha/platform/notify.hpp"
 
@@ -9,8 +11,20 @@ namespace smha::head {
 using nlohmann::json;
 
 std::optional<SmState> SmView::state() const {
-  if (answer && shown == to_string(answer->state)) return answer->state;
+  if (seen == SmSeen::Answered && answer) return answer->state;
   return std::nullopt;
+}
+
+std::string SmView::shown() const {
+  switch (seen) {
+    case SmSeen::Unknown: return "unknown";
+    case SmSeen::Resolving: return "resolving";
+    case SmSeen::NotFound: return "not found (" + searched + ")";
+    case SmSeen::Unreachable: return "unreachable";
+    case SmSeen::Unaddressed: return "unaddressed";
+    case SmSeen::Answered: return answer ? std::string(to_string(answer->state)) : "unknown";
+  }
+  return "unknown";
 }
 
 json to_json(const SmView& p) {
@@ -24,7 +38,7 @@ json to_json(const SmView& p) {
   j["addressed"] = p.lid.has_value() || p.dr.has_value();
   j["node_description"] = p.node_description.empty() ? json(nullptr) : json(printable(p.node_description));
   j["route"] = p.route ? json(*p.route) : json(nullptr);
-  j["state"] = p.shown;
+  j["state"] = p.shown();
   if (p.answer) {
     j["priority"] = p.answer->priority;
     j["act_count"] = p.answer->act_count;
@@ -66,30 +80,36 @@ SmView peer_view(const config::Peer& peer, const agent::PeerRoute* route, const 
     p.route = route->status();
   }
   p.answer = last_answer(mad, peer.port_guid, now);
-  if (p.answer) p.shown = std::string(to_string(p.answer->state));
+  if (p.answer) p.seen = SmSeen::Answered;
   const bool searching = route && !route->found &&
                          (route->state == agent::RouteState::Resolving || route->state == agent::RouteState::NotFound);
   if (searching && !peer.lid) {
-    p.shown = route->status();  // "resolving" or "not found (searched N nodes, M ports)": unknown, never absent
+    // Unknown, never absent.
+    if (route->state == agent::RouteState::Resolving) {
+      p.seen = SmSeen::Resolving;
+    } else {
+      p.seen = SmSeen::NotFound;
+      p.searched = route->searched;
+    }
   } else if (p.lid) {
     if (auto q = mad.last_query(mad::Target{*p.lid})) {
       p.last_poll_answered = q->answered;
       p.last_poll_age_s = seconds_between(q->at, now);
-      if (!q->answered) p.shown = "unreachable";
+      if (!q->answered) p.seen = SmSeen::Unreachable;
     }
   } else if (p.dr) {
     // Found, but no LID yet (no SM has swept): polled by DR only. Not a live
     // standby yet (no last_poll_answered): a drill's mastership window names
     // a head's sweep by its LID.
-    if (auto q = mad.last_query(mad::Target{*p.dr}); q && !q->answered) p.shown = "unreachable";
+    if (auto q = mad.last_query(mad::Target{*p.dr}); q && !q->answered) p.seen = SmSeen::Unreachable;
   } else {
-    p.shown = "unaddressed";
+    p.seen = SmSeen::Unaddressed;
   }
   return p;
 }
 
 std::string systemd_status_line(const HeadStatus& h, const opensm::SupervisorStatus* opensm) {
-  std::string line = h.local.state() ? h.local.shown : std::string("no answer from local SM");
+  std::string line = h.local.state() ? h.local.shown() : std::string("no answer from local SM");
   if (h.peers.empty()) line += "; no peer";
   bool first = true;
   for (const auto& p : h.peers) {
@@ -97,10 +117,10 @@ std::string systemd_status_line(const HeadStatus& h, const opensm::SupervisorSta
     first = false;
     if (p.state() && p.answer) {
       // role_status_line's peer part: "peer <name> <state> prio <n>"
-      const std::string full = platform::role_status_line("", p.name, p.shown, p.answer->priority);
+      const std::string full = platform::role_status_line("", p.name, p.shown(), p.answer->priority);
       line += full.substr(2);
     } else {
-      line += "peer " + p.name + " " + p.shown;
+      line += "peer " + p.name + " " + p.shown();
     }
   }
   if (h.held) line += "; HOLD";
@@ -266,6 +286,183 @@ control::ErrorCounterMetrics error_metrics(const fabric::PortErrors& errors) {
                        static_cast<double>(mad::at(p.rise, *k))});
   }
   return m;
+}
+
+// ---- The fabric blocks of the status reply --------------------------------
+
+json census_json(const fabric::Census& census, const std::function<std::string(Guid)>& head_name, TimePoint now) {
+  json sms = json::array();
+  std::vector<const fabric::CensusEntry*> order;
+  for (const auto& [g, e] : census.entries()) order.push_back(&e);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const fabric::CensusEntry* a, const fabric::CensusEntry* b) { return a->head && !b->head; });
+  for (const auto* e : order) {
+    json x;
+    x["guid"] = to_string(e->guid);
+    x["head"] = e->head ? json(head_name(e->guid)) : json(nullptr);
+    x["local"] = e->local;
+    x["node_description"] = e->description.empty() ? json(nullptr) : json(printable(e->description));
+    x["lid"] = e->lid.value != 0 ? json(e->lid.value) : json(nullptr);
+    x["state"] = census.state_text(*e, now);
+    x["priority"] = e->info ? json(e->info->priority) : json(nullptr);
+    x["act_count"] = e->info ? json(e->info->act_count) : json(nullptr);
+    x["dr_path"] = e->path ? json(to_string(*e->path)) : json(nullptr);
+    x["switch_guid"] = e->neighbour ? json(to_string(*e->neighbour)) : json(nullptr);
+    x["switch_port"] = e->neighbour ? json(e->neighbour_port) : json(nullptr);
+    x["is_sm"] = e->is_sm;
+    x["sa_listed"] = e->sa_listed;
+    x["sources"] = fabric::census_sources_text(e->sources);
+    x["last_answer_age_s"] = e->answered_at ? json(seconds_between(*e->answered_at, now)) : json(nullptr);
+    x["first_seen_age_s"] = seconds_between(e->first_seen, now);
+    sms.push_back(x);
+  }
+  return sms;
+}
+
+json census_sa_json(const fabric::CensusStats& st, Duration sa_interval, TimePoint now) {
+  json s;
+  s["interval_s"] = std::chrono::duration<double>(sa_interval).count();
+  s["sa_lid"] = st.sa_lid.value != 0 ? json(st.sa_lid.value) : json(nullptr);
+  s["queries"] = st.sa_queries;
+  s["tables"] = st.sa_tables;
+  s["mads"] = st.sa_mads;
+  s["truncated_tables"] = st.sa_truncated;
+  s["last_age_s"] = st.sa_last_at ? json(seconds_between(*st.sa_last_at, now)) : json(nullptr);
+  s["records"] = st.sa_last_at ? json(st.sa_records) : json(nullptr);
+  s["claimed"] = st.sa_claimed ? json(*st.sa_claimed) : json(nullptr);
+  s["truncated"] = st.sa_last_truncated;
+  s["last_error"] = st.sa_last_error.empty() ? json(nullptr) : json(printable(st.sa_last_error));
+  // The IsSM PortInfoRecord table asked alongside (doc/census.md, source 6).
+  json p;
+  p["queries"] = st.ism_queries;
+  p["tables"] = st.ism_tables;
+  p["mads"] = st.ism_mads;
+  p["truncated_tables"] = st.ism_truncated;
+  p["found"] = st.ism_found;
+  p["resolve_mads"] = st.ism_resolve_mads;
+  p["last_age_s"] = st.ism_last_at ? json(seconds_between(*st.ism_last_at, now)) : json(nullptr);
+  p["records"] = st.ism_last_at ? json(st.ism_records) : json(nullptr);
+  p["truncated"] = st.ism_last_truncated;
+  p["last_error"] = st.ism_last_error.empty() ? json(nullptr) : json(printable(st.ism_last_error));
+  s["is_sm_ports"] = p;
+  return s;
+}
+
+json census_stats_json(const fabric::Census& census, const fabric::CensusStats& st,
+                       const fabric::CensusConfig& config, TimePoint now) {
+  json c;
+  c["enabled"] = config.enabled;
+  c["walks"] = st.walks;
+  c["walk_mads"] = st.walk_mads;
+  c["query_mads"] = st.query_mads;
+  c["dropped"] = census.dropped();
+  c["sa"] = census_sa_json(st, config.sa_interval, now);
+  c["last_walk_age_s"] = st.last_walk_at ? json(seconds_between(*st.last_walk_at, now)) : json(nullptr);
+  c["next_walk_in_s"] = st.next_walk_at ? json(seconds_between(now, *st.next_walk_at)) : json(nullptr);
+  if (st.last_walk) {
+    const auto& w = *st.last_walk;
+    c["last_walk"] = {{"nodes", w.nodes}, {"ports", w.ports}, {"requests", w.requests}, {"mads", w.mads},
+                      {"timeouts", w.timeouts}, {"sm_ports", w.sm_ports.size()},
+                      {"bounded", w.request_bound || w.hop_bound},
+                      {"elapsed_ms", std::chrono::duration<double, std::milli>(w.elapsed).count()}};
+  }
+  return c;
+}
+
+json lid_continuity_json(const fabric::LidContinuity* lc, bool honor_guid2lid_file, TimePoint now) {
+  json j;
+  j["enabled"] = lc != nullptr;
+  j["honor_guid2lid_file"] = honor_guid2lid_file;
+  if (lc == nullptr) return j;
+  const auto& st = lc->status();
+  j["path"] = st.path;
+  j["state"] = st.state;
+  j["fabric_ports"] = st.fabric;
+  j["entries"] = st.entries;
+  j["kept"] = st.kept;
+  j["dropped_overlap"] = st.dropped_overlap;
+  j["conflicts"] = st.conflicts;
+  j["conflicts_total"] = st.conflicts_total;
+  json cd = json::array();
+  for (const auto& c : st.conflict_details) cd.push_back(printable(c));
+  j["conflict_details"] = cd;
+  j["file_skipped"] = st.file_skipped;
+  json fp = json::array();
+  for (const auto& p : st.file_problems) fp.push_back(printable(p));
+  j["file_problems"] = fp;
+  j["rejected"] = {{"bad_lid", st.rejected.bad_lid},
+                   {"duplicate_lid", st.rejected.duplicate_lid},
+                   {"conflict", st.rejected.conflict}};
+  j["unassigned"] = st.unassigned;
+  json rs = json::array();
+  for (const auto& r : st.reasons) rs.push_back(printable(r));
+  j["reasons"] = rs;
+  j["writes"] = st.writes;
+  j["write_errors"] = st.write_errors;
+  j["unchanged"] = st.unchanged;
+  j["last_written_age_s"] = st.last_written_at ? json(seconds_between(*st.last_written_at, now)) : json(nullptr);
+  j["last_checked_age_s"] = st.last_checked_at ? json(seconds_between(*st.last_checked_at, now)) : json(nullptr);
+  j["last_error"] = st.last_error.empty() ? json(nullptr) : json(printable(st.last_error));
+  return j;
+}
+
+json drift_json(const fabric::DriftMonitor& d, TimePoint now) {
+  const auto& st = d.stats();
+  auto digests = [](const fabric::ConfigDigests& c) {
+    json o = json::object();
+    for (std::size_t i = 0; i < fabric::kDriftComponents; ++i)
+      o[std::string(fabric::to_string(static_cast<fabric::DriftComponent>(i)))] = fabric::to_hex(c.digest[i]);
+    return o;
+  };
+  json j;
+  j["gid"] = mad::to_string(d.own_gid());
+  j["own"] = d.own() ? digests(*d.own()) : json(nullptr);
+  j["sa_lid"] = st.sa_lid.value != 0 ? json(st.sa_lid.value) : json(nullptr);
+  j["registered_age_s"] = st.registered_at ? json(seconds_between(*st.registered_at, now)) : json(nullptr);
+  j["register_error"] = st.last_register_error.empty() ? json(nullptr) : json(printable(st.last_register_error));
+  j["registrations"] = st.registrations;
+  j["reads"] = st.reads;
+  j["records"] = st.records;
+  j["absent"] = st.absent;
+  j["read_errors"] = st.read_errors;
+  j["mads"] = st.mads;
+  j["rejected"] = {{"foreign", st.rejected_foreign}, {"bad_digest", st.rejected_data}};
+  json peers = json::array();
+  for (const auto& p : d.peers()) {
+    json x;
+    x["name"] = p.name;
+    x["guid"] = to_string(p.guid);
+    x["state"] = std::string(fabric::to_string(p.state));
+    x["detail"] = printable(p.detail);
+    json diff = json::array();
+    for (auto c : p.differing) diff.push_back(std::string(fabric::to_string(c)));
+    x["differing"] = diff;
+    x["digests"] = p.digests ? digests(*p.digests) : json(nullptr);
+    x["read_age_s"] = p.read_at ? json(seconds_between(*p.read_at, now)) : json(nullptr);
+    x["last_error"] = p.last_error.empty() ? json(nullptr) : json(printable(p.last_error));
+    peers.push_back(x);
+  }
+  j["peers"] = peers;
+  return j;
+}
+
+json opensm_json(const opensm::SupervisorStatus& st, const std::string& conf_path, const std::string& version,
+                 TimePoint now) {
+  json o;
+  o["supervisor"] = std::string(opensm::to_string(st.state));
+  o["pid"] = st.pid;
+  o["adopted"] = st.adopted;
+  o["uptime_s"] = st.started_at ? json(seconds_between(*st.started_at, now)) : json(nullptr);
+  o["spawns"] = st.spawns;
+  o["crashes"] = st.crashes;
+  o["restarts"] = st.restarts;
+  o["crash_loop_retries"] = st.crash_loop_retries;
+  // Failed by a crash loop, or in a retry's backoff: when OpenSM is started again.
+  o["next_start_in_s"] = st.next_start_at ? json(std::max(0.0, seconds_between(now, *st.next_start_at))) : json(nullptr);
+  o["reason"] = st.reason;
+  o["conf_path"] = conf_path;
+  o["version"] = version;
+  return o;
 }
 
 }  // namespace smha::head

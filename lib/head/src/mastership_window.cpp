@@ -175,7 +175,7 @@ void MastershipWindow::local_port(Lid own_lid, Lid master_sm_lid, TimePoint sent
 }
 
 void MastershipWindow::event(const EventRecord& e) {
-  if (e.type == EventType::Alarm && e.alarm == sm::AlarmKind::TwoMasters) fail("two MASTERs seen: " + e.evidence);
+  if (e.type == EventType::Alarm && e.alarm == AlarmKind::TwoMasters) fail("two MASTERs seen: " + e.evidence);
   if (e.type == EventType::Transition) {
     // The engine's own view of the local SM, stamped at the end of its round.
     if (e.to == SmState::Master) master_seen(own_, e.at, e.at, "this head's transition " + e.reason);

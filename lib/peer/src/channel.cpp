@@ -459,7 +459,7 @@ struct PeerChannel::Impl::Outbound : std::enable_shared_from_this<Outbound> {
     return o ? o->link(peer.name) : nullptr;
   }
 
-  void set_state(const char* st) {
+  void set_state(LinkState st) {
     if (auto* l = link()) l->outbound = st;
   }
 
@@ -470,7 +470,7 @@ struct PeerChannel::Impl::Outbound : std::enable_shared_from_this<Outbound> {
     up = false;
     writing = false;
     s = std::make_shared<Stream>(o->io, o->client_ctx);
-    set_state("connecting");
+    set_state(LinkState::Connecting);
     if (auto* l = link()) ++l->connects;
     deadline.expires_after(o->cfg.handshake_timeout);
     deadline.async_wait([weak = weak_from_this(), a](const error_code& ec) {
@@ -492,7 +492,7 @@ struct PeerChannel::Impl::Outbound : std::enable_shared_from_this<Outbound> {
   }
 
   void handshake(std::uint64_t a) {
-    set_state("handshake");
+    set_state(LinkState::Handshake);
     // The server's certificate must name the peer (CN or DNS SAN).
     SSL_set1_host(s->native_handle(), peer.name.c_str());
     SSL_set_hostflags(s->native_handle(), X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
@@ -502,7 +502,7 @@ struct PeerChannel::Impl::Outbound : std::enable_shared_from_this<Outbound> {
       self->deadline.cancel();
       self->up = true;
       if (auto o = self->owner.lock()) self->backoff = o->cfg.reconnect_min;
-      self->set_state("up");
+      self->set_state(LinkState::Up);
       if (auto* l = self->link()) l->last_error.clear();
       for (std::size_t i = 0; i < kCopyKinds; ++i)
         if (!self->queued[i]) self->queued[i] = self->last[i];
@@ -570,7 +570,7 @@ struct PeerChannel::Impl::Outbound : std::enable_shared_from_this<Outbound> {
       l->last_error = why;
       ++l->failures;
     }
-    set_state("retrying");
+    set_state(LinkState::Retrying);
     backoff = backoff < o->cfg.reconnect_min ? o->cfg.reconnect_min : std::min(backoff * 2, o->cfg.reconnect_max);
     retry.expires_after(backoff);
     retry.async_wait([weak = weak_from_this()](const error_code& ec) {
@@ -593,7 +593,7 @@ struct PeerChannel::Impl::Outbound : std::enable_shared_from_this<Outbound> {
     ++attempt;
     retry.cancel();
     close_stream();
-    set_state("off");
+    set_state(LinkState::Off);
   }
 };
 
@@ -718,6 +718,17 @@ void PeerChannel::Impl::open_outbound() {
 void PeerChannel::Impl::close_outbound() {
   for (auto& o : outbound) o->stop();
   outbound.clear();
+}
+
+std::string_view to_string(LinkState s) {
+  switch (s) {
+    case LinkState::Off: return "off";
+    case LinkState::Connecting: return "connecting";
+    case LinkState::Handshake: return "handshake";
+    case LinkState::Up: return "up";
+    case LinkState::Retrying: return "retrying";
+  }
+  return "unknown";
 }
 
 PeerChannel::PeerChannel(boost::asio::io_context& io, ChannelConfig cfg, const Clock& clock, Offer offer)

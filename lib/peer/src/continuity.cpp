@@ -25,7 +25,7 @@ bool refused_content(RefuseReason r) {
 }  // namespace
 
 Continuity::Continuity(boost::asio::io_context& io, ContinuityConfig cfg, os::FileSystem& fs, const Clock& clock,
-                       Scheduler& sched, Facts facts, fabric::AlarmSink& alarms)
+                       Scheduler& sched, Facts facts, AlarmSink& alarms)
     : cfg_(std::move(cfg)),
       clock_(clock),
       sched_(sched),
@@ -166,15 +166,14 @@ void Continuity::tick() {
       channel_->send(out.kind, m, out.body);
     }
   }
-  fabric::set_alarm(alarms_, sm::AlarmKind::SaCopyStale, master ? std::string() : stale_detail(f), alarm_,
-                    clock_.now());
+  set_alarm(alarms_, AlarmKind::SaCopyStale, master ? std::string() : stale_detail(f), alarm_, clock_.now());
   // What the master leaves out of the SA copy: on the master as it trims, on
   // a standby as the copy it holds says.
   const auto& held = store_.held(FrameKind::SaDump);
   const std::string trimmed =
       master ? (sender_.trimmed().empty() ? "" : "the SA copy sent to the standbys leaves out " + sender_.trimmed())
              : (held && !held->trimmed.empty() ? "the SA copy from " + held->from + " leaves out " + held->trimmed : "");
-  fabric::set_alarm(alarms_, sm::AlarmKind::SaCopyTrimmed, trimmed, trim_alarm_, clock_.now());
+  set_alarm(alarms_, AlarmKind::SaCopyTrimmed, trimmed, trim_alarm_, clock_.now());
 }
 
 void Continuity::follow_answers() {
@@ -255,6 +254,8 @@ void Continuity::note_takeover() {
                          : json(nullptr);
   at_takeover_ = std::move(t);
 }
+
+json continuity_off_json() { return json{{"enabled", false}}; }
 
 json Continuity::status_json() const {
   json j;
@@ -342,8 +343,8 @@ json Continuity::status_json() const {
                   {"last_inbound_error", c.last_inbound_error}};
   json peers = json::array();
   for (const auto& l : channel_->links()) {
-    json p{{"name", l.name}, {"outbound", l.outbound}, {"last_error", l.last_error}, {"inbound", l.inbound},
-           {"connects", l.connects}, {"failures", l.failures}};
+    json p{{"name", l.name}, {"outbound", std::string(to_string(l.outbound))}, {"last_error", l.last_error},
+           {"inbound", l.inbound}, {"connects", l.connects}, {"failures", l.failures}};
     p["last_copy_age_s"] = l.last_copy_at ? json(std::max(0.0, seconds_between(*l.last_copy_at, now))) : json(nullptr);
     for (FrameKind kind : {FrameKind::SaDump, FrameKind::Guid2Lid}) {
       const auto& a = l.answers[kind_index(kind)];

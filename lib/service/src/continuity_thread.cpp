@@ -18,16 +18,16 @@ namespace asio = boost::asio;
 // The alarm sink the peer thread's Continuity raises into: each call is
 // posted to the main loop, where the real sink runs. Posts that arrive after
 // stop() find `alive` false and do nothing.
-class ContinuityThread::PostingSink final : public fabric::AlarmSink {
+class ContinuityThread::PostingSink final : public AlarmSink {
  public:
-  PostingSink(asio::io_context& main_io, fabric::AlarmSink& target)
+  PostingSink(asio::io_context& main_io, AlarmSink& target)
       : main_io_(main_io), target_(target), alive_(std::make_shared<bool>(true)) {}
-  void alarm(const sm::RaiseAlarm& a, TimePoint at) override {
+  void alarm(const RaiseAlarm& a, TimePoint at) override {
     asio::post(main_io_, [alive = alive_, &t = target_, a, at] {
       if (*alive) t.alarm(a, at);
     });
   }
-  void clear(const sm::ClearAlarm& a, TimePoint at) override {
+  void clear(const ClearAlarm& a, TimePoint at) override {
     asio::post(main_io_, [alive = alive_, &t = target_, a, at] {
       if (*alive) t.clear(a, at);
     });
@@ -37,13 +37,13 @@ class ContinuityThread::PostingSink final : public fabric::AlarmSink {
 
  private:
   asio::io_context& main_io_;
-  fabric::AlarmSink& target_;
+  AlarmSink& target_;
   std::shared_ptr<bool> alive_;  // read and written on the main loop only
 };
 
 ContinuityThread::ContinuityThread(peer::ContinuityConfig cfg, os::FileSystem& fs, const Clock& clock,
                                    Scheduler& main_sched, asio::io_context& main_io, peer::Continuity::Facts facts,
-                                   fabric::AlarmSink& alarms, ContinuityThreadOptions opts)
+                                   AlarmSink& alarms, ContinuityThreadOptions opts)
     : clock_(clock),
       main_sched_(main_sched),
       facts_(std::move(facts)),

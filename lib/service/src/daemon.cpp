@@ -307,24 +307,10 @@ void Daemon::register_methods() {
   (void)server_->register_method(method::kSms, Access::ReadOnly, [this](const control::Call&) {
     const TimePoint now = clock_.now();
     const auto& agent = head_->agent();
-    const auto& st = agent.census_stats();
-    json c;
-    c["enabled"] = agent.config().census.enabled;
-    c["walks"] = st.walks;
-    c["walk_mads"] = st.walk_mads;
-    c["query_mads"] = st.query_mads;
-    c["dropped"] = agent.census().dropped();
-    c["sa"] = census_sa_json(now);
-    c["last_walk_age_s"] = st.last_walk_at ? json(seconds_since(*st.last_walk_at, now)) : json(nullptr);
-    c["next_walk_in_s"] = st.next_walk_at ? json(seconds_since(now, *st.next_walk_at)) : json(nullptr);
-    if (st.last_walk) {
-      const auto& w = *st.last_walk;
-      c["last_walk"] = {{"nodes", w.nodes}, {"ports", w.ports}, {"requests", w.requests}, {"mads", w.mads},
-                        {"timeouts", w.timeouts}, {"sm_ports", w.sm_ports.size()},
-                        {"bounded", w.request_bound || w.hop_bound},
-                        {"elapsed_ms", std::chrono::duration<double, std::milli>(w.elapsed).count()}};
-    }
-    return Reply::ok(json{{"node", config_.node_name}, {"sms", census_json(now)}, {"census", c}});
+    return Reply::ok(json{
+        {"node", config_.node_name},
+        {"sms", head::census_json(agent.census(), [this](Guid g) { return head_->head_name(g); }, now)},
+        {"census", head::census_stats_json(agent.census(), agent.census_stats(), agent.config().census, now)}});
   });
   (void)server_->register_method(method::kHealth, Access::ReadOnly, [this](const control::Call&) {
     const auto& a = head_->agent();

@@ -73,10 +73,6 @@ class Daemon final {
   bool init_continuity();
   void register_methods();
   json status_json();
-  json census_json(TimePoint now) const;      // "sms" and "census" (doc/census.md)
-  json census_sa_json(TimePoint now) const;   // the master's SA table ("census_sa", census.sa)
-  json lid_continuity_json(TimePoint now) const;  // doc/lid-continuity.md
-  json drift_json(TimePoint now) const;
   void add_smp_port_state(json& local, TimePoint now) const;
   void arm_signals();
   void wait_hup();

@@ -42,7 +42,7 @@ control::ContinuityMetrics continuity_metrics(const peer::Continuity& c) {
   m.rejected_rate = k.rejected_rate;
   m.rejected_memory = k.rejected_memory;
   m.preauth_timeouts = k.preauth_timeouts;
-  for (const auto& l : c.channel().links()) m.peer_up[l.name] = l.outbound == "up";
+  for (const auto& l : c.channel().links()) m.peer_up[l.name] = l.outbound == peer::LinkState::Up;
   return m;
 }
 
@@ -84,14 +84,9 @@ control::MetricsSnapshot metrics_snapshot(const HeadStatus& s, const PollStats& 
   m.poll_rtt.sum = polls.rtt_sum_s;
   m.missed_polls = polls.missed;
   m.opensm_restarts = s.opensm_restarts.value_or(0);
-  for (const auto& a : s.alarms) m.active_alarms.push_back(a.first);
+  for (const auto& a : s.alarms) m.active_alarms.emplace_back(to_string(a.kind));
   m.hold_active = s.held;
-  for (int k = 0;; ++k) {  // every engine alarm, then smhad's own
-    const auto name = sm::to_string(static_cast<sm::AlarmKind>(k));
-    if (name == "unknown") break;
-    m.known_alarms.emplace_back(name);
-  }
-  for (const auto a : kDaemonAlarms) m.known_alarms.emplace_back(to_string(a));
+  for (const AlarmKind k : kAlarmKinds) m.known_alarms.emplace_back(to_string(k));
   m.config_digests = s.drift.own;
   m.drift_peers = s.drift.peers;
   m.drift_rejected = s.drift.rejected;

@@ -18,11 +18,11 @@ struct Cluster::Sink final : agent::EventSink {
   void event(const sm::RecordEvent& e, TimePoint at) override {
     out->push_back({at, "event", std::string(sm::to_string(e.kind)), e.reason + " | " + e.evidence});
   }
-  void alarm(const sm::RaiseAlarm& a, TimePoint at) override {
-    out->push_back({at, a.refresh ? "alarm_detail" : "alarm", std::string(sm::to_string(a.kind)), a.detail});
+  void alarm(const RaiseAlarm& a, TimePoint at) override {
+    out->push_back({at, a.refresh ? "alarm_detail" : "alarm", std::string(to_string(a.kind)), a.detail});
   }
-  void clear(const sm::ClearAlarm& a, TimePoint at) override {
-    out->push_back({at, "clear", std::string(sm::to_string(a.kind)), ""});
+  void clear(const ClearAlarm& a, TimePoint at) override {
+    out->push_back({at, "clear", std::string(to_string(a.kind)), ""});
   }
   void hook(const sm::RunHook& h, TimePoint at) override {
     out->push_back({at, "hook", h.event,
@@ -207,7 +207,6 @@ struct Cluster::Head {
   agent::AgentConfig cfg;
   head::NoHooks hooks;
   int spawns_before = 0;  // spawns of earlier smhad runs
-  bool failed_alarm = false;
   // Respawns wait for the engine: when it last asked for a start, and when
   // the OpenSM it had went down unasked (nullopt: none since the last spawn).
   TimePoint last_start_call{};
@@ -421,13 +420,9 @@ void Cluster::start_smhad(int i) {
   if (!h.tapped) h.tapped = std::make_unique<TapTransport>(fabric_.transport(node), fabric_.queue(), h.tap);
   Head* hp = &h;
   auto opensm_changed = [this, hp](const opensm::SupervisorStatus& st) {
-    // What the head's OpensmWatch raises (opensm_failed, kept through a crash
-    // loop's retry until the retried OpenSM is stable), as a record.
+    // opensm_failed reaches the records from the head's OpensmWatch, through
+    // the tap (h.sink) like every other alarm.
     const bool failed = st.state == opensm::SupervisorState::Failed;
-    const bool alarmed = failed || st.retrying;
-    if (alarmed && !hp->failed_alarm) hp->records.push_back({now(), "alarm", "opensm_failed", st.reason});
-    if (!alarmed && hp->failed_alarm) hp->records.push_back({now(), "clear", "opensm_failed", ""});
-    hp->failed_alarm = alarmed;
     // An OpenSM that went down unasked comes back only after the engine asked
     // for it again, and not before the backoff (the supervisor's
     // respawn_on_request; a master's must not race the peer taking over).
@@ -481,7 +476,6 @@ void Cluster::crash_smhad(int i) {
   auto& h = *heads_[i];
   if (const auto* st = supervisor(i)) h.spawns_before += st->spawns;
   h.smhad.reset();
-  h.failed_alarm = false;
   h.down_since.reset();
   h.last_pid = 0;
 }

@@ -27,28 +27,6 @@ std::string_view to_string(PortState s) {
   return "unknown";
 }
 
-std::string_view to_string(AlarmKind k) {
-  switch (k) {
-    case AlarmKind::TwoMasters: return "two_masters";
-    case AlarmKind::SmKeyMismatch: return "sm_key_mismatch";
-    case AlarmKind::IgnoreOtherSm: return "ignore_other_sm";
-    case AlarmKind::UnknownSm: return "unknown_sm";
-    case AlarmKind::LocalSmHung: return "local_sm_hung";
-    case AlarmKind::NoMaster: return "no_master";
-    case AlarmKind::HandoverFailed: return "handover_failed";
-    case AlarmKind::PriorityMismatch: return "priority_mismatch";
-    case AlarmKind::PriorityNotApplied: return "priority_not_applied";
-    case AlarmKind::ConfigDrift: return "config_drift";
-    case AlarmKind::DriftUnknown: return "drift_unknown";
-    case AlarmKind::ImpostorSm: return "impostor_sm";
-    case AlarmKind::LinkDegraded: return "link_degraded";
-    case AlarmKind::LinkErrors: return "link_errors";
-    case AlarmKind::SaCopyStale: return "sa_copy_stale";
-    case AlarmKind::SaCopyTrimmed: return "sa_copy_trimmed";
-  }
-  return "unknown";
-}
-
 std::string_view to_string(EventKind k) {
   switch (k) {
     case EventKind::StateChanged: return "state_changed";

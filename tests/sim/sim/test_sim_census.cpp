@@ -395,11 +395,11 @@ TEST_CASE("Error counters on the 1000-HCA fat tree: a pass reads both ends of ev
   const auto r = survey(t, "Hca1");
   EventQueue q;
   TopologyTransport mad(q, t, *t.find("Hca1"), 1);
-  struct Sink : fabric::AlarmSink {
+  struct Sink : AlarmSink {
     std::vector<std::string> raised;
     int cleared = 0;
-    void alarm(const sm::RaiseAlarm& a, TimePoint) override { raised.push_back(a.detail); }
-    void clear(const sm::ClearAlarm&, TimePoint) override { ++cleared; }
+    void alarm(const RaiseAlarm& a, TimePoint) override { raised.push_back(a.detail); }
+    void clear(const ClearAlarm&, TimePoint) override { ++cleared; }
   } sink;
   fabric::ErrorsConfig cfg;
   cfg.reads_per_second = 1000;

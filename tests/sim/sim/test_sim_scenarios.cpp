@@ -190,9 +190,9 @@ TEST_CASE("Head: supervision giving up raises opensm_failed through the head's o
   // The alarm the head's OpensmWatch raised: in its alarms, its status and its events.
   const head::HeadStatus st = c.smhad(v)->status(false);
   const bool alarmed = std::any_of(st.alarms.begin(), st.alarms.end(),
-                                   [](const auto& a) { return a.first == "opensm_failed"; });
+                                   [](const auto& a) { return a.kind == AlarmKind::OpensmFailed; });
   CHECK(alarmed);
-  CHECK(c.smhad(v)->log().daemon_alarm_active(head::DaemonAlarm::OpensmFailed));
+  CHECK(c.smhad(v)->log().alarm_active(AlarmKind::OpensmFailed));
   const auto& ev = c.smhad(v)->log().events();
   CHECK(std::count_if(ev.begin(), ev.end(), [](const head::EventRecord& e) {
           return e.type == head::EventType::Alarm && e.reason == "opensm_failed";

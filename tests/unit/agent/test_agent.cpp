@@ -196,8 +196,8 @@ struct NullSink : EventSink {
     events.emplace_back(sm::to_string(e.kind));
     if (e.kind == sm::EventKind::StateChanged) transitions.push_back(e.reason + " because " + e.evidence);
   }
-  void alarm(const sm::RaiseAlarm&, TimePoint) override {}
-  void clear(const sm::ClearAlarm&, TimePoint) override {}
+  void alarm(const RaiseAlarm&, TimePoint) override {}
+  void clear(const ClearAlarm&, TimePoint) override {}
   void hook(const sm::RunHook&, TimePoint) override {}
   void error(const Error&, TimePoint) override {}
   void takeover_report(const fabric::TakeoverReport&, TimePoint) override {}

@@ -103,14 +103,14 @@ struct FakeSa : mad::MadTransport {
 struct Alarms : AlarmSink {
   std::vector<std::string> log;  // "raise: ...", "clear"
   std::vector<std::string> unknown;  // drift_unknown: "raise: ..." / "clear"
-  void alarm(const sm::RaiseAlarm& a, TimePoint) override {
-    if (a.kind == sm::AlarmKind::DriftUnknown) return unknown.push_back("raise: " + a.detail);
-    CHECK(a.kind == sm::AlarmKind::ConfigDrift);
+  void alarm(const RaiseAlarm& a, TimePoint) override {
+    if (a.kind == AlarmKind::DriftUnknown) return unknown.push_back("raise: " + a.detail);
+    CHECK(a.kind == AlarmKind::ConfigDrift);
     log.push_back("raise: " + a.detail);
   }
-  void clear(const sm::ClearAlarm& a, TimePoint) override {
-    if (a.kind == sm::AlarmKind::DriftUnknown) return unknown.push_back("clear");
-    CHECK(a.kind == sm::AlarmKind::ConfigDrift);
+  void clear(const ClearAlarm& a, TimePoint) override {
+    if (a.kind == AlarmKind::DriftUnknown) return unknown.push_back("clear");
+    CHECK(a.kind == AlarmKind::ConfigDrift);
     log.push_back("clear");
   }
 };

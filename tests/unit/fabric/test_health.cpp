@@ -61,13 +61,13 @@ DiscoveryResult lab_walk(mad::LinkInfo ca = link(), mad::LinkInfo narrow = link(
 }
 
 struct Alarms : AlarmSink {
-  sm::AlarmKind kind = sm::AlarmKind::LinkDegraded;
+  AlarmKind kind = AlarmKind::LinkDegraded;
   std::vector<std::string> log;  // "raise: ...", "refresh: ...", "clear"
-  void alarm(const sm::RaiseAlarm& a, TimePoint) override {
+  void alarm(const RaiseAlarm& a, TimePoint) override {
     CHECK(a.kind == kind);
     log.push_back((a.refresh ? "refresh: " : "raise: ") + a.detail);
   }
-  void clear(const sm::ClearAlarm& a, TimePoint) override {
+  void clear(const ClearAlarm& a, TimePoint) override {
     CHECK(a.kind == kind);
     log.push_back("clear");
   }
@@ -400,7 +400,7 @@ TEST_CASE("PortErrors reads at its rate, only while told to, and a rise is one b
   Names mad(s);
   mad.names[{1, 3, 2}] = "Hca4";
   Alarms alarms;
-  alarms.kind = sm::AlarmKind::LinkErrors;
+  alarms.kind = AlarmKind::LinkErrors;
   PortErrors e(errors_config(), s, mad, alarms);
   e.on_walk(lab_walk_with_lids());
   // The 10 Active ports the walk read, and the two it entered the switches
@@ -492,7 +492,7 @@ TEST_CASE("PortErrors: cleared counters, saturation, wrong ports, silence and a 
   ManualScheduler s;
   Names mad(s);
   Alarms alarms;
-  alarms.kind = sm::AlarmKind::LinkErrors;
+  alarms.kind = AlarmKind::LinkErrors;
   PortErrors e(errors_config(), s, mad, alarms);
   e.on_walk(lab_walk_with_lids());
   e.set_reading(true);
@@ -570,7 +570,7 @@ TEST_CASE("PortErrors: bounds on ports kept and listed, the alarm's threshold, o
   ManualScheduler s;
   Names mad(s);
   Alarms alarms;
-  alarms.kind = sm::AlarmKind::LinkErrors;
+  alarms.kind = AlarmKind::LinkErrors;
   ErrorsConfig cfg = errors_config();
   cfg.max_tracked = 4;
   cfg.max_ports = 2;

@@ -223,7 +223,7 @@ TEST_CASE("drill refusals: each unhealthy state has its code, reason and message
       {"observe", [](HeadStatus& s) { s.observe = true; }, {}, false, ResultCode::Conflict, "observe", "observe mode"},
       {"hold", [](HeadStatus& s) { s.held = true; }, {}, false, ResultCode::Conflict, "hold", "maintenance hold"},
       {"busy", [](HeadStatus&) {}, {}, true, ResultCode::Conflict, "busy", "in progress"},
-      {"alarms", [](HeadStatus& s) { s.alarms = {{"two_masters", ""}}; }, {}, false, ResultCode::Conflict, "alarms",
+      {"alarms", [](HeadStatus& s) { s.alarms = {{AlarmKind::TwoMasters, ""}}; }, {}, false, ResultCode::Conflict, "alarms",
        "alarms are active: two_masters"},
       {"standby head",
        [](HeadStatus& s) {

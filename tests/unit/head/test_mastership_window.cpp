@@ -326,12 +326,12 @@ TEST_CASE("the window's verdict does not depend on the wording of events", "[ser
       EventRecord alarm;
       alarm.type = EventType::Alarm;
       alarm.kind = "alarm";
-      alarm.alarm = sm::AlarmKind::TwoMasters;
+      alarm.alarm = AlarmKind::TwoMasters;
       alarm.reason = reason;
       auto w = window();
       w.event(alarm);
       CHECK(w.violation());
-      alarm.alarm = sm::AlarmKind::UnknownSm;
+      alarm.alarm = AlarmKind::UnknownSm;
       alarm.reason = "two_masters";
       auto quiet = window();
       quiet.event(alarm);

@@ -209,17 +209,17 @@ TEST_CASE("Peer channel: a copy goes from head01 to head02 over TLS 1.3 and its 
   sender.send(FrameKind::Guid2Lid, meta(7), "abc");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline && !sender.links()[0].answers[1]) io.run_one_for(std::chrono::milliseconds(50));
-  INFO(sender.links()[0].outbound << ": " << sender.links()[0].last_error << "; receiver: "
+  INFO(to_string(sender.links()[0].outbound) << ": " << sender.links()[0].last_error << "; receiver: "
                                     << receiver.counters().last_inbound_error);
   REQUIRE(sender.links()[0].answers[1]);
   CHECK(sender.links()[0].answers[1]->applied);
   CHECK(sender.links()[0].answers[1]->generation == 7);
-  CHECK(sender.links()[0].outbound == "up");
+  CHECK(sender.links()[0].outbound == LinkState::Up);
   CHECK(offers == 1);
   CHECK(seen_peer == "head01");
   CHECK(receiver.counters().frames_in == 1);
   sender.set_outbound(false);
-  CHECK(sender.links()[0].outbound == "off");
+  CHECK(sender.links()[0].outbound == LinkState::Off);
 }
 
 TEST_CASE("Peer channel: no certificate, another CA and a head that is no peer are refused and counted",
@@ -404,7 +404,7 @@ TEST_CASE("Peer channel: idle TCP connections from other addresses cannot keep a
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (std::chrono::steady_clock::now() < deadline && !sender.links()[0].answers[1])
     sio.run_one_for(std::chrono::milliseconds(20));
-  INFO(sender.links()[0].outbound << ": " << sender.links()[0].last_error);
+  INFO(to_string(sender.links()[0].outbound) << ": " << sender.links()[0].last_error);
   CHECK(sender.links()[0].answers[1]);
   // The holders' connections time out at the deadline (500 ms here) and are counted.
   CHECK(eventually(io, [&] { return receiver.counters().preauth_timeouts >= 8; }, std::chrono::seconds(3)));

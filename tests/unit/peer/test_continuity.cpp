@@ -79,12 +79,12 @@ class StampedFs final : public os::FileSystem {
   const Clock& clock_;
 };
 
-struct Alarms final : fabric::AlarmSink {
-  void alarm(const sm::RaiseAlarm& a, TimePoint) override {
-    if (a.kind == sm::AlarmKind::SaCopyStale) stale = a.detail;
+struct Alarms final : AlarmSink {
+  void alarm(const RaiseAlarm& a, TimePoint) override {
+    if (a.kind == AlarmKind::SaCopyStale) stale = a.detail;
   }
-  void clear(const sm::ClearAlarm& a, TimePoint) override {
-    if (a.kind == sm::AlarmKind::SaCopyStale) stale.clear();
+  void clear(const ClearAlarm& a, TimePoint) override {
+    if (a.kind == AlarmKind::SaCopyStale) stale.clear();
   }
   std::string stale;
 };

@@ -76,10 +76,10 @@ class GatedFs final : public os::FileSystem {
   bool released_ = false;
 };
 
-struct Sink final : fabric::AlarmSink {
-  std::vector<std::pair<sm::AlarmKind, std::thread::id>> raised;
-  void alarm(const sm::RaiseAlarm& a, TimePoint) override { raised.emplace_back(a.kind, std::this_thread::get_id()); }
-  void clear(const sm::ClearAlarm&, TimePoint) override {}
+struct Sink final : AlarmSink {
+  std::vector<std::pair<AlarmKind, std::thread::id>> raised;
+  void alarm(const RaiseAlarm& a, TimePoint) override { raised.emplace_back(a.kind, std::this_thread::get_id()); }
+  void clear(const ClearAlarm&, TimePoint) override {}
 };
 
 peer::ContinuityConfig config(const Dir& d) {
@@ -182,7 +182,7 @@ TEST_CASE("continuity thread: alarms raised on the peer thread reach the sink on
                               {milliseconds(10), milliseconds(20), 10});
   REQUIRE(t.start().ok());
   REQUIRE(run_until(main_io, [&] { return !sink.raised.empty(); }, seconds(10)));
-  CHECK(sink.raised.front().first == sm::AlarmKind::SaCopyStale);
+  CHECK(sink.raised.front().first == AlarmKind::SaCopyStale);
   CHECK(sink.raised.front().second == std::this_thread::get_id());
   t.stop();
   // After stop, nothing more reaches the sink, even what was already posted.

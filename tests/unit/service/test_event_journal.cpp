@@ -80,7 +80,7 @@ TEST_CASE("event lines round-trip, with UTC millisecond times", "[service][event
   back = decode_event_line(R"({"seq":7,"time":"2026-12-02T14:30:00.123Z","kind":"alarm","reason":"two_masters","evidence":"x"})");
   REQUIRE(back);
   CHECK(back->type == EventType::Alarm);
-  CHECK(back->alarm == sm::AlarmKind::TwoMasters);
+  CHECK(back->alarm == AlarmKind::TwoMasters);
   CHECK_FALSE(decode_event_line("{\"seq\":1,\"time\":\"yesterday\",\"kind\":\"a\",\"reason\":\"\",\"evidence\":\"\"}"));
   CHECK_FALSE(decode_event_line("{\"seq\":1,\"time\":\"2026-12-02T14:30:00.1"));  // cut by a crash
   CHECK_FALSE(parse_utc("2026-13-02T14:30:00.123Z"));

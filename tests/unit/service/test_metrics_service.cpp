@@ -49,7 +49,7 @@ HeadStatus status_fixture() {
   s.peers = {sm_view("head02", 0x20, SmState::Standby, 10), sm_view("head03", 0x30, std::nullopt, 0, "unreachable")};
   s.peers[0].last_poll_answered = true;
   s.peers[1].last_poll_answered = false;
-  s.alarms = {{"unknown_sm", "0x99"}};
+  s.alarms = {{AlarmKind::UnknownSm, "0x99"}};
   // The census: two heads and an SM answering STANDBY, one silent.
   s.fabric_sms = {{"master", 1}, {"standby", 2}, {"silent", 1}};
   s.held = true;

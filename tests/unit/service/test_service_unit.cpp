@@ -96,9 +96,9 @@ TEST_CASE("LogEventSink names each transition with the cause the agent found in 
   // A step without a cause: "unknown", not the takeover_started before it.
   sink.event({sm::EventKind::StateChanged, "MASTER->STANDBY", ""}, TimePoint{});
   CHECK(sink.last_transition()->evidence == "unknown");
-  sink.alarm({sm::AlarmKind::NoMaster, "x"}, TimePoint{});
+  sink.alarm({AlarmKind::NoMaster, "x"}, TimePoint{});
   CHECK(sink.alarms().size() == 1);
-  sink.clear({sm::AlarmKind::NoMaster}, TimePoint{});
+  sink.clear({AlarmKind::NoMaster}, TimePoint{});
   CHECK(sink.alarms().empty());
   CHECK(sink.events().size() == 3);  // bounded
   CHECK(sink.events().back().kind == "alarm_cleared");
@@ -107,14 +107,14 @@ TEST_CASE("LogEventSink names each transition with the cause the agent found in 
 
 TEST_CASE("LogEventSink: a refreshed alarm shows its new detail without a new event") {
   LogEventSink sink;
-  sink.alarm({sm::AlarmKind::UnknownSm, "SM not a configured head: 0x9 STANDBY; "}, TimePoint{});
-  sink.alarm({sm::AlarmKind::UnknownSm, "SM not a configured head: 0x9 MASTER; [changed 1 time since raised]", true},
+  sink.alarm({AlarmKind::UnknownSm, "SM not a configured head: 0x9 STANDBY; "}, TimePoint{});
+  sink.alarm({AlarmKind::UnknownSm, "SM not a configured head: 0x9 MASTER; [changed 1 time since raised]", true},
              TimePoint{});
-  CHECK(sink.alarms().at("unknown_sm") == "SM not a configured head: 0x9 MASTER; [changed 1 time since raised]");
+  CHECK(sink.alarms().at(AlarmKind::UnknownSm) == "SM not a configured head: 0x9 MASTER; [changed 1 time since raised]");
   REQUIRE(sink.events().size() == 1);
   CHECK(sink.events().back().evidence == "SM not a configured head: 0x9 STANDBY; ");
   // A new SM: raised again, recorded.
-  sink.alarm({sm::AlarmKind::UnknownSm, "SM not a configured head: 0x9 MASTER; 0xa STANDBY; "}, TimePoint{});
+  sink.alarm({AlarmKind::UnknownSm, "SM not a configured head: 0x9 MASTER; 0xa STANDBY; "}, TimePoint{});
   CHECK(sink.events().size() == 2);
 }
 
@@ -501,7 +501,7 @@ TEST_CASE("systemd_status_line and peer_view: local state and every peer and hol
     HeadStatus h;
     if (local) {
       h.local.answer = SmView::Answer{*local};
-      h.local.shown = std::string(to_string(*local));
+      h.local.seen = head::SmSeen::Answered;
     }
     for (std::size_t i = 0; i < c.peers.size(); ++i)
       h.peers.push_back(peer_view(c.peers[i], routes ? &(*routes)[i] : nullptr, t, clock.now()));
@@ -549,7 +549,7 @@ TEST_CASE("systemd_status_line and peer_view: local state and every peer and hol
   io.restart();
   io.run();
   h = status(SmState::Master, &routes);
-  CHECK(h.peers[1].shown == "unreachable");
+  CHECK(h.peers[1].shown() == "unreachable");
   CHECK_FALSE(h.peers[1].last_poll_answered);  // by LID only: no live standby without a LID
   CHECK(systemd_status_line(h, nullptr) == "MASTER; peer head02 STANDBY prio 5, peer head03 unreachable");
 }
@@ -680,7 +680,7 @@ TEST_CASE("HeadEventSink passes state changes and alarms and suppresses repeats 
     sink.error(Error{Errc::Failed, "OpenSM supervision failed"}, t0 + std::chrono::seconds(i));
     sink.event({sm::EventKind::StateChanged, "STANDBY->MASTER", ""}, t0 + std::chrono::seconds(i));
   }
-  sink.alarm({sm::AlarmKind::NoMaster, "x"}, t0);
+  sink.alarm({AlarmKind::NoMaster, "x"}, t0);
   auto count = [&](const std::string& kind) {
     return std::count_if(log.events().begin(), log.events().end(),
                          [&](const EventRecord& e) { return e.kind == kind; });

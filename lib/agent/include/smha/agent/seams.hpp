@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <functional>
 
+#include "smha/core/alarm.hpp"
 #include "smha/core/clock.hpp"
 #include "smha/core/result.hpp"
 #include "smha/core/scheduler.hpp"
-#include "smha/fabric/alarm_sink.hpp"
 #include "smha/sm/ha_machine.hpp"
 
 namespace smha::fabric {
@@ -55,13 +55,13 @@ class OpensmControl {
 };
 
 // Where events, alarms and hooks go (journal, metrics, hook runner).
-class EventSink : public fabric::AlarmSink {
+class EventSink : public AlarmSink {
  public:
   // A StateChanged event's evidence is its cause: the first other engine
   // event of the same step ("<kind>: <reason>"; not a priority_changed, which
   // follows the role), empty when that step had none.
   virtual void event(const sm::RecordEvent& e, TimePoint at) = 0;
-  // alarm() and clear(): fabric::AlarmSink.
+  // alarm() and clear(): AlarmSink.
   virtual void hook(const sm::RunHook& h, TimePoint at) = 0;
   // Adapter failures (an action that could not be carried out).
   virtual void error(const Error& e, TimePoint at) = 0;

@@ -29,7 +29,7 @@
 #include "smha/core/sminfo.hpp"
 #include "smha/core/types.hpp"
 #include "smha/mad/transport.hpp"
-#include "smha/sm/ha_machine.hpp"
+#include "smha/sm/engine_status.hpp"
 
 namespace smha::fabric {
 

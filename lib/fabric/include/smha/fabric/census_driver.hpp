@@ -19,12 +19,12 @@
 #include <utility>
 #include <vector>
 
+#include "smha/core/alarm.hpp"
 #include "smha/core/scheduler.hpp"
-#include "smha/fabric/alarm_sink.hpp"
 #include "smha/fabric/census.hpp"
 #include "smha/fabric/discovery.hpp"
 #include "smha/mad/transport.hpp"
-#include "smha/sm/ha_machine.hpp"
+#include "smha/sm/engine_status.hpp"
 
 namespace smha::fabric {
 

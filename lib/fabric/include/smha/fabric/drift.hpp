@@ -23,8 +23,8 @@
 #include <string_view>
 #include <vector>
 
+#include "smha/core/alarm.hpp"
 #include "smha/core/scheduler.hpp"
-#include "smha/fabric/alarm_sink.hpp"
 #include "smha/core/result.hpp"
 #include "smha/mad/transport.hpp"
 

@@ -24,9 +24,9 @@
 #include <utility>
 #include <vector>
 
+#include "smha/core/alarm.hpp"
 #include "smha/core/link_rate.hpp"
 #include "smha/core/scheduler.hpp"
-#include "smha/fabric/alarm_sink.hpp"
 #include "smha/fabric/discovery.hpp"
 #include "smha/mad/transport.hpp"
 

@@ -33,8 +33,8 @@
 #include <utility>
 #include <vector>
 
+#include "smha/core/alarm.hpp"
 #include "smha/core/scheduler.hpp"
-#include "smha/fabric/alarm_sink.hpp"
 #include "smha/fabric/discovery.hpp"
 #include "smha/fabric/health.hpp"
 #include "smha/mad/transport.hpp"

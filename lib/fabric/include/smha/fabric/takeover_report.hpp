@@ -61,7 +61,7 @@
 #include "smha/core/clock.hpp"
 #include "smha/core/types.hpp"
 #include "smha/opensm/log_follower.hpp"
-#include "smha/sm/ha_machine.hpp"
+#include "smha/sm/engine_status.hpp"
 
 namespace smha::fabric {
 

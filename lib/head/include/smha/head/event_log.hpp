@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "smha/agent/seams.hpp"
+#include "smha/core/alarm.hpp"
 #include "smha/fabric/takeover_report.hpp"
 #include "smha/core/clock.hpp"
 #include "smha/core/types.hpp"
@@ -39,19 +40,12 @@ enum class EventType : std::uint8_t {
   Note,          // a daemon note: reload, hold, handover request ... (kind: its name)
   Engine,        // an engine event other than a state change (engine_kind)
   Transition,    // the local SM's state changed (kind "transition"; from, to)
-  Alarm,         // an alarm raised (kind "alarm"; alarm: the engine's, unset for smhad's own)
+  Alarm,         // an alarm raised (kind "alarm"; alarm: which)
   AlarmCleared,  // kind "alarm_cleared"
   Error,         // an adapter error (kind "error")
   OpensmState,   // OpenSM's log showed a state change (kind "opensm_state"; from, to)
   TakeoverReport,  // how a takeover or handover to our SM went (kind "takeover_report"; report)
 };
-
-// smhad's own alarms, beside the engine's (sm::AlarmKind).
-enum class DaemonAlarm : std::uint8_t {
-  OpensmFailed,  // "opensm_failed": supervision gave up on OpenSM, or retries a crash loop
-};
-inline constexpr DaemonAlarm kDaemonAlarms[] = {DaemonAlarm::OpensmFailed};
-std::string_view to_string(DaemonAlarm kind);
 
 // One recorded event (engine event, alarm raise/clear, adapter error, note).
 // `kind`, `reason` and `evidence` are what people and scripts read; code acts
@@ -68,7 +62,7 @@ struct EventRecord {
   std::vector<EventNode> nodes = {};
   EventType type = EventType::Note;
   std::optional<sm::EventKind> engine_kind = std::nullopt;  // Engine
-  std::optional<sm::AlarmKind> alarm = std::nullopt;        // Alarm, AlarmCleared of an engine alarm
+  std::optional<AlarmKind> alarm = std::nullopt;        // Alarm, AlarmCleared
   // Transition, OpensmState: the state before and after (unset where not
   // known: OpenSM's first logged change after smhad started has no before).
   std::optional<SmState> from = std::nullopt;
@@ -104,8 +98,8 @@ class LogEventSink final : public agent::EventSink {
   // the system's (a process-wide SteadyClock).
   explicit LogEventSink(std::size_t capacity = kEventHistory, const Clock& clock = system_clock());
   void event(const sm::RecordEvent& e, TimePoint at) override;
-  void alarm(const sm::RaiseAlarm& a, TimePoint at) override;
-  void clear(const sm::ClearAlarm& a, TimePoint at) override;
+  void alarm(const RaiseAlarm& a, TimePoint at) override;
+  void clear(const ClearAlarm& a, TimePoint at) override;
   void hook(const sm::RunHook& h, TimePoint at) override;
   void error(const Error& e, TimePoint at) override;
   // A "takeover_report" event (reason: the report's summary), logged as
@@ -122,16 +116,11 @@ class LogEventSink final : public agent::EventSink {
   // "MASTER", "STANDBY" ...; `from` "UNKNOWN" before the first line): an
   // "opensm_state" note "<from>-><to>" with the typed states.
   void opensm_state(const std::string& from, const std::string& to, std::string evidence);
-  // A daemon-side alarm (not from the engine): shown with the engine's alarms,
-  // recorded as an "alarm" event, logged as SM_ALARM. Raising an active alarm
-  // again only updates its detail.
-  void raise_daemon_alarm(DaemonAlarm kind, const std::string& detail);
-  void clear_daemon_alarm(DaemonAlarm kind);
-  bool daemon_alarm_active(DaemonAlarm kind) const { return alarms_.count(std::string(to_string(kind))) != 0; }
+  bool alarm_active(AlarmKind kind) const { return alarms_.count(kind) != 0; }
 
   const std::deque<EventRecord>& events() const { return events_; }
   // Active alarms: kind -> detail.
-  const std::map<std::string, std::string>& alarms() const { return alarms_; }
+  const std::map<AlarmKind, std::string>& alarms() const { return alarms_; }
   // The last local SM transition; after an adoption at smhad start, the
   // `adopted` event (the state OpenSM was found in, not an earlier run's cause).
   std::optional<EventRecord> last_transition() const { return last_transition_; }
@@ -161,7 +150,7 @@ class LogEventSink final : public agent::EventSink {
   const Clock& clock_;
   std::uint64_t seq_ = 0;
   std::deque<EventRecord> events_;
-  std::map<std::string, std::string> alarms_;
+  std::map<AlarmKind, std::string> alarms_;
   std::optional<EventRecord> last_transition_;
   std::optional<EventRecord> last_takeover_;
   std::vector<Listener> listeners_;

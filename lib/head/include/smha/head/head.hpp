@@ -157,7 +157,7 @@ class Head final : public DrillHost {
   const fabric::LidContinuity* lid_continuity() const { return lid_continuity_.get(); }
   LogEventSink& log() { return sink_; }
   // Where an alarm raised beside the agent goes (status, events, hooks, metrics), as the agent's own.
-  fabric::AlarmSink& alarm_sink();
+  AlarmSink& alarm_sink();
   const LogEventSink& log() const { return sink_; }
   const FailoverStats& failovers() const { return failovers_; }
   std::uint64_t suppressed_events() const { return events_->suppressed_total(); }
@@ -196,6 +196,8 @@ class Head final : public DrillHost {
   LogEventSink sink_;
   std::unique_ptr<HeadEventSink> events_;
   std::unique_ptr<agent::EventSink> tee_;  // events_ and the host's tap
+  class AlarmTee;
+  std::unique_ptr<AlarmTee> watch_alarms_;  // sink_ and the host's tap: OpensmWatch's alarms
   std::unique_ptr<OpensmWatch> osm_watch_;
   std::unique_ptr<agent::SupervisedOpensmControl> supervised_;
   ObserveOnlyOpensmControl observe_control_;

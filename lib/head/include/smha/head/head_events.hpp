@@ -13,9 +13,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "smha/agent/seams.hpp"
+#include "smha/core/alarm.hpp"
 #include "smha/core/clock.hpp"
 #include "smha/head/event_log.hpp"
 #include "smha/opensm/supervisor.hpp"
@@ -70,8 +72,8 @@ class HeadEventSink final : public agent::EventSink {
   HeadEventSink(LogEventSink& log, Hooks& hooks, std::function<Snapshot()> snapshot,
                   std::function<void()> changed);
   void event(const sm::RecordEvent& e, TimePoint at) override;
-  void alarm(const sm::RaiseAlarm& a, TimePoint at) override;
-  void clear(const sm::ClearAlarm& a, TimePoint at) override;
+  void alarm(const RaiseAlarm& a, TimePoint at) override;
+  void clear(const ClearAlarm& a, TimePoint at) override;
   void hook(const sm::RunHook& h, TimePoint at) override;
   void error(const Error& e, TimePoint at) override;
   // Never suppressed (one per mastership).
@@ -104,20 +106,25 @@ class HeadEventSink final : public agent::EventSink {
 
 // Watches OpenSM supervision for the head: a respawn after a crash runs the
 // opensm_restart hooks; entering Failed (permanent failure or crash loop) logs
-// OPENSM_FAILED, raises the daemon alarm "opensm_failed" in LogEventSink (with
-// an "opensm_failed" event) and runs the opensm_restart hooks; leaving Failed
-// clears the alarm, except for a crash loop's retry: that keeps it until the
-// retried OpenSM has run restart_stable_s (events opensm_retry, then
-// opensm_retry_ok or opensm_retry_failed). Feed it every supervisor status
-// (SupervisorOptions::on_change).
+// OPENSM_FAILED, raises the alarm opensm_failed through `alarms` (with an
+// "opensm_failed" event; a new reason while Failed refreshes its detail) and
+// runs the opensm_restart hooks; leaving Failed clears the alarm, except for a
+// crash loop's retry: that keeps it until the retried OpenSM has run
+// restart_stable_s (events opensm_retry, then opensm_retry_ok or
+// opensm_retry_failed, noted in `log`). Feed it every supervisor status
+// (SupervisorOptions::on_change). `clock` dates the alarms.
 class OpensmWatch {
  public:
-  OpensmWatch(LogEventSink& log, Hooks& hooks,
+  OpensmWatch(LogEventSink& log, AlarmSink& alarms, const Clock& clock, Hooks& hooks,
               std::function<HeadEventSink::Snapshot()> snapshot, std::function<void()> changed);
   void on_change(const opensm::SupervisorStatus& st);
 
  private:
+  void raise(const std::string& detail);
   LogEventSink& log_;
+  AlarmSink& alarms_;
+  const Clock& clock_;
+  std::optional<std::string> alarm_;  // the active opensm_failed's detail
   Hooks& hooks_;
   std::function<HeadEventSink::Snapshot()> snapshot_;
   std::function<void()> changed_;

@@ -3,10 +3,13 @@
 // that smhad itself acts on or exports. The status reply's top level, its
 // peers, alarms and hold are converted from it once (to_json); the metrics
 // (metrics_snapshot) and the drill's preconditions (check_drill) read it and
-// never the JSON.
+// never the JSON. The reply's fabric blocks (health, census, drift, LID
+// continuity, OpenSM) are rendered here too, each once, from the typed state
+// of the service that keeps it.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -17,15 +20,30 @@
 
 #include "smha/agent/agent.hpp"
 #include "smha/config/config.hpp"
+#include "smha/core/alarm.hpp"
 #include "smha/control/metrics.hpp"
 #include "smha/core/clock.hpp"
 #include "smha/core/sminfo.hpp"
 #include "smha/core/types.hpp"
+#include "smha/fabric/census.hpp"
+#include "smha/fabric/census_driver.hpp"
+#include "smha/fabric/drift.hpp"
+#include "smha/fabric/lid_continuity.hpp"
 #include "smha/opensm/supervisor.hpp"
 #include "smha/head/recording_transport.hpp"
 #include "smha/sm/ha_machine.hpp"
 
 namespace smha::head {
+
+// What this head can say of an SM's state (status shows it as "state").
+enum class SmSeen : std::uint8_t {
+  Unknown,      // "unknown": no answer yet
+  Resolving,    // "resolving": discovery looks for a peer that has no configured LID
+  NotFound,     // "not found (searched N nodes, M ports)": discovery did not find it
+  Unreachable,  // "unreachable": its last poll went unanswered
+  Unaddressed,  // "unaddressed": neither a LID nor a DR path to poll it by
+  Answered,     // its answer's state ("MASTER", "STANDBY", ...)
+};
 
 // A head's SM as this head sees it: its last SMInfo answer, and for a peer
 // where it is polled and how the last poll went.
@@ -41,10 +59,10 @@ struct SmView {
     double age_s = 0;
   };
   std::optional<Answer> answer;
-  // What status shows as "state": the answer's state, or why there is none
-  // usable ("unknown", "unreachable", "resolving", "unaddressed",
-  // "not found (searched N nodes, M ports)").
-  std::string shown = "unknown";
+  // Whether status shows the answer's state (Answered) or why there is none
+  // usable.
+  SmSeen seen = SmSeen::Unknown;
+  std::string searched;  // NotFound: what discovery searched ("searched N nodes, M ports")
   // Peers only.
   std::optional<Lid> lid;          // the LID polled: the configured override, else discovery's
   std::optional<DrPath> dr;        // likewise the DR path
@@ -57,6 +75,9 @@ struct SmView {
 
   // The answer's state while it is what status shows (a live answer), else nullopt.
   std::optional<SmState> state() const;
+  // What status shows as "state": the answer's state, or why there is none
+  // usable (SmSeen's texts).
+  std::string shown() const;
   // A STANDBY whose last poll was answered: a target for a planned handover.
   bool live_standby() const { return state() == SmState::Standby && last_poll_answered.value_or(false); }
 };
@@ -69,7 +90,11 @@ struct HeadStatus {
   SmView local;
   bool local_answered = false;  // our SM answered a poll (local.answer beyond the engine's state)
   std::vector<SmView> peers;  // in the configuration's order
-  std::vector<std::pair<std::string, std::string>> alarms;  // active: kind, detail (engine's and smhad's)
+  struct Alarm {
+    AlarmKind kind = AlarmKind::TwoMasters;
+    std::string detail;
+  };
+  std::vector<Alarm> alarms;  // the active ones, by name (as the status reply lists them)
   bool held = false;
   std::string hold_reason;
   std::optional<double> hold_expires_in_s;
@@ -132,6 +157,28 @@ control::ErrorCounterMetrics error_metrics(const fabric::PortErrors& errors);
 // The status reply's parts converted from HeadStatus. A peer's JSON
 // (doc/control-protocol.md, status.peers[]).
 nlohmann::json to_json(const SmView& peer);
+
+// The status reply's fabric blocks (doc/control-protocol.md), each rendered
+// once from the typed state of the service that keeps it. The peer channel's
+// block is peer::Continuity::status_json() (lib/head does not see lib/peer).
+//
+// status.sms and the sms reply: every SM the census knows (doc/census.md),
+// heads first, then by GUID; `head_name` names a configured head's GUID.
+nlohmann::json census_json(const fabric::Census& census, const std::function<std::string(Guid)>& head_name,
+                           TimePoint now);
+// status.census_sa and the sms reply's census.sa: the master's SA tables the
+// census last asked for (doc/census.md, sources 5 and 6).
+nlohmann::json census_sa_json(const fabric::CensusStats& stats, Duration sa_interval, TimePoint now);
+// The sms reply's census: the walks and queries, with census_sa_json().
+nlohmann::json census_stats_json(const fabric::Census& census, const fabric::CensusStats& stats,
+                                 const fabric::CensusConfig& config, TimePoint now);
+// status.lid_continuity (doc/lid-continuity.md); `lc` nullptr: off.
+nlohmann::json lid_continuity_json(const fabric::LidContinuity* lc, bool honor_guid2lid_file, TimePoint now);
+// status.drift (doc/drift.md).
+nlohmann::json drift_json(const fabric::DriftMonitor& drift, TimePoint now);
+// status.opensm: OpenSM's supervision, its opensm.conf and version.
+nlohmann::json opensm_json(const opensm::SupervisorStatus& st, const std::string& conf_path,
+                           const std::string& version, TimePoint now);
 
 // An SM's last SMInfo answer as the poller saw it (nullopt: none yet).
 std::optional<SmView::Answer> last_answer(const RecordingTransport& mad, Guid guid, TimePoint now);

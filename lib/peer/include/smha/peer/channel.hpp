@@ -91,12 +91,20 @@ struct ChannelConfig {
   std::size_t max_buffered_bytes = 0;  // all inbound frames together; 0: 2 x max_bytes + 1 MiB
 };
 
+// The outbound connection to a peer (this head MASTER).
+enum class LinkState : std::uint8_t {
+  Off,         // "off": not master
+  Connecting,  // "connecting"
+  Handshake,   // "handshake": TLS
+  Up,          // "up"
+  Retrying,    // "retrying": after an error (PeerLink::last_error)
+};
+std::string_view to_string(LinkState s);
+
 // What the channel says of one peer.
 struct PeerLink {
   std::string name;
-  // Outbound (this head MASTER): "off" (not master), "connecting",
-  // "handshake", "up", "retrying" (after an error, see last_error).
-  std::string outbound = "off";
+  LinkState outbound = LinkState::Off;
   std::string last_error;
   std::uint64_t connects = 0;
   std::uint64_t failures = 0;

@@ -27,9 +27,9 @@
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
+#include "smha/core/alarm.hpp"
 #include "smha/core/clock.hpp"
 #include "smha/core/scheduler.hpp"
-#include "smha/fabric/alarm_sink.hpp"
 #include "smha/fabric/takeover_report.hpp"
 #include "smha/os/file_system.hpp"
 #include "smha/peer/channel.hpp"
@@ -48,11 +48,14 @@ struct ContinuityConfig {
   Duration max_copy_age = seconds(120);
 };
 
+// status.continuity when no channel runs (no `continuity` configured).
+nlohmann::json continuity_off_json();
+
 class Continuity {
  public:
   using Facts = std::function<InBandFacts()>;
   Continuity(boost::asio::io_context& io, ContinuityConfig cfg, os::FileSystem& fs, const Clock& clock,
-             Scheduler& sched, Facts facts, fabric::AlarmSink& alarms);
+             Scheduler& sched, Facts facts, AlarmSink& alarms);
   ~Continuity();
   Continuity(const Continuity&) = delete;
   Continuity& operator=(const Continuity&) = delete;
@@ -62,7 +65,10 @@ class Continuity {
   Status start();
   void stop();
 
-  // status.continuity (doc/control-protocol.md).
+  // status.continuity (doc/control-protocol.md): the one renderer of this
+  // block, from the typed state here (the store, the sender, the channel's
+  // links and counters). Runs on the peer thread (ContinuityThread publishes
+  // its result); continuity_off_json() is the block without a channel.
   nlohmann::json status_json() const;
   const CopyStore& store() const { return store_; }
   const CopySender& sender() const { return sender_; }
@@ -89,7 +95,7 @@ class Continuity {
   const Clock& clock_;
   Scheduler& sched_;
   Facts facts_;
-  fabric::AlarmSink& alarms_;
+  AlarmSink& alarms_;
   CopyStore store_;
   CopySender sender_;
   std::unique_ptr<PeerChannel> channel_;

@@ -27,9 +27,9 @@
 #include <nlohmann/json.hpp>
 
 #include "smha/control/metrics.hpp"
+#include "smha/core/alarm.hpp"
 #include "smha/core/clock.hpp"
 #include "smha/core/scheduler.hpp"
-#include "smha/fabric/alarm_sink.hpp"
 #include "smha/fabric/takeover_report.hpp"
 #include "smha/os/asio_scheduler.hpp"
 #include "smha/os/file_system.hpp"
@@ -48,7 +48,7 @@ class ContinuityThread {
   // `facts` and `alarms` belong to the main loop (`main_sched`'s): `facts` is
   // called only there, `alarms` only from there.
   ContinuityThread(peer::ContinuityConfig cfg, os::FileSystem& fs, const Clock& clock, Scheduler& main_sched,
-                   boost::asio::io_context& main_io, peer::Continuity::Facts facts, fabric::AlarmSink& alarms,
+                   boost::asio::io_context& main_io, peer::Continuity::Facts facts, AlarmSink& alarms,
                    ContinuityThreadOptions opts = {});
   ~ContinuityThread();
   ContinuityThread(const ContinuityThread&) = delete;
