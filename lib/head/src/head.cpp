@@ -3,6 +3,7 @@
 #include "smha/head/head.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <chrono>
 
@@ -44,42 +45,28 @@ bool same_policy(const agent::AgentConfig& a, const agent::AgentConfig& b) {
   return true;
 }
 
-// The engine's outputs to the head's sink and to its host's tap.
+// The engine's outputs to its host's tap, then to the head's sink. Each
+// method is one line: every call goes through each().
 class TeeSink final : public agent::EventSink {
  public:
-  TeeSink(agent::EventSink& a, agent::EventSink& b) : a_(a), b_(b) {}
-  void event(const sm::RecordEvent& e, TimePoint at) override {
-    b_.event(e, at);
-    a_.event(e, at);
-  }
-  void alarm(const sm::RaiseAlarm& x, TimePoint at) override {
-    b_.alarm(x, at);
-    a_.alarm(x, at);
-  }
-  void clear(const sm::ClearAlarm& x, TimePoint at) override {
-    b_.clear(x, at);
-    a_.clear(x, at);
-  }
-  void hook(const sm::RunHook& h, TimePoint at) override {
-    b_.hook(h, at);
-    a_.hook(h, at);
-  }
-  void error(const Error& e, TimePoint at) override {
-    b_.error(e, at);
-    a_.error(e, at);
-  }
+  TeeSink(agent::EventSink& head, agent::EventSink& tap) : sinks_{&tap, &head} {}
+  void event(const sm::RecordEvent& e, TimePoint at) override { each(&agent::EventSink::event, e, at); }
+  void alarm(const sm::RaiseAlarm& x, TimePoint at) override { each(&agent::EventSink::alarm, x, at); }
+  void clear(const sm::ClearAlarm& x, TimePoint at) override { each(&agent::EventSink::clear, x, at); }
+  void hook(const sm::RunHook& h, TimePoint at) override { each(&agent::EventSink::hook, h, at); }
+  void error(const Error& e, TimePoint at) override { each(&agent::EventSink::error, e, at); }
   void takeover_report(const fabric::TakeoverReport& r, TimePoint at) override {
-    b_.takeover_report(r, at);
-    a_.takeover_report(r, at);
+    each(&agent::EventSink::takeover_report, r, at);
   }
-  void role_changed(const sm::RoleChange& c, TimePoint at) override {
-    b_.role_changed(c, at);
-    a_.role_changed(c, at);
-  }
+  void role_changed(const sm::RoleChange& c, TimePoint at) override { each(&agent::EventSink::role_changed, c, at); }
 
  private:
-  agent::EventSink& a_;
-  agent::EventSink& b_;
+  // `method` (a member of EventSink or of a base) on every sink, in order.
+  template <class Method, class... Args>
+  void each(Method method, const Args&... args) {
+    for (agent::EventSink* s : sinks_) (s->*method)(args...);
+  }
+  std::array<agent::EventSink*, 2> sinks_;
 };
 
 }  // namespace
