@@ -246,10 +246,8 @@ void Agent::begin_round() {
   const bool ask_port = cfg_.local_port_num != 0 && !local_port_;
   if (ask_port) ++round->outstanding;
   round->peer_ports.assign(cfg_.peers.size(), sm::PortState::Unknown);
-  const bool ask_peer_ports = !peer_port_;
-  if (ask_peer_ports)
-    for (std::size_t i = 0; i < cfg_.peers.size(); ++i)
-      if (round->polled[i] && switch_port_of(cfg_.peers[i])) ++round->outstanding;
+  for (std::size_t i = 0; i < cfg_.peers.size(); ++i)
+    if (round->polled[i] && switch_port_of(cfg_.peers[i])) ++round->outstanding;
 
   start_query(round, DrPath{}, [round](sm::Probe p) { round->obs.local = p; });
   for (std::size_t i = 0; i < cfg_.peers.size(); ++i) {
@@ -260,10 +258,9 @@ void Agent::begin_round() {
     if (p.dr) start_query(round, *p.dr, [round, i](sm::Probe pr) { round->obs.peers[i].via_dr = pr; });
   }
   if (ask_port) query_local_port(round);
-  if (ask_peer_ports)
-    for (std::size_t i = 0; i < cfg_.peers.size(); ++i)
-      if (round->polled[i])
-        if (auto sp = switch_port_of(cfg_.peers[i])) query_peer_port(round, i, sp->first, sp->second);
+  for (std::size_t i = 0; i < cfg_.peers.size(); ++i)
+    if (round->polled[i])
+      if (auto sp = switch_port_of(cfg_.peers[i])) query_peer_port(round, i, sp->first, sp->second);
 }
 
 std::optional<std::pair<DrPath, std::uint8_t>> switch_port_of(const PeerAddress& p) {
@@ -388,10 +385,7 @@ void Agent::finish_round() {
                                                      : sm::PortState::Up;
   round->obs.local_stopped = local_stopped_ && local_stopped_();
   round->obs.sent_at = round_started_;
-  for (std::size_t i = 0; i < round->obs.peers.size(); ++i) {
-    auto& p = round->obs.peers[i];
-    p.port = peer_port_ ? peer_port_(p.guid) : round->peer_ports[i];
-  }
+  for (std::size_t i = 0; i < round->obs.peers.size(); ++i) round->obs.peers[i].port = round->peer_ports[i];
   // Far past the window: this process was not running (CPU stall), so silence
   // in this round says nothing about the SMs. Not believed for `misses` rounds.
   const bool late = sched_.now() - round_started_ > 2 * window_ + milliseconds(5);

@@ -29,7 +29,7 @@
 // that switch port (DR path without its last hop, modifier = the last hop) and
 // reports its state as the peer's port. The switch's SMA answers whatever the
 // peer does, so Down there means the peer's link is gone, not that MADs were
-// lost; unanswered or refused is Unknown. A PeerPortFn, when set, wins.
+// lost; unanswered or refused is Unknown.
 //
 // Discovery (doc/discovery.md): a peer with `discover` set is found by its
 // port GUID with fabric::Discovery. Until it is found, and while it is being
@@ -146,7 +146,6 @@ class Agent {
   // Port state providers, for tests and sims that know them without a query.
   // A LocalPortFn, when set, wins over the PortInfo query's answer.
   using LocalPortFn = std::function<sm::PortState()>;
-  using PeerPortFn = std::function<sm::PortState(Guid)>;
 
   // All references must outlive the agent. `cfg.policy` must pass sm::validate().
   Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmControl& opensm,
@@ -156,7 +155,6 @@ class Agent {
   Agent& operator=(const Agent&) = delete;
 
   void set_local_port(LocalPortFn fn) { local_port_ = std::move(fn); }
-  void set_peer_port(PeerPortFn fn) { peer_port_ = std::move(fn); }
   // Whether the kernel shows the local OpenSM stopped (see PollRound::local_stopped).
   void set_local_stopped(std::function<bool()> fn) { local_stopped_ = std::move(fn); }
   // Called with every census walk's result (LID continuity reads its ports).
@@ -243,7 +241,6 @@ class Agent {
   // until the handover it started ends.
   HandoverDone handover_asking_;
   HandoverDone handover_running_;
-  PeerPortFn peer_port_;
   std::shared_ptr<int> alive_;   // callbacks hold a weak_ptr: dropped after stop()/destruction
   std::shared_ptr<Round> round_;
   bool running_ = false;

@@ -57,7 +57,6 @@ class SupervisedOpensmControl final : public OpensmControl {
 
   const opensm::SupervisorStatus& supervisor_status() const { return sup_->status(); }
   std::uint8_t priority() const { return priority_; }
-  bool adopted_at_start() const { return adopted_; }
 
  private:
   Status write_and_apply(std::uint8_t priority, opensm::ConfChangeKind kind);
@@ -78,7 +77,6 @@ class SupervisedOpensmControl final : public OpensmControl {
   // state() reports Running (the respawn is on its way), not Exited again.
   bool respawn_requested_ = false;
   std::uint8_t priority_ = 0;
-  bool adopted_ = false;
   bool stop_requested_ = false;
   opensm::SupervisorState last_state_ = opensm::SupervisorState::Stopped;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

@@ -166,7 +166,6 @@ class TakeoverReporter {
 
   void set_emit(Emit fn) { emit_ = std::move(fn); }
   void set_own(Guid own) { own_ = own; }
-  void set_configured_engines(std::vector<std::string> engines) { engines_ = std::move(engines); }
   // Whether census walks run (no LID or MasterSMLID figures without them).
   void set_walks(bool on) { walks_ = on; }
   // Whether the agent asks our SA from MASTER on (sa_after_master, sa_outage).
