@@ -37,19 +37,15 @@ std::vector<Guid> peer_guids_of(const AgentConfig& cfg) {
   return out;
 }
 
-sm::HaPolicy policy_for(const AgentConfig& cfg) {
-  sm::HaPolicy p = cfg.policy;
-  p.attempts_per_query = std::max(1, cfg.attempts);
-  p.query_window = query_window_for(cfg);
-  return p;
-}
-
 }  // namespace
 
-Duration query_window_for(const AgentConfig& cfg) {
-  if (cfg.query_window) return *cfg.query_window;
-  const Duration p = cfg.policy.poll_interval;
-  return std::max<Duration>(p / 2, std::min<Duration>(milliseconds(30), p));
+sm::HaPolicy engine_policy(const AgentConfig& cfg) {
+  sm::HaPolicy p = cfg.policy;
+  p.attempts_per_query = std::max(1, cfg.attempts);
+  const Duration poll = cfg.policy.poll_interval;
+  p.query_window = cfg.query_window ? *cfg.query_window
+                                    : std::max<Duration>(poll / 2, std::min<Duration>(milliseconds(30), poll));
+  return p;
 }
 
 // One query of a round: up to `attempts` requests, spread over the window; the
@@ -111,8 +107,8 @@ Agent::Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmCo
       mad_(mad),
       opensm_(opensm),
       sink_(sink),
-      machine_(policy_for(cfg_)),
-      window_(query_window_for(cfg_)),
+      machine_(engine_policy(cfg_)),
+      window_(machine_.policy().query_window),
       alive_(std::make_shared<int>(0)),
       discovery_(sched, mad, cfg_.discovery),
       configured_(cfg_.peers),

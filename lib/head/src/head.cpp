@@ -25,8 +25,8 @@ double seconds_since(TimePoint then, TimePoint now) { return std::chrono::durati
 // keys), the peers' addresses and the takeover report's inputs the engine
 // runs with: a change restarts it.
 bool same_policy(const agent::AgentConfig& a, const agent::AgentConfig& b) {
-  const auto& p = a.policy;
-  const auto& q = b.policy;
+  const sm::HaPolicy p = agent::engine_policy(a);
+  const sm::HaPolicy q = agent::engine_policy(b);
   if (p.node_name != q.node_name || p.own_guid != q.own_guid || p.poll_interval != q.poll_interval ||
       p.misses != q.misses || p.failback != q.failback || p.preempt_hold_down != q.preempt_hold_down ||
       p.base_priority != q.base_priority || p.peers.size() != q.peers.size() || a.peers.size() != b.peers.size())

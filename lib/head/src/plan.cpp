@@ -75,7 +75,6 @@ Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid) {
       std::min<Duration>(2 * c.failover.opensm_polling_timeout, seconds(c.opensm.sweep_interval_s));
   p.handover_bound = std::max(p.handover_bound, resend + seconds(1));
   p.unresponsive_timeout = std::max(p.unresponsive_timeout, p.hang_timeout);
-  p.query_window = agent::query_window_for(a);  // what the agent will use
   a.drift.unknown_alarm = c.drift_unknown_alarm;
   a.health.alarm = c.health.link_degraded_alarm;
   a.health.alarm_min_links = static_cast<std::size_t>(c.health.link_degraded_min_links);
@@ -90,7 +89,8 @@ Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid) {
   for (auto k : mad::kErrorCounters)
     if (auto it = c.health.error_thresholds.find(std::string(mad::counter_key(k))); it != c.health.error_thresholds.end())
       mad::at(a.errors.thresholds, k) = static_cast<std::uint32_t>(it->second);
-  if (auto e = sm::check(p)) return policy_error_at(c, *e);
+  // The policy the engine will run, with the agent's query window.
+  if (auto e = sm::check(agent::engine_policy(a))) return policy_error_at(c, *e);
   return a;
 }
 

@@ -101,9 +101,10 @@ struct AgentConfig {
   sm::HaPolicy policy;
   std::vector<PeerAddress> peers;
   // How long one query may take. Default: half the poll interval, at least
-  // 30 ms (never more than the interval). Sets policy.query_window.
+  // 30 ms (never more than the interval). engine_policy() sets
+  // policy.query_window from it.
   std::optional<Duration> query_window;
-  // Attempts per query (>= 1). Sets policy.attempts_per_query.
+  // Attempts per query (>= 1). engine_policy() sets policy.attempts_per_query.
   int attempts = 3;
   std::uint64_t m_key = 0;  // carried in every SMP
   // Our own port's number (the PortInfo attribute modifier). 0: no PortInfo
@@ -135,8 +136,11 @@ struct AgentConfig {
   bool report_sa_probe = true;
   std::function<std::optional<fabric::SaCopyInfo>()> sa_copy;
 };
-// The query window an AgentConfig gets (see AgentConfig::query_window).
-Duration query_window_for(const AgentConfig& cfg);
+// The engine's policy for an AgentConfig: `policy` with the query window and
+// the attempts per query the agent polls with. The only place they are
+// derived: the agent runs its engine on it and times its queries by it, and
+// the head's mapping checks it (sm::check).
+sm::HaPolicy engine_policy(const AgentConfig& cfg);
 // The switch port a peer's cable ends in: the DR path to that switch and the
 // port number, when the peer's DR path has a switch hop; else nullopt.
 std::optional<std::pair<DrPath, std::uint8_t>> switch_port_of(const PeerAddress& p);
