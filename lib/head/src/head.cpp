@@ -22,8 +22,7 @@ namespace {
 double seconds_since(TimePoint then, TimePoint now) { return std::chrono::duration<double>(now - then).count(); }
 
 // The HA policy (with the bounds derived from opensm's sweep and polling
-// keys), the peers' addresses and the takeover report's inputs the engine
-// runs with: a change restarts it.
+// keys) and the peers' addresses the engine runs with: a change restarts it.
 bool same_policy(const agent::AgentConfig& a, const agent::AgentConfig& b) {
   const sm::HaPolicy p = agent::engine_policy(a);
   const sm::HaPolicy q = agent::engine_policy(b);
@@ -33,7 +32,7 @@ bool same_policy(const agent::AgentConfig& a, const agent::AgentConfig& b) {
     return false;
   if (p.takeover_bound != q.takeover_bound || p.handover_bound != q.handover_bound ||
       p.hang_timeout != q.hang_timeout || p.unresponsive_timeout != q.unresponsive_timeout ||
-      p.query_window != q.query_window || a.routing_engines != b.routing_engines || a.opensm_log != b.opensm_log)
+      p.query_window != q.query_window)
     return false;
   for (std::size_t i = 0; i < p.peers.size(); ++i)
     if (p.peers[i].name != q.peers[i].name || p.peers[i].guid != q.peers[i].guid ||
@@ -43,6 +42,24 @@ bool same_policy(const agent::AgentConfig& a, const agent::AgentConfig& b) {
     if (a.peers[i].guid != b.peers[i].guid || a.peers[i].lid != b.peers[i].lid || a.peers[i].dr != b.peers[i].dr)
       return false;
   return true;
+}
+
+// The takeover report's inputs the watchers run with: a change restarts them
+// (with the engine).
+bool same_report(const fabric::WatchersConfig& a, const fabric::WatchersConfig& b) {
+  return a.routing_engines == b.routing_engines && a.opensm_log == b.opensm_log;
+}
+
+// Name and port GUID of every peer the agent polls, for the drift check.
+std::vector<std::pair<std::string, Guid>> named_peers(const agent::AgentConfig& cfg) {
+  std::vector<std::pair<std::string, Guid>> out;
+  for (const auto& p : cfg.peers) {
+    std::string name = to_string(p.guid);
+    for (const auto& q : cfg.policy.peers)
+      if (q.guid == p.guid) name = q.name;
+    out.emplace_back(std::move(name), p.guid);
+  }
+  return out;
 }
 
 // The engine's outputs to its host's tap, then to the head's sink. Each
@@ -161,6 +178,7 @@ void Head::stop() {
   if (stopped_) return;
   stopped_ = true;
   if (agent_) agent_->stop();
+  if (watchers_) watchers_->stop();
   for (auto* t : {&hold_timer_, &osm_log_timer_}) {
     if (*t) seams_.sched.cancel(**t);
     t->reset();
@@ -185,21 +203,37 @@ void Head::start_agent(agent::AgentConfig cfg) {
     agent_->stop();
     agent_.reset();
   }
+  if (watchers_) {
+    watchers_->stop();
+    watchers_.reset();
+  }
   // What the file mapped to, for the next reload to compare with: the agent's
   // own copy takes on the routes discovery finds (a GUID-only peer's LID).
   agent_cfg_ = cfg;
   // Our port's state comes from its own SMA every round (sysfs is static under umad2sim).
   cfg.local_port_num = seams_.local_port;
-  cfg.sa_copy = [this]() -> std::optional<fabric::SaCopyInfo> {
+  agent::EventSink& sink = tee_ ? *tee_ : static_cast<agent::EventSink&>(*events_);
+  fabric::WatchersConfig wcfg = plan_.watchers;
+  wcfg.walks = cfg.census.enabled;
+  wcfg.sa_copy = [this]() -> std::optional<fabric::SaCopyInfo> {
     return sa_copy_source_ ? sa_copy_source_() : std::nullopt;
   };
-  agent_ = std::make_unique<agent::Agent>(std::move(cfg), seams_.sched, *mad_, *control_,
-                                          tee_ ? *tee_ : static_cast<agent::EventSink&>(*events_));
+  const Guid own = cfg.policy.own_guid;
+  auto peers = named_peers(cfg);
+  agent_ = std::make_unique<agent::Agent>(std::move(cfg), seams_.sched, *mad_, *control_, sink);
+  watchers_ = std::make_unique<fabric::Watchers>(
+      std::move(wcfg),
+      fabric::WatchersSeams{seams_.sched, *mad_, sink,
+                            [s = &sink](const fabric::TakeoverReport& r, TimePoint at) { s->takeover_report(r, at); },
+                            [this] { agent_->census_driver().start_walk(); }},
+      own, std::move(peers));
+  agent_->set_listener(watchers_.get());
   if (hold_.held) agent_->set_hold(true);  // a new engine keeps the hold
   if (supervised_)
     agent_->set_local_stopped([this] { return seams_.process_stopped(supervised_->supervisor_status().pid); });
   start_lid_continuity();
   sink_.set_node_namer(options_.own_guid, [this](Guid g) { return event_node(g); });
+  watchers_->start();
   agent_->start();
   update_drift_digests();
 }
@@ -209,7 +243,7 @@ void Head::update_drift_digests() {
   // Again from the files: the digests follow an edit of a policy file.
   auto in = drift_inputs(config_, options_.caps, options_.own_guid, seams_.fs);
   if (!in) return;
-  agent_->drift().set_own(fabric::compute_digests(in.value()));
+  watchers_->drift().set_own(fabric::compute_digests(in.value()));
 }
 
 // LID continuity (doc/lid-continuity.md): fed by the census walks, writes
@@ -251,7 +285,7 @@ void Head::read_opensm_log() {
 }
 
 void Head::opensm_logged(const opensm::LoggedEvent& e) {
-  if (agent_) agent_->opensm_logged(e);
+  if (watchers_) watchers_->opensm_logged(e);
   if (e.kind != opensm::LoggedEvent::Kind::SmState) return;
   const std::string where = osm_log_ ? "OpenSM log " + osm_log_->path() : std::string("OpenSM log");
   sink_.opensm_state(osm_log_state_, e.text,
@@ -514,10 +548,11 @@ Result<Head::Reloaded> Head::reload(config::Config next, agent::AgentConfig mapp
   auto planned = make_plan(next, std::move(mapped), PlanInputs{options_.own_guid, options_.observe, options_.caps},
                            seams_.fs);
   if (!planned) return planned.error();
-  const bool policy_changed = !same_policy(agent_cfg_, planned.value().agent);
-  // health.*: the link health and error counters are the engine's parts, made
-  // with it; a new engine is how they take new settings (their history and
-  // windows start afresh, as after any engine restart).
+  const bool policy_changed =
+      !same_policy(agent_cfg_, planned.value().agent) || !same_report(plan_.watchers, planned.value().watchers);
+  // health.*: the link health and error counters are the watchers', made
+  // with the engine; a new engine is how they take new settings (their
+  // history and windows start afresh, as after any engine restart).
   const bool health_changed = !(config_.health == next.health);
   const bool restart = policy_changed || health_changed;
   data["engine_restarted"] = restart;
@@ -530,7 +565,7 @@ Result<Head::Reloaded> Head::reload(config::Config next, agent::AgentConfig mapp
                                         : "health changed";
     text += (text.empty() ? "" : "; ") + std::string(what) + ": engine restarted with the new settings";
   } else {
-    agent_->drift().set_unknown_alarm(plan_.agent.drift.unknown_alarm);
+    watchers_->drift().set_unknown_alarm(plan_.watchers.drift.unknown_alarm);
     start_lid_continuity();  // opensm.lid_continuity or the LMC may have changed
     text += (text.empty() ? "" : "; ") + std::string("HA policy unchanged");
   }
@@ -590,7 +625,7 @@ HeadStatus Head::status(bool fabric) const {
                                                   {"duplicate_lid", st.rejected.duplicate_lid},
                                                   {"conflict", st.rejected.conflict}}};
   }
-  const auto& d = agent_->drift();
+  const auto& d = watchers_->drift();
   if (d.own())
     for (std::size_t i = 0; i < fabric::kDriftComponents; ++i)
       h.drift.own.emplace_back(std::string(fabric::to_string(static_cast<fabric::DriftComponent>(i))),
@@ -598,7 +633,7 @@ HeadStatus Head::status(bool fabric) const {
   std::sort(h.drift.own.begin(), h.drift.own.end());  // by component name, as the status reply lists them
   for (const auto& p : d.peers()) h.drift.peers.emplace_back(p.name, std::string(fabric::to_string(p.state)));
   h.drift.rejected = {{"foreign", d.stats().rejected_foreign}, {"bad_digest", d.stats().rejected_data}};
-  if (const auto& hs = agent_->health().snapshot(); agent_->health().config().enabled && hs.assessed) {
+  if (const auto& hs = watchers_->health().snapshot(); watchers_->health().config().enabled && hs.assessed) {
     HeadStatus::Health out;
     out.links = hs.links;
     out.degraded = hs.degraded_total;
@@ -617,7 +652,7 @@ HeadStatus Head::status(bool fabric) const {
     }
     h.health = std::move(out);
   }
-  if (agent_->errors().config().enabled) h.errors = error_metrics(agent_->errors());
+  if (watchers_->errors().config().enabled) h.errors = error_metrics(watchers_->errors());
   return h;
 }
 

@@ -334,14 +334,14 @@ void Daemon::register_methods() {
   });
   (void)server_->register_method(method::kSms, Access::ReadOnly, [this](const control::Call&) {
     const TimePoint now = clock_.now();
-    const auto& agent = head_->agent();
-    const auto& st = agent.census_stats();
+    const auto& census = head_->census();
+    const auto& st = census.stats();
     json c;
-    c["enabled"] = agent.config().census.enabled;
+    c["enabled"] = census.config().enabled;
     c["walks"] = st.walks;
     c["walk_mads"] = st.walk_mads;
     c["query_mads"] = st.query_mads;
-    c["dropped"] = agent.census().dropped();
+    c["dropped"] = census.census().dropped();
     c["sa"] = census_sa_json(now);
     c["last_walk_age_s"] = st.last_walk_at ? json(seconds_since(*st.last_walk_at, now)) : json(nullptr);
     c["next_walk_in_s"] = st.next_walk_at ? json(seconds_since(now, *st.next_walk_at)) : json(nullptr);
@@ -355,10 +355,10 @@ void Daemon::register_methods() {
     return Reply::ok(json{{"node", config_.node_name}, {"sms", census_json(now)}, {"census", c}});
   });
   (void)server_->register_method(method::kHealth, Access::ReadOnly, [this](const control::Call&) {
-    const auto& a = head_->agent();
+    const auto& w = head_->watchers();
     return Reply::ok(json{{"node", config_.node_name},
-                          {"health", head::health_json(a, clock_.now(), a.health().config().max_links,
-                                                       a.errors().config().max_ports)}});
+                          {"health", head::health_json(w, clock_.now(), w.health().config().max_links,
+                                                       w.errors().config().max_ports)}});
   });
   (void)server_->register_method(method::kReload, Access::Mutating, [this](const control::Call&) {
     return reload_guarded("smctl reload");

@@ -11,7 +11,7 @@ namespace param = control::param;
 using control::ResultCode;
 
 json Daemon::drift_json(TimePoint now) const {
-  const auto& d = head_->agent().drift();
+  const auto& d = head_->watchers().drift();
   const auto& st = d.stats();
   auto digests = [](const fabric::ConfigDigests& c) {
     json o = json::object();
@@ -112,7 +112,7 @@ void Daemon::add_smp_port_state(json& local, TimePoint now) const {
 // Every SM the census knows (doc/census.md), heads first, then by GUID.
 json Daemon::census_json(TimePoint now) const {
   json sms = json::array();
-  const auto& census = head_->agent().census();
+  const auto& census = head_->census().census();
   std::vector<const fabric::CensusEntry*> order;
   for (const auto& [g, e] : census.entries()) order.push_back(&e);
   std::stable_sort(order.begin(), order.end(),
@@ -142,9 +142,9 @@ json Daemon::census_json(TimePoint now) const {
 
 // The SA table the census last asked for (doc/census.md, source 5).
 json Daemon::census_sa_json(TimePoint now) const {
-  const auto& st = head_->agent().census_stats();
+  const auto& st = head_->census().stats();
   json s;
-  s["interval_s"] = std::chrono::duration<double>(head_->agent().config().census.sa_interval).count();
+  s["interval_s"] = std::chrono::duration<double>(head_->census().config().sa_interval).count();
   s["sa_lid"] = st.sa_lid.value != 0 ? json(st.sa_lid.value) : json(nullptr);
   s["queries"] = st.sa_queries;
   s["tables"] = st.sa_tables;
@@ -244,7 +244,7 @@ json Daemon::status_json() {
   j["census_sa"] = census_sa_json(now);
   j["lid_continuity"] = lid_continuity_json(now);
   j["drift"] = drift_json(now);
-  j["health"] = head::health_json(head_->agent(), now, head::kMetricsWorstLinks, head::kMetricsWorstLinks);
+  j["health"] = head::health_json(head_->watchers(), now, head::kMetricsWorstLinks, head::kMetricsWorstLinks);
   j["continuity"] = continuity_ ? continuity_->status_json() : json{{"enabled", false}};
   const auto& pol = head_->agent().config().policy;
   j["policy"] = {{"poll_interval_ms", std::chrono::duration_cast<std::chrono::milliseconds>(pol.poll_interval).count()},
