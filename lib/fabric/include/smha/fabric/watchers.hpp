@@ -78,8 +78,9 @@ class Watchers final : public PollListener {
   Watchers(const Watchers&) = delete;
   Watchers& operator=(const Watchers&) = delete;
 
-  // Arms the drift check. Before start() the listener's calls are taken in
-  // but nothing is sent or armed.
+  // Arms the drift check. Before start() rounds and engine steps are taken
+  // in (the report's bookkeeping), but the report is not served (no walk, SA
+  // probe or timer) and the error counters are not switched on.
   void start();
   // Cancels timers and the report's MADs (answers in flight are dropped),
   // stops drift (its record deleted), health and the error counters (their
