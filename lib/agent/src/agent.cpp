@@ -1,35 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+// Agent: the poll loop (rounds, queries, the engine's steps and actions, the
+// census rounds and walks to the listener). The peers' routes by discovery:
+// agent_discovery.cpp.
 #include "smha/agent/agent.hpp"
 
 #include <algorithm>
-#include <cstdio>
-
-#include "smha/core/text.hpp"
 
 namespace smha::agent {
 
-std::string PeerRoute::status() const {
-  switch (state) {
-    case RouteState::Configured: return "configured";
-    case RouteState::Resolving: return "resolving";
-    case RouteState::Resolved: return "resolved";
-    case RouteState::NotFound: return "not found (" + searched + ")";
-  }
-  return "unknown";
-}
-
 namespace {
-
-std::vector<std::pair<std::string, Guid>> named_peers(const AgentConfig& cfg) {
-  std::vector<std::pair<std::string, Guid>> out;
-  for (const auto& p : cfg.peers) {
-    std::string name = to_string(p.guid);
-    for (const auto& q : cfg.policy.peers)
-      if (q.guid == p.guid) name = q.name;
-    out.emplace_back(std::move(name), p.guid);
-  }
-  return out;
-}
 
 std::vector<Guid> peer_guids_of(const AgentConfig& cfg) {
   std::vector<Guid> out;
@@ -37,19 +16,15 @@ std::vector<Guid> peer_guids_of(const AgentConfig& cfg) {
   return out;
 }
 
-sm::HaPolicy policy_for(const AgentConfig& cfg) {
-  sm::HaPolicy p = cfg.policy;
-  p.attempts_per_query = std::max(1, cfg.attempts);
-  p.query_window = query_window_for(cfg);
-  return p;
-}
-
 }  // namespace
 
-Duration query_window_for(const AgentConfig& cfg) {
-  if (cfg.query_window) return *cfg.query_window;
-  const Duration p = cfg.policy.poll_interval;
-  return std::max<Duration>(p / 2, std::min<Duration>(milliseconds(30), p));
+sm::HaPolicy engine_policy(const AgentConfig& cfg) {
+  sm::HaPolicy p = cfg.policy;
+  p.attempts_per_query = std::max(1, cfg.attempts);
+  const Duration poll = cfg.policy.poll_interval;
+  p.query_window = cfg.query_window ? *cfg.query_window
+                                    : std::max<Duration>(poll / 2, std::min<Duration>(milliseconds(30), poll));
+  return p;
 }
 
 // One query of a round: up to `attempts` requests, spread over the window; the
@@ -89,19 +64,6 @@ sm::PortState port_state_of(mad::PortState s) {
   return sm::PortState::Unknown;
 }
 
-// Health rides on the census walks: no walks, no health.
-fabric::HealthConfig health_config(const AgentConfig& cfg) {
-  fabric::HealthConfig h = cfg.health;
-  h.enabled = h.enabled && cfg.census.enabled;
-  return h;
-}
-
-fabric::ErrorsConfig errors_config(const AgentConfig& cfg) {
-  fabric::ErrorsConfig e = cfg.errors;
-  e.enabled = e.enabled && cfg.census.enabled;
-  return e;
-}
-
 }  // namespace
 
 Agent::Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmControl& opensm,
@@ -111,22 +73,12 @@ Agent::Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmCo
       mad_(mad),
       opensm_(opensm),
       sink_(sink),
-      machine_(policy_for(cfg_)),
-      window_(query_window_for(cfg_)),
+      machine_(engine_policy(cfg_)),
+      window_(machine_.policy().query_window),
       alive_(std::make_shared<int>(0)),
       discovery_(sched, mad, cfg_.discovery),
       configured_(cfg_.peers),
-      census_driver_(cfg_.census, sched, mad, sink, cfg_.policy.own_guid, peer_guids_of(cfg_), cfg_.m_key),
-      drift_(cfg_.drift, sched, mad, cfg_.policy.own_guid, named_peers(cfg_), sink),
-      health_(health_config(cfg_), sched, mad, sink),
-      errors_(errors_config(cfg_), sched, mad, sink),
-      reporter_(cfg_.routing_engines, cfg_.report_deadline) {
-  reporter_.set_own(cfg_.policy.own_guid);
-  reporter_.set_walks(cfg_.census.enabled);
-  reporter_.set_log_followed(cfg_.opensm_log);
-  reporter_.set_sa_probe(cfg_.report_sa_probe);
-  if (cfg_.sa_copy) reporter_.set_sa_copy_source(cfg_.sa_copy);
-  reporter_.set_emit([this](const fabric::TakeoverReport& r) { sink_.takeover_report(r, sched_.now()); });
+      census_driver_(cfg_.census, sched, mad, sink, cfg_.policy.own_guid, peer_guids_of(cfg_), cfg_.m_key) {
   census_driver_.set_walk_handler([this](const fabric::DiscoveryResult& r) { on_walk(r); });
   for (const auto& p : cfg_.peers) {
     PeerRoute r;
@@ -156,7 +108,6 @@ void Agent::start() {
   opensm_.adopt_running();
   step(sm::ProcessChanged{opensm_.state()});
   request_discovery("start");
-  drift_.start();
   census_driver_.start();
   begin_round();
 }
@@ -169,11 +120,6 @@ void Agent::stop() {
   if (poll_timer_) sched_.cancel(*poll_timer_);
   if (wake_timer_) sched_.cancel(*wake_timer_);
   if (discovery_timer_) sched_.cancel(*discovery_timer_);
-  if (report_timer_) sched_.cancel(*report_timer_);
-  report_timer_.reset();
-  if (sa_probe_timer_) sched_.cancel(*sa_probe_timer_);
-  sa_probe_timer_.reset();
-  sa_probes_in_flight_ = 0;
   poll_timer_.reset();
   wake_timer_.reset();
   discovery_timer_.reset();
@@ -184,10 +130,6 @@ void Agent::stop() {
   handover_running_ = nullptr;
   for (auto& r : routes_) r.resolving = false;
   opensm_.set_exit_handler(nullptr);
-  drift_.stop();
-  health_.stop();
-  errors_.stop();
-  master_since_.reset();
 }
 
 void Agent::set_hold(bool held) { step(sm::HoldChanged{held}); }
@@ -246,10 +188,8 @@ void Agent::begin_round() {
   const bool ask_port = cfg_.local_port_num != 0 && !local_port_;
   if (ask_port) ++round->outstanding;
   round->peer_ports.assign(cfg_.peers.size(), sm::PortState::Unknown);
-  const bool ask_peer_ports = !peer_port_;
-  if (ask_peer_ports)
-    for (std::size_t i = 0; i < cfg_.peers.size(); ++i)
-      if (round->polled[i] && switch_port_of(cfg_.peers[i])) ++round->outstanding;
+  for (std::size_t i = 0; i < cfg_.peers.size(); ++i)
+    if (round->polled[i] && switch_port_of(cfg_.peers[i])) ++round->outstanding;
 
   start_query(round, DrPath{}, [round](sm::Probe p) { round->obs.local = p; });
   for (std::size_t i = 0; i < cfg_.peers.size(); ++i) {
@@ -260,10 +200,9 @@ void Agent::begin_round() {
     if (p.dr) start_query(round, *p.dr, [round, i](sm::Probe pr) { round->obs.peers[i].via_dr = pr; });
   }
   if (ask_port) query_local_port(round);
-  if (ask_peer_ports)
-    for (std::size_t i = 0; i < cfg_.peers.size(); ++i)
-      if (round->polled[i])
-        if (auto sp = switch_port_of(cfg_.peers[i])) query_peer_port(round, i, sp->first, sp->second);
+  for (std::size_t i = 0; i < cfg_.peers.size(); ++i)
+    if (round->polled[i])
+      if (auto sp = switch_port_of(cfg_.peers[i])) query_peer_port(round, i, sp->first, sp->second);
 }
 
 std::optional<std::pair<DrPath, std::uint8_t>> switch_port_of(const PeerAddress& p) {
@@ -388,10 +327,7 @@ void Agent::finish_round() {
                                                      : sm::PortState::Up;
   round->obs.local_stopped = local_stopped_ && local_stopped_();
   round->obs.sent_at = round_started_;
-  for (std::size_t i = 0; i < round->obs.peers.size(); ++i) {
-    auto& p = round->obs.peers[i];
-    p.port = peer_port_ ? peer_port_(p.guid) : round->peer_ports[i];
-  }
+  for (std::size_t i = 0; i < round->obs.peers.size(); ++i) round->obs.peers[i].port = round->peer_ports[i];
   // Far past the window: this process was not running (CPU stall), so silence
   // in this round says nothing about the SMs. Not believed for `misses` rounds.
   const bool late = sched_.now() - round_started_ > 2 * window_ + milliseconds(5);
@@ -409,13 +345,7 @@ void Agent::finish_round() {
   }
   check_routes(*round);
   census_round(*round);
-  reporter_.round_began(round_started_);
-  for (const auto& p : round->obs.peers)
-    for (const sm::Probe* probe : {&p.via_lid, &p.via_dr})
-      if (probe->info && probe->info->state == SmState::Master) reporter_.master_seen(probe->info->guid, round_started_);
-  if (round->obs.port_master.info && round->obs.port_master.info->state == SmState::Master)
-    reporter_.master_seen(round->obs.port_master.info->guid, round_started_);
-  if (round->local_pi) drift_.set_sa_lid(round->local_pi->sm_lid);
+  if (listener_) listener_->round_polled(round->obs, round->local_pi);
   const sm::Decision d = step(round->obs);
   opensm_.fabric_master(machine_.status().fabric_master);
   if (!running_ || poll_timer_) return;
@@ -439,27 +369,13 @@ void Agent::finish_round() {
 sm::Decision Agent::step(const sm::Observation& obs) {
   auto d = machine_.step(obs, sched_.now());
   apply(d);
-  update_error_reading();
-  return d;
-}
-
-// Error counters are read by the head whose OpenSM is MASTER, once it has
-// been for errors.start_after: never by a head that may be taking over.
-void Agent::update_error_reading() {
-  if (!running_) return;
-  const auto st = machine_.status();
-  const bool master = st.role == sm::Role::Master && st.local_state == SmState::Master;
-  if (!master) {
-    master_since_.reset();
-    errors_.set_reading(false, "standby");
-    return;
+  if (listener_) {
+    std::vector<sm::RecordEvent> events;
+    for (const auto& a : d.actions)
+      if (const auto* e = std::get_if<sm::RecordEvent>(&a)) events.push_back(*e);
+    listener_->engine_stepped(events, machine_.status());
   }
-  const TimePoint now = sched_.now();
-  if (!master_since_) master_since_ = now;
-  if (now - *master_since_ >= cfg_.errors.start_after)
-    errors_.set_reading(true);
-  else
-    errors_.set_reading(false, "waiting");
+  return d;
 }
 
 void Agent::arm_wakeup(std::optional<TimePoint> t) {
@@ -537,134 +453,6 @@ void Agent::apply(const sm::Decision& d) {
   }
   for (const auto& r : d.role_changes) sink_.role_changed(r, now);
   arm_wakeup(d.next_wakeup);
-  // The report takes a step's state change after its other events: a
-  // takeover seen in one round (our SM already MASTER) records
-  // takeover_started after the state change.
-  for (bool changes : {false, true})
-    for (const auto& a : d.actions)
-      if (const auto* e = std::get_if<sm::RecordEvent>(&a); e && (e->kind == sm::EventKind::StateChanged) == changes)
-        reporter_.on_event(*e, now);
-  serve_report();
-}
-
-void Agent::opensm_logged(const opensm::LoggedEvent& e) {
-  reporter_.on_opensm_log(e, sched_.now());
-  serve_report();
-}
-
-// The takeover report's walk (started when it asks) and its deadline.
-void Agent::serve_report() {
-  if (!running_) return;
-  const TimePoint now = sched_.now();
-  reporter_.tick(now);
-  if (reporter_.wants_walk(now)) {
-    reporter_.walk_started();
-    census_driver_.start_walk();
-  }
-  if (reporter_.wants_sa_answer() && !sa_probe_timer_ && sa_probes_in_flight_ == 0) probe_sa();
-  if (auto groups = reporter_.take_group_check(); !groups.empty()) check_groups(std::move(groups));
-  const auto at = reporter_.next_wakeup();
-  if (report_timer_) sched_.cancel(*report_timer_);
-  report_timer_.reset();
-  if (!at) return;
-  std::weak_ptr<int> alive = alive_;
-  report_timer_ = sched_.schedule_at(std::max(*at, now), [this, alive] {
-    if (alive.expired()) return;
-    report_timer_.reset();
-    serve_report();
-  });
-}
-
-// The report's SA figures: our SA from MASTER on until it answers, as a
-// compute node would find it (OpenSM drops every SA query until its first
-// master sweep ends). SubnAdmGetTable(SMInfoRecord) to our own LID, a new one
-// every kSaProbeEvery while fewer than kSaProbeInFlight are outstanding, so an
-// answer slower than the interval still counts; the first answer ends it (an
-// SA error status too: the SA is answering).
-namespace {
-constexpr Duration kSaProbeEvery = milliseconds(10);
-constexpr Duration kSaProbeTimeout = milliseconds(250);
-constexpr int kSaProbeInFlight = 8;
-constexpr int kGroupChecksInFlight = 4;
-}  // namespace
-
-void Agent::probe_sa() {
-  sa_probe_timer_.reset();
-  if (!running_ || !reporter_.wants_sa_answer()) return;
-  const Lid own = last_local_pi_ ? last_local_pi_->lid : Lid{};
-  std::weak_ptr<int> alive = alive_;
-  if (own.value != 0 && sa_probes_in_flight_ < kSaProbeInFlight) {
-    ++sa_probes_in_flight_;
-    mad_.get_sminfo_records(own, mad::RequestOptions{kSaProbeTimeout, 0, 0},
-                            [this, alive](Result<mad::SmInfoRecordsReply> r) {
-                              if (alive.expired()) return;
-                              --sa_probes_in_flight_;
-                              if (r.ok() || r.error().code == mad::kErrMadStatus) {
-                                reporter_.on_sa_answer(sched_.now());
-                                serve_report();
-                              }
-                            });
-  }
-  sa_probe_timer_ = sched_.schedule_at(sched_.now() + kSaProbeEvery, [this, alive] {
-    if (alive.expired()) return;
-    probe_sa();
-  });
-}
-
-// The report's group check: each group of the SA copy our OpenSM was given,
-// asked of our SA by one of its full members (SubnAdmGet MCMemberRecord); the
-// copy's MLID back is a group kept.
-void Agent::check_groups(std::vector<fabric::SaCopyInfo::Group> groups) {
-  struct Check {
-    std::vector<fabric::SaCopyInfo::Group> groups;
-    std::size_t next = 0, done = 0, kept = 0;
-    int in_flight = 0;
-    std::vector<std::string> lost;
-  };
-  auto c = std::make_shared<Check>();
-  c->groups = std::move(groups);
-  const Lid own = last_local_pi_ ? last_local_pi_->lid : Lid{};
-  std::weak_ptr<int> alive = alive_;
-  auto pump = std::make_shared<std::function<void()>>();
-  *pump = [this, c, own, alive, weak_pump = std::weak_ptr<std::function<void()>>(pump)] {
-    while (c->in_flight < kGroupChecksInFlight && c->next < c->groups.size()) {
-      const auto g = c->groups[c->next++];
-      ++c->in_flight;
-      auto again = weak_pump.lock();
-      mad_.get_mcmember(own, g.mgid, g.member, mad::RequestOptions{milliseconds(200), 1, 0},
-                        [this, c, g, alive, again](Result<mad::McMemberReply> r) {
-                          if (alive.expired()) return;
-                          --c->in_flight;
-                          ++c->done;
-                          const std::string name = mad::to_string(g.mgid);
-                          if (r.ok() && r->mlid == g.mlid) {
-                            ++c->kept;
-                          } else if (c->lost.size() < fabric::kReportGroupsNamed) {
-                            char was[8];
-                            std::snprintf(was, sizeof was, "0x%04x", g.mlid.value);
-                            std::string why;
-                            if (r.ok()) {
-                              char now_mlid[8];
-                              std::snprintf(now_mlid, sizeof now_mlid, "0x%04x", r->mlid.value);
-                              why = std::string("MLID ") + now_mlid + ", was " + was;
-                            } else if (r.error().code == mad::kErrMadStatus &&
-                                       r.error().mad_status == mad::kSaStatusNoRecords) {
-                              why = std::string("not on the new master (was MLID ") + was + ")";
-                            } else {
-                              why = "not answered: " + r.error().message;
-                            }
-                            c->lost.push_back(name + ": " + why);
-                          }
-                          if (c->done == c->groups.size()) {
-                            reporter_.on_groups_checked(c->groups.size(), c->kept, std::move(c->lost));
-                            serve_report();
-                          } else if (again) {
-                            (*again)();
-                          }
-                        });
-    }
-  };
-  (*pump)();  // the answers' callbacks hold the pump from here until the last one
 }
 
 // SubnSet(SMInfo, DISCOVER) to a peer head's STANDBY SM (sm::DiscoverPeer): by
@@ -713,141 +501,6 @@ void Agent::discover_peer(Guid peer) {
   });
 }
 
-// ---- discovery ---------------------------------------------------------------
-
-void Agent::request_discovery(const std::string& why) {
-  if (!running_) return;
-  std::vector<Guid> targets;
-  std::vector<DrPath> hints;
-  for (std::size_t i = 0; i < routes_.size(); ++i) {
-    const auto& r = routes_[i];
-    if (!r.discover) continue;
-    targets.push_back(r.guid);
-    // A configured dr_path that leads to the peer is found there first (a
-    // fabric with parallel links has several right paths); else the last one.
-    if (configured_[i].dr) hints.push_back(*configured_[i].dr);
-    else if (r.found && r.dr) hints.push_back(*r.dr);
-  }
-  if (targets.empty()) return;
-  if (discovery_.running()) {
-    discovery_pending_ = true;
-    return;
-  }
-  const TimePoint now = sched_.now();
-  if (last_discovery_at_ && now - *last_discovery_at_ < cfg_.rediscover_min_gap) {
-    // Rate bound: once the gap is over.
-    if (discovery_timer_) sched_.cancel(*discovery_timer_);
-    std::weak_ptr<int> alive = alive_;
-    discovery_timer_ = sched_.schedule_at(*last_discovery_at_ + cfg_.rediscover_min_gap,
-                                          [this, alive, why] {
-                                            if (alive.expired()) return;
-                                            discovery_timer_.reset();
-                                            request_discovery(why);
-                                          });
-    return;
-  }
-  if (discovery_timer_) sched_.cancel(*discovery_timer_);
-  discovery_timer_.reset();
-  discovery_pending_ = false;
-  ++discoveries_;
-  for (auto& r : routes_)
-    if (r.discover) {
-      r.resolving = true;
-      if (!r.found) r.state = RouteState::Resolving;
-    }
-  last_discovery_at_ = now;
-  std::weak_ptr<int> alive = alive_;
-  discovery_.start(std::move(targets), [this, alive](const fabric::DiscoveryResult& r) {
-    if (alive.expired() || !running_) return;
-    on_discovery(r);
-  }, std::move(hints));
-  (void)why;
-}
-
-void Agent::on_discovery(const fabric::DiscoveryResult& res) {
-  const TimePoint now = sched_.now();
-  last_discovery_at_ = now;
-  last_result_ = res;
-  for (std::size_t i = 0; i < routes_.size(); ++i) {
-    PeerRoute& r = routes_[i];
-    if (!r.discover) continue;
-    const PeerRoute before = r;
-    r.resolving = false;
-    auto it = res.found.find(r.guid);
-    if (it == res.found.end()) {
-      r.state = RouteState::NotFound;
-      r.searched = fabric::searched_text(res);
-      report_route(i, before);
-      continue;
-    }
-    const fabric::ResolvedPort& p = it->second;
-    const PeerAddress& conf = configured_[i];
-    PeerAddress& eff = cfg_.peers[i];
-    r.found = true;
-    ++r.resolutions;
-    if (p.description_known) r.description = p.description;
-    r.state = RouteState::Resolved;
-    if (conf.lid.value != 0) {
-      if (p.lid_known && p.lid.value != 0 && p.lid != conf.lid)  // 0: no SM has given one yet
-        sink_.error(make_error(Errc::RouteMismatch, "peer " + to_string(r.guid) + " is at LID " +
-                                                     std::to_string(p.lid.value) +
-                                                     " but its configured lid is " +
-                                                     std::to_string(conf.lid.value)),
-                    now);
-    } else if (p.lid_known) {
-      eff.lid = p.lid;  // 0 (no SM has given it one yet): polled by DR only
-    }
-    if (conf.dr) {
-      if (*conf.dr != p.path)
-        sink_.error(make_error(Errc::RouteMismatch, "peer " + to_string(r.guid) + " is at DR path " +
-                                                     to_string(p.path) + " but its configured dr_path is " +
-                                                     to_string(*conf.dr)),
-                    now);
-    } else if (!p.path.hops.empty()) {
-      eff.dr = p.path;
-    }
-    r.lid = eff.lid;
-    r.dr = eff.dr;
-    report_route(i, before);
-  }
-  // Background refresh.
-  if (discovery_timer_) sched_.cancel(*discovery_timer_);
-  discovery_timer_.reset();
-  if (discovery_pending_) {
-    discovery_pending_ = false;
-    request_discovery("pending");
-    return;
-  }
-  // A search in which not even our own node answered (every request timed
-  // out: a starved transport, as under a loaded ibsim) says nothing about the
-  // fabric: tried again soon, not after the background interval.
-  const Duration next = res.nodes == 0 && !res.missing.empty()
-                            ? std::max<Duration>(cfg_.rediscover_min_gap, seconds(1))
-                            : cfg_.rediscover_interval;
-  std::weak_ptr<int> alive = alive_;
-  discovery_timer_ = sched_.schedule_at(now + next, [this, alive] {
-    if (alive.expired()) return;
-    discovery_timer_.reset();
-    request_discovery("refresh");
-  });
-}
-
-// A peer_route event when what discovery says about peer `i` changed.
-void Agent::report_route(std::size_t i, const PeerRoute& before) {
-  const PeerRoute& r = routes_[i];
-  if (r.status() == before.status() && r.lid == before.lid && r.dr == before.dr &&
-      r.description == before.description)
-    return;
-  std::string name = to_string(r.guid);
-  for (const auto& p : cfg_.policy.peers)
-    if (p.guid == r.guid) name = p.name;
-  sm::RecordEvent e{sm::EventKind::PeerRoute,
-                    name + " (" + to_string(r.guid) + ") \"" + printable(r.description) + "\": " + r.status(),
-                    "lid " + std::to_string(r.lid.value) + ", dr " + (r.dr ? to_string(*r.dr) : "-"),
-                    {r.guid}};
-  sink_.event(e, sched_.now());
-}
-
 // After a round: the triggers for re-resolving (see the header comment).
 void Agent::check_routes(const Round& round) {
   bool again = false;
@@ -878,15 +531,11 @@ void Agent::check_routes(const Round& round) {
 
 // ---- census ------------------------------------------------------------------
 
-// Every census walk: what the agent does with it besides the census (the
-// driver's own bookkeeping came first; it arms the next walk after this).
+// Every census walk, to the walk observer and the listener (the driver's own
+// bookkeeping came first; it arms the next walk after this).
 void Agent::on_walk(const fabric::DiscoveryResult& r) {
-  const TimePoint now = sched_.now();
   if (walk_observer_) walk_observer_(r);
-  health_.on_walk(r);
-  errors_.on_walk(r);
-  reporter_.on_walk(r, now);
-  serve_report();
+  if (listener_) listener_->census_walked(r);
 }
 
 // After a round: its SMInfo answers go into the census, and the live SMs that

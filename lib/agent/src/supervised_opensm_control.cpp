@@ -90,14 +90,12 @@ Status SupervisedOpensmControl::start(std::uint8_t priority) {
   auto r = sup_->start(text.value());
   if (!r) return r.error();
   priority_ = priority;
-  adopted_ = r.value().adopted;
   if (r.value().adopted && r.value().conf_differs) return apply_to_adopted(text.value());
   return Status::Ok();
 }
 
 bool SupervisedOpensmControl::adopt_running() {
   if (!sup_->adopt_running()) return false;
-  adopted_ = true;
   stop_requested_ = false;
   // It runs the file the previous smhad wrote. Our file, at the priority that
   // one holds (the engine decides the priority from OpenSM's first answer),

@@ -109,7 +109,8 @@ std::vector<KeyInfo> make_table() {
       key("opensm.adaptive_routing", E::OpensmRestart, differ<&C::opensm, &O::adaptive_routing>, kEngine),
       key("opensm.sharp", E::OpensmRestart, differ<&C::opensm, &O::sharp>),
       key("opensm.downgrade_unsupported", E::Rendered, differ<&C::opensm, &O::downgrade_unsupported>, kEngine),
-      key("opensm.log_file", E::OpensmRestart, differ<&C::opensm, &O::log_file>),
+      // Whether OpenSM's log is followed is also the takeover report's input (the watchers', made with the engine).
+      key("opensm.log_file", E::OpensmRestart, differ<&C::opensm, &O::log_file>, kEngine),
       key("opensm.dump_files_dir", E::OpensmRestart, differ<&C::opensm, &O::dump_files_dir>, false, kChannel),
       // OSM_CACHE_DIR of OpenSM's environment, set when smhad starts it.
       key("opensm.cache_dir", E::SmhadRestart, differ<&C::opensm, &O::cache_dir>),

@@ -3,6 +3,7 @@
 #include "smha/head/head.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <chrono>
 
@@ -20,42 +21,40 @@ namespace {
 
 double seconds_since(TimePoint then, TimePoint now) { return std::chrono::duration<double>(now - then).count(); }
 
-// The engine's outputs to the head's sink and to its host's tap.
+// Name and port GUID of every peer the agent polls, for the drift check.
+std::vector<std::pair<std::string, Guid>> named_peers(const agent::AgentConfig& cfg) {
+  std::vector<std::pair<std::string, Guid>> out;
+  for (const auto& p : cfg.peers) {
+    std::string name = to_string(p.guid);
+    for (const auto& q : cfg.policy.peers)
+      if (q.guid == p.guid) name = q.name;
+    out.emplace_back(std::move(name), p.guid);
+  }
+  return out;
+}
+
+// The engine's outputs to its host's tap, then to the head's sink. Each
+// method is one line: every call goes through each().
 class TeeSink final : public agent::EventSink {
  public:
-  TeeSink(agent::EventSink& a, agent::EventSink& b) : a_(a), b_(b) {}
-  void event(const sm::RecordEvent& e, TimePoint at) override {
-    b_.event(e, at);
-    a_.event(e, at);
-  }
-  void alarm(const RaiseAlarm& x, TimePoint at) override {
-    b_.alarm(x, at);
-    a_.alarm(x, at);
-  }
-  void clear(const ClearAlarm& x, TimePoint at) override {
-    b_.clear(x, at);
-    a_.clear(x, at);
-  }
-  void hook(const sm::RunHook& h, TimePoint at) override {
-    b_.hook(h, at);
-    a_.hook(h, at);
-  }
-  void error(const Error& e, TimePoint at) override {
-    b_.error(e, at);
-    a_.error(e, at);
-  }
+  TeeSink(agent::EventSink& head, agent::EventSink& tap) : sinks_{&tap, &head} {}
+  void event(const sm::RecordEvent& e, TimePoint at) override { each(&agent::EventSink::event, e, at); }
+  void alarm(const sm::RaiseAlarm& x, TimePoint at) override { each(&agent::EventSink::alarm, x, at); }
+  void clear(const sm::ClearAlarm& x, TimePoint at) override { each(&agent::EventSink::clear, x, at); }
+  void hook(const sm::RunHook& h, TimePoint at) override { each(&agent::EventSink::hook, h, at); }
+  void error(const Error& e, TimePoint at) override { each(&agent::EventSink::error, e, at); }
   void takeover_report(const fabric::TakeoverReport& r, TimePoint at) override {
-    b_.takeover_report(r, at);
-    a_.takeover_report(r, at);
+    each(&agent::EventSink::takeover_report, r, at);
   }
-  void role_changed(const sm::RoleChange& c, TimePoint at) override {
-    b_.role_changed(c, at);
-    a_.role_changed(c, at);
-  }
+  void role_changed(const sm::RoleChange& c, TimePoint at) override { each(&agent::EventSink::role_changed, c, at); }
 
  private:
-  agent::EventSink& a_;
-  agent::EventSink& b_;
+  // `method` (a member of EventSink or of a base) on every sink, in order.
+  template <class Method, class... Args>
+  void each(Method method, const Args&... args) {
+    for (agent::EventSink* s : sinks_) (s->*method)(args...);
+  }
+  std::array<agent::EventSink*, 2> sinks_;
 };
 
 }  // namespace
@@ -173,6 +172,7 @@ void Head::stop() {
   if (stopped_) return;
   stopped_ = true;
   if (agent_) agent_->stop();
+  if (watchers_) watchers_->stop();
   for (auto* t : {&hold_timer_, &osm_log_timer_}) {
     if (*t) seams_.sched.cancel(**t);
     t->reset();
@@ -188,18 +188,34 @@ void Head::start_agent(agent::AgentConfig cfg) {
     agent_->stop();
     agent_.reset();
   }
+  if (watchers_) {
+    watchers_->stop();
+    watchers_.reset();
+  }
   // Our port's state comes from its own SMA every round (sysfs is static under umad2sim).
   cfg.local_port_num = seams_.local_port;
-  cfg.sa_copy = [this]() -> std::optional<fabric::SaCopyInfo> {
+  agent::EventSink& sink = tee_ ? *tee_ : static_cast<agent::EventSink&>(*events_);
+  fabric::WatchersConfig wcfg = plan_.watchers;
+  wcfg.walks = cfg.census.enabled;
+  wcfg.sa_copy = [this]() -> std::optional<fabric::SaCopyInfo> {
     return sa_copy_source_ ? sa_copy_source_() : std::nullopt;
   };
-  agent_ = std::make_unique<agent::Agent>(std::move(cfg), seams_.sched, *mad_, *control_,
-                                          tee_ ? *tee_ : static_cast<agent::EventSink&>(*events_));
+  const Guid own = cfg.policy.own_guid;
+  auto peers = named_peers(cfg);
+  agent_ = std::make_unique<agent::Agent>(std::move(cfg), seams_.sched, *mad_, *control_, sink);
+  watchers_ = std::make_unique<fabric::Watchers>(
+      std::move(wcfg),
+      fabric::WatchersSeams{seams_.sched, *mad_, sink,
+                            [s = &sink](const fabric::TakeoverReport& r, TimePoint at) { s->takeover_report(r, at); },
+                            [this] { agent_->census_driver().start_walk(); }},
+      own, std::move(peers));
+  agent_->set_listener(watchers_.get());
   if (hold_.held) agent_->set_hold(true);  // a new engine keeps the hold
   if (supervised_)
     agent_->set_local_stopped([this] { return seams_.process_stopped(supervised_->supervisor_status().pid); });
   start_lid_continuity();
   sink_.set_node_namer(options_.own_guid, [this](Guid g) { return event_node(g); });
+  watchers_->start();
   agent_->start();
   update_drift_digests();
 }
@@ -207,7 +223,7 @@ void Head::start_agent(agent::AgentConfig cfg) {
 void Head::update_drift_digests() {
   if (!supervised_ || !agent_ || !plan_.opensm || !options_.drift) return;  // observing: no OpenSM of ours to compare
   // The plan's (a reload's new plan read the policy files again): the digests follow their edits.
-  agent_->drift().set_own(fabric::compute_digests(plan_.opensm->drift));
+  watchers_->drift().set_own(fabric::compute_digests(plan_.opensm->drift));
 }
 
 // LID continuity (doc/lid-continuity.md): fed by the census walks, writes
@@ -249,7 +265,7 @@ void Head::read_opensm_log() {
 }
 
 void Head::opensm_logged(const opensm::LoggedEvent& e) {
-  if (agent_) agent_->opensm_logged(e);
+  if (watchers_) watchers_->opensm_logged(e);
   if (e.kind != opensm::LoggedEvent::Kind::SmState) return;
   const std::string where = osm_log_ ? "OpenSM log " + osm_log_->path() : std::string("OpenSM log");
   sink_.opensm_state(osm_log_state_, e.text,
@@ -543,7 +559,7 @@ Result<Head::Reloaded> Head::reload(config::Config next, Plan plan, const std::v
     text += (text.empty() ? "" : "; ") + std::string(what) + " (" + named +
             "): engine restarted with the new settings";
   } else {
-    agent_->drift().set_unknown_alarm(plan_.agent.drift.unknown_alarm);
+    watchers_->drift().set_unknown_alarm(plan_.watchers.drift.unknown_alarm);
     start_lid_continuity();  // opensm.lid_continuity or the LMC may have changed
     text += (text.empty() ? "" : "; ") + std::string("HA policy unchanged");
   }
@@ -611,7 +627,7 @@ HeadStatus Head::status(bool fabric) const {
                                                   {"duplicate_lid", st.rejected.duplicate_lid},
                                                   {"conflict", st.rejected.conflict}}};
   }
-  const auto& d = agent_->drift();
+  const auto& d = watchers_->drift();
   if (d.own())
     for (std::size_t i = 0; i < fabric::kDriftComponents; ++i)
       h.drift.own.emplace_back(std::string(fabric::to_string(static_cast<fabric::DriftComponent>(i))),
@@ -619,7 +635,7 @@ HeadStatus Head::status(bool fabric) const {
   std::sort(h.drift.own.begin(), h.drift.own.end());  // by component name, as the status reply lists them
   for (const auto& p : d.peers()) h.drift.peers.emplace_back(p.name, std::string(fabric::to_string(p.state)));
   h.drift.rejected = {{"foreign", d.stats().rejected_foreign}, {"bad_digest", d.stats().rejected_data}};
-  if (const auto& hs = agent_->health().snapshot(); agent_->health().config().enabled && hs.assessed) {
+  if (const auto& hs = watchers_->health().snapshot(); watchers_->health().config().enabled && hs.assessed) {
     HeadStatus::Health out;
     out.links = hs.links;
     out.degraded = hs.degraded_total;
@@ -638,7 +654,7 @@ HeadStatus Head::status(bool fabric) const {
     }
     h.health = std::move(out);
   }
-  if (agent_->errors().config().enabled) h.errors = error_metrics(agent_->errors());
+  if (watchers_->errors().config().enabled) h.errors = error_metrics(watchers_->errors());
   return h;
 }
 

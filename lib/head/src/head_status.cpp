@@ -258,9 +258,9 @@ json errors_json(const fabric::PortErrors& errors, TimePoint now, std::size_t li
   return j;
 }
 
-json health_json(const agent::Agent& agent, TimePoint now, std::size_t links, std::size_t ports) {
-  json j = health_json(agent.health(), now, links);
-  j["errors"] = errors_json(agent.errors(), now, ports);
+json health_json(const fabric::Watchers& watchers, TimePoint now, std::size_t links, std::size_t ports) {
+  json j = health_json(watchers.health(), now, links);
+  j["errors"] = errors_json(watchers.errors(), now, ports);
   return j;
 }
 

@@ -75,23 +75,28 @@ Result<agent::AgentConfig> map_config(const config::Config& c, Guid own_guid) {
       std::min<Duration>(2 * c.failover.opensm_polling_timeout, seconds(c.opensm.sweep_interval_s));
   p.handover_bound = std::max(p.handover_bound, resend + seconds(1));
   p.unresponsive_timeout = std::max(p.unresponsive_timeout, p.hang_timeout);
-  p.query_window = agent::query_window_for(a);  // what the agent will use
-  a.drift.unknown_alarm = c.drift_unknown_alarm;
-  a.health.alarm = c.health.link_degraded_alarm;
-  a.health.alarm_min_links = static_cast<std::size_t>(c.health.link_degraded_min_links);
+  // The policy the engine will run, with the agent's query window.
+  if (auto e = sm::check(agent::engine_policy(a))) return policy_error_at(c, *e);
+  return a;
+}
+
+fabric::WatchersConfig map_watchers(const config::Config& c) {
+  fabric::WatchersConfig w;
+  w.drift.unknown_alarm = c.drift_unknown_alarm;
+  w.health.alarm = c.health.link_degraded_alarm;
+  w.health.alarm_min_links = static_cast<std::size_t>(c.health.link_degraded_min_links);
   // Validated at load (config::Loader::load_health); empty: the majority of that kind.
-  if (auto r = parse_link_rate(c.health.expect_switch_links); r) a.health.expect.switch_switch = *r;
-  if (auto r = parse_link_rate(c.health.expect_ca_links); r) a.health.expect.switch_ca = *r;
-  a.errors.reads_per_second = c.health.counter_reads_per_second;
-  a.errors.start_after = seconds(c.health.counter_start_after_s);
-  a.errors.window = seconds(c.health.error_window_s);
-  a.errors.alarm = c.health.link_errors_alarm;
-  a.errors.alarm_min_ports = static_cast<std::size_t>(c.health.link_errors_min_ports);
+  if (auto r = parse_link_rate(c.health.expect_switch_links); r) w.health.expect.switch_switch = *r;
+  if (auto r = parse_link_rate(c.health.expect_ca_links); r) w.health.expect.switch_ca = *r;
+  w.errors.reads_per_second = c.health.counter_reads_per_second;
+  w.errors.start_after = seconds(c.health.counter_start_after_s);
+  w.errors.window = seconds(c.health.error_window_s);
+  w.errors.alarm = c.health.link_errors_alarm;
+  w.errors.alarm_min_ports = static_cast<std::size_t>(c.health.link_errors_min_ports);
   for (auto k : mad::kErrorCounters)
     if (auto it = c.health.error_thresholds.find(std::string(mad::counter_key(k))); it != c.health.error_thresholds.end())
-      mad::at(a.errors.thresholds, k) = static_cast<std::uint32_t>(it->second);
-  if (auto e = sm::check(p)) return policy_error_at(c, *e);
-  return a;
+      mad::at(w.errors.thresholds, k) = static_cast<std::uint32_t>(it->second);
+  return w;
 }
 
 agent::PriorityRenderer priority_renderer(std::string rendered) {
@@ -148,9 +153,10 @@ Result<Plan> make_plan(const config::Config& c, agent::AgentConfig mapped, const
   Plan plan;
   plan.agent = std::move(mapped);
   plan.agent.policy.observe = in.observe;  // no OpenSM of ours: a silent local port is no hang
+  plan.watchers = map_watchers(c);
   if (in.observe) return plan;
-  plan.agent.routing_engines = opensm::rendered_routing_engines(c, in.caps);
-  plan.agent.opensm_log = !c.opensm.log_file.empty();
+  plan.watchers.routing_engines = opensm::rendered_routing_engines(c, in.caps);
+  plan.watchers.opensm_log = !c.opensm.log_file.empty();
 
   Plan::Opensm o;
   // The one rendering of this configuration: a bad config for this OpenSM is

@@ -306,17 +306,17 @@ void Daemon::register_methods() {
   });
   (void)server_->register_method(method::kSms, Access::ReadOnly, [this](const control::Call&) {
     const TimePoint now = clock_.now();
-    const auto& agent = head_->agent();
+    const auto& census = head_->census();
     return Reply::ok(json{
         {"node", config_.node_name},
-        {"sms", head::census_json(agent.census(), [this](Guid g) { return head_->head_name(g); }, now)},
-        {"census", head::census_stats_json(agent.census(), agent.census_stats(), agent.config().census, now)}});
+        {"sms", head::census_json(census.census(), [this](Guid g) { return head_->head_name(g); }, now)},
+        {"census", head::census_stats_json(census.census(), census.stats(), census.config(), now)}});
   });
   (void)server_->register_method(method::kHealth, Access::ReadOnly, [this](const control::Call&) {
-    const auto& a = head_->agent();
+    const auto& w = head_->watchers();
     return Reply::ok(json{{"node", config_.node_name},
-                          {"health", head::health_json(a, clock_.now(), a.health().config().max_links,
-                                                       a.errors().config().max_ports)}});
+                          {"health", head::health_json(w, clock_.now(), w.health().config().max_links,
+                                                       w.errors().config().max_ports)}});
   });
   (void)server_->register_method(method::kReload, Access::Mutating, [this](const control::Call&) {
     return reload_guarded("smctl reload");

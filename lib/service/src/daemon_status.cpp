@@ -101,13 +101,13 @@ json Daemon::status_json() {
   json peers = json::array();
   for (const auto& p : h.peers) peers.push_back(to_json(p));
   j["peers"] = peers;
-  const auto& agent = head_->agent();
-  j["sms"] = head::census_json(agent.census(), [this](Guid g) { return head_->head_name(g); }, now);
-  j["census_sa"] = head::census_sa_json(agent.census_stats(), agent.config().census.sa_interval, now);
+  const auto& census = head_->census();
+  j["sms"] = head::census_json(census.census(), [this](Guid g) { return head_->head_name(g); }, now);
+  j["census_sa"] = head::census_sa_json(census.stats(), census.config().sa_interval, now);
   j["lid_continuity"] =
       head::lid_continuity_json(head_->lid_continuity(), head_->config().opensm.honor_guid2lid_file, now);
-  j["drift"] = head::drift_json(agent.drift(), now);
-  j["health"] = head::health_json(head_->agent(), now, head::kMetricsWorstLinks, head::kMetricsWorstLinks);
+  j["drift"] = head::drift_json(head_->watchers().drift(), now);
+  j["health"] = head::health_json(head_->watchers(), now, head::kMetricsWorstLinks, head::kMetricsWorstLinks);
   j["continuity"] = continuity_ ? continuity_->status_json() : peer::continuity_off_json();
   const auto& pol = head_->agent().config().policy;
   j["policy"] = {{"poll_interval_ms", std::chrono::duration_cast<std::chrono::milliseconds>(pol.poll_interval).count()},

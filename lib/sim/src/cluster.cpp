@@ -267,7 +267,7 @@ Cluster::Cluster(std::uint64_t seed, ClusterParams params)
     c.failover.preempt_holddown = in_config_unit<seconds>(params_.preempt_hold_down, "preempt_hold_down");
     c.opensm.binary = "/usr/sbin/opensm";
     c.opensm.conf_path = "/etc/opensm/opensm.conf";
-    c.opensm.log_file.clear();  // the simulated OpenSM writes no log file (its lines reach the agent directly)
+    c.opensm.log_file.clear();  // the simulated OpenSM writes no log file (its lines reach the head directly)
     c.state_dir = "/var/lib/smha";  // the pidfile: /var/lib/smha/opensm.pid
     const auto& sv = params_.supervision;
     c.opensm.restart_backoff_initial = in_config_unit<milliseconds>(sv.backoff_initial, "supervision.backoff_initial");
@@ -327,6 +327,7 @@ TimePoint Cluster::now() const { return fabric_.queue().now(); }
 NodeId Cluster::head(int i) const { return heads_[i]->node; }
 bool Cluster::smhad_up(int i) const { return heads_[i]->smhad != nullptr; }
 agent::Agent* Cluster::agent(int i) { return heads_[i]->smhad ? &heads_[i]->smhad->agent() : nullptr; }
+fabric::Watchers* Cluster::watchers(int i) { return heads_[i]->smhad ? &heads_[i]->smhad->watchers() : nullptr; }
 head::Head* Cluster::smhad(int i) { return heads_[i]->smhad.get(); }
 const opensm::SupervisorStatus* Cluster::supervisor(int i) const {
   const auto& h = heads_[i]->smhad;
@@ -381,8 +382,8 @@ void Cluster::start_smhad(int i) {
   head::Plan plan = std::move(planned).value();
   // What follows from the OpenSM a head runs: the simulated one routes with
   // minhop, and its log lines reach the head directly (Fabric::set_opensm_log).
-  plan.agent.routing_engines = {"minhop"};
-  plan.agent.opensm_log = true;
+  plan.watchers.routing_engines = {"minhop"};
+  plan.watchers.opensm_log = true;
   head::Plan::Opensm& osm = *plan.opensm;
   // The simulated OpenSM reads only the keys it models.
   osm.render = [keys = params_.opensm_conf.value_or(modelled_keys(caps.defaults))](

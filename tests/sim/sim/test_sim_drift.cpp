@@ -75,9 +75,9 @@ TEST_CASE("Config drift: another partitions file on one head raises config_drift
   REQUIRE(c.run_until([&] { return c.fabric().active_masters().size() == 1; }, seconds(30)));
 
   // Head 1 alone has its digests: head 2 has no record, which is unknown.
-  c.agent(0)->drift().set_own(digests(c, 0));
+  c.watchers(0)->drift().set_own(digests(c, 0));
   c.run_for(seconds(30));
-  const auto& p0 = c.agent(0)->drift().peers();
+  const auto& p0 = c.watchers(0)->drift().peers();
   REQUIRE(p0.size() == 1);
   CHECK(p0[0].state == fabric::PeerDriftState::Unknown);
   CHECK(p0[0].detail.find("no smha record") != std::string::npos);
@@ -85,25 +85,25 @@ TEST_CASE("Config drift: another partitions file on one head raises config_drift
 
   // Head 2 with another partitions file.
   write_partitions(c, 1, "Default=0x7fff, ipoib : ALL=full;\nstorage=0x0002 : ALL=full;\n");
-  c.agent(1)->drift().set_own(digests(c, 1));
+  c.watchers(1)->drift().set_own(digests(c, 1));
   REQUIRE(c.run_until([&] { return count(c, 0, "alarm") > 0 && count(c, 1, "alarm") > 0; }, seconds(60)));
   CHECK(last_alarm(c, 0).find("partitions differ") != std::string::npos);
   CHECK(last_alarm(c, 1).find("partitions differ") != std::string::npos);
   CHECK(last_alarm(c, 0).find("opensm_conf") == std::string::npos);  // GUID and priority are per head
-  CHECK(c.agent(0)->drift().peers()[0].differing ==
+  CHECK(c.watchers(0)->drift().peers()[0].differing ==
         std::vector<fabric::DriftComponent>{fabric::DriftComponent::Partitions});
 
   // Fixed: both clear, and stay clear.
   write_partitions(c, 1, "Default=0x7fff, ipoib : ALL=full;\n");
-  c.agent(1)->drift().set_own(digests(c, 1));
+  c.watchers(1)->drift().set_own(digests(c, 1));
   REQUIRE(c.run_until([&] { return count(c, 0, "clear") > 0 && count(c, 1, "clear") > 0; }, seconds(60)));
   c.run_for(seconds(60));
   CHECK(count(c, 0, "alarm") == 1);
   CHECK(count(c, 1, "alarm") == 1);
-  CHECK(c.agent(0)->drift().peers()[0].state == fabric::PeerDriftState::Match);
-  CHECK(c.agent(1)->drift().peers()[0].state == fabric::PeerDriftState::Match);
-  CHECK(c.agent(0)->drift().stats().rejected_foreign == 0);
-  CHECK(c.agent(0)->drift().stats().rejected_data == 0);
+  CHECK(c.watchers(0)->drift().peers()[0].state == fabric::PeerDriftState::Match);
+  CHECK(c.watchers(1)->drift().peers()[0].state == fabric::PeerDriftState::Match);
+  CHECK(c.watchers(0)->drift().stats().rejected_foreign == 0);
+  CHECK(c.watchers(0)->drift().stats().rejected_data == 0);
   // Bounded: about one Set and one Get per 20 s per head (~240 s of it here).
   CHECK(service_mads <= 2 * 2 * 240 / 20 + 12);
 }
@@ -114,7 +114,7 @@ TEST_CASE("Config drift: after a takeover the new master's SA gets the records a
   write_partitions(c, 1, "B\n");
   c.start_all_smhad();
   REQUIRE(c.run_until([&] { return c.fabric().active_masters().size() == 1; }, seconds(30)));
-  for (int i = 0; i < 2; ++i) c.agent(i)->drift().set_own(digests(c, i));
+  for (int i = 0; i < 2; ++i) c.watchers(i)->drift().set_own(digests(c, i));
   REQUIRE(c.run_until([&] { return count(c, 0, "alarm") > 0 && count(c, 1, "alarm") > 0; }, seconds(60)));
   // The master's OpenSM dies for good: its SA and the records it kept go with it.
   const NodeId master = c.fabric().active_masters().front();
@@ -127,11 +127,11 @@ TEST_CASE("Config drift: after a takeover the new master's SA gets the records a
   }, seconds(30)));
   c.run_for(seconds(30));
   // The survivor registered with its own SA (the new master's): registrations went on.
-  const auto& st = c.agent(survivor)->drift().stats();
+  const auto& st = c.watchers(survivor)->drift().stats();
   CHECK(st.sa_lid == c.fabric().lid(c.head(survivor)));
   CHECK(st.last_register_error.empty());
   // The dead head's record is gone with the old master's SA: unknown after its lease, not drift.
   c.run_for(seconds(60));
-  CHECK(c.agent(survivor)->drift().peers()[0].state == fabric::PeerDriftState::Unknown);
+  CHECK(c.watchers(survivor)->drift().peers()[0].state == fabric::PeerDriftState::Unknown);
   CHECK(count(c, survivor, "clear") == 1);
 }

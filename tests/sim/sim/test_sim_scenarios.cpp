@@ -607,10 +607,10 @@ TEST_CASE("Takeover report: kill -9 of the master, then a planned handover back"
   const int m = master_head(c);
   const int s = 1 - m;
   REQUIRE(c.agent(s)->census_stats().walks >= 1);
-  REQUIRE_FALSE(c.agent(s)->last_takeover());  // the cold start's two masters for a round are no takeover
+  REQUIRE_FALSE(c.watchers(s)->last_takeover());  // the cold start's two masters for a round are no takeover
   REQUIRE(c.fabric().signal_opensm(c.head(m), SIGKILL));
-  REQUIRE(c.run_until([&] { return c.agent(s)->last_takeover().has_value(); }, seconds(10)));
-  const fabric::TakeoverReport r = *c.agent(s)->last_takeover();
+  REQUIRE(c.run_until([&] { return c.watchers(s)->last_takeover().has_value(); }, seconds(10)));
+  const fabric::TakeoverReport r = *c.watchers(s)->last_takeover();
   INFO(fabric::summary(r));
   CHECK(r.kind == fabric::TakeoverReport::Kind::Takeover);
   CHECK(r.previous_master == c.fabric().guid(c.head(m)));
@@ -632,7 +632,7 @@ TEST_CASE("Takeover report: kill -9 of the master, then a planned handover back"
   CHECK(r.incomplete.empty());
   CHECK(c.count_events(s, "takeover_started") == 1);
   // The old master's head reports nothing: it never became MASTER again.
-  CHECK_FALSE(c.agent(m)->last_takeover());
+  CHECK_FALSE(c.watchers(m)->last_takeover());
 
   // The killed head is STANDBY again (sticky); a planned handover moves
   // mastership to it, and it reports a handover.
@@ -640,8 +640,8 @@ TEST_CASE("Takeover report: kill -9 of the master, then a planned handover back"
                       seconds(10)));
   c.run_for(seconds(1));
   c.agent(s)->request_handover(std::nullopt);
-  REQUIRE(c.run_until([&] { return c.agent(m)->last_takeover().has_value(); }, seconds(40)));
-  const fabric::TakeoverReport h = *c.agent(m)->last_takeover();
+  REQUIRE(c.run_until([&] { return c.watchers(m)->last_takeover().has_value(); }, seconds(40)));
+  const fabric::TakeoverReport h = *c.watchers(m)->last_takeover();
   INFO(fabric::summary(h));
   CHECK(h.kind == fabric::TakeoverReport::Kind::Handover);
   CHECK(h.previous_master == c.fabric().guid(c.head(s)));
@@ -696,8 +696,8 @@ TEST_CASE("Takeover report: the master lost while the standby's smhad is startin
   takeover_ms(c, fault, old);
   CHECK(c.count_events(m, "peer_discover") == 1);
   hold[s] = false;
-  REQUIRE(c.run_until([&] { return c.agent(s)->last_takeover().has_value(); }, seconds(10)));
-  const fabric::TakeoverReport r = *c.agent(s)->last_takeover();
+  REQUIRE(c.run_until([&] { return c.watchers(s)->last_takeover().has_value(); }, seconds(10)));
+  const fabric::TakeoverReport r = *c.watchers(s)->last_takeover();
   INFO(fabric::summary(r));
   CHECK(r.kind == fabric::TakeoverReport::Kind::Takeover);
   CHECK(r.previous_master == old);

@@ -446,7 +446,7 @@ TEST_CASE_METHOD(MasterBesideStandby,
   for (const auto& [port, o] : t.port_queries) {
     CHECK(port == 1);
     CHECK(o.retries == c.attempts - 1);
-    CHECK(o.timeout * c.attempts <= query_window_for(c));  // within the round's window
+    CHECK(o.timeout * c.attempts <= engine_policy(c).query_window);  // within the round's window
   }
 
   auto changes = [this] { return std::count(sink.events.begin(), sink.events.end(), "priority_changed"); };

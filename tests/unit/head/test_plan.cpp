@@ -6,6 +6,7 @@
 #include "sample_config.hpp"
 #include "smha/core/limits.hpp"
 #include "smha/head/plan.hpp"
+#include "smha/opensm/check.hpp"
 #include "test_support.hpp"  // tests/unit/opensm: captured `opensm -c` output
 
 using namespace smha;
@@ -151,12 +152,17 @@ TEST_CASE("make_plan: OpenSM's command line, environment, supervision and direct
   CHECK(o.drift.opensm == "3.3.23 upstream");
   CHECK(plan->agent.policy.base_priority == 15);
   CHECK_FALSE(plan->agent.policy.observe);
+  // The takeover report's inputs from this OpenSM: its routing engines as rendered.
+  CHECK(plan->watchers.routing_engines == opensm::rendered_routing_engines(c, caps));
+  CHECK(plan->watchers.opensm_log == !c.opensm.log_file.empty());
 
   // Observing: no OpenSM of ours, nothing to start, render or keep.
   auto observe = make_plan(c, mapped.value(), PlanInputs{Guid{0x10}, true, caps}, fs);
   REQUIRE(observe.ok());
   CHECK_FALSE(observe->opensm);
   CHECK(observe->agent.policy.observe);
+  CHECK(observe->watchers.routing_engines.empty());
+  CHECK_FALSE(observe->watchers.opensm_log);
 
   // One rendering per plan: the drift input and every priority come from it.
   int renders = 0;
@@ -182,7 +188,7 @@ TEST_CASE("make_plan: OpenSM's command line, environment, supervision and direct
   CHECK_THAT(co.warnings[0], Catch::Contains("no_clients_rereg: is TRUE"));
 }
 
-TEST_CASE("map_config: the error counters' settings reach the agent, thresholds by counter key") {
+TEST_CASE("map_watchers: the error counters' settings reach the watchers, thresholds by counter key") {
   // smha.yaml's keys are the codec's, in the codec's order.
   REQUIRE(config::kErrorThresholdKeys.size() == mad::kErrorCounterCount);
   for (auto k : mad::kErrorCounters)
@@ -194,9 +200,8 @@ TEST_CASE("map_config: the error counters' settings reach the agent, thresholds 
   c.health.link_errors_alarm = false;
   c.health.link_errors_min_ports = 2;
   c.health.error_thresholds = {{"symbol_errors", 100}, {"vl15_dropped", 7}};
-  auto r = map_config(c, Guid{0x10});
-  REQUIRE(r.ok());
-  const auto& e = r.value().errors;
+  const auto w = map_watchers(c);
+  const auto& e = w.errors;
   CHECK(e.reads_per_second == 50);
   CHECK(e.start_after == 0s);
   CHECK(e.window == 600s);

@@ -29,7 +29,7 @@
 // that switch port (DR path without its last hop, modifier = the last hop) and
 // reports its state as the peer's port. The switch's SMA answers whatever the
 // peer does, so Down there means the peer's link is gone, not that MADs were
-// lost; unanswered or refused is Unknown. A PeerPortFn, when set, wins.
+// lost; unanswered or refused is Unknown.
 //
 // Discovery (doc/discovery.md): a peer with `discover` set is found by its
 // port GUID with fabric::Discovery. Until it is found, and while it is being
@@ -42,6 +42,11 @@
 // answered: after 1 s); never more often than `rediscover_min_gap`. A peer
 // not found keeps the addresses it had (a peer found once and then gone is
 // polled there, and missed, as before).
+//
+// The round's consumers (fabric::Watchers: drift, link health, error
+// counters, the takeover report) are told of every round, engine step and
+// census walk through one fabric::PollListener (set_listener()); the agent
+// knows nothing else of them.
 #pragma once
 
 #include <functional>
@@ -52,11 +57,8 @@
 
 #include "smha/fabric/census_driver.hpp"
 #include "smha/fabric/discovery.hpp"
-#include "smha/fabric/drift.hpp"
-#include "smha/fabric/health.hpp"
-#include "smha/fabric/port_errors.hpp"
 #include "smha/agent/seams.hpp"
-#include "smha/fabric/takeover_report.hpp"
+#include "smha/fabric/poll_listener.hpp"
 #include "smha/mad/transport.hpp"
 #include "smha/sm/ha_machine.hpp"
 
@@ -101,9 +103,10 @@ struct AgentConfig {
   sm::HaPolicy policy;
   std::vector<PeerAddress> peers;
   // How long one query may take. Default: half the poll interval, at least
-  // 30 ms (never more than the interval). Sets policy.query_window.
+  // 30 ms (never more than the interval). engine_policy() sets
+  // policy.query_window from it.
   std::optional<Duration> query_window;
-  // Attempts per query (>= 1). Sets policy.attempts_per_query.
+  // Attempts per query (>= 1). engine_policy() sets policy.attempts_per_query.
   int attempts = 3;
   std::uint64_t m_key = 0;  // carried in every SMP
   // Our own port's number (the PortInfo attribute modifier). 0: no PortInfo
@@ -116,27 +119,12 @@ struct AgentConfig {
   // paths first (Discovery hints), so one that finds them costs a few MADs.
   Duration rediscover_min_gap = milliseconds(500);
   fabric::CensusConfig census;
-  // Config drift between heads (doc/drift.md): inert until drift().set_own().
-  fabric::DriftConfig drift;
-  // Fabric health from the census walks (doc/health.md); off with the census.
-  fabric::HealthConfig health;
-  // Error counters (doc/health.md): read while this head's OpenSM is MASTER;
-  // off with the census.
-  fabric::ErrorsConfig errors;
-  // The takeover report (doc/takeover-report.md): opensm.routing_engine split
-  // at commas (empty: OpenSM's default), whether OpenSM's log reaches
-  // Agent::opensm_logged(), and the longest wait from MASTER to the report.
-  std::vector<std::string> routing_engines;
-  bool opensm_log = false;
-  Duration report_deadline = seconds(30);
-  // Whether the report asks our SA from MASTER on until it answers (off
-  // where no SA runs: the simulated fabric), and the SA copy our OpenSM
-  // holds (the daemon's continuity; unset: none).
-  bool report_sa_probe = true;
-  std::function<std::optional<fabric::SaCopyInfo>()> sa_copy;
 };
-// The query window an AgentConfig gets (see AgentConfig::query_window).
-Duration query_window_for(const AgentConfig& cfg);
+// The engine's policy for an AgentConfig: `policy` with the query window and
+// the attempts per query the agent polls with. The only place they are
+// derived: the agent runs its engine on it and times its queries by it, and
+// the head's mapping checks it (sm::check).
+sm::HaPolicy engine_policy(const AgentConfig& cfg);
 // The switch port a peer's cable ends in: the DR path to that switch and the
 // port number, when the peer's DR path has a switch hop; else nullopt.
 std::optional<std::pair<DrPath, std::uint8_t>> switch_port_of(const PeerAddress& p);
@@ -146,7 +134,6 @@ class Agent {
   // Port state providers, for tests and sims that know them without a query.
   // A LocalPortFn, when set, wins over the PortInfo query's answer.
   using LocalPortFn = std::function<sm::PortState()>;
-  using PeerPortFn = std::function<sm::PortState(Guid)>;
 
   // All references must outlive the agent. `cfg.policy` must pass sm::validate().
   Agent(AgentConfig cfg, Scheduler& sched, mad::MadTransport& mad, OpensmControl& opensm,
@@ -156,12 +143,14 @@ class Agent {
   Agent& operator=(const Agent&) = delete;
 
   void set_local_port(LocalPortFn fn) { local_port_ = std::move(fn); }
-  void set_peer_port(PeerPortFn fn) { peer_port_ = std::move(fn); }
   // Whether the kernel shows the local OpenSM stopped (see PollRound::local_stopped).
   void set_local_stopped(std::function<bool()> fn) { local_stopped_ = std::move(fn); }
   // Called with every census walk's result (LID continuity reads its ports).
   using WalkObserver = std::function<void(const fabric::DiscoveryResult&)>;
   void set_walk_observer(WalkObserver fn) { walk_observer_ = std::move(fn); }
+  // Who consumes the rounds (fabric::Watchers); nullptr: nobody. It must
+  // outlive the agent, or be unset first.
+  void set_listener(fabric::PollListener* listener) { listener_ = listener; }
 
   // Tells the machine the process state and starts polling now.
   void start();
@@ -190,14 +179,10 @@ class Agent {
   // Our node's NodeDescription ("" until read; read at start with the census on).
   const std::string& own_description() const { return census_driver_.own_description(); }
   const fabric::CensusStats& census_stats() const { return census_driver_.stats(); }
-  fabric::DriftMonitor& drift() { return drift_; }
-  const fabric::DriftMonitor& drift() const { return drift_; }
-  const fabric::LinkHealth& health() const { return health_; }
-  const fabric::PortErrors& errors() const { return errors_; }
-  // A line of the local OpenSM's log that the takeover report reads.
-  void opensm_logged(const opensm::LoggedEvent& e);
-  // The last takeover report (EventSink::takeover_report got it too).
-  const std::optional<fabric::TakeoverReport>& last_takeover() const { return reporter_.last(); }
+  // The census and its walks (CensusDriver::start_walk: a walk now, whose
+  // result reaches the walk observer and the listener).
+  fabric::CensusDriver& census_driver() { return census_driver_; }
+  const fabric::CensusDriver& census_driver() const { return census_driver_; }
 
  private:
   struct Round;
@@ -223,10 +208,6 @@ class Agent {
   void apply(const sm::Decision& d);
   void report_handover(const sm::RecordEvent& e);
   void arm_wakeup(std::optional<TimePoint> t);
-  void serve_report();
-  void probe_sa();
-  void check_groups(std::vector<fabric::SaCopyInfo::Group> groups);
-  void update_error_reading();
 
   AgentConfig cfg_;
   Scheduler& sched_;
@@ -239,11 +220,11 @@ class Agent {
   LocalPortFn local_port_;
   std::function<bool()> local_stopped_;
   WalkObserver walk_observer_;
+  fabric::PollListener* listener_ = nullptr;
   // request_handover()'s callback: while the request is being stepped, then
   // until the handover it started ends.
   HandoverDone handover_asking_;
   HandoverDone handover_running_;
-  PeerPortFn peer_port_;
   std::shared_ptr<int> alive_;   // callbacks hold a weak_ptr: dropped after stop()/destruction
   std::shared_ptr<Round> round_;
   bool running_ = false;
@@ -263,14 +244,6 @@ class Agent {
   std::optional<mad::PortInfo> last_local_pi_;
   // Census: its walks, queries, SA tables and the impostor_sm alarm.
   fabric::CensusDriver census_driver_;
-  fabric::DriftMonitor drift_;
-  fabric::LinkHealth health_;
-  fabric::PortErrors errors_;
-  std::optional<TimePoint> master_since_;  // our OpenSM MASTER and the engine Master since
-  fabric::TakeoverReporter reporter_;
-  std::optional<Scheduler::TimerId> report_timer_;
-  std::optional<Scheduler::TimerId> sa_probe_timer_;
-  int sa_probes_in_flight_ = 0;
 };
 
 }  // namespace smha::agent

@@ -59,7 +59,6 @@ class SupervisedOpensmControl final : public OpensmControl {
   // opensm.log_file of a reload, before reload() restarts OpenSM with it.
   void set_log_file(std::string path) { sup_->set_log_file(std::move(path)); }
   std::uint8_t priority() const { return priority_; }
-  bool adopted_at_start() const { return adopted_; }
 
  private:
   Status write_and_apply(std::uint8_t priority, opensm::ConfChangeKind kind);
@@ -80,7 +79,6 @@ class SupervisedOpensmControl final : public OpensmControl {
   // state() reports Running (the respawn is on its way), not Exited again.
   bool respawn_requested_ = false;
   std::uint8_t priority_ = 0;
-  bool adopted_ = false;
   bool stop_requested_ = false;
   opensm::SupervisorState last_state_ = opensm::SupervisorState::Stopped;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

@@ -107,8 +107,8 @@ class CensusDriver {
   CensusDriver& operator=(const CensusDriver&) = delete;
 
   // Called with every census walk's result, after the census took it and
-  // before the next walk is armed (the agent's walk observer and takeover
-  // report).
+  // before the next walk is armed (the agent's walk observer and its
+  // PollListener).
   using WalkHandler = std::function<void(const DiscoveryResult&)>;
   void set_walk_handler(WalkHandler fn) { walk_handler_ = std::move(fn); }
 

@@ -4,7 +4,7 @@
 // a time at a fixed rate (a budget, not a burst) and kept as deltas, so that
 // "rising" means risen between two reads of this head, within a window.
 //
-// Only the head whose OpenSM is MASTER reads (the agent says so through
+// Only the head whose OpenSM is MASTER reads (Watchers says so through
 // set_reading(), after it has been master for a while): there is exactly one
 // such head, so the fabric is read once; a standby's MADs stay free for a
 // takeover; and the master's head has no takeover to make.

@@ -26,7 +26,7 @@
 //   lfts                every switch's linear forwarding table in the last
 //                       walk before against the walk at SUBNET UP: entries
 //                       changed
-//   sa                  when our SA answered again (the agent asks it from
+//   sa                  when our SA answered again (Watchers asks it from
 //                       MASTER on: OpenSM ignores SA queries until its first
 //                       master sweep ends), and what of the old master's SA
 //                       database our OpenSM was given (the copy the peer
@@ -41,7 +41,7 @@
 // starting when the lost master's smhad sent our SM DISCOVER). A cold start
 // is none of these.
 //
-// Pure bookkeeping, fed by the agent (engine events, poll answers, census
+// Pure bookkeeping, fed by Watchers (engine events, poll answers, census
 // walks) and by whoever reads OpenSM's log (smhad's log follower; the
 // simulated fabric's model). A report is emitted once everything arrived, or
 // at `deadline` after MASTER with what did (`incomplete` says what is
@@ -166,10 +166,9 @@ class TakeoverReporter {
 
   void set_emit(Emit fn) { emit_ = std::move(fn); }
   void set_own(Guid own) { own_ = own; }
-  void set_configured_engines(std::vector<std::string> engines) { engines_ = std::move(engines); }
   // Whether census walks run (no LID or MasterSMLID figures without them).
   void set_walks(bool on) { walks_ = on; }
-  // Whether the agent asks our SA from MASTER on (sa_after_master, sa_outage).
+  // Whether Watchers asks our SA from MASTER on (sa_after_master, sa_outage).
   void set_sa_probe(bool on) { sa_probe_ = on; }
   // The SA copy our OpenSM holds, asked when it becomes MASTER (unset or
   // nullopt: none).
@@ -190,11 +189,11 @@ class TakeoverReporter {
   void on_opensm_log(const opensm::LoggedEvent& e, TimePoint now);
   // Every census walk.
   void on_walk(const DiscoveryResult& r, TimePoint now);
-  // True when the report waits for a census walk the agent should start now
+  // True when the report waits for a census walk that should start now
   // (then walk_started()).
   bool wants_walk(TimePoint now) const;
   void walk_started() { walk_started_ = true; }
-  // True while the report waits for our SA's first answer: the agent asks it.
+  // True while the report waits for our SA's first answer: Watchers asks it.
   bool wants_sa_answer() const { return pending_ && sa_probe_ && !pending_->sa_after_master; }
   // Our SA answered (anything, an error status too) at `at`.
   void on_sa_answer(TimePoint at);
@@ -203,7 +202,7 @@ class TakeoverReporter {
   std::vector<SaCopyInfo::Group> take_group_check();
   // The answers: `kept` with the copy's MLID; `lost` "MGID: why" for the others.
   void on_groups_checked(std::size_t checked, std::size_t kept, std::vector<std::string> lost);
-  // Emits a report whose deadline passed; the agent calls it at next_wakeup().
+  // Emits a report whose deadline passed; Watchers calls it at next_wakeup().
   void tick(TimePoint now);
   std::optional<TimePoint> next_wakeup() const;
 

@@ -2,8 +2,10 @@
 // Head: what one head is, on the seams its host gives it (doc/architecture.md,
 // "A head and its hosts"). From a configuration and its plan (plan.hpp) it
 // builds and runs:
-//   - the agent (poll loop, engine, discovery, census, drift) over a
-//     RecordingTransport of the host's port;
+//   - the agent (poll loop, engine, discovery, census) over a
+//     RecordingTransport of the host's port, and the watchers that consume
+//     its rounds (fabric::Watchers: drift, link health, error counters, the
+//     takeover report);
 //   - OpenSM's supervision (agent::SupervisedOpensmControl) and its watch
 //     (OpensmWatch: the opensm_failed alarm, the opensm_restart hooks), or the
 //     observe-only control;
@@ -38,6 +40,7 @@
 #include "smha/core/result.hpp"
 #include "smha/core/scheduler.hpp"
 #include "smha/fabric/lid_continuity.hpp"
+#include "smha/fabric/watchers.hpp"
 #include "smha/head/drill.hpp"
 #include "smha/head/event_journal.hpp"
 #include "smha/head/event_log.hpp"
@@ -96,7 +99,8 @@ class Head final : public DrillHost {
   Head& operator=(const Head&) = delete;
 
   // The event history from state_dir/events.jsonl (restored, then appended
-  // to), the directories OpenSM needs, the agent and OpenSM's log follower.
+  // to), the directories OpenSM needs, the agent with its watchers and
+  // OpenSM's log follower.
   void start();
   // The SA copy our OpenSM holds, for the takeover report (the daemon's
   // continuity; unset: none).
@@ -127,9 +131,9 @@ class Head final : public DrillHost {
   // (opensm.conf rendered there, once), `changes` config::changed_keys(config(),
   // next) with no key that needs a smhad restart. The plan's opensm.conf, at
   // the priority OpenSM runs at, is applied (a key that needs OpenSM's
-  // restart restarts it; nothing is rendered again), and the engine is
-  // re-created when a changed key is the engine's (KeyInfo::engine). The
-  // error leaves everything as it was.
+  // restart restarts it; nothing is rendered again), and the engine (the
+  // agent and its watchers) is re-created when a changed key is the engine's
+  // (KeyInfo::engine). The error leaves everything as it was.
   struct Reloaded {
     // opensm_action, opensm_change, changed_keys (opensm.conf's), warnings,
     // engine_restarted, config_keys (the YAML's, as written) ...
@@ -150,6 +154,12 @@ class Head final : public DrillHost {
   const config::Config& config() const { return config_; }
   agent::Agent& agent() { return *agent_; }
   const agent::Agent& agent() const { return *agent_; }
+  // Drift, link health, error counters and the takeover report (made with
+  // the agent, by start() and by a reload that restarts the engine).
+  fabric::Watchers& watchers() { return *watchers_; }
+  const fabric::Watchers& watchers() const { return *watchers_; }
+  // The SM census and its walks, as the agent keeps them.
+  const fabric::CensusDriver& census() const { return agent_->census_driver(); }
   const RecordingTransport& mad() const { return *mad_; }
   const opensm::Capabilities& caps() const { return options_.caps; }
   // OpenSM's supervision; nullptr when observing.
@@ -206,6 +216,7 @@ class Head final : public DrillHost {
   std::unique_ptr<fabric::LidContinuity> lid_continuity_;  // before agent_: its walks feed it
   unsigned lid_lmc_ = 0;
   std::unique_ptr<agent::Agent> agent_;
+  std::unique_ptr<fabric::Watchers> watchers_;  // agent_'s listener: its walks start through agent_
   std::function<std::optional<fabric::SaCopyInfo>()> sa_copy_source_;
   HoldState hold_;
   std::optional<Scheduler::TimerId> hold_timer_;

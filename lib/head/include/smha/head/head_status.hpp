@@ -29,6 +29,7 @@
 #include "smha/fabric/census_driver.hpp"
 #include "smha/fabric/drift.hpp"
 #include "smha/fabric/lid_continuity.hpp"
+#include "smha/fabric/watchers.hpp"
 #include "smha/opensm/supervisor.hpp"
 #include "smha/head/recording_transport.hpp"
 #include "smha/sm/ha_machine.hpp"
@@ -148,9 +149,9 @@ nlohmann::json health_json(const fabric::LinkHealth& health, TimePoint now, std:
 // health.errors (doc/control-protocol.md): the error counters' reader, its
 // totals and the erroring ports (at most `limit`, worst first).
 nlohmann::json errors_json(const fabric::PortErrors& errors, TimePoint now, std::size_t limit);
-// The whole `health` object of an agent: health_json() with, in "errors",
-// errors_json() (at most `links` degraded links and `ports` ports).
-nlohmann::json health_json(const agent::Agent& agent, TimePoint now, std::size_t links, std::size_t ports);
+// The whole `health` object of a head's watchers: health_json() with, in
+// "errors", errors_json() (at most `links` degraded links and `ports` ports).
+nlohmann::json health_json(const fabric::Watchers& watchers, TimePoint now, std::size_t links, std::size_t ports);
 // The metrics' view of the error counters (at most kMetricsWorstLinks ports by name).
 control::ErrorCounterMetrics error_metrics(const fabric::PortErrors& errors);
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The plan of a head: what a head is built from, derived in one place from its
 // configuration, the OpenSM binary's capabilities and its port GUID -- the
-// engine's policy with its clamps, the agent's configuration, how OpenSM is
+// engine's policy with its clamps, the agent's and the watchers'
+// configurations, how OpenSM is
 // started and supervised, how opensm.conf is rendered, the inputs of this
 // head's configuration digests and LID continuity. smhad builds its head from
 // it; a change of mapping is made here once.
@@ -20,6 +21,7 @@
 #include "smha/fabric/drift.hpp"
 #include "smha/fabric/lid_continuity.hpp"
 #include "smha/opensm/check.hpp"
+#include "smha/fabric/watchers.hpp"
 #include "smha/opensm/probe.hpp"
 #include "smha/opensm/supervisor.hpp"
 #include "smha/os/file_system.hpp"
@@ -31,8 +33,8 @@ namespace smha::head {
 // sm_priority and each peer's peers[].sm_priority; hang_timeout = (misses + 1)
 // x poll; the bounds that must cover a round follow a long poll interval),
 // every peer found by directed-route discovery from its port GUID (a configured
-// lid or dr_path is an override), the drift alarm bound. A policy the engine
-// refuses is an error naming the YAML key that set it and its position.
+// lid or dr_path is an override). A policy the engine refuses is an error
+// naming the YAML key that set it and its position.
 Result<agent::AgentConfig> map_config(const config::Config& config, Guid own_guid);
 
 // How opensm.conf is rendered and checked for this OpenSM
@@ -42,6 +44,12 @@ Result<agent::AgentConfig> map_config(const config::Config& config, Guid own_gui
 using ConfPreparer = std::function<opensm::PreparedConf(const config::Config&, const opensm::Capabilities&,
                                                         std::uint8_t sm_priority, std::optional<Guid> port_guid,
                                                         const os::FileSystem* policy_fs)>;
+
+// config::Config -> fabric::WatchersConfig: the drift alarm bound, the link
+// health and error counter settings (health.*). What follows from OpenSM
+// (the routing engines, its log) make_plan adds.
+fabric::WatchersConfig map_watchers(const config::Config& config);
+
 
 // opensm.conf for a priority, from `rendered` (opensm.conf rendered once for
 // the configuration): its sm_priority set (opensm::set_sm_priority), nothing
@@ -74,11 +82,13 @@ struct PlanInputs {
 };
 
 struct Plan {
-  // map_config, plus what follows from the OpenSM this head runs: the routing
-  // engines as rendered (with NVIDIA AR, ftree is ar_ftree, so that the engine
-  // OpenSM configures is the first choice and not a fallback), whether OpenSM's
-  // log is followed, observe mode in the policy.
+  // map_config, plus observe mode in the policy.
   agent::AgentConfig agent;
+  // map_watchers, plus what follows from the OpenSM this head runs: the
+  // routing engines as rendered (with NVIDIA AR, ftree is ar_ftree, so that
+  // the engine OpenSM configures is the first choice and not a fallback),
+  // whether OpenSM's log is followed.
+  fabric::WatchersConfig watchers;
   // Unset when observing.
   struct Opensm {
     os::ProcessSpec spec;                    // opensm_spec

@@ -114,6 +114,8 @@ class Cluster {
   void crash_smhad(int i);
   bool smhad_up(int i) const;
   agent::Agent* agent(int i);
+  // Head i's drift, health, error counters and takeover report (nullptr while its smhad is down).
+  fabric::Watchers* watchers(int i);
   // Head i's head, as its smhad runs it (nullptr while its smhad is down).
   head::Head* smhad(int i);
   // Head i's OpenSM supervision (nullptr while its smhad is down).
