@@ -107,7 +107,7 @@ void Fabric::Impl::switch_port_attempt(const std::shared_ptr<PortReq>& r, int a,
     answer = pi;
   }
   if (chance(me.loss)) return;  // lost on the way back
-  q.schedule_in(2 * (params.hop_delay * cables_to_switch(r->from, sw.id) + me.delay),
+  q.schedule_in(2 * params.hop_delay * cables_to_switch(r->from, sw.id),
                 [this, r, a, answer] { reply_port(r, a, answer); });
 }
 
@@ -204,7 +204,7 @@ void Fabric::Impl::node_attempt(const std::shared_ptr<NodeReq>& r) {
         ni.local_port = sw->in_port;
         v = ni;
       }
-      answer_in(2 * (params.hop_delay * cables_to_switch(r->from, sw->id) + me.delay), v);
+      answer_in(2 * params.hop_delay * cables_to_switch(r->from, sw->id), v);
     }
   } else if (auto dest = resolve(r->from, r->target); dest && path_ok(r->from, *dest)) {
     const NodeId to = *dest;
@@ -250,7 +250,6 @@ NodeId Fabric::add_node(std::string name, Guid port_guid, Lid lid, int sw) {
   impl_->absorb_hups.push_back(0);
   return id;
 }
-std::size_t Fabric::node_count() const { return impl_->nodes.size(); }
 const std::string& Fabric::name(NodeId n) const { return impl_->nodes[n]->name; }
 Guid Fabric::guid(NodeId n) const { return impl_->nodes[n]->guid; }
 Lid Fabric::lid(NodeId n) const { return impl_->nodes[n]->lid; }
@@ -277,7 +276,6 @@ void Fabric::set_link(NodeId n, bool up) { impl_->nodes[n]->link = up; }
 bool Fabric::link_up(NodeId n) const { return impl_->nodes[n]->link; }
 void Fabric::set_loss(NodeId n, double p) { impl_->nodes[n]->loss = p; }
 Fabric::LossCount Fabric::loss_count() const { return impl_->losses; }
-void Fabric::set_extra_delay(NodeId n, Duration d) { impl_->nodes[n]->delay = d; }
 
 mad::MadTransport& Fabric::transport(NodeId n) { return impl_->nodes[n]->transport; }
 os::ProcessRunner& Fabric::runner(NodeId n) { return impl_->nodes[n]->runner; }

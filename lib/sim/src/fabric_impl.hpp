@@ -213,7 +213,6 @@ struct Fabric::Impl {
     int sw = 0;  // the switch of the chain its cable goes to
     bool link = true;
     double loss = 0;
-    Duration delay{};
     Transport transport;
     Runner runner;
     Files fs;
@@ -322,7 +321,7 @@ struct Fabric::Impl {
   }
   Duration one_way(NodeId a, NodeId b) const {
     if (a == b) return params.hop_delay;
-    return params.hop_delay * cables(a, b) + nodes[a]->delay + nodes[b]->delay;
+    return params.hop_delay * cables(a, b);
   }
 
   // ---- the simulated OpenSM (opensm_model.cpp) ----------------------------
