@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 #include <variant>
 
 #include "fabric_impl.hpp"
@@ -15,6 +16,71 @@
 namespace smha::sim {
 
 using namespace detail;
+
+void Fabric::Impl::Transport::submit(mad::Request request, mad::ReplyCallback done) {
+  const mad::RequestOptions& o = request.opts;
+  std::visit(
+      [&](const auto& q) {
+        using Q = std::decay_t<decltype(q)>;
+        if constexpr (std::is_same_v<Q, mad::SmInfoGet>) {
+          f->send(self, q.target, std::nullopt, SmInfo{}, o, std::move(done));
+        } else if constexpr (std::is_same_v<Q, mad::SmInfoSet>) {
+          f->send(self, q.target, q.mod, q.payload, o, std::move(done));
+        } else if constexpr (std::is_same_v<Q, mad::PortInfoGet>) {
+          f->send_port_info(self, q.target, q.port, o, std::move(done));
+        } else if constexpr (std::is_same_v<Q, mad::NodeInfoGet>) {
+          f->send_node_read(self, q.target, o, [done = std::move(done)](Result<NodeAnswer> r) {
+            if (!r) return done(r.error());
+            done(mad::NodeInfoReply{std::get<mad::NodeInfo>(r->value), r->rtt, r->attempts});
+          });
+        } else if constexpr (std::is_same_v<Q, mad::NodeDescriptionGet>) {
+          f->send_node_read(
+              self, q.target, o,
+              [done = std::move(done)](Result<NodeAnswer> r) {
+                if (!r) return done(r.error());
+                done(mad::NodeDescriptionReply{std::get<std::string>(r->value), r->rtt, r->attempts});
+              },
+              true);
+        } else if constexpr (std::is_same_v<Q, mad::SmInfoRecordsGet>) {
+          f->send_sa(self, q.sa_lid, o, std::move(done));
+        } else if constexpr (std::is_same_v<Q, mad::IsSmPortRecordsGet>) {
+          f->send_pir(self, q.sa_lid, o, std::move(done));
+        } else if constexpr (std::is_same_v<Q, mad::ServiceRecordSet>) {
+          f->send_sr(self, q.sa_lid, mad::encode_service_record_set(0, q.record), mad::kMethodGetResp, o,
+                     std::move(done));
+        } else if constexpr (std::is_same_v<Q, mad::ServiceRecordGet>) {
+          f->send_sr(self, q.sa_lid, mad::encode_service_record_get(0, q.id, q.gid, q.name), mad::kMethodGetResp, o,
+                     std::move(done));
+        } else if constexpr (std::is_same_v<Q, mad::ServiceRecordDelete>) {
+          f->send_sr(self, q.sa_lid, mad::encode_service_record_delete(0, q.record), mad::kMethodDeleteResp, o,
+                     std::move(done));
+        } else if constexpr (std::is_same_v<Q, mad::PortCountersGet>) {
+          // The simulated cluster models no PMA (TopologyTransport does): silence.
+          f->q.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no PMA")); });
+        } else if constexpr (std::is_same_v<Q, mad::LftTopGet>) {
+          // No routes either: a switch answers SwitchInfo with LinearFDBTop 0
+          // (nothing programmed), as TopologyTransport; anything else refuses it.
+          f->send_node_read(self, q.target, o, [done = std::move(done)](Result<NodeAnswer> r) {
+            if (!r) return done(r.error());
+            const auto* ni = std::get_if<mad::NodeInfo>(&r->value);
+            if (!ni || ni->type != mad::NodeType::Switch) return done(mad::mad_status_error(0x000c, "SMA status 0x000c"));
+            done(mad::LftTopReply{0, r->rtt, r->attempts});
+          });
+        } else if constexpr (std::is_same_v<Q, mad::LftBlockGet>) {
+          f->send_node_read(self, q.target, o, [done = std::move(done)](Result<NodeAnswer> r) {
+            if (!r) return done(r.error());
+            mad::LftBlockReply reply{{}, r->rtt, r->attempts};
+            reply.ports.fill(0xff);
+            done(reply);
+          });
+        } else {
+          static_assert(std::is_same_v<Q, mad::McMemberGet>, "a query the simulated fabric does not answer");
+          // The simulated SA keeps no multicast groups: silence.
+          f->q.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA groups")); });
+        }
+      },
+      request.query);
+}
 
 void Fabric::Impl::finish(const std::shared_ptr<Req>& r, Result<mad::SmInfoReply> res) {
   if (r->finished) return;
