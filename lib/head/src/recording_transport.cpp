@@ -34,23 +34,39 @@ void PollStats::record(bool ok, Duration rtt) {
     if (s <= kBounds[i]) ++buckets[i];
 }
 
-void RecordingTransport::get_sminfo(const mad::Target& target, const mad::RequestOptions& opts,
-                                    mad::SmInfoCallback done) {
+void RecordingTransport::submit(mad::Request request, mad::ReplyCallback done) {
+  if (const auto* get = std::get_if<mad::SmInfoGet>(&request.query)) {
+    const mad::Target target = get->target;
+    return record_sminfo(target, std::move(request), std::move(done));
+  }
+  if (const auto* port = std::get_if<mad::PortInfoGet>(&request.query)) {
+    const mad::PortInfoGet query = *port;
+    return record_port_info(query, std::move(request), std::move(done));
+  }
+  if (read_only_ && std::holds_alternative<mad::SmInfoSet>(request.query)) {
+    done(make_error(Errc::Observe, "SubnSet(SMInfo) refused: observe mode"));
+    return;
+  }
+  inner_.submit(std::move(request), std::move(done));
+}
+
+void RecordingTransport::record_sminfo(const mad::Target& target, mad::Request request, mad::ReplyCallback done) {
   std::weak_ptr<State> state = state_;
   const Clock* clock = &clock_;
   const TimePoint sent = clock_.now();
-  inner_.get_sminfo(target, opts, [state, clock, sent, target, done = std::move(done)](Result<mad::SmInfoReply> r) {
+  inner_.submit(std::move(request), [state, clock, sent, target, done = std::move(done)](Result<mad::AnyReply> r) {
     if (auto st = state.lock()) {
+      const auto* reply = r.ok() ? std::get_if<mad::SmInfoReply>(&r.value()) : nullptr;
       const TimePoint now = clock->now();
-      if (st->sminfo_tap && r.ok()) st->sminfo_tap(r.value().info, sent, now, target);
+      if (st->sminfo_tap && reply) st->sminfo_tap(reply->info, sent, now, target);
       TargetRecord rec;
       rec.at = now;
-      rec.answered = r.ok();
-      st->stats.record(r.ok(), r.ok() ? r.value().rtt : Duration{});
-      if (r.ok()) {
-        rec.guid = r.value().info.guid;
-        st->seen[r.value().info.guid.value] = SmSighting{r.value().info, r.value().rtt, now};
-        st->master.observe(r.value().info, now, clock->wall_now());
+      rec.answered = reply != nullptr;
+      st->stats.record(reply != nullptr, reply ? reply->rtt : Duration{});
+      if (reply) {
+        rec.guid = reply->info.guid;
+        st->seen[reply->info.guid.value] = SmSighting{reply->info, reply->rtt, now};
+        st->master.observe(reply->info, now, clock->wall_now());
       }
       st->targets[target] = rec;
     }
@@ -58,39 +74,28 @@ void RecordingTransport::get_sminfo(const mad::Target& target, const mad::Reques
   });
 }
 
-void RecordingTransport::set_sminfo(const mad::Target& target, SmInfoModifier mod,
-                                    const SmInfo& payload, const mad::RequestOptions& opts,
-                                    mad::SmInfoCallback done) {
-  if (read_only_) {
-    done(make_error(Errc::Observe, "SubnSet(SMInfo) refused: observe mode"));
-    return;
-  }
-  inner_.set_sminfo(target, mod, payload, opts, std::move(done));
-}
-
-void RecordingTransport::get_port_info(const mad::Target& target, std::uint8_t port,
-                                       const mad::RequestOptions& opts,
-                                       mad::PortInfoCallback done) {
+void RecordingTransport::record_port_info(const mad::PortInfoGet& query, mad::Request request,
+                                          mad::ReplyCallback done) {
   std::weak_ptr<State> state = state_;
   const Clock* clock = &clock_;
   const TimePoint sent = clock_.now();
-  const auto* dr = std::get_if<DrPath>(&target);
+  const auto* dr = std::get_if<DrPath>(&query.target);
   const bool local = dr != nullptr && dr->hops.empty();
-  inner_.get_port_info(target, port, opts,
-                       [state, clock, sent, local, key = std::make_pair(target, port),
-                        done = std::move(done)](Result<mad::PortInfoReply> r) {
-                         if (auto st = state.lock()) {
-                           PortRecord& rec = st->ports[key];
-                           rec.at = clock->now();
-                           if (st->local_port_tap && local && r.ok()) st->local_port_tap(r.value().info, sent, rec.at);
-                           rec.answered = r.ok();
-                           if (r.ok()) {
-                             rec.info = r.value().info;
-                             rec.info_at = rec.at;
-                           }
-                         }
-                         done(std::move(r));
-                       });
+  inner_.submit(std::move(request), [state, clock, sent, local, key = std::make_pair(query.target, query.port),
+                                     done = std::move(done)](Result<mad::AnyReply> r) {
+    if (auto st = state.lock()) {
+      const auto* reply = r.ok() ? std::get_if<mad::PortInfoReply>(&r.value()) : nullptr;
+      PortRecord& rec = st->ports[key];
+      rec.at = clock->now();
+      if (st->local_port_tap && local && reply) st->local_port_tap(reply->info, sent, rec.at);
+      rec.answered = reply != nullptr;
+      if (reply) {
+        rec.info = reply->info;
+        rec.info_at = rec.at;
+      }
+    }
+    done(std::move(r));
+  });
 }
 
 std::optional<PortRecord> RecordingTransport::last_port_info(const mad::Target& target,

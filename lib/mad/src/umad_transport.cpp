@@ -170,9 +170,8 @@ class UmadTransport::Core : public std::enable_shared_from_this<Core> {
 
   std::size_t pending() const { return pending_.size(); }
 
-  // A decoded answer, whichever attribute the request asked for.
-  using Payload = std::variant<SmInfo, PortInfo, NodeInfo, std::string, SmInfoRecordTable, ServiceRecord,
-                               PortInfoRecordTable, PortCounters, std::vector<std::uint8_t>>;
+  // A decoded answer: a query's reply, or the MAD itself (raw_request).
+  using Payload = std::variant<AnyReply, std::vector<std::uint8_t>>;
   struct Answer {
     Payload payload;
     Duration rtt{};
@@ -464,210 +463,152 @@ namespace {
 
 using Core = UmadTransport::Core;
 
-Result<Core::Payload> decode_sminfo_payload(std::span<const std::uint8_t> mad) {
-  auto info = decode_sminfo_response(mad);
-  if (!info) return info.error();
-  return Core::Payload{*info};
-}
+// How a query goes on the wire: the MAD for a TID, where it goes, which agent
+// sends it (an SMP's by its target, or a GSI one on QP1) and how its answer
+// decodes into the query's reply.
+struct Wire {
+  Target target;
+  Core::Gsi gsi = Core::Gsi::None;
+  Core::Build build;
+  Core::Decode decode;
+};
 
-Core::Done sminfo_done(SmInfoCallback done) {
-  return [done = std::move(done)](Result<Core::Answer> r) {
-    if (!r) return done(r.error());
-    done(SmInfoReply{std::get<SmInfo>(r->payload), r->rtt, r->attempts});
+// Reads an answer with `decode` into the reply type `Answer` (rtt and
+// attempts are the core's to fill).
+template <class Answer, class Decode>
+Core::Decode decode_into(Decode decode) {
+  return [decode](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
+    auto value = decode(mad);
+    if (!value) return value.error();
+    return Core::Payload{AnyReply{Answer{std::move(*value)}}};
   };
 }
 
-}  // namespace
+bool unicast(Lid lid) { return lid.value != 0 && lid.value < 0xc000; }
 
-void UmadTransport::get_sminfo(const Target& target, const RequestOptions& opts,
-                               SmInfoCallback done) {
-  std::uint64_t m_key = opts.m_key;
-  core_->submit([target, m_key](std::uint64_t tid) { return encode_sminfo_get(tid, target, m_key); },
-                decode_sminfo_payload, target, opts, sminfo_done(std::move(done)));
+Error not_unicast_sa(Lid sa_lid) {
+  return make_error(kErrInvalid, "SA LID " + std::to_string(sa_lid.value) + " is not a unicast LID (1..49151)");
 }
 
-void UmadTransport::set_sminfo(const Target& target, SmInfoModifier mod, const SmInfo& payload,
-                               const RequestOptions& opts, SmInfoCallback done) {
-  std::uint64_t m_key = opts.m_key;
-  core_->submit(
-      [target, mod, payload, m_key](std::uint64_t tid) {
-        return encode_sminfo_set(tid, target, mod, payload, m_key);
-      },
-      decode_sminfo_payload, target, opts, sminfo_done(std::move(done)));
+// An SA request to `sa_lid` whose MAD is `build(tid)`.
+Result<Wire> sa_wire(Lid sa_lid, Core::Build build, Core::Decode decode) {
+  if (!unicast(sa_lid)) return not_unicast_sa(sa_lid);
+  return Wire{sa_lid, Core::Gsi::Sa, std::move(build), std::move(decode)};
 }
 
-void UmadTransport::get_port_info(const Target& target, std::uint8_t port,
-                                  const RequestOptions& opts, PortInfoCallback done) {
-  std::uint64_t m_key = opts.m_key;
-  core_->submit(
-      [target, port, m_key](std::uint64_t tid) {
-        return encode_portinfo_get(tid, target, port, m_key);
-      },
-      [](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
-        auto info = decode_portinfo_response(mad);
-        if (!info) return info.error();
-        return Core::Payload{*info};
-      },
-      target, opts,
-      [done = std::move(done)](Result<Core::Answer> r) {
-        if (!r) return done(r.error());
-        done(PortInfoReply{std::get<PortInfo>(r->payload), r->rtt, r->attempts});
-      });
+Result<Wire> wire(const SmInfoGet& q, std::uint64_t m_key) {
+  return Wire{q.target, Core::Gsi::None,
+              [target = q.target, m_key](std::uint64_t tid) { return encode_sminfo_get(tid, target, m_key); },
+              decode_into<SmInfoReply>(decode_sminfo_response)};
 }
 
-void UmadTransport::get_node_info(const Target& target, const RequestOptions& opts,
-                                  NodeInfoCallback done) {
-  std::uint64_t m_key = opts.m_key;
-  core_->submit(
-      [target, m_key](std::uint64_t tid) { return encode_nodeinfo_get(tid, target, m_key); },
-      [](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
-        auto info = decode_nodeinfo_response(mad);
-        if (!info) return info.error();
-        return Core::Payload{*info};
-      },
-      target, opts,
-      [done = std::move(done)](Result<Core::Answer> r) {
-        if (!r) return done(r.error());
-        done(NodeInfoReply{std::get<NodeInfo>(r->payload), r->rtt, r->attempts});
-      });
+Result<Wire> wire(const SmInfoSet& q, std::uint64_t m_key) {
+  return Wire{q.target, Core::Gsi::None,
+              [q, m_key](std::uint64_t tid) { return encode_sminfo_set(tid, q.target, q.mod, q.payload, m_key); },
+              decode_into<SmInfoReply>(decode_sminfo_response)};
 }
 
-void UmadTransport::get_node_description(const Target& target, const RequestOptions& opts,
-                                         NodeDescriptionCallback done) {
-  std::uint64_t m_key = opts.m_key;
-  core_->submit(
-      [target, m_key](std::uint64_t tid) {
-        return encode_node_description_get(tid, target, m_key);
-      },
-      [](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
-        auto text = decode_node_description_response(mad);
-        if (!text) return text.error();
-        return Core::Payload{std::in_place_type<std::string>, std::move(*text)};
-      },
-      target, opts,
-      [done = std::move(done)](Result<Core::Answer> r) {
-        if (!r) return done(r.error());
-        done(NodeDescriptionReply{std::get<std::string>(r->payload), r->rtt, r->attempts});
-      });
+Result<Wire> wire(const PortInfoGet& q, std::uint64_t m_key) {
+  return Wire{q.target, Core::Gsi::None,
+              [q, m_key](std::uint64_t tid) { return encode_portinfo_get(tid, q.target, q.port, m_key); },
+              decode_into<PortInfoReply>(decode_portinfo_response)};
 }
 
-namespace {
-
-// A SubnAdmGetTable to the SA at `sa_lid`: `encode(tid)` is the request,
-// `decode` reads the table, `done` gets a Reply{table, rtt, attempts}.
-template <typename Table, typename Reply, typename Callback>
-void sa_table_request(Core& core, Lid sa_lid, MadBytes (*encode)(std::uint64_t),
-                      Result<Table> (*decode)(std::span<const std::uint8_t>), const RequestOptions& opts,
-                      Callback done) {
-  if (sa_lid.value == 0 || sa_lid.value >= 0xc000) {
-    boost::asio::post(core.io(), [done = std::move(done), sa_lid] {
-      done(make_error(kErrInvalid, "SA LID " + std::to_string(sa_lid.value) +
-                                       " is not a unicast LID (1..49151)"));
-    });
-    return;
-  }
-  core.submit(
-      [encode](std::uint64_t tid) -> Result<MadBytes> { return encode(tid); },
-      [decode](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
-        auto table = decode(mad);
-        if (!table) return table.error();
-        return Core::Payload{std::move(*table)};
-      },
-      Target{sa_lid}, opts,
-      [done = std::move(done)](Result<Core::Answer> r) {
-        if (!r) return done(r.error());
-        done(Reply{std::get<Table>(r->payload), r->rtt, r->attempts});
-      },
-      Core::Gsi::Sa);
+Result<Wire> wire(const NodeInfoGet& q, std::uint64_t m_key) {
+  return Wire{q.target, Core::Gsi::None,
+              [target = q.target, m_key](std::uint64_t tid) { return encode_nodeinfo_get(tid, target, m_key); },
+              decode_into<NodeInfoReply>(decode_nodeinfo_response)};
 }
 
-}  // namespace
-
-void UmadTransport::get_sminfo_records(Lid sa_lid, const RequestOptions& opts,
-                                       SmInfoRecordsCallback done) {
-  sa_table_request<SmInfoRecordTable, SmInfoRecordsReply>(*core_, sa_lid, &encode_sminfo_record_get_table,
-                                                          &decode_sminfo_record_table, opts, std::move(done));
+Result<Wire> wire(const NodeDescriptionGet& q, std::uint64_t m_key) {
+  return Wire{q.target, Core::Gsi::None,
+              [target = q.target, m_key](std::uint64_t tid) {
+                return encode_node_description_get(tid, target, m_key);
+              },
+              decode_into<NodeDescriptionReply>(decode_node_description_response)};
 }
 
-void UmadTransport::get_is_sm_port_records(Lid sa_lid, const RequestOptions& opts,
-                                           PortInfoRecordsCallback done) {
-  sa_table_request<PortInfoRecordTable, PortInfoRecordsReply>(*core_, sa_lid, &encode_is_sm_port_record_get_table,
-                                                              &decode_port_info_record_table, opts, std::move(done));
+Result<Wire> wire(const SmInfoRecordsGet& q, std::uint64_t) {
+  return sa_wire(q.sa_lid, [](std::uint64_t tid) -> Result<MadBytes> { return encode_sminfo_record_get_table(tid); },
+                 decode_into<SmInfoRecordsReply>(decode_sminfo_record_table));
 }
 
-namespace {
+Result<Wire> wire(const IsSmPortRecordsGet& q, std::uint64_t) {
+  return sa_wire(q.sa_lid,
+                 [](std::uint64_t tid) -> Result<MadBytes> { return encode_is_sm_port_record_get_table(tid); },
+                 decode_into<PortInfoRecordsReply>(decode_port_info_record_table));
+}
 
-// A ServiceRecord request to the SA at `sa_lid`: `build` makes the MAD, the
-// answer (GetResp, or DeleteResp for a Delete) carries one record.
-void service_record_request(Core& core, Lid sa_lid, std::function<Result<MadBytes>(std::uint64_t)> build,
-                            std::uint8_t answer_method, const RequestOptions& opts,
-                            ServiceRecordCallback done) {
-  if (sa_lid.value == 0 || sa_lid.value >= 0xc000) {
-    boost::asio::post(core.io(), [done = std::move(done), sa_lid] {
-      done(make_error(kErrInvalid, "SA LID " + std::to_string(sa_lid.value) +
-                                       " is not a unicast LID (1..49151)"));
-    });
-    return;
-  }
-  core.submit(
-      std::move(build),
-      [answer_method](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
-        auto rec = decode_service_record_response(mad, answer_method);
-        if (!rec) return rec.error();
-        return Core::Payload{std::move(*rec)};
-      },
-      Target{sa_lid}, opts,
-      [done = std::move(done)](Result<Core::Answer> r) {
-        if (!r) return done(r.error());
-        done(ServiceRecordReply{std::get<ServiceRecord>(r->payload), r->rtt, r->attempts});
-      },
-      Core::Gsi::Sa);
+// A ServiceRecord answer (GetResp, or DeleteResp for a Delete) carries one record.
+Core::Decode service_record_answer(std::uint8_t answer_method) {
+  return decode_into<ServiceRecordReply>(
+      [answer_method](std::span<const std::uint8_t> mad) { return decode_service_record_response(mad, answer_method); });
+}
+
+Result<Wire> wire(const ServiceRecordSet& q, std::uint64_t) {
+  return sa_wire(q.sa_lid, [record = q.record](std::uint64_t tid) { return encode_service_record_set(tid, record); },
+                 service_record_answer(kMethodGetResp));
+}
+
+Result<Wire> wire(const ServiceRecordGet& q, std::uint64_t) {
+  return sa_wire(q.sa_lid, [q](std::uint64_t tid) { return encode_service_record_get(tid, q.id, q.gid, q.name); },
+                 service_record_answer(kMethodGetResp));
+}
+
+Result<Wire> wire(const ServiceRecordDelete& q, std::uint64_t) {
+  return sa_wire(q.sa_lid,
+                 [record = q.record](std::uint64_t tid) { return encode_service_record_delete(tid, record); },
+                 service_record_answer(kMethodDeleteResp));
+}
+
+Result<Wire> wire(const PortCountersGet& q, std::uint64_t) {
+  if (!unicast(q.lid))
+    return make_error(kErrInvalid, "LID " + std::to_string(q.lid.value) + " is not a unicast LID (1..49151)");
+  return Wire{q.lid, Core::Gsi::Pma,
+              [port = q.port](std::uint64_t tid) -> Result<MadBytes> { return encode_port_counters_get(tid, port); },
+              decode_into<PortCountersReply>(decode_port_counters_response)};
+}
+
+// The takeover report's reads (forwarding tables, multicast members).
+Result<Wire> wire(const LftTopGet& q, std::uint64_t m_key) {
+  return Wire{q.target, Core::Gsi::None,
+              [target = q.target, m_key](std::uint64_t tid) { return encode_switchinfo_get(tid, target, m_key); },
+              decode_into<LftTopReply>(decode_switchinfo_lft_top)};
+}
+
+Result<Wire> wire(const LftBlockGet& q, std::uint64_t m_key) {
+  return Wire{q.target, Core::Gsi::None,
+              [q, m_key](std::uint64_t tid) { return encode_lft_get(tid, q.target, q.block, m_key); },
+              decode_into<LftBlockReply>(decode_lft_response)};
+}
+
+Result<Wire> wire(const McMemberGet& q, std::uint64_t) {
+  if (!unicast(q.sa_lid)) return make_error(kErrInvalid, "an SA request needs the SA's unicast LID (1..49151)");
+  return Wire{q.sa_lid, Core::Gsi::Sa,
+              [q](std::uint64_t tid) -> Result<MadBytes> { return encode_mcmember_get(tid, q.mgid, q.port_gid); },
+              [](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
+                auto rec = decode_mcmember_response(mad, kMethodGetResp);
+                if (!rec) return rec.error();
+                return Core::Payload{AnyReply{McMemberReply{Lid{rec->mlid}}}};
+              }};
 }
 
 }  // namespace
 
-void UmadTransport::set_service_record(Lid sa_lid, const ServiceRecord& record, const RequestOptions& opts,
-                                       ServiceRecordCallback done) {
-  service_record_request(
-      *core_, sa_lid, [record](std::uint64_t tid) { return encode_service_record_set(tid, record); },
-      kMethodGetResp, opts, std::move(done));
-}
-
-void UmadTransport::get_service_record(Lid sa_lid, std::uint64_t id, const Gid& gid, const std::string& name,
-                                       const RequestOptions& opts, ServiceRecordCallback done) {
-  service_record_request(
-      *core_, sa_lid, [id, gid, name](std::uint64_t tid) { return encode_service_record_get(tid, id, gid, name); },
-      kMethodGetResp, opts, std::move(done));
-}
-
-void UmadTransport::delete_service_record(Lid sa_lid, const ServiceRecord& record, const RequestOptions& opts,
-                                          ServiceRecordCallback done) {
-  service_record_request(
-      *core_, sa_lid, [record](std::uint64_t tid) { return encode_service_record_delete(tid, record); },
-      kMethodDeleteResp, opts, std::move(done));
-}
-
-void UmadTransport::get_port_counters(Lid lid, std::uint8_t port, const RequestOptions& opts,
-                                      PortCountersCallback done) {
-  if (lid.value == 0 || lid.value >= 0xc000) {
-    boost::asio::post(core_->io(), [done = std::move(done), lid] {
-      done(make_error(kErrInvalid, "LID " + std::to_string(lid.value) + " is not a unicast LID (1..49151)"));
-    });
+void UmadTransport::submit(Request request, ReplyCallback done) {
+  auto w = std::visit([&](const auto& q) { return wire(q, request.opts.m_key); }, request.query);
+  if (!w) {
+    boost::asio::post(core_->io(), [done = std::move(done), e = w.error()] { done(e); });
     return;
   }
-  core_->submit(
-      [port](std::uint64_t tid) -> Result<MadBytes> { return encode_port_counters_get(tid, port); },
-      [](std::span<const std::uint8_t> mad) -> Result<Core::Payload> {
-        auto pc = decode_port_counters_response(mad);
-        if (!pc) return pc.error();
-        return Core::Payload{*pc};
-      },
-      Target{lid}, opts,
-      [done = std::move(done)](Result<Core::Answer> r) {
-        if (!r) return done(r.error());
-        done(PortCountersReply{std::get<PortCounters>(r->payload), r->rtt, r->attempts});
-      },
-      Core::Gsi::Pma);
+  core_->submit(std::move(w->build), std::move(w->decode), w->target, request.opts,
+                [done = std::move(done)](Result<Core::Answer> r) {
+                  if (!r) return done(r.error());
+                  AnyReply reply = std::get<AnyReply>(std::move(r->payload));
+                  set_round_trip(reply, r->rtt, r->attempts);
+                  done(std::move(reply));
+                },
+                w->gsi);
 }
 
 void UmadTransport::raw_request(const Target& target, bool sa, RawBuild build, RawAccept accept,
@@ -693,60 +634,6 @@ void UmadTransport::raw_request(const Target& target, bool sa, RawBuild build, R
         done(RawReply{std::get<std::vector<std::uint8_t>>(std::move(r->payload)), r->rtt, r->attempts});
       },
       sa ? Core::Gsi::Sa : Core::Gsi::None);
-}
-
-// The takeover report's reads (forwarding tables, multicast members) go
-// through raw_request: each answer is checked by its decoder on arrival (a
-// stray MAD with the same TID is ignored) and decoded once more here.
-namespace {
-template <typename Decode>
-UmadTransport::RawAccept accept_by(Decode decode) {
-  return [decode](std::span<const std::uint8_t> mad) -> Status {
-    auto r = decode(mad);
-    if (!r) return r.error();
-    return {};
-  };
-}
-}  // namespace
-
-void UmadTransport::get_lft_top(const Target& target, const RequestOptions& opts, LftTopCallback done) {
-  const std::uint64_t m_key = opts.m_key;
-  raw_request(
-      target, false, [target, m_key](std::uint64_t tid) { return encode_switchinfo_get(tid, target, m_key); },
-      accept_by(decode_switchinfo_lft_top), opts, [done = std::move(done)](Result<RawReply> r) {
-        if (!r) return done(r.error());
-        auto top = decode_switchinfo_lft_top(r->mad);
-        if (!top) return done(top.error());
-        done(LftTopReply{*top, r->rtt, r->attempts});
-      });
-}
-
-void UmadTransport::get_lft_block(const Target& target, std::uint16_t block, const RequestOptions& opts,
-                                  LftBlockCallback done) {
-  const std::uint64_t m_key = opts.m_key;
-  raw_request(
-      target, false,
-      [target, block, m_key](std::uint64_t tid) { return encode_lft_get(tid, target, block, m_key); },
-      accept_by(decode_lft_response), opts, [done = std::move(done)](Result<RawReply> r) {
-        if (!r) return done(r.error());
-        auto ports = decode_lft_response(r->mad);
-        if (!ports) return done(ports.error());
-        done(LftBlockReply{*ports, r->rtt, r->attempts});
-      });
-}
-
-void UmadTransport::get_mcmember(Lid sa_lid, const Gid& mgid, const Gid& port_gid, const RequestOptions& opts,
-                                 McMemberCallback done) {
-  auto decode = [](std::span<const std::uint8_t> mad) { return decode_mcmember_response(mad, kMethodGetResp); };
-  raw_request(
-      Target{sa_lid}, true,
-      [mgid, port_gid](std::uint64_t tid) -> Result<MadBytes> { return encode_mcmember_get(tid, mgid, port_gid); },
-      accept_by(decode), opts, [done = std::move(done), decode](Result<RawReply> r) {
-        if (!r) return done(r.error());
-        auto rec = decode(r->mad);
-        if (!rec) return done(rec.error());
-        done(McMemberReply{Lid{rec->mlid}, r->rtt, r->attempts});
-      });
 }
 
 }  // namespace smha::mad

@@ -15,13 +15,6 @@ double seconds_between(WallTime a, WallTime b) { return std::chrono::duration<do
 
 std::string secs(double s) { return std::to_string(static_cast<long long>(std::max(0.0, s))) + " s"; }
 
-// Refusals that say the master's current content cannot be held here: raised at once.
-bool refused_content(RefuseReason r) {
-  return r == RefuseReason::Older || r == RefuseReason::Future || r == RefuseReason::Replayed ||
-         r == RefuseReason::TooLarge || r == RefuseReason::Malformed || r == RefuseReason::WriteFailed;
-}
-
-
 }  // namespace
 
 Continuity::Continuity(boost::asio::io_context& io, ContinuityConfig cfg, os::FileSystem& fs, const Clock& clock,
@@ -32,7 +25,8 @@ Continuity::Continuity(boost::asio::io_context& io, ContinuityConfig cfg, os::Fi
       facts_(std::move(facts)),
       alarms_(alarms),
       store_(cfg_.store, fs, clock),
-      sender_(cfg_.sender, fs, clock) {
+      sender_(cfg_.sender, fs, clock),
+      decisions_(cfg_.own_guid, cfg_.tick, cfg_.max_copy_age) {
   channel_ = std::make_unique<PeerChannel>(
       io, cfg_.channel, clock,
       [this](FrameKind kind, const CopyMeta& meta, std::string_view body, const std::string& tls_peer) {
@@ -60,8 +54,7 @@ Continuity::~Continuity() { stop(); }
 Status Continuity::start() {
   store_.load();
   if (auto st = channel_->start(); !st.ok()) return st;
-  started_ = clock_.now();
-  not_master_at_ = clock_.wall_now();
+  decisions_.start(clock_.now(), clock_.wall_now());
   timer_ = sched_.schedule_in(cfg_.tick, [this] { tick(); });
   return Status::Ok();
 }
@@ -131,20 +124,14 @@ std::optional<fabric::SaCopyInfo> Continuity::sa_copy_info() const {
 void Continuity::tick() {
   timer_ = sched_.schedule_in(cfg_.tick, [this] { tick(); });
   const InBandFacts f = facts_();
-  const bool master = f.master && *f.master == cfg_.own_guid && f.local_state == SmState::Master;
-  if (master != sending_) {
-    sending_ = master;
+  const auto step = decisions_.step(f, clock_.now(), clock_.wall_now());
+  const bool master = step.master;
+  if (step.changed) {
     channel_->set_outbound(master);
     if (!master) sender_.reset();
-    // A dump from before this moment is not this mastership's (it may be
-    // later than OpenSM's own MASTER: the cost is a dump held back, never a
-    // stale one sent).
-    else sender_.set_master_since(not_master_at_);
-    // What this head's OpenSM had to restore when it became MASTER: the
-    // copy in its sa_db_file then (OpenSM read it on that first master sweep).
-    if (master && clock_.now() - started_ > cfg_.tick * 2) note_takeover();
+    else sender_.set_master_since(step.master_since);
+    if (step.note_takeover) note_takeover();
   }
-  if (!master) not_master_at_ = clock_.wall_now();
   if (master) {
     follow_answers();
     for (auto& out : sender_.poll(store_.highest_generation())) {
@@ -166,14 +153,13 @@ void Continuity::tick() {
       channel_->send(out.kind, m, out.body);
     }
   }
-  set_alarm(alarms_, AlarmKind::SaCopyStale, master ? std::string() : stale_detail(f), alarm_, clock_.now());
-  // What the master leaves out of the SA copy: on the master as it trims, on
-  // a standby as the copy it holds says.
-  const auto& held = store_.held(FrameKind::SaDump);
-  const std::string trimmed =
-      master ? (sender_.trimmed().empty() ? "" : "the SA copy sent to the standbys leaves out " + sender_.trimmed())
-             : (held && !held->trimmed.empty() ? "the SA copy from " + held->from + " leaves out " + held->trimmed : "");
-  set_alarm(alarms_, AlarmKind::SaCopyTrimmed, trimmed, trim_alarm_, clock_.now());
+  auto ptr = [](const auto& o) { return o ? &*o : nullptr; };
+  const SaCopyFacts copy{ptr(store_.held(FrameKind::SaDump)), ptr(store_.notice(FrameKind::SaDump)),
+                         ptr(store_.refusal(FrameKind::SaDump))};
+  set_alarm(alarms_, AlarmKind::SaCopyStale, decisions_.stale_detail(f, copy, clock_.now(), clock_.wall_now()), alarm_,
+            clock_.now());
+  set_alarm(alarms_, AlarmKind::SaCopyTrimmed, decisions_.trimmed_detail(sender_.trimmed(), copy.held), trim_alarm_,
+            clock_.now());
 }
 
 void Continuity::follow_answers() {
@@ -187,41 +173,6 @@ void Continuity::follow_answers() {
                      "sending it again above that",
                      l.name, to_string(kind), a->held, a->generation);
     }
-}
-
-std::string Continuity::stale_detail(const InBandFacts& f) {
-  const TimePoint now = clock_.now();
-  const WallTime wall = clock_.wall_now();
-  if (f.master) no_master_since_.reset();
-  else if (!no_master_since_) no_master_since_ = now;
-  const bool grace_over = now - started_ >= cfg_.max_copy_age;
-  const double bound = std::chrono::duration<double>(cfg_.max_copy_age).count();
-  const auto& h = store_.held(FrameKind::SaDump);
-  const auto& n = store_.notice(FrameKind::SaDump);
-  const auto& r = store_.refusal(FrameKind::SaDump);
-  const std::string refused =
-      r ? "copies from " + r->from + " refused as " + std::string(to_string(r->reason)) + ": " + r->text : "";
-  std::string why;
-  if (n && (h ? n->received >= h->confirmed : grace_over))
-    why = "not sent: " + n->problem + " (" + n->from + "'s SA moved on from the last copy " +
-          secs(seconds_between(n->since, wall)) + " ago)";
-  else if (r && refused_content(r->reason))
-    why = refused;
-  else if (!f.master) {
-    if (grace_over && no_master_since_ && now - *no_master_since_ >= cfg_.max_copy_age &&
-        (!h || *copy_age_s() > bound))
-      why = "no MASTER seen in this head's polling for " +
-            secs(std::chrono::duration<double>(now - *no_master_since_).count());
-  } else if (grace_over && !h)
-    why = "no copy yet from the master (SM " + to_string(*f.master) + ")" + (r ? "; " + refused : "");
-  else if (grace_over && *copy_age_s() > bound)
-    why = "no copy or confirmation from the master for " + secs(*copy_age_s()) + " (bound " + secs(bound) + ")" +
-          (r ? "; " + refused : "");
-  if (why.empty()) return why;
-  if (!h) return why + ": a takeover by this head now restores no multicast group, ServiceRecord or subscription";
-  return why + ": a takeover by this head now restores the SA copy from " + h->from + " generation " +
-         std::to_string(h->generation) + ", its content written " + secs(*content_age_s()) + " ago (" +
-         opensm::summary_text(h->sa) + ")";
 }
 
 void Continuity::note_takeover() {
@@ -260,7 +211,7 @@ json continuity_off_json() { return json{{"enabled", false}}; }
 json Continuity::status_json() const {
   json j;
   j["enabled"] = true;
-  j["role"] = sending_ ? "sending" : "receiving";
+  j["role"] = decisions_.master() ? "sending" : "receiving";
   j["listening"] = channel_->listening();
   j["listen"] = cfg_.channel.listen_host.empty()
                     ? json(nullptr)

@@ -98,98 +98,41 @@ class TapTransport final : public mad::MadTransport {
  public:
   TapTransport(mad::MadTransport& inner, EventQueue& q, const Cluster::Tap& tap)
       : inner_(inner), q_(q), tap_(tap) {}
-  void get_sminfo(const mad::Target& target, const mad::RequestOptions& opts, mad::SmInfoCallback done) override {
-    count("SMInfo");
-    if (tap_.drop_sminfo && tap_.drop_sminfo(target)) {
-      const Duration wait = opts.timeout * (1 + opts.retries);
-      q_.schedule_in(wait, [done = std::move(done)] {
-        done(make_error(mad::kErrTimeout, "no SMInfo answer (dropped by the test's tap)"));
+  void submit(mad::Request request, mad::ReplyCallback done) override {
+    if (tap_.request) tap_.request(std::string(mad::name(request.query)).c_str());
+    const TimePoint sent = q_.now();
+    if (const auto* get = std::get_if<mad::SmInfoGet>(&request.query)) {
+      const mad::Target target = get->target;
+      if (tap_.drop_sminfo && tap_.drop_sminfo(target)) {
+        const Duration wait = request.opts.timeout * (1 + request.opts.retries);
+        q_.schedule_in(wait, [done = std::move(done)] {
+          done(make_error(mad::kErrTimeout, "no SMInfo answer (dropped by the test's tap)"));
+        });
+        return;
+      }
+      std::string via = std::holds_alternative<Lid>(target) ? "lid:" + std::to_string(std::get<Lid>(target).value)
+                                                            : "dr:" + to_string(std::get<DrPath>(target));
+      inner_.submit(std::move(request), [this, sent, via, done = std::move(done)](Result<mad::AnyReply> r) {
+        const auto* reply = r.ok() ? std::get_if<mad::SmInfoReply>(&r.value()) : nullptr;
+        if (reply && tap_.sminfo) tap_.sminfo(reply->info, sent, q_.now(), via);
+        done(std::move(r));
       });
       return;
     }
-    const TimePoint sent = q_.now();
-    std::string via = std::holds_alternative<Lid>(target) ? "lid:" + std::to_string(std::get<Lid>(target).value)
-                                                          : "dr:" + to_string(std::get<DrPath>(target));
-    inner_.get_sminfo(target, opts, [this, sent, via, done = std::move(done)](Result<mad::SmInfoReply> r) {
-      if (r.ok() && tap_.sminfo) tap_.sminfo(r.value().info, sent, q_.now(), via);
-      done(std::move(r));
-    });
-  }
-  void set_sminfo(const mad::Target& target, SmInfoModifier mod, const SmInfo& payload,
-                  const mad::RequestOptions& opts, mad::SmInfoCallback done) override {
-    count("SMInfo Set");
-    inner_.set_sminfo(target, mod, payload, opts, std::move(done));
-  }
-  void get_port_info(const mad::Target& target, std::uint8_t port, const mad::RequestOptions& opts,
-                     mad::PortInfoCallback done) override {
-    count("PortInfo");
-    const TimePoint sent = q_.now();
-    const auto* dr = std::get_if<DrPath>(&target);
-    const bool local = dr != nullptr && dr->hops.empty();
-    inner_.get_port_info(target, port, opts, [this, sent, local, done = std::move(done)](Result<mad::PortInfoReply> r) {
-      if (r.ok() && local && tap_.local_port) tap_.local_port(r.value().info, sent, q_.now());
-      done(std::move(r));
-    });
-  }
-  void get_node_info(const mad::Target& target, const mad::RequestOptions& opts,
-                     mad::NodeInfoCallback done) override {
-    count("NodeInfo");
-    inner_.get_node_info(target, opts, std::move(done));
-  }
-  void get_node_description(const mad::Target& target, const mad::RequestOptions& opts,
-                            mad::NodeDescriptionCallback done) override {
-    count("NodeDescription");
-    inner_.get_node_description(target, opts, std::move(done));
-  }
-  void get_sminfo_records(Lid sa_lid, const mad::RequestOptions& opts,
-                          mad::SmInfoRecordsCallback done) override {
-    count("SMInfoRecord");
-    inner_.get_sminfo_records(sa_lid, opts, std::move(done));
-  }
-  void get_is_sm_port_records(Lid sa_lid, const mad::RequestOptions& opts,
-                              mad::PortInfoRecordsCallback done) override {
-    count("PortInfoRecord");
-    inner_.get_is_sm_port_records(sa_lid, opts, std::move(done));
-  }
-  void set_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& opts,
-                          mad::ServiceRecordCallback done) override {
-    count("ServiceRecord Set");
-    inner_.set_service_record(sa_lid, record, opts, std::move(done));
-  }
-  void get_service_record(Lid sa_lid, std::uint64_t id, const mad::Gid& gid, const std::string& name,
-                          const mad::RequestOptions& opts, mad::ServiceRecordCallback done) override {
-    count("ServiceRecord");
-    inner_.get_service_record(sa_lid, id, gid, name, opts, std::move(done));
-  }
-  void delete_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& opts,
-                             mad::ServiceRecordCallback done) override {
-    count("ServiceRecord Delete");
-    inner_.delete_service_record(sa_lid, record, opts, std::move(done));
-  }
-  void get_port_counters(Lid lid, std::uint8_t port, const mad::RequestOptions& opts,
-                         mad::PortCountersCallback done) override {
-    count("PortCounters");
-    inner_.get_port_counters(lid, port, opts, std::move(done));
-  }
-  void get_lft_top(const mad::Target& target, const mad::RequestOptions& opts, mad::LftTopCallback done) override {
-    count("SwitchInfo");
-    inner_.get_lft_top(target, opts, std::move(done));
-  }
-  void get_lft_block(const mad::Target& target, std::uint16_t block, const mad::RequestOptions& opts,
-                     mad::LftBlockCallback done) override {
-    count("LinearForwardingTable");
-    inner_.get_lft_block(target, block, opts, std::move(done));
-  }
-  void get_mcmember(Lid sa_lid, const mad::Gid& mgid, const mad::Gid& port_gid, const mad::RequestOptions& opts,
-                    mad::McMemberCallback done) override {
-    count("MCMemberRecord");
-    inner_.get_mcmember(sa_lid, mgid, port_gid, opts, std::move(done));
+    if (const auto* port = std::get_if<mad::PortInfoGet>(&request.query)) {
+      const auto* dr = std::get_if<DrPath>(&port->target);
+      const bool local = dr != nullptr && dr->hops.empty();
+      inner_.submit(std::move(request), [this, sent, local, done = std::move(done)](Result<mad::AnyReply> r) {
+        const auto* reply = r.ok() ? std::get_if<mad::PortInfoReply>(&r.value()) : nullptr;
+        if (reply && local && tap_.local_port) tap_.local_port(reply->info, sent, q_.now());
+        done(std::move(r));
+      });
+      return;
+    }
+    inner_.submit(std::move(request), std::move(done));
   }
 
  private:
-  void count(const char* attribute) {
-    if (tap_.request) tap_.request(attribute);
-  }
   mad::MadTransport& inner_;
   EventQueue& q_;
   const Cluster::Tap& tap_;

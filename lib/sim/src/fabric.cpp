@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 #include <variant>
 
 #include "fabric_impl.hpp"
@@ -15,6 +16,71 @@
 namespace smha::sim {
 
 using namespace detail;
+
+void Fabric::Impl::Transport::submit(mad::Request request, mad::ReplyCallback done) {
+  const mad::RequestOptions& o = request.opts;
+  std::visit(
+      [&](const auto& q) {
+        using Q = std::decay_t<decltype(q)>;
+        if constexpr (std::is_same_v<Q, mad::SmInfoGet>) {
+          f->send(self, q.target, std::nullopt, SmInfo{}, o, std::move(done));
+        } else if constexpr (std::is_same_v<Q, mad::SmInfoSet>) {
+          f->send(self, q.target, q.mod, q.payload, o, std::move(done));
+        } else if constexpr (std::is_same_v<Q, mad::PortInfoGet>) {
+          f->send_port_info(self, q.target, q.port, o, std::move(done));
+        } else if constexpr (std::is_same_v<Q, mad::NodeInfoGet>) {
+          f->send_node_read(self, q.target, o, [done = std::move(done)](Result<NodeAnswer> r) {
+            if (!r) return done(r.error());
+            done(mad::NodeInfoReply{std::get<mad::NodeInfo>(r->value), r->rtt, r->attempts});
+          });
+        } else if constexpr (std::is_same_v<Q, mad::NodeDescriptionGet>) {
+          f->send_node_read(
+              self, q.target, o,
+              [done = std::move(done)](Result<NodeAnswer> r) {
+                if (!r) return done(r.error());
+                done(mad::NodeDescriptionReply{std::get<std::string>(r->value), r->rtt, r->attempts});
+              },
+              true);
+        } else if constexpr (std::is_same_v<Q, mad::SmInfoRecordsGet>) {
+          f->send_sa(self, q.sa_lid, o, std::move(done));
+        } else if constexpr (std::is_same_v<Q, mad::IsSmPortRecordsGet>) {
+          f->send_pir(self, q.sa_lid, o, std::move(done));
+        } else if constexpr (std::is_same_v<Q, mad::ServiceRecordSet>) {
+          f->send_sr(self, q.sa_lid, mad::encode_service_record_set(0, q.record), mad::kMethodGetResp, o,
+                     std::move(done));
+        } else if constexpr (std::is_same_v<Q, mad::ServiceRecordGet>) {
+          f->send_sr(self, q.sa_lid, mad::encode_service_record_get(0, q.id, q.gid, q.name), mad::kMethodGetResp, o,
+                     std::move(done));
+        } else if constexpr (std::is_same_v<Q, mad::ServiceRecordDelete>) {
+          f->send_sr(self, q.sa_lid, mad::encode_service_record_delete(0, q.record), mad::kMethodDeleteResp, o,
+                     std::move(done));
+        } else if constexpr (std::is_same_v<Q, mad::PortCountersGet>) {
+          // The simulated cluster models no PMA (TopologyTransport does): silence.
+          f->q.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no PMA")); });
+        } else if constexpr (std::is_same_v<Q, mad::LftTopGet>) {
+          // No routes either: a switch answers SwitchInfo with LinearFDBTop 0
+          // (nothing programmed), as TopologyTransport; anything else refuses it.
+          f->send_node_read(self, q.target, o, [done = std::move(done)](Result<NodeAnswer> r) {
+            if (!r) return done(r.error());
+            const auto* ni = std::get_if<mad::NodeInfo>(&r->value);
+            if (!ni || ni->type != mad::NodeType::Switch) return done(mad::mad_status_error(0x000c, "SMA status 0x000c"));
+            done(mad::LftTopReply{0, r->rtt, r->attempts});
+          });
+        } else if constexpr (std::is_same_v<Q, mad::LftBlockGet>) {
+          f->send_node_read(self, q.target, o, [done = std::move(done)](Result<NodeAnswer> r) {
+            if (!r) return done(r.error());
+            mad::LftBlockReply reply{{}, r->rtt, r->attempts};
+            reply.ports.fill(0xff);
+            done(reply);
+          });
+        } else {
+          static_assert(std::is_same_v<Q, mad::McMemberGet>, "a query the simulated fabric does not answer");
+          // The simulated SA keeps no multicast groups: silence.
+          f->q.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA groups")); });
+        }
+      },
+      request.query);
+}
 
 void Fabric::Impl::finish(const std::shared_ptr<Req>& r, Result<mad::SmInfoReply> res) {
   if (r->finished) return;
@@ -107,7 +173,7 @@ void Fabric::Impl::switch_port_attempt(const std::shared_ptr<PortReq>& r, int a,
     answer = pi;
   }
   if (chance(me.loss)) return;  // lost on the way back
-  q.schedule_in(2 * (params.hop_delay * cables_to_switch(r->from, sw.id) + me.delay),
+  q.schedule_in(2 * params.hop_delay * cables_to_switch(r->from, sw.id),
                 [this, r, a, answer] { reply_port(r, a, answer); });
 }
 
@@ -204,7 +270,7 @@ void Fabric::Impl::node_attempt(const std::shared_ptr<NodeReq>& r) {
         ni.local_port = sw->in_port;
         v = ni;
       }
-      answer_in(2 * (params.hop_delay * cables_to_switch(r->from, sw->id) + me.delay), v);
+      answer_in(2 * params.hop_delay * cables_to_switch(r->from, sw->id), v);
     }
   } else if (auto dest = resolve(r->from, r->target); dest && path_ok(r->from, *dest)) {
     const NodeId to = *dest;
@@ -250,7 +316,6 @@ NodeId Fabric::add_node(std::string name, Guid port_guid, Lid lid, int sw) {
   impl_->absorb_hups.push_back(0);
   return id;
 }
-std::size_t Fabric::node_count() const { return impl_->nodes.size(); }
 const std::string& Fabric::name(NodeId n) const { return impl_->nodes[n]->name; }
 Guid Fabric::guid(NodeId n) const { return impl_->nodes[n]->guid; }
 Lid Fabric::lid(NodeId n) const { return impl_->nodes[n]->lid; }
@@ -277,7 +342,6 @@ void Fabric::set_link(NodeId n, bool up) { impl_->nodes[n]->link = up; }
 bool Fabric::link_up(NodeId n) const { return impl_->nodes[n]->link; }
 void Fabric::set_loss(NodeId n, double p) { impl_->nodes[n]->loss = p; }
 Fabric::LossCount Fabric::loss_count() const { return impl_->losses; }
-void Fabric::set_extra_delay(NodeId n, Duration d) { impl_->nodes[n]->delay = d; }
 
 mad::MadTransport& Fabric::transport(NodeId n) { return impl_->nodes[n]->transport; }
 os::ProcessRunner& Fabric::runner(NodeId n) { return impl_->nodes[n]->runner; }

@@ -94,85 +94,11 @@ struct Fabric::Impl {
     int attempts = 1;
   };
   using NodeDone = std::function<void(Result<NodeAnswer>)>;
+  // The node's port: each query to the model below (fabric.cpp).
   struct Transport final : mad::MadTransport {
     Impl* f;
     NodeId self;
-    void get_sminfo(const mad::Target& t, const mad::RequestOptions& o, mad::SmInfoCallback done) override {
-      f->send(self, t, std::nullopt, SmInfo{}, o, std::move(done));
-    }
-    void set_sminfo(const mad::Target& t, SmInfoModifier mod, const SmInfo& payload,
-                    const mad::RequestOptions& o, mad::SmInfoCallback done) override {
-      f->send(self, t, mod, payload, o, std::move(done));
-    }
-    void get_port_info(const mad::Target& t, std::uint8_t port, const mad::RequestOptions& o,
-                       mad::PortInfoCallback done) override {
-      f->send_port_info(self, t, port, o, std::move(done));
-    }
-    void get_node_info(const mad::Target& t, const mad::RequestOptions& o,
-                       mad::NodeInfoCallback done) override {
-      f->send_node_read(self, t, o, [done = std::move(done)](Result<NodeAnswer> r) {
-        if (!r) return done(r.error());
-        done(mad::NodeInfoReply{std::get<mad::NodeInfo>(r->value), r->rtt, r->attempts});
-      });
-    }
-    void get_node_description(const mad::Target& t, const mad::RequestOptions& o,
-                              mad::NodeDescriptionCallback done) override {
-      f->send_node_read(self, t, o, [done = std::move(done)](Result<NodeAnswer> r) {
-        if (!r) return done(r.error());
-        done(mad::NodeDescriptionReply{std::get<std::string>(r->value), r->rtt, r->attempts});
-      }, true);
-    }
-    void get_sminfo_records(Lid sa_lid, const mad::RequestOptions& o,
-                            mad::SmInfoRecordsCallback done) override {
-      f->send_sa(self, sa_lid, o, std::move(done));
-    }
-    void get_is_sm_port_records(Lid sa_lid, const mad::RequestOptions& o,
-                                mad::PortInfoRecordsCallback done) override {
-      f->send_pir(self, sa_lid, o, std::move(done));
-    }
-    void set_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& o,
-                            mad::ServiceRecordCallback done) override {
-      f->send_sr(self, sa_lid, mad::encode_service_record_set(0, record), mad::kMethodGetResp, o, std::move(done));
-    }
-    void get_service_record(Lid sa_lid, std::uint64_t id, const mad::Gid& gid, const std::string& name,
-                            const mad::RequestOptions& o, mad::ServiceRecordCallback done) override {
-      f->send_sr(self, sa_lid, mad::encode_service_record_get(0, id, gid, name), mad::kMethodGetResp, o,
-                 std::move(done));
-    }
-    void delete_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& o,
-                               mad::ServiceRecordCallback done) override {
-      f->send_sr(self, sa_lid, mad::encode_service_record_delete(0, record), mad::kMethodDeleteResp, o,
-                 std::move(done));
-    }
-    // The simulated cluster models no PMA (TopologyTransport does): silence.
-    void get_port_counters(Lid, std::uint8_t, const mad::RequestOptions& o,
-                           mad::PortCountersCallback done) override {
-      f->q.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no PMA")); });
-    }
-    // No routes either: a switch answers SwitchInfo with LinearFDBTop 0
-    // (nothing programmed), as TopologyTransport; anything else refuses it.
-    void get_lft_top(const mad::Target& t, const mad::RequestOptions& o, mad::LftTopCallback done) override {
-      f->send_node_read(self, t, o, [done = std::move(done)](Result<NodeAnswer> r) {
-        if (!r) return done(r.error());
-        const auto* ni = std::get_if<mad::NodeInfo>(&r->value);
-        if (!ni || ni->type != mad::NodeType::Switch) return done(mad::mad_status_error(0x000c, "SMA status 0x000c"));
-        done(mad::LftTopReply{0, r->rtt, r->attempts});
-      });
-    }
-    void get_lft_block(const mad::Target& t, std::uint16_t, const mad::RequestOptions& o,
-                       mad::LftBlockCallback done) override {
-      f->send_node_read(self, t, o, [done = std::move(done)](Result<NodeAnswer> r) {
-        if (!r) return done(r.error());
-        mad::LftBlockReply reply{{}, r->rtt, r->attempts};
-        reply.ports.fill(0xff);
-        done(reply);
-      });
-    }
-    // The simulated SA keeps no multicast groups: silence.
-    void get_mcmember(Lid, const mad::Gid&, const mad::Gid&, const mad::RequestOptions& o,
-                      mad::McMemberCallback done) override {
-      f->q.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA groups")); });
-    }
+    void submit(mad::Request request, mad::ReplyCallback done) override;
   };
   struct Runner final : os::ProcessRunner {
     Impl* f;
@@ -213,7 +139,6 @@ struct Fabric::Impl {
     int sw = 0;  // the switch of the chain its cable goes to
     bool link = true;
     double loss = 0;
-    Duration delay{};
     Transport transport;
     Runner runner;
     Files fs;
@@ -322,7 +247,7 @@ struct Fabric::Impl {
   }
   Duration one_way(NodeId a, NodeId b) const {
     if (a == b) return params.hop_delay;
-    return params.hop_delay * cables(a, b) + nodes[a]->delay + nodes[b]->delay;
+    return params.hop_delay * cables(a, b);
   }
 
   // ---- the simulated OpenSM (opensm_model.cpp) ----------------------------

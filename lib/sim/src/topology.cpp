@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
+#include <type_traits>
+#include <variant>
 
 namespace smha::sim {
 
@@ -297,20 +299,18 @@ std::optional<Topology::End> TopologyTransport::resolve(const mad::Target& t) co
   return topo_.walk(node_, port_, std::get<DrPath>(t));
 }
 
-template <class Reply, class Fn>
-void TopologyTransport::answer(const mad::Target& t, const mad::RequestOptions& o,
-                               std::function<void(Result<Reply>)> done, Fn make) {
+template <class Fn>
+void TopologyTransport::answer(const std::optional<Topology::End>& end, const DrPath* dr, const mad::RequestOptions& o,
+                               mad::ReplyCallback done, Fn make) {
   ++mads_;
-  auto end = resolve(t);
   if (end) {
-    const auto* dr = std::get_if<DrPath>(&t);
     if (dr && std::find(corrupt_.begin(), corrupt_.end(), *dr) != corrupt_.end()) {
       q_.schedule_in(sma_delay_, [done] { done(make_error(Errc::Parse, "NodeType 0 at SMP data offset 2")); });
       return;
     }
-    Result<Reply> r = make(*end);
+    Result<mad::AnyReply> r = make(*end);
     const Duration rtt = 2 * hop_delay_ * std::max(1, end->hops) + sma_delay_;
-    if (r.ok()) r->rtt = rtt;
+    if (r.ok()) mad::set_round_trip(r.value(), rtt, 1);
     q_.schedule_in(rtt, [done, r] { done(r); });
     return;
   }
@@ -319,124 +319,86 @@ void TopologyTransport::answer(const mad::Target& t, const mad::RequestOptions& 
   q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no answer")); });
 }
 
-void TopologyTransport::get_sminfo(const mad::Target&, const mad::RequestOptions& o,
-                                   mad::SmInfoCallback done) {
-  ++mads_;
-  q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SM")); });
+void TopologyTransport::silence(const mad::RequestOptions& o, mad::ReplyCallback done, std::uint64_t mads,
+                                const char* what) {
+  mads_ += mads;
+  q_.schedule_in(o.timeout * (o.retries + 1), [done, what] { done(make_error(mad::kErrTimeout, what)); });
 }
 
-void TopologyTransport::get_sminfo_records(Lid, const mad::RequestOptions& o,
-                                           mad::SmInfoRecordsCallback done) {
-  mads_ += static_cast<std::uint64_t>(o.retries) + 1;
-  q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA")); });
-}
-
-void TopologyTransport::get_is_sm_port_records(Lid, const mad::RequestOptions& o,
-                                               mad::PortInfoRecordsCallback done) {
-  mads_ += static_cast<std::uint64_t>(o.retries) + 1;
-  q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA")); });
-}
-
-void TopologyTransport::set_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions& o,
-                                           mad::ServiceRecordCallback done) {
-  mads_ += static_cast<std::uint64_t>(o.retries) + 1;
-  q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA")); });
-}
-
-void TopologyTransport::get_service_record(Lid, std::uint64_t, const mad::Gid&, const std::string&,
-                                           const mad::RequestOptions& o, mad::ServiceRecordCallback done) {
-  mads_ += static_cast<std::uint64_t>(o.retries) + 1;
-  q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA")); });
-}
-
-void TopologyTransport::delete_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions& o,
-                                              mad::ServiceRecordCallback done) {
-  mads_ += static_cast<std::uint64_t>(o.retries) + 1;
-  q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA")); });
-}
-
-void TopologyTransport::get_lft_top(const mad::Target& t, const mad::RequestOptions& o, mad::LftTopCallback done) {
-  answer<mad::LftTopReply>(t, o, std::move(done), [this](const Topology::End& e) -> Result<mad::LftTopReply> {
-    if (topo_.node(e.node).type != mad::NodeType::Switch) return mad::mad_status_error(0x000c, "SMA status 0x000c");
-    return mad::LftTopReply{0, {}, 1};
-  });
-}
-
-void TopologyTransport::get_lft_block(const mad::Target& t, std::uint16_t, const mad::RequestOptions& o,
-                                      mad::LftBlockCallback done) {
-  answer<mad::LftBlockReply>(t, o, std::move(done), [this](const Topology::End& e) -> Result<mad::LftBlockReply> {
-    if (topo_.node(e.node).type != mad::NodeType::Switch) return mad::mad_status_error(0x000c, "SMA status 0x000c");
-    mad::LftBlockReply r;
-    r.ports.fill(0xff);
-    return r;
-  });
-}
-
-void TopologyTransport::get_mcmember(Lid, const mad::Gid&, const mad::Gid&, const mad::RequestOptions& o,
-                                     mad::McMemberCallback done) {
-  mads_ += static_cast<std::uint64_t>(o.retries) + 1;
-  q_.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no SA")); });
-}
-
-void TopologyTransport::set_sminfo(const mad::Target& t, SmInfoModifier, const SmInfo&,
-                                   const mad::RequestOptions& o, mad::SmInfoCallback done) {
-  get_sminfo(t, o, std::move(done));
-}
-
-void TopologyTransport::get_port_info(const mad::Target& t, std::uint8_t port,
-                                      const mad::RequestOptions& o, mad::PortInfoCallback done) {
-  answer<mad::PortInfoReply>(t, o, std::move(done), [this, port](const Topology::End& e) -> Result<mad::PortInfoReply> {
-    const auto& n = topo_.node(e.node);
-    const std::uint8_t p = port == 0 && n.type != mad::NodeType::Switch ? e.in_port : port;
-    if (p >= n.ports.size() || (p == 0 && n.type != mad::NodeType::Switch))
-      return mad::mad_status_error(0x001c, "MAD status 0x001c");
-    mad::PortInfo pi;
-    pi.lid = n.type == mad::NodeType::Switch ? n.lid : n.ports[p].lid;
-    pi.local_port = e.in_port;
-    pi.state = p == 0 || n.ports[p].peer >= 0 ? mad::PortState::Active : mad::PortState::Down;
-    if (n.ports[p].is_sm) pi.capability_mask = mad::kCapIsSm;
-    if (p != 0) pi.link = topo_.link_info(e.node, p);
-    return mad::PortInfoReply{pi, {}, 1};
-  });
-}
-
-void TopologyTransport::get_node_info(const mad::Target& t, const mad::RequestOptions& o,
-                                      mad::NodeInfoCallback done) {
-  answer<mad::NodeInfoReply>(t, o, std::move(done), [this](const Topology::End& e) -> Result<mad::NodeInfoReply> {
-    const auto& n = topo_.node(e.node);
-    mad::NodeInfo ni;
-    ni.type = n.type;
-    ni.num_ports = static_cast<std::uint8_t>(n.ports.size() - 1);
-    ni.system_image_guid = n.guid;
-    ni.node_guid = n.guid;
-    ni.port_guid = n.type == mad::NodeType::Switch ? n.guid : n.ports[e.in_port].guid;
-    ni.local_port = e.in_port;
-    return mad::NodeInfoReply{ni, {}, 1};
-  });
-}
-
-void TopologyTransport::get_node_description(const mad::Target& t, const mad::RequestOptions& o,
-                                             mad::NodeDescriptionCallback done) {
-  answer<mad::NodeDescriptionReply>(t, o, std::move(done), [this](const Topology::End& e) -> Result<mad::NodeDescriptionReply> {
-    return mad::NodeDescriptionReply{topo_.node(e.node).description, {}, 1};
-  });
-}
-
-void TopologyTransport::get_port_counters(Lid lid, std::uint8_t port, const mad::RequestOptions& o,
-                                          mad::PortCountersCallback done) {
-  ++pma_mads_;
-  const bool lie = std::find(misport_.begin(), misport_.end(), lid) != misport_.end();
-  answer<mad::PortCountersReply>(
-      mad::Target{lid}, o, std::move(done), [this, port, lie](const Topology::End& e) -> Result<mad::PortCountersReply> {
-        const auto& n = topo_.node(e.node);
-        const bool sw = n.type == mad::NodeType::Switch;
-        if (port >= n.ports.size() || (!sw && port != e.in_port))
-          return mad::mad_status_error(0x001c, "PMA status 0x001c");
-        mad::PortCounters pc;
-        pc.port_select = lie ? static_cast<std::uint8_t>(port + 1) : port;
-        for (auto c : mad::kErrorCounters) mad::at(pc.errors, c) = std::min(mad::at(n.ports[port].errors, c), mad::counter_max(c));
-        return mad::PortCountersReply{pc, {}, 1};
-      });
+void TopologyTransport::submit(mad::Request request, mad::ReplyCallback done) {
+  const mad::RequestOptions& o = request.opts;
+  const auto attempts = static_cast<std::uint64_t>(o.retries) + 1;
+  std::visit(
+      [&](const auto& q) {
+        using Q = std::decay_t<decltype(q)>;
+        if constexpr (std::is_same_v<Q, mad::SmInfoGet> || std::is_same_v<Q, mad::SmInfoSet>) {
+          silence(o, std::move(done), 1, "no SM");
+        } else if constexpr (std::is_same_v<Q, mad::PortInfoGet>) {
+          answer(q.target, o, std::move(done), [this, port = q.port](const Topology::End& e) -> Result<mad::AnyReply> {
+            const auto& n = topo_.node(e.node);
+            const std::uint8_t p = port == 0 && n.type != mad::NodeType::Switch ? e.in_port : port;
+            if (p >= n.ports.size() || (p == 0 && n.type != mad::NodeType::Switch))
+              return mad::mad_status_error(0x001c, "MAD status 0x001c");
+            mad::PortInfo pi;
+            pi.lid = n.type == mad::NodeType::Switch ? n.lid : n.ports[p].lid;
+            pi.local_port = e.in_port;
+            pi.state = p == 0 || n.ports[p].peer >= 0 ? mad::PortState::Active : mad::PortState::Down;
+            if (n.ports[p].is_sm) pi.capability_mask = mad::kCapIsSm;
+            if (p != 0) pi.link = topo_.link_info(e.node, p);
+            return mad::AnyReply{mad::PortInfoReply{pi, {}, 1}};
+          });
+        } else if constexpr (std::is_same_v<Q, mad::NodeInfoGet>) {
+          answer(q.target, o, std::move(done), [this](const Topology::End& e) -> Result<mad::AnyReply> {
+            const auto& n = topo_.node(e.node);
+            mad::NodeInfo ni;
+            ni.type = n.type;
+            ni.num_ports = static_cast<std::uint8_t>(n.ports.size() - 1);
+            ni.system_image_guid = n.guid;
+            ni.node_guid = n.guid;
+            ni.port_guid = n.type == mad::NodeType::Switch ? n.guid : n.ports[e.in_port].guid;
+            ni.local_port = e.in_port;
+            return mad::AnyReply{mad::NodeInfoReply{ni, {}, 1}};
+          });
+        } else if constexpr (std::is_same_v<Q, mad::NodeDescriptionGet>) {
+          answer(q.target, o, std::move(done), [this](const Topology::End& e) -> Result<mad::AnyReply> {
+            return mad::AnyReply{mad::NodeDescriptionReply{topo_.node(e.node).description, {}, 1}};
+          });
+        } else if constexpr (std::is_same_v<Q, mad::PortCountersGet>) {
+          ++pma_mads_;
+          const bool lie = std::find(misport_.begin(), misport_.end(), q.lid) != misport_.end();
+          answer(topo_.by_lid(q.lid), nullptr, o, std::move(done),
+                 [this, port = q.port, lie](const Topology::End& e) -> Result<mad::AnyReply> {
+                   const auto& n = topo_.node(e.node);
+                   const bool sw = n.type == mad::NodeType::Switch;
+                   if (port >= n.ports.size() || (!sw && port != e.in_port))
+                     return mad::mad_status_error(0x001c, "PMA status 0x001c");
+                   mad::PortCounters pc;
+                   pc.port_select = lie ? static_cast<std::uint8_t>(port + 1) : port;
+                   for (auto c : mad::kErrorCounters)
+                     mad::at(pc.errors, c) = std::min(mad::at(n.ports[port].errors, c), mad::counter_max(c));
+                   return mad::AnyReply{mad::PortCountersReply{pc, {}, 1}};
+                 });
+        } else if constexpr (std::is_same_v<Q, mad::LftTopGet>) {
+          answer(q.target, o, std::move(done), [this](const Topology::End& e) -> Result<mad::AnyReply> {
+            if (topo_.node(e.node).type != mad::NodeType::Switch) return mad::mad_status_error(0x000c, "SMA status 0x000c");
+            return mad::AnyReply{mad::LftTopReply{0, {}, 1}};
+          });
+        } else if constexpr (std::is_same_v<Q, mad::LftBlockGet>) {
+          answer(q.target, o, std::move(done), [this](const Topology::End& e) -> Result<mad::AnyReply> {
+            if (topo_.node(e.node).type != mad::NodeType::Switch) return mad::mad_status_error(0x000c, "SMA status 0x000c");
+            mad::LftBlockReply r;
+            r.ports.fill(0xff);
+            return mad::AnyReply{r};
+          });
+        } else {
+          static_assert(std::is_same_v<Q, mad::SmInfoRecordsGet> || std::is_same_v<Q, mad::IsSmPortRecordsGet> ||
+                            std::is_same_v<Q, mad::ServiceRecordSet> || std::is_same_v<Q, mad::ServiceRecordGet> ||
+                            std::is_same_v<Q, mad::ServiceRecordDelete> || std::is_same_v<Q, mad::McMemberGet>,
+                        "a query the topology does not answer");
+          silence(o, std::move(done), attempts, "no SA");  // no SM: no SA
+        }
+      },
+      request.query);
 }
 
 }  // namespace smha::sim

@@ -84,8 +84,6 @@ struct HaMachine::Ctx {
 
 namespace {
 
-bool answered(const PeerProbe& p) { return p.via_lid.info || p.via_dr.info; }
-
 const SmInfo* best_info(const PeerProbe& p) {
   if (p.via_lid.info) return &*p.via_lid.info;
   if (p.via_dr.info) return &*p.via_dr.info;
@@ -100,44 +98,17 @@ std::string ms(Duration d) {
 
 }  // namespace
 
-HaMachine::HaMachine(HaPolicy policy) : policy_(std::move(policy)), prio_(priorities(policy_)) {
+HaMachine::HaMachine(HaPolicy policy)
+    : policy_(std::move(policy)), prio_(priorities(policy_)), health_(policy_.peers) {
   assert(validate(policy_).ok());
-  for (const auto& p : policy_.peers) {
-    PeerTrack t;
-    t.spec = p;
-    peers_.push_back(t);
-  }
   rendered_ = prio_.standby;
 }
 
 
-double HaMachine::round_miss_estimate() const {
-  // Query level: in rounds where a peer answered on one path at least, the
-  // other path's failures are loss. Conditioning on "at least one answered"
-  // biases the ratio r to x / (1 + x) for a true failure rate x: undo that.
-  // Two windows: a slow one (~100 rounds) for steady loss and a fast one (~5
-  // rounds) so the bar rises within a round or two of a loss burst starting.
-  auto from_ratio = [](double fail, double total, double min_total) {
-    if (total < min_total) return 0.0;
-    const double r = fail / total;
-    const double x = r < 0.5 ? r / (1 - r) : 1.0;
-    return x * x;  // both paths must fail for a round to miss
-  };
-  const double q1 = std::max(from_ratio(loss_fail_, loss_total_, 5),
-                             from_ratio(fast_fail_, fast_total_, 2));
-  // Round level: miss streaks that ended with the peer answering again.
-  double q2 = 0;
-  if (streak_total_ >= 5) q2 = streak_miss_ / streak_total_;
-  return std::min(1.0, std::max(q1, q2));
-}
+double HaMachine::round_miss_estimate() const { return health_.round_miss_estimate(); }
 
 int HaMachine::required_rounds() const {
-  const int base = policy_.misses;
-  const double q = round_miss_estimate();
-  if (q <= 0) return base;
-  if (q >= 1) return 4 * base;
-  const int n = static_cast<int>(std::ceil(std::log(policy_.false_alarm_target) / std::log(q)));
-  return std::clamp(n, base, 4 * base);
+  return health_.required_rounds(policy_.misses, policy_.false_alarm_target);
 }
 
 EngineStatus HaMachine::status() const {
@@ -157,7 +128,7 @@ EngineStatus HaMachine::status() const {
 }
 
 std::string HaMachine::peer_name(Guid g) const {
-  for (const auto& p : peers_)
+  for (const auto& p : peers())
     if (p.spec.guid == g) return p.spec.name;
   if (g == policy_.own_guid) return policy_.node_name;
   return to_string(g);
@@ -340,7 +311,7 @@ void HaMachine::start(TimePoint now, Ctx& c, const std::string& why, bool force_
 
 // A peer answered in the last round as STANDBY or DISCOVERING: it can take over.
 bool HaMachine::peer_live() const {
-  for (const auto& p : peers_)
+  for (const auto& p : peers())
     if (p.misses == 0 && p.last &&
         (p.last->state == SmState::Standby || p.last->state == SmState::Discovering))
       return true;
@@ -365,13 +336,13 @@ bool HaMachine::recovery_due(RecoveringRole& rec, TimePoint now) {
 
 bool HaMachine::peer_sweeping(const RecoveringRole& rec, TimePoint now) const {
   if (now - rec.since >= policy_.sweep_bound) return false;
-  for (const auto& p : peers_)
+  for (const auto& p : peers())
     if (p.answered && p.last && p.last->state == SmState::Discovering) return true;
   return false;
 }
 
-const HaMachine::PeerTrack* HaMachine::live_master_peer() const {
-  for (const auto& p : peers_)
+const PeerTrack* HaMachine::live_master_peer() const {
+  for (const auto& p : peers())
     if (p.answered && p.last && p.last->state == SmState::Master) return &p;
   return nullptr;
 }
@@ -477,7 +448,7 @@ void HaMachine::on_process(ProcessState p, TimePoint now, Ctx& c) {
 // lost, its smhad's rounds find the master gone as before.
 void HaMachine::discover_successor(TimePoint now, Ctx& c, const char* why) {
   const PeerTrack* best = nullptr;
-  for (const auto& t : peers_) {
+  for (const auto& t : peers()) {
     if (!t.answered || !t.last || t.last->state != SmState::Standby) continue;
     if (now - t.last_answer_at > 2 * policy_.poll_interval) continue;
     if (best == nullptr || t.last->priority > best->last->priority ||
@@ -550,21 +521,6 @@ void HaMachine::tick_handing_over(const HandingOverRole& h, TimePoint now, Ctx& 
   else enter(StandbyRole{}, "handover rolled back", c);
 }
 
-void HaMachine::update_loss(const PollRound& r) {
-  loss_fail_ *= 0.99;
-  loss_total_ *= 0.99;
-  fast_fail_ *= 0.8;
-  fast_total_ *= 0.8;
-  for (const auto& p : r.peers) {
-    if (!p.via_lid.queried || !p.via_dr.queried || !answered(p)) continue;
-    const int failed = (p.via_lid.info ? 0 : 1) + (p.via_dr.info ? 0 : 1);
-    loss_fail_ += failed;
-    loss_total_ += 2;
-    fast_fail_ += failed;
-    fast_total_ += 2;
-  }
-}
-
 void HaMachine::check_alarms(const PollRound& r, TimePoint, Ctx& c) {
   // Unknown SMs: reported by the poller, or a configured LID answering with another GUID.
   std::string unknown;
@@ -581,7 +537,7 @@ void HaMachine::check_alarms(const PollRound& r, TimePoint, Ctx& c) {
       guids.push_back(i->guid);
     }
   if (const auto& pm = r.port_master.info; pm && pm->guid != policy_.own_guid &&
-      std::none_of(peers_.begin(), peers_.end(), [&](const PeerTrack& t) { return t.spec.guid == pm->guid; }) &&
+      std::none_of(peers().begin(), peers().end(), [&](const PeerTrack& t) { return t.spec.guid == pm->guid; }) &&
       std::none_of(r.other_sms.begin(), r.other_sms.end(), [&](const OtherSm& o) { return o.info.guid == pm->guid; })) {
     unknown += to_string(pm->guid) + " (" + std::string(to_string(pm->state)) +
                " at our port's MasterSMLID) ";
@@ -631,7 +587,7 @@ void HaMachine::check_alarms(const PollRound& r, TimePoint, Ctx& c) {
   // A STANDBY peer renders its standby value, the claim value while pulling,
   // or the yield value while held (or until it sees a master after a restart).
   std::string prio;
-  for (auto& t : peers_) {
+  for (auto& t : peers()) {
     if (!t.answered || t.last->state != SmState::Standby) continue;
     const auto want = prio_.standby_for(t.spec.guid);
     if (t.last->priority == want || t.last->priority == prio_.claim || t.last->priority == prio_.yield)
@@ -641,7 +597,7 @@ void HaMachine::check_alarms(const PollRound& r, TimePoint, Ctx& c) {
       prio += peer_name(t.spec.guid) + " renders " + std::to_string(t.last->priority) +
               " as STANDBY, expected " + std::to_string(want) + "; ";
   }
-  const bool any = std::any_of(peers_.begin(), peers_.end(), [&](const PeerTrack& t) {
+  const bool any = std::any_of(peers().begin(), peers().end(), [&](const PeerTrack& t) {
     return t.prio_mismatch >= 2 * policy_.misses;
   });
   set_alarm(AlarmKind::PriorityMismatch, any,
@@ -649,28 +605,7 @@ void HaMachine::check_alarms(const PollRound& r, TimePoint, Ctx& c) {
 }
 
 void HaMachine::track_peers(const PollRound& r, TimePoint now) {
-  streak_miss_ *= 0.99;
-  streak_total_ *= 0.99;
-  for (auto& t : peers_) {
-    t.answered = false;
-    auto it = std::find_if(r.peers.begin(), r.peers.end(),
-                           [&](const PeerProbe& p) { return p.guid == t.spec.guid; });
-    if (it == r.peers.end()) continue;
-    t.port = it->port;
-    if (it->via_lid.queried || it->via_dr.queried) streak_total_ += 1;
-    if (const SmInfo* i = best_info(*it)) {
-      t.answered = true;
-      streak_miss_ += t.misses;  // the streak ended: those rounds were lost MADs
-      t.misses = 0;
-      t.last = *i;
-      t.last_answer_at = now;
-      if (i->state == SmState::Master) t.master_at = now;
-    } else if (it->via_lid.queried || it->via_dr.queried) {
-      ++t.misses;
-      t.refused = (!it->via_lid.queried || it->via_lid.refused) &&
-                  (!it->via_dr.queried || it->via_dr.refused);
-    }
-  }
+  health_.observe(r, now);
   port_master_.reset();
   if (r.port_master.info && r.port_master.info->state == SmState::Master &&
       r.port_master.info->guid != policy_.own_guid)
@@ -683,7 +618,7 @@ void HaMachine::track_local_port(const PollRound& r) {
     port_up_rounds_ = 0;
   } else if (local_port_down_ && r.local_port == PortState::Up) {
     const bool peers_heard =
-        peers_.empty() || std::any_of(peers_.begin(), peers_.end(), [](const PeerTrack& t) { return t.answered; });
+        peers().empty() || std::any_of(peers().begin(), peers().end(), [](const PeerTrack& t) { return t.answered; });
     ++port_up_rounds_;
     if (live_master_peer() == nullptr && (peers_heard || port_up_rounds_ >= 4 * policy_.misses))
       local_port_down_ = false;
@@ -731,7 +666,7 @@ void HaMachine::track_master(const PollRound& r) {
   } else if (const auto* m = live_master_peer()) {
     if (m->last->priority >= prio_.master) yield_until_master_ = false;
   } else if (port_master_) {
-    const bool head = std::any_of(peers_.begin(), peers_.end(),
+    const bool head = std::any_of(peers().begin(), peers().end(),
                                   [&](const PeerTrack& t) { return t.spec.guid == port_master_->guid; });
     if (!head || port_master_->priority >= prio_.master) yield_until_master_ = false;
   }
@@ -739,7 +674,7 @@ void HaMachine::track_master(const PollRound& r) {
 
 void HaMachine::track_fabric_master(const PollRound& r, TimePoint now, Ctx& c) {
   bool sweeping = r.local.info && r.local.info->state == SmState::Discovering;
-  for (const auto& t : peers_)
+  for (const auto& t : peers())
     if (t.answered && t.last->state == SmState::Discovering) sweeping = true;
   fabric_master_ = master_seen_.has_value();
   for (const auto& o : r.other_sms) {
@@ -771,7 +706,6 @@ void HaMachine::on_round(const PollRound& r, TimePoint now, Ctx& c) {
   // Process state first: a round can reveal an exit the runner reported late.
   if (!process_known_ || r.process != process_) on_process(r.process, now, c);
   track_peers(r, now);
-  update_loss(r);
   check_alarms(r, now, c);
   track_local_port(r);
   const bool was_standby = local_ && local_state_ == SmState::Standby;
@@ -911,7 +845,7 @@ void HaMachine::after_round(const PollRound& r, TimePoint now, Ctx& c) {
   // already running (then it waits for transaction timeouts). A master that
   // has not noticed by the next round is restarted as standby: otherwise, when
   // the link comes back after a peer took over, there would be two masters.
-  if (role() == Role::Master && r.local_port == PortState::Down && ls == SmState::Master && !peers_.empty()) {
+  if (role() == Role::Master && r.local_port == PortState::Down && ls == SmState::Master && !peers().empty()) {
     if (++port_down_master_rounds_ >= 2) {
       c.event(EventKind::FenceLocal, "local port down and OpenSM still MASTER",
               "port down for " + std::to_string(port_down_master_rounds_) +
@@ -1009,7 +943,7 @@ void HaMachine::consider_takeover(const PollRound& r, TimePoint now, Ctx& c) {
   if (master_seen_ || r.local.info->state != SmState::Standby) return;
   if (r.local_port != PortState::Up) return;  // we cannot tell a dead master from our own isolation
   // A peer that answers DISCOVERING is sweeping and decides for itself.
-  for (const auto& t : peers_)
+  for (const auto& t : peers())
     if (t.answered && t.last->state == SmState::Discovering &&
         now - no_master_since_ < policy_.takeover_bound)
       return;
@@ -1025,7 +959,7 @@ void HaMachine::consider_takeover(const PollRound& r, TimePoint now, Ctx& c) {
   int need = required_rounds();
   std::string evidence;
   std::optional<TimePoint> wait_until;
-  for (const auto& t : peers_) {
+  for (const auto& t : peers()) {
     if (!t.last || t.last->state != SmState::Master) continue;
     if (t.answered) continue;  // answered as non-MASTER: it left the role itself
     if (t.port == PortState::Down) need = policy_.misses;
@@ -1042,7 +976,7 @@ void HaMachine::consider_takeover(const PollRound& r, TimePoint now, Ctx& c) {
   // Rank among live standbys (OpenSM's order): the best acts first, the next one
   // only if the best has not produced a master within the takeover bound.
   int above = 0;
-  for (const auto& t : peers_)
+  for (const auto& t : peers())
     if (t.answered && t.last->state == SmState::Standby &&
         outranks(t.last->priority, t.last->guid, r.local.info->priority, policy_.own_guid))
       ++above;
@@ -1084,14 +1018,14 @@ void HaMachine::swept_takeover(TimePoint now, Ctx& c) {
 
 std::optional<Guid> HaMachine::unanswered_master() const {
   std::optional<Guid> g;
-  for (const auto& t : peers_)
+  for (const auto& t : peers())
     if (t.last && t.last->state == SmState::Master && !t.answered) g = t.spec.guid;
   return g;
 }
 
 std::optional<Guid> HaMachine::lost_master() const {
   const PeerTrack* lost = nullptr;
-  for (const auto& t : peers_) {
+  for (const auto& t : peers()) {
     if (!t.master_at || (t.answered && t.last && t.last->state == SmState::Master)) continue;
     if (!lost || *t.master_at > *lost->master_at) lost = &t;
   }
@@ -1110,7 +1044,7 @@ void HaMachine::takeover_done(const TakingOverRole& t, TimePoint now, Ctx& c) {
 
 void HaMachine::consider_split_brain(MasterRole& m, const PollRound& r, TimePoint now, Ctx& c) {
   const PeerTrack* other = nullptr;
-  for (const auto& t : peers_)
+  for (const auto& t : peers())
     if (t.answered && t.last->state == SmState::Master) other = &t;
   if (!other) {
     m.dual_since.reset();
@@ -1211,7 +1145,7 @@ void HaMachine::on_handover(const HandoverRequest& h, TimePoint now, Ctx& c) {
     // Push: drop below every standby; OpenSM's heavy sweep hands over to the
     // highest-ranked standby, so the target must be that one.
     const PeerTrack* best = nullptr;
-    for (const auto& t : peers_)
+    for (const auto& t : peers())
       if (t.answered && t.last->state == SmState::Standby &&
           (!best || outranks(t.last->priority, t.last->guid, best->last->priority, best->last->guid)))
         best = &t;

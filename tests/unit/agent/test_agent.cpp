@@ -30,11 +30,15 @@ struct FakeTransport : mad::MadTransport {
   std::vector<std::pair<std::string, SmInfoModifier>> sets;
   int gets = 0;
   explicit FakeTransport(ManualScheduler& sch) : s(sch) {}
+  void submit(mad::Request r, mad::ReplyCallback done) override {
+    std::visit([&](const auto& q) { on(q, r.opts, std::move(done)); }, r.query);
+  }
   static std::string key(const mad::Target& t) {
     if (auto l = std::get_if<Lid>(&t)) return "lid:" + std::to_string(l->value);
     return "dr:" + to_string(std::get<DrPath>(t));
   }
-  void get_sminfo(const mad::Target& t, const mad::RequestOptions& o, mad::SmInfoCallback done) override {
+  void on(const mad::SmInfoGet& q, const mad::RequestOptions& o, mad::ReplyCallback done) {
+    const mad::Target& t = q.target;
     ++gets;
     const auto k = key(t);
     auto a = answers[k];
@@ -49,8 +53,10 @@ struct FakeTransport : mad::MadTransport {
       s.schedule_at(s.now() + limit + extra, [done] { done(make_error(mad::kErrTimeout, "timeout")); });
     }
   }
-  void set_sminfo(const mad::Target& t, SmInfoModifier mod, const SmInfo& payload,
-                  const mad::RequestOptions&, mad::SmInfoCallback done) override {
+  void on(const mad::SmInfoSet& q, const mad::RequestOptions&, mad::ReplyCallback done) {
+    const mad::Target& t = q.target;
+    const SmInfoModifier mod = q.mod;
+    const SmInfo& payload = q.payload;
     sets.emplace_back(key(t), mod);
     CHECK(payload.state == SmState::Master);
     s.schedule_at(s.now() + milliseconds(1), [done] { done(mad::SmInfoReply{}); });
@@ -64,8 +70,9 @@ struct FakeTransport : mad::MadTransport {
   std::vector<std::pair<std::uint8_t, mad::RequestOptions>> port_queries;
   std::map<std::string, std::optional<mad::PortState>> switch_ports;
   std::vector<std::string> switch_queries;
-  void get_port_info(const mad::Target& t, std::uint8_t port, const mad::RequestOptions& o,
-                     mad::PortInfoCallback done) override {
+  void on(const mad::PortInfoGet& q, const mad::RequestOptions& o, mad::ReplyCallback done) {
+    const mad::Target& t = q.target;
+    const std::uint8_t port = q.port;
     std::optional<mad::PortState> st;
     if (key(t) == "dr:0") {
       port_queries.emplace_back(port, o);
@@ -90,7 +97,8 @@ struct FakeTransport : mad::MadTransport {
   std::map<std::string, mad::NodeInfo> node_infos;
   std::map<std::string, std::string> descriptions;
   std::vector<std::string> node_queries;  // "info lid:7", "desc lid:7"
-  void get_node_info(const mad::Target& t, const mad::RequestOptions& o, mad::NodeInfoCallback done) override {
+  void on(const mad::NodeInfoGet& q, const mad::RequestOptions& o, mad::ReplyCallback done) {
+    const mad::Target& t = q.target;
     node_queries.push_back("info " + key(t));
     if (auto it = node_infos.find(key(t)); it != node_infos.end()) {
       const mad::NodeInfo n = it->second;
@@ -100,8 +108,8 @@ struct FakeTransport : mad::MadTransport {
     s.schedule_at(s.now() + o.timeout * (o.retries + 1),
                   [done] { done(make_error(mad::kErrTimeout, "timeout")); });
   }
-  void get_node_description(const mad::Target& t, const mad::RequestOptions& o,
-                            mad::NodeDescriptionCallback done) override {
+  void on(const mad::NodeDescriptionGet& q, const mad::RequestOptions& o, mad::ReplyCallback done) {
+    const mad::Target& t = q.target;
     node_queries.push_back("desc " + key(t));
     if (auto it = descriptions.find(key(t)); it != descriptions.end()) {
       const std::string d = it->second;
@@ -113,34 +121,29 @@ struct FakeTransport : mad::MadTransport {
   }
   // No ServiceRecords here: silence (the drift check's own tests are in test_drift.cpp).
   std::uint64_t service_record_requests = 0;
-  void set_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions& o,
-                          mad::ServiceRecordCallback done) override {
+  void on(const mad::ServiceRecordSet&, const mad::RequestOptions& o, mad::ReplyCallback done) {
     silent_sr(o, std::move(done));
   }
-  void get_service_record(Lid, std::uint64_t, const mad::Gid&, const std::string&, const mad::RequestOptions& o,
-                          mad::ServiceRecordCallback done) override {
+  void on(const mad::ServiceRecordGet&, const mad::RequestOptions& o, mad::ReplyCallback done) {
     silent_sr(o, std::move(done));
   }
-  void delete_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions& o,
-                             mad::ServiceRecordCallback done) override {
+  void on(const mad::ServiceRecordDelete&, const mad::RequestOptions& o, mad::ReplyCallback done) {
     silent_sr(o, std::move(done));
   }
   std::uint64_t port_counter_requests = 0;
-  void get_port_counters(Lid, std::uint8_t, const mad::RequestOptions& o, mad::PortCountersCallback done) override {
+  void on(const mad::PortCountersGet&, const mad::RequestOptions& o, mad::ReplyCallback done) {
     ++port_counter_requests;
     s.schedule_at(s.now() + o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "timeout")); });
   }
-  void get_lft_top(const mad::Target&, const mad::RequestOptions&, mad::LftTopCallback done) override {
+  void on(const mad::LftTopGet&, const mad::RequestOptions&, mad::ReplyCallback done) {
     s.schedule_at(s.now() + milliseconds(1), [done] { done(mad::LftTopReply{0, milliseconds(1), 1}); });
   }
-  void get_lft_block(const mad::Target&, std::uint16_t, const mad::RequestOptions& o, mad::LftBlockCallback done) override {
+  // Silence for the rest: the LFT blocks, the multicast members.
+  template <class Q>
+  void on(const Q&, const mad::RequestOptions& o, mad::ReplyCallback done) {
     s.schedule_at(s.now() + o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "timeout")); });
   }
-  void get_mcmember(Lid, const mad::Gid&, const mad::Gid&, const mad::RequestOptions& o,
-                    mad::McMemberCallback done) override {
-    s.schedule_at(s.now() + o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "timeout")); });
-  }
-  void silent_sr(const mad::RequestOptions& o, mad::ServiceRecordCallback done) {
+  void silent_sr(const mad::RequestOptions& o, mad::ReplyCallback done) {
     ++service_record_requests;
     s.schedule_at(s.now() + o.timeout * (o.retries + 1),
                   [done] { done(make_error(mad::kErrTimeout, "timeout")); });
@@ -148,9 +151,8 @@ struct FakeTransport : mad::MadTransport {
   // The SA's SMInfoRecord table after 1 ms, or silence when unset.
   std::optional<Result<mad::SmInfoRecordTable>> sa_table;
   std::vector<Lid> sa_queries;
-  void get_sminfo_records(Lid sa_lid, const mad::RequestOptions& o,
-                          mad::SmInfoRecordsCallback done) override {
-    sa_queries.push_back(sa_lid);
+  void on(const mad::SmInfoRecordsGet& q, const mad::RequestOptions& o, mad::ReplyCallback done) {
+    sa_queries.push_back(q.sa_lid);
     answer_table<mad::SmInfoRecordsReply>(sa_table, o, std::move(done));
   }
   // `table` (or its error) after 1 ms, or silence until the timeout x attempts when unset.
@@ -170,9 +172,8 @@ struct FakeTransport : mad::MadTransport {
   // The SA's IsSM PortInfoRecord table after 1 ms, or silence when unset.
   std::optional<Result<mad::PortInfoRecordTable>> pir_table;
   std::vector<Lid> pir_queries;
-  void get_is_sm_port_records(Lid sa_lid, const mad::RequestOptions& o,
-                              mad::PortInfoRecordsCallback done) override {
-    pir_queries.push_back(sa_lid);
+  void on(const mad::IsSmPortRecordsGet& q, const mad::RequestOptions& o, mad::ReplyCallback done) {
+    pir_queries.push_back(q.sa_lid);
     answer_table<mad::PortInfoRecordsReply>(pir_table, o, std::move(done));
   }
 };

@@ -64,40 +64,33 @@ struct FakeSa : mad::MadTransport {
   void later(F done, Result<T> r) {
     s.schedule_at(s.now() + milliseconds(1), [done, r] { done(r); });
   }
-  void get_sminfo(const mad::Target&, const mad::RequestOptions&, mad::SmInfoCallback) override {}
-  void set_sminfo(const mad::Target&, SmInfoModifier, const SmInfo&, const mad::RequestOptions&,
-                  mad::SmInfoCallback) override {}
-  void get_port_info(const mad::Target&, std::uint8_t, const mad::RequestOptions&, mad::PortInfoCallback) override {}
-  void get_node_info(const mad::Target&, const mad::RequestOptions&, mad::NodeInfoCallback) override {}
-  void get_node_description(const mad::Target&, const mad::RequestOptions&, mad::NodeDescriptionCallback) override {}
-  void get_sminfo_records(Lid, const mad::RequestOptions&, mad::SmInfoRecordsCallback) override {}
-  void get_is_sm_port_records(Lid, const mad::RequestOptions&, mad::PortInfoRecordsCallback) override {}
-  void set_service_record(Lid sa, const mad::ServiceRecord& r, const mad::RequestOptions&,
-                          mad::ServiceRecordCallback done) override {
-    sets_to.push_back(sa);
+  void submit(mad::Request req, mad::ReplyCallback done) override {
+    std::visit([&](const auto& q) { on(q, std::move(done)); }, req.query);
+  }
+  template <class Q>
+  void on(const Q&, mad::ReplyCallback) {}  // nothing else is asked: no answer
+  void on(const mad::ServiceRecordSet& q, mad::ReplyCallback done) {
+    const mad::ServiceRecord& r = q.record;
+    sets_to.push_back(q.sa_lid);
     records[r.gid] = r;
     later<mad::ServiceRecordReply>(done, mad::ServiceRecordReply{r, milliseconds(1), 1});
   }
   std::vector<std::uint64_t> got_ids;  // the ServiceID of every Get
-  void get_service_record(Lid, std::uint64_t id, const mad::Gid& gid, const std::string&, const mad::RequestOptions&,
-                          mad::ServiceRecordCallback done) override {
-    got_ids.push_back(id);
+  void on(const mad::ServiceRecordGet& q, mad::ReplyCallback done) {
+    const mad::Gid& gid = q.gid;
+    got_ids.push_back(q.id);
     if (forge) return later<mad::ServiceRecordReply>(done, mad::ServiceRecordReply{*forge, milliseconds(1), 1});
     auto it = records.find(gid);
     if (it == records.end())
       return later<mad::ServiceRecordReply>(done, mad::mad_status_error(mad::kSaStatusNoRecords, "SA status 0x0300: no records"));
     later<mad::ServiceRecordReply>(done, mad::ServiceRecordReply{it->second, milliseconds(1), 1});
   }
-  void delete_service_record(Lid, const mad::ServiceRecord& r, const mad::RequestOptions&,
-                             mad::ServiceRecordCallback done) override {
+  void on(const mad::ServiceRecordDelete& q, mad::ReplyCallback done) {
+    const mad::ServiceRecord& r = q.record;
     ++deletes;
     records.erase(r.gid);
     later<mad::ServiceRecordReply>(done, mad::ServiceRecordReply{r, milliseconds(1), 1});
   }
-  void get_port_counters(Lid, std::uint8_t, const mad::RequestOptions&, mad::PortCountersCallback) override {}
-  void get_lft_top(const mad::Target&, const mad::RequestOptions&, mad::LftTopCallback) override {}
-  void get_lft_block(const mad::Target&, std::uint16_t, const mad::RequestOptions&, mad::LftBlockCallback) override {}
-  void get_mcmember(Lid, const mad::Gid&, const mad::Gid&, const mad::RequestOptions&, mad::McMemberCallback) override {}
 };
 
 struct Alarms : AlarmSink {

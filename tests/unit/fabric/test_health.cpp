@@ -79,15 +79,14 @@ struct Names : mad::MadTransport {
   std::map<std::vector<std::uint8_t>, std::string> names;  // by DR path
   int reads = 0;
   explicit Names(ManualScheduler& sch) : s(sch) {}
-  void get_sminfo(const mad::Target&, const mad::RequestOptions&, mad::SmInfoCallback) override {}
-  void set_sminfo(const mad::Target&, SmInfoModifier, const SmInfo&, const mad::RequestOptions&,
-                  mad::SmInfoCallback) override {}
-  void get_port_info(const mad::Target&, std::uint8_t, const mad::RequestOptions&, mad::PortInfoCallback) override {}
-  void get_node_info(const mad::Target&, const mad::RequestOptions&, mad::NodeInfoCallback) override {}
-  void get_node_description(const mad::Target& t, const mad::RequestOptions&,
-                            mad::NodeDescriptionCallback done) override {
+  void submit(mad::Request req, mad::ReplyCallback done) override {
+    std::visit([&](const auto& q) { on(q, req.opts, std::move(done)); }, req.query);
+  }
+  template <class Q>
+  void on(const Q&, const mad::RequestOptions&, mad::ReplyCallback) {}  // nothing else is asked: no answer
+  void on(const mad::NodeDescriptionGet& q, const mad::RequestOptions&, mad::ReplyCallback done) {
     ++reads;
-    const auto* path = std::get_if<DrPath>(&t);
+    const auto* path = std::get_if<DrPath>(&q.target);
     REQUIRE(path);
     auto it = names.find(path->hops);
     Result<mad::NodeDescriptionReply> r = it == names.end()
@@ -95,22 +94,15 @@ struct Names : mad::MadTransport {
                                               : Result<mad::NodeDescriptionReply>(mad::NodeDescriptionReply{it->second, milliseconds(1), 1});
     s.schedule_at(s.now() + milliseconds(1), [done, r] { done(r); });
   }
-  void get_sminfo_records(Lid, const mad::RequestOptions&, mad::SmInfoRecordsCallback) override {}
-  void get_is_sm_port_records(Lid, const mad::RequestOptions&, mad::PortInfoRecordsCallback) override {}
-  void set_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions&,
-                          mad::ServiceRecordCallback) override {}
-  void get_service_record(Lid, std::uint64_t, const mad::Gid&, const std::string&, const mad::RequestOptions&,
-                          mad::ServiceRecordCallback) override {}
-  void delete_service_record(Lid, const mad::ServiceRecord&, const mad::RequestOptions&,
-                             mad::ServiceRecordCallback) override {}
   // The PMAs: counters by (LID, port), answered after 1 ms; `silent` LIDs
   // never answer (a timeout after the request's deadline); `misport` LIDs
   // answer for the next port.
   std::map<std::pair<std::uint16_t, std::uint8_t>, mad::ErrorCounts> pma;
   std::set<std::uint16_t> silent, misport;
   std::vector<std::pair<std::uint16_t, std::uint8_t>> pma_reads;
-  void get_port_counters(Lid lid, std::uint8_t port, const mad::RequestOptions& o,
-                         mad::PortCountersCallback done) override {
+  void on(const mad::PortCountersGet& q, const mad::RequestOptions& o, mad::ReplyCallback done) {
+    const Lid lid = q.lid;
+    const std::uint8_t port = q.port;
     pma_reads.emplace_back(lid.value, port);
     if (silent.count(lid.value)) {
       s.schedule_at(s.now() + o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no answer")); });
@@ -122,13 +114,12 @@ struct Names : mad::MadTransport {
     s.schedule_at(s.now() + milliseconds(1), [done, pc] { done(mad::PortCountersReply{pc, milliseconds(1), 1}); });
   }
   // Forwarding tables: nothing programmed (LinearFDBTop 0).
-  void get_lft_top(const mad::Target&, const mad::RequestOptions&, mad::LftTopCallback done) override {
+  void on(const mad::LftTopGet&, const mad::RequestOptions&, mad::ReplyCallback done) {
     s.schedule_at(s.now() + milliseconds(1), [done] { done(mad::LftTopReply{0, milliseconds(1), 1}); });
   }
-  void get_lft_block(const mad::Target&, std::uint16_t, const mad::RequestOptions&, mad::LftBlockCallback) override {
+  void on(const mad::LftBlockGet&, const mad::RequestOptions&, mad::ReplyCallback) {
     FAIL("no LFT block to read when LinearFDBTop is 0");
   }
-  void get_mcmember(Lid, const mad::Gid&, const mad::Gid&, const mad::RequestOptions&, mad::McMemberCallback) override {}
 };
 
 }  // namespace

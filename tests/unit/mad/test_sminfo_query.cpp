@@ -17,52 +17,13 @@ class ScriptedTransport : public MadTransport {
  public:
   ScriptedTransport(boost::asio::io_context& io, std::optional<Result<SmInfoReply>> answer)
       : io_(io), answer_(std::move(answer)) {}
-  void get_sminfo(const Target& target, const RequestOptions& opts, SmInfoCallback done) override {
-    targets.push_back(target);
-    options.push_back(opts);
+  void submit(Request request, ReplyCallback done) override {
+    const auto* get = std::get_if<SmInfoGet>(&request.query);
+    if (get == nullptr) FAIL("sminfo must send SMInfo Gets only, not " << name(request.query));
+    targets.push_back(get->target);
+    options.push_back(request.opts);
     if (!answer_) return;
     boost::asio::post(io_, [done = std::move(done), a = *answer_] { done(a); });
-  }
-  void set_sminfo(const Target&, SmInfoModifier, const SmInfo&, const RequestOptions&,
-                  SmInfoCallback) override {
-    FAIL("sminfo must never send a Set");
-  }
-  void get_port_info(const Target&, std::uint8_t, const RequestOptions&, PortInfoCallback) override {
-    FAIL("sminfo must never ask PortInfo");
-  }
-  void get_node_info(const Target&, const RequestOptions&, NodeInfoCallback) override {
-    FAIL("sminfo must never ask NodeInfo");
-  }
-  void get_node_description(const Target&, const RequestOptions&, NodeDescriptionCallback) override {
-    FAIL("sminfo must never ask NodeDescription");
-  }
-  void get_sminfo_records(Lid, const RequestOptions&, SmInfoRecordsCallback) override {
-    FAIL("sminfo must never ask the SA");
-  }
-  void get_is_sm_port_records(Lid, const RequestOptions&, PortInfoRecordsCallback) override {
-    FAIL("sminfo must never ask the SA");
-  }
-  void set_service_record(Lid, const ServiceRecord&, const RequestOptions&, ServiceRecordCallback) override {
-    FAIL("sminfo must never ask the SA");
-  }
-  void get_service_record(Lid, std::uint64_t, const Gid&, const std::string&, const RequestOptions&,
-                          ServiceRecordCallback) override {
-    FAIL("sminfo must never ask the SA");
-  }
-  void delete_service_record(Lid, const ServiceRecord&, const RequestOptions&, ServiceRecordCallback) override {
-    FAIL("sminfo must never ask the SA");
-  }
-  void get_port_counters(Lid, std::uint8_t, const RequestOptions&, PortCountersCallback) override {
-    FAIL("sminfo must never ask a PMA");
-  }
-  void get_lft_top(const Target&, const RequestOptions&, LftTopCallback) override {
-    FAIL("sminfo must never read a forwarding table");
-  }
-  void get_lft_block(const Target&, std::uint16_t, const RequestOptions&, LftBlockCallback) override {
-    FAIL("sminfo must never read a forwarding table");
-  }
-  void get_mcmember(Lid, const Gid&, const Gid&, const RequestOptions&, McMemberCallback) override {
-    FAIL("sminfo must never ask for multicast members");
   }
   std::vector<Target> targets;
   std::vector<RequestOptions> options;

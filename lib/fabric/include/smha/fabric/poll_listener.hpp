@@ -10,7 +10,7 @@
 
 #include "smha/fabric/discovery.hpp"
 #include "smha/mad/transport.hpp"
-#include "smha/sm/ha_machine.hpp"
+#include "smha/sm/engine_status.hpp"
 
 namespace smha::fabric {
 

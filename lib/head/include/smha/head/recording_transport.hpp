@@ -87,62 +87,15 @@ struct PortRecord {
 
 // MadTransport decorator: passes every call through, remembers the last answer
 // per SM GUID, the last outcome per target and the last PortInfo per port, and
-// with `read_only` (observe mode) refuses set_sminfo with Error "observe". (A
+// with `read_only` (observe mode) refuses SMInfo Sets with Error "observe". (A
 // maintenance hold is the engine's: sm::HoldChanged.)
 class RecordingTransport final : public mad::MadTransport {
  public:
   RecordingTransport(mad::MadTransport& inner, const Clock& clock, bool read_only)
       : inner_(inner), clock_(clock), read_only_(read_only) {}
-  void get_sminfo(const mad::Target& target, const mad::RequestOptions& opts,
-                  mad::SmInfoCallback done) override;
-  void set_sminfo(const mad::Target& target, SmInfoModifier mod, const SmInfo& payload,
-                  const mad::RequestOptions& opts, mad::SmInfoCallback done) override;
-  void get_port_info(const mad::Target& target, std::uint8_t port, const mad::RequestOptions& opts,
-                     mad::PortInfoCallback done) override;
-  // Discovery reads pass straight through (nothing to remember).
-  void get_node_info(const mad::Target& target, const mad::RequestOptions& opts,
-                     mad::NodeInfoCallback done) override {
-    inner_.get_node_info(target, opts, std::move(done));
-  }
-  void get_node_description(const mad::Target& target, const mad::RequestOptions& opts,
-                            mad::NodeDescriptionCallback done) override {
-    inner_.get_node_description(target, opts, std::move(done));
-  }
-  void get_sminfo_records(Lid sa_lid, const mad::RequestOptions& opts,
-                          mad::SmInfoRecordsCallback done) override {
-    inner_.get_sminfo_records(sa_lid, opts, std::move(done));
-  }
-  void get_is_sm_port_records(Lid sa_lid, const mad::RequestOptions& opts,
-                              mad::PortInfoRecordsCallback done) override {
-    inner_.get_is_sm_port_records(sa_lid, opts, std::move(done));
-  }
-  void set_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& opts,
-                          mad::ServiceRecordCallback done) override {
-    inner_.set_service_record(sa_lid, record, opts, std::move(done));
-  }
-  void get_service_record(Lid sa_lid, std::uint64_t id, const mad::Gid& gid, const std::string& name,
-                          const mad::RequestOptions& opts, mad::ServiceRecordCallback done) override {
-    inner_.get_service_record(sa_lid, id, gid, name, opts, std::move(done));
-  }
-  void delete_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& opts,
-                             mad::ServiceRecordCallback done) override {
-    inner_.delete_service_record(sa_lid, record, opts, std::move(done));
-  }
-  void get_port_counters(Lid lid, std::uint8_t port, const mad::RequestOptions& opts,
-                         mad::PortCountersCallback done) override {
-    inner_.get_port_counters(lid, port, opts, std::move(done));
-  }
-  void get_lft_top(const mad::Target& target, const mad::RequestOptions& opts, mad::LftTopCallback done) override {
-    inner_.get_lft_top(target, opts, std::move(done));
-  }
-  void get_lft_block(const mad::Target& target, std::uint16_t block, const mad::RequestOptions& opts,
-                     mad::LftBlockCallback done) override {
-    inner_.get_lft_block(target, block, opts, std::move(done));
-  }
-  void get_mcmember(Lid sa_lid, const mad::Gid& mgid, const mad::Gid& port_gid, const mad::RequestOptions& opts,
-                    mad::McMemberCallback done) override {
-    inner_.get_mcmember(sa_lid, mgid, port_gid, opts, std::move(done));
-  }
+  // SMInfo Gets and PortInfo Gets are recorded, SMInfo Sets refused when
+  // read-only; everything else passes straight through (nothing to remember).
+  void submit(mad::Request request, mad::ReplyCallback done) override;
   std::optional<SmSighting> last_seen(Guid guid) const;
   std::optional<TargetRecord> last_query(const mad::Target& target) const;
   const PollStats& poll_stats() const { return state_->stats; }
@@ -165,6 +118,8 @@ class RecordingTransport final : public mad::MadTransport {
   struct TargetLess {
     bool operator()(const mad::Target& a, const mad::Target& b) const;
   };
+  void record_sminfo(const mad::Target& target, mad::Request request, mad::ReplyCallback done);
+  void record_port_info(const mad::PortInfoGet& query, mad::Request request, mad::ReplyCallback done);
   struct PortKeyLess {
     bool operator()(const std::pair<mad::Target, std::uint8_t>& a,
                     const std::pair<mad::Target, std::uint8_t>& b) const;

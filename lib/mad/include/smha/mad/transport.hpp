@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // MadTransport: the seam through which smha sends SubnGet/SubnSet(SMInfo),
-// SubnGet(PortInfo, NodeInfo, NodeDescription), SubnAdmGetTable(SMInfoRecord),
-// SubnAdmSet/Get/Delete(ServiceRecord) and PerfMgtGet(PortCounters).
+// SubnGet(PortInfo, NodeInfo, NodeDescription, SwitchInfo, LinearForwardingTable),
+// SubnAdmGetTable(SMInfoRecord, PortInfoRecord), SubnAdmSet/Get/Delete(ServiceRecord),
+// SubnAdmGet(MCMemberRecord) and PerfMgtGet(PortCounters): one virtual,
+// submit(Request), and a typed helper per query above it.
 // Real implementation: UmadTransport (libibumad). Test implementations: the
 // in-process simulated fabric (lib/sim) and scripted fakes.
 #pragma once
@@ -12,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -100,17 +103,18 @@ struct NodeInfo {
   friend bool operator==(const NodeInfo&, const NodeInfo&) = default;
 };
 
-struct SmInfoReply {
-  SmInfo info;      // decoded payload of the GetResp
-  Duration rtt{};   // send of the answered attempt -> receipt
-  int attempts = 1; // attempts used, 1 = first try answered
-};
-
-struct PortInfoReply {
-  PortInfo info;
+// An answer: its decoded payload, the round trip of the answered attempt
+// (send -> receipt) and the attempts used (1: the first try answered). The
+// replies whose payload callers read under another name than `info`
+// (NodeDescriptionReply::text, ...) have the same shape, spelled out below.
+template <class T>
+struct Reply {
+  T info;
   Duration rtt{};
   int attempts = 1;
 };
+using SmInfoReply = Reply<SmInfo>;
+using PortInfoReply = Reply<PortInfo>;
 
 // Error codes a transport reports in Error::code:
 //   "timeout"     no answer within timeout x (retries + 1)
@@ -128,11 +132,7 @@ inline Error mad_status_error(std::uint16_t status, std::string message) {
 // SA class-specific status (IBA 15.2.1.1) a caller branches on: no record matched.
 inline constexpr std::uint16_t kSaStatusNoRecords = 0x0300;
 
-struct NodeInfoReply {
-  NodeInfo info;
-  Duration rtt{};
-  int attempts = 1;
-};
+using NodeInfoReply = Reply<NodeInfo>;
 
 // NodeDescription (IBA 14.2.5.2): up to 64 bytes of UTF-8, NUL-padded. `text`
 // is the bytes before the first NUL, unescaped (smha::printable() shows it).
@@ -301,83 +301,276 @@ using LftTopCallback = std::function<void(Result<LftTopReply>)>;
 using LftBlockCallback = std::function<void(Result<LftBlockReply>)>;
 using McMemberCallback = std::function<void(Result<McMemberReply>)>;
 
+// ---- Requests ---------------------------------------------------------------
+// One struct per query: what it asks (its MAD's target and fields), the reply
+// it gets (`Answer`) and its name (`kName`, the attribute, as logs and
+// counters give it). A transport dispatches on the type; a new query is a new
+// struct here, its alternative in Query, a helper on MadTransport and its
+// encoding in UmadTransport.
+
+// SubnGet(SMInfo).
+struct SmInfoGet {
+  static constexpr std::string_view kName = "SMInfo";
+  using Answer = SmInfoReply;
+  Target target;
+};
+
+// SubnSet(SMInfo) with attribute modifier `mod` and `payload` (OpenSM only
+// accepts a payload whose state is MASTER).
+struct SmInfoSet {
+  static constexpr std::string_view kName = "SMInfo Set";
+  using Answer = SmInfoReply;
+  Target target;
+  SmInfoModifier mod{};
+  SmInfo payload;
+};
+
+// SubnGet(PortInfo) of port `port` (the attribute modifier) of the node at
+// `target`; DrPath{} with our own port number asks our own port (the SMA
+// answers it whatever the link state).
+struct PortInfoGet {
+  static constexpr std::string_view kName = "PortInfo";
+  using Answer = PortInfoReply;
+  Target target;
+  std::uint8_t port = 0;
+};
+
+// SubnGet(NodeInfo) of the node at `target` (discovery).
+struct NodeInfoGet {
+  static constexpr std::string_view kName = "NodeInfo";
+  using Answer = NodeInfoReply;
+  Target target;
+};
+
+// SubnGet(NodeDescription) of the node at `target`.
+struct NodeDescriptionGet {
+  static constexpr std::string_view kName = "NodeDescription";
+  using Answer = NodeDescriptionReply;
+  Target target;
+};
+
+// SubnAdmGetTable(SMInfoRecord) to the SA at `sa_lid` (the master SM's LID),
+// on QP1 with the GSI Q_Key (doc/census.md, source 5). `opts.m_key` is not
+// used (the SA's SM_Key field is sent as 0). A table cut short is not an
+// error (SmInfoRecordTable::truncated).
+struct SmInfoRecordsGet {
+  static constexpr std::string_view kName = "SMInfoRecord";
+  using Answer = SmInfoRecordsReply;
+  Lid sa_lid;
+};
+
+// SubnAdmGetTable(PortInfoRecord) of the ports whose CapabilityMask has IsSM
+// (what `saquery -s` asks) to the SA at `sa_lid` (doc/census.md, source 6):
+// every port an SM is bound to, as the master's sweeps saw them, whatever the
+// SM's SM_Key or state. As SmInfoRecordsGet.
+struct IsSmPortRecordsGet {
+  static constexpr std::string_view kName = "PortInfoRecord";
+  using Answer = PortInfoRecordsReply;
+  Lid sa_lid;
+};
+
+// ServiceRecords at the SA at `sa_lid` (doc/drift.md), one MAD each way, on
+// QP1 like SmInfoRecordsGet; `opts.m_key` is not used. An SA status (e.g.
+// 0x0300 no records) is kErrMadStatus.
+// SubnAdmSet: registers (or renews) `record`, ServiceLease included.
+struct ServiceRecordSet {
+  static constexpr std::string_view kName = "ServiceRecord Set";
+  using Answer = ServiceRecordReply;
+  Lid sa_lid;
+  ServiceRecord record;
+};
+// SubnAdmGet: the one record with this ServiceID, ServiceGID and ServiceName
+// (records other ports register under other IDs or names cannot match).
+struct ServiceRecordGet {
+  static constexpr std::string_view kName = "ServiceRecord";
+  using Answer = ServiceRecordReply;
+  Lid sa_lid;
+  std::uint64_t id = 0;
+  Gid gid;
+  std::string name;
+};
+// SubnAdmDelete: removes `record` (matched by ServiceID, ServiceGID, name).
+struct ServiceRecordDelete {
+  static constexpr std::string_view kName = "ServiceRecord Delete";
+  using Answer = ServiceRecordReply;
+  Lid sa_lid;
+  ServiceRecord record;
+};
+
+// PerfMgtGet(PortCounters) of port `port` (PortSelect) from the PMA at `lid`
+// (a switch's LID for any of its ports, a CA port's own LID for that port),
+// on QP1 with the GSI Q_Key (doc/health.md); `opts.m_key` is not used. A PMA
+// status is kErrMadStatus.
+struct PortCountersGet {
+  static constexpr std::string_view kName = "PortCounters";
+  using Answer = PortCountersReply;
+  Lid lid;
+  std::uint8_t port = 0;
+};
+
+// SubnGet(SwitchInfo) of the switch at `target`: its LinearFDBTop.
+struct LftTopGet {
+  static constexpr std::string_view kName = "SwitchInfo";
+  using Answer = LftTopReply;
+  Target target;
+};
+// SubnGet(LinearForwardingTable) block `block` (0..767) of the switch at `target`.
+struct LftBlockGet {
+  static constexpr std::string_view kName = "LinearForwardingTable";
+  using Answer = LftBlockReply;
+  Target target;
+  std::uint16_t block = 0;
+};
+// SubnAdmGet(MCMemberRecord) of port `port_gid` in group `mgid` at the SA at
+// `sa_lid`: the group's MLID. Status 0x0300 (kSaStatusNoRecords) when the
+// port is no member or there is no such group. As ServiceRecordGet.
+struct McMemberGet {
+  static constexpr std::string_view kName = "MCMemberRecord";
+  using Answer = McMemberReply;
+  Lid sa_lid;
+  Gid mgid;
+  Gid port_gid;
+};
+
+using Query = std::variant<SmInfoGet, SmInfoSet, PortInfoGet, NodeInfoGet, NodeDescriptionGet, SmInfoRecordsGet,
+                           IsSmPortRecordsGet, ServiceRecordSet, ServiceRecordGet, ServiceRecordDelete,
+                           PortCountersGet, LftTopGet, LftBlockGet, McMemberGet>;
+
+// The query's kName.
+inline std::string_view name(const Query& q) {
+  return std::visit([](const auto& x) { return std::remove_cvref_t<decltype(x)>::kName; }, q);
+}
+
+struct Request {
+  Query query;
+  RequestOptions opts;
+};
+
+// Any reply: the one of the request's Answer type.
+using AnyReply = std::variant<SmInfoReply, PortInfoReply, NodeInfoReply, NodeDescriptionReply, SmInfoRecordsReply,
+                              PortInfoRecordsReply, ServiceRecordReply, PortCountersReply, LftTopReply,
+                              LftBlockReply, McMemberReply>;
+
+namespace detail {
+template <class R, class V>
+struct IsAlternative : std::false_type {};
+template <class R, class... Ts>
+struct IsAlternative<R, std::variant<Ts...>> : std::bool_constant<(std::is_same_v<R, Ts> || ...)> {};
+}  // namespace detail
+// One of AnyReply's alternatives.
+template <class R>
+concept ReplyType = detail::IsAlternative<std::remove_cvref_t<R>, AnyReply>::value;
+
+// Sets the round trip and attempts of whichever reply `r` holds.
+inline void set_round_trip(AnyReply& r, Duration rtt, int attempts) {
+  std::visit(
+      [&](auto& x) {
+        x.rtt = rtt;
+        x.attempts = attempts;
+      },
+      r);
+}
+
+// How a transport answers a request: exactly once, with a reply of the
+// request's Answer type or an Error. Callable with a reply of any type, a
+// Result of one, an Error or a Result<AnyReply>; so it also converts to each
+// typed callback above.
+class ReplyCallback {
+ public:
+  ReplyCallback() = default;
+  template <class F>
+    requires(!std::is_same_v<std::decay_t<F>, ReplyCallback> && std::is_invocable_v<F&, Result<AnyReply>>)
+  ReplyCallback(F fn) : fn_(std::move(fn)) {}  // NOLINT(google-explicit-constructor)
+
+  void operator()(Result<AnyReply> r) const { fn_(std::move(r)); }
+  void operator()(Error e) const { fn_(std::move(e)); }
+  template <ReplyType R>
+  void operator()(R reply) const {
+    fn_(AnyReply{std::move(reply)});
+  }
+  template <ReplyType R>
+  void operator()(Result<R> r) const {
+    if (!r) return fn_(r.error());
+    fn_(AnyReply{std::move(r).value()});
+  }
+  explicit operator bool() const { return static_cast<bool>(fn_); }
+
+ private:
+  std::function<void(Result<AnyReply>)> fn_;
+};
+
+// The seam every MAD goes through. An implementation implements submit()
+// alone (dispatching on the request's query type); callers use the typed
+// helpers, which build the request and hand the reply back as its own type.
 class MadTransport {
  public:
   virtual ~MadTransport() = default;
 
-  // SubnGet(SMInfo). `done` is called exactly once, on the transport owner's
-  // event loop, never from inside this call.
-  virtual void get_sminfo(const Target& target, const RequestOptions& opts,
-                          SmInfoCallback done) = 0;
+  // Sends `request`. `done` is called exactly once, on the transport owner's
+  // event loop, never from inside this call, with the reply type
+  // request.query's Answer names, or an Error (codes above).
+  virtual void submit(Request request, ReplyCallback done) = 0;
 
-  // SubnSet(SMInfo) with attribute modifier `mod` and `payload` (OpenSM only
-  // accepts a payload whose state is MASTER). Same callback contract.
-  virtual void set_sminfo(const Target& target, SmInfoModifier mod, const SmInfo& payload,
-                          const RequestOptions& opts, SmInfoCallback done) = 0;
+  // Submits `query` with `opts`; `done` gets the query's Answer. A transport
+  // that answers with another reply type is a bug: `done` then gets an
+  // Errc::Invalid error naming the query.
+  template <class Q>
+  void send(Q query, const RequestOptions& opts, std::function<void(Result<typename Q::Answer>)> done) {
+    submit(Request{Query{std::move(query)}, opts}, [done = std::move(done)](Result<AnyReply> r) {
+      if (!r) return done(r.error());
+      if (auto* reply = std::get_if<typename Q::Answer>(&r.value())) return done(std::move(*reply));
+      done(make_error(Errc::Invalid, "the transport answered " + std::string(Q::kName) + " with another reply"));
+    });
+  }
 
-  // SubnGet(PortInfo) of port `port` (the attribute modifier) of the node at
-  // `target`; DrPath{} with our own port number asks our own port (the SMA
-  // answers it whatever the link state). Same callback contract and error codes.
-  virtual void get_port_info(const Target& target, std::uint8_t port, const RequestOptions& opts,
-                             PortInfoCallback done) = 0;
-
-  // SubnGet(NodeInfo) of the node at `target` (discovery). Same contract.
-  virtual void get_node_info(const Target& target, const RequestOptions& opts,
-                             NodeInfoCallback done) = 0;
-
-  // SubnGet(NodeDescription) of the node at `target`. Same contract.
-  virtual void get_node_description(const Target& target, const RequestOptions& opts,
-                                    NodeDescriptionCallback done) = 0;
-
-  // SubnAdmGetTable(SMInfoRecord) to the SA at `sa_lid` (the master SM's LID),
-  // on QP1 with the GSI Q_Key (doc/census.md, source 5). `opts.m_key` is not
-  // used (the SA's SM_Key field is sent as 0). Same callback contract; a
-  // table cut short is not an error (SmInfoRecordTable::truncated).
-  virtual void get_sminfo_records(Lid sa_lid, const RequestOptions& opts,
-                                  SmInfoRecordsCallback done) = 0;
-
-  // SubnAdmGetTable(PortInfoRecord) of the ports whose CapabilityMask has
-  // IsSM (what `saquery -s` asks) to the SA at `sa_lid` (doc/census.md,
-  // source 6): every port an SM is bound to, as the master's sweeps saw
-  // them, whatever the SM's SM_Key or state. Same contract as
-  // get_sminfo_records.
-  virtual void get_is_sm_port_records(Lid sa_lid, const RequestOptions& opts,
-                                      PortInfoRecordsCallback done) = 0;
-
-  // ServiceRecords at the SA at `sa_lid` (doc/drift.md), one MAD each way, on
-  // QP1 like get_sminfo_records; `opts.m_key` is not used. Same callback
-  // contract; an SA status (e.g. 0x0300 no records) is kErrMadStatus.
-  // SubnAdmSet: registers (or renews) `record`, ServiceLease included.
-  virtual void set_service_record(Lid sa_lid, const ServiceRecord& record,
-                                  const RequestOptions& opts, ServiceRecordCallback done) = 0;
-  // SubnAdmGet: the one record with this ServiceID, ServiceGID and ServiceName
-  // (records other ports register under other IDs or names cannot match).
-  virtual void get_service_record(Lid sa_lid, std::uint64_t id, const Gid& gid, const std::string& name,
-                                  const RequestOptions& opts, ServiceRecordCallback done) = 0;
-  // SubnAdmDelete: removes `record` (matched by ServiceID, ServiceGID, name).
-  virtual void delete_service_record(Lid sa_lid, const ServiceRecord& record,
-                                     const RequestOptions& opts, ServiceRecordCallback done) = 0;
-
-  // PerfMgtGet(PortCounters) of port `port` (PortSelect) from the PMA at
-  // `lid` (a switch's LID for any of its ports, a CA port's own LID for that
-  // port), on QP1 with the GSI Q_Key (doc/health.md); `opts.m_key` is not
-  // used. Same callback contract; a PMA status is kErrMadStatus.
-  virtual void get_port_counters(Lid lid, std::uint8_t port, const RequestOptions& opts,
-                                 PortCountersCallback done) = 0;
-
-  // SubnGet(SwitchInfo) of the switch at `target`: its LinearFDBTop. Same
-  // contract as get_node_info.
-  virtual void get_lft_top(const Target& target, const RequestOptions& opts, LftTopCallback done) = 0;
-  // SubnGet(LinearForwardingTable) block `block` (0..767) of the switch at
-  // `target`. Same contract.
-  virtual void get_lft_block(const Target& target, std::uint16_t block, const RequestOptions& opts,
-                             LftBlockCallback done) = 0;
-  // SubnAdmGet(MCMemberRecord) of port `port_gid` in group `mgid` at the SA
-  // at `sa_lid`: the group's MLID. Status 0x0300 (kSaStatusNoRecords) when
-  // the port is no member or there is no such group. Same contract as
-  // get_service_record.
-  virtual void get_mcmember(Lid sa_lid, const Gid& mgid, const Gid& port_gid, const RequestOptions& opts,
-                            McMemberCallback done) = 0;
+  // The queries, one helper each (see the request structs above).
+  void get_sminfo(const Target& target, const RequestOptions& opts, SmInfoCallback done) {
+    send(SmInfoGet{target}, opts, std::move(done));
+  }
+  void set_sminfo(const Target& target, SmInfoModifier mod, const SmInfo& payload, const RequestOptions& opts,
+                  SmInfoCallback done) {
+    send(SmInfoSet{target, mod, payload}, opts, std::move(done));
+  }
+  void get_port_info(const Target& target, std::uint8_t port, const RequestOptions& opts, PortInfoCallback done) {
+    send(PortInfoGet{target, port}, opts, std::move(done));
+  }
+  void get_node_info(const Target& target, const RequestOptions& opts, NodeInfoCallback done) {
+    send(NodeInfoGet{target}, opts, std::move(done));
+  }
+  void get_node_description(const Target& target, const RequestOptions& opts, NodeDescriptionCallback done) {
+    send(NodeDescriptionGet{target}, opts, std::move(done));
+  }
+  void get_sminfo_records(Lid sa_lid, const RequestOptions& opts, SmInfoRecordsCallback done) {
+    send(SmInfoRecordsGet{sa_lid}, opts, std::move(done));
+  }
+  void get_is_sm_port_records(Lid sa_lid, const RequestOptions& opts, PortInfoRecordsCallback done) {
+    send(IsSmPortRecordsGet{sa_lid}, opts, std::move(done));
+  }
+  void set_service_record(Lid sa_lid, const ServiceRecord& record, const RequestOptions& opts,
+                          ServiceRecordCallback done) {
+    send(ServiceRecordSet{sa_lid, record}, opts, std::move(done));
+  }
+  void get_service_record(Lid sa_lid, std::uint64_t id, const Gid& gid, const std::string& name,
+                          const RequestOptions& opts, ServiceRecordCallback done) {
+    send(ServiceRecordGet{sa_lid, id, gid, name}, opts, std::move(done));
+  }
+  void delete_service_record(Lid sa_lid, const ServiceRecord& record, const RequestOptions& opts,
+                             ServiceRecordCallback done) {
+    send(ServiceRecordDelete{sa_lid, record}, opts, std::move(done));
+  }
+  void get_port_counters(Lid lid, std::uint8_t port, const RequestOptions& opts, PortCountersCallback done) {
+    send(PortCountersGet{lid, port}, opts, std::move(done));
+  }
+  void get_lft_top(const Target& target, const RequestOptions& opts, LftTopCallback done) {
+    send(LftTopGet{target}, opts, std::move(done));
+  }
+  void get_lft_block(const Target& target, std::uint16_t block, const RequestOptions& opts, LftBlockCallback done) {
+    send(LftBlockGet{target, block}, opts, std::move(done));
+  }
+  void get_mcmember(Lid sa_lid, const Gid& mgid, const Gid& port_gid, const RequestOptions& opts,
+                    McMemberCallback done) {
+    send(McMemberGet{sa_lid, mgid, port_gid}, opts, std::move(done));
+  }
 };
 
 }  // namespace smha::mad

@@ -91,41 +91,21 @@ class UmadTransport final : public MadTransport {
   // On error the stored info is left unchanged.
   Result<LocalPortInfo> refresh_local_port();
 
-  void get_sminfo(const Target& target, const RequestOptions& opts, SmInfoCallback done) override;
-  void set_sminfo(const Target& target, SmInfoModifier mod, const SmInfo& payload,
-                  const RequestOptions& opts, SmInfoCallback done) override;
-  void get_port_info(const Target& target, std::uint8_t port, const RequestOptions& opts,
-                     PortInfoCallback done) override;
-  void get_node_info(const Target& target, const RequestOptions& opts,
-                     NodeInfoCallback done) override;
-  void get_node_description(const Target& target, const RequestOptions& opts,
-                            NodeDescriptionCallback done) override;
-  void get_sminfo_records(Lid sa_lid, const RequestOptions& opts,
-                          SmInfoRecordsCallback done) override;
-  void get_is_sm_port_records(Lid sa_lid, const RequestOptions& opts,
-                              PortInfoRecordsCallback done) override;
-  void set_service_record(Lid sa_lid, const ServiceRecord& record, const RequestOptions& opts,
-                          ServiceRecordCallback done) override;
-  void get_service_record(Lid sa_lid, std::uint64_t id, const Gid& gid, const std::string& name,
-                          const RequestOptions& opts, ServiceRecordCallback done) override;
-  void delete_service_record(Lid sa_lid, const ServiceRecord& record, const RequestOptions& opts,
-                             ServiceRecordCallback done) override;
-  void get_port_counters(Lid lid, std::uint8_t port, const RequestOptions& opts,
-                         PortCountersCallback done) override;
-  void get_lft_top(const Target& target, const RequestOptions& opts, LftTopCallback done) override;
-  void get_lft_block(const Target& target, std::uint16_t block, const RequestOptions& opts,
-                     LftBlockCallback done) override;
-  void get_mcmember(Lid sa_lid, const Gid& mgid, const Gid& port_gid, const RequestOptions& opts,
-                    McMemberCallback done) override;
+  // Encodes the query (its TID, its M_Key from opts for an SMP), sends it on
+  // the agent its class needs (an SA query: to a unicast LID, else "invalid";
+  // PortCounters: "io" when the PerfMgt agent did not register) and decodes
+  // the answer; MAD status is kErrMadStatus, a malformed answer is ignored
+  // as a stray until the deadline.
+  void submit(Request request, ReplyCallback done) override;
 
-  // A request the methods above do not make (smha's workload tools: SA
+  // A request no Query makes (smha's workload tools: SA
   // MCMemberRecord and InformInfo, SMP forwarding tables; codecs in
   // sa_records.hpp and smp.hpp). `build(tid)` makes the MAD; `accept(mad)`
   // reads an arriving MAD with a matching TID: Ok takes it as the answer, an
   // error with code kErrMadStatus ends the request with that error, any other
   // error ignores the MAD as a stray. With `sa` it goes to the SA on QP1 with
   // the GSI Q_Key (`target` must be a unicast LID); else it is an SMP routed
-  // by `target`. Same callback contract as the methods above.
+  // by `target`. Same callback contract as submit().
   struct RawReply {
     std::vector<std::uint8_t> mad;
     Duration rtt{};

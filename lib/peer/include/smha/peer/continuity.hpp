@@ -33,6 +33,7 @@
 #include "smha/fabric/takeover_report.hpp"
 #include "smha/os/file_system.hpp"
 #include "smha/peer/channel.hpp"
+#include "smha/peer/continuity_decisions.hpp"
 #include "smha/peer/copy_store.hpp"
 
 namespace smha::peer {
@@ -73,7 +74,7 @@ class Continuity {
   const CopyStore& store() const { return store_; }
   const CopySender& sender() const { return sender_; }
   const PeerChannel& channel() const { return *channel_; }
-  bool sending() const { return sending_; }
+  bool sending() const { return decisions_.master(); }
   // Seconds since the master last confirmed the copy of `kind` held; nullopt: none held.
   std::optional<double> copy_age_s(FrameKind kind = FrameKind::SaDump) const;
   // Seconds since the master's OpenSM wrote the content of the copy held; nullopt: none held.
@@ -89,8 +90,6 @@ class Continuity {
   void note_takeover();
   // Answers `older` holding a generation above ours: continue above it.
   void follow_answers();
-  // sa_copy_stale's detail now ("" not raised).
-  std::string stale_detail(const InBandFacts& f);
   ContinuityConfig cfg_;
   const Clock& clock_;
   Scheduler& sched_;
@@ -99,17 +98,12 @@ class Continuity {
   CopyStore store_;
   CopySender sender_;
   std::unique_ptr<PeerChannel> channel_;
+  ContinuityDecisions decisions_;  // outbound on or off, the alarms' details
   std::optional<Scheduler::TimerId> timer_;
-  TimePoint started_{};
-  bool sending_ = false;
   std::string alarm_;           // the sa_copy_stale detail raised ("" none)
   std::string trim_alarm_;      // the sa_copy_trimmed detail raised ("" none)
   std::string logged_refusal_;  // the last refusal logged
   std::string logged_notice_;   // the last notice logged (sent or received)
-  // The last time this head was seen not MASTER (smhad's start at first): a
-  // dump older than that is not this mastership's.
-  std::optional<WallTime> not_master_at_;
-  std::optional<TimePoint> no_master_since_;  // this head's polling sees no MASTER
   nlohmann::json at_takeover_;  // note_takeover()'s record; null until then
 };
 

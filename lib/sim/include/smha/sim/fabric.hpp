@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 // The in-process simulated fabric: nodes on one switch (or a chain of
 // switches, FabricParams::switches), each with one port (GUID,
-// LID, link state, MAD loss and delay), an in-memory file system, a process runner
+// LID, link state, MAD loss), an in-memory file system, a process runner
 // that can run a simulated "opensm", and a MadTransport bound to the node.
 //
 // The simulated OpenSM behaves like OpenSM 3.3.x for SMInfo (internals §2-3):
@@ -99,7 +99,6 @@ class Fabric {
   // on port i + 1 of the one switch, or port i + 3 of its switch in a chain.
   NodeId add_node(std::string name, Guid port_guid, Lid lid, int sw = 0);
   int switch_of(NodeId n) const;
-  std::size_t node_count() const;
   const std::string& name(NodeId n) const;
   Guid guid(NodeId n) const;
   Lid lid(NodeId n) const;
@@ -124,7 +123,6 @@ class Fabric {
     std::uint64_t lost = 0;
   };
   LossCount loss_count() const;
-  void set_extra_delay(NodeId n, Duration d);
 
   // Seams bound to a node. References live as long as the fabric.
   mad::MadTransport& transport(NodeId n);

@@ -107,38 +107,14 @@ class TopologyTransport final : public mad::MadTransport {
  public:
   TopologyTransport(EventQueue& q, const Topology& topo, int node, std::uint8_t port,
                     Duration hop_delay = microseconds(1), Duration sma_delay = microseconds(5));
-  void get_sminfo(const mad::Target& t, const mad::RequestOptions& o, mad::SmInfoCallback done) override;
-  void set_sminfo(const mad::Target& t, SmInfoModifier, const SmInfo&, const mad::RequestOptions& o,
-                  mad::SmInfoCallback done) override;
-  void get_port_info(const mad::Target& t, std::uint8_t port, const mad::RequestOptions& o,
-                     mad::PortInfoCallback done) override;
-  void get_node_info(const mad::Target& t, const mad::RequestOptions& o,
-                     mad::NodeInfoCallback done) override;
-  void get_node_description(const mad::Target& t, const mad::RequestOptions& o,
-                            mad::NodeDescriptionCallback done) override;
-  // No SM runs on a topology file's fabric: no SA answers (a timeout).
-  void get_sminfo_records(Lid sa_lid, const mad::RequestOptions& o,
-                          mad::SmInfoRecordsCallback done) override;
-  void get_is_sm_port_records(Lid sa_lid, const mad::RequestOptions& o,
-                              mad::PortInfoRecordsCallback done) override;
-  void set_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& o,
-                          mad::ServiceRecordCallback done) override;
-  void get_service_record(Lid sa_lid, std::uint64_t id, const mad::Gid& gid, const std::string& name,
-                          const mad::RequestOptions& o, mad::ServiceRecordCallback done) override;
-  void delete_service_record(Lid sa_lid, const mad::ServiceRecord& record, const mad::RequestOptions& o,
-                             mad::ServiceRecordCallback done) override;
-  // The PMA at `lid`, as ibsim 0.10's answers: a switch's for any of its
-  // ports, a CA's for the port `lid` is on only (MAD status 0x001c else).
-  void get_port_counters(Lid lid, std::uint8_t port, const mad::RequestOptions& o,
-                         mad::PortCountersCallback done) override;
-  // A topology file has no routes: every switch answers SwitchInfo with
-  // LinearFDBTop 0 (nothing programmed) and LFT blocks with 255 (no port).
-  void get_lft_top(const mad::Target& t, const mad::RequestOptions& o, mad::LftTopCallback done) override;
-  void get_lft_block(const mad::Target& t, std::uint16_t block, const mad::RequestOptions& o,
-                     mad::LftBlockCallback done) override;
-  // No SA: a timeout, as get_service_record.
-  void get_mcmember(Lid sa_lid, const mad::Gid& mgid, const mad::Gid& port_gid, const mad::RequestOptions& o,
-                    mad::McMemberCallback done) override;
+  // NodeInfo, NodeDescription and PortInfo as the SMAs answer them. No SM
+  // runs on a topology file's fabric: SMInfo and every SA query time out.
+  // PortCounters: the PMA at the LID, as ibsim 0.10's answers: a switch's for
+  // any of its ports, a CA's for the port the LID is on only (MAD status
+  // 0x001c else). A topology file has no routes: every switch answers
+  // SwitchInfo with LinearFDBTop 0 (nothing programmed) and LFT blocks with
+  // 255 (no port).
+  void submit(mad::Request request, mad::ReplyCallback done) override;
   std::uint64_t mads_sent() const { return mads_; }
   std::uint64_t pma_mads_sent() const { return pma_mads_; }
   // PortCounters answers from the PMA at `lid` name port `port` + 1 instead
@@ -150,9 +126,17 @@ class TopologyTransport final : public mad::MadTransport {
 
  private:
   std::optional<Topology::End> resolve(const mad::Target& t) const;
-  template <class Reply, class Fn>
-  void answer(const mad::Target& t, const mad::RequestOptions& o, std::function<void(Result<Reply>)> done,
-              Fn make);
+  // `make(end)` answers after the route's delay; a route that ends nowhere is
+  // silence. `dr`: the route, when directed (a corrupt() one answers garbage).
+  template <class Fn>
+  void answer(const std::optional<Topology::End>& end, const DrPath* dr, const mad::RequestOptions& o,
+              mad::ReplyCallback done, Fn make);
+  template <class Fn>
+  void answer(const mad::Target& t, const mad::RequestOptions& o, mad::ReplyCallback done, Fn make) {
+    answer(resolve(t), std::get_if<DrPath>(&t), o, std::move(done), std::move(make));
+  }
+  // No one answers: a timeout after every attempt (each counted as `mads`).
+  void silence(const mad::RequestOptions& o, mad::ReplyCallback done, std::uint64_t mads, const char* what);
   EventQueue& q_;
   const Topology& topo_;
   int node_;

@@ -20,6 +20,7 @@
 #include "smha/core/sminfo.hpp"
 #include "smha/core/types.hpp"
 #include "smha/sm/engine_status.hpp"
+#include "smha/sm/peer_health.hpp"
 #include "smha/sm/policy.hpp"
 
 namespace smha::sm {
@@ -115,17 +116,6 @@ class HaMachine {
   double round_miss_estimate() const;
 
  private:
-  struct PeerTrack {
-    PeerSpec spec;
-    int misses = 0;                 // consecutive rounds with no answer on any path
-    bool answered = false;          // this round
-    std::optional<SmInfo> last;     // last answer
-    TimePoint last_answer_at{};     // when it was seen
-    std::optional<TimePoint> master_at;  // when it last answered MASTER
-    bool refused = false;           // the latest unanswered round was refused, not silent
-    int prio_mismatch = 0;          // consecutive STANDBY answers with an unexpected priority
-    PortState port = PortState::Unknown;
-  };
   struct Ctx;
 
   // ---- Roles and what each keeps while it lasts --------------------------
@@ -192,7 +182,6 @@ class HaMachine {
   // census): no_master once that lasts past the start grace with nobody
   // sweeping, or past sweep_bound; cleared by the first MASTER answer.
   void track_fabric_master(const PollRound& r, TimePoint now, Ctx& c);
-  void update_loss(const PollRound& r);
   void check_alarms(const PollRound& r, TimePoint now, Ctx& c);
   // Fences a hung local OpenSM; true when it did. Otherwise, with our SM
   // silent, asks for the next round soon (and when the fence would be due).
@@ -290,12 +279,11 @@ class HaMachine {
   TimePoint prio_signalled_at_{};
   TimePoint prio_wanted_since_{};  // when rendered_ took its current value
   int prio_resends_ = 0;
-  std::vector<PeerTrack> peers_;
+  PeerHealth health_;  // the peers as the rounds show them, and the loss measured
+  std::vector<PeerTrack>& peers() { return health_.peers(); }
+  const std::vector<PeerTrack>& peers() const { return health_.peers(); }
   int no_master_rounds_ = 0;
   TimePoint no_master_since_{};
-  double loss_fail_ = 0, loss_total_ = 0;      // query level, decaying slowly
-  double fast_fail_ = 0, fast_total_ = 0;      // query level, decaying fast
-  double streak_miss_ = 0, streak_total_ = 0;  // round level, decaying
   bool yield_until_master_ = false;  // restarted after a failure: yield priority until a MASTER
   std::vector<AlarmKind> alarms_;
   // The active unknown_sm: its detail (refreshed when it changes), the GUIDs
