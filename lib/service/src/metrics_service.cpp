@@ -14,7 +14,6 @@ using head::FailoverStats;
 using head::HeadStatus;
 using head::PollStats;
 using head::SmView;
-using head::kDaemonAlarms;
 
 using nlohmann::json;
 

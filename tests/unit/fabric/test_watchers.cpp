@@ -28,75 +28,38 @@ struct Transport : mad::MadTransport {
   ManualScheduler& s;
   std::vector<std::string> sent;  // "SMInfoRecord lid:2", "ServiceRecord Set lid:1", ...
   explicit Transport(ManualScheduler& sch) : s(sch) {}
-  template <class Callback>
-  void silence(const mad::RequestOptions& o, Callback done) {
-    s.schedule_at(s.now() + o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "timeout")); });
+  void submit(mad::Request req, mad::ReplyCallback done) override {
+    std::visit([&](const auto& q) { on(q, req.opts, std::move(done)); }, req.query);
   }
-  void get_sminfo(const mad::Target&, const mad::RequestOptions& o, mad::SmInfoCallback done) override {
-    sent.push_back("SMInfo");
+  // Everything is silence until the request's timeout, recorded by its name.
+  template <class Q>
+  void on(const Q&, const mad::RequestOptions& o, mad::ReplyCallback done) {
+    sent.emplace_back(Q::kName);
     silence(o, std::move(done));
   }
-  void set_sminfo(const mad::Target&, SmInfoModifier, const SmInfo&, const mad::RequestOptions& o,
-                  mad::SmInfoCallback done) override {
-    sent.push_back("SMInfo Set");
-    silence(o, std::move(done));
-  }
-  void get_port_info(const mad::Target&, std::uint8_t, const mad::RequestOptions& o,
-                     mad::PortInfoCallback done) override {
-    sent.push_back("PortInfo");
-    silence(o, std::move(done));
-  }
-  void get_node_info(const mad::Target&, const mad::RequestOptions& o, mad::NodeInfoCallback done) override {
-    sent.push_back("NodeInfo");
-    silence(o, std::move(done));
-  }
-  void get_node_description(const mad::Target&, const mad::RequestOptions& o,
-                            mad::NodeDescriptionCallback done) override {
-    sent.push_back("NodeDescription");
-    silence(o, std::move(done));
-  }
-  void get_sminfo_records(Lid sa_lid, const mad::RequestOptions&, mad::SmInfoRecordsCallback done) override {
-    sent.push_back("SMInfoRecord lid:" + std::to_string(sa_lid.value));
+  void on(const mad::SmInfoRecordsGet& q, const mad::RequestOptions&, mad::ReplyCallback done) {
+    sent.push_back("SMInfoRecord lid:" + std::to_string(q.sa_lid.value));
     s.schedule_at(s.now() + milliseconds(1),
                   [done] { done(mad::SmInfoRecordsReply{mad::SmInfoRecordTable{}, milliseconds(1), 1}); });
   }
-  void get_is_sm_port_records(Lid, const mad::RequestOptions& o, mad::PortInfoRecordsCallback done) override {
-    sent.push_back("PortInfoRecord");
+  void on(const mad::ServiceRecordSet& q, const mad::RequestOptions& o, mad::ReplyCallback done) {
+    sent.push_back("ServiceRecord Set lid:" + std::to_string(q.sa_lid.value));
     silence(o, std::move(done));
   }
-  void set_service_record(Lid sa_lid, const mad::ServiceRecord&, const mad::RequestOptions& o,
-                          mad::ServiceRecordCallback done) override {
-    sent.push_back("ServiceRecord Set lid:" + std::to_string(sa_lid.value));
+  void on(const mad::ServiceRecordGet& q, const mad::RequestOptions& o, mad::ReplyCallback done) {
+    sent.push_back("ServiceRecord lid:" + std::to_string(q.sa_lid.value));
     silence(o, std::move(done));
   }
-  void get_service_record(Lid sa_lid, std::uint64_t, const mad::Gid&, const std::string&,
-                          const mad::RequestOptions& o, mad::ServiceRecordCallback done) override {
-    sent.push_back("ServiceRecord lid:" + std::to_string(sa_lid.value));
+  void on(const mad::ServiceRecordDelete& q, const mad::RequestOptions& o, mad::ReplyCallback done) {
+    sent.push_back("ServiceRecord Delete lid:" + std::to_string(q.sa_lid.value));
     silence(o, std::move(done));
   }
-  void delete_service_record(Lid sa_lid, const mad::ServiceRecord&, const mad::RequestOptions& o,
-                             mad::ServiceRecordCallback done) override {
-    sent.push_back("ServiceRecord Delete lid:" + std::to_string(sa_lid.value));
+  void on(const mad::PortCountersGet& q, const mad::RequestOptions& o, mad::ReplyCallback done) {
+    sent.push_back("PortCounters lid:" + std::to_string(q.lid.value));
     silence(o, std::move(done));
   }
-  void get_port_counters(Lid lid, std::uint8_t, const mad::RequestOptions& o,
-                         mad::PortCountersCallback done) override {
-    sent.push_back("PortCounters lid:" + std::to_string(lid.value));
-    silence(o, std::move(done));
-  }
-  void get_lft_top(const mad::Target&, const mad::RequestOptions& o, mad::LftTopCallback done) override {
-    sent.push_back("SwitchInfo");
-    silence(o, std::move(done));
-  }
-  void get_lft_block(const mad::Target&, std::uint16_t, const mad::RequestOptions& o,
-                     mad::LftBlockCallback done) override {
-    sent.push_back("LinearForwardingTable");
-    silence(o, std::move(done));
-  }
-  void get_mcmember(Lid, const mad::Gid&, const mad::Gid&, const mad::RequestOptions& o,
-                    mad::McMemberCallback done) override {
-    sent.push_back("MCMemberRecord");
-    silence(o, std::move(done));
+  void silence(const mad::RequestOptions& o, mad::ReplyCallback done) {
+    s.schedule_at(s.now() + o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "timeout")); });
   }
   std::size_t count(const std::string& prefix) const {
     std::size_t n = 0;
