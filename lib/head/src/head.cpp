@@ -39,8 +39,8 @@ class TeeSink final : public agent::EventSink {
  public:
   TeeSink(agent::EventSink& head, agent::EventSink& tap) : sinks_{&tap, &head} {}
   void event(const sm::RecordEvent& e, TimePoint at) override { each(&agent::EventSink::event, e, at); }
-  void alarm(const sm::RaiseAlarm& x, TimePoint at) override { each(&agent::EventSink::alarm, x, at); }
-  void clear(const sm::ClearAlarm& x, TimePoint at) override { each(&agent::EventSink::clear, x, at); }
+  void alarm(const RaiseAlarm& x, TimePoint at) override { each(&agent::EventSink::alarm, x, at); }
+  void clear(const ClearAlarm& x, TimePoint at) override { each(&agent::EventSink::clear, x, at); }
   void hook(const sm::RunHook& h, TimePoint at) override { each(&agent::EventSink::hook, h, at); }
   void error(const Error& e, TimePoint at) override { each(&agent::EventSink::error, e, at); }
   void takeover_report(const fabric::TakeoverReport& r, TimePoint at) override {
@@ -58,24 +58,6 @@ class TeeSink final : public agent::EventSink {
 };
 
 }  // namespace
-
-// An alarm to the head's log and to its host's tap.
-class Head::AlarmTee final : public AlarmSink {
- public:
-  AlarmTee(AlarmSink& a, AlarmSink& b) : a_(a), b_(b) {}
-  void alarm(const RaiseAlarm& x, TimePoint at) override {
-    b_.alarm(x, at);
-    a_.alarm(x, at);
-  }
-  void clear(const ClearAlarm& x, TimePoint at) override {
-    b_.clear(x, at);
-    a_.clear(x, at);
-  }
-
- private:
-  AlarmSink& a_;
-  AlarmSink& b_;
-};
 
 Head::Head(config::Config config, Plan plan, HeadOptions options, HeadSeams seams)
     : config_(std::move(config)),
@@ -98,12 +80,11 @@ Head::Head(config::Config config, Plan plan, HeadOptions options, HeadSeams seam
       });
   events_ = std::make_unique<HeadEventSink>(sink_, seams_.hooks, [this] { return snapshot(); }, seams_.changed);
   if (seams_.tap) tee_ = std::make_unique<TeeSink>(*events_, *seams_.tap);
-  // opensm_failed goes where the engine's alarms go, but not through
-  // HeadEventSink: its hooks are the opensm_restart ones (OpensmWatch).
-  if (seams_.tap) watch_alarms_ = std::make_unique<AlarmTee>(sink_, *seams_.tap);
+  // opensm_failed goes where the engine's alarms go: the log, the fault hooks
+  // (doc/hooks.md: every alarm raised) and the host's tap.
   osm_watch_ = std::make_unique<OpensmWatch>(
-      sink_, watch_alarms_ ? static_cast<AlarmSink&>(*watch_alarms_) : sink_, seams_.clock, seams_.hooks,
-      [this] { return snapshot(); }, seams_.changed);
+      sink_, tee_ ? static_cast<AlarmSink&>(*tee_) : static_cast<AlarmSink&>(*events_), seams_.clock,
+      seams_.hooks, [this] { return snapshot(); }, seams_.changed);
   if (plan_.opensm && seams_.opensm) {
     opensm::SupervisorOptions so = plan_.opensm->supervisor;
     so.on_change = [this](const opensm::SupervisorStatus& st) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-// The events method over a real control socket: newest N, after/wait_s long
+// An event as the events method shows it (event_to_json, smctl events' text);
+// the events method over a real control socket: newest N, after/wait_s long
 // polling woken by a new event, timeouts, bad params; and follow_events (smctl
 // events --follow) printing new events, stopping on a signal and on smhad going away.
 #include <catch2/catch.hpp>
@@ -18,7 +19,9 @@
 #include <boost/asio/post.hpp>
 
 #include "smha/client/follow.hpp"
+#include "smha/client/render.hpp"
 #include "smha/control/client.hpp"
+#include "smha/core/text.hpp"
 #include "smha/service/events_method.hpp"
 #include "test_support.hpp"
 
@@ -100,6 +103,31 @@ volatile std::sig_atomic_t g_stop = 0;
 extern "C" void on_usr1(int) {}
 
 }  // namespace
+
+TEST_CASE("event_to_json escapes the SMs' descriptions and smctl events shows each SM after the event",
+          "[service][events]") {
+  LogEventSink sink;
+  const Guid own{0x0002c90300000001}, peer{0x0002c90300000002}, stray{0x0002c90300000009};
+  sink.set_node_namer(own, [&](Guid g) {
+    if (g == own) return EventNode{"head01", g, "head01 HCA-1"};
+    if (g == peer) return EventNode{"head02", g, "head02 \x01HCA-1"};
+    return EventNode{"", g, ""};
+  });
+  sink.event({sm::EventKind::TakeoverStarted, "master lost", "head02 silent", {peer, own, peer}}, TimePoint{});
+  sink.event({sm::EventKind::HandoverRejected, "no live standby", "", {stray}}, TimePoint{});
+  sink.note("RELOAD", "configuration reloaded");  // a daemon note names no SM
+  const auto& ev = sink.events();
+  REQUIRE(ev.size() == 3);
+  const auto j = event_to_json(ev[0]);
+  CHECK(j["nodes"][1]["node_description"] == printable("head02 \x01HCA-1"));
+  CHECK(j["nodes"][1]["node_description"] != "head02 \x01HCA-1");
+  CHECK(event_to_json(ev[2]).count("nodes") == 0);
+  const std::string text = render_events_text(nlohmann::json{{"events", {j, event_to_json(ev[1])}}});
+  CHECK(text.find("(head01 0x0002c90300000001 \"head01 HCA-1\"; head02 0x0002c90300000002 \"head02 ") !=
+        std::string::npos);
+  CHECK(text.find("no live standby  (head01 0x0002c90300000001 \"head01 HCA-1\"; 0x0002c90300000009)") !=
+        std::string::npos);
+}
 
 TEST_CASE("events: newest n, after, and bad params", "[service][events]") {
   EventsRig rig;

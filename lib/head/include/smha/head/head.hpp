@@ -206,8 +206,6 @@ class Head final : public DrillHost {
   LogEventSink sink_;
   std::unique_ptr<HeadEventSink> events_;
   std::unique_ptr<agent::EventSink> tee_;  // events_ and the host's tap
-  class AlarmTee;
-  std::unique_ptr<AlarmTee> watch_alarms_;  // sink_ and the host's tap: OpensmWatch's alarms
   std::unique_ptr<OpensmWatch> osm_watch_;
   std::unique_ptr<agent::SupervisedOpensmControl> supervised_;
   ObserveOnlyOpensmControl observe_control_;

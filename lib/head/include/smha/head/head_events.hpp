@@ -107,7 +107,8 @@ class HeadEventSink final : public agent::EventSink {
 // Watches OpenSM supervision for the head: a respawn after a crash runs the
 // opensm_restart hooks; entering Failed (permanent failure or crash loop) logs
 // OPENSM_FAILED, raises the alarm opensm_failed through `alarms` (with an
-// "opensm_failed" event; a new reason while Failed refreshes its detail) and
+// "opensm_failed" event; a new reason while Failed refreshes its detail; the
+// head passes its HeadEventSink, so the fault hooks run as for every alarm) and
 // runs the opensm_restart hooks; leaving Failed clears the alarm, except for a
 // crash loop's retry: that keeps it until the retried OpenSM has run
 // restart_stable_s (events opensm_retry, then opensm_retry_ok or
