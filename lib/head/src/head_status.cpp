@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "smha/agent/agent.hpp"
+#include "smha/config/config.hpp"
 #include "smha/core/text.hpp"
 #include "smha/platform/notify.hpp"
 

@@ -70,8 +70,8 @@ struct Transport : mad::MadTransport {
 
 struct Alarms : AlarmSink {
   std::vector<std::string> log;
-  void alarm(const sm::RaiseAlarm& a, TimePoint) override { log.push_back("raise " + std::string(sm::to_string(a.kind))); }
-  void clear(const sm::ClearAlarm& a, TimePoint) override { log.push_back("clear " + std::string(sm::to_string(a.kind))); }
+  void alarm(const RaiseAlarm& a, TimePoint) override { log.push_back("raise " + std::string(to_string(a.kind))); }
+  void clear(const ClearAlarm& a, TimePoint) override { log.push_back("clear " + std::string(to_string(a.kind))); }
 };
 
 SmInfo sminfo(Guid g, SmState s) {

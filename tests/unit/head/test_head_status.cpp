@@ -4,6 +4,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "smha/agent/agent.hpp"
 #include "smha/head/head_status.hpp"
 
 #include "fake_transport.hpp"

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "smha/core/scheduler.hpp"
-#include "smha/fabric/alarm_sink.hpp"
+#include "smha/core/alarm.hpp"
 #include "smha/fabric/drift.hpp"
 #include "smha/fabric/health.hpp"
 #include "smha/fabric/poll_listener.hpp"

@@ -18,10 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "smha/agent/agent.hpp"
-#include "smha/config/config.hpp"
-#include "smha/core/alarm.hpp"
 #include "smha/control/metrics.hpp"
+#include "smha/core/alarm.hpp"
 #include "smha/core/clock.hpp"
 #include "smha/core/sminfo.hpp"
 #include "smha/core/types.hpp"
@@ -32,7 +30,14 @@
 #include "smha/fabric/watchers.hpp"
 #include "smha/opensm/supervisor.hpp"
 #include "smha/head/recording_transport.hpp"
-#include "smha/sm/ha_machine.hpp"
+#include "smha/sm/engine_status.hpp"
+
+namespace smha::agent {
+struct PeerRoute;
+}
+namespace smha::config {
+struct Peer;
+}
 
 namespace smha::head {
 
@@ -161,7 +166,7 @@ nlohmann::json to_json(const SmView& peer);
 
 // The status reply's fabric blocks (doc/control-protocol.md), each rendered
 // once from the typed state of the service that keeps it. The peer channel's
-// block is peer::Continuity::status_json() (lib/head does not see lib/peer).
+// block is peer::continuity_json() (lib/head does not see lib/peer).
 //
 // status.sms and the sms reply: every SM the census knows (doc/census.md),
 // heads first, then by GUID; `head_name` names a configured head's GUID.

@@ -18,12 +18,6 @@
 
 namespace smha::sm {
 
-// Old spelling, kept for callers.
-using smha::AlarmKind;
-using smha::ClearAlarm;
-using smha::RaiseAlarm;
-using smha::to_string;
-
 // ---- Observations ---------------------------------------------------------
 
 // The local OpenSM process as the supervisor sees it.
