@@ -282,7 +282,7 @@ json check(boost::asio::io_context& io, UmadTransport& t, const Args& a) {
             [&, g, key, next](Result<McMemberReply> rep) {
               auto& slot = out["groups"][static_cast<std::size_t>(g)]["members"][key];
               if (rep) {
-                slot = rep->mlid.value;
+                slot = rep->info.value;
               } else if (rep.error().code == kErrMadStatus && rep.error().mad_status == kSaStatusNoRecords) {
                 slot = nullptr;
               } else {

@@ -98,7 +98,7 @@ void CensusDriver::read_own_description() {
   mad_.get_node_description(DrPath{}, o, [this, alive](Result<mad::NodeDescriptionReply> d) {
     if (alive.expired()) return;
     own_description_pending_ = false;
-    if (d.ok()) own_description_ = d->text;
+    if (d.ok()) own_description_ = d->info;
   });
 }
 
@@ -201,7 +201,7 @@ void CensusDriver::census_rechecks() {
                                                   Result<mad::NodeDescriptionReply> d) {
         if (alive.expired() || !running_) return;
         census_stats_.recheck_mads += mads_of(d, o);
-        if (d.ok()) census_.described(g, d->text);
+        if (d.ok()) census_.described(g, d->info);
         census_queries();  // named first: the alarm's text carries the name
       });
     });
@@ -270,7 +270,7 @@ void CensusDriver::census_sa() {
       st.sa_last_error = to_string(r.error());
       return;
     }
-    const auto& t = r->table;
+    const auto& t = r->info;
     ++st.sa_tables;
     if (t.truncated) ++st.sa_truncated;
     st.sa_last_at = sched_.now();
@@ -300,7 +300,7 @@ void CensusDriver::census_sa_is_sm(Lid sa_lid) {
       st.ism_last_error = to_string(r.error());
       return;
     }
-    const auto& t = r->table;
+    const auto& t = r->info;
     ++st.ism_tables;
     if (t.truncated) ++st.ism_truncated;
     st.ism_last_at = sched_.now();
@@ -346,7 +346,7 @@ void CensusDriver::census_sa_port(Lid lid) {
     mad_.get_node_description(mad::Target{lid}, o, [this, alive, port, o](Result<mad::NodeDescriptionReply> d) {
       if (alive.expired() || !running_) return;
       census_stats_.ism_resolve_mads += mads_of(d, o);
-      if (d.ok()) census_.described(port, d->text);
+      if (d.ok()) census_.described(port, d->info);
       census_queries();  // named first: the alarm's text carries the name
     });
   });

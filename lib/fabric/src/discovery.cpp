@@ -203,7 +203,7 @@ void Discovery::begin(bool survey, std::vector<Guid> targets, Done done, std::ve
         d->mad_.get_node_description(r->result.sm_ports.at(idx).path, o,
                                      answered([idx](Run& r, const mad::NodeDescriptionReply& reply) {
                                        auto& p = r.result.sm_ports.at(idx);
-                                       p.description = reply.text;
+                                       p.description = reply.info;
                                        p.description_known = true;
                                      }));
       } else if (auto* lt = std::get_if<ReadLftTop>(&w)) {
@@ -211,8 +211,8 @@ void Discovery::begin(bool survey, std::vector<Guid> targets, Done done, std::ve
         DrPath path = lt->path;
         d->mad_.get_lft_top(path, o, answered([sw, path](Run& r, const mad::LftTopReply& reply) {
           // LinearFDBTop 0: nothing programmed (no unicast LID but 0).
-          if (reply.top == 0) return;
-          const std::uint16_t top = std::min<std::uint16_t>(reply.top, 0xbfff);
+          if (reply.info == 0) return;
+          const std::uint16_t top = std::min<std::uint16_t>(reply.info, 0xbfff);
           SwitchLft& lft = r.result.lfts[sw];
           lft.path = path;
           lft.ports.assign(static_cast<std::size_t>(top) + 1, 0xff);
@@ -226,8 +226,8 @@ void Discovery::begin(bool survey, std::vector<Guid> targets, Done done, std::ve
                               answered([sw, block](Run& r, const mad::LftBlockReply& reply) {
                                 SwitchLft& lft = r.result.lfts.at(sw);
                                 const std::size_t first = static_cast<std::size_t>(block) * mad::kLftBlockSize;
-                                for (std::size_t i = 0; i < reply.ports.size() && first + i < lft.ports.size(); ++i)
-                                  lft.ports[first + i] = reply.ports[i];
+                                for (std::size_t i = 0; i < reply.info.size() && first + i < lft.ports.size(); ++i)
+                                  lft.ports[first + i] = reply.info[i];
                                 ++lft.blocks_read;
                               }));
       } else if (auto* cp = std::get_if<CheckPort>(&w)) {
@@ -251,7 +251,7 @@ void Discovery::begin(bool survey, std::vector<Guid> targets, Done done, std::ve
         if (rt.description) {
           d->mad_.get_node_description(rp.path, o, answered([g](Run& r, const mad::NodeDescriptionReply& reply) {
             auto& p = r.result.found.at(g);
-            p.description = reply.text;
+            p.description = reply.info;
             p.description_known = true;
           }, true));
         } else {

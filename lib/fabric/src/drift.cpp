@@ -322,7 +322,7 @@ void DriftMonitor::on_record(std::size_t i, Result<mad::ServiceRecordReply> r) {
     update_alarm();
     return;
   }
-  const mad::ServiceRecord& rec = r->record;
+  const mad::ServiceRecord& rec = r->info;
   // The SA answered a Get by ServiceGID and name: anything else is not the
   // peer's record (a misbehaving SA, or a record forged for another port).
   if (rec.gid.guid != p.guid || rec.gid.prefix != cfg_.subnet_prefix || rec.name != kSmhaServiceName ||

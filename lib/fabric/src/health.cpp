@@ -305,7 +305,7 @@ void LinkHealth::read_next(const std::shared_ptr<Pending>& p) {
     if (!q) return;
     if (r) {
       if (names_.size() >= 4 * cfg_.max_links + 64) names_.clear();  // bounded
-      names_[node] = r->text;
+      names_[node] = r->info;
     }
     read_next(q);
   });

@@ -195,7 +195,7 @@ void PortErrors::tick() {
     mad_.get_node_description(path, cfg_.request, [this, gen, node](Result<mad::NodeDescriptionReply> r) {
       if (gen.expired()) return;
       in_flight_ = false;
-      if (r) names_[node] = r->text;
+      if (r) names_[node] = r->info;
     });
     return;
   }
@@ -245,17 +245,17 @@ void PortErrors::on_counters(const Key& key, Result<mad::PortCountersReply> r) {
     note_over(key, false);
     return;
   }
-  if (r->counters.port_select != key.second) {
+  if (r->info.port_select != key.second) {
     ++counts_.wrong_port;
     p.unknown = true;
     p.why_unknown = "the PMA at LID " + std::to_string(p.lid.value) + " answered for port " +
-                    std::to_string(r->counters.port_select) + ", asked for port " + std::to_string(key.second);
+                    std::to_string(r->info.port_select) + ", asked for port " + std::to_string(key.second);
     note_over(key, false);
     return;
   }
   const TimePoint now = sched_.now();
   forget_old(p, now);
-  const mad::ErrorCounts& v = r->counters.errors;
+  const mad::ErrorCounts& v = r->info.errors;
   if (p.last) {
     mad::ErrorCounts delta{};
     bool reset = false;

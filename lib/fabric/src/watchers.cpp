@@ -206,7 +206,7 @@ void Watchers::check_groups(std::vector<SaCopyInfo::Group> groups) {
                                 --c->in_flight;
                                 ++c->done;
                                 const std::string name = mad::to_string(g.mgid);
-                                if (r.ok() && r->mlid == g.mlid) {
+                                if (r.ok() && r->info == g.mlid) {
                                   ++c->kept;
                                 } else if (c->lost.size() < kReportGroupsNamed) {
                                   char was[8];
@@ -214,7 +214,7 @@ void Watchers::check_groups(std::vector<SaCopyInfo::Group> groups) {
                                   std::string why;
                                   if (r.ok()) {
                                     char now_mlid[8];
-                                    std::snprintf(now_mlid, sizeof now_mlid, "0x%04x", r->mlid.value);
+                                    std::snprintf(now_mlid, sizeof now_mlid, "0x%04x", r->info.value);
                                     why = std::string("MLID ") + now_mlid + ", was " + was;
                                   } else if (r.error().code == mad::kErrMadStatus &&
                                              r.error().mad_status == mad::kSaStatusNoRecords) {

@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "fabric_impl.hpp"
+#include "smha/sim/topology.hpp"
 
 namespace smha::sim {
 
@@ -57,21 +58,16 @@ void Fabric::Impl::Transport::submit(mad::Request request, mad::ReplyCallback do
         } else if constexpr (std::is_same_v<Q, mad::PortCountersGet>) {
           // The simulated cluster models no PMA (TopologyTransport does): silence.
           f->q.schedule_in(o.timeout * (o.retries + 1), [done] { done(make_error(mad::kErrTimeout, "no PMA")); });
-        } else if constexpr (std::is_same_v<Q, mad::LftTopGet>) {
-          // No routes either: a switch answers SwitchInfo with LinearFDBTop 0
-          // (nothing programmed), as TopologyTransport; anything else refuses it.
+        } else if constexpr (std::is_same_v<Q, mad::LftTopGet> || std::is_same_v<Q, mad::LftBlockGet>) {
+          // No routes either: the LFT of a fabric without routes, as TopologyTransport.
           f->send_node_read(self, q.target, o, [done = std::move(done)](Result<NodeAnswer> r) {
             if (!r) return done(r.error());
             const auto* ni = std::get_if<mad::NodeInfo>(&r->value);
-            if (!ni || ni->type != mad::NodeType::Switch) return done(mad::mad_status_error(0x000c, "SMA status 0x000c"));
-            done(mad::LftTopReply{0, r->rtt, r->attempts});
-          });
-        } else if constexpr (std::is_same_v<Q, mad::LftBlockGet>) {
-          f->send_node_read(self, q.target, o, [done = std::move(done)](Result<NodeAnswer> r) {
-            if (!r) return done(r.error());
-            mad::LftBlockReply reply{{}, r->rtt, r->attempts};
-            reply.ports.fill(0xff);
-            done(reply);
+            const mad::NodeType type = ni ? ni->type : mad::NodeType::Unknown;
+            Result<mad::AnyReply> reply =
+                std::is_same_v<Q, mad::LftTopGet> ? unrouted_lft_top(type) : unrouted_lft_block(type);
+            if (reply.ok()) mad::set_round_trip(reply.value(), r->rtt, r->attempts);
+            done(std::move(reply));
           });
         } else {
           static_assert(std::is_same_v<Q, mad::McMemberGet>, "a query the simulated fabric does not answer");
@@ -90,7 +86,7 @@ void Fabric::Impl::finish(const std::shared_ptr<Req>& r, Result<mad::SmInfoReply
 }
 
 void Fabric::Impl::send(NodeId from, const mad::Target& t, std::optional<SmInfoModifier> mod,
-          const SmInfo& payload, const mad::RequestOptions& o, mad::SmInfoCallback done) {
+          const SmInfo& payload, const mad::RequestOptions& o, mad::ReplyCallback done) {
   auto r = std::make_shared<Req>(Req{from, t, mod, payload, o, std::move(done)});
   attempt(r);
 }
@@ -140,7 +136,7 @@ void Fabric::Impl::attempt(const std::shared_ptr<Req>& r) {
 }
 
 void Fabric::Impl::send_port_info(NodeId from, const mad::Target& t, std::uint8_t port,
-                    const mad::RequestOptions& o, mad::PortInfoCallback done) {
+                    const mad::RequestOptions& o, mad::ReplyCallback done) {
   port_attempt(std::make_shared<PortReq>(PortReq{from, t, port, o, std::move(done)}));
 }
 
@@ -388,7 +384,7 @@ Result<mad::SmInfoRecordTable> Fabric::Impl::sa_answer(NodeId to) {
   return mad::decode_sminfo_record_table(bytes);
 }
 
-void Fabric::Impl::send_sa(NodeId from, Lid lid, const mad::RequestOptions& o, mad::SmInfoRecordsCallback done) {
+void Fabric::Impl::send_sa(NodeId from, Lid lid, const mad::RequestOptions& o, mad::ReplyCallback done) {
   sa_attempt(std::make_shared<SaReq>(SaReq{from, lid, o, std::move(done)}));
 }
 
@@ -435,7 +431,7 @@ Result<mad::PortInfoRecordTable> Fabric::Impl::pir_answer(NodeId to) {
   return mad::decode_port_info_record_table(bytes);
 }
 
-void Fabric::Impl::send_pir(NodeId from, Lid lid, const mad::RequestOptions& o, mad::PortInfoRecordsCallback done) {
+void Fabric::Impl::send_pir(NodeId from, Lid lid, const mad::RequestOptions& o, mad::ReplyCallback done) {
   pir_attempt(std::make_shared<PirReq>(PirReq{from, lid, o, std::move(done)}));
 }
 
@@ -508,7 +504,7 @@ mad::MadBytes Fabric::Impl::sr_answer(NodeId to, const mad::MadBytes& request) {
 }
 
 void Fabric::Impl::send_sr(NodeId from, Lid lid, Result<mad::MadBytes> request, std::uint8_t answer_method,
-                           const mad::RequestOptions& o, mad::ServiceRecordCallback done) {
+                           const mad::RequestOptions& o, mad::ReplyCallback done) {
   if (!request) {
     q.schedule_in(Duration::zero(), [done = std::move(done), e = request.error()] { done(e); });
     return;

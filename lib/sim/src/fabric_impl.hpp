@@ -315,14 +315,14 @@ struct Fabric::Impl {
     std::optional<SmInfoModifier> mod;
     SmInfo payload;
     mad::RequestOptions opts;
-    mad::SmInfoCallback done;
+    mad::ReplyCallback done;
     int attempt = 0;
     bool finished = false;
     TimePoint sent{};
   };
   void finish(const std::shared_ptr<Req>& r, Result<mad::SmInfoReply> res);
   void send(NodeId from, const mad::Target& t, std::optional<SmInfoModifier> mod,
-            const SmInfo& payload, const mad::RequestOptions& o, mad::SmInfoCallback done);
+            const SmInfo& payload, const mad::RequestOptions& o, mad::ReplyCallback done);
   void attempt(const std::shared_ptr<Req>& r);
   // SubnGet(PortInfo): answered by the node's SMA (no SM needed) from the link
   // model. Nodes have one port: port 1 (or 0, "the port the SMP came in on");
@@ -335,13 +335,13 @@ struct Fabric::Impl {
     mad::Target target;
     std::uint8_t port;
     mad::RequestOptions opts;
-    mad::PortInfoCallback done;
+    mad::ReplyCallback done;
     int attempt = 0;
     bool finished = false;
     TimePoint sent{};
   };
   void send_port_info(NodeId from, const mad::Target& t, std::uint8_t port,
-                      const mad::RequestOptions& o, mad::PortInfoCallback done);
+                      const mad::RequestOptions& o, mad::ReplyCallback done);
   void finish_port(const std::shared_ptr<PortReq>& r, Result<mad::PortInfoReply> res);
   // A switch: DR path {1} from any node is its own switch (the only one
   // without a chain). Port switch_port(n) is node n's cable; PortInfo of it
@@ -381,20 +381,19 @@ struct Fabric::Impl {
   // kernel refuses the GSI MAD (status); a frozen or starting SM: silence; an
   // SM that is not MASTER: busy (a model; the census asks the master only).
   // An SA table request (SMInfoRecords, IsSM PortInfoRecords) in flight.
-  template <typename Callback>
   struct TableReq {
     NodeId from;
     Lid lid;
     mad::RequestOptions opts;
-    Callback done;
+    mad::ReplyCallback done;
     int attempt = 0;
     bool finished = false;
     TimePoint sent{};
   };
-  using SaReq = TableReq<mad::SmInfoRecordsCallback>;
+  using SaReq = TableReq;
   void finish_sa(const std::shared_ptr<SaReq>& r, Result<mad::SmInfoRecordsReply> res);
   Result<mad::SmInfoRecordTable> sa_answer(NodeId to);
-  void send_sa(NodeId from, Lid lid, const mad::RequestOptions& o, mad::SmInfoRecordsCallback done);
+  void send_sa(NodeId from, Lid lid, const mad::RequestOptions& o, mad::ReplyCallback done);
   void sa_attempt(const std::shared_ptr<SaReq>& r);
   // ServiceRecord Set/Get/Delete to the SA at `lid`, handled as OpenSM's
   // osm_sa_service_record.c does (Set needs ServiceID and ServiceGID in the
@@ -405,10 +404,10 @@ struct Fabric::Impl {
   // Request and answer go through the real encoders and decoders. Who
   // answers and when: as send_sa.
   // SubnAdmGetTable(PortInfoRecord) of the IsSM ports.
-  using PirReq = TableReq<mad::PortInfoRecordsCallback>;
+  using PirReq = TableReq;
   void finish_pir(const std::shared_ptr<PirReq>& r, Result<mad::PortInfoRecordsReply> res);
   Result<mad::PortInfoRecordTable> pir_answer(NodeId to);
-  void send_pir(NodeId from, Lid lid, const mad::RequestOptions& o, mad::PortInfoRecordsCallback done);
+  void send_pir(NodeId from, Lid lid, const mad::RequestOptions& o, mad::ReplyCallback done);
   void pir_attempt(const std::shared_ptr<PirReq>& r);
 
   struct SrReq {
@@ -417,13 +416,13 @@ struct Fabric::Impl {
     mad::MadBytes request;
     std::uint8_t answer_method = 0;
     mad::RequestOptions opts;
-    mad::ServiceRecordCallback done;
+    mad::ReplyCallback done;
     int attempt = 0;
     bool finished = false;
     TimePoint sent{};
   };
   void send_sr(NodeId from, Lid lid, Result<mad::MadBytes> request, std::uint8_t answer_method,
-               const mad::RequestOptions& o, mad::ServiceRecordCallback done);
+               const mad::RequestOptions& o, mad::ReplyCallback done);
   void finish_sr(const std::shared_ptr<SrReq>& r, Result<mad::ServiceRecordReply> res);
   mad::MadBytes sr_answer(NodeId to, const mad::MadBytes& request);
   void sr_attempt(const std::shared_ptr<SrReq>& r);

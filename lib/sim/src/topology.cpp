@@ -299,6 +299,18 @@ std::optional<Topology::End> TopologyTransport::resolve(const mad::Target& t) co
   return topo_.walk(node_, port_, std::get<DrPath>(t));
 }
 
+Result<mad::AnyReply> unrouted_lft_top(mad::NodeType type) {
+  if (type != mad::NodeType::Switch) return mad::mad_status_error(0x000c, "SMA status 0x000c");
+  return mad::AnyReply{mad::LftTopReply{}};
+}
+
+Result<mad::AnyReply> unrouted_lft_block(mad::NodeType type) {
+  if (type != mad::NodeType::Switch) return mad::mad_status_error(0x000c, "SMA status 0x000c");
+  mad::LftBlockReply r;
+  r.info.fill(0xff);
+  return mad::AnyReply{r};
+}
+
 template <class Fn>
 void TopologyTransport::answer(const std::optional<Topology::End>& end, const DrPath* dr, const mad::RequestOptions& o,
                                mad::ReplyCallback done, Fn make) {
@@ -379,17 +391,11 @@ void TopologyTransport::submit(mad::Request request, mad::ReplyCallback done) {
                    return mad::AnyReply{mad::PortCountersReply{pc, {}, 1}};
                  });
         } else if constexpr (std::is_same_v<Q, mad::LftTopGet>) {
-          answer(q.target, o, std::move(done), [this](const Topology::End& e) -> Result<mad::AnyReply> {
-            if (topo_.node(e.node).type != mad::NodeType::Switch) return mad::mad_status_error(0x000c, "SMA status 0x000c");
-            return mad::AnyReply{mad::LftTopReply{0, {}, 1}};
-          });
+          answer(q.target, o, std::move(done),
+                 [this](const Topology::End& e) { return unrouted_lft_top(topo_.node(e.node).type); });
         } else if constexpr (std::is_same_v<Q, mad::LftBlockGet>) {
-          answer(q.target, o, std::move(done), [this](const Topology::End& e) -> Result<mad::AnyReply> {
-            if (topo_.node(e.node).type != mad::NodeType::Switch) return mad::mad_status_error(0x000c, "SMA status 0x000c");
-            mad::LftBlockReply r;
-            r.ports.fill(0xff);
-            return mad::AnyReply{r};
-          });
+          answer(q.target, o, std::move(done),
+                 [this](const Topology::End& e) { return unrouted_lft_block(topo_.node(e.node).type); });
         } else {
           static_assert(std::is_same_v<Q, mad::SmInfoRecordsGet> || std::is_same_v<Q, mad::IsSmPortRecordsGet> ||
                             std::is_same_v<Q, mad::ServiceRecordSet> || std::is_same_v<Q, mad::ServiceRecordGet> ||

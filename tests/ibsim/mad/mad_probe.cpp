@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
     }
     nlohmann::json j{{"ok", got && got->ok()}};
     if (got && got->ok()) {
-      const auto& t = (*got)->table;
+      const auto& t = (*got)->info;
       nlohmann::json recs = nlohmann::json::array();
       for (const auto& r : t.records)
         recs.push_back({{"lid", r.lid.value}, {"guid", to_string(r.info.guid)},
@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
     }
     nlohmann::json j{{"ok", got && got->ok()}};
     if (got && got->ok()) {
-      const auto& r = (*got)->record;
+      const auto& r = (*got)->info;
       j["id"] = r.id;
       j["gid"] = to_string(r.gid);
       j["name"] = r.name;

@@ -341,13 +341,13 @@ TEST_CASE("The sim's SA: one MAD of records, cut beyond six as under ibsim, refu
   REQUIRE(f.active_masters() == std::vector<NodeId>{n[0]});
   auto t = ask(n[8], Lid{1});
   REQUIRE(t.ok());
-  CHECK(t->table.records.size() == 6);
-  CHECK_FALSE(t->table.claimed);
-  CHECK(t->table.truncated);
-  CHECK(t->table.records[0].info.guid == Guid{0x100});
-  CHECK(t->table.records[0].info.state == SmState::Master);
-  CHECK(t->table.records[0].info.sm_key == 0);
-  CHECK(t->table.records[1].info.state == SmState::Standby);
+  CHECK(t->info.records.size() == 6);
+  CHECK_FALSE(t->info.claimed);
+  CHECK(t->info.truncated);
+  CHECK(t->info.records[0].info.guid == Guid{0x100});
+  CHECK(t->info.records[0].info.state == SmState::Master);
+  CHECK(t->info.records[0].info.sm_key == 0);
+  CHECK(t->info.records[1].info.state == SmState::Standby);
   // A standby's SA: busy.
   auto standby = ask(n[8], Lid{2});
   REQUIRE_FALSE(standby.ok());

@@ -66,7 +66,7 @@ TEST_CASE("a reply reaches the typed callback as its own type, an error as the e
   std::vector<std::string> got;
   t.get_node_description(DrPath{}, {}, [&](Result<NodeDescriptionReply> r) {
     REQUIRE(r.ok());
-    got.push_back(r->text + " " + std::to_string(r->attempts));
+    got.push_back(r->info + " " + std::to_string(r->attempts));
   });
   t.get_lft_top(DrPath{}, {}, [&](Result<LftTopReply> r) {
     REQUIRE_FALSE(r.ok());

@@ -104,12 +104,11 @@ struct NodeInfo {
 };
 
 // An answer: its decoded payload, the round trip of the answered attempt
-// (send -> receipt) and the attempts used (1: the first try answered). The
-// replies whose payload callers read under another name than `info`
-// (NodeDescriptionReply::text, ...) have the same shape, spelled out below.
+// (send -> receipt) and the attempts used (1: the first try answered). Every
+// query's answer is one of these (the aliases below name them).
 template <class T>
 struct Reply {
-  T info;
+  T info{};
   Duration rtt{};
   int attempts = 1;
 };
@@ -135,12 +134,8 @@ inline constexpr std::uint16_t kSaStatusNoRecords = 0x0300;
 using NodeInfoReply = Reply<NodeInfo>;
 
 // NodeDescription (IBA 14.2.5.2): up to 64 bytes of UTF-8, NUL-padded. `text`
-// is the bytes before the first NUL, unescaped (smha::printable() shows it).
-struct NodeDescriptionReply {
-  std::string text;
-  Duration rtt{};
-  int attempts = 1;
-};
+// (`info`) is the bytes before the first NUL, unescaped (smha::printable() shows it).
+using NodeDescriptionReply = Reply<std::string>;
 
 // One SM as the SA lists it. OpenSM fills `info.sm_key` with 0 (it never
 // reveals SM_Key through the SA) and, for itself, ActCount = its QP0 MADs sent.
@@ -164,11 +159,7 @@ struct SmInfoRecordTable {
   friend bool operator==(const SmInfoRecordTable&, const SmInfoRecordTable&) = default;
 };
 
-struct SmInfoRecordsReply {
-  SmInfoRecordTable table;
-  Duration rtt{};
-  int attempts = 1;
-};
+using SmInfoRecordsReply = Reply<SmInfoRecordTable>;
 
 // One port as the SA lists it in a PortInfoRecord (IBA 15.2.5.3): its LID
 // (EndportLID), its number on its node and the PortInfo the master's sweeps
@@ -189,11 +180,7 @@ struct PortInfoRecordTable {
   friend bool operator==(const PortInfoRecordTable&, const PortInfoRecordTable&) = default;
 };
 
-struct PortInfoRecordsReply {
-  PortInfoRecordTable table;
-  Duration rtt{};
-  int attempts = 1;
-};
+using PortInfoRecordsReply = Reply<PortInfoRecordTable>;
 
 // A port GID (IBA 4.1.1): the subnet prefix and the port GUID (its interface
 // ID), as a ServiceRecord's ServiceGID carries it.
@@ -221,11 +208,8 @@ struct ServiceRecord {
   friend bool operator==(const ServiceRecord&, const ServiceRecord&) = default;
 };
 
-struct ServiceRecordReply {
-  ServiceRecord record;  // what the SA answered with (registered, found or deleted)
-  Duration rtt{};
-  int attempts = 1;
-};
+// What the SA answered with: the record registered, found or deleted.
+using ServiceRecordReply = Reply<ServiceRecord>;
 
 // The error counters smha keeps (PMA PortCounters, IBA 16.1.3.5 Table 247; codec: pma.hpp). The traffic
 // counters (PortXmitData and the like) are not read.
@@ -262,32 +246,19 @@ struct PortCounters {
   friend bool operator==(const PortCounters&, const PortCounters&) = default;
 };
 
-struct PortCountersReply {
-  PortCounters counters;
-  Duration rtt{};
-  int attempts = 1;
-};
+using PortCountersReply = Reply<PortCounters>;
 
 // A switch's linear forwarding table as SwitchInfo and LinearForwardingTable
 // blocks give it (IBA 14.2.5.4, 14.2.5.10; codecs in smp.hpp): the takeover
 // report compares them before and after (doc/takeover-report.md).
-struct LftTopReply {
-  std::uint16_t top = 0;  // SwitchInfo LinearFDBTop: the highest LID the LFT holds
-  Duration rtt{};
-  int attempts = 1;
-};
-struct LftBlockReply {
-  std::array<std::uint8_t, 64> ports{};  // out port of LIDs 64*block .. 64*block+63 (255: none)
-  Duration rtt{};
-  int attempts = 1;
-};
+// SwitchInfo LinearFDBTop: the highest LID the LFT holds.
+using LftTopReply = Reply<std::uint16_t>;
+// One LFT block: the out port of LIDs 64*block .. 64*block+63 (255: none).
+using LftBlock = std::array<std::uint8_t, 64>;
+using LftBlockReply = Reply<LftBlock>;
 // The MLID the SA gives a group's member (SubnAdmGet MCMemberRecord by MGID
 // and PortGID).
-struct McMemberReply {
-  Lid mlid;
-  Duration rtt{};
-  int attempts = 1;
-};
+using McMemberReply = Reply<Lid>;
 
 using SmInfoCallback = std::function<void(Result<SmInfoReply>)>;
 using SmInfoRecordsCallback = std::function<void(Result<SmInfoRecordsReply>)>;

@@ -100,6 +100,13 @@ class Topology {
   std::uint64_t next_switch_guid_ = 0x200000;
 };
 
+// A switch's LFT in a fabric that models no routes (both simulated
+// transports): SwitchInfo's LinearFDBTop 0 (nothing programmed) and blocks of
+// 255 (no port); a node that is not a switch refuses either with SMA status
+// 0x000c. The reply's round trip and attempts are the caller's to set.
+Result<mad::AnyReply> unrouted_lft_top(mad::NodeType type);
+Result<mad::AnyReply> unrouted_lft_block(mad::NodeType type);
+
 // MadTransport at port `port` of CA `node` of a Topology, on an EventQueue.
 // An answer takes 2 x hop_delay per hop plus `sma_delay`; a route that ends
 // nowhere times out (silence, as on hardware). Counts what it sends.
