@@ -9,7 +9,6 @@ namespace smha::peer {
 
 namespace {
 
-using nlohmann::json;
 
 double seconds_between(WallTime a, WallTime b) { return std::chrono::duration<double>(b - a).count(); }
 
@@ -176,140 +175,74 @@ void Continuity::follow_answers() {
 }
 
 void Continuity::note_takeover() {
-  json t{{"at", std::chrono::duration_cast<std::chrono::milliseconds>(clock_.wall_now().time_since_epoch()).count()}};
-  const auto& h = store_.held(FrameKind::SaDump);
-  if (!h) {
-    t["sa_copy"] = nullptr;
+  TakeoverCopies t;
+  t.at = clock_.wall_now();
+  t.sa_copy = copy_status(FrameKind::SaDump);
+  t.guid2lid_copy = copy_status(FrameKind::Guid2Lid);
+  if (!t.sa_copy) {
     spdlog::warn("continuity: this head's OpenSM became MASTER with no SA database copy: no multicast group, "
                  "ServiceRecord or subscription was restored");
   } else {
-    const double age = *copy_age_s(FrameKind::SaDump);
-    std::string stale;
-    const bool current = sa_copy_current(&stale);
-    t["sa_copy"] = {{"generation", h->generation}, {"from", h->from}, {"age_s", age},
-                    {"content_age_s", *content_age_s()}, {"current", current},
-                    {"stale", current ? json(nullptr) : json(stale)},
-                    {"groups", h->sa.groups.size()}, {"members", h->sa.members}, {"services", h->sa.services},
-                    {"subscriptions", h->sa.informs}};
-    if (current)
+    const auto& h = store_.held(FrameKind::SaDump);
+    if (t.sa_copy->current)
       spdlog::info("continuity: this head's OpenSM became MASTER with the SA database copy from {} generation {} ({}), "
                    "its content written {:.0f} s before, confirmed {:.0f} s before",
-                   h->from, h->generation, opensm::summary_text(h->sa), *content_age_s(), age);
+                   h->from, h->generation, opensm::summary_text(h->sa), *content_age_s(), *copy_age_s());
     else
       spdlog::warn("continuity: this head's OpenSM became MASTER with a stale SA database copy from {} generation {} "
                    "({}), its content written {:.0f} s before: {}",
-                   h->from, h->generation, opensm::summary_text(h->sa), *content_age_s(), stale);
+                   h->from, h->generation, opensm::summary_text(h->sa), *content_age_s(), t.sa_copy->stale);
   }
-  const auto& g = store_.held(FrameKind::Guid2Lid);
-  t["guid2lid_copy"] = g ? json{{"generation", g->generation}, {"from", g->from}, {"entries", g->guid2lid_entries}}
-                         : json(nullptr);
   at_takeover_ = std::move(t);
 }
 
-json continuity_off_json() { return json{{"enabled", false}}; }
-
-json Continuity::status_json() const {
-  json j;
-  j["enabled"] = true;
-  j["role"] = decisions_.master() ? "sending" : "receiving";
-  j["listening"] = channel_->listening();
-  j["listen"] = cfg_.channel.listen_host.empty()
-                    ? json(nullptr)
-                    : json(cfg_.channel.listen_host + ":" + std::to_string(cfg_.channel.listen_port));
-  j["sa_db_file"] = cfg_.store.sa_path;
-  j["max_copy_age_s"] = std::chrono::duration<double>(cfg_.max_copy_age).count();
-  const WallTime now = clock_.wall_now();
-  auto held = [&](FrameKind kind) -> json {
-    const auto& h = store_.held(kind);
-    if (!h) return nullptr;
-    json c{{"generation", h->generation},
-           {"from", h->from},
-           {"master_guid", to_string(h->master_guid)},
-           {"bytes", h->bytes},
-           {"age_s", *copy_age_s(kind)},
-           {"confirmed_age_s", *copy_age_s(kind)},
-           {"content_age_s", *content_age_s(kind)},
-           {"written_age_s", std::max(0.0, seconds_between(h->received, now))}};
-    if (kind == FrameKind::SaDump) {
-      std::string why;
-      c["current"] = sa_copy_current(&why);
-      c["stale"] = why.empty() ? json(nullptr) : json(why);
-      c["groups"] = h->sa.groups.size();
-      c["members"] = h->sa.members;
-      c["services"] = h->sa.services;
-      c["subscriptions"] = h->sa.informs;
-      c["trimmed"] = h->trimmed;
-    } else {
-      c["entries"] = h->guid2lid_entries;
-    }
-    return c;
-  };
-  j["copies"] = {{"sa_dump", held(FrameKind::SaDump)}, {"guid2lid", held(FrameKind::Guid2Lid)}};
-  // The master's last word that its current file was not sent (null: none since the last copy).
-  auto notice = [&](FrameKind kind) -> json {
-    const auto& n = store_.notice(kind);
-    if (!n) return nullptr;
-    json o{{"from", n->from},
-           {"problem", n->problem},
-           {"age_s", std::max(0.0, seconds_between(n->received, now))},
-           {"moved_on_age_s", std::max(0.0, seconds_between(n->since, now))},
-           {"counts", nullptr}};
-    if (n->counts)
-      o["counts"] = {{"groups", n->counts->groups}, {"members", n->counts->members},
-                     {"services", n->counts->services}, {"subscriptions", n->counts->subscriptions}};
-    return o;
-  };
-  j["not_sent"] = {{"sa_dump", notice(FrameKind::SaDump)}, {"guid2lid", notice(FrameKind::Guid2Lid)}};
-  j["stale"] = alarm_.empty() ? json(nullptr) : json(alarm_);
-  json refused = json::object();
-  for (std::size_t i = 0; i < kRefuseReasons; ++i)
-    refused[std::string(to_string(static_cast<RefuseReason>(i)))] = store_.refused()[i];
-  j["received"] = {{"copies", store_.received()},
-                   {"applied", store_.applied()},
-                   {"confirmed", store_.confirmed()},
-                   {"refused", refused},
-                   {"last_refusal", store_.last_refusal()}};
-  j["sent"] = {{"copies", sender_.sent()},
-               {"generation", sender_.generation()},
-               {"sa_dump_problem", sender_.problem(FrameKind::SaDump)},
-               {"sa_dump_trimmed", sender_.trimmed()},
-               {"guid2lid_problem", sender_.problem(FrameKind::Guid2Lid)}};
-  const auto& c = channel_->counters();
-  j["channel"] = {{"accepted", c.accepted},
-                  {"rejected_busy", c.rejected_busy},
-                  {"handshake_failed", c.handshake_failed},
-                  {"unknown_identity", c.unknown_identity},
-                  {"protocol_errors", c.protocol_errors},
-                  {"rejected_source_limit", c.rejected_source_limit},
-                  {"rejected_rate", c.rejected_rate},
-                  {"rejected_memory", c.rejected_memory},
-                  {"preauth_timeouts", c.preauth_timeouts},
-                  {"accept_pauses", c.accept_pauses},
-                  {"replaced", c.replaced},
-                  {"pending", c.pending},
-                  {"buffered_bytes", c.buffered_bytes},
-                  {"buffered_peak", c.buffered_peak},
-                  {"frames_in", c.frames_in},
-                  {"frames_out", c.frames_out},
-                  {"last_inbound_error", c.last_inbound_error}};
-  json peers = json::array();
-  for (const auto& l : channel_->links()) {
-    json p{{"name", l.name}, {"outbound", std::string(to_string(l.outbound))}, {"last_error", l.last_error},
-           {"inbound", l.inbound}, {"connects", l.connects}, {"failures", l.failures}};
-    p["last_copy_age_s"] = l.last_copy_at ? json(std::max(0.0, seconds_between(*l.last_copy_at, now))) : json(nullptr);
-    for (FrameKind kind : {FrameKind::SaDump, FrameKind::Guid2Lid}) {
-      const auto& a = l.answers[kind_index(kind)];
-      p["answers"][std::string(to_string(kind))] =
-          a ? json{{"generation", a->generation}, {"applied", a->applied}, {"reason", a->reason}, {"text", a->text},
-                   {"age_s", std::max(0.0, seconds_between(l.answered_at[kind_index(kind)], now))}}
-            : json(nullptr);
-    }
-    peers.push_back(p);
+std::optional<CopyStatus> Continuity::copy_status(FrameKind kind) const {
+  const auto& h = store_.held(kind);
+  if (!h) return std::nullopt;
+  CopyStatus c;
+  c.generation = h->generation;
+  c.from = h->from;
+  c.master_guid = h->master_guid;
+  c.bytes = h->bytes;
+  c.received = h->received;
+  c.confirmed = h->confirmed;
+  c.written = h->written;
+  if (kind == FrameKind::SaDump) {
+    c.sa = SaCounts{h->sa.groups.size(), h->sa.members, h->sa.services, h->sa.informs};
+    c.trimmed = h->trimmed;
+    c.current = sa_copy_current(&c.stale);
+  } else {
+    c.guid2lid_entries = h->guid2lid_entries;
   }
-  j["peers"] = peers;
-  // The copies this head's OpenSM had when it last became MASTER (null: not since start).
-  j["at_takeover"] = at_takeover_;
-  return j;
+  return c;
+}
+
+ContinuityStatus Continuity::status() const {
+  ContinuityStatus s;
+  s.sending = decisions_.master();
+  s.listening = channel_->listening();
+  if (!cfg_.channel.listen_host.empty())
+    s.listen = cfg_.channel.listen_host + ":" + std::to_string(cfg_.channel.listen_port);
+  s.sa_db_file = cfg_.store.sa_path;
+  s.max_copy_age = cfg_.max_copy_age;
+  for (FrameKind kind : {FrameKind::SaDump, FrameKind::Guid2Lid}) {
+    s.copies[kind_index(kind)] = copy_status(kind);
+    s.not_sent[kind_index(kind)] = store_.notice(kind);
+    s.send_problem[kind_index(kind)] = sender_.problem(kind);
+  }
+  s.stale = alarm_;
+  s.received = store_.received();
+  s.applied = store_.applied();
+  s.confirmed = store_.confirmed();
+  s.refused = store_.refused();
+  s.last_refusal = store_.last_refusal();
+  s.sent = sender_.sent();
+  s.sent_generation = sender_.generation();
+  s.sent_trimmed = sender_.trimmed();
+  s.channel = channel_->counters();
+  s.peers = channel_->links();
+  s.at_takeover = at_takeover_;
+  return s;
 }
 
 }  // namespace smha::peer

@@ -71,7 +71,7 @@ void ContinuityThread::sample_facts() {
 void ContinuityThread::publish() {
   snapshot_timer_ = sched_.schedule_in(opts_.snapshot_interval, [this] { publish(); });
   Snapshot s;
-  s.status = continuity_->status_json();
+  s.status = continuity_->status();
   s.metrics = continuity_metrics(*continuity_);
   s.sa_copy = continuity_->sa_copy_info();
   std::lock_guard lock(mu_);
@@ -117,7 +117,7 @@ void ContinuityThread::stop() {
   thread_.join();
 }
 
-nlohmann::json ContinuityThread::status_json() const {
+peer::ContinuityStatus ContinuityThread::status() const {
   std::lock_guard lock(mu_);
   return snapshot_.status;
 }

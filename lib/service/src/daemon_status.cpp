@@ -108,7 +108,12 @@ json Daemon::status_json() {
       head::lid_continuity_json(head_->lid_continuity(), head_->config().opensm.honor_guid2lid_file, now);
   j["drift"] = head::drift_json(head_->watchers().drift(), now);
   j["health"] = head::health_json(head_->watchers(), now, head::kMetricsWorstLinks, head::kMetricsWorstLinks);
-  j["continuity"] = continuity_ ? continuity_->status_json() : peer::continuity_off_json();
+  if (continuity_) {
+    const peer::ContinuityStatus cs = continuity_->status();
+    j["continuity"] = peer::continuity_json(&cs, clock_.wall_now());
+  } else {
+    j["continuity"] = peer::continuity_json(nullptr, clock_.wall_now());
+  }
   const auto& pol = head_->agent().config().policy;
   j["policy"] = {{"poll_interval_ms", std::chrono::duration_cast<std::chrono::milliseconds>(pol.poll_interval).count()},
                  {"misses", pol.misses},

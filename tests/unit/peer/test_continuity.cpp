@@ -164,7 +164,10 @@ struct Pair {
     }
     return false;
   }
-  json s2() const { return h2.c->status_json(); }
+  json s2() const {
+    const ContinuityStatus st = h2.c->status();
+    return continuity_json(&st, h2.clock.wall_now());
+  }
 };
 
 }  // namespace
@@ -201,7 +204,8 @@ TEST_CASE("Continuity: a dump from before this mastership is never sent and the 
   CHECK(s["copies"]["sa_dump"]["current"] == false);
   CHECK(p.h2.alarms.stale.rfind("not sent: waiting for this master's first dump", 0) == 0);
   CHECK(p.h2.alarms.stale.find("its content written") != std::string::npos);
-  auto h1s = p.h1.c->status_json();
+  const ContinuityStatus h1st = p.h1.c->status();
+  auto h1s = continuity_json(&h1st, p.h1.clock.wall_now());
   CHECK(h1s["sent"]["sa_dump_problem"].get<std::string>().find("waiting for this master's first dump") !=
         std::string::npos);
 

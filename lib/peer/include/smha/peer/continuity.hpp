@@ -25,7 +25,6 @@
 #include <string>
 
 #include <boost/asio/io_context.hpp>
-#include <nlohmann/json.hpp>
 
 #include "smha/core/alarm.hpp"
 #include "smha/core/clock.hpp"
@@ -34,6 +33,7 @@
 #include "smha/os/file_system.hpp"
 #include "smha/peer/channel.hpp"
 #include "smha/peer/continuity_decisions.hpp"
+#include "smha/peer/continuity_status.hpp"
 #include "smha/peer/copy_store.hpp"
 
 namespace smha::peer {
@@ -49,9 +49,6 @@ struct ContinuityConfig {
   Duration max_copy_age = seconds(120);
 };
 
-// status.continuity when no channel runs (no `continuity` configured).
-nlohmann::json continuity_off_json();
-
 class Continuity {
  public:
   using Facts = std::function<InBandFacts()>;
@@ -66,11 +63,10 @@ class Continuity {
   Status start();
   void stop();
 
-  // status.continuity (doc/control-protocol.md): the one renderer of this
-  // block, from the typed state here (the store, the sender, the channel's
-  // links and counters). Runs on the peer thread (ContinuityThread publishes
-  // its result); continuity_off_json() is the block without a channel.
-  nlohmann::json status_json() const;
+  // status.continuity, typed (continuity_status.hpp): the store's copies and
+  // counts, the sender's, the channel's links and counters. Runs on the peer
+  // thread; ContinuityThread hands it to the main loop, which renders it.
+  ContinuityStatus status() const;
   const CopyStore& store() const { return store_; }
   const CopySender& sender() const { return sender_; }
   const PeerChannel& channel() const { return *channel_; }
@@ -88,6 +84,7 @@ class Continuity {
  private:
   void tick();
   void note_takeover();
+  std::optional<CopyStatus> copy_status(FrameKind kind) const;
   // Answers `older` holding a generation above ours: continue above it.
   void follow_answers();
   ContinuityConfig cfg_;
@@ -104,7 +101,7 @@ class Continuity {
   std::string trim_alarm_;      // the sa_copy_trimmed detail raised ("" none)
   std::string logged_refusal_;  // the last refusal logged
   std::string logged_notice_;   // the last notice logged (sent or received)
-  nlohmann::json at_takeover_;  // note_takeover()'s record; null until then
+  std::optional<TakeoverCopies> at_takeover_;  // note_takeover()'s record
 };
 
 }  // namespace smha::peer

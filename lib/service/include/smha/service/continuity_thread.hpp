@@ -11,9 +11,10 @@
 //   - alarms come back: the peer thread posts each raise or clear to the main
 //     loop, where the alarm sink runs as for every other alarm;
 //   - status comes back: every `snapshot_interval` (and after start) the peer
-//     thread leaves a snapshot of what the main loop shows (status JSON,
+//     thread leaves a snapshot of what the main loop shows (the typed status,
 //     metrics, the SA copy for the takeover report) under a mutex. Readers
-//     on the main loop copy it; its ages are at most that interval old.
+//     on the main loop copy it; the status reply's ages are as of the reply
+//     (it keeps times), the rest is at most that interval old.
 // The peer thread runs at a lower CPU priority (nice +10): under load the
 // main loop's threads win.
 #pragma once
@@ -24,7 +25,6 @@
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
-#include <nlohmann/json.hpp>
 
 #include "smha/control/metrics.hpp"
 #include "smha/core/alarm.hpp"
@@ -61,7 +61,7 @@ class ContinuityThread {
   void stop();
 
   // The latest snapshot (main loop).
-  nlohmann::json status_json() const;
+  peer::ContinuityStatus status() const;
   control::ContinuityMetrics metrics() const;
   std::optional<fabric::SaCopyInfo> sa_copy_info() const;
   // How many snapshots the peer thread has published (tests wait on it).
@@ -69,7 +69,7 @@ class ContinuityThread {
 
  private:
   struct Snapshot {
-    nlohmann::json status;
+    peer::ContinuityStatus status;
     control::ContinuityMetrics metrics;
     std::optional<fabric::SaCopyInfo> sa_copy;
     std::uint64_t count = 0;
