@@ -20,7 +20,7 @@ std::uint64_t mads_of(const Result<Reply>& r, const mad::RequestOptions& o) {
 
 CensusDriver::CensusDriver(CensusConfig cfg, Scheduler& sched, mad::MadTransport& mad, AlarmSink& sink, Guid own,
                            std::vector<Guid> peers, std::uint64_t m_key)
-    : cfg_(std::move(cfg)),
+    : cfg_(cfg),
       sched_(sched),
       mad_(mad),
       sink_(sink),
