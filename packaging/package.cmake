@@ -3,7 +3,12 @@
 # CMakeLists.txt; `cpack -G DEB` (scripts/package) builds smha_<version>_<arch>.deb.
 #
 # Layout (Debian 12): binaries under the install prefix (/usr in the package),
-# the unit in /lib/systemd/system, the configuration in /etc/smha (conffile).
+# the units in /lib/systemd/system, the configuration in /etc/smha (conffile).
+# The defaults below are that layout; the RPM (packaging/rpm/smha.spec) sets
+# SMHA_UNIT_DIR to EL's %{_unitdir} and SMHA_DEBIAN_DOCS=OFF (rpm installs the
+# licence and docs itself).
+set(SMHA_UNIT_DIR /lib/systemd/system CACHE PATH "Absolute directory of the systemd units")
+option(SMHA_DEBIAN_DOCS "Install changelog.Debian.gz and copyright under share/doc/smha" ON)
 
 set(SMHA_PKG_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(SMHA_PKG_BUILD ${CMAKE_BINARY_DIR}/packaging)
@@ -36,7 +41,8 @@ foreach(pair
   string(REPLACE "${from}" "${to}" smha_unit_text "${smha_unit_text}")
 endforeach()
 file(WRITE ${SMHA_PKG_BUILD}/smhad@.service "${smha_unit_text}")
-install(FILES ${SMHA_UNIT} ${SMHA_PKG_BUILD}/smhad@.service DESTINATION /lib/systemd/system)
+install(FILES ${SMHA_UNIT} ${SMHA_PKG_BUILD}/smhad@.service DESTINATION ${SMHA_UNIT_DIR})
+# /etc/smha on Debian and EL alike: the units' ExecStart= and smhad's default name it.
 install(FILES ${PROJECT_SOURCE_DIR}/config/smha.yaml DESTINATION /etc/smha)
 
 # Man pages (roff in doc/man), compressed as Debian policy wants.
@@ -61,7 +67,9 @@ add_custom_command(OUTPUT ${SMHA_CHANGELOG_GZ}
   COMMAND gzip -9n -c ${SMHA_PKG_DIR}/debian/changelog > ${SMHA_CHANGELOG_GZ}
   DEPENDS ${SMHA_PKG_DIR}/debian/changelog VERBATIM)
 add_custom_target(smha_package_files ALL DEPENDS ${SMHA_MANPAGES_GZ} ${SMHA_CHANGELOG_GZ})
-install(FILES ${SMHA_CHANGELOG_GZ} ${SMHA_PKG_DIR}/debian/copyright DESTINATION share/doc/smha)
+if(SMHA_DEBIAN_DOCS)
+  install(FILES ${SMHA_CHANGELOG_GZ} ${SMHA_PKG_DIR}/debian/copyright DESTINATION share/doc/smha)
+endif()
 
 # Prometheus alerting rules (doc/drift.md).
 install(FILES ${SMHA_PKG_DIR}/prometheus/smha-alerts.yml DESTINATION share/smha/prometheus)
