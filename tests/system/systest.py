@@ -217,12 +217,16 @@ class Container:
         self.console = open(os.path.join(base, "console.log"), "w")
         self.nspawn = subprocess.Popen(
             ["systemd-nspawn", "-q", "-D", self.root, "--boot", "--console=pipe", "--register=no",
-             "--keep-unit", f"--machine={name}"],
+             "--keep-unit", f"--machine={name}"] + self.nspawn_extra(),
             stdin=subprocess.DEVNULL, stdout=self.console, stderr=subprocess.STDOUT, start_new_session=True)
         self.pid1 = wait_until(f"{name}'s PID 1", 30, self._find_pid1)
         t0 = time.monotonic()
         state = wait_until(f"{name} booted", 60, lambda: self.booted())
         log(f"{name}: booted ({state}) in {time.monotonic() - t0:.1f}s, PID 1 = host pid {self.pid1}")
+
+    def nspawn_extra(self):
+        """More systemd-nspawn options (a subclass's: the Pacemaker tier's own network namespace)."""
+        return []
 
     def _find_pid1(self):
         check(self.nspawn.poll() is None, f"systemd-nspawn exited {self.nspawn.returncode}")
