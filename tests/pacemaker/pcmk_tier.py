@@ -20,7 +20,6 @@ CPU and memory of corosync + pacemaker beside smhad.
 Everything started here (ibsim, containers, namespaces, mounts) is stopped or
 removed by PID or name, also on failure.
 """
-import contextlib
 import json
 import os
 import re
@@ -37,8 +36,8 @@ LAYER_PACKAGES = ["corosync", "pacemaker", "pacemaker-cli-utils", "resource-agen
 LAYER_VERSION = "1 " + " ".join(LAYER_PACKAGES)
 SUBNET = "10.231.47"          # only inside the namespaces this test creates
 IBSIM_PORT = 7070
-HEADS = {"head01": {"hca": "Hca1", "addr": f"{SUBNET}.1", "prio": 15},
-         "head02": {"hca": "Hca2", "addr": f"{SUBNET}.2", "prio": 1}}
+HEADS = {"head01": {"hca": "Hca1", "addr": f"{SUBNET}.1"},
+         "head02": {"hca": "Hca2", "addr": f"{SUBNET}.2"}}
 
 
 def pcmk_layer(root):
@@ -107,18 +106,10 @@ class RemoteIbsim(systest.Ibsim):
         return {"LD_PRELOAD": systest.UMAD2SIM, "SIM_HOST": node,
                 "IBSIM_SERVER_NAME": self.addr, "IBSIM_SERVER_PORT": str(IBSIM_PORT)}
 
-    def run_at(self, node, *cmd, timeout=10):
-        """A query tool attached at NODE, run in ibsim's namespace (bounded; killed by PID)."""
+    def attach(self, node, cmd):
+        """CMD attached at NODE, run in ibsim's namespace (umad2sim only in CMD, not in ip)."""
         env = [f"{k}={v}" for k, v in self.client_env(node).items()]
-        p = subprocess.Popen(["ip", "netns", "exec", self.netns, "env"] + env + list(cmd), cwd=self.run_dir,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            out, err = p.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.communicate()
-            raise Failure(f"{cmd} at {node} timed out after {timeout}s")
-        return p.returncode, out, err
+        return ["ip", "netns", "exec", self.netns, "env"] + env + cmd, dict(os.environ)
 
 
 class NetContainer(systest.Container):

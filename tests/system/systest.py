@@ -169,9 +169,14 @@ class Ibsim:
     def client_env(self, node):
         return {"LD_PRELOAD": UMAD2SIM, "SIM_HOST": node, "IBSIM_SOCKNAME": self.sock}
 
+    def attach(self, node, cmd):
+        """The command line and environment that run CMD attached at NODE."""
+        return cmd, dict(os.environ, **self.client_env(node))
+
     def run_at(self, node, *cmd, timeout=10):
         """Runs a query tool attached at NODE on the host (bounded; killed by PID)."""
-        p = subprocess.Popen(list(cmd), cwd=self.run_dir, env=dict(os.environ, **self.client_env(node)),
+        argv, env = self.attach(node, list(cmd))
+        p = subprocess.Popen(argv, cwd=self.run_dir, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
             out, err = p.communicate(timeout=timeout)
