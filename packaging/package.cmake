@@ -79,6 +79,12 @@ install(FILES ${SMHA_PKG_DIR}/grafana/smha-dashboard.json DESTINATION share/smha
 # The peer channel's certificates (doc/continuity.md): a CA and one per head, with openssl.
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/make-peer-certs DESTINATION share/smha)
 
+# Pacemaker (doc/pacemaker.md): the OCF resource agent ocf:smha:smhad at the
+# standard OCF path, and the notify hooks that publish mastership and ask for fencing.
+install(PROGRAMS ${SMHA_PKG_DIR}/ocf/smhad DESTINATION /usr/lib/ocf/resource.d/smha)
+install(PROGRAMS ${SMHA_PKG_DIR}/hooks/pacemaker-attribute ${SMHA_PKG_DIR}/hooks/pacemaker-fence
+        DESTINATION share/smha/hooks)
+
 # Bash completion.
 install(FILES ${SMHA_PKG_DIR}/smctl.bash-completion
         DESTINATION share/bash-completion/completions RENAME smctl)
@@ -112,6 +118,8 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # the contract; adduser: postinst's addgroup.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "opensm, libibumad3, adduser")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "infiniband-diags")
+# The OCF agent runs under Pacemaker with resource-agents' shell functions and python3.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "pacemaker, resource-agents")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
   ${SMHA_PKG_DIR}/debian/conffiles
   ${SMHA_PKG_DIR}/debian/preinst

@@ -169,9 +169,14 @@ class Ibsim:
     def client_env(self, node):
         return {"LD_PRELOAD": UMAD2SIM, "SIM_HOST": node, "IBSIM_SOCKNAME": self.sock}
 
+    def attach(self, node, cmd):
+        """The command line and environment that run CMD attached at NODE."""
+        return cmd, dict(os.environ, **self.client_env(node))
+
     def run_at(self, node, *cmd, timeout=10):
         """Runs a query tool attached at NODE on the host (bounded; killed by PID)."""
-        p = subprocess.Popen(list(cmd), cwd=self.run_dir, env=dict(os.environ, **self.client_env(node)),
+        argv, env = self.attach(node, list(cmd))
+        p = subprocess.Popen(argv, cwd=self.run_dir, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
             out, err = p.communicate(timeout=timeout)
@@ -217,12 +222,16 @@ class Container:
         self.console = open(os.path.join(base, "console.log"), "w")
         self.nspawn = subprocess.Popen(
             ["systemd-nspawn", "-q", "-D", self.root, "--boot", "--console=pipe", "--register=no",
-             "--keep-unit", f"--machine={name}"],
+             "--keep-unit", f"--machine={name}"] + self.nspawn_extra(),
             stdin=subprocess.DEVNULL, stdout=self.console, stderr=subprocess.STDOUT, start_new_session=True)
         self.pid1 = wait_until(f"{name}'s PID 1", 30, self._find_pid1)
         t0 = time.monotonic()
         state = wait_until(f"{name} booted", 60, lambda: self.booted())
         log(f"{name}: booted ({state}) in {time.monotonic() - t0:.1f}s, PID 1 = host pid {self.pid1}")
+
+    def nspawn_extra(self):
+        """More systemd-nspawn options (a subclass's: the Pacemaker tier's own network namespace)."""
+        return []
 
     def _find_pid1(self):
         check(self.nspawn.poll() is None, f"systemd-nspawn exited {self.nspawn.returncode}")
