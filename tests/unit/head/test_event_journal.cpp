@@ -17,6 +17,7 @@
 #include "smha/os/posix_file_system.hpp"
 #include "smha/head/event_journal.hpp"
 #include "smha/head/takeover_report_json.hpp"
+#include "named_events.hpp"
 #include "temp_dir.hpp"
 
 using namespace smha;
@@ -85,16 +86,8 @@ TEST_CASE("event lines round-trip, with UTC millisecond times", "[head][events]"
 TEST_CASE("engine events name their SMs with head name, GUID and NodeDescription, in the journal, "
           "replies and smctl events", "[head][events]") {
   LogEventSink sink;
-  const Guid own{0x0002c90300000001}, peer{0x0002c90300000002}, stray{0x0002c90300000009};
-  sink.set_node_namer(own, [&](Guid g) {
-    if (g == own) return EventNode{"head01", g, "head01 HCA-1"};
-    if (g == peer) return EventNode{"head02", g, "head02 \x01HCA-1"};
-    return EventNode{"", g, ""};
-  });
-  // This head first, then the event's own nodes, each once.
-  sink.event({sm::EventKind::TakeoverStarted, "master lost", "head02 silent", {peer, own, peer}}, TimePoint{});
-  sink.event({sm::EventKind::HandoverRejected, "no live standby", "", {stray}}, TimePoint{});
-  sink.note("RELOAD", "configuration reloaded");  // a daemon note names no SM
+  const Guid peer = test::kNamedPeer;
+  test::record_named_events(sink);
   const auto& ev = sink.events();
   REQUIRE(ev.size() == 3);
   REQUIRE(ev[0].nodes.size() == 2);

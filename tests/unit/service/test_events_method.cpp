@@ -23,6 +23,7 @@
 #include "smha/control/client.hpp"
 #include "smha/core/text.hpp"
 #include "smha/service/events_method.hpp"
+#include "named_events.hpp"
 #include "test_support.hpp"
 
 using namespace smha;
@@ -107,15 +108,7 @@ extern "C" void on_usr1(int) {}
 TEST_CASE("event_to_json escapes the SMs' descriptions and smctl events shows each SM after the event",
           "[service][events]") {
   LogEventSink sink;
-  const Guid own{0x0002c90300000001}, peer{0x0002c90300000002}, stray{0x0002c90300000009};
-  sink.set_node_namer(own, [&](Guid g) {
-    if (g == own) return EventNode{"head01", g, "head01 HCA-1"};
-    if (g == peer) return EventNode{"head02", g, "head02 \x01HCA-1"};
-    return EventNode{"", g, ""};
-  });
-  sink.event({sm::EventKind::TakeoverStarted, "master lost", "head02 silent", {peer, own, peer}}, TimePoint{});
-  sink.event({sm::EventKind::HandoverRejected, "no live standby", "", {stray}}, TimePoint{});
-  sink.note("RELOAD", "configuration reloaded");  // a daemon note names no SM
+  smha::test::record_named_events(sink);
   const auto& ev = sink.events();
   REQUIRE(ev.size() == 3);
   const auto j = event_to_json(ev[0]);
